@@ -1,0 +1,140 @@
+//! Atomic, durable file writes.
+//!
+//! A reader (or a crash) must only ever see the old or the new content of a file, never a mix:
+//! we write a temporary file next to the target, fsync it, rename it over the target and fsync
+//! the directory so the rename itself survives a power loss.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result};
+
+/// Marker in the names of temporary files, so `fsck` can recognise leftovers of a crash.
+pub const TEMP_MARKER: &str = ".zblade-tmp-";
+
+/// Writes `bytes` to `path` atomically and durably (temp file, fsync, rename, fsync dir).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = temp_path_for(path);
+    let result = (|| {
+        let mut file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        file.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
+        file.sync_all().map_err(|e| Error::io(&tmp, e))?;
+        fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
+        sync_dir(path.parent().unwrap_or(Path::new(".")))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Writes several files atomically, paying for one directory fsync per directory instead of
+/// one per file. Each file on its own is still all-or-nothing.
+pub fn write_atomic_batch(files: &[(PathBuf, Vec<u8>)]) -> Result<()> {
+    let mut staged = Vec::with_capacity(files.len());
+    let result = (|| {
+        for (path, bytes) in files {
+            let tmp = temp_path_for(path);
+            staged.push(tmp.clone());
+            let mut file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+            file.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
+            file.sync_all().map_err(|e| Error::io(&tmp, e))?;
+        }
+        let mut dirs: Vec<&Path> = Vec::new();
+        for ((path, _), tmp) in files.iter().zip(&staged) {
+            fs::rename(tmp, path).map_err(|e| Error::io(path, e))?;
+            let dir = path.parent().unwrap_or(Path::new("."));
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+        dirs.into_iter().try_for_each(sync_dir)
+    })();
+    if result.is_err() {
+        for tmp in staged {
+            let _ = fs::remove_file(tmp);
+        }
+    }
+    result
+}
+
+/// Creates `path` with `bytes` only if it does not exist yet; returns whether it was created.
+///
+/// Used by `init`, which must never overwrite what a user wrote.
+pub fn create_new_atomic(path: &Path, bytes: &[u8]) -> Result<bool> {
+    if path.exists() {
+        return Ok(false);
+    }
+    let tmp = temp_path_for(path);
+    let mut file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    file.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
+    file.sync_all().map_err(|e| Error::io(&tmp, e))?;
+    // hard_link fails if the target exists, so a concurrent `init` cannot clobber the other's file.
+    let created = match fs::hard_link(&tmp, path) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            return Err(Error::io(path, e));
+        }
+    };
+    let _ = fs::remove_file(&tmp);
+    sync_dir(path.parent().unwrap_or(Path::new(".")))?;
+    Ok(created)
+}
+
+fn temp_path_for(path: &Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let unique = format!("{}-{}", std::process::id(), ulid::Ulid::new());
+    path.with_file_name(format!(".{name}{TEMP_MARKER}{unique}"))
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    // Directories can be opened read-only and fsynced on Unix; elsewhere this is best effort.
+    match File::open(dir) {
+        Ok(d) => match d.sync_all() {
+            Ok(()) => Ok(()),
+            Err(e) if cfg!(unix) => Err(Error::io(dir, e)),
+            Err(_) => Ok(()),
+        },
+        Err(e) if cfg!(unix) => Err(Error::io(dir, e)),
+        Err(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_content_and_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("a.json");
+        write_atomic(&target, b"one").unwrap();
+        write_atomic(&target, b"two").unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"two");
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 1, "leftover files: {names:?}");
+    }
+
+    #[test]
+    fn create_new_never_overwrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("instructions.md");
+        assert!(create_new_atomic(&target, b"mine").unwrap());
+        assert!(!create_new_atomic(&target, b"default").unwrap());
+        assert_eq!(fs::read(&target).unwrap(), b"mine");
+    }
+
+    #[test]
+    fn batch_write_writes_every_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<_> =
+            (0..5).map(|i| (dir.path().join(format!("{i}.json")), vec![b'0' + i as u8])).collect();
+        write_atomic_batch(&files).unwrap();
+        for (path, bytes) in &files {
+            assert_eq!(&fs::read(path).unwrap(), bytes);
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! `.zblade/config/settings.json`: the RFC-002 settings with their defaults.
+//!
+//! Every level keeps the fields it does not know in `extra`, so a settings file written by a
+//! newer zblade (or edited by hand) loses nothing when this version rewrites it.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::{Error, Result, fsio, ids};
+
+/// Where a project's memory lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageMode {
+    /// Artifacts and index under `.zblade/`; nothing leaves the machine.
+    #[default]
+    Local,
+    /// Conversations live on a sync server.
+    Server,
+}
+
+impl std::fmt::Display for StorageMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StorageMode::Local => "local",
+            StorageMode::Server => "server",
+        })
+    }
+}
+
+/// The whole settings file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct Settings {
+    /// The project's identity.
+    pub project: ProjectSettings,
+    /// Where memory is stored.
+    pub storage: StorageSettings,
+    /// Context assembly.
+    pub context: ContextSettings,
+    /// Privacy switches.
+    pub privacy: PrivacySettings,
+    /// Fields this version does not know; written back unchanged.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `project`: identity of the project the memory belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct ProjectSettings {
+    /// `proj_…` id, stamped into every conversation as `project_id`; assigned by `init`.
+    pub id: String,
+    /// Unknown fields.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `storage`: RFC-002 "Storage Mode Configuration".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StorageSettings {
+    /// `local` (default) or `server`.
+    pub mode: StorageMode,
+    /// Sync titles and tags (no content) to a server in local mode. Off until the user opts in:
+    /// no byte leaves the machine before consent.
+    pub sync_metadata: bool,
+    /// The hot cache under `.zblade/cache/`.
+    pub cache: CacheSettings,
+    /// Unknown fields.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for StorageSettings {
+    fn default() -> Self {
+        StorageSettings {
+            mode: StorageMode::Local,
+            sync_metadata: false,
+            cache: CacheSettings::default(),
+            extra: Map::new(),
+        }
+    }
+}
+
+/// `storage.cache`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CacheSettings {
+    /// Whether the cache is used.
+    pub enabled: bool,
+    /// Upper bound of `.zblade/cache/` in MiB.
+    pub max_size_mb: u64,
+    /// Unknown fields.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for CacheSettings {
+    fn default() -> Self {
+        CacheSettings { enabled: true, max_size_mb: 100, extra: Map::new() }
+    }
+}
+
+/// `context`: how much memory goes into a prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ContextSettings {
+    /// Token budget of an assembled context.
+    pub max_tokens: u32,
+    /// The compressor.
+    pub compression: CompressionSettings,
+    /// Unknown fields.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for ContextSettings {
+    fn default() -> Self {
+        ContextSettings { max_tokens: 8000, compression: CompressionSettings::default(), extra: Map::new() }
+    }
+}
+
+/// `context.compression`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CompressionSettings {
+    /// Whether over-budget material is compressed.
+    pub enabled: bool,
+    /// `local` (llama.cpp on this machine) or `remote`.
+    pub model: String,
+    /// Unknown fields.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for CompressionSettings {
+    fn default() -> Self {
+        CompressionSettings { enabled: true, model: "local".into(), extra: Map::new() }
+    }
+}
+
+/// `privacy`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct PrivacySettings {
+    /// Always false: zblade has no telemetry. Kept so the file states it plainly.
+    pub telemetry: bool,
+    /// Unknown fields.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Settings {
+    /// Settings for a new project, with a fresh project id.
+    pub fn new_project() -> Self {
+        let mut settings = Settings::default();
+        settings.project.id = ids::new_id(ids::PROJECT);
+        settings
+    }
+
+    /// Reads and parses `path`, naming the file, line and field on failure.
+    pub fn load(path: &Path) -> Result<Self> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        crate::artifact::parse_json(&bytes, &path.display().to_string())
+    }
+
+    /// Serialises the settings as pretty JSON with a trailing newline.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(self).expect("settings always serialise");
+        bytes.push(b'\n');
+        bytes
+    }
+
+    /// Writes the settings atomically.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        fsio::write_atomic(path, &self.to_json())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_rfc_002() {
+        let json: Value = serde_json::from_slice(&Settings::default().to_json()).unwrap();
+        assert_eq!(json["storage"]["mode"], "local");
+        assert_eq!(json["storage"]["cache"]["enabled"], true);
+        assert_eq!(json["storage"]["cache"]["max_size_mb"], 100);
+        assert_eq!(json["context"]["max_tokens"], 8000);
+        assert_eq!(json["context"]["compression"]["enabled"], true);
+        assert_eq!(json["context"]["compression"]["model"], "local");
+        assert_eq!(json["privacy"]["telemetry"], false);
+    }
+
+    #[test]
+    fn unknown_fields_survive_a_round_trip() {
+        let text = r#"{"storage": {"mode": "server", "future_knob": [1, 2]}, "theme": "dark"}"#;
+        let settings: Settings = serde_json::from_str(text).unwrap();
+        assert_eq!(settings.storage.mode, StorageMode::Server);
+        let back: Value = serde_json::from_slice(&settings.to_json()).unwrap();
+        assert_eq!(back["theme"], "dark");
+        assert_eq!(back["storage"]["future_knob"], serde_json::json!([1, 2]));
+        assert_eq!(back["context"]["max_tokens"], 8000, "missing fields get their defaults");
+    }
+}
