@@ -1,1 +1,163 @@
-//! placeholder
+//! The SQLite catalog of a zblade project (`.zblade/index/conversations.db`).
+//!
+//! The index is a cache of the JSON artifacts: every row here can be rebuilt from them with
+//! [`Index::rebuild`], and [`Index::indexed_artifacts`] lets `fsck` compare the two. It holds the
+//! RFC-002 tables plus messages, FTS5 tables for keyword search ([`Index::search`]), and the
+//! sha256 of each artifact it was built from.
+//!
+//! Concurrency: the database runs in WAL mode with a busy timeout, and every write transaction
+//! begins `IMMEDIATE`, so two processes writing at once wait for each other instead of failing
+//! with `SQLITE_BUSY` halfway through a transaction.
+//!
+//! ```
+//! # let dir = tempfile::tempdir().unwrap();
+//! use zblade_index::{Index, SearchKind, SearchQuery};
+//! let index = Index::open(&dir.path().join("conversations.db")).unwrap();
+//! let hits = index.search(&SearchQuery::new("jwt", 10, SearchKind::All)).unwrap();
+//! assert!(hits.is_empty());
+//! ```
+
+mod catalog;
+pub mod fts;
+pub mod schema;
+mod search;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+use zblade_core::{Error, Result};
+
+pub use catalog::{ArtifactKind, ConversationSummary, Counts, IndexedArtifact, MessageLocation, MomentSummary};
+pub use search::{HitKind, SearchHit, SearchKind, SearchQuery};
+
+/// How long a writer waits for another process's write transaction before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// An open index database.
+pub struct Index {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index").field("path", &self.path).finish()
+    }
+}
+
+impl Index {
+    /// Opens (creating if needed) the index at `path` and brings its schema up to date.
+    pub fn open(path: &Path) -> Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| sql_error(path, e))?;
+        let mut index = Index { conn, path: path.to_path_buf() };
+        index.configure().map_err(|e| sql_error(path, e))?;
+        index.migrate()?;
+        Ok(index)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn configure(&mut self) -> rusqlite::Result<()> {
+        self.conn.busy_timeout(BUSY_TIMEOUT)?;
+        // Switching to WAL needs a moment of exclusive access; the busy timeout covers it.
+        self.conn.pragma_update(None, "journal_mode", "WAL")?;
+        // NORMAL is durable across application crashes in WAL mode; a power loss may drop the
+        // last transactions, which `fsck --repair` restores from the artifacts.
+        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        Ok(())
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        let path = self.path.clone();
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| sql_error(&path, e))?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| sql_error(&path, e))?;
+        if version > schema::SCHEMA_VERSION {
+            return Err(Error::IndexCorrupt {
+                path,
+                message: format!(
+                    "schema version {version} is newer than this zblade understands ({})",
+                    schema::SCHEMA_VERSION
+                ),
+            });
+        }
+        for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
+            tx.execute_batch(sql).map_err(|e| sql_error(&path, e))?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64).map_err(|e| sql_error(&path, e))?;
+        }
+        tx.commit().map_err(|e| sql_error(&path, e))
+    }
+
+    /// The schema version stored in the database.
+    pub fn schema_version(&self) -> Result<i64> {
+        self.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| self.err(e))
+    }
+
+    /// SQLite's `quick_check`: `"ok"` or a description of the damage.
+    pub fn quick_check(&self) -> Result<String> {
+        let mut stmt = self.conn.prepare("PRAGMA quick_check").map_err(|e| self.err(e))?;
+        let rows: Vec<String> = stmt
+            .query_map([], |r| r.get(0))
+            .map_err(|e| self.err(e))?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.err(e))?;
+        Ok(rows.join("; "))
+    }
+
+    /// Total size of the database files (main file, WAL, shared memory) in bytes.
+    pub fn size_on_disk(&self) -> u64 {
+        ["", "-wal", "-shm"]
+            .iter()
+            .filter_map(|suffix| {
+                let mut name = self.path.clone().into_os_string();
+                name.push(suffix);
+                std::fs::metadata(PathBuf::from(name)).ok()
+            })
+            .map(|m| m.len())
+            .sum()
+    }
+
+    fn err(&self, e: rusqlite::Error) -> Error {
+        sql_error(&self.path, e)
+    }
+}
+
+/// Maps a SQLite failure to a zblade error, recognising a damaged database file.
+fn sql_error(path: &Path, e: rusqlite::Error) -> Error {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
+            Error::IndexCorrupt { path: path.to_path_buf(), message: e.to_string() }
+        }
+        _ => Error::Index(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Removes the index database files so that they can be created afresh; used when the file is
+/// damaged beyond what SQLite can open.
+pub fn remove_database_files(path: &Path) -> Result<()> {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.to_path_buf().into_os_string();
+        name.push(suffix);
+        let file = PathBuf::from(name);
+        match std::fs::remove_file(&file) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&file, e)),
+        }
+    }
+    Ok(())
+}

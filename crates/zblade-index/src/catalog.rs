@@ -1,0 +1,551 @@
+//! Writing artifacts into the index, removing them, rebuilding everything, and the listings
+//! and counts the CLI shows.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use serde::Serialize;
+use zblade_core::{CodeReference, Conversation, Error, Moment, Result};
+
+use crate::Index;
+
+/// Which kind of artifact file a row came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArtifactKind {
+    /// `artifacts/conversations/<id>.json`
+    Conversation,
+    /// `artifacts/moments/<id>.json`
+    Moment,
+}
+
+/// An artifact file as the index remembers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexedArtifact {
+    /// Conversation or moment.
+    pub kind: ArtifactKind,
+    /// Its id.
+    pub id: String,
+    /// Path relative to the project root.
+    pub artifact_path: String,
+    /// sha256 of the file's bytes when it was indexed.
+    pub sha256: String,
+}
+
+/// One line of `zblade list conversations`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConversationSummary {
+    /// `conv_…`
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// RFC 3339, UTC, milliseconds.
+    pub created_at: String,
+    /// RFC 3339, UTC, milliseconds.
+    pub updated_at: String,
+    /// Number of messages.
+    pub message_count: i64,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Path of the artifact, relative to the project root.
+    pub artifact_path: String,
+}
+
+/// One line of `zblade list moments`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MomentSummary {
+    /// `moment_…`
+    pub id: String,
+    /// decision, pattern, solution or context.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The moment's text.
+    pub content: String,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// The conversation it came from.
+    pub conversation_id: Option<String>,
+    /// RFC 3339, UTC, milliseconds.
+    pub created_at: String,
+    /// 0..1
+    pub relevance_score: f64,
+    /// True when the moment is stored inside its conversation's artifact.
+    pub inline: bool,
+    /// Path of the artifact that holds it, relative to the project root.
+    pub artifact_path: String,
+}
+
+/// Where a message lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageLocation {
+    /// Its conversation.
+    pub conversation_id: String,
+    /// Its position in the conversation, from 0.
+    pub seq: i64,
+}
+
+/// Row counts for `zblade status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Conversations.
+    pub conversations: i64,
+    /// Messages.
+    pub messages: i64,
+    /// Moments (standalone and inline).
+    pub moments: i64,
+    /// Code references.
+    pub code_references: i64,
+    /// Distinct referenced files.
+    pub referenced_files: i64,
+}
+
+/// Fixed-width UTC timestamps, so that text order is time order.
+fn ts(time: Option<DateTime<Utc>>) -> String {
+    time.unwrap_or_default().to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn tags_json(tags: &[String]) -> String {
+    serde_json::to_string(tags).expect("tags serialise")
+}
+
+fn parse_tags(text: Option<String>) -> Vec<String> {
+    text.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
+}
+
+impl Index {
+    /// Indexes (or re-indexes) one conversation artifact in its own transaction.
+    pub fn put_conversation(&mut self, conv: &Conversation, artifact_path: &str, sha256: &str) -> Result<()> {
+        self.put_conversations(&[(conv, artifact_path, sha256)])
+    }
+
+    /// Indexes several conversation artifacts in one transaction.
+    pub fn put_conversations(&mut self, items: &[(&Conversation, &str, &str)]) -> Result<()> {
+        let path = self.path.clone();
+        let tx = self.write_tx()?;
+        let mut files = BTreeSet::new();
+        for (conv, artifact_path, sha) in items {
+            insert_conversation(&tx, conv, artifact_path, sha, &mut files)?;
+        }
+        refresh_file_references(&tx, &files).map_err(|e| crate::sql_error(&path, e))?;
+        tx.commit().map_err(|e| crate::sql_error(&path, e))
+    }
+
+    /// Indexes (or re-indexes) one standalone moment artifact.
+    pub fn put_moment(&mut self, moment: &Moment, artifact_path: &str, sha256: &str) -> Result<()> {
+        let path = self.path.clone();
+        let tx = self.write_tx()?;
+        let mut files = BTreeSet::new();
+        insert_moment(&tx, moment, artifact_path, sha256, &mut files)?;
+        refresh_file_references(&tx, &files).map_err(|e| crate::sql_error(&path, e))?;
+        tx.commit().map_err(|e| crate::sql_error(&path, e))
+    }
+
+    /// Removes a conversation (its messages, inline moments and references); false if absent.
+    pub fn remove_conversation(&mut self, id: &str) -> Result<bool> {
+        let path = self.path.clone();
+        let tx = self.write_tx()?;
+        let mut files = BTreeSet::new();
+        let found = delete_conversation_rows(&tx, id, &mut files).map_err(|e| crate::sql_error(&path, e))?;
+        refresh_file_references(&tx, &files).map_err(|e| crate::sql_error(&path, e))?;
+        tx.commit().map_err(|e| crate::sql_error(&path, e))?;
+        Ok(found)
+    }
+
+    /// Removes a standalone moment; false if absent.
+    pub fn remove_moment(&mut self, id: &str) -> Result<bool> {
+        let path = self.path.clone();
+        let tx = self.write_tx()?;
+        let mut files = BTreeSet::new();
+        let found = delete_moment_rows(&tx, id, &mut files).map_err(|e| crate::sql_error(&path, e))?;
+        refresh_file_references(&tx, &files).map_err(|e| crate::sql_error(&path, e))?;
+        tx.commit().map_err(|e| crate::sql_error(&path, e))?;
+        Ok(found)
+    }
+
+    /// Replaces the whole index with exactly these artifacts, in one transaction: readers see
+    /// the old index or the new one, never a half-built one. Items that cannot be indexed (an
+    /// id clash between two artifacts) are skipped and returned with their error.
+    pub fn rebuild(
+        &mut self,
+        conversations: &[(&Conversation, &str, &str)],
+        moments: &[(&Moment, &str, &str)],
+    ) -> Result<Vec<(String, Error)>> {
+        let path = self.path.clone();
+        let e = |e| crate::sql_error(&path, e);
+        let mut tx = self.write_tx()?;
+        // Dropping and recreating the schema is much faster than deleting row by row through
+        // the FTS triggers, and leaves no trace of rows whose artifacts are gone.
+        let objects: Vec<(String, String)> = {
+            let mut stmt = tx
+                .prepare("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'trigger') AND name NOT LIKE 'sqlite_%' AND sql IS NOT NULL")
+                .map_err(e)?;
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(e)?.collect::<rusqlite::Result<_>>().map_err(e)?
+        };
+        for (kind, name) in objects.iter().filter(|(k, _)| k == "trigger").chain(objects.iter().filter(|(k, _)| k == "table")) {
+            let sql = format!("DROP {} IF EXISTS \"{}\"", kind.to_uppercase(), name.replace('"', "\"\""));
+            tx.execute_batch(&sql).map_err(e)?;
+        }
+        for sql in crate::schema::MIGRATIONS {
+            tx.execute_batch(sql).map_err(e)?;
+        }
+        tx.pragma_update(None, "user_version", crate::schema::SCHEMA_VERSION).map_err(e)?;
+
+        let mut skipped = Vec::new();
+        let mut files = BTreeSet::new();
+        for (conv, artifact_path, sha) in conversations {
+            if let Err(err) = in_savepoint(&mut tx, |sp| insert_conversation(sp, conv, artifact_path, sha, &mut files)) {
+                skipped.push((artifact_path.to_string(), err));
+            }
+        }
+        for (moment, artifact_path, sha) in moments {
+            if let Err(err) = in_savepoint(&mut tx, |sp| insert_moment(sp, moment, artifact_path, sha, &mut files)) {
+                skipped.push((artifact_path.to_string(), err));
+            }
+        }
+        refresh_file_references(&tx, &files).map_err(e)?;
+        tx.commit().map_err(e)?;
+        Ok(skipped)
+    }
+
+    /// Every artifact the index was built from, with the hash it had then.
+    pub fn indexed_artifacts(&self) -> Result<Vec<IndexedArtifact>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT 'conversation', id, artifact_path, artifact_sha256 FROM conversations
+                 UNION ALL
+                 SELECT 'moment', id, artifact_path, artifact_sha256 FROM moments WHERE inline = 0
+                 ORDER BY 3",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                let kind: String = r.get(0)?;
+                Ok(IndexedArtifact {
+                    kind: if kind == "conversation" { ArtifactKind::Conversation } else { ArtifactKind::Moment },
+                    id: r.get(1)?,
+                    artifact_path: r.get(2)?,
+                    sha256: r.get(3)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+    }
+
+    /// Conversations, most recently updated first.
+    pub fn list_conversations(&self, limit: usize, offset: usize) -> Result<Vec<ConversationSummary>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, title, created_at, updated_at, message_count, tags, artifact_path
+                 FROM conversations ORDER BY updated_at DESC, id DESC LIMIT ?1 OFFSET ?2",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![limit as i64, offset as i64], |r| {
+                Ok(ConversationSummary {
+                    id: r.get(0)?,
+                    title: r.get(1)?,
+                    created_at: r.get(2)?,
+                    updated_at: r.get(3)?,
+                    message_count: r.get(4)?,
+                    tags: parse_tags(r.get(5)?),
+                    artifact_path: r.get(6)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+    }
+
+    /// Moments, newest first; optionally only one type.
+    pub fn list_moments(&self, limit: usize, offset: usize, kind: Option<&str>) -> Result<Vec<MomentSummary>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, type, content, tags, conversation_id, created_at, relevance_score, inline, artifact_path
+                 FROM moments WHERE ?3 IS NULL OR type = ?3
+                 ORDER BY created_at DESC, id DESC LIMIT ?1 OFFSET ?2",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![limit as i64, offset as i64, kind], |r| {
+                Ok(MomentSummary {
+                    id: r.get(0)?,
+                    kind: r.get(1)?,
+                    content: r.get(2)?,
+                    tags: parse_tags(r.get(3)?),
+                    conversation_id: r.get(4)?,
+                    created_at: r.get(5)?,
+                    relevance_score: r.get(6)?,
+                    inline: r.get(7)?,
+                    artifact_path: r.get(8)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+    }
+
+    /// The artifact path of a conversation, if indexed.
+    pub fn conversation_artifact(&self, id: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row("SELECT artifact_path FROM conversations WHERE id = ?1", [id], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// The artifact path of a moment (its own file, or its conversation's for inline moments).
+    pub fn moment_artifact(&self, id: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row("SELECT artifact_path FROM moments WHERE id = ?1", [id], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Every message with this id (message ids are unique only within a conversation).
+    pub fn locate_message(&self, id: &str) -> Result<Vec<MessageLocation>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT conversation_id, seq FROM messages WHERE id = ?1 ORDER BY conversation_id")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([id], |r| Ok(MessageLocation { conversation_id: r.get(0)?, seq: r.get(1)? }))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+    }
+
+    /// Row counts.
+    pub fn counts(&self) -> Result<Counts> {
+        self.conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM conversations), (SELECT count(*) FROM messages),
+                        (SELECT count(*) FROM moments), (SELECT count(*) FROM code_references),
+                        (SELECT count(*) FROM file_references)",
+                [],
+                |r| {
+                    Ok(Counts {
+                        conversations: r.get(0)?,
+                        messages: r.get(1)?,
+                        moments: r.get(2)?,
+                        code_references: r.get(3)?,
+                        referenced_files: r.get(4)?,
+                    })
+                },
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    fn write_tx(&mut self) -> Result<Transaction<'_>> {
+        let path = self.path.clone();
+        self.conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| crate::sql_error(&path, e))
+    }
+}
+
+/// Runs `f` inside a savepoint: on error only its own writes are undone.
+fn in_savepoint(tx: &mut Transaction<'_>, f: impl FnOnce(&Connection) -> Result<()>) -> Result<()> {
+    let sp = tx.savepoint().map_err(|e| Error::Index(e.to_string()))?;
+    match f(&sp) {
+        Ok(()) => sp.commit().map_err(|e| Error::Index(e.to_string())),
+        Err(err) => {
+            drop(sp); // rolls back
+            Err(err)
+        }
+    }
+}
+
+fn sql(e: rusqlite::Error) -> Error {
+    Error::Index(e.to_string())
+}
+
+/// Deletes a conversation's rows (messages, inline moments, references); true if it existed.
+fn delete_conversation_rows(conn: &Connection, id: &str, files: &mut BTreeSet<String>) -> rusqlite::Result<bool> {
+    collect_files(conn, "SELECT file_path FROM code_references WHERE conversation_id = ?1", id, files)?;
+    conn.execute("DELETE FROM code_references WHERE conversation_id = ?1", [id])?;
+    conn.execute("DELETE FROM moments WHERE inline = 1 AND conversation_id = ?1", [id])?;
+    conn.execute("DELETE FROM messages WHERE conversation_id = ?1", [id])?;
+    Ok(conn.execute("DELETE FROM conversations WHERE id = ?1", [id])? > 0)
+}
+
+/// Deletes a standalone moment's rows; true if it existed.
+fn delete_moment_rows(conn: &Connection, id: &str, files: &mut BTreeSet<String>) -> rusqlite::Result<bool> {
+    collect_files(conn, "SELECT file_path FROM code_references WHERE moment_id = ?1", id, files)?;
+    conn.execute("DELETE FROM code_references WHERE moment_id = ?1", [id])?;
+    Ok(conn.execute("DELETE FROM moments WHERE id = ?1 AND inline = 0", [id])? > 0)
+}
+
+fn collect_files(conn: &Connection, sql: &str, id: &str, files: &mut BTreeSet<String>) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    for file in stmt.query_map([id], |r| r.get::<_, String>(0))? {
+        files.insert(file?);
+    }
+    Ok(())
+}
+
+/// Refuses a moment id that another artifact already uses.
+fn check_moment_id_free(conn: &Connection, id: &str, owner_path: &str) -> Result<()> {
+    let existing: Option<String> = conn
+        .query_row("SELECT artifact_path FROM moments WHERE id = ?1", [id], |r| r.get(0))
+        .optional()
+        .map_err(sql)?;
+    match existing {
+        Some(other) if other != owner_path => Err(Error::field(
+            owner_path,
+            "moments",
+            format!("moment id {id:?} is already used by {other}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn insert_conversation(
+    conn: &Connection,
+    conv: &Conversation,
+    artifact_path: &str,
+    sha256: &str,
+    files: &mut BTreeSet<String>,
+) -> Result<()> {
+    let id = conv.conversation_id.as_str();
+    delete_conversation_rows(conn, id, files).map_err(sql)?;
+    conn.prepare_cached(
+        "INSERT INTO conversations (id, project_id, title, created_at, updated_at, message_count, tags, artifact_path, artifact_sha256)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            id,
+            conv.project_id,
+            conv.title,
+            ts(conv.created_at),
+            ts(conv.updated_at),
+            conv.messages.len() as i64,
+            tags_json(conv.tags()),
+            artifact_path,
+            sha256
+        ])
+    })
+    .map_err(sql)?;
+    {
+        let mut insert_message = conn
+            .prepare_cached(
+                "INSERT INTO messages (conversation_id, id, seq, role, content, timestamp) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .map_err(sql)?;
+        for (seq, message) in conv.messages.iter().enumerate() {
+            let timestamp = ts(message.timestamp.or(conv.created_at));
+            insert_message
+                .execute(params![id, message.id, seq as i64, message.role.as_str(), message.content, timestamp])
+                .map_err(sql)?;
+            for (i, reference) in message.code_references.iter().enumerate() {
+                let key = format!("{id}/{}/{i}", message.id);
+                insert_reference(conn, &key, Some(id), Some(&message.id), None, reference, &timestamp).map_err(sql)?;
+                files.insert(reference.file.clone());
+            }
+        }
+    }
+    for moment in &conv.moments {
+        check_moment_id_free(conn, &moment.id, artifact_path)?;
+        conn.prepare_cached(
+            "INSERT INTO moments (id, conversation_id, message_id, type, content, context, tags, created_at, relevance_score, inline, artifact_path, artifact_sha256)
+             VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?7, 0.5, 1, ?8, ?9)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                moment.id,
+                id,
+                moment.message_id,
+                moment.kind.as_str(),
+                moment.content,
+                tags_json(&moment.tags),
+                ts(moment.timestamp.or(conv.created_at)),
+                artifact_path,
+                sha256
+            ])
+        })
+        .map_err(sql)?;
+    }
+    Ok(())
+}
+
+fn insert_moment(
+    conn: &Connection,
+    moment: &Moment,
+    artifact_path: &str,
+    sha256: &str,
+    files: &mut BTreeSet<String>,
+) -> Result<()> {
+    check_moment_id_free(conn, &moment.id, artifact_path)?;
+    delete_moment_rows(conn, &moment.id, files).map_err(sql)?;
+    let created = ts(moment.created_at);
+    conn.prepare_cached(
+        "INSERT INTO moments (id, conversation_id, message_id, type, content, context, tags, created_at, relevance_score, inline, artifact_path, artifact_sha256)
+         VALUES (?1, ?2, NULL, ?3, ?4, ?5, ?6, ?7, ?8, 0, ?9, ?10)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            moment.id,
+            moment.conversation_id,
+            moment.kind.as_str(),
+            moment.content,
+            moment.context,
+            tags_json(&moment.tags),
+            created,
+            moment.relevance_score,
+            artifact_path,
+            sha256
+        ])
+    })
+    .map_err(sql)?;
+    for (i, reference) in moment.code_references.iter().enumerate() {
+        let key = format!("{}/{i}", moment.id);
+        insert_reference(conn, &key, moment.conversation_id.as_deref(), None, Some(&moment.id), reference, &created)
+            .map_err(sql)?;
+        files.insert(reference.file.clone());
+    }
+    Ok(())
+}
+
+fn insert_reference(
+    conn: &Connection,
+    key: &str,
+    conversation_id: Option<&str>,
+    message_id: Option<&str>,
+    moment_id: Option<&str>,
+    reference: &CodeReference,
+    created_at: &str,
+) -> rusqlite::Result<()> {
+    let context = reference.context.as_deref().or(reference.purpose.as_deref());
+    conn.prepare_cached(
+        "INSERT INTO code_references (ref_key, conversation_id, message_id, moment_id, file_path, start_line, end_line, context, git_hash, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(params![
+        key,
+        conversation_id,
+        message_id,
+        moment_id,
+        reference.file,
+        reference.lines[0],
+        reference.lines[1],
+        context,
+        reference.git_hash,
+        created_at
+    ])?;
+    Ok(())
+}
+
+/// Recomputes `file_references` rows for the files whose references changed.
+fn refresh_file_references(conn: &Connection, files: &BTreeSet<String>) -> rusqlite::Result<()> {
+    let mut delete = conn.prepare_cached("DELETE FROM file_references WHERE file_path = ?1")?;
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO file_references (file_path, reference_count, first_referenced, last_referenced)
+         SELECT file_path, count(*), min(created_at), max(created_at) FROM code_references
+         WHERE file_path = ?1 GROUP BY file_path",
+    )?;
+    for file in files {
+        delete.execute([file])?;
+        insert.execute([file])?;
+    }
+    Ok(())
+}

@@ -1,0 +1,70 @@
+//! Turning user text into a safe FTS5 query.
+//!
+//! No user text may cause an FTS5 syntax error (seed 004, "escapeFTS5Query"): every
+//! whitespace-separated word becomes a quoted phrase, so `AND`, `NEAR`, `*`, `(`, `:` and stray
+//! quotes are plain text. Unlike seed 004, which quotes the whole query as one phrase, the
+//! phrases are joined with `OR`: a multi-word question still finds documents that contain only
+//! some of its words, and BM25 ranks the documents holding more (and rarer) words first.
+
+/// The most words of a query we pass to FTS5; a pasted 100 KB log must not become 20,000 ORs.
+pub const MAX_TERMS: usize = 32;
+
+/// Very common English words; dropped from multi-word queries because they match nearly every
+/// document (slow) and carry no signal (BM25 gives them almost no weight anyway).
+const STOPWORDS: &[&str] = &[
+    "a", "about", "an", "and", "are", "as", "at", "be", "by", "can", "did", "do", "does", "for",
+    "from", "how", "i", "in", "is", "it", "of", "on", "or", "should", "that", "the", "this", "to",
+    "was", "we", "what", "when", "where", "which", "who", "why", "with", "you",
+];
+
+/// Builds an FTS5 MATCH expression from free text, or `None` when the text holds no word that
+/// could match anything (for example only punctuation).
+pub fn match_expression(text: &str) -> Option<String> {
+    let words: Vec<&str> = text
+        .split_whitespace()
+        .filter(|word| word.chars().any(char::is_alphanumeric))
+        .collect();
+    let is_stopword = |w: &&str| STOPWORDS.contains(&w.to_lowercase().as_str());
+    let meaningful: Vec<&str> = words.iter().copied().filter(|w| !is_stopword(w)).collect();
+    let chosen = if meaningful.is_empty() { words } else { meaningful };
+    let mut phrases: Vec<String> = Vec::new();
+    for word in chosen {
+        let phrase = format!("\"{}\"", word.replace('"', "\"\""));
+        if !phrases.contains(&phrase) {
+            phrases.push(phrase);
+        }
+        if phrases.len() == MAX_TERMS {
+            break;
+        }
+    }
+    (!phrases.is_empty()).then(|| phrases.join(" OR "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_become_quoted_phrases_joined_by_or() {
+        assert_eq!(match_expression("refresh JWT").unwrap(), r#""refresh" OR "JWT""#);
+        assert_eq!(match_expression(r#"say "hi"#).unwrap(), r#""say" OR """hi""#);
+    }
+
+    #[test]
+    fn punctuation_only_and_empty_queries_match_nothing() {
+        assert_eq!(match_expression(""), None);
+        assert_eq!(match_expression(r#"* " ( ) : ^ - +"#), None);
+    }
+
+    #[test]
+    fn stopwords_are_dropped_unless_nothing_else_is_left() {
+        assert_eq!(match_expression("how do we rotate keys").unwrap(), r#""rotate" OR "keys""#);
+        assert_eq!(match_expression("the").unwrap(), r#""the""#);
+    }
+
+    #[test]
+    fn long_queries_are_capped() {
+        let text = (0..1000).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");
+        assert_eq!(match_expression(&text).unwrap().matches(" OR ").count(), MAX_TERMS - 1);
+    }
+}

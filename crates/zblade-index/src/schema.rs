@@ -1,0 +1,120 @@
+//! The index schema (RFC-002 "Local Index" plus messages and FTS tables) and its migrations.
+//!
+//! Migrations are numbered by position: `MIGRATIONS[i]` takes the database from `PRAGMA
+//! user_version = i` to `i + 1`. Released migrations are never edited; a change is a new entry.
+
+/// Every migration, oldest first.
+pub const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this build creates and expects.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Version 1: the RFC-002 tables, with these additions:
+/// - `messages` + `messages_fts` (RFC-002 indexes moments only; we search every turn),
+/// - `conversations_fts` over title and tags,
+/// - `artifact_sha256` columns, so `fsck` can tell an artifact edited behind the index's back,
+/// - `moments.conversation_id` may be NULL (a moment need not come from a conversation) and
+///   `moments.inline` marks moments stored inside a conversation artifact,
+/// - `code_references.ref_key`, a stable name of a reference that survives a rebuild.
+const V1: &str = r#"
+CREATE TABLE conversations (
+    id TEXT PRIMARY KEY,
+    project_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    message_count INTEGER DEFAULT 0,
+    tags TEXT,
+    artifact_path TEXT NOT NULL,
+    artifact_sha256 TEXT NOT NULL
+);
+CREATE INDEX idx_conv_project ON conversations(project_id);
+CREATE INDEX idx_conv_created ON conversations(created_at DESC);
+CREATE INDEX idx_conv_updated ON conversations(updated_at DESC);
+
+CREATE VIRTUAL TABLE conversations_fts USING fts5(
+    title, tags, content=conversations, content_rowid=rowid, tokenize='porter unicode61'
+);
+CREATE TRIGGER conversations_ai AFTER INSERT ON conversations BEGIN
+    INSERT INTO conversations_fts(rowid, title, tags) VALUES (new.rowid, new.title, new.tags);
+END;
+CREATE TRIGGER conversations_ad AFTER DELETE ON conversations BEGIN
+    INSERT INTO conversations_fts(conversations_fts, rowid, title, tags)
+    VALUES ('delete', old.rowid, old.title, old.tags);
+END;
+
+CREATE TABLE messages (
+    pk INTEGER PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    timestamp TEXT NOT NULL,
+    UNIQUE (conversation_id, id)
+);
+
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+    content, content=messages, content_rowid=pk, tokenize='porter unicode61'
+);
+CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, content) VALUES (new.pk, new.content);
+END;
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.pk, old.content);
+END;
+
+CREATE TABLE moments (
+    id TEXT PRIMARY KEY,
+    conversation_id TEXT,
+    message_id TEXT,
+    type TEXT NOT NULL,
+    content TEXT NOT NULL,
+    context TEXT,
+    tags TEXT,
+    created_at TEXT NOT NULL,
+    relevance_score REAL DEFAULT 0.5,
+    inline INTEGER NOT NULL DEFAULT 0,
+    artifact_path TEXT NOT NULL,
+    artifact_sha256 TEXT NOT NULL
+);
+CREATE INDEX idx_moment_conv ON moments(conversation_id);
+CREATE INDEX idx_moment_type ON moments(type);
+CREATE INDEX idx_moment_score ON moments(relevance_score DESC);
+
+CREATE VIRTUAL TABLE moments_fts USING fts5(
+    content, context, tags, content=moments, content_rowid=rowid, tokenize='porter unicode61'
+);
+CREATE TRIGGER moments_ai AFTER INSERT ON moments BEGIN
+    INSERT INTO moments_fts(rowid, content, context, tags)
+    VALUES (new.rowid, new.content, new.context, new.tags);
+END;
+CREATE TRIGGER moments_ad AFTER DELETE ON moments BEGIN
+    INSERT INTO moments_fts(moments_fts, rowid, content, context, tags)
+    VALUES ('delete', old.rowid, old.content, old.context, old.tags);
+END;
+
+CREATE TABLE code_references (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    ref_key TEXT NOT NULL UNIQUE,
+    conversation_id TEXT,
+    message_id TEXT,
+    moment_id TEXT,
+    file_path TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    context TEXT,
+    git_hash TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX idx_code_ref_file ON code_references(file_path);
+CREATE INDEX idx_code_ref_conv ON code_references(conversation_id);
+CREATE INDEX idx_code_ref_moment ON code_references(moment_id);
+
+CREATE TABLE file_references (
+    file_path TEXT PRIMARY KEY,
+    reference_count INTEGER DEFAULT 0,
+    first_referenced TIMESTAMP,
+    last_referenced TIMESTAMP
+);
+"#;

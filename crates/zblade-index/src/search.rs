@@ -1,0 +1,207 @@
+//! Keyword search over messages, moments and conversations with FTS5 and BM25.
+//!
+//! Every query goes through [`crate::fts::match_expression`], so user text never reaches FTS5
+//! as syntax. Ties in score are broken by stable ids, so an index rebuilt from the artifacts
+//! returns exactly the same results as the one built incrementally.
+
+use rusqlite::{Connection, params};
+use serde::Serialize;
+use zblade_core::Result;
+
+use crate::{Index, fts};
+
+/// Highlight markers placed around matched words in snippets.
+pub const HIGHLIGHT: (&str, &str) = ("«", "»");
+
+/// Which kinds of records a search covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchKind {
+    /// Messages and moments, merged by score.
+    All,
+    /// Messages only.
+    Messages,
+    /// Moments only.
+    Moments,
+    /// Conversations, by title, tags and their best-matching message.
+    Conversations,
+}
+
+/// A keyword search request.
+#[derive(Debug, Clone)]
+pub struct SearchQuery {
+    /// Free text, as the user typed it.
+    pub text: String,
+    /// Most results to return.
+    pub limit: usize,
+    /// What to search.
+    pub kind: SearchKind,
+}
+
+impl SearchQuery {
+    /// A query for `text`.
+    pub fn new(text: impl Into<String>, limit: usize, kind: SearchKind) -> Self {
+        SearchQuery { text: text.into(), limit, kind }
+    }
+}
+
+/// The kind of record a hit points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HitKind {
+    /// A message; `id` is the message id.
+    Message,
+    /// A moment; `id` is the moment id.
+    Moment,
+    /// A conversation; `id` is the conversation id.
+    Conversation,
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchHit {
+    /// What it is.
+    pub kind: HitKind,
+    /// Its id.
+    pub id: String,
+    /// The conversation it belongs to, if any.
+    pub conversation_id: Option<String>,
+    /// The conversation's title, if any.
+    pub title: Option<String>,
+    /// `user`/`assistant`/... for messages; the moment type for moments.
+    pub label: Option<String>,
+    /// When it was written (RFC 3339, UTC).
+    pub timestamp: String,
+    /// Text around the matched words, which are wrapped in « ».
+    pub snippet: String,
+    /// Relevance: the negated BM25 score, higher is better.
+    pub score: f64,
+}
+
+impl Index {
+    /// Runs a keyword search. Text without any searchable word returns no results.
+    pub fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+        let Some(expr) = fts::match_expression(&query.text) else {
+            return Ok(Vec::new());
+        };
+        let limit = query.limit.max(1);
+        let conn = &self.conn;
+        let hits = match query.kind {
+            SearchKind::Messages => search_messages(conn, &expr, limit),
+            SearchKind::Moments => search_moments(conn, &expr, limit),
+            SearchKind::Conversations => search_conversations(conn, &expr, limit),
+            SearchKind::All => search_messages(conn, &expr, limit).and_then(|mut hits| {
+                hits.extend(search_moments(conn, &expr, limit)?);
+                hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+                hits.truncate(limit);
+                Ok(hits)
+            }),
+        };
+        hits.map_err(|e| self.err(e))
+    }
+}
+
+fn search_messages(conn: &Connection, expr: &str, limit: usize) -> rusqlite::Result<Vec<SearchHit>> {
+    // Rank first, then build snippets only for the rows that made the cut: snippet() is the
+    // expensive part and would otherwise run for every matching row.
+    let mut stmt = conn.prepare_cached(
+        "WITH top AS (
+             SELECT f.rowid AS pk, f.rank AS rank FROM messages_fts f JOIN messages m ON m.pk = f.rowid
+             WHERE messages_fts MATCH ?1 ORDER BY f.rank, m.conversation_id, m.seq LIMIT ?2)
+         SELECT m.id, m.conversation_id, c.title, m.role, m.timestamp,
+                snippet(messages_fts, 0, '«', '»', '…', 16), top.rank
+         FROM top JOIN messages_fts ON messages_fts.rowid = top.pk
+              JOIN messages m ON m.pk = top.pk JOIN conversations c ON c.id = m.conversation_id
+         WHERE messages_fts MATCH ?1
+         ORDER BY top.rank, m.conversation_id, m.seq",
+    )?;
+    let rows = stmt.query_map(params![expr, limit as i64], |r| {
+        Ok(SearchHit {
+            kind: HitKind::Message,
+            id: r.get(0)?,
+            conversation_id: Some(r.get(1)?),
+            title: Some(r.get(2)?),
+            label: Some(r.get(3)?),
+            timestamp: r.get(4)?,
+            snippet: r.get(5)?,
+            score: -r.get::<_, f64>(6)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// Column weights for moments: content, context, tags. A tag match is a strong signal.
+const MOMENT_WEIGHTS: &str = "10.0, 5.0, 20.0";
+
+fn search_moments(conn: &Connection, expr: &str, limit: usize) -> rusqlite::Result<Vec<SearchHit>> {
+    let sql = format!(
+        "SELECT m.id, m.conversation_id, c.title, m.type, m.created_at,
+                snippet(moments_fts, -1, '«', '»', '…', 16), bm25(moments_fts, {MOMENT_WEIGHTS}) / 10.0 AS score
+         FROM moments_fts JOIN moments m ON m.rowid = moments_fts.rowid
+              LEFT JOIN conversations c ON c.id = m.conversation_id
+         WHERE moments_fts MATCH ?1 ORDER BY score, m.id LIMIT ?2"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(params![expr, limit as i64], |r| {
+        Ok(SearchHit {
+            kind: HitKind::Moment,
+            id: r.get(0)?,
+            conversation_id: r.get(1)?,
+            title: r.get(2)?,
+            label: Some(r.get(3)?),
+            timestamp: r.get(4)?,
+            snippet: r.get(5)?,
+            score: -r.get::<_, f64>(6)?,
+        })
+    })?;
+    rows.collect()
+}
+
+fn search_conversations(conn: &Connection, expr: &str, limit: usize) -> rusqlite::Result<Vec<SearchHit>> {
+    // A conversation scores by its title/tags match or its best message, whichever is better;
+    // a title match counts double because a title summarises the whole conversation.
+    let mut stmt = conn.prepare_cached(
+        "WITH by_title AS (
+             SELECT c.id AS id, 2.0 * f.rank AS rank,
+                    snippet(conversations_fts, -1, '«', '»', '…', 16) AS snip
+             FROM conversations_fts f JOIN conversations c ON c.rowid = f.rowid
+             WHERE conversations_fts MATCH ?1),
+         by_message AS (
+             SELECT m.conversation_id AS id, min(f.rank) AS rank, NULL AS snip
+             FROM messages_fts f JOIN messages m ON m.pk = f.rowid
+             WHERE messages_fts MATCH ?1 GROUP BY m.conversation_id),
+         best AS (
+             SELECT id, min(rank) AS rank, max(snip) AS snip
+             FROM (SELECT * FROM by_title UNION ALL SELECT * FROM by_message) GROUP BY id)
+         SELECT c.id, c.title, c.updated_at, coalesce(best.snip, c.title), best.rank
+         FROM best JOIN conversations c ON c.id = best.id
+         ORDER BY best.rank, c.id LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![expr, limit as i64], |r| {
+        let id: String = r.get(0)?;
+        Ok(SearchHit {
+            kind: HitKind::Conversation,
+            conversation_id: Some(id.clone()),
+            id,
+            title: Some(r.get(1)?),
+            label: None,
+            timestamp: r.get(2)?,
+            snippet: r.get(3)?,
+            score: -r.get::<_, f64>(4)?,
+        })
+    })?;
+    let mut hits: Vec<SearchHit> = rows.collect::<rusqlite::Result<_>>()?;
+    // Conversations found through a message show that message's snippet.
+    let mut best_message = conn.prepare_cached(
+        "SELECT snippet(messages_fts, 0, '«', '»', '…', 16) FROM messages_fts JOIN messages m ON m.pk = messages_fts.rowid
+         WHERE messages_fts MATCH ?1 AND m.conversation_id = ?2 ORDER BY rank, m.seq LIMIT 1",
+    )?;
+    for hit in &mut hits {
+        if !hit.snippet.contains(HIGHLIGHT.0)
+            && let Some(snippet) = best_message.query_map(params![expr, hit.id], |r| r.get(0))?.next()
+        {
+            hit.snippet = snippet?;
+        }
+    }
+    Ok(hits)
+}

@@ -1,0 +1,190 @@
+//! Behaviour of the SQLite index through its public API.
+
+use std::path::Path;
+
+use chrono::Utc;
+use zblade_core::{Conversation, Moment, parse_conversation, parse_moment};
+use zblade_index::{HitKind, Index, SearchKind, SearchQuery};
+
+fn conversation(json: &str) -> Conversation {
+    let mut conv = parse_conversation(json.as_bytes(), "test.json").unwrap();
+    conv.prepare_for_store("proj_test", Path::new("/nonexistent"), "test.json", Utc::now()).unwrap();
+    conv
+}
+
+fn moment(json: &str) -> Moment {
+    let mut m = parse_moment(json.as_bytes(), "m.json").unwrap();
+    m.prepare_for_store(Path::new("/nonexistent"), "m.json", Utc::now()).unwrap();
+    m
+}
+
+fn jwt_conversation(id: &str) -> Conversation {
+    conversation(&format!(
+        r#"{{"conversation_id": "{id}", "title": "Auth tokens", "metadata": {{"tags": ["auth"]}},
+            "created_at": "2026-01-17T14:00:00Z",
+            "messages": [
+              {{"id": "msg_1", "role": "user", "content": "How do we refresh the JWT when it expires?",
+                "code_references": [{{"file": "src/auth.ts", "lines": [10, 25]}}]}},
+              {{"id": "msg_2", "role": "assistant", "content": "Store a refresh token in an httpOnly cookie and rotate it."}}
+            ],
+            "moments": [{{"id": "moment_{id}", "type": "decision", "content": "JWT in httpOnly cookies", "message_id": "msg_2"}}]}}"#
+    ))
+}
+
+fn open() -> (tempfile::TempDir, Index) {
+    let dir = tempfile::tempdir().unwrap();
+    let index = Index::open(&dir.path().join("index/conversations.db")).unwrap();
+    (dir, index)
+}
+
+#[test]
+fn messages_moments_and_conversations_are_searchable() {
+    let (_dir, mut index) = open();
+    index.put_conversation(&jwt_conversation("conv_a"), "artifacts/conversations/conv_a.json", "h1").unwrap();
+    let hits = index.search(&SearchQuery::new("jwt", 10, SearchKind::Messages)).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].id, "msg_1");
+    assert!(hits[0].snippet.contains("«JWT»"), "{}", hits[0].snippet);
+
+    let hits = index.search(&SearchQuery::new("httpOnly", 10, SearchKind::All)).unwrap();
+    let kinds: Vec<_> = hits.iter().map(|h| h.kind).collect();
+    assert!(kinds.contains(&HitKind::Message) && kinds.contains(&HitKind::Moment), "{kinds:?}");
+
+    let hits = index.search(&SearchQuery::new("auth", 10, SearchKind::Conversations)).unwrap();
+    assert_eq!(hits[0].id, "conv_a");
+
+    let counts = index.counts().unwrap();
+    assert_eq!((counts.conversations, counts.messages, counts.moments, counts.code_references), (1, 2, 1, 1));
+    assert_eq!(counts.referenced_files, 1);
+}
+
+#[test]
+fn multi_word_queries_rank_documents_with_more_words_first() {
+    let (_dir, mut index) = open();
+    let conv = conversation(
+        r#"{"conversation_id": "conv_r", "messages": [
+            {"id": "msg_a", "role": "user", "content": "the cache is warm"},
+            {"id": "msg_b", "role": "user", "content": "token expiry and cache eviction policy"},
+            {"id": "msg_c", "role": "user", "content": "token rotation"}]}"#,
+    );
+    index.put_conversation(&conv, "a.json", "h").unwrap();
+    let hits = index.search(&SearchQuery::new("token cache", 10, SearchKind::Messages)).unwrap();
+    assert_eq!(hits.len(), 3, "OR semantics: partial matches are found");
+    assert_eq!(hits[0].id, "msg_b", "the message holding both words ranks first");
+}
+
+#[test]
+fn fts_syntax_in_user_text_never_errors() {
+    let (_dir, mut index) = open();
+    index.put_conversation(&jwt_conversation("conv_a"), "a.json", "h").unwrap();
+    for query in [
+        r#"" * ( ) : ^ - + NEAR AND OR NOT { } [ ] ' . , ; \ / @ # $ % &"#,
+        r#""unbalanced"#,
+        r#"jwt" OR "x"#,
+        "NEAR(jwt refresh, 2)",
+        "col:jwt",
+        "jwt*",
+        "AND",
+        "-",
+        "",
+    ] {
+        index.search(&SearchQuery::new(query, 10, SearchKind::All)).unwrap();
+        index.search(&SearchQuery::new(query, 10, SearchKind::Conversations)).unwrap();
+    }
+    let hits = index.search(&SearchQuery::new(r#"(jwt"#, 10, SearchKind::Messages)).unwrap();
+    assert_eq!(hits.len(), 1, "words inside syntax characters are still found");
+}
+
+#[test]
+fn reindexing_a_conversation_replaces_its_rows() {
+    let (_dir, mut index) = open();
+    index.put_conversation(&jwt_conversation("conv_a"), "a.json", "h1").unwrap();
+    let mut changed = jwt_conversation("conv_a");
+    changed.messages.truncate(1);
+    changed.messages[0].content = "nothing about tokens".into();
+    changed.moments.clear();
+    index.put_conversation(&changed, "a.json", "h2").unwrap();
+    assert!(index.search(&SearchQuery::new("jwt", 10, SearchKind::All)).unwrap().is_empty());
+    let counts = index.counts().unwrap();
+    assert_eq!((counts.conversations, counts.messages, counts.moments), (1, 1, 0));
+    assert!(index.remove_conversation("conv_a").unwrap());
+    assert_eq!(index.counts().unwrap(), Default::default());
+}
+
+#[test]
+fn a_moment_id_used_twice_is_refused() {
+    let (_dir, mut index) = open();
+    index.put_conversation(&jwt_conversation("conv_a"), "a.json", "h").unwrap();
+    let m = moment(r#"{"id": "moment_conv_a", "type": "pattern", "content": "x"}"#);
+    let err = index.put_moment(&m, "artifacts/moments/moment_conv_a.json", "h").unwrap_err();
+    assert!(err.to_string().contains("already used by a.json"), "{err}");
+}
+
+#[test]
+fn rebuild_gives_identical_results_and_skips_clashes() {
+    let (_dir, mut incremental) = open();
+    let convs: Vec<Conversation> = (0..5).map(|i| jwt_conversation(&format!("conv_{i}"))).collect();
+    // Insert in reverse order so rowids differ from the rebuild's.
+    for conv in convs.iter().rev() {
+        incremental.put_conversation(conv, &format!("{}.json", conv.conversation_id), "h").unwrap();
+    }
+    let standalone = moment(r#"{"id": "moment_s", "type": "solution", "content": "rotate refresh tokens daily"}"#);
+    incremental.put_moment(&standalone, "moment_s.json", "h").unwrap();
+
+    let (_dir2, mut rebuilt) = open();
+    rebuilt.put_conversation(&jwt_conversation("conv_stale"), "stale.json", "h").unwrap();
+    let paths: Vec<String> = convs.iter().map(|c| format!("{}.json", c.conversation_id)).collect();
+    let items: Vec<_> = convs.iter().zip(&paths).map(|(c, p)| (c, p.as_str(), "h")).collect();
+    let clash = moment(r#"{"id": "moment_conv_1", "type": "pattern", "content": "clash"}"#);
+    let skipped = rebuilt
+        .rebuild(&items, &[(&standalone, "moment_s.json", "h"), (&clash, "clash.json", "h")])
+        .unwrap();
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(skipped[0].0, "clash.json");
+
+    for kind in [SearchKind::All, SearchKind::Messages, SearchKind::Moments, SearchKind::Conversations] {
+        for text in ["jwt", "refresh token", "cookie rotate", "auth"] {
+            let q = SearchQuery::new(text, 3, kind);
+            assert_eq!(incremental.search(&q).unwrap(), rebuilt.search(&q).unwrap(), "{text} {kind:?}");
+        }
+    }
+    assert_eq!(incremental.counts().unwrap(), rebuilt.counts().unwrap());
+    assert_eq!(incremental.list_conversations(100, 0).unwrap(), rebuilt.list_conversations(100, 0).unwrap());
+}
+
+#[test]
+fn concurrent_writers_both_land() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("conversations.db");
+    Index::open(&path).unwrap();
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut index = Index::open(&path).unwrap();
+                for i in 0..25 {
+                    let conv = jwt_conversation(&format!("conv_{t}_{i}"));
+                    index.put_conversation(&conv, &format!("{t}_{i}.json"), "h").unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let index = Index::open(&path).unwrap();
+    assert_eq!(index.counts().unwrap().conversations, 100);
+    assert_eq!(index.quick_check().unwrap(), "ok");
+}
+
+#[test]
+fn a_damaged_database_file_is_reported_as_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("conversations.db");
+    std::fs::write(&path, vec![0x42; 8192]).unwrap();
+    let err = Index::open(&path).unwrap_err();
+    assert_eq!(err.code(), "index_corrupt", "{err}");
+    assert!(err.to_string().contains("zblade reindex"));
+    zblade_index::remove_database_files(&path).unwrap();
+    Index::open(&path).unwrap();
+}
