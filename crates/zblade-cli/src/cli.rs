@@ -1,0 +1,151 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// zblade: an unlimited, trustworthy memory of a project for AI coding assistants.
+///
+/// Memory lives in the project's `.zblade/` folder: conversation and moment artifacts (JSON,
+/// the truth) and a SQLite index (a cache that `zblade reindex` rebuilds at any time).
+///
+/// Exit codes: 0 success, 1 a mistake in the input (bad file, unknown id), 2 an internal failure.
+#[derive(Debug, Parser)]
+#[command(name = "zblade", version, propagate_version = true)]
+pub struct Cli {
+    /// The project root. Default: the nearest ancestor of the current directory that holds
+    /// `.zblade/`, else the current directory.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+
+    /// Print machine-readable JSON instead of text (errors too, on stderr).
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create `.zblade/` in the project (safe to run again: never overwrites your instructions
+    /// or settings).
+    Init,
+    /// Add a conversation or moment from an RFC-002 JSON file (`-` reads standard input).
+    #[command(subcommand)]
+    Add(AddCommand),
+    /// List conversations or moments.
+    #[command(subcommand)]
+    List(ListCommand),
+    /// Show a conversation (`conv_…`), a moment (`moment_…`) or a message by id.
+    Show {
+        /// The id.
+        id: String,
+    },
+    /// Keyword search (BM25-ranked) over messages, moments and conversations.
+    Search {
+        /// What to look for; any text is safe, including quotes and operators.
+        #[arg(required = true, num_args = 1..)]
+        query: Vec<String>,
+        /// Most results to show.
+        #[arg(long, short = 'n', default_value_t = 10)]
+        limit: usize,
+        /// What to search.
+        #[arg(long, value_enum, default_value_t = KindArg::All)]
+        kind: KindArg,
+    },
+    /// Rebuild the index from the artifacts alone.
+    Reindex,
+    /// Compare artifacts with the index and report every difference.
+    Fsck {
+        /// Bring the index in line with the artifacts (artifacts are never changed).
+        #[arg(long)]
+        repair: bool,
+    },
+    /// Counts, sizes, storage mode and index health.
+    Status,
+}
+
+/// `zblade add …`
+#[derive(Debug, Subcommand)]
+pub enum AddCommand {
+    /// Add conversations; adding one whose `conversation_id` exists updates it. Missing ids,
+    /// titles and timestamps are filled in.
+    Conversation {
+        /// JSON files, or `-` for standard input.
+        #[arg(required = true, value_name = "FILE|-")]
+        files: Vec<String>,
+    },
+    /// Add moments (decision, pattern, solution or context).
+    Moment {
+        /// JSON files, or `-` for standard input.
+        #[arg(required = true, value_name = "FILE|-")]
+        files: Vec<String>,
+    },
+}
+
+/// `zblade list …`
+#[derive(Debug, Subcommand)]
+pub enum ListCommand {
+    /// Conversations, most recently updated first.
+    Conversations {
+        /// Most rows to show.
+        #[arg(long, short = 'n', default_value_t = 50)]
+        limit: usize,
+        /// Rows to skip.
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+    },
+    /// Moments, newest first.
+    Moments {
+        /// Only this type.
+        #[arg(long = "type", value_enum)]
+        kind: Option<MomentTypeArg>,
+        /// Most rows to show.
+        #[arg(long, short = 'n', default_value_t = 50)]
+        limit: usize,
+        /// Rows to skip.
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+    },
+}
+
+/// `--kind` of `zblade search`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum KindArg {
+    /// Messages and moments.
+    All,
+    /// Messages only.
+    Messages,
+    /// Moments only.
+    Moments,
+    /// Whole conversations, by title, tags and best message.
+    Conversations,
+}
+
+/// `--type` of `zblade list moments`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum MomentTypeArg {
+    /// Choices and their reasons.
+    Decision,
+    /// Conventions.
+    Pattern,
+    /// How problems were solved.
+    Solution,
+    /// Background.
+    Context,
+}
+
+impl MomentTypeArg {
+    /// The name stored in the index.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MomentTypeArg::Decision => "decision",
+            MomentTypeArg::Pattern => "pattern",
+            MomentTypeArg::Solution => "solution",
+            MomentTypeArg::Context => "context",
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! The `zblade` command-line interface: a thin face over `zblade-engine`.
+
+mod cli;
+mod render;
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Parser;
+use zblade_engine::{Error, Project, SearchKind, SearchQuery};
+
+use crate::cli::{AddCommand, Cli, Command, KindArg, ListCommand};
+use crate::render::Out;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let user_asked = matches!(err.kind(), clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion);
+            let _ = err.print();
+            return if user_asked { ExitCode::SUCCESS } else { ExitCode::from(1) };
+        }
+    };
+    let json = cli.json;
+    // A panic is a bug in zblade, never the user's fault: report it in one line, exit 2.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("zblade: internal error: {info}");
+    }));
+    match std::panic::catch_unwind(|| run(cli)) {
+        Ok(Ok(code)) => code,
+        Ok(Err(err)) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Ok(Err(err)) => {
+            report(&err, json);
+            ExitCode::from(if err.is_user_error() { 1 } else { 2 })
+        }
+        Err(_) => ExitCode::from(2),
+    }
+}
+
+fn is_broken_pipe(err: &Error) -> bool {
+    matches!(err, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+fn report(err: &Error, json: bool) {
+    if json {
+        let value = serde_json::json!({"error": {"code": err.code(), "message": err.to_string()}});
+        eprintln!("{value}");
+    } else {
+        eprintln!("zblade: error: {err}");
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode, Error> {
+    let stdout = std::io::stdout();
+    let mut out = Out::new(stdout.lock(), cli.json, std::io::stdout().is_terminal());
+    let root = project_root(cli.project.as_deref())?;
+    match cli.command {
+        Command::Init => {
+            let (_, report) = Project::init(&root)?;
+            out.init(&report)?;
+        }
+        Command::Add(add) => {
+            let mut project = Project::open(&root)?;
+            let (files, is_moment) = match add {
+                AddCommand::Conversation { files } => (files, false),
+                AddCommand::Moment { files } => (files, true),
+            };
+            let mut outcomes = Vec::new();
+            for file in &files {
+                let (bytes, name) = read_input(file)?;
+                let outcome =
+                    if is_moment { project.add_moment(&bytes, &name)? } else { project.add_conversation(&bytes, &name)? };
+                outcomes.push(outcome);
+            }
+            out.added(&outcomes, is_moment)?;
+        }
+        Command::List(ListCommand::Conversations { limit, offset }) => {
+            let project = Project::open(&root)?;
+            out.conversations(&project.list_conversations(limit, offset)?)?;
+        }
+        Command::List(ListCommand::Moments { kind, limit, offset }) => {
+            let project = Project::open(&root)?;
+            out.moments(&project.list_moments(limit, offset, kind.map(|k| k.as_str()))?)?;
+        }
+        Command::Show { id } => {
+            let project = Project::open(&root)?;
+            out.shown(&project.show(&id)?)?;
+        }
+        Command::Search { query, limit, kind } => {
+            let project = Project::open(&root)?;
+            let kind = match kind {
+                KindArg::All => SearchKind::All,
+                KindArg::Messages => SearchKind::Messages,
+                KindArg::Moments => SearchKind::Moments,
+                KindArg::Conversations => SearchKind::Conversations,
+            };
+            let text = query.join(" ");
+            let hits = project.search(&SearchQuery::new(text.clone(), limit, kind))?;
+            out.hits(&text, &hits)?;
+        }
+        Command::Reindex => {
+            let mut project = Project::open(&root)?;
+            let report = project.reindex()?;
+            out.reindexed(&report)?;
+        }
+        Command::Fsck { repair } => {
+            let mut project = Project::open(&root)?;
+            let report = project.fsck(repair)?;
+            out.fsck(&report, repair)?;
+            if !report.is_clean() {
+                return Ok(ExitCode::from(1));
+            }
+        }
+        Command::Status => {
+            let project = Project::open(&root)?;
+            out.status(&project.status()?)?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--project DIR`, else the nearest ancestor holding `.zblade/`, else the current directory.
+fn project_root(explicit: Option<&Path>) -> Result<PathBuf, Error> {
+    if let Some(dir) = explicit {
+        if !dir.is_dir() {
+            return Err(Error::Usage(format!("--project {}: no such directory", dir.display())));
+        }
+        return Ok(dir.to_path_buf());
+    }
+    let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
+    Ok(zblade_engine::find_project_root(&cwd).unwrap_or(cwd))
+}
+
+/// Reads a file, or standard input for `-`; returns the bytes and the name for error messages.
+fn read_input(file: &str) -> Result<(Vec<u8>, String), Error> {
+    if file == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes).map_err(|e| Error::io("<stdin>", e))?;
+        return Ok((bytes, "<stdin>".to_string()));
+    }
+    let path = Path::new(file);
+    if path.is_dir() {
+        return Err(Error::Usage(format!("{file}: is a directory; give a JSON file")));
+    }
+    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::NotFound(format!("{file}: no such file")),
+        _ => Error::io(path, e),
+    })?;
+    Ok((bytes, file.to_string()))
+}
+
+impl<W: Write> Out<W> {
+    fn flush(&mut self) -> Result<(), Error> {
+        self.writer().flush().map_err(|e| Error::io("<stdout>", e))
+    }
+}

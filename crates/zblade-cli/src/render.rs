@@ -1,0 +1,280 @@
+//! How each command's result is printed: as text for people, or as JSON with `--json`.
+
+use std::io::Write;
+
+use serde::Serialize;
+use zblade_engine::{
+    AddOutcome, ConversationSummary, Error, FsckReport, InitReport, MomentSummary, ReindexReport, SearchHit, Shown,
+    Status,
+};
+
+/// The output stream and how to write to it.
+pub struct Out<W: Write> {
+    w: W,
+    json: bool,
+    color: bool,
+}
+
+type R = Result<(), Error>;
+
+fn io(e: std::io::Error) -> Error {
+    Error::io("<stdout>", e)
+}
+
+macro_rules! line {
+    ($out:expr) => { writeln!($out.w).map_err(io) };
+    ($out:expr, $($arg:tt)*) => { writeln!($out.w, $($arg)*).map_err(io) };
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        flat.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
+    } else {
+        flat
+    }
+}
+
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", UNITS[unit]) }
+}
+
+impl<W: Write> Out<W> {
+    /// Writes to `w`; `color` turns search highlights into bold text.
+    pub fn new(w: W, json: bool, color: bool) -> Self {
+        Out { w, json, color }
+    }
+
+    /// The underlying writer.
+    pub fn writer(&mut self) -> &mut W {
+        &mut self.w
+    }
+
+    fn json<T: Serialize + ?Sized>(&mut self, value: &T) -> R {
+        serde_json::to_writer_pretty(&mut self.w, value).map_err(|e| Error::io("<stdout>", e.into()))?;
+        line!(self)
+    }
+
+    fn highlight(&self, snippet: &str) -> String {
+        let flat = one_line(snippet, 400);
+        if self.color { flat.replace('«', "\x1b[1m").replace('»', "\x1b[0m") } else { flat }
+    }
+
+    pub fn init(&mut self, report: &InitReport) -> R {
+        if self.json {
+            return self.json(report);
+        }
+        let dir = report.root.join(".zblade");
+        if report.created.is_empty() && !report.settings_completed {
+            line!(self, "zblade memory already set up in {} (nothing changed)", dir.display())
+        } else {
+            line!(self, "zblade memory ready in {}", dir.display())?;
+            for path in &report.created {
+                line!(self, "  created {path}")?;
+            }
+            if report.settings_completed {
+                line!(self, "  added missing fields to .zblade/config/settings.json (your values kept)")?;
+            }
+            line!(self, "Next: zblade add conversation FILE.json, then zblade search WORDS")
+        }
+    }
+
+    pub fn added(&mut self, outcomes: &[AddOutcome], is_moment: bool) -> R {
+        if self.json {
+            return self.json(outcomes);
+        }
+        for o in outcomes {
+            let verb = if o.created { "added" } else { "updated" };
+            if is_moment {
+                line!(self, "{verb} {} → {}", o.id, o.artifact_path)?;
+            } else {
+                line!(self, "{verb} {} ({} messages) → {}", o.id, o.messages, o.artifact_path)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn conversations(&mut self, rows: &[ConversationSummary]) -> R {
+        if self.json {
+            return self.json(rows);
+        }
+        if rows.is_empty() {
+            return line!(self, "No conversations yet. Add one with: zblade add conversation FILE.json");
+        }
+        for c in rows {
+            let tags = if c.tags.is_empty() { String::new() } else { format!("  [{}]", c.tags.join(", ")) };
+            line!(self, "{}  {}  {:>4} msgs  {}{}", c.id, &c.updated_at[..16.min(c.updated_at.len())], c.message_count, one_line(&c.title, 60), tags)?;
+        }
+        Ok(())
+    }
+
+    pub fn moments(&mut self, rows: &[MomentSummary]) -> R {
+        if self.json {
+            return self.json(rows);
+        }
+        if rows.is_empty() {
+            return line!(self, "No moments yet. Add one with: zblade add moment FILE.json");
+        }
+        for m in rows {
+            let tags = if m.tags.is_empty() { String::new() } else { format!("  [{}]", m.tags.join(", ")) };
+            line!(self, "{}  {:<8}  {}{}", m.id, m.kind, one_line(&m.content, 70), tags)?;
+        }
+        Ok(())
+    }
+
+    pub fn shown(&mut self, shown: &Shown) -> R {
+        if self.json {
+            return self.json(shown);
+        }
+        match shown {
+            Shown::Conversation { conversation: c } => {
+                line!(self, "{}", c.title)?;
+                line!(self, "{}  ·  {} messages  ·  created {}  ·  updated {}", c.conversation_id, c.messages.len(),
+                    c.created_at.map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string()).unwrap_or_default(),
+                    c.updated_at.map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string()).unwrap_or_default())?;
+                if !c.metadata.tags.is_empty() {
+                    line!(self, "tags: {}", c.metadata.tags.join(", "))?;
+                }
+                for m in &c.messages {
+                    line!(self)?;
+                    self.message(m)?;
+                }
+                for m in &c.moments {
+                    line!(self)?;
+                    line!(self, "◆ {} {}: {}", m.kind.as_str(), m.id, m.content)?;
+                }
+                Ok(())
+            }
+            Shown::Moment { moment: m } => {
+                line!(self, "{} {}  (relevance {:.2})", m.kind.as_str(), m.id, m.relevance_score)?;
+                if let Some(conv) = &m.conversation_id {
+                    line!(self, "from {conv}")?;
+                }
+                if !m.tags.is_empty() {
+                    line!(self, "tags: {}", m.tags.join(", "))?;
+                }
+                line!(self)?;
+                line!(self, "{}", m.content)?;
+                if let Some(context) = &m.context {
+                    line!(self)?;
+                    line!(self, "Context: {context}")?;
+                }
+                self.references(&m.code_references)
+            }
+            Shown::InlineMoment { conversation_id, moment: m } => {
+                line!(self, "{} {}  (in {conversation_id})", m.kind.as_str(), m.id)?;
+                line!(self)?;
+                line!(self, "{}", m.content)
+            }
+            Shown::Messages { matches } => {
+                for (i, found) in matches.iter().enumerate() {
+                    if i > 0 {
+                        line!(self)?;
+                    }
+                    line!(self, "in {} — {}", found.conversation_id, found.title)?;
+                    self.message(&found.message)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn message(&mut self, m: &zblade_engine::Message) -> R {
+        let when = m.timestamp.map(|t| t.format("%Y-%m-%d %H:%M").to_string()).unwrap_or_default();
+        line!(self, "── {} · {} · {}", m.role.as_str(), when, m.id)?;
+        line!(self, "{}", m.content.trim_end())?;
+        self.references(&m.code_references)
+    }
+
+    fn references(&mut self, refs: &[zblade_engine::CodeReference]) -> R {
+        for r in refs {
+            let why = r.context.as_deref().or(r.purpose.as_deref()).map(|c| format!("  ({c})")).unwrap_or_default();
+            line!(self, "  ↳ {}:{}-{}{}", r.file, r.lines[0], r.lines[1], why)?;
+        }
+        Ok(())
+    }
+
+    pub fn hits(&mut self, query: &str, hits: &[SearchHit]) -> R {
+        if self.json {
+            return self.json(hits);
+        }
+        if hits.is_empty() {
+            return line!(self, "No results for {query:?}.");
+        }
+        for (i, h) in hits.iter().enumerate() {
+            let place = match (&h.conversation_id, h.kind) {
+                (Some(conv), zblade_engine::HitKind::Message) => format!("{conv} › {}", h.id),
+                _ => h.id.clone(),
+            };
+            let label = h.label.as_deref().map(|l| format!("{l}, ")).unwrap_or_default();
+            let kind = serde_json::to_value(h.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+            line!(self, "{:>2}. [{kind}] {place}  ({label}{})  score {:.2}", i + 1, &h.timestamp[..10.min(h.timestamp.len())], h.score)?;
+            if let Some(title) = &h.title {
+                line!(self, "    {}", one_line(title, 80))?;
+            }
+            let snippet = self.highlight(&h.snippet);
+            line!(self, "    {snippet}")?;
+        }
+        Ok(())
+    }
+
+    pub fn reindexed(&mut self, r: &ReindexReport) -> R {
+        if self.json {
+            return self.json(r);
+        }
+        if r.recreated_database {
+            line!(self, "The old index was damaged; it was recreated.")?;
+        }
+        line!(self, "Reindexed {} conversations ({} messages) and {} moments in {:.2} s.", r.conversations, r.messages, r.moments, r.elapsed.as_secs_f64())?;
+        if !r.skipped.is_empty() {
+            line!(self, "Skipped {} artifact(s) that could not be indexed (the files are untouched):", r.skipped.len())?;
+            for (path, why) in &r.skipped {
+                line!(self, "  {path}: {why}")?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn fsck(&mut self, report: &FsckReport, repair: bool) -> R {
+        if self.json {
+            return self.json(report);
+        }
+        if report.problems.is_empty() {
+            return line!(self, "ok: {} artifacts, index matches", report.artifacts);
+        }
+        for p in &report.problems {
+            let kind = serde_json::to_value(p.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+            let fixed = if p.repaired { "  [repaired]" } else { "" };
+            line!(self, "{kind:<13} {}  {}{fixed}", p.path, p.detail)?;
+        }
+        let open = report.problems.iter().filter(|p| !p.repaired).count();
+        if open == 0 {
+            line!(self, "{} problem(s) found and repaired.", report.problems.len())
+        } else if repair {
+            line!(self, "{open} problem(s) need you: fix the named files, then run `zblade fsck --repair` again.")
+        } else {
+            line!(self, "{open} problem(s). Run `zblade fsck --repair` to bring the index in line with the artifacts.")
+        }
+    }
+
+    pub fn status(&mut self, s: &Status) -> R {
+        if self.json {
+            return self.json(s);
+        }
+        line!(self, "project       {}  ({})", s.root, s.project_id)?;
+        line!(self, "storage mode  {}", s.storage_mode)?;
+        line!(self, "artifacts     {} conversations, {} moments  ({})", s.conversation_artifacts, s.moment_artifacts, human_bytes(s.artifacts_bytes))?;
+        line!(self, "indexed       {} conversations, {} messages, {} moments, {} code references to {} files",
+            s.indexed.conversations, s.indexed.messages, s.indexed.moments, s.indexed.code_references, s.indexed.referenced_files)?;
+        line!(self, "index         {}  (schema v{})", human_bytes(s.index_bytes), s.schema_version)?;
+        line!(self, "cache         {}", human_bytes(s.cache_bytes))?;
+        line!(self, "index health  {}", s.index_health)
+    }
+}

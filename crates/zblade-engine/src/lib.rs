@@ -1,0 +1,35 @@
+//! The zblade engine: one API over a project's memory for every face of zblade.
+//!
+//! A [`Project`] is opened on a working tree that holds a `.zblade/` folder. It writes
+//! artifacts (the truth) before the index (a cache), serialises writers across processes with
+//! a lock file, and can always rebuild the index from the artifacts ([`Project::reindex`]) or
+//! check the two against each other ([`Project::fsck`]).
+//!
+//! ```
+//! # let dir = tempfile::tempdir().unwrap();
+//! use zblade_engine::{Project, SearchKind, SearchQuery};
+//! let (mut project, _) = Project::init(dir.path()).unwrap();
+//! let json = br#"{"title": "Auth", "messages": [{"role": "user", "content": "Rotate the JWT signing key"}]}"#;
+//! let added = project.add_conversation(json, "<stdin>").unwrap();
+//! let hits = project.search(&SearchQuery::new("jwt", 10, SearchKind::All)).unwrap();
+//! assert_eq!(hits[0].conversation_id.as_deref(), Some(added.id.as_str()));
+//! ```
+
+mod fsck;
+mod lock;
+mod project;
+mod scan;
+mod show;
+mod status;
+
+pub use fsck::{FsckReport, Problem, ProblemKind};
+pub use project::{AddOutcome, InitReport, Project, ReindexReport};
+pub use show::Shown;
+pub use status::Status;
+pub use zblade_core::{CodeReference, Conversation, Error, Message, Moment, Result};
+pub use zblade_index::{ConversationSummary, HitKind, MomentSummary, SearchHit, SearchKind, SearchQuery};
+
+/// The nearest ancestor of `start` (itself included) that holds a `.zblade/` folder.
+pub fn find_project_root(start: &std::path::Path) -> Option<std::path::PathBuf> {
+    zblade_core::Layout::discover(start).map(|layout| layout.root().to_path_buf())
+}

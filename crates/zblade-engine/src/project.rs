@@ -1,0 +1,305 @@
+//! The [`Project`] handle: init, open, add, list, search, reindex.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use chrono::{SubsecRound, Utc};
+use serde::Serialize;
+use zblade_core::{
+    Conversation, Error, Layout, Moment, Result, Settings, StorageMode, fsio, parse_conversation, parse_moment,
+    sha256_hex,
+};
+use zblade_index::{ConversationSummary, Index, MomentSummary, SearchHit, SearchQuery};
+
+use crate::lock::WriteLock;
+use crate::scan;
+
+const DEFAULT_INSTRUCTIONS: &str = "# Project instructions\n\n\
+This file is always included in the context zblade assembles for this project.\n\
+Write here what every AI assistant should know: conventions, architecture, things to avoid.\n";
+
+const GITIGNORE: &str = "# Rebuildable caches: `zblade reindex` recreates index/ from artifacts/.\nindex/\ncache/\n";
+
+/// What `init` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct InitReport {
+    /// The project root.
+    pub root: PathBuf,
+    /// Files and folders created by this call (relative to the root); empty when all existed.
+    pub created: Vec<String>,
+    /// Whether settings.json was rewritten to add fields it was missing.
+    pub settings_completed: bool,
+}
+
+/// What an `add` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct AddOutcome {
+    /// The id of the conversation or moment.
+    pub id: String,
+    /// False when an artifact with this id existed and was updated.
+    pub created: bool,
+    /// The artifact file, relative to the project root.
+    pub artifact_path: String,
+    /// Messages in the conversation (0 for moments).
+    pub messages: usize,
+}
+
+/// What `reindex` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReindexReport {
+    /// Conversations indexed.
+    pub conversations: usize,
+    /// Messages indexed.
+    pub messages: usize,
+    /// Standalone moments indexed.
+    pub moments: usize,
+    /// Artifacts left out, with the reason (the file is untouched).
+    pub skipped: Vec<(String, String)>,
+    /// Whether the old database was unreadable and was recreated.
+    pub recreated_database: bool,
+    /// Wall time.
+    #[serde(serialize_with = "seconds")]
+    pub elapsed: Duration,
+}
+
+fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+/// A project's memory: its `.zblade/` folder, settings and index.
+#[derive(Debug)]
+pub struct Project {
+    pub(crate) layout: Layout,
+    pub(crate) settings: Settings,
+    /// `Err` holds why the index could not be opened (damaged file); `reindex` recreates it.
+    pub(crate) index: std::result::Result<Index, String>,
+}
+
+impl Project {
+    /// Creates `.zblade/` in `root` (idempotent: existing instructions and settings are kept,
+    /// and settings only gain the fields they lack) and opens the project.
+    pub fn init(root: &Path) -> Result<(Project, InitReport)> {
+        let layout = Layout::new(root);
+        let mut created = Vec::new();
+        for dir in [
+            layout.dir().to_path_buf(),
+            layout.config_dir(),
+            layout.conversations_dir(),
+            layout.moments_dir(),
+            layout.index_dir(),
+            layout.cache_dir(),
+        ] {
+            if !dir.is_dir() {
+                std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+                created.push(layout.relative(&dir) + "/");
+            }
+        }
+        for (path, text) in [(layout.instructions(), DEFAULT_INSTRUCTIONS), (layout.gitignore(), GITIGNORE)] {
+            if fsio::create_new_atomic(&path, text.as_bytes())? {
+                created.push(layout.relative(&path));
+            }
+        }
+        let mut settings_completed = false;
+        if fsio::create_new_atomic(&layout.settings(), &Settings::new_project().to_json())? {
+            created.push(layout.relative(&layout.settings()));
+        } else {
+            // Fill in what an older or hand-written file lacks; keep every value and unknown field.
+            let existing = std::fs::read(layout.settings()).map_err(|e| Error::io(layout.settings(), e))?;
+            let mut settings = Settings::load(&layout.settings())?;
+            if settings.project.id.is_empty() {
+                settings.project.id = zblade_core::ids::new_id(zblade_core::ids::PROJECT);
+            }
+            if settings.to_json() != existing {
+                settings.save(&layout.settings())?;
+                settings_completed = true;
+            }
+        }
+        let project = Project::open(root)?;
+        if !layout.database().exists() {
+            created.push(layout.relative(&layout.database()));
+        }
+        Ok((project, InitReport { root: root.to_path_buf(), created, settings_completed }))
+    }
+
+    /// Opens the project whose root is `root`; it must hold a `.zblade/` folder.
+    pub fn open(root: &Path) -> Result<Project> {
+        let layout = Layout::new(root);
+        if !layout.dir().is_dir() {
+            return Err(Error::Usage(format!(
+                "{} has no .zblade/ folder; run `zblade init` there first",
+                root.display()
+            )));
+        }
+        let settings = if layout.settings().exists() { Settings::load(&layout.settings())? } else { Settings::default() };
+        let index = match Index::open(&layout.database()) {
+            Ok(index) => Ok(index),
+            Err(err @ Error::IndexCorrupt { .. }) => Err(err.to_string()),
+            Err(err) => return Err(err),
+        };
+        Ok(Project { layout, settings, index })
+    }
+
+    /// Opens the project that contains `start`: the nearest ancestor with a `.zblade/` folder.
+    pub fn discover(start: &Path) -> Result<Project> {
+        match Layout::discover(start) {
+            Some(layout) => Project::open(layout.root()),
+            None => Err(Error::Usage(format!(
+                "no .zblade/ folder in {} or any parent; run `zblade init` or pass --project DIR",
+                start.display()
+            ))),
+        }
+    }
+
+    /// The project's paths.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The project's settings as loaded.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub(crate) fn index(&self) -> Result<&Index> {
+        self.index.as_ref().map_err(|message| Error::IndexCorrupt {
+            path: self.layout.database(),
+            message: message.clone(),
+        })
+    }
+
+    pub(crate) fn index_mut(&mut self) -> Result<&mut Index> {
+        let path = self.layout.database();
+        self.index.as_mut().map_err(|message| Error::IndexCorrupt { path, message: message.clone() })
+    }
+
+    fn require_local_mode(&self) -> Result<()> {
+        match self.settings.storage.mode {
+            StorageMode::Local => Ok(()),
+            StorageMode::Server => Err(Error::Usage(format!(
+                "{}: storage.mode is \"server\", but this zblade build stores memory locally only; \
+                 set storage.mode to \"local\"",
+                self.layout.relative(&self.layout.settings())
+            ))),
+        }
+    }
+
+    /// Adds (or, when its id exists, replaces) a conversation given as RFC-002 JSON.
+    /// `source_name` names the input in error messages (a file name or `<stdin>`).
+    pub fn add_conversation(&mut self, json: &[u8], source_name: &str) -> Result<AddOutcome> {
+        let conv = parse_conversation(json, source_name)?;
+        let mut outcomes = self.add_conversations(vec![(conv, source_name.to_string())])?;
+        Ok(outcomes.remove(0))
+    }
+
+    /// Adds several parsed conversations at once: one lock, one batch of atomic file writes
+    /// and one index transaction. Each is validated first; if any is invalid nothing is written.
+    pub fn add_conversations(&mut self, conversations: Vec<(Conversation, String)>) -> Result<Vec<AddOutcome>> {
+        self.require_local_mode()?;
+        let now = Utc::now().trunc_subsecs(3);
+        let mut prepared = Vec::with_capacity(conversations.len());
+        for (mut conv, source) in conversations {
+            conv.prepare_for_store(&self.settings.project.id, self.layout.root(), &source, now)?;
+            prepared.push(conv);
+        }
+        let _lock = WriteLock::acquire(&self.layout)?;
+        let mut files = Vec::with_capacity(prepared.len());
+        let mut outcomes = Vec::with_capacity(prepared.len());
+        for conv in &prepared {
+            let path = self.layout.conversation_path(&conv.conversation_id);
+            outcomes.push(AddOutcome {
+                id: conv.conversation_id.clone(),
+                created: !path.exists(),
+                artifact_path: self.layout.relative(&path),
+                messages: conv.messages.len(),
+            });
+            files.push((path, conv.to_artifact_json()));
+        }
+        // Artifacts first: they are the truth. If indexing fails below, `fsck --repair` finds
+        // the artifacts that the index lacks.
+        fsio::write_atomic_batch(&files)?;
+        let hashes: Vec<String> = files.iter().map(|(_, bytes)| sha256_hex(bytes)).collect();
+        let items: Vec<(&Conversation, &str, &str)> = prepared
+            .iter()
+            .zip(&outcomes)
+            .zip(&hashes)
+            .map(|((conv, outcome), hash)| (conv, outcome.artifact_path.as_str(), hash.as_str()))
+            .collect();
+        self.index_mut()?.put_conversations(&items)?;
+        Ok(outcomes)
+    }
+
+    /// Adds (or replaces) a standalone moment given as RFC-002 JSON.
+    pub fn add_moment(&mut self, json: &[u8], source_name: &str) -> Result<AddOutcome> {
+        self.require_local_mode()?;
+        let mut moment: Moment = parse_moment(json, source_name)?;
+        moment.prepare_for_store(self.layout.root(), source_name, Utc::now().trunc_subsecs(3))?;
+        if let Some(conv) = &moment.conversation_id
+            && self.index()?.conversation_artifact(conv)?.is_none()
+        {
+            return Err(Error::field(
+                source_name,
+                "conversation_id",
+                format!("no conversation {conv} in this project; add the conversation first"),
+            ));
+        }
+        let _lock = WriteLock::acquire(&self.layout)?;
+        let path = self.layout.moment_path(&moment.id);
+        let created = !path.exists();
+        let artifact_path = self.layout.relative(&path);
+        let bytes = moment.to_artifact_json();
+        // Check for an id clash before touching the disk, so a refused moment writes nothing.
+        if let Some(owner) = self.index()?.moment_artifact(&moment.id)?
+            && owner != artifact_path
+        {
+            return Err(Error::field(source_name, "id", format!("moment id {:?} is already used by {owner}", moment.id)));
+        }
+        fsio::write_atomic(&path, &bytes)?;
+        self.index_mut()?.put_moment(&moment, &artifact_path, &sha256_hex(&bytes))?;
+        Ok(AddOutcome { id: moment.id, created, artifact_path, messages: 0 })
+    }
+
+    /// Conversations, most recently updated first.
+    pub fn list_conversations(&self, limit: usize, offset: usize) -> Result<Vec<ConversationSummary>> {
+        self.index()?.list_conversations(limit, offset)
+    }
+
+    /// Moments, newest first; optionally of one type (`decision`, `pattern`, ...).
+    pub fn list_moments(&self, limit: usize, offset: usize, kind: Option<&str>) -> Result<Vec<MomentSummary>> {
+        self.index()?.list_moments(limit, offset, kind)
+    }
+
+    /// Keyword search (FTS5, BM25) over messages, moments and conversations.
+    pub fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+        self.index()?.search(query)
+    }
+
+    /// Rebuilds the index from the artifacts alone. A damaged database file is replaced; an
+    /// unreadable artifact is skipped and reported, never deleted.
+    pub fn reindex(&mut self) -> Result<ReindexReport> {
+        let started = Instant::now();
+        let _lock = WriteLock::acquire(&self.layout)?;
+        let mut recreated_database = false;
+        if self.index.is_err() {
+            zblade_index::remove_database_files(&self.layout.database())?;
+            self.index = Ok(Index::open(&self.layout.database())?);
+            recreated_database = true;
+        }
+        let scan = scan::scan(&self.layout)?;
+        let conversations: Vec<_> =
+            scan.conversations.iter().map(|l| (&l.artifact, l.path.as_str(), l.sha256.as_str())).collect();
+        let moments: Vec<_> = scan.moments.iter().map(|l| (&l.artifact, l.path.as_str(), l.sha256.as_str())).collect();
+        let clashes = self.index_mut()?.rebuild(&conversations, &moments)?;
+        let mut skipped: Vec<(String, String)> =
+            scan.unreadable.iter().map(|(path, err)| (path.clone(), err.to_string())).collect();
+        skipped.extend(clashes.iter().map(|(path, err)| (path.clone(), err.to_string())));
+        let messages = scan.conversations.iter().map(|l| l.artifact.messages.len()).sum();
+        Ok(ReindexReport {
+            conversations: scan.conversations.len(),
+            messages,
+            moments: scan.moments.len(),
+            skipped,
+            recreated_database,
+            elapsed: started.elapsed(),
+        })
+    }
+}

@@ -1,0 +1,94 @@
+//! `zblade show ID`: one conversation, moment or message, read from its artifact (the truth).
+
+use serde::Serialize;
+use zblade_core::{Conversation, Error, InlineMoment, Message, Moment, Result, ids};
+
+use crate::{Project, scan};
+
+/// What an id named.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Shown {
+    /// A whole conversation.
+    Conversation {
+        /// The artifact.
+        conversation: Box<Conversation>,
+    },
+    /// A standalone moment.
+    Moment {
+        /// The artifact.
+        moment: Box<Moment>,
+    },
+    /// A moment stored inside a conversation.
+    InlineMoment {
+        /// The conversation's id.
+        conversation_id: String,
+        /// The moment.
+        moment: Box<InlineMoment>,
+    },
+    /// Messages with this id (ids are unique only within a conversation, so there may be several).
+    Messages {
+        /// Each match with its conversation's id and title.
+        matches: Vec<MessageMatch>,
+    },
+}
+
+/// A message found by id.
+#[derive(Debug, Clone, Serialize)]
+pub struct MessageMatch {
+    /// Its conversation.
+    pub conversation_id: String,
+    /// The conversation's title.
+    pub title: String,
+    /// The message.
+    pub message: Message,
+}
+
+impl Project {
+    /// Finds a conversation (`conv_…`), moment (`moment_…`) or message by id.
+    pub fn show(&self, id: &str) -> Result<Shown> {
+        ids::check_id(id, None).map_err(|why| Error::Usage(format!("invalid id: {why}")))?;
+        if id.starts_with(ids::CONVERSATION) {
+            let conversation = self.load_conversation(id)?;
+            return Ok(Shown::Conversation { conversation: Box::new(conversation) });
+        }
+        if id.starts_with(ids::MOMENT) {
+            let path = self.layout.moment_path(id);
+            if path.exists() {
+                let loaded = scan::load_moment(&self.layout, &path)?;
+                return Ok(Shown::Moment { moment: Box::new(loaded.artifact) });
+            }
+            if let Some(artifact) = self.index()?.moment_artifact(id)? {
+                let conv_id = artifact.rsplit('/').next().unwrap_or_default().trim_end_matches(".json");
+                let conv = self.load_conversation(conv_id)?;
+                if let Some(moment) = conv.moments.into_iter().find(|m| m.id == id) {
+                    return Ok(Shown::InlineMoment { conversation_id: conv.conversation_id, moment: Box::new(moment) });
+                }
+            }
+            return Err(Error::NotFound(format!("no moment {id} in this project")));
+        }
+        let mut matches = Vec::new();
+        for location in self.index()?.locate_message(id)? {
+            let conv = self.load_conversation(&location.conversation_id)?;
+            if let Some(message) = conv.messages.get(location.seq as usize).filter(|m| m.id == id) {
+                matches.push(MessageMatch {
+                    conversation_id: conv.conversation_id.clone(),
+                    title: conv.title.clone(),
+                    message: message.clone(),
+                });
+            }
+        }
+        if matches.is_empty() {
+            return Err(Error::NotFound(format!("no conversation, moment or message with id {id} in this project")));
+        }
+        Ok(Shown::Messages { matches })
+    }
+
+    fn load_conversation(&self, id: &str) -> Result<Conversation> {
+        let path = self.layout.conversation_path(id);
+        if !path.exists() {
+            return Err(Error::NotFound(format!("no conversation {id} in this project")));
+        }
+        Ok(scan::load_conversation(&self.layout, &path)?.artifact)
+    }
+}

@@ -1,0 +1,103 @@
+//! `zblade status`: counts, sizes, storage mode and index health at a glance.
+
+use std::path::Path;
+
+use serde::Serialize;
+use zblade_core::Result;
+use zblade_index::Counts;
+
+use crate::Project;
+
+/// A snapshot of a project's memory.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// The project root.
+    pub root: String,
+    /// `proj_…`
+    pub project_id: String,
+    /// `local` or `server`.
+    pub storage_mode: String,
+    /// Artifact files on disk: conversations.
+    pub conversation_artifacts: usize,
+    /// Artifact files on disk: standalone moments.
+    pub moment_artifacts: usize,
+    /// Rows in the index (zero when the index is damaged).
+    pub indexed: Counts,
+    /// Bytes under `artifacts/`.
+    pub artifacts_bytes: u64,
+    /// Bytes under `index/`.
+    pub index_bytes: u64,
+    /// Bytes under `cache/`.
+    pub cache_bytes: u64,
+    /// `ok`, `stale: …` (artifact and index counts differ; run fsck) or `corrupt: …`.
+    pub index_health: String,
+    /// The index schema version.
+    pub schema_version: i64,
+}
+
+impl Project {
+    /// Gathers the status. Cheap: counts files instead of hashing them (`fsck` does that).
+    pub fn status(&self) -> Result<Status> {
+        let layout = &self.layout;
+        let conversation_artifacts = count_json(&layout.conversations_dir());
+        let moment_artifacts = count_json(&layout.moments_dir());
+        let (indexed, schema_version, index_health) = match self.index() {
+            Ok(index) => {
+                let counts = index.counts()?;
+                let standalone = index.indexed_artifacts()?.len() as i64 - counts.conversations;
+                let check = index.quick_check()?;
+                let health = if check != "ok" {
+                    format!("corrupt: {check}")
+                } else if counts.conversations != conversation_artifacts as i64 || standalone != moment_artifacts as i64 {
+                    format!(
+                        "stale: {} conversation and {} moment artifacts on disk, {} and {} indexed; run `zblade fsck`",
+                        conversation_artifacts, moment_artifacts, counts.conversations, standalone
+                    )
+                } else {
+                    "ok".to_string()
+                };
+                (counts, index.schema_version()?, health)
+            }
+            Err(err) => (Counts::default(), 0, format!("corrupt: {err}")),
+        };
+        Ok(Status {
+            root: layout.root().display().to_string(),
+            project_id: self.settings.project.id.clone(),
+            storage_mode: self.settings.storage.mode.to_string(),
+            conversation_artifacts,
+            moment_artifacts,
+            indexed,
+            artifacts_bytes: dir_size(&layout.artifacts_dir()),
+            index_bytes: dir_size(&layout.index_dir()),
+            cache_bytes: dir_size(&layout.cache_dir()),
+            index_health,
+            schema_version,
+        })
+    }
+}
+
+fn count_json(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.ends_with(".json") && !name.starts_with('.')
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .filter_map(|e| e.ok())
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
+            _ => 0,
+        })
+        .sum()
+}
