@@ -1,0 +1,395 @@
+//! The `zblade` binary as a user runs it: real processes in temporary project folders.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn zblade_in(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zblade"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(bytes) = stdin {
+        child.stdin.take().unwrap().write_all(bytes).unwrap();
+    }
+    let Output { status, stdout, stderr } = child.wait_with_output().unwrap();
+    let run = Run {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+    };
+    assert!(!run.stderr.contains("panicked"), "zblade panicked: {}", run.stderr);
+    run
+}
+
+fn zblade(dir: &Path, args: &[&str]) -> Run {
+    zblade_in(dir, args, None)
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let run = zblade(dir, args);
+    assert_eq!(run.code, 0, "zblade {args:?} failed: {}", run.stderr);
+    run.stdout
+}
+
+fn json(dir: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&ok(dir, &all)).unwrap()
+}
+
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &["init"]);
+    dir
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const JWT: &str = r#"{"title": "Implement JWT authentication", "metadata": {"tags": ["auth"]},
+  "messages": [
+    {"role": "user", "content": "How do I refresh the JWT when it expires?",
+     "code_references": [{"file": "src/auth.ts", "lines": [10, 25]}]},
+    {"role": "assistant", "content": "Keep a refresh token in an httpOnly cookie and rotate it on use."}
+  ]}"#;
+
+fn artifact_count(dir: &Path) -> usize {
+    std::fs::read_dir(dir.join(".zblade/artifacts/conversations")).unwrap().count()
+        + std::fs::read_dir(dir.join(".zblade/artifacts/moments")).unwrap().count()
+}
+
+#[test]
+fn init_creates_the_rfc_layout_and_is_idempotent() {
+    let dir = project();
+    let z = dir.path().join(".zblade");
+    for path in ["instructions.md", "config/settings.json", "artifacts/conversations", "artifacts/moments", "index/conversations.db", "cache", ".gitignore"] {
+        assert!(z.join(path).exists(), "{path} missing");
+    }
+    let gitignore = std::fs::read_to_string(z.join(".gitignore")).unwrap();
+    assert!(gitignore.lines().any(|l| l == "index/") && gitignore.lines().any(|l| l == "cache/"));
+    let settings: Value = serde_json::from_slice(&std::fs::read(z.join("config/settings.json")).unwrap()).unwrap();
+    assert_eq!(settings["storage"]["mode"], "local");
+    assert_eq!(settings["privacy"]["telemetry"], false);
+    assert!(settings["project"]["id"].as_str().unwrap().starts_with("proj_"));
+
+    // The user's words are never overwritten; unknown settings survive while missing ones are added.
+    std::fs::write(z.join("instructions.md"), "Use tabs.\n").unwrap();
+    std::fs::write(z.join("config/settings.json"), r#"{"storage": {"mode": "local", "future": 1}, "theme": "dark"}"#).unwrap();
+    let report = json(dir.path(), &["init"]);
+    assert_eq!(report["settings_completed"], true);
+    assert_eq!(std::fs::read_to_string(z.join("instructions.md")).unwrap(), "Use tabs.\n");
+    let settings: Value = serde_json::from_slice(&std::fs::read(z.join("config/settings.json")).unwrap()).unwrap();
+    assert_eq!(settings["theme"], "dark");
+    assert_eq!(settings["storage"]["future"], 1);
+    assert_eq!(settings["context"]["max_tokens"], 8000);
+    let again = json(dir.path(), &["init"]);
+    assert_eq!(again["created"], serde_json::json!([]));
+    assert_eq!(again["settings_completed"], false);
+}
+
+#[test]
+fn commands_find_the_project_from_a_subdirectory_or_say_how_to_start() {
+    let dir = project();
+    std::fs::create_dir_all(dir.path().join("src/deep")).unwrap();
+    let status = json(&dir.path().join("src/deep"), &["status"]);
+    assert_eq!(status["storage_mode"], "local");
+
+    let empty = tempfile::tempdir().unwrap();
+    let run = zblade(empty.path(), &["list", "conversations"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("zblade init"), "{}", run.stderr);
+    let run = zblade(empty.path(), &["--project", "/no/such/dir", "status"]);
+    assert_eq!(run.code, 1);
+}
+
+#[test]
+fn add_search_show_and_update_a_conversation() {
+    let dir = project();
+    write(dir.path(), "jwt.json", JWT);
+    let added = json(dir.path(), &["add", "conversation", "jwt.json"]);
+    let id = added[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(added[0]["created"], true);
+
+    let hits = json(dir.path(), &["search", "jwt"]);
+    assert_eq!(hits[0]["conversation_id"], id.as_str());
+    assert!(hits[0]["snippet"].as_str().unwrap().contains("«JWT»"));
+    let hits = json(dir.path(), &["search", "cookie", "rotation", "--kind", "messages"]);
+    assert_eq!(hits[0]["label"], "assistant");
+
+    let shown = json(dir.path(), &["show", &id]);
+    assert_eq!(shown["kind"], "conversation");
+    assert_eq!(shown["conversation"]["messages"][0]["code_references"][0]["file"], "src/auth.ts");
+    let msg_id = shown["conversation"]["messages"][1]["id"].as_str().unwrap().to_string();
+    let shown = json(dir.path(), &["show", &msg_id]);
+    assert_eq!(shown["matches"][0]["conversation_id"], id.as_str());
+
+    // Adding the same conversation again (same id, new content) updates it.
+    let mut conv: Value = shown_conversation(dir.path(), &id);
+    conv["messages"][0]["content"] = "How do we rotate signing keys?".into();
+    let updated = json_stdin(dir.path(), &["add", "conversation", "-"], conv.to_string().as_bytes());
+    assert_eq!(updated[0]["created"], false);
+    assert_eq!(updated[0]["id"], id.as_str());
+    assert_eq!(json(dir.path(), &["list", "conversations"]).as_array().unwrap().len(), 1);
+    assert!(json(dir.path(), &["search", "expires"]).as_array().unwrap().is_empty());
+    assert_eq!(json(dir.path(), &["search", "signing"]).as_array().unwrap().len(), 1);
+
+    let text = ok(dir.path(), &["show", &id]);
+    assert!(text.contains("↳ src/auth.ts:10-25"), "{text}");
+}
+
+fn shown_conversation(dir: &Path, id: &str) -> Value {
+    json(dir, &["show", id])["conversation"].clone()
+}
+
+fn json_stdin(dir: &Path, args: &[&str], stdin: &[u8]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let run = zblade_in(dir, &all, Some(stdin));
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    serde_json::from_str(&run.stdout).unwrap()
+}
+
+#[test]
+fn moments_are_added_listed_and_filtered() {
+    let dir = project();
+    write(dir.path(), "m.json", r#"{"type": "decision", "content": "Refresh tokens live 7 days in Redis", "tags": ["auth"],
+        "code_references": [{"file": "src/auth.ts", "lines": [1, 5], "purpose": "token store"}]}"#);
+    let added = json(dir.path(), &["add", "moment", "m.json"]);
+    let id = added[0]["id"].as_str().unwrap();
+    assert!(id.starts_with("moment_"));
+    assert_eq!(json(dir.path(), &["list", "moments", "--type", "decision"]).as_array().unwrap().len(), 1);
+    assert_eq!(json(dir.path(), &["list", "moments", "--type", "pattern"]).as_array().unwrap().len(), 0);
+    assert_eq!(json(dir.path(), &["search", "redis", "--kind", "moments"])[0]["id"], id);
+    assert_eq!(json(dir.path(), &["show", id])["moment"]["content"], "Refresh tokens live 7 days in Redis");
+
+    write(dir.path(), "orphan.json", r#"{"type": "pattern", "content": "x", "conversation_id": "conv_nope"}"#);
+    let run = zblade(dir.path(), &["add", "moment", "orphan.json"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("orphan.json") && run.stderr.contains("conversation_id"), "{}", run.stderr);
+}
+
+/// Each bad input exits 1 with one line on stderr naming the file and field, and writes nothing.
+#[test]
+fn bad_input_is_refused_with_file_and_field_and_loses_nothing() {
+    let dir = project();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.rs"), "x").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("src/escape")).unwrap();
+
+    let reference = |file: &str, lines: &str| {
+        format!(r#"{{"messages": [{{"role": "user", "content": "a", "code_references": [{{"file": "{file}", "lines": {lines}}}]}}]}}"#)
+    };
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("truncated.json", b"{\"messages\": [{\"role\": \"user\", ".to_vec(), "truncated.json:1:"),
+        ("types.json", br#"{"messages": [{"role": "user", "content": ["x"]}]}"#.to_vec(), "messages[0].content"),
+        ("role.json", br#"{"messages": [{"role": "robot", "content": "x"}]}"#.to_vec(), "messages[0].role"),
+        ("utf8.json", [&b"{\"title\": \"caf"[..], &[0xC3, 0x28], &b"\", \"messages\": []}"[..]].concat(), "utf8.json:1:"),
+        ("dup.json", br#"{"messages": [{"id": "m1", "role": "user", "content": "a"}, {"id": "m1", "role": "user", "content": "b"}]}"#.to_vec(), "messages[1].id"),
+        ("range.json", reference("src/a.rs", "[50, 10]").into_bytes(), "messages[0].code_references[0].lines"),
+        ("abs.json", reference("/etc/passwd", "[1, 2]").into_bytes(), "messages[0].code_references[0].file"),
+        ("dotdot.json", reference("../outside.rs", "[1, 2]").into_bytes(), "messages[0].code_references[0].file"),
+        ("version.json", br#"{"version": "2.0", "messages": []}"#.to_vec(), "version 2.0"),
+        ("id.json", br#"{"conversation_id": "conv_../../x", "messages": []}"#.to_vec(), "conversation_id"),
+    ];
+    #[cfg(unix)]
+    let cases = [cases, vec![("symlink.json", reference("src/escape/secret.rs", "[1, 1]").into_bytes(), "symlink")]].concat();
+    for (name, bytes, expected) in cases {
+        std::fs::write(dir.path().join(name), &bytes).unwrap();
+        let run = zblade(dir.path(), &["add", "conversation", name]);
+        assert_eq!(run.code, 1, "{name}: {}", run.stderr);
+        assert_eq!(run.stderr.lines().count(), 1, "{name}: one line expected: {}", run.stderr);
+        assert!(run.stderr.contains(name) && run.stderr.contains(expected), "{name}: {}", run.stderr);
+        assert_eq!(artifact_count(dir.path()), 0, "{name} wrote an artifact");
+    }
+    let run = zblade(dir.path(), &["--json", "add", "conversation", "missing.json"]);
+    assert_eq!(run.code, 1);
+    let err: Value = serde_json::from_str(run.stderr.trim()).unwrap();
+    assert_eq!(err["error"]["code"], "not_found");
+    let run = zblade(dir.path(), &["show", "conv_nothing"]);
+    assert_eq!(run.code, 1);
+    let run = zblade(dir.path(), &["search", "--limit", "many", "x"]);
+    assert_eq!(run.code, 1, "a usage mistake is the user's: exit 1");
+}
+
+#[test]
+fn any_search_text_is_safe() {
+    let dir = project();
+    write(dir.path(), "jwt.json", JWT);
+    ok(dir.path(), &["add", "conversation", "jwt.json"]);
+    for query in [r#"" * ( ) : ^ - + { } [ ] NEAR AND OR NOT"#, r#""jwt"#, r#"jwt""#, r#"a"b"c"#, "NEAR(", "jwt*", "\\"] {
+        let run = zblade(dir.path(), &["search", query]);
+        assert_eq!(run.code, 0, "{query}: {}", run.stderr);
+    }
+    assert_eq!(json(dir.path(), &["search", r#"("jwt"#]).as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn fsck_sees_edits_behind_the_index_and_repair_fixes_them() {
+    let dir = project();
+    for i in 0..3 {
+        write(dir.path(), &format!("c{i}.json"), &JWT.replace("JWT authentication", &format!("JWT part {i}")));
+    }
+    let added = json(dir.path(), &["add", "conversation", "c0.json", "c1.json", "c2.json"]);
+    let path = |i: usize| dir.path().join(added[i]["artifact_path"].as_str().unwrap());
+    assert_eq!(zblade(dir.path(), &["fsck"]).code, 0);
+
+    std::fs::remove_file(path(0)).unwrap(); // deleted behind the index's back
+    let edited = std::fs::read_to_string(path(1)).unwrap().replace("rotate it on use", "rotate it hourly");
+    std::fs::write(path(1), edited).unwrap(); // edited by hand
+    let unreadable = std::fs::read_to_string(path(2)).unwrap();
+    std::fs::write(path(2), &unreadable[..unreadable.len() / 2]).unwrap(); // truncated
+    let copy = dir.path().join(".zblade/artifacts/conversations/conv_01NEWFILE.json");
+    std::fs::write(&copy, std::fs::read_to_string(path(1)).unwrap().replace(added[1]["id"].as_str().unwrap(), "conv_01NEWFILE")).unwrap();
+    std::fs::write(dir.path().join(".zblade/artifacts/conversations/.x.json.zblade-tmp-1-2"), "partial").unwrap();
+
+    let run = zblade(dir.path(), &["--json", "fsck"]);
+    assert_eq!(run.code, 1);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let kinds: Vec<(String, String)> = report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["kind"].as_str().unwrap().to_string(), p["path"].as_str().unwrap().to_string()))
+        .collect();
+    let has = |kind: &str, path: &Path| kinds.iter().any(|(k, p)| k == kind && path.ends_with(p));
+    assert!(has("extra", &path(0)), "{kinds:?}");
+    assert!(has("changed", &path(1)), "{kinds:?}");
+    assert!(has("unreadable", &path(2)), "{kinds:?}");
+    assert!(has("missing", &copy), "{kinds:?}");
+    assert!(kinds.iter().any(|(k, _)| k == "leftover"), "{kinds:?}");
+
+    let run = zblade(dir.path(), &["fsck", "--repair"]);
+    assert_eq!(run.code, 1, "the truncated artifact still needs the user: {}", run.stdout);
+    assert!(run.stdout.contains("unreadable"));
+    assert_eq!(json(dir.path(), &["search", "hourly"]).as_array().unwrap().len(), 2, "changed + missing indexed");
+    let titles = json(dir.path(), &["search", "part", "--kind", "conversations"]);
+    assert_eq!(titles.as_array().unwrap().len(), 2, "part 1 and its copy; part 0 deleted, part 2 unreadable: {titles}");
+    std::fs::write(path(2), unreadable).unwrap();
+    assert_eq!(zblade(dir.path(), &["fsck", "--repair"]).code, 0);
+    assert_eq!(zblade(dir.path(), &["fsck"]).code, 0);
+}
+
+#[test]
+fn reindex_gives_the_same_results_as_incremental_indexing() {
+    let dir = project();
+    let topics = ["jwt refresh", "cache eviction", "jwt rotation", "database migration", "cache warmup"];
+    for (i, topic) in topics.iter().enumerate() {
+        write(dir.path(), &format!("t{i}.json"), &format!(
+            r#"{{"title": "{topic}", "messages": [{{"role": "user", "content": "tell me about {topic}"}}, {{"role": "assistant", "content": "{topic} works like this, with a cache and a jwt"}}],
+                "moments": [{{"type": "pattern", "content": "{topic} pattern"}}]}}"#));
+        ok(dir.path(), &["add", "conversation", &format!("t{i}.json")]);
+    }
+    let queries = [vec!["jwt"], vec!["cache", "jwt"], vec!["pattern", "--kind", "moments"], vec!["jwt", "--kind", "conversations"], vec!["works", "--limit", "3"]];
+    let before: Vec<Value> = queries.iter().map(|q| json(dir.path(), &[&["search"][..], q].concat())).collect();
+    let list_before = json(dir.path(), &["list", "conversations"]);
+    let report = json(dir.path(), &["reindex"]);
+    assert_eq!(report["conversations"], 5);
+    assert_eq!(report["messages"], 10);
+    let after: Vec<Value> = queries.iter().map(|q| json(dir.path(), &[&["search"][..], q].concat())).collect();
+    assert_eq!(before, after);
+    assert_eq!(list_before, json(dir.path(), &["list", "conversations"]));
+
+    // Deleting the whole index loses nothing: reindex recreates it from the artifacts.
+    std::fs::remove_dir_all(dir.path().join(".zblade/index")).unwrap();
+    ok(dir.path(), &["reindex"]);
+    let rebuilt: Vec<Value> = queries.iter().map(|q| json(dir.path(), &[&["search"][..], q].concat())).collect();
+    assert_eq!(before, rebuilt);
+}
+
+#[test]
+fn a_damaged_index_is_reported_and_rebuilt() {
+    let dir = project();
+    write(dir.path(), "jwt.json", JWT);
+    ok(dir.path(), &["add", "conversation", "jwt.json"]);
+    let db = dir.path().join(".zblade/index/conversations.db");
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    std::fs::write(&db, vec![0x5a; 16384]).unwrap();
+    let run = zblade(dir.path(), &["search", "jwt"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("zblade reindex"), "{}", run.stderr);
+    assert!(json(dir.path(), &["status"])["index_health"].as_str().unwrap().starts_with("corrupt"));
+    let report = json(dir.path(), &["reindex"]);
+    assert_eq!(report["recreated_database"], true);
+    assert_eq!(json(dir.path(), &["search", "jwt"]).as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn unreadable_artifacts_do_not_block_the_others() {
+    let dir = project();
+    write(dir.path(), "jwt.json", JWT);
+    ok(dir.path(), &["add", "conversation", "jwt.json"]);
+    write(dir.path(), ".zblade/artifacts/conversations/conv_broken.json", "{\"version\": \"1.0\", \"conversation_id\": \"conv_broken\", \"messages\": [");
+    write(dir.path(), ".zblade/artifacts/conversations/conv_future.json", r#"{"version": "9.0", "conversation_id": "conv_future"}"#);
+    let report = json(dir.path(), &["reindex"]);
+    assert_eq!(report["conversations"], 1);
+    let skipped = report["skipped"].to_string();
+    assert!(skipped.contains("conv_broken.json") && skipped.contains("conv_future.json") && skipped.contains("version 9.0"), "{skipped}");
+    assert_eq!(json(dir.path(), &["search", "jwt"]).as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn two_processes_adding_at_once_both_land() {
+    let dir = project();
+    let files: Vec<String> = (0..16)
+        .map(|i| {
+            let name = format!("c{i}.json");
+            write(dir.path(), &name, &JWT.replace("JWT authentication", &format!("parallel {i}")));
+            name
+        })
+        .collect();
+    // Two batches of processes, each batch started together, hammer the same project.
+    let children: Vec<_> = files
+        .iter()
+        .map(|f| {
+            Command::new(env!("CARGO_BIN_EXE_zblade"))
+                .args(["add", "conversation", f])
+                .current_dir(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(!stderr.to_lowercase().contains("busy") && !stderr.contains("locked"), "{stderr}");
+    }
+    assert_eq!(json(dir.path(), &["list", "conversations", "--limit", "100"]).as_array().unwrap().len(), 16);
+    assert_eq!(zblade(dir.path(), &["fsck"]).code, 0);
+    assert_eq!(json(dir.path(), &["status"])["index_health"], "ok");
+}
+
+#[test]
+fn help_explains_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = ok(dir.path(), &["--help"]);
+    for command in ["init", "add", "list", "show", "search", "reindex", "fsck", "status"] {
+        assert!(help.contains(command), "{command} missing from --help");
+    }
+    assert!(ok(dir.path(), &["search", "--help"]).contains("--kind"));
+}
