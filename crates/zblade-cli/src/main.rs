@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
-use zblade_engine::{Error, Project, SearchKind, SearchQuery};
+use zblade_engine::{Error, Project, SearchKind, SearchQuery, parse_conversation, parse_moment};
 
 use crate::cli::{AddCommand, Cli, Command, KindArg, ListCommand};
 use crate::render::Out;
@@ -66,13 +66,18 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 AddCommand::Conversation { files } => (files, false),
                 AddCommand::Moment { files } => (files, true),
             };
-            let mut outcomes = Vec::new();
+            // Read and parse every file first: one bad file means nothing is added.
+            let mut inputs = Vec::with_capacity(files.len());
             for file in &files {
-                let (bytes, name) = read_input(file)?;
-                let outcome =
-                    if is_moment { project.add_moment(&bytes, &name)? } else { project.add_conversation(&bytes, &name)? };
-                outcomes.push(outcome);
+                inputs.push(read_input(file)?);
             }
+            let outcomes = if is_moment {
+                let parsed = inputs.iter().map(|(bytes, name)| Ok((parse_moment(bytes, name)?, name.clone())));
+                project.add_moments(parsed.collect::<Result<_, Error>>()?)?
+            } else {
+                let parsed = inputs.iter().map(|(bytes, name)| Ok((parse_conversation(bytes, name)?, name.clone())));
+                project.add_conversations(parsed.collect::<Result<_, Error>>()?)?
+            };
             out.added(&outcomes, is_moment)?;
         }
         Command::List(ListCommand::Conversations { limit, offset }) => {

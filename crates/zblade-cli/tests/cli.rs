@@ -393,3 +393,14 @@ fn help_explains_every_command() {
     }
     assert!(ok(dir.path(), &["search", "--help"]).contains("--kind"));
 }
+
+#[test]
+fn one_bad_file_among_several_adds_nothing() {
+    let dir = project();
+    write(dir.path(), "good.json", JWT);
+    write(dir.path(), "bad.json", r#"{"messages": [{"role": "user"}]}"#);
+    let run = zblade(dir.path(), &["add", "conversation", "good.json", "bad.json"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("bad.json") && run.stderr.contains("content"), "{}", run.stderr);
+    assert_eq!(artifact_count(dir.path()), 0);
+}

@@ -26,7 +26,9 @@ pub use fsck::{FsckReport, Problem, ProblemKind};
 pub use project::{AddOutcome, InitReport, Project, ReindexReport};
 pub use show::Shown;
 pub use status::Status;
-pub use zblade_core::{CodeReference, Conversation, Error, Message, Moment, Result};
+pub use zblade_core::{
+    CodeReference, Conversation, Error, Message, Moment, Result, parse_conversation, parse_moment,
+};
 pub use zblade_index::{ConversationSummary, HitKind, MomentSummary, SearchHit, SearchKind, SearchQuery};
 
 /// The nearest ancestor of `start` (itself included) that holds a `.zblade/` folder.

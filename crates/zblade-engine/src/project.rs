@@ -230,32 +230,49 @@ impl Project {
 
     /// Adds (or replaces) a standalone moment given as RFC-002 JSON.
     pub fn add_moment(&mut self, json: &[u8], source_name: &str) -> Result<AddOutcome> {
+        let moment = parse_moment(json, source_name)?;
+        let mut outcomes = self.add_moments(vec![(moment, source_name.to_string())])?;
+        Ok(outcomes.remove(0))
+    }
+
+    /// Adds several parsed moments; each is validated first, and if any is invalid (or names
+    /// a conversation this project lacks, or reuses another artifact's id) nothing is written.
+    pub fn add_moments(&mut self, moments: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
         self.require_local_mode()?;
-        let mut moment: Moment = parse_moment(json, source_name)?;
-        moment.prepare_for_store(self.layout.root(), source_name, Utc::now().trunc_subsecs(3))?;
-        if let Some(conv) = &moment.conversation_id
-            && self.index()?.conversation_artifact(conv)?.is_none()
-        {
-            return Err(Error::field(
-                source_name,
-                "conversation_id",
-                format!("no conversation {conv} in this project; add the conversation first"),
-            ));
+        let now = Utc::now().trunc_subsecs(3);
+        let mut prepared = Vec::with_capacity(moments.len());
+        for (mut moment, source) in moments {
+            moment.prepare_for_store(self.layout.root(), &source, now)?;
+            prepared.push((moment, source));
         }
         let _lock = WriteLock::acquire(&self.layout)?;
-        let path = self.layout.moment_path(&moment.id);
-        let created = !path.exists();
-        let artifact_path = self.layout.relative(&path);
-        let bytes = moment.to_artifact_json();
-        // Check for an id clash before touching the disk, so a refused moment writes nothing.
-        if let Some(owner) = self.index()?.moment_artifact(&moment.id)?
-            && owner != artifact_path
-        {
-            return Err(Error::field(source_name, "id", format!("moment id {:?} is already used by {owner}", moment.id)));
+        let mut outcomes = Vec::with_capacity(prepared.len());
+        for (moment, source) in &prepared {
+            let index = self.index()?;
+            if let Some(conv) = &moment.conversation_id
+                && index.conversation_artifact(conv)?.is_none()
+            {
+                return Err(Error::field(
+                    source,
+                    "conversation_id",
+                    format!("no conversation {conv} in this project; add the conversation first"),
+                ));
+            }
+            let path = self.layout.moment_path(&moment.id);
+            let artifact_path = self.layout.relative(&path);
+            if let Some(owner) = index.moment_artifact(&moment.id)?
+                && owner != artifact_path
+            {
+                return Err(Error::field(source, "id", format!("moment id {:?} is already used by {owner}", moment.id)));
+            }
+            outcomes.push(AddOutcome { id: moment.id.clone(), created: !path.exists(), artifact_path, messages: 0 });
         }
-        fsio::write_atomic(&path, &bytes)?;
-        self.index_mut()?.put_moment(&moment, &artifact_path, &sha256_hex(&bytes))?;
-        Ok(AddOutcome { id: moment.id, created, artifact_path, messages: 0 })
+        for ((moment, _), outcome) in prepared.iter().zip(&outcomes) {
+            let bytes = moment.to_artifact_json();
+            fsio::write_atomic(&self.layout.root().join(&outcome.artifact_path), &bytes)?;
+            self.index_mut()?.put_moment(moment, &outcome.artifact_path, &sha256_hex(&bytes))?;
+        }
+        Ok(outcomes)
     }
 
     /// Conversations, most recently updated first.

@@ -1,0 +1,111 @@
+//! Journeys across crates and processes: what a user's project goes through over time.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use zblade_engine::{Project, ProblemKind, SearchKind, SearchQuery};
+use zblade_tests::{conversation_json, zblade_bin};
+
+/// A writer killed with SIGKILL at any moment leaves every artifact whole (old or new, never
+/// half-written), and `fsck --repair` brings the index back in line; nothing is lost.
+#[cfg(unix)]
+#[test]
+fn kill_dash_nine_during_adds_never_corrupts_an_artifact() {
+    let dir = tempfile::tempdir().unwrap();
+    Project::init(dir.path()).unwrap();
+    let files: Vec<String> = (0..40)
+        .map(|i| {
+            let name = format!("c{i}.json");
+            std::fs::write(dir.path().join(&name), conversation_json(&format!("conv_k{i}"), "payments", 200)).unwrap();
+            name
+        })
+        .collect();
+    for (round, delay_ms) in [5u64, 15, 30, 60, 120].into_iter().enumerate() {
+        let mut child = Command::new(zblade_bin())
+            .args(["add", "conversation"])
+            .args(&files)
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms + round as u64));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+    }
+    let mut project = Project::open(dir.path()).unwrap();
+    let report = project.fsck(true).unwrap();
+    assert!(
+        report.problems.iter().all(|p| p.kind != ProblemKind::Unreadable),
+        "a killed writer left a damaged artifact: {:?}",
+        report.problems
+    );
+    assert!(project.fsck(false).unwrap().problems.is_empty());
+    // Every artifact on disk is complete and searchable.
+    let status = project.status().unwrap();
+    assert_eq!(status.index_health, "ok");
+    assert_eq!(status.indexed.conversations as usize, status.conversation_artifacts);
+    assert_eq!(status.indexed.messages as usize, status.conversation_artifacts * 200);
+}
+
+/// Writers and a reindex running at the same time serialise on the project lock: after both,
+/// the index holds exactly the artifacts.
+#[test]
+fn adds_racing_a_reindex_leave_a_consistent_index() {
+    let dir = tempfile::tempdir().unwrap();
+    Project::init(dir.path()).unwrap();
+    let root = dir.path().to_path_buf();
+    let writer = std::thread::spawn({
+        let root = root.clone();
+        move || {
+            let mut project = Project::open(&root).unwrap();
+            for i in 0..30 {
+                let json = conversation_json(&format!("conv_w{i}"), "caching", 6);
+                project.add_conversation(json.as_bytes(), "w.json").unwrap();
+            }
+        }
+    });
+    let mut project = Project::open(&root).unwrap();
+    for _ in 0..10 {
+        project.reindex().unwrap();
+    }
+    writer.join().unwrap();
+    assert!(project.fsck(false).unwrap().problems.is_empty());
+    let hits = project.search(&SearchQuery::new("caching", 100, SearchKind::Conversations)).unwrap();
+    assert_eq!(hits.len(), 30);
+}
+
+/// A crash between writing the artifact and indexing it is found by fsck and repaired.
+#[test]
+fn an_artifact_written_without_its_index_rows_is_recovered() {
+    let dir = tempfile::tempdir().unwrap();
+    let (project, _) = Project::init(dir.path()).unwrap();
+    let path = project.layout().conversation_path("conv_crashed");
+    let mut conv = zblade_core::parse_conversation(conversation_json("conv_crashed", "billing", 4).as_bytes(), "x").unwrap();
+    conv.prepare_for_store("proj_x", dir.path(), "x", Default::default()).unwrap();
+    zblade_core::fsio::write_atomic(&path, &conv.to_artifact_json()).unwrap();
+    drop(project);
+
+    let mut project = Project::open(dir.path()).unwrap();
+    let report = project.fsck(false).unwrap();
+    assert_eq!(report.problems.len(), 1);
+    assert_eq!(report.problems[0].kind, ProblemKind::Missing);
+    assert!(project.fsck(true).unwrap().is_clean());
+    assert_eq!(project.search(&SearchQuery::new("billing", 10, SearchKind::Messages)).unwrap().len(), 4);
+}
+
+/// A project switched to server mode by hand is not silently written to locally.
+#[test]
+fn server_mode_is_refused_plainly_by_local_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (project, _) = Project::init(dir.path()).unwrap();
+    let settings_path = project.layout().settings();
+    let mut settings = zblade_core::Settings::load(&settings_path).unwrap();
+    settings.storage.mode = zblade_core::StorageMode::Server;
+    settings.save(&settings_path).unwrap();
+    let mut project = Project::open(dir.path()).unwrap();
+    let err = project.add_conversation(conversation_json("conv_s", "x", 1).as_bytes(), "s.json").unwrap_err();
+    assert!(err.is_user_error());
+    assert!(err.to_string().contains("storage.mode"), "{err}");
+    assert!(!project.layout().conversation_path("conv_s").exists());
+}
