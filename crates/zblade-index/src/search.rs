@@ -104,30 +104,33 @@ impl Index {
 fn search_messages(conn: &Connection, expr: &str, limit: usize) -> rusqlite::Result<Vec<SearchHit>> {
     // Rank first, then build snippets only for the rows that made the cut: snippet() is the
     // expensive part and would otherwise run for every matching row.
-    let mut stmt = conn.prepare_cached(
-        "WITH top AS (
-             SELECT f.rowid AS pk, f.rank AS rank FROM messages_fts f JOIN messages m ON m.pk = f.rowid
-             WHERE messages_fts MATCH ?1 ORDER BY f.rank, m.conversation_id, m.seq LIMIT ?2)
-         SELECT m.id, m.conversation_id, c.title, m.role, m.timestamp,
-                snippet(messages_fts, 0, '«', '»', '…', 16), top.rank
-         FROM top JOIN messages_fts ON messages_fts.rowid = top.pk
-              JOIN messages m ON m.pk = top.pk JOIN conversations c ON c.id = m.conversation_id
-         WHERE messages_fts MATCH ?1
-         ORDER BY top.rank, m.conversation_id, m.seq",
+    let mut rank = conn.prepare_cached(
+        "SELECT f.rowid, f.rank FROM messages_fts f JOIN messages m ON m.pk = f.rowid
+         WHERE messages_fts MATCH ?1 ORDER BY f.rank, m.conversation_id, m.seq LIMIT ?2",
     )?;
-    let rows = stmt.query_map(params![expr, limit as i64], |r| {
-        Ok(SearchHit {
-            kind: HitKind::Message,
-            id: r.get(0)?,
-            conversation_id: Some(r.get(1)?),
-            title: Some(r.get(2)?),
-            label: Some(r.get(3)?),
-            timestamp: r.get(4)?,
-            snippet: r.get(5)?,
-            score: -r.get::<_, f64>(6)?,
+    let top: Vec<(i64, f64)> =
+        rank.query_map(params![expr, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
+    let mut detail = conn.prepare_cached(
+        "SELECT m.id, m.conversation_id, c.title, m.role, m.timestamp, snippet(messages_fts, 0, '«', '»', '…', 16)
+         FROM messages_fts JOIN messages m ON m.pk = messages_fts.rowid JOIN conversations c ON c.id = m.conversation_id
+         WHERE messages_fts MATCH ?1 AND messages_fts.rowid = ?2",
+    )?;
+    top.into_iter()
+        .map(|(pk, rank)| {
+            detail.query_row(params![expr, pk], |r| {
+                Ok(SearchHit {
+                    kind: HitKind::Message,
+                    id: r.get(0)?,
+                    conversation_id: Some(r.get(1)?),
+                    title: Some(r.get(2)?),
+                    label: Some(r.get(3)?),
+                    timestamp: r.get(4)?,
+                    snippet: r.get(5)?,
+                    score: -rank,
+                })
+            })
         })
-    })?;
-    rows.collect()
+        .collect()
 }
 
 /// Column weights for moments: content, context, tags. A tag match is a strong signal.
