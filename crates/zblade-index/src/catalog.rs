@@ -166,14 +166,14 @@ impl Index {
     /// Replaces the whole index with exactly these artifacts, in one transaction: readers see
     /// the old index or the new one, never a half-built one. Items that cannot be indexed (an
     /// id clash between two artifacts) are skipped and returned with their error.
-    pub fn rebuild(
+    pub fn rebuild<'a>(
         &mut self,
-        conversations: &[(&Conversation, &str, &str)],
-        moments: &[(&Moment, &str, &str)],
+        conversations: &[(&'a Conversation, &'a str, &'a str)],
+        moments: &[(&'a Moment, &'a str, &'a str)],
     ) -> Result<Vec<(String, Error)>> {
         let path = self.path.clone();
         let e = |e| crate::sql_error(&path, e);
-        let mut tx = self.write_tx()?;
+        let tx = self.write_tx()?;
         // Dropping and recreating the schema is much faster than deleting row by row through
         // the FTS triggers, and leaves no trace of rows whose artifacts are gone.
         let objects: Vec<(String, String)> = {
@@ -191,20 +191,44 @@ impl Index {
         }
         tx.pragma_update(None, "user_version", crate::schema::SCHEMA_VERSION).map_err(e)?;
 
+        // Moment ids must be unique across artifacts. Clashes are settled here, before any
+        // insert, so the rebuild needs no per-item savepoints (each would flush FTS5's buffer).
+        // The first artifact in path order keeps the id; later ones are skipped.
+        let mut owners: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
         let mut skipped = Vec::new();
+        let mut claim = |ids: Vec<&'a str>, path: &'a str, skipped: &mut Vec<(String, Error)>| -> bool {
+            for id in &ids {
+                if let Some(owner) = owners.get(id) {
+                    let err = Error::field(path, "moments", format!("moment id {id:?} is already used by {owner}"));
+                    skipped.push((path.to_string(), err));
+                    return false;
+                }
+            }
+            owners.extend(ids.into_iter().map(|id| (id, path)));
+            true
+        };
+        let conversations: Vec<_> = conversations
+            .iter()
+            .filter(|(c, path, _)| claim(c.moments.iter().map(|m| m.id.as_str()).collect(), path, &mut skipped))
+            .collect();
+        let moments: Vec<_> =
+            moments.iter().filter(|(m, path, _)| claim(vec![m.id.as_str()], path, &mut skipped)).collect();
         let mut files = BTreeSet::new();
         for (conv, artifact_path, sha) in conversations {
-            if let Err(err) = in_savepoint(&mut tx, |sp| insert_conversation(sp, conv, artifact_path, sha, &mut files)) {
-                skipped.push((artifact_path.to_string(), err));
-            }
+            insert_conversation(&tx, conv, artifact_path, sha, &mut files)?;
         }
         for (moment, artifact_path, sha) in moments {
-            if let Err(err) = in_savepoint(&mut tx, |sp| insert_moment(sp, moment, artifact_path, sha, &mut files)) {
-                skipped.push((artifact_path.to_string(), err));
-            }
+            insert_moment(&tx, moment, artifact_path, sha, &mut files)?;
         }
         refresh_file_references(&tx, &files).map_err(e)?;
         tx.commit().map_err(e)?;
+        // Merge FTS segments into one b-tree per table (faster queries, smaller file), then
+        // fold the WAL back into the database so the rebuild does not leave a file as large
+        // as the index beside it.
+        for table in ["messages_fts", "moments_fts", "conversations_fts"] {
+            self.conn.execute(&format!("INSERT INTO {table}({table}) VALUES ('optimize')"), []).map_err(e)?;
+        }
+        self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).map_err(e)?;
         Ok(skipped)
     }
 
@@ -343,35 +367,54 @@ impl Index {
     }
 }
 
-/// Runs `f` inside a savepoint: on error only its own writes are undone.
-fn in_savepoint(tx: &mut Transaction<'_>, f: impl FnOnce(&Connection) -> Result<()>) -> Result<()> {
-    let sp = tx.savepoint().map_err(|e| Error::Index(e.to_string()))?;
-    match f(&sp) {
-        Ok(()) => sp.commit().map_err(|e| Error::Index(e.to_string())),
-        Err(err) => {
-            drop(sp); // rolls back
-            Err(err)
-        }
-    }
-}
-
 fn sql(e: rusqlite::Error) -> Error {
     Error::Index(e.to_string())
 }
 
-/// Deletes a conversation's rows (messages, inline moments, references); true if it existed.
+/// Deletes a conversation's rows (messages, inline moments, references, FTS entries); true if
+/// it existed. New conversations skip the deletes entirely: each `INSERT … SELECT` into an FTS
+/// table flushes FTS5's pending terms, which would slow bulk ingest.
 fn delete_conversation_rows(conn: &Connection, id: &str, files: &mut BTreeSet<String>) -> rusqlite::Result<bool> {
+    let exists = conn
+        .prepare_cached("SELECT 1 FROM conversations WHERE id = ?1")?
+        .query_row([id], |_| Ok(()))
+        .optional()?
+        .is_some();
+    if !exists {
+        return Ok(false);
+    }
     collect_files(conn, "SELECT file_path FROM code_references WHERE conversation_id = ?1", id, files)?;
     conn.execute("DELETE FROM code_references WHERE conversation_id = ?1", [id])?;
+    conn.execute(
+        "INSERT INTO moments_fts(moments_fts, rowid, content, context, tags)
+         SELECT 'delete', rowid, content, context, tags FROM moments WHERE inline = 1 AND conversation_id = ?1",
+        [id],
+    )?;
     conn.execute("DELETE FROM moments WHERE inline = 1 AND conversation_id = ?1", [id])?;
+    conn.execute(
+        "INSERT INTO messages_fts(messages_fts, rowid, content)
+         SELECT 'delete', pk, content FROM messages WHERE conversation_id = ?1",
+        [id],
+    )?;
     conn.execute("DELETE FROM messages WHERE conversation_id = ?1", [id])?;
-    Ok(conn.execute("DELETE FROM conversations WHERE id = ?1", [id])? > 0)
+    conn.execute(
+        "INSERT INTO conversations_fts(conversations_fts, rowid, title, tags)
+         SELECT 'delete', rowid, title, tags FROM conversations WHERE id = ?1",
+        [id],
+    )?;
+    conn.execute("DELETE FROM conversations WHERE id = ?1", [id])?;
+    Ok(true)
 }
 
 /// Deletes a standalone moment's rows; true if it existed.
 fn delete_moment_rows(conn: &Connection, id: &str, files: &mut BTreeSet<String>) -> rusqlite::Result<bool> {
     collect_files(conn, "SELECT file_path FROM code_references WHERE moment_id = ?1", id, files)?;
     conn.execute("DELETE FROM code_references WHERE moment_id = ?1", [id])?;
+    conn.execute(
+        "INSERT INTO moments_fts(moments_fts, rowid, content, context, tags)
+         SELECT 'delete', rowid, content, context, tags FROM moments WHERE id = ?1 AND inline = 0",
+        [id],
+    )?;
     Ok(conn.execute("DELETE FROM moments WHERE id = ?1 AND inline = 0", [id])? > 0)
 }
 
@@ -426,7 +469,11 @@ fn insert_conversation(
         ])
     })
     .map_err(sql)?;
+    conn.prepare_cached("INSERT INTO conversations_fts(rowid, title, tags) VALUES (last_insert_rowid(), ?1, ?2)")
+        .and_then(|mut s| s.execute(params![conv.title, tags_json(conv.tags())]))
+        .map_err(sql)?;
     {
+        let mut insert_fts = conn.prepare_cached("INSERT INTO messages_fts(rowid, content) VALUES (?1, ?2)").map_err(sql)?;
         let mut insert_message = conn
             .prepare_cached(
                 "INSERT INTO messages (conversation_id, id, seq, role, content, timestamp) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -437,6 +484,7 @@ fn insert_conversation(
             insert_message
                 .execute(params![id, message.id, seq as i64, message.role.as_str(), message.content, timestamp])
                 .map_err(sql)?;
+            insert_fts.execute(params![conn.last_insert_rowid(), message.content]).map_err(sql)?;
             for (i, reference) in message.code_references.iter().enumerate() {
                 let key = format!("{id}/{}/{i}", message.id);
                 insert_reference(conn, &key, Some(id), Some(&message.id), None, reference, &timestamp).map_err(sql)?;
@@ -464,7 +512,16 @@ fn insert_conversation(
             ])
         })
         .map_err(sql)?;
+        index_moment_text(conn, &moment.content, None, &moment.tags)?;
     }
+    Ok(())
+}
+
+/// Adds the moment just inserted (the last rowid) to `moments_fts`.
+fn index_moment_text(conn: &Connection, content: &str, context: Option<&str>, tags: &[String]) -> Result<()> {
+    conn.prepare_cached("INSERT INTO moments_fts(rowid, content, context, tags) VALUES (last_insert_rowid(), ?1, ?2, ?3)")
+        .and_then(|mut s| s.execute(params![content, context, tags_json(tags)]))
+        .map_err(sql)?;
     Ok(())
 }
 
@@ -497,6 +554,7 @@ fn insert_moment(
         ])
     })
     .map_err(sql)?;
+    index_moment_text(conn, &moment.content, moment.context.as_deref(), &moment.tags)?;
     for (i, reference) in moment.code_references.iter().enumerate() {
         let key = format!("{}/{i}", moment.id);
         insert_reference(conn, &key, moment.conversation_id.as_deref(), None, Some(&moment.id), reference, &created)

@@ -17,8 +17,39 @@ const STOPWORDS: &[&str] = &[
     "was", "we", "what", "when", "where", "which", "who", "why", "with", "you",
 ];
 
-/// Builds an FTS5 MATCH expression from free text, or `None` when the text holds no word that
-/// could match anything (for example only punctuation).
+/// The searchable words of a query, each already quoted as an FTS5 phrase.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Terms(Vec<String>);
+
+impl Terms {
+    /// The words of `text`, or `None` when it holds none that could match anything.
+    pub fn parse(text: &str) -> Option<Terms> {
+        match_expression(text).map(|expr| Terms(expr.split(" OR ").map(String::from).collect()))
+    }
+
+    /// How many distinct words.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Always false: a `Terms` holds at least one word.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Documents holding every word.
+    pub fn all(&self) -> String {
+        self.0.join(" AND ")
+    }
+
+    /// Documents holding any word.
+    pub fn any(&self) -> String {
+        self.0.join(" OR ")
+    }
+}
+
+/// Builds an FTS5 MATCH expression (words joined by `OR`) from free text, or `None` when the
+/// text holds no word that could match anything (for example only punctuation).
 pub fn match_expression(text: &str) -> Option<String> {
     let words: Vec<&str> = text
         .split_whitespace()
@@ -60,6 +91,15 @@ mod tests {
     fn stopwords_are_dropped_unless_nothing_else_is_left() {
         assert_eq!(match_expression("how do we rotate keys").unwrap(), r#""rotate" OR "keys""#);
         assert_eq!(match_expression("the").unwrap(), r#""the""#);
+    }
+
+    #[test]
+    fn terms_join_with_and_or_or() {
+        let terms = Terms::parse(r#"refresh "jwt" the"#).unwrap();
+        assert_eq!(terms.len(), 2);
+        assert_eq!(terms.all(), r#""refresh" AND """jwt""""#);
+        assert_eq!(terms.any(), r#""refresh" OR """jwt""""#);
+        assert_eq!(Terms::parse("(("), None);
     }
 
     #[test]

@@ -81,16 +81,17 @@ pub struct SearchHit {
 impl Index {
     /// Runs a keyword search. Text without any searchable word returns no results.
     pub fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
-        let Some(expr) = fts::match_expression(&query.text) else {
+        let Some(terms) = fts::Terms::parse(&query.text) else {
             return Ok(Vec::new());
         };
+        let expr = terms.any();
         let limit = query.limit.max(1);
         let conn = &self.conn;
         let hits = match query.kind {
-            SearchKind::Messages => search_messages(conn, &expr, limit),
+            SearchKind::Messages => search_messages(conn, &terms, limit),
             SearchKind::Moments => search_moments(conn, &expr, limit),
             SearchKind::Conversations => search_conversations(conn, &expr, limit),
-            SearchKind::All => search_messages(conn, &expr, limit).and_then(|mut hits| {
+            SearchKind::All => search_messages(conn, &terms, limit).and_then(|mut hits| {
                 hits.extend(search_moments(conn, &expr, limit)?);
                 hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
                 hits.truncate(limit);
@@ -101,15 +102,57 @@ impl Index {
     }
 }
 
-fn search_messages(conn: &Connection, expr: &str, limit: usize) -> rusqlite::Result<Vec<SearchHit>> {
-    // Rank first, then build snippets only for the rows that made the cut: snippet() is the
-    // expensive part and would otherwise run for every matching row.
-    let mut rank = conn.prepare_cached(
-        "SELECT f.rowid, f.rank FROM messages_fts f JOIN messages m ON m.pk = f.rowid
-         WHERE messages_fts MATCH ?1 ORDER BY f.rank, m.conversation_id, m.seq LIMIT ?2",
-    )?;
-    let top: Vec<(i64, f64)> =
-        rank.query_map(params![expr, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
+/// Rows fetched beyond the limit, so that ties at the cut can be detected without sorting
+/// every match.
+const TIE_MARGIN: usize = 8;
+
+/// The best `limit` messages for an FTS expression, as (pk, rank), ties broken by
+/// (conversation id, position). FTS5 scores every matching row (a B-tree lookup each for the
+/// document length), so this is the cost that grows with the index.
+fn top_messages(conn: &Connection, expr: &str, limit: usize) -> rusqlite::Result<Vec<(i64, f64)>> {
+    // FTS5's own `ORDER BY rank LIMIT` keeps only the best rows while scoring; a join in the
+    // same query would make SQLite sort every match instead.
+    let fetch = limit + TIE_MARGIN;
+    let mut native = conn.prepare_cached("SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rank LIMIT ?2")?;
+    let rows: Vec<(i64, f64)> =
+        native.query_map(params![expr, fetch as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
+    let tie_at_cut = rows.len() == fetch && rows[limit - 1].1 == rows[fetch - 1].1;
+    if tie_at_cut {
+        // Rare (many identical scores): order every match exactly, so results never depend on
+        // the order rows were inserted in.
+        let mut exact = conn.prepare_cached(
+            "SELECT f.rowid, f.rank FROM messages_fts f JOIN messages m ON m.pk = f.rowid
+             WHERE messages_fts MATCH ?1 ORDER BY f.rank, m.conversation_id, m.seq LIMIT ?2",
+        )?;
+        return exact.query_map(params![expr, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect();
+    }
+    let mut position = conn.prepare_cached("SELECT conversation_id, seq FROM messages WHERE pk = ?1")?;
+    let mut keyed = Vec::with_capacity(rows.len());
+    for (pk, rank) in rows {
+        let (conv, seq): (String, i64) = position.query_row([pk], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        keyed.push((rank, conv, seq, pk));
+    }
+    keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    Ok(keyed.into_iter().take(limit).map(|(rank, _, _, pk)| (pk, rank)).collect())
+}
+
+fn search_messages(conn: &Connection, terms: &fts::Terms, limit: usize) -> rusqlite::Result<Vec<SearchHit>> {
+    // Messages holding every word come first; if there are too few, messages holding some of
+    // the words fill the rest. Both groups are ordered by BM25. Besides being what people
+    // expect, this keeps latency low: the AND set is small, so few rows are scored.
+    let mut top = top_messages(conn, &terms.all(), limit)?;
+    if top.len() < limit && terms.len() > 1 {
+        for row in top_messages(conn, &terms.any(), limit)? {
+            if top.len() == limit {
+                break;
+            }
+            if !top.iter().any(|(pk, _)| *pk == row.0) {
+                top.push(row);
+            }
+        }
+    }
+    // Snippets only for the rows that made the cut: snippet() re-reads and re-tokenises text.
+    let expr = terms.any();
     let mut detail = conn.prepare_cached(
         "SELECT m.id, m.conversation_id, c.title, m.role, m.timestamp, snippet(messages_fts, 0, '«', '»', '…', 16)
          FROM messages_fts JOIN messages m ON m.pk = messages_fts.rowid JOIN conversations c ON c.id = m.conversation_id

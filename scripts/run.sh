@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds zblade and walks through it on a demo project: a small git repository with code, two
+# conversations and a moment. Usage: scripts/run.sh [DEMO_DIR]   (default: a new temp dir)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$ZBLADE_ROOT"
+
+bash scripts/setup.sh
+cargo build --release --locked -p zblade-cli
+zblade="$CARGO_TARGET_DIR/release/zblade"
+
+demo="${1:-$(mktemp -d -t zblade-demo.XXXXXX)}"
+mkdir -p "$demo/src"
+cd "$demo"
+if [ ! -d .git ]; then
+  git init -q
+  cat > src/auth.ts <<'TS'
+import { sign } from "jsonwebtoken";
+
+export function generateToken(user: User): string {
+  return sign({ sub: user.id }, SECRET, { algorithm: "HS256", expiresIn: "15m" });
+}
+
+export function refreshCookie(token: string): string {
+  return `refresh=${token}; HttpOnly; Secure; SameSite=Strict`;
+}
+
+export async function storeRefreshToken(userId: string, token: string) {
+  await redis.set(`refresh:${userId}`, token, "EX", 7 * 24 * 3600);
+}
+TS
+  cat > src/cache.ts <<'TS'
+import { LRUCache } from "lru-cache";
+
+export const catalogue = new LRUCache<string, Product>({
+  max: 10_000,
+  ttl: 5 * 60 * 1000,
+});
+TS
+  git add -A && git -c user.name=demo -c user.email=demo@example.com commit -qm "demo project"
+fi
+
+step() { printf '\n\033[1m$ zblade %s\033[0m\n' "$*"; "$zblade" "$@"; }
+
+step init
+step add conversation "$ZBLADE_ROOT/examples/conversations/jwt-auth.json" "$ZBLADE_ROOT/examples/conversations/cache-eviction.json"
+step add moment "$ZBLADE_ROOT/examples/moments/refresh-token-store.json"
+step list conversations
+step list moments
+step search jwt
+step search "how do we revoke refresh tokens" --kind conversations
+step reindex
+step fsck
+step status
+
+cat <<MSG
+
+Demo project: $demo
+Try more:   cd "$demo" && "$zblade" --help
+MSG
