@@ -126,9 +126,31 @@ pub struct CodeReference {
     /// A change proposed or made to these lines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff: Option<ReferenceDiff>,
+    /// Hashes of the referenced lines at capture, to find them again (filled in by zblade).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<Anchor>,
     /// Fields this version does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// Enough to find referenced lines again without storing them: a hash per line of the range
+/// (xxh3-64 of the line without trailing whitespace, 16 hex digits) and of a few lines around it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Anchor {
+    /// Number of lines in the range at capture.
+    pub len: u32,
+    /// Hashes of the range's first lines (all of them when the range is short).
+    pub head: Vec<String>,
+    /// Hashes of the range's last lines, for long ranges whose middle is not stored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tail: Vec<String>,
+    /// Hashes of up to three lines before the range.
+    #[serde(default)]
+    pub before: Vec<String>,
+    /// Hashes of up to three lines after the range.
+    #[serde(default)]
+    pub after: Vec<String>,
 }
 
 /// A change attached to a code reference.

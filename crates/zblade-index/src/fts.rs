@@ -12,9 +12,15 @@ pub const MAX_TERMS: usize = 32;
 /// Very common English words; dropped from multi-word queries because they match nearly every
 /// document (slow) and carry no signal (BM25 gives them almost no weight anyway).
 const STOPWORDS: &[&str] = &[
-    "a", "about", "an", "and", "are", "as", "at", "be", "by", "can", "did", "do", "does", "for",
-    "from", "how", "i", "in", "is", "it", "of", "on", "or", "should", "that", "the", "this", "to",
-    "was", "we", "what", "when", "where", "which", "who", "why", "with", "you",
+    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been",
+    "before", "being", "but", "by", "can", "could", "did", "do", "does", "doing", "for", "from",
+    "had", "has", "have", "having", "he", "her", "here", "him", "his", "how", "i", "if", "in",
+    "into", "is", "it", "its", "just", "me", "more", "most", "my", "no", "nor", "not", "now", "of",
+    "off", "on", "once", "only", "or", "other", "our", "out", "over", "own", "same", "she",
+    "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there",
+    "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very",
+    "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will",
+    "with", "would", "you", "your",
 ];
 
 /// The searchable words of a query, each already quoted as an FTS5 phrase.
@@ -40,6 +46,17 @@ impl Terms {
     /// Documents holding every word.
     pub fn all(&self) -> String {
         self.0.join(" AND ")
+    }
+
+    /// The words one by one, each a complete MATCH expression.
+    pub fn each(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(String::as_str)
+    }
+
+    /// The words whose positions `keep` marks.
+    pub fn subset(&self, keep: &[bool]) -> Option<Terms> {
+        let kept: Vec<String> = self.0.iter().zip(keep).filter(|(_, k)| **k).map(|(t, _)| t.clone()).collect();
+        (!kept.is_empty()).then_some(Terms(kept))
     }
 
     /// Documents holding any word.

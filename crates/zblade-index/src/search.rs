@@ -136,19 +136,45 @@ fn top_messages(conn: &Connection, expr: &str, limit: usize) -> rusqlite::Result
     Ok(keyed.into_iter().take(limit).map(|(rank, _, _, pk)| (pk, rank)).collect())
 }
 
+/// A word found in more than this share of messages is "common": scoring every message that
+/// holds it is the slow part of a search, and BM25 gives it little weight anyway.
+const COMMON_TERM_SHARE: f64 = 0.05;
+
 fn search_messages(conn: &Connection, terms: &fts::Terms, limit: usize) -> rusqlite::Result<Vec<SearchHit>> {
-    // Messages holding every word come first; if there are too few, messages holding some of
-    // the words fill the rest. Both groups are ordered by BM25. Besides being what people
-    // expect, this keeps latency low: the AND set is small, so few rows are scored.
-    let mut top = top_messages(conn, &terms.all(), limit)?;
-    if top.len() < limit && terms.len() > 1 {
-        for row in top_messages(conn, &terms.any(), limit)? {
+    // Plan: messages holding every word first; then, if there are too few, messages holding
+    // some of the selective (not common) words; then messages holding any word. Each group is
+    // ordered by BM25. Words that occur nowhere are dropped first, so one unknown word does not
+    // empty the AND group. This is what people expect of a search box, and it keeps latency
+    // low: FTS5 computes BM25 for every row a MATCH yields, so small match sets are fast.
+    let total: i64 = conn.prepare_cached("SELECT coalesce(max(pk), 0) FROM messages")?.query_row([], |r| r.get(0))?;
+    let cap = ((total as f64 * COMMON_TERM_SHARE) as i64).max(64);
+    let mut count = conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?1 LIMIT ?2)")?;
+    let mut frequency = Vec::with_capacity(terms.len());
+    for term in terms.each() {
+        frequency.push(count.query_row(params![term, cap], |r| r.get::<_, i64>(0))?);
+    }
+    let Some(present) = terms.subset(&frequency.iter().map(|&f| f > 0).collect::<Vec<_>>()) else {
+        return Ok(Vec::new());
+    };
+    let mut top = top_messages(conn, &present.all(), limit)?;
+    let fill = |expr: String, top: &mut Vec<(i64, f64)>| -> rusqlite::Result<()> {
+        for row in top_messages(conn, &expr, limit)? {
             if top.len() == limit {
                 break;
             }
             if !top.iter().any(|(pk, _)| *pk == row.0) {
                 top.push(row);
             }
+        }
+        Ok(())
+    };
+    if top.len() < limit && present.len() > 1 {
+        let selective: Vec<bool> = frequency.iter().filter(|&&f| f > 0).map(|&f| f < cap).collect();
+        if let Some(rare) = present.subset(&selective).filter(|r| r.len() < present.len()) {
+            fill(rare.any(), &mut top)?;
+        }
+        if top.len() < limit {
+            fill(present.any(), &mut top)?;
         }
     }
     // Snippets only for the rows that made the cut: snippet() re-reads and re-tokenises text.

@@ -1,0 +1,132 @@
+//! Reading a project file safely and hashing its lines.
+
+use std::path::Path;
+
+use zblade_core::paths;
+
+/// Files larger than this are not read (a reference into a 50 MB log is refused cleanly).
+pub const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+
+/// A text file split into lines, with one hash per line.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// The raw bytes (used for the blob hash).
+    pub bytes: Vec<u8>,
+    /// Line hashes, line 1 first. Lines are compared without trailing whitespace, so CRLF and
+    /// LF files anchor alike and an editor that trims spaces does not break an anchor.
+    pub hashes: Vec<u64>,
+}
+
+/// Why a file could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadError {
+    /// It does not exist (or is not a regular file).
+    NotFound,
+    /// The path leads outside the project (absolute, `..`, or a symlink out).
+    OutsideProject(String),
+    /// Larger than [`MAX_FILE_BYTES`].
+    TooLarge(u64),
+    /// Contains NUL bytes: not text.
+    Binary,
+    /// Another I/O failure.
+    Io(String),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::NotFound => write!(f, "file not found"),
+            ReadError::OutsideProject(why) => write!(f, "refused: {why}"),
+            ReadError::TooLarge(n) => write!(f, "file is {:.1} MB; files over 10 MB are not read", *n as f64 / 1e6),
+            ReadError::Binary => write!(f, "binary file"),
+            ReadError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Hash of one line, ignoring trailing whitespace (including `\r`).
+pub fn line_hash(line: &[u8]) -> u64 {
+    let end = line.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(0, |i| i + 1);
+    xxhash_rust::xxh3::xxh3_64(&line[..end])
+}
+
+impl SourceFile {
+    /// Splits `bytes` into lines and hashes them.
+    pub fn from_bytes(bytes: Vec<u8>) -> Self {
+        let mut hashes: Vec<u64> = bytes.split(|b| *b == b'\n').map(line_hash).collect();
+        if bytes.ends_with(b"\n") {
+            hashes.pop(); // the empty "line" after the final newline
+        }
+        SourceFile { bytes, hashes }
+    }
+
+    /// Convenience for tests and examples.
+    pub fn from_text(text: &str) -> Self {
+        SourceFile::from_bytes(text.as_bytes().to_vec())
+    }
+
+    /// Number of lines.
+    pub fn line_count(&self) -> usize {
+        self.hashes.len()
+    }
+
+    /// Lines `start..=end` (1-based) as text, with `\r` removed; lossy for invalid UTF-8.
+    pub fn lines(&self, start: u32, end: u32) -> Vec<String> {
+        self.bytes
+            .split(|b| *b == b'\n')
+            .skip(start.saturating_sub(1) as usize)
+            .take((end.saturating_sub(start) + 1) as usize)
+            .map(|l| String::from_utf8_lossy(l.strip_suffix(b"\r").unwrap_or(l)).into_owned())
+            .collect()
+    }
+}
+
+/// Reads `relative` inside `root`, refusing paths that leave the project, huge and binary files.
+pub fn read_project_file(root: &Path, relative: &str) -> Result<SourceFile, ReadError> {
+    let normal = paths::normalize_relative(relative).map_err(ReadError::OutsideProject)?;
+    paths::check_inside(root, &normal).map_err(ReadError::OutsideProject)?;
+    let path = root.join(&normal);
+    let meta = match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_file() => meta,
+        Ok(_) => return Err(ReadError::NotFound),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadError::NotFound),
+        Err(e) => return Err(ReadError::Io(e.to_string())),
+    };
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(ReadError::TooLarge(meta.len()));
+    }
+    let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ReadError::NotFound,
+        _ => ReadError::Io(e.to_string()),
+    })?;
+    // Git's heuristic: a NUL byte in the first 8 KB means binary.
+    if bytes.iter().take(8000).any(|b| *b == 0) {
+        return Err(ReadError::Binary);
+    }
+    Ok(SourceFile::from_bytes(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crlf_and_lf_hash_alike() {
+        let lf = SourceFile::from_text("a\nb  \nc\n");
+        let crlf = SourceFile::from_text("a\r\nb\r\nc");
+        assert_eq!(lf.hashes, crlf.hashes);
+        assert_eq!(crlf.lines(2, 3), vec!["b", "c"]);
+    }
+
+    #[test]
+    fn refuses_binary_huge_and_escaping_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("bin.dat"), [0u8, 1, 2, 3]).unwrap();
+        assert_eq!(read_project_file(dir.path(), "bin.dat").unwrap_err(), ReadError::Binary);
+        let big = std::fs::File::create(dir.path().join("big.log")).unwrap();
+        big.set_len(MAX_FILE_BYTES + 1).unwrap();
+        assert!(matches!(read_project_file(dir.path(), "big.log"), Err(ReadError::TooLarge(_))));
+        assert!(matches!(read_project_file(dir.path(), "../etc/passwd"), Err(ReadError::OutsideProject(_))));
+        assert_eq!(read_project_file(dir.path(), "nope.rs").unwrap_err(), ReadError::NotFound);
+    }
+}
