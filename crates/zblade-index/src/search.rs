@@ -109,22 +109,25 @@ const TIE_MARGIN: usize = 8;
 /// The best `limit` messages for an FTS expression, as (pk, rank), ties broken by
 /// (conversation id, position). FTS5 scores every matching row (a B-tree lookup each for the
 /// document length), so this is the cost that grows with the index.
-fn top_messages(conn: &Connection, expr: &str, limit: usize) -> rusqlite::Result<Vec<(i64, f64)>> {
+fn top_messages(conn: &Connection, expr: &str, limit: usize, min_pk: i64) -> rusqlite::Result<Vec<(i64, f64)>> {
     // FTS5's own `ORDER BY rank LIMIT` keeps only the best rows while scoring; a join in the
     // same query would make SQLite sort every match instead.
     let fetch = limit + TIE_MARGIN;
-    let mut native = conn.prepare_cached("SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rank LIMIT ?2")?;
-    let rows: Vec<(i64, f64)> =
-        native.query_map(params![expr, fetch as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
+    let mut native = conn.prepare_cached(
+        "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid >= ?3 ORDER BY rank LIMIT ?2",
+    )?;
+    let rows: Vec<(i64, f64)> = native
+        .query_map(params![expr, fetch as i64, min_pk], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
     let tie_at_cut = rows.len() == fetch && rows[limit - 1].1 == rows[fetch - 1].1;
     if tie_at_cut {
         // Rare (many identical scores): order every match exactly, so results never depend on
         // the order rows were inserted in.
         let mut exact = conn.prepare_cached(
             "SELECT f.rowid, f.rank FROM messages_fts f JOIN messages m ON m.pk = f.rowid
-             WHERE messages_fts MATCH ?1 ORDER BY f.rank, m.conversation_id, m.seq LIMIT ?2",
+             WHERE messages_fts MATCH ?1 AND f.rowid >= ?3 ORDER BY f.rank, m.conversation_id, m.seq LIMIT ?2",
         )?;
-        return exact.query_map(params![expr, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?.collect();
+        return exact.query_map(params![expr, limit as i64, min_pk], |r| Ok((r.get(0)?, r.get(1)?)))?.collect();
     }
     let mut position = conn.prepare_cached("SELECT conversation_id, seq FROM messages WHERE pk = ?1")?;
     let mut keyed = Vec::with_capacity(rows.len());
@@ -139,6 +142,11 @@ fn top_messages(conn: &Connection, expr: &str, limit: usize) -> rusqlite::Result
 /// A word found in more than this share of messages is "common": scoring every message that
 /// holds it is the slow part of a search, and BM25 gives it little weight anyway.
 const COMMON_TERM_SHARE: f64 = 0.05;
+
+/// When every word of a query is common, only the most recently added messages are ranked:
+/// otherwise one word like "new" would make FTS5 score a tenth of the whole index. Among so
+/// many matches BM25 barely separates documents, and recent memory is the likelier target.
+pub const COMMON_QUERY_WINDOW: i64 = 10_000;
 
 fn search_messages(conn: &Connection, terms: &fts::Terms, limit: usize) -> rusqlite::Result<Vec<SearchHit>> {
     // Plan: messages holding every word first; then, if there are too few, messages holding
@@ -156,9 +164,11 @@ fn search_messages(conn: &Connection, terms: &fts::Terms, limit: usize) -> rusql
     let Some(present) = terms.subset(&frequency.iter().map(|&f| f > 0).collect::<Vec<_>>()) else {
         return Ok(Vec::new());
     };
-    let mut top = top_messages(conn, &present.all(), limit)?;
+    let all_common = frequency.iter().filter(|&&f| f > 0).all(|&f| f >= cap);
+    let min_pk = if all_common { total - COMMON_QUERY_WINDOW } else { 0 };
+    let mut top = top_messages(conn, &present.all(), limit, min_pk)?;
     let fill = |expr: String, top: &mut Vec<(i64, f64)>| -> rusqlite::Result<()> {
-        for row in top_messages(conn, &expr, limit)? {
+        for row in top_messages(conn, &expr, limit, min_pk)? {
             if top.len() == limit {
                 break;
             }

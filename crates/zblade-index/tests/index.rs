@@ -188,3 +188,27 @@ fn a_damaged_database_file_is_reported_as_corrupt() {
     zblade_index::remove_database_files(&path).unwrap();
     Index::open(&path).unwrap();
 }
+
+#[test]
+fn a_query_of_only_common_words_ranks_the_newest_messages() {
+    let (_dir, mut index) = open();
+    // 12,000 messages all holding "update"; the oldest holds it five times (best BM25).
+    let mut convs = Vec::new();
+    for c in 0..240 {
+        let messages: Vec<String> = (0..50)
+            .map(|m| {
+                let text = if c == 0 && m == 0 { "update update update update update".to_string() } else { format!("update number {c} {m}") };
+                format!(r#"{{"id": "msg_{m}", "role": "user", "content": "{text}"}}"#)
+            })
+            .collect();
+        convs.push(conversation(&format!(r#"{{"conversation_id": "conv_{c:04}", "messages": [{}]}}"#, messages.join(","))));
+    }
+    let items: Vec<_> = convs.iter().map(|c| (c, "a.json", "h")).collect();
+    index.put_conversations(&items).unwrap();
+    let hits = index.search(&SearchQuery::new("update", 5, SearchKind::Messages)).unwrap();
+    assert_eq!(hits.len(), 5);
+    assert!(hits.iter().all(|h| h.conversation_id.as_deref() != Some("conv_0000")), "the oldest message is outside the window");
+    // A selective word still finds old messages.
+    let hits = index.search(&SearchQuery::new("update 0", 5, SearchKind::Messages)).unwrap();
+    assert!(hits.iter().any(|h| h.conversation_id.as_deref() == Some("conv_0000")));
+}
