@@ -33,3 +33,73 @@ pub fn conversation_json(id: &str, topic: &str, messages: usize) -> String {
         .collect();
     serde_json::json!({"conversation_id": id, "title": format!("About {topic}"), "messages": turns}).to_string()
 }
+
+/// A real git repository in a temporary directory, driven by the `git` command.
+pub struct GitFixture {
+    /// Keeps the directory alive.
+    pub dir: tempfile::TempDir,
+}
+
+impl GitFixture {
+    /// A new repository with one commit holding `files` (path, content).
+    pub fn new(files: &[(&str, &str)]) -> Self {
+        let fixture = GitFixture { dir: tempfile::tempdir().unwrap() };
+        fixture.git(&["init", "-q", "-b", "main"]);
+        for (path, text) in files {
+            fixture.write(path, text);
+        }
+        fixture.commit("initial");
+        fixture
+    }
+
+    /// The work tree.
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Runs git; panics with its output on failure.
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=zblade", "-c", "user.email=zblade@example.com", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .current_dir(self.root())
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Writes a file (creating folders).
+    pub fn write(&self, path: &str, text: &str) {
+        let full = self.root().join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, text).unwrap();
+    }
+
+    /// Reads a file.
+    pub fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.root().join(path)).unwrap()
+    }
+
+    /// Commits everything.
+    pub fn commit(&self, message: &str) {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "--allow-empty", "-m", message]);
+    }
+}
+
+/// `n` distinct lines of plausible code.
+pub fn code_lines(n: usize) -> String {
+    (1..=n).map(|i| format!("    let value_{i} = compute_{i}(input, {i});\n")).collect()
+}
+
+/// A conversation JSON with one message referencing `file` lines `start..=end`.
+pub fn referencing_conversation(id: &str, file: &str, start: u32, end: u32) -> String {
+    serde_json::json!({
+        "conversation_id": id,
+        "title": format!("About {file}"),
+        "messages": [{"id": "msg_1", "role": "user", "content": format!("Explain {file}"),
+                      "code_references": [{"file": file, "lines": [start, end]}]}]
+    })
+    .to_string()
+}

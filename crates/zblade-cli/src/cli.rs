@@ -64,8 +64,35 @@ pub enum Command {
         #[arg(long)]
         repair: bool,
     },
-    /// Counts, sizes, storage mode and index health.
+    /// Counts, sizes, storage mode, index health and reference health.
     Status,
+    /// Code references: where each one is now, and how it fared since it was captured.
+    #[command(subcommand)]
+    Refs(RefsCommand),
+    /// Watch the project and keep every code reference's live location current (Ctrl-C stops).
+    Watch {
+        /// Quiet time before a burst of file events is handled, in milliseconds.
+        #[arg(long, default_value_t = 100)]
+        debounce_ms: u64,
+    },
+}
+
+/// `zblade refs …`
+#[derive(Debug, Subcommand)]
+pub enum RefsCommand {
+    /// Check every reference against the working tree and record where each one is now.
+    /// Statuses: ok, shifted, modified, moved, missing, unreadable; "drift" when the file
+    /// changed since capture.
+    Check {
+        /// Only list references that are not ok (or that drifted).
+        #[arg(long)]
+        problems: bool,
+    },
+    /// One reference with its current code.
+    Show {
+        /// The reference key, e.g. `conv_…/msg_…/0` (listed by `zblade refs check`).
+        key: String,
+    },
 }
 
 /// `zblade add …`

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
-use zblade_engine::{Error, Project, SearchKind, SearchQuery, parse_conversation, parse_moment};
+use zblade_engine::{Error, Project, SearchKind, SearchQuery, WatchOptions, parse_conversation, parse_moment};
 
-use crate::cli::{AddCommand, Cli, Command, KindArg, ListCommand};
+use crate::cli::{AddCommand, Cli, Command, KindArg, ListCommand, RefsCommand};
 use crate::render::Out;
 
 fn main() -> ExitCode {
@@ -55,6 +55,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
     let stdout = std::io::stdout();
     let mut out = Out::new(stdout.lock(), cli.json, std::io::stdout().is_terminal());
     let root = project_root(cli.project.as_deref())?;
+    let json = cli.json;
     match cli.command {
         Command::Init => {
             let (_, report) = Project::init(&root)?;
@@ -119,7 +120,38 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         }
         Command::Status => {
             let project = Project::open(&root)?;
-            out.status(&project.status()?)?;
+            out.status(&project.status()?, &project.reference_health()?)?;
+        }
+        Command::Refs(RefsCommand::Check { problems }) => {
+            let mut project = Project::open(&root)?;
+            let mut reports = project.check_references()?;
+            let total = reports.len();
+            if problems {
+                reports.retain(|r| r.status != "ok" || r.drift.is_some());
+            }
+            out.references(&reports, total)?;
+        }
+        Command::Refs(RefsCommand::Show { key }) => {
+            let project = Project::open(&root)?;
+            out.reference(&project.reference(&key)?)?;
+        }
+        Command::Watch { debounce_ms } => {
+            let mut project = Project::open(&root)?;
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let flag = stop.clone();
+            ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::Relaxed))
+                .map_err(|e| Error::Usage(format!("cannot install the Ctrl-C handler: {e}")))?;
+            let options = WatchOptions { debounce: std::time::Duration::from_millis(debounce_ms), ..Default::default() };
+            let mut result = Ok(());
+            project.watch(options, &stop, |event| {
+                if result.is_ok() {
+                    result = out.watch_event(&event);
+                }
+            })?;
+            result?;
+            if !json {
+                eprintln!("zblade: stopped watching");
+            }
         }
     }
     out.flush()?;

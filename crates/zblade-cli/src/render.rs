@@ -4,9 +4,12 @@ use std::io::Write;
 
 use serde::Serialize;
 use zblade_engine::{
-    AddOutcome, ConversationSummary, Error, FsckReport, InitReport, MomentSummary, ReindexReport, SearchHit, Shown,
-    Status,
+    AddOutcome, ConversationSummary, Error, FsckReport, Hit, InitReport, MomentSummary, ReferenceReport, ReindexReport,
+    Shown, Status, WatchEvent,
 };
+
+/// Lines of code shown under a search hit's reference (`zblade show` prints them all).
+const SEARCH_CODE_LINES: usize = 8;
 
 /// The output stream and how to write to it.
 pub struct Out<W: Write> {
@@ -134,7 +137,7 @@ impl<W: Write> Out<W> {
             return self.json(shown);
         }
         match shown {
-            Shown::Conversation { conversation: c } => {
+            Shown::Conversation { conversation: c, references } => {
                 line!(self, "{}", c.title)?;
                 line!(self, "{}  ·  {} messages  ·  created {}  ·  updated {}", c.conversation_id, c.messages.len(),
                     c.created_at.map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string()).unwrap_or_default(),
@@ -144,7 +147,8 @@ impl<W: Write> Out<W> {
                 }
                 for m in &c.messages {
                     line!(self)?;
-                    self.message(m)?;
+                    let refs: Vec<&ReferenceReport> = references.iter().filter(|r| r.message_id.as_deref() == Some(&m.id)).collect();
+                    self.message(m, &refs, usize::MAX)?;
                 }
                 for m in &c.moments {
                     line!(self)?;
@@ -152,7 +156,7 @@ impl<W: Write> Out<W> {
                 }
                 Ok(())
             }
-            Shown::Moment { moment: m } => {
+            Shown::Moment { moment: m, references } => {
                 line!(self, "{} {}  (relevance {:.2})", m.kind.as_str(), m.id, m.relevance_score)?;
                 if let Some(conv) = &m.conversation_id {
                     line!(self, "from {conv}")?;
@@ -166,7 +170,10 @@ impl<W: Write> Out<W> {
                     line!(self)?;
                     line!(self, "Context: {context}")?;
                 }
-                self.references(&m.code_references)
+                for r in references {
+                    self.reference_block(r, usize::MAX)?;
+                }
+                Ok(())
             }
             Shown::InlineMoment { conversation_id, moment: m } => {
                 line!(self, "{} {}  (in {conversation_id})", m.kind.as_str(), m.id)?;
@@ -179,36 +186,70 @@ impl<W: Write> Out<W> {
                         line!(self)?;
                     }
                     line!(self, "in {} — {}", found.conversation_id, found.title)?;
-                    self.message(&found.message)?;
+                    let refs: Vec<&ReferenceReport> = found.references.iter().collect();
+                    self.message(&found.message, &refs, usize::MAX)?;
                 }
                 Ok(())
             }
         }
     }
 
-    fn message(&mut self, m: &zblade_engine::Message) -> R {
+    fn message(&mut self, m: &zblade_engine::Message, refs: &[&ReferenceReport], max_lines: usize) -> R {
         let when = m.timestamp.map(|t| t.format("%Y-%m-%d %H:%M").to_string()).unwrap_or_default();
         line!(self, "── {} · {} · {}", m.role.as_str(), when, m.id)?;
         line!(self, "{}", m.content.trim_end())?;
-        self.references(&m.code_references)
-    }
-
-    fn references(&mut self, refs: &[zblade_engine::CodeReference]) -> R {
         for r in refs {
-            let why = r.context.as_deref().or(r.purpose.as_deref()).map(|c| format!("  ({c})")).unwrap_or_default();
-            line!(self, "  ↳ {}:{}-{}{}", r.file, r.lines[0], r.lines[1], why)?;
+            self.reference_block(r, max_lines)?;
         }
         Ok(())
     }
 
-    pub fn hits(&mut self, query: &str, hits: &[SearchHit]) -> R {
+    /// One reference: where it was, where it is now, its status, and the code there now.
+    fn reference_block(&mut self, r: &ReferenceReport, max_lines: usize) -> R {
+        let captured = format!("{}:{}-{}", r.captured.file, r.captured.lines[0], r.captured.lines[1]);
+        let now = match &r.live {
+            Some(live) if live.file == r.captured.file && live.lines == r.captured.lines => String::new(),
+            Some(live) => format!(" → now {}:{}-{}", live.file, live.lines[0], live.lines[1]),
+            None => String::new(),
+        };
+        let mut status = r.status.to_uppercase();
+        if r.status == "modified" {
+            status = format!("{status} {:.0}%", r.similarity * 100.0);
+        }
+        if let Some(drift) = &r.drift {
+            let commits = match drift.commits_since {
+                Some(0) => ", not committed yet".to_string(),
+                Some(n) => format!(", {n} commit(s) since"),
+                None => String::new(),
+            };
+            status = format!("{status}, file changed since capture{commits}");
+        }
+        let why = r.context.as_deref().map(|c| format!("  ({c})")).unwrap_or_default();
+        line!(self, "  ↳ {captured}{now}  [{status}]{why}")?;
+        if let Some(reason) = &r.reason {
+            line!(self, "    {reason}")?;
+        }
+        if let (Some(code), Some(live)) = (&r.code, &r.live) {
+            let width = (live.lines[1].to_string()).len();
+            for (i, text) in code.iter().enumerate().take(max_lines) {
+                line!(self, "    {:>width$} │ {}", live.lines[0] as usize + i, text)?;
+            }
+            if code.len() > max_lines {
+                line!(self, "    {:>width$} │ … {} more line(s): zblade refs show {}", "", code.len() - max_lines, r.key)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn hits(&mut self, query: &str, hits: &[Hit]) -> R {
         if self.json {
             return self.json(hits);
         }
         if hits.is_empty() {
             return line!(self, "No results for {query:?}.");
         }
-        for (i, h) in hits.iter().enumerate() {
+        for (i, found) in hits.iter().enumerate() {
+            let h = &found.hit;
             let place = match (&h.conversation_id, h.kind) {
                 (Some(conv), zblade_engine::HitKind::Message) => format!("{conv} › {}", h.id),
                 _ => h.id.clone(),
@@ -221,8 +262,71 @@ impl<W: Write> Out<W> {
             }
             let snippet = self.highlight(&h.snippet);
             line!(self, "    {snippet}")?;
+            for r in &found.references {
+                self.reference_block(r, SEARCH_CODE_LINES)?;
+            }
         }
         Ok(())
+    }
+
+    pub fn references(&mut self, refs: &[ReferenceReport], total: usize) -> R {
+        if self.json {
+            return self.json(refs);
+        }
+        if total == 0 {
+            return line!(self, "No code references yet. They come with conversations and moments that cite files.");
+        }
+        for r in refs {
+            let live = match &r.live {
+                Some(l) => format!("{}:{}-{}", l.file, l.lines[0], l.lines[1]),
+                None => "—".into(),
+            };
+            let drift = if r.drift.is_some() { "  drift" } else { "" };
+            line!(self, "{:<10} {}:{}-{} → {}{}  {}", r.status, r.captured.file, r.captured.lines[0], r.captured.lines[1], live, drift, r.key)?;
+        }
+        let mut counts: Vec<(String, usize)> = Vec::new();
+        for r in refs {
+            match counts.iter_mut().find(|(s, _)| *s == r.status) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((r.status.clone(), 1)),
+            }
+        }
+        let summary: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        line!(self, "{} of {total} reference(s) listed: {}", refs.len(), summary.join(", "))
+    }
+
+    pub fn reference(&mut self, r: &ReferenceReport) -> R {
+        if self.json {
+            return self.json(r);
+        }
+        line!(self, "{}", r.key)?;
+        self.reference_block(r, usize::MAX)
+    }
+
+    pub fn watch_event(&mut self, event: &WatchEvent) -> R {
+        if self.json {
+            let value = match event {
+                WatchEvent::Ready { references, not_ok } => serde_json::json!({"event": "ready", "references": references, "not_ok": not_ok}),
+                WatchEvent::Updated { trigger, checked, changed, elapsed } => serde_json::json!({
+                    "event": "updated", "trigger": trigger, "checked": checked, "changed": changed,
+                    "elapsed_ms": elapsed.as_secs_f64() * 1000.0}),
+                WatchEvent::Notice(message) => serde_json::json!({"event": "notice", "message": message}),
+            };
+            return line!(self, "{value}");
+        }
+        match event {
+            WatchEvent::Ready { references, not_ok } => {
+                line!(self, "Watching: {references} reference(s) checked, {not_ok} not ok. Ctrl-C stops.")
+            }
+            WatchEvent::Updated { trigger, checked, changed, elapsed } => {
+                line!(self, "{trigger}: {checked} reference(s) re-checked in {:.0} ms, {} changed", elapsed.as_secs_f64() * 1000.0, changed.len())?;
+                for r in changed {
+                    self.reference_block(r, 0)?;
+                }
+                Ok(())
+            }
+            WatchEvent::Notice(message) => line!(self, "note: {message}"),
+        }
     }
 
     pub fn reindexed(&mut self, r: &ReindexReport) -> R {
@@ -264,9 +368,11 @@ impl<W: Write> Out<W> {
         }
     }
 
-    pub fn status(&mut self, s: &Status) -> R {
+    pub fn status(&mut self, s: &Status, health: &[(String, i64)]) -> R {
         if self.json {
-            return self.json(s);
+            let mut value = serde_json::to_value(s).map_err(|e| Error::io("<stdout>", e.into()))?;
+            value["reference_health"] = health.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>().into();
+            return self.json(&value);
         }
         line!(self, "project       {}  ({})", s.root, s.project_id)?;
         line!(self, "storage mode  {}", s.storage_mode)?;
@@ -275,6 +381,11 @@ impl<W: Write> Out<W> {
             s.indexed.conversations, s.indexed.messages, s.indexed.moments, s.indexed.code_references, s.indexed.referenced_files)?;
         line!(self, "index         {}  (schema v{})", human_bytes(s.index_bytes), s.schema_version)?;
         line!(self, "cache         {}", human_bytes(s.cache_bytes))?;
-        line!(self, "index health  {}", s.index_health)
+        line!(self, "index health  {}", s.index_health)?;
+        let refs: Vec<String> = health.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        if !refs.is_empty() {
+            line!(self, "references    {}", refs.join(", "))?;
+        }
+        Ok(())
     }
 }

@@ -9,7 +9,7 @@ use zblade_core::{
     Conversation, Error, Layout, Moment, Result, Settings, StorageMode, fsio, parse_conversation, parse_moment,
     sha256_hex,
 };
-use zblade_index::{ConversationSummary, Index, MomentSummary, SearchHit, SearchQuery};
+use zblade_index::{ConversationSummary, Index, MomentSummary};
 
 use crate::lock::WriteLock;
 use crate::scan;
@@ -201,6 +201,7 @@ impl Project {
             conv.prepare_for_store(&self.settings.project.id, self.layout.root(), &source, now)?;
             prepared.push(conv);
         }
+        self.capture_references(prepared.iter_mut().flat_map(|c| c.messages.iter_mut()).flat_map(|m| m.code_references.iter_mut()));
         let _lock = WriteLock::acquire(&self.layout)?;
         let mut files = Vec::with_capacity(prepared.len());
         let mut outcomes = Vec::with_capacity(prepared.len());
@@ -245,6 +246,7 @@ impl Project {
             moment.prepare_for_store(self.layout.root(), &source, now)?;
             prepared.push((moment, source));
         }
+        self.capture_references(prepared.iter_mut().flat_map(|(m, _)| m.code_references.iter_mut()));
         let _lock = WriteLock::acquire(&self.layout)?;
         let mut outcomes = Vec::with_capacity(prepared.len());
         for (moment, source) in &prepared {
@@ -283,11 +285,6 @@ impl Project {
     /// Moments, newest first; optionally of one type (`decision`, `pattern`, ...).
     pub fn list_moments(&self, limit: usize, offset: usize, kind: Option<&str>) -> Result<Vec<MomentSummary>> {
         self.index()?.list_moments(limit, offset, kind)
-    }
-
-    /// Keyword search (FTS5, BM25) over messages, moments and conversations.
-    pub fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
-        self.index()?.search(query)
     }
 
     /// Rebuilds the index from the artifacts alone. A damaged database file is replaced; an

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use zblade_core::{Conversation, Error, InlineMoment, Message, Moment, Result, ids};
 
-use crate::{Project, scan};
+use crate::{Project, ReferenceReport, scan};
 
 /// What an id named.
 #[derive(Debug, Clone, Serialize)]
@@ -13,11 +13,15 @@ pub enum Shown {
     Conversation {
         /// The artifact.
         conversation: Box<Conversation>,
+        /// Its code references, checked against the working tree now, with current code.
+        references: Vec<ReferenceReport>,
     },
     /// A standalone moment.
     Moment {
         /// The artifact.
         moment: Box<Moment>,
+        /// Its code references, checked now, with current code.
+        references: Vec<ReferenceReport>,
     },
     /// A moment stored inside a conversation.
     InlineMoment {
@@ -42,6 +46,8 @@ pub struct MessageMatch {
     pub title: String,
     /// The message.
     pub message: Message,
+    /// Its code references, checked now, with current code.
+    pub references: Vec<ReferenceReport>,
 }
 
 impl Project {
@@ -50,13 +56,18 @@ impl Project {
         ids::check_id(id, None).map_err(|why| Error::Usage(format!("invalid id: {why}")))?;
         if id.starts_with(ids::CONVERSATION) {
             let conversation = self.load_conversation(id)?;
-            return Ok(Shown::Conversation { conversation: Box::new(conversation) });
+            let mut references = Vec::new();
+            for message in &conversation.messages {
+                references.extend(self.references_of(&format!("{id}/{}", message.id))?);
+            }
+            return Ok(Shown::Conversation { conversation: Box::new(conversation), references });
         }
         if id.starts_with(ids::MOMENT) {
             let path = self.layout.moment_path(id);
             if path.exists() {
                 let loaded = scan::load_moment(&self.layout, &path)?;
-                return Ok(Shown::Moment { moment: Box::new(loaded.artifact) });
+                let references = self.references_of(id)?;
+                return Ok(Shown::Moment { moment: Box::new(loaded.artifact), references });
             }
             if let Some(artifact) = self.index()?.moment_artifact(id)? {
                 let conv_id = artifact.rsplit('/').next().unwrap_or_default().trim_end_matches(".json");
@@ -75,6 +86,7 @@ impl Project {
                     conversation_id: conv.conversation_id.clone(),
                     title: conv.title.clone(),
                     message: message.clone(),
+                    references: self.references_of(&format!("{}/{id}", conv.conversation_id))?,
                 });
             }
         }

@@ -575,8 +575,8 @@ fn insert_reference(
 ) -> rusqlite::Result<()> {
     let context = reference.context.as_deref().or(reference.purpose.as_deref());
     conn.prepare_cached(
-        "INSERT INTO code_references (ref_key, conversation_id, message_id, moment_id, file_path, start_line, end_line, context, git_hash, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "INSERT INTO code_references (ref_key, conversation_id, message_id, moment_id, file_path, start_line, end_line, context, git_hash, commit_id, anchor, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?
     .execute(params![
         key,
@@ -588,6 +588,8 @@ fn insert_reference(
         reference.lines[1],
         context,
         reference.git_hash,
+        reference.commit,
+        reference.anchor.as_ref().map(|a| serde_json::to_string(a).expect("anchors serialise")),
         created_at
     ])?;
     Ok(())

@@ -19,6 +19,7 @@
 
 mod catalog;
 pub mod fts;
+mod references;
 pub mod schema;
 mod search;
 
@@ -29,6 +30,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use zblade_core::{Error, Result};
 
 pub use catalog::{ArtifactKind, ConversationSummary, Counts, IndexedArtifact, MessageLocation, MomentSummary};
+pub use references::{LiveLocation, StoredReference};
 pub use search::{HitKind, SearchHit, SearchKind, SearchQuery};
 
 /// How long a writer waits for another process's write transaction before giving up.

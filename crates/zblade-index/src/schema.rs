@@ -15,7 +15,10 @@ pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 /// - `artifact_sha256` columns, so `fsck` can tell an artifact edited behind the index's back,
 /// - `moments.conversation_id` may be NULL (a moment need not come from a conversation) and
 ///   `moments.inline` marks moments stored inside a conversation artifact,
-/// - `code_references.ref_key`, a stable name of a reference that survives a rebuild.
+/// - `code_references.ref_key`, a stable name of a reference that survives a rebuild, and its
+///   `anchor` and `commit_id` (from the artifact), so references are checked without reading
+///   every artifact,
+/// - `reference_status`: where each reference is now (the live location).
 ///
 /// The FTS tables are external-content tables kept in step by the catalog code, not by
 /// triggers: a trigger runs inside a statement savepoint, which makes FTS5 flush its pending
@@ -88,11 +91,29 @@ CREATE TABLE code_references (
     end_line INTEGER NOT NULL,
     context TEXT,
     git_hash TEXT,
+    commit_id TEXT,
+    anchor TEXT,
     created_at TEXT NOT NULL
 );
 CREATE INDEX idx_code_ref_file ON code_references(file_path);
 CREATE INDEX idx_code_ref_conv ON code_references(conversation_id);
 CREATE INDEX idx_code_ref_moment ON code_references(moment_id);
+
+-- The live location of each reference, kept current by the watcher and `zblade refs check`.
+-- The artifact keeps what was captured; this table says where those lines are now.
+CREATE TABLE reference_status (
+    ref_key TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    file_path TEXT,
+    start_line INTEGER,
+    end_line INTEGER,
+    similarity REAL NOT NULL,
+    current_blob TEXT,
+    drift_json TEXT,
+    reason TEXT,
+    checked_at TEXT NOT NULL
+);
+CREATE INDEX idx_ref_status_file ON reference_status(file_path);
 
 CREATE TABLE file_references (
     file_path TEXT PRIMARY KEY,

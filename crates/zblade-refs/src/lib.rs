@@ -1,7 +1,7 @@
 //! Code references that stay valid while the code changes.
 //!
 //! A reference points at lines of a file in the working tree without copying them. At capture
-//! time we record an [`Anchor`] — a hash per referenced line plus a few lines of context — and
+//! time we record an [`Anchor`] ([`anchor::capture`]) — a hash per referenced line plus a few lines of context — and
 //! the file's git blob hash. Later, [`resolve`] finds the lines again in the file as it is now
 //! and says how they fared: [`Status::Ok`], `Shifted`, `Modified` (with a similarity),
 //! `Moved` (another path), `Missing`, or `Unreadable` (binary, too large). [`drift`] tells
@@ -10,9 +10,9 @@
 //! reference's live location current.
 //!
 //! ```
-//! use zblade_refs::{Anchor, Status, resolve, SourceFile};
+//! use zblade_refs::{Status, resolve, SourceFile, anchor};
 //! let before = SourceFile::from_text("a\nb\nfn main() {}\nc\n");
-//! let anchor = Anchor::capture(&before, 3, 3).unwrap();
+//! let anchor = anchor::capture(&before, 3, 3).unwrap();
 //! let after = SourceFile::from_text("new\nlines\na\nb\nfn main() {}\nc\n");
 //! let found = resolve(&anchor, 3, &after).unwrap();
 //! assert_eq!(found.status, Status::Shifted);
@@ -20,12 +20,14 @@
 //! ```
 
 pub mod anchor;
+pub mod checker;
 pub mod drift;
 pub mod resolve;
 pub mod source;
 pub mod watcher;
 
-pub use anchor::Anchor;
+pub use checker::{Checked, Checker, RefRecord};
+pub use zblade_core::Anchor;
 pub use drift::{Drift, GitRepo, blob_hash};
 pub use resolve::{Found, Status, resolve};
 pub use source::{MAX_FILE_BYTES, SourceFile, read_project_file};

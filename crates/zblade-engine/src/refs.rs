@@ -1,0 +1,192 @@
+//! Code references through the engine: capture when memory is added, check against the
+//! working tree, store live locations, and hydrate references with the code as it is now.
+
+use chrono::{SecondsFormat, Utc};
+use serde::Serialize;
+use zblade_core::{CodeReference, Error, Result};
+use zblade_index::{LiveLocation, StoredReference};
+use zblade_refs::{Checked, Checker, GitRepo, RefRecord};
+
+use crate::Project;
+
+/// A file and line range.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Location {
+    /// Path relative to the project root.
+    pub file: String,
+    /// First and last line, 1-based, inclusive.
+    pub lines: [u32; 2],
+}
+
+/// One code reference: what was captured, where it is now, and (when hydrated) the code there.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReferenceReport {
+    /// Stable key: `conv_…/msg_…/N` or `moment_…/N`.
+    pub key: String,
+    /// Its conversation.
+    pub conversation_id: Option<String>,
+    /// Its message.
+    pub message_id: Option<String>,
+    /// Its moment.
+    pub moment_id: Option<String>,
+    /// Why the code was referenced.
+    pub context: Option<String>,
+    /// Where it was at capture.
+    pub captured: Location,
+    /// Where it is now (None when missing or unreadable).
+    pub live: Option<Location>,
+    /// ok, shifted, modified, moved, missing or unreadable.
+    pub status: String,
+    /// 1.0 unless modified.
+    pub similarity: f32,
+    /// Set when the file changed since capture.
+    pub drift: Option<zblade_refs::Drift>,
+    /// Why it is missing or unreadable.
+    pub reason: Option<String>,
+    /// The code at the live location, read from the working tree now (when hydrated).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<Vec<String>>,
+}
+
+fn record(stored: &StoredReference) -> RefRecord {
+    RefRecord {
+        key: stored.key.clone(),
+        file: stored.file.clone(),
+        lines: stored.lines,
+        anchor: stored.anchor.clone(),
+        git_hash: stored.git_hash.clone(),
+        commit: stored.commit.clone(),
+    }
+}
+
+fn report(stored: &StoredReference, checked: &Checked) -> ReferenceReport {
+    ReferenceReport {
+        key: stored.key.clone(),
+        conversation_id: stored.conversation_id.clone(),
+        message_id: stored.message_id.clone(),
+        moment_id: stored.moment_id.clone(),
+        context: stored.context.clone(),
+        captured: Location { file: stored.file.clone(), lines: stored.lines },
+        live: checked.file.clone().zip(checked.lines).map(|(file, lines)| Location { file, lines }),
+        status: checked.status.as_str().to_string(),
+        similarity: checked.similarity,
+        drift: checked.drift.clone(),
+        reason: checked.reason.clone(),
+        code: None,
+    }
+}
+
+fn live_row(checked: &Checked, now: &str) -> LiveLocation {
+    LiveLocation {
+        key: checked.key.clone(),
+        status: checked.status.as_str().to_string(),
+        file: checked.file.clone(),
+        lines: checked.lines,
+        similarity: checked.similarity as f64,
+        current_blob: checked.current_blob.clone(),
+        drift: checked.drift.as_ref().map(|d| serde_json::to_value(d).expect("drift serialises")),
+        reason: checked.reason.clone(),
+        checked_at: now.to_string(),
+    }
+}
+
+impl Project {
+    /// Fills in anchor, blob hash and HEAD commit for references that lack them, from the
+    /// working tree as it is now. A file that cannot be read is left as given: the reference
+    /// is kept, and checks report it as missing or unreadable.
+    pub(crate) fn capture_references<'r>(&self, references: impl Iterator<Item = &'r mut CodeReference>) {
+        let git = GitRepo::discover(self.layout.root());
+        let mut checker = Checker::new(self.layout.root(), git.as_ref());
+        let head = checker.head_commit();
+        for reference in references {
+            if reference.anchor.is_some() {
+                continue;
+            }
+            if let Ok((anchor, blob)) = checker.capture(&reference.file, reference.lines) {
+                reference.anchor = anchor;
+                reference.git_hash.get_or_insert(blob);
+                if reference.commit.is_none() {
+                    reference.commit.clone_from(&head);
+                }
+            }
+        }
+    }
+
+    /// Checks every reference against the working tree and stores the live locations.
+    pub fn check_references(&mut self) -> Result<Vec<ReferenceReport>> {
+        let stored = self.index()?.references()?;
+        self.check_and_store(&stored, &[])
+    }
+
+    /// Checks the given references (following the renames given) and stores the results.
+    pub(crate) fn check_and_store(&mut self, stored: &[StoredReference], renames: &[(String, String)]) -> Result<Vec<ReferenceReport>> {
+        let git = GitRepo::discover(self.layout.root());
+        let mut checker = Checker::new(self.layout.root(), git.as_ref());
+        for (from, to) in renames {
+            checker.hint_rename(from, to);
+        }
+        let now = Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true);
+        let mut rows = Vec::with_capacity(stored.len());
+        let mut reports = Vec::with_capacity(stored.len());
+        for reference in stored {
+            let checked = checker.check(&record(reference));
+            rows.push(live_row(&checked, &now));
+            reports.push(report(reference, &checked));
+        }
+        self.index_mut()?.put_live_locations(&rows)?;
+        Ok(reports)
+    }
+
+    /// One reference, checked now, with its current code.
+    pub fn reference(&self, key: &str) -> Result<ReferenceReport> {
+        let stored = self
+            .index()?
+            .reference(key)?
+            .ok_or_else(|| Error::NotFound(format!("no code reference {key} in this project (see `zblade refs check`)")))?;
+        Ok(self.hydrate(&[stored]).remove(0))
+    }
+
+    /// The references of a message (`conv_…/msg_…`) or moment (`moment_…`), with current code.
+    pub fn references_of(&self, owner: &str) -> Result<Vec<ReferenceReport>> {
+        let stored = self.index()?.references_of(owner)?;
+        Ok(self.hydrate(&stored))
+    }
+
+    /// Checks references against the working tree now (read-only) and attaches their code,
+    /// so nothing stale is ever presented as current.
+    pub(crate) fn hydrate(&self, stored: &[StoredReference]) -> Vec<ReferenceReport> {
+        if stored.is_empty() {
+            return Vec::new();
+        }
+        let git = GitRepo::discover(self.layout.root());
+        let mut checker = Checker::new(self.layout.root(), git.as_ref());
+        stored
+            .iter()
+            .map(|reference| {
+                let checked = checker.check(&record(reference));
+                let mut out = report(reference, &checked);
+                if let Some(live) = &out.live
+                    && let Ok(file) = checker.file(&live.file)
+                {
+                    out.code = Some(file.lines(live.lines[0], live.lines[1]));
+                }
+                out
+            })
+            .collect()
+    }
+
+    /// Where a reference was last recorded to be (by `check_references` or the watch loop).
+    pub fn live_location(&self, key: &str) -> Result<Option<zblade_index::LiveLocation>> {
+        self.index()?.live_location(key)
+    }
+
+    /// Every reference as captured, in key order.
+    pub fn stored_references(&self) -> Result<Vec<StoredReference>> {
+        self.index()?.references()
+    }
+
+    /// Counts of references by live status (`unchecked` until first checked).
+    pub fn reference_health(&self) -> Result<Vec<(String, i64)>> {
+        self.index()?.reference_health()
+    }
+}

@@ -1,0 +1,158 @@
+//! The engine's watch loop: keeps every reference's live location current while files change
+//! and git moves HEAD. The CLI's `zblade watch` runs it in the foreground; the desktop app's
+//! tray indexer runs the same loop in the background.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use zblade_core::{Error, Result};
+use zblade_refs::GitRepo;
+use zblade_refs::watcher::{self, Change, FileEvent, WatchOptions};
+
+use crate::{Project, ReferenceReport};
+
+/// What the watch loop reports.
+#[derive(Debug, Clone)]
+pub enum WatchEvent {
+    /// Watching started; every reference was checked once.
+    Ready {
+        /// References checked.
+        references: usize,
+        /// How many are not `ok`.
+        not_ok: usize,
+    },
+    /// References were re-checked after a change.
+    Updated {
+        /// What caused it: the changed files, or "HEAD moved".
+        trigger: String,
+        /// References checked.
+        checked: usize,
+        /// Those whose status or location changed.
+        changed: Vec<ReferenceReport>,
+        /// Time from the change being delivered to the index being updated.
+        elapsed: Duration,
+    },
+    /// Something the user should know, said once (e.g. fallback to periodic rescans).
+    Notice(String),
+}
+
+type Snapshot = HashMap<String, (String, Option<crate::Location>)>;
+
+fn snapshot(reports: &[ReferenceReport]) -> Snapshot {
+    reports.iter().map(|r| (r.key.clone(), (r.status.clone(), r.live.clone()))).collect()
+}
+
+impl Project {
+    /// Watches the project until `stop` is set, keeping live locations current and reporting
+    /// each update through `on_event`. Returns when stopped; errors only if watching cannot start.
+    pub fn watch(&mut self, options: WatchOptions, stop: &AtomicBool, mut on_event: impl FnMut(WatchEvent)) -> Result<()> {
+        let root = self.layout.root().to_path_buf();
+        let git = GitRepo::discover(&root);
+        let mut head = git.as_ref().map(GitRepo::head_state);
+        let (sender, changes) = mpsc::channel::<Change>();
+        let handler: Arc<dyn Fn(Change) + Send + Sync> = Arc::new(move |change| {
+            let _ = sender.send(change);
+        });
+        // Watch first, check second: a change made during the initial check is queued, not lost.
+        let _watcher = watcher::watch(&root, git.as_ref().map(GitRepo::git_dir), options, handler).map_err(Error::Usage)?;
+        let initial = self.check_references()?;
+        let mut known = snapshot(&initial);
+        // Say what the watcher noticed while starting (e.g. no live events) before "ready";
+        // keep any early file changes for the loop.
+        let mut pending = std::collections::VecDeque::new();
+        for change in changes.try_iter() {
+            match change {
+                Change::Degraded(message) => on_event(WatchEvent::Notice(message)),
+                other => pending.push_back(other),
+            }
+        }
+        on_event(WatchEvent::Ready { references: initial.len(), not_ok: initial.iter().filter(|r| r.status != "ok").count() });
+
+        while !stop.load(Ordering::Relaxed) {
+            let next = match pending.pop_front() {
+                Some(change) => Ok(change),
+                None => changes.recv_timeout(Duration::from_millis(100)),
+            };
+            let change = match next {
+                Ok(change) => change,
+                Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            };
+            let started = Instant::now();
+            let (trigger, reports) = match change {
+                Change::Degraded(message) => {
+                    on_event(WatchEvent::Notice(message));
+                    continue;
+                }
+                Change::Rescan => ("periodic rescan".to_string(), self.check_references()?),
+                Change::GitHead => {
+                    let now = git.as_ref().map(GitRepo::head_state);
+                    if now == head {
+                        continue; // a ref other than HEAD's moved (fetch, tag): nothing to do
+                    }
+                    head = now;
+                    ("HEAD moved".to_string(), self.check_references()?)
+                }
+                Change::Files(events) => match self.check_after(&events)? {
+                    Some(found) => found,
+                    None => continue,
+                },
+            };
+            let changed: Vec<ReferenceReport> = reports
+                .iter()
+                .filter(|r| known.get(&r.key) != Some(&(r.status.clone(), r.live.clone())))
+                .cloned()
+                .collect();
+            known.extend(snapshot(&reports));
+            on_event(WatchEvent::Updated { trigger, checked: reports.len(), changed, elapsed: started.elapsed() });
+        }
+        Ok(())
+    }
+
+    /// Re-checks the references that file events may have affected; `None` when none are.
+    fn check_after(&mut self, events: &[FileEvent]) -> Result<Option<(String, Vec<ReferenceReport>)>> {
+        let mut files = Vec::new();
+        let mut renames = Vec::new();
+        let mut created = false;
+        for event in events {
+            match event {
+                FileEvent::Changed(path) => {
+                    files.push(path.clone());
+                    created = true;
+                }
+                FileEvent::Removed(path) => files.push(path.clone()),
+                FileEvent::Renamed { from, to } => {
+                    files.push(from.clone());
+                    files.push(to.clone());
+                    renames.push((from.clone(), to.clone()));
+                }
+            }
+        }
+        let index = self.index()?;
+        let mut stored = index.references_in_files(&files)?;
+        if created {
+            // A file that appeared may be where a "missing" reference went when the rename
+            // pair was lost (a move by delete + create): look for those too.
+            let missing: Vec<String> = index
+                .references()?
+                .into_iter()
+                .filter(|r| !stored.iter().any(|s| s.key == r.key))
+                .filter(|r| index.live_location(&r.key).ok().flatten().is_some_and(|l| l.status == "missing"))
+                .map(|r| r.key)
+                .collect();
+            for key in missing {
+                if let Some(reference) = index.reference(&key)? {
+                    stored.push(reference);
+                }
+            }
+        }
+        if stored.is_empty() {
+            return Ok(None);
+        }
+        let reports = self.check_and_store(&stored, &renames)?;
+        Ok(Some((files.join(", "), reports)))
+    }
+}

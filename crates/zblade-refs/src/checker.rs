@@ -1,0 +1,250 @@
+//! Checking references against the working tree: where each one is now, and how it fared.
+//!
+//! A [`Checker`] caches each file it reads, so checking 10,000 references in 2,000 files reads
+//! every file once. A reference whose lines are gone from their file is searched for in other
+//! files (renames reported by the watcher first, then the project's other text files), which
+//! finds files moved by tools that delete and re-create rather than rename.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use zblade_core::Anchor;
+
+use crate::drift::{Drift, GitRepo, blob_hash, drift_without_git};
+use crate::resolve::{Found, Status, resolve};
+use crate::source::{ReadError, SourceFile, read_project_file};
+
+/// Below this similarity a hit in another file does not count as the reference having moved.
+const MOVED_MIN_SIMILARITY: f32 = 0.6;
+
+/// A reference as captured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefRecord {
+    /// Stable key (`conv_…/msg_…/0`).
+    pub key: String,
+    /// Path at capture, relative to the project root.
+    pub file: String,
+    /// Lines at capture.
+    pub lines: [u32; 2],
+    /// Anchor at capture (absent when the file could not be read then).
+    pub anchor: Option<Anchor>,
+    /// Blob hash at capture.
+    pub git_hash: Option<String>,
+    /// HEAD at capture.
+    pub commit: Option<String>,
+}
+
+/// Where a reference is now.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Checked {
+    /// The reference's key.
+    pub key: String,
+    /// How it fared.
+    pub status: Status,
+    /// Its file now (None when missing or unreadable).
+    pub file: Option<String>,
+    /// Its lines now.
+    pub lines: Option<[u32; 2]>,
+    /// 1.0 unless modified.
+    pub similarity: f32,
+    /// The file changed since capture.
+    pub drift: Option<Drift>,
+    /// Blob hash of the file now.
+    pub current_blob: Option<String>,
+    /// Why it is missing or unreadable, in words.
+    pub reason: Option<String>,
+}
+
+/// Checks references against the working tree, reading each file at most once.
+pub struct Checker<'a> {
+    root: PathBuf,
+    git: Option<&'a GitRepo>,
+    files: HashMap<String, Result<SourceFile, ReadError>>,
+    renames: HashMap<String, String>,
+    candidates: Option<Vec<String>>,
+}
+
+impl<'a> Checker<'a> {
+    /// A checker for the project at `root`.
+    pub fn new(root: &Path, git: Option<&'a GitRepo>) -> Self {
+        Checker { root: root.to_path_buf(), git, files: HashMap::new(), renames: HashMap::new(), candidates: None }
+    }
+
+    /// Tells the checker that `from` was renamed to `to` (from a watcher event).
+    pub fn hint_rename(&mut self, from: &str, to: &str) {
+        self.renames.insert(from.to_string(), to.to_string());
+    }
+
+    /// Forgets cached contents of `file` (it changed).
+    pub fn forget(&mut self, file: &str) {
+        self.files.remove(file);
+    }
+
+    /// Reads (once) a project file.
+    pub fn file(&mut self, relative: &str) -> Result<&SourceFile, ReadError> {
+        let root = &self.root;
+        self.files.entry(relative.to_string()).or_insert_with(|| read_project_file(root, relative)).as_ref().map_err(Clone::clone)
+    }
+
+    /// Captures anchor, blob hash and HEAD commit for lines of a file as they are now.
+    /// `None` (with the reason) when the file cannot be read.
+    pub fn capture(&mut self, relative: &str, lines: [u32; 2]) -> Result<(Option<Anchor>, String), ReadError> {
+        let file = self.file(relative)?;
+        Ok((crate::anchor::capture(file, lines[0], lines[1]), blob_hash(&file.bytes)))
+    }
+
+    /// HEAD now, if the project is in a git repository.
+    pub fn head_commit(&self) -> Option<String> {
+        self.git.and_then(GitRepo::head_commit)
+    }
+
+    /// Where `reference` is now.
+    pub fn check(&mut self, reference: &RefRecord) -> Checked {
+        let mut checked = Checked {
+            key: reference.key.clone(),
+            status: Status::Missing,
+            file: None,
+            lines: None,
+            similarity: 0.0,
+            drift: None,
+            current_blob: None,
+            reason: None,
+        };
+        let Some(anchor) = &reference.anchor else {
+            // Nothing to search for: judge by the file and the range alone.
+            match self.file(&reference.file) {
+                Ok(file) if (reference.lines[0] as usize) <= file.line_count() => {
+                    checked.status = Status::Ok;
+                    checked.file = Some(reference.file.clone());
+                    checked.lines = Some([reference.lines[0], reference.lines[1].min(file.line_count() as u32)]);
+                    checked.similarity = 1.0;
+                    checked.current_blob = Some(blob_hash(&file.bytes));
+                    checked.reason = Some("captured without an anchor; the range is taken as is".into());
+                }
+                Ok(file) => {
+                    checked.reason = Some(format!("lines {}-{} are past the end of the file ({} lines)", reference.lines[0], reference.lines[1], file.line_count()));
+                }
+                Err(err) => self.explain(&mut checked, err),
+            }
+            return checked;
+        };
+
+        match self.file(&reference.file) {
+            Ok(file) => {
+                let blob = blob_hash(&file.bytes);
+                if let Some(found) = resolve(anchor, reference.lines[0], file) {
+                    self.place(&mut checked, reference, &reference.file, found, blob);
+                    return checked;
+                }
+            }
+            Err(err @ (ReadError::Binary | ReadError::TooLarge(_) | ReadError::OutsideProject(_))) => {
+                self.explain(&mut checked, err);
+                return checked;
+            }
+            Err(_) => {}
+        }
+        // Not in its file: follow a known rename, then search the project.
+        if let Some(found) = self.search_elsewhere(reference, anchor) {
+            return found;
+        }
+        checked.reason = Some(match self.file(&reference.file) {
+            Ok(_) => "the referenced lines are no longer in the file".into(),
+            Err(err) => format!("{err}; not found in any other file"),
+        });
+        checked
+    }
+
+    fn explain(&self, checked: &mut Checked, err: ReadError) {
+        checked.status = match err {
+            ReadError::NotFound | ReadError::Io(_) => Status::Missing,
+            _ => Status::Unreadable,
+        };
+        checked.reason = Some(err.to_string());
+    }
+
+    fn place(&self, checked: &mut Checked, reference: &RefRecord, path: &str, found: Found, blob: String) {
+        let moved = path != reference.file;
+        checked.status = if moved { Status::Moved } else { found.status };
+        checked.file = Some(path.to_string());
+        checked.lines = Some(found.lines);
+        checked.similarity = found.similarity;
+        checked.drift = reference.git_hash.as_deref().and_then(|captured| match self.git {
+            Some(git) if !moved => git.drift(path, captured, &blob, reference.commit.as_deref()),
+            _ => drift_without_git(captured, &blob),
+        });
+        checked.current_blob = Some(blob);
+    }
+
+    fn search_elsewhere(&mut self, reference: &RefRecord, anchor: &Anchor) -> Option<Checked> {
+        let mut order: Vec<String> = Vec::new();
+        let mut from = reference.file.clone();
+        while let Some(to) = self.renames.get(&from) {
+            if order.contains(to) {
+                break;
+            }
+            order.push(to.clone());
+            from = to.clone();
+        }
+        // Files with the same name or extension are the likeliest destinations.
+        let name = Path::new(&reference.file).file_name().map(|n| n.to_owned());
+        let ext = Path::new(&reference.file).extension().map(|e| e.to_owned());
+        let mut rest: Vec<String> = self.candidates().iter().filter(|c| **c != reference.file && !order.contains(c)).cloned().collect();
+        rest.sort_by_key(|c| {
+            let p = Path::new(c);
+            (p.file_name().map(|n| n.to_owned()) != name, p.extension().map(|e| e.to_owned()) != ext)
+        });
+        order.extend(rest);
+        let mut best: Option<(String, Found, String)> = None;
+        for candidate in order {
+            let Ok(file) = self.file(&candidate) else { continue };
+            let Some(found) = resolve(anchor, reference.lines[0], file) else { continue };
+            if found.similarity < MOVED_MIN_SIMILARITY {
+                continue;
+            }
+            let exact = found.similarity >= 1.0;
+            let blob = blob_hash(&file.bytes);
+            if best.as_ref().is_none_or(|(_, b, _)| found.similarity > b.similarity) {
+                best = Some((candidate, found, blob));
+            }
+            if exact {
+                break;
+            }
+        }
+        let (path, found, blob) = best?;
+        let mut checked = Checked {
+            key: reference.key.clone(),
+            status: Status::Moved,
+            file: None,
+            lines: None,
+            similarity: 0.0,
+            drift: None,
+            current_blob: None,
+            reason: None,
+        };
+        self.place(&mut checked, reference, &path, found, blob);
+        Some(checked)
+    }
+
+    /// The project's text files (honouring .gitignore), listed once per checker.
+    fn candidates(&mut self) -> &[String] {
+        let root = self.root.clone();
+        self.candidates.get_or_insert_with(|| {
+            let mut files = Vec::new();
+            let walker = ignore::WalkBuilder::new(&root)
+                .hidden(false)
+                .filter_entry(|e| e.file_name() != ".git" && e.file_name() != ".zblade")
+                .build();
+            for entry in walker.flatten() {
+                if entry.file_type().is_some_and(|t| t.is_file())
+                    && entry.metadata().is_ok_and(|m| m.len() <= crate::MAX_FILE_BYTES)
+                    && let Ok(rel) = entry.path().strip_prefix(&root)
+                {
+                    files.push(rel.to_string_lossy().replace('\\', "/"));
+                }
+            }
+            files.sort();
+            files
+        })
+    }
+}
