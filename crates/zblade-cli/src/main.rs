@@ -120,7 +120,8 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         }
         Command::Status => {
             let project = Project::open(&root)?;
-            out.status(&project.status()?, &project.reference_health()?)?;
+            // A damaged index shows in the status itself; reference counts are then unknown.
+            out.status(&project.status()?, &project.reference_health().unwrap_or_default())?;
         }
         Command::Refs(RefsCommand::Check { problems }) => {
             let mut project = Project::open(&root)?;

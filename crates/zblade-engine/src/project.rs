@@ -133,7 +133,7 @@ impl Project {
         let settings = if layout.settings().exists() { Settings::load(&layout.settings())? } else { Settings::default() };
         let index = match Index::open(&layout.database()) {
             Ok(index) => Ok(index),
-            Err(err @ Error::IndexCorrupt { .. }) => Err(err.to_string()),
+            Err(Error::IndexCorrupt { message, .. }) => Err(message),
             Err(err) => return Err(err),
         };
         Ok(Project { layout, settings, index })
