@@ -15,10 +15,13 @@ use std::time::{Duration, Instant};
 use zblade_core::{Conversation, parse_conversation};
 use zblade_engine::{Project, SearchKind, SearchQuery};
 
+mod common;
+use common::{Stats, write_section};
+
 const MESSAGES_PER_CONVERSATION: usize = 50;
 
 fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
+    let full = common::full_run();
     let messages: usize = std::env::var("ZBLADE_BENCH_MESSAGES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -141,8 +144,8 @@ fn main() {
         hits_total as f64 / query_count as f64,
     );
     println!("{report}");
-    if full && std::env::var_os("ZBLADE_BENCH_NO_WRITE").is_none() {
-        write_section("foundation", "Foundation: ingest, reindex, keyword search", &report);
+    if full {
+        write_section("foundation", "Foundation: ingest, reindex, keyword search", "foundation", &report);
     }
 }
 
@@ -191,27 +194,6 @@ fn bare_fts_latencies(path: &std::path::Path, queries: &[String]) -> Vec<Duratio
             started.elapsed()
         })
         .collect()
-}
-
-struct Stats {
-    p50: Duration,
-    p95: Duration,
-    p99: Duration,
-}
-
-impl Stats {
-    fn of(samples: &mut [Duration]) -> Self {
-        samples.sort();
-        let at = |q: f64| samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)];
-        Stats { p50: at(0.50), p95: at(0.95), p99: at(0.99) }
-    }
-}
-
-impl std::fmt::Display for Stats {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-        write!(f, "{:.2} / {:.2} / {:.2} ms", ms(self.p50), ms(self.p95), ms(self.p99))
-    }
 }
 
 /// Deterministic text that looks like developer conversations: a Zipf-distributed vocabulary
@@ -309,34 +291,3 @@ impl TextGen {
     }
 }
 
-/// Replaces this benchmark's section of docs/BENCHMARKS.md (or appends it).
-fn write_section(key: &str, title: &str, body: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/BENCHMARKS.md");
-    let existing = std::fs::read_to_string(&path).unwrap_or_else(|_| "# Benchmarks\n\nNumbers measured on this project's machines; each section is rewritten by the benchmark named in it.\n".into());
-    let start = format!("<!-- {key}:start -->");
-    let end = format!("<!-- {key}:end -->");
-    let machine = machine();
-    let date = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC");
-    let commit = std::process::Command::new("git").args(["rev-parse", "--short", "HEAD"]).output().ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
-    let section = format!(
-        "{start}\n## {title}\n\n`cargo bench -p zblade-engine --bench foundation` — {date}, commit {commit}, {machine}, release build.\n\n{body}{end}"
-    );
-    let updated = match (existing.find(&start), existing.find(&end)) {
-        (Some(s), Some(e)) => format!("{}{}{}", &existing[..s], section, &existing[e + end.len()..]),
-        _ => format!("{}\n{}\n", existing.trim_end(), section),
-    };
-    std::fs::write(&path, updated).unwrap();
-    eprintln!("wrote {}", path.display());
-}
-
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok()
-        .and_then(|t| t.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
-    let mem = std::fs::read_to_string("/proc/meminfo").ok()
-        .and_then(|t| t.lines().next().and_then(|l| l.split_whitespace().nth(1)).and_then(|kb| kb.parse::<f64>().ok()))
-        .map(|kb| format!("{:.0} GiB", kb / 1048576.0)).unwrap_or_default();
-    format!("{cpu}, {cores} cores, {mem} RAM")
-}
