@@ -49,6 +49,12 @@ step list conversations
 step list moments
 step search jwt
 step search "how do we revoke refresh tokens" --kind conversations
+step refs check
+
+printf '\n\033[1m# the code moves: two lines are inserted at the top of src/auth.ts\033[0m\n'
+{ printf '// Auth helpers\n// (see docs/auth.md)\n'; git show HEAD:src/auth.ts; } > src/auth.ts
+step refs check
+step search "refresh token" --kind messages --limit 2
 step reindex
 step fsck
 step status

@@ -336,7 +336,15 @@ impl<W: Write> Out<W> {
         if r.recreated_database {
             line!(self, "The old index was damaged; it was recreated.")?;
         }
-        line!(self, "Reindexed {} conversations ({} messages) and {} moments in {:.2} s.", r.conversations, r.messages, r.moments, r.elapsed.as_secs_f64())?;
+        line!(
+            self,
+            "Reindexed {} conversations ({} messages) and {} moments, and checked {} code references, in {:.2} s.",
+            r.conversations,
+            r.messages,
+            r.moments,
+            r.references,
+            r.elapsed.as_secs_f64()
+        )?;
         if !r.skipped.is_empty() {
             line!(self, "Skipped {} artifact(s) that could not be indexed (the files are untouched):", r.skipped.len())?;
             for (path, why) in &r.skipped {

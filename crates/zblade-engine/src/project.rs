@@ -53,6 +53,8 @@ pub struct ReindexReport {
     pub messages: usize,
     /// Standalone moments indexed.
     pub moments: usize,
+    /// Code references checked against the working tree.
+    pub references: usize,
     /// Artifacts left out, with the reason (the file is untouched).
     pub skipped: Vec<(String, String)>,
     /// Whether the old database was unreadable and was recreated.
@@ -307,10 +309,13 @@ impl Project {
             scan.unreadable.iter().map(|(path, err)| (path.clone(), err.to_string())).collect();
         skipped.extend(clashes.iter().map(|(path, err)| (path.clone(), err.to_string())));
         let messages = scan.conversations.iter().map(|l| l.artifact.messages.len()).sum();
+        // Live locations are part of the index too: recompute them from the working tree.
+        let references = self.check_references()?.len();
         Ok(ReindexReport {
             conversations: scan.conversations.len(),
             messages,
             moments: scan.moments.len(),
+            references,
             skipped,
             recreated_database,
             elapsed: started.elapsed(),
