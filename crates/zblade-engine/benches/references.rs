@@ -144,17 +144,22 @@ fn main() {
     }
     let mut saves = Vec::new();
     for i in 0..if full { 100 } else { 10 } {
-        let text = format!("{}{}", "// pad\n".repeat(1 + i % 3), code(200, 0));
+        let pad = 1 + i % 3;
+        let text = format!("{}{}", "// pad\n".repeat(pad), code(200, 0));
+        std::thread::sleep(Duration::from_millis(250)); // let the previous save's events settle
+        events.try_iter().for_each(drop);
         let started = Instant::now();
         std::fs::write(&watched, text).unwrap();
+        // Done when an update reports the first reference at its new place.
+        let expected = 10 + pad as u32;
         loop {
-            match events.recv_timeout(Duration::from_secs(10)).expect("an update within 10 s") {
-                WatchEvent::Updated { .. } => break,
-                _ => continue,
+            if let WatchEvent::Updated { changed, .. } = events.recv_timeout(Duration::from_secs(10)).expect("an update within 10 s")
+                && changed.iter().any(|r| r.live.as_ref().is_some_and(|l| l.file == "src/m00/f0.rs" && l.lines[0] == expected))
+            {
+                break;
             }
         }
         saves.push(started.elapsed());
-        std::thread::sleep(Duration::from_millis(150)); // let the debouncer settle between saves
     }
     stop.store(true, Ordering::Relaxed);
     watcher.join().unwrap();

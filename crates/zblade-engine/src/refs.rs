@@ -115,7 +115,9 @@ impl Project {
     /// Checks every reference against the working tree and stores the live locations.
     pub fn check_references(&mut self) -> Result<Vec<ReferenceReport>> {
         let stored = self.index()?.references()?;
-        self.check_and_store(&stored, &[])
+        let reports = self.check_and_store(&stored, &[])?;
+        self.index_mut()?.prune_live_locations()?;
+        Ok(reports)
     }
 
     /// Checks the given references (following the renames given) and stores the results.

@@ -136,15 +136,8 @@ impl Project {
         if created {
             // A file that appeared may be where a "missing" reference went when the rename
             // pair was lost (a move by delete + create): look for those too.
-            let missing: Vec<String> = index
-                .references()?
-                .into_iter()
-                .filter(|r| !stored.iter().any(|s| s.key == r.key))
-                .filter(|r| index.live_location(&r.key).ok().flatten().is_some_and(|l| l.status == "missing"))
-                .map(|r| r.key)
-                .collect();
-            for key in missing {
-                if let Some(reference) = index.reference(&key)? {
+            for reference in index.references_with_status("missing")? {
+                if !stored.iter().any(|s| s.key == reference.key) {
                     stored.push(reference);
                 }
             }

@@ -130,6 +130,17 @@ impl Index {
         Ok(all.into_iter().filter(|r| r.key[owner.len() + 1..].chars().all(|c| c.is_ascii_digit())).collect())
     }
 
+    /// References whose last recorded live status is `status` (e.g. `missing`).
+    pub fn references_with_status(&self, status: &str) -> Result<Vec<StoredReference>> {
+        let sql = format!(
+            "SELECT {REFERENCE_COLUMNS} FROM code_references
+             WHERE ref_key IN (SELECT ref_key FROM reference_status WHERE status = ?1) ORDER BY ref_key"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
+        let rows = stmt.query_map([status], reference_row).map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+    }
+
     /// One reference by key.
     pub fn reference(&self, key: &str) -> Result<Option<StoredReference>> {
         let sql = format!("SELECT {REFERENCE_COLUMNS} FROM code_references WHERE ref_key = ?1");
@@ -164,11 +175,16 @@ impl Index {
                 ])
                 .map_err(e)?;
             }
-            // Live rows of references that no longer exist are dropped.
-            tx.execute("DELETE FROM reference_status WHERE ref_key NOT IN (SELECT ref_key FROM code_references)", [])
-                .map_err(e)?;
         }
         tx.commit().map_err(e)
+    }
+
+    /// Drops live rows of references that no longer exist (after a full check).
+    pub fn prune_live_locations(&mut self) -> Result<()> {
+        self.conn
+            .execute("DELETE FROM reference_status WHERE ref_key NOT IN (SELECT ref_key FROM code_references)", [])
+            .map_err(|e| self.err(e))?;
+        Ok(())
     }
 
     /// The live location of one reference, if it was checked.

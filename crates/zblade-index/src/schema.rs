@@ -114,6 +114,7 @@ CREATE TABLE reference_status (
     checked_at TEXT NOT NULL
 );
 CREATE INDEX idx_ref_status_file ON reference_status(file_path);
+CREATE INDEX idx_ref_status_status ON reference_status(status);
 
 CREATE TABLE file_references (
     file_path TEXT PRIMARY KEY,

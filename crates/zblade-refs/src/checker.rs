@@ -56,6 +56,22 @@ pub struct Checked {
     pub reason: Option<String>,
 }
 
+impl Checked {
+    /// Not found (yet): the starting point of every check.
+    fn missing(key: &str) -> Self {
+        Checked {
+            key: key.to_string(),
+            status: Status::Missing,
+            file: None,
+            lines: None,
+            similarity: 0.0,
+            drift: None,
+            current_blob: None,
+            reason: None,
+        }
+    }
+}
+
 /// Checks references against the working tree, reading each file at most once.
 pub struct Checker<'a> {
     root: PathBuf,
@@ -63,12 +79,25 @@ pub struct Checker<'a> {
     files: HashMap<String, Result<SourceFile, ReadError>>,
     renames: HashMap<String, String>,
     candidates: Option<Vec<String>>,
+    /// Commits since capture, per (file, captured commit): a revision walk is the costliest
+    /// part of a check, and many references share a file.
+    commits_since: HashMap<(String, String), Option<u32>>,
+    /// Blob hash per file (SHA-1 of the whole file, shared by its references).
+    blobs: HashMap<String, String>,
 }
 
 impl<'a> Checker<'a> {
     /// A checker for the project at `root`.
     pub fn new(root: &Path, git: Option<&'a GitRepo>) -> Self {
-        Checker { root: root.to_path_buf(), git, files: HashMap::new(), renames: HashMap::new(), candidates: None }
+        Checker {
+            root: root.to_path_buf(),
+            git,
+            files: HashMap::new(),
+            renames: HashMap::new(),
+            candidates: None,
+            commits_since: HashMap::new(),
+            blobs: HashMap::new(),
+        }
     }
 
     /// Tells the checker that `from` was renamed to `to` (from a watcher event).
@@ -79,6 +108,20 @@ impl<'a> Checker<'a> {
     /// Forgets cached contents of `file` (it changed).
     pub fn forget(&mut self, file: &str) {
         self.files.remove(file);
+        self.blobs.remove(file);
+    }
+
+    /// The git blob hash of a file already read (computed once per file).
+    fn blob_of(&mut self, relative: &str) -> String {
+        if let Some(blob) = self.blobs.get(relative) {
+            return blob.clone();
+        }
+        let blob = match self.files.get(relative) {
+            Some(Ok(file)) => blob_hash(&file.bytes),
+            _ => String::new(),
+        };
+        self.blobs.insert(relative.to_string(), blob.clone());
+        blob
     }
 
     /// Reads (once) a project file.
@@ -101,16 +144,7 @@ impl<'a> Checker<'a> {
 
     /// Where `reference` is now.
     pub fn check(&mut self, reference: &RefRecord) -> Checked {
-        let mut checked = Checked {
-            key: reference.key.clone(),
-            status: Status::Missing,
-            file: None,
-            lines: None,
-            similarity: 0.0,
-            drift: None,
-            current_blob: None,
-            reason: None,
-        };
+        let mut checked = Checked::missing(&reference.key);
         let Some(anchor) = &reference.anchor else {
             // Nothing to search for: judge by the file and the range alone.
             match self.file(&reference.file) {
@@ -119,7 +153,7 @@ impl<'a> Checker<'a> {
                     checked.file = Some(reference.file.clone());
                     checked.lines = Some([reference.lines[0], reference.lines[1].min(file.line_count() as u32)]);
                     checked.similarity = 1.0;
-                    checked.current_blob = Some(blob_hash(&file.bytes));
+                    checked.current_blob = Some(blob_hash(&file.bytes)); // rare: no anchor
                     checked.reason = Some("captured without an anchor; the range is taken as is".into());
                 }
                 Ok(file) => {
@@ -132,8 +166,8 @@ impl<'a> Checker<'a> {
 
         match self.file(&reference.file) {
             Ok(file) => {
-                let blob = blob_hash(&file.bytes);
                 if let Some(found) = resolve(anchor, reference.lines[0], file) {
+                    let blob = self.blob_of(&reference.file);
                     self.place(&mut checked, reference, &reference.file, found, blob);
                     return checked;
                 }
@@ -163,16 +197,25 @@ impl<'a> Checker<'a> {
         checked.reason = Some(err.to_string());
     }
 
-    fn place(&self, checked: &mut Checked, reference: &RefRecord, path: &str, found: Found, blob: String) {
+    fn place(&mut self, checked: &mut Checked, reference: &RefRecord, path: &str, found: Found, blob: String) {
         let moved = path != reference.file;
         checked.status = if moved { Status::Moved } else { found.status };
         checked.file = Some(path.to_string());
         checked.lines = Some(found.lines);
         checked.similarity = found.similarity;
-        checked.drift = reference.git_hash.as_deref().and_then(|captured| match self.git {
-            Some(git) if !moved => git.drift(path, captured, &blob, reference.commit.as_deref()),
-            _ => drift_without_git(captured, &blob),
-        });
+        checked.drift = match reference.git_hash.as_deref() {
+            Some(captured) if captured != blob => {
+                let mut drift = drift_without_git(captured, &blob).expect("blobs differ");
+                if let (Some(git), Some(commit), false) = (self.git, reference.commit.as_deref(), moved) {
+                    drift.commits_since = *self
+                        .commits_since
+                        .entry((path.to_string(), commit.to_string()))
+                        .or_insert_with(|| git.commits_touching_since(path, commit));
+                }
+                Some(drift)
+            }
+            _ => None,
+        };
         checked.current_blob = Some(blob);
     }
 
@@ -203,7 +246,7 @@ impl<'a> Checker<'a> {
                 continue;
             }
             let exact = found.similarity >= 1.0;
-            let blob = blob_hash(&file.bytes);
+            let blob = self.blob_of(&candidate);
             if best.as_ref().is_none_or(|(_, b, _)| found.similarity > b.similarity) {
                 best = Some((candidate, found, blob));
             }
@@ -212,16 +255,7 @@ impl<'a> Checker<'a> {
             }
         }
         let (path, found, blob) = best?;
-        let mut checked = Checked {
-            key: reference.key.clone(),
-            status: Status::Moved,
-            file: None,
-            lines: None,
-            similarity: 0.0,
-            drift: None,
-            current_blob: None,
-            reason: None,
-        };
+        let mut checked = Checked::missing(&reference.key);
         self.place(&mut checked, reference, &path, found, blob);
         Some(checked)
     }

@@ -91,15 +91,6 @@ impl GitRepo {
         }
         Some(count)
     }
-
-    /// The drift of a file whose blob was `captured` (and, optionally, at `commit`).
-    pub fn drift(&self, relative: &str, captured: &str, current: &str, commit: Option<&str>) -> Option<Drift> {
-        (captured != current).then(|| Drift {
-            captured_blob: captured.to_string(),
-            current_blob: current.to_string(),
-            commits_since: commit.and_then(|c| self.commits_touching_since(relative, c)),
-        })
-    }
 }
 
 /// Drift without git: only the blob hashes.
