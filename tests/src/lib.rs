@@ -43,7 +43,9 @@ pub struct GitFixture {
 impl GitFixture {
     /// A new repository with one commit holding `files` (path, content).
     pub fn new(files: &[(&str, &str)]) -> Self {
-        let fixture = GitFixture { dir: tempfile::tempdir().unwrap() };
+        let fixture = GitFixture {
+            dir: tempfile::tempdir().unwrap(),
+        };
         fixture.git(&["init", "-q", "-b", "main"]);
         for (path, text) in files {
             fixture.write(path, text);
@@ -60,12 +62,23 @@ impl GitFixture {
     /// Runs git; panics with its output on failure.
     pub fn git(&self, args: &[&str]) -> String {
         let out = std::process::Command::new("git")
-            .args(["-c", "user.name=zblade", "-c", "user.email=zblade@example.com", "-c", "commit.gpgsign=false"])
+            .args([
+                "-c",
+                "user.name=zblade",
+                "-c",
+                "user.email=zblade@example.com",
+                "-c",
+                "commit.gpgsign=false",
+            ])
             .args(args)
             .current_dir(self.root())
             .output()
             .expect("git runs");
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -90,7 +103,9 @@ impl GitFixture {
 
 /// `n` distinct lines of plausible code.
 pub fn code_lines(n: usize) -> String {
-    (1..=n).map(|i| format!("    let value_{i} = compute_{i}(input, {i});\n")).collect()
+    (1..=n)
+        .map(|i| format!("    let value_{i} = compute_{i}(input, {i});\n"))
+        .collect()
 }
 
 /// A conversation JSON with one message referencing `file` lines `start..=end`.

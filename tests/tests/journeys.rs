@@ -3,7 +3,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use zblade_engine::{Project, ProblemKind, SearchKind, SearchQuery};
+use zblade_engine::{ProblemKind, Project, SearchKind, SearchQuery};
 use zblade_tests::{conversation_json, zblade_bin};
 
 /// A writer killed with SIGKILL at any moment leaves every artifact whole (old or new, never
@@ -16,7 +16,11 @@ fn kill_dash_nine_during_adds_never_corrupts_an_artifact() {
     let files: Vec<String> = (0..40)
         .map(|i| {
             let name = format!("c{i}.json");
-            std::fs::write(dir.path().join(&name), conversation_json(&format!("conv_k{i}"), "payments", 200)).unwrap();
+            std::fs::write(
+                dir.path().join(&name),
+                conversation_json(&format!("conv_k{i}"), "payments", 200),
+            )
+            .unwrap();
             name
         })
         .collect();
@@ -71,7 +75,9 @@ fn adds_racing_a_reindex_leave_a_consistent_index() {
     }
     writer.join().unwrap();
     assert!(project.fsck(false).unwrap().problems.is_empty());
-    let hits = project.search(&SearchQuery::new("caching", 100, SearchKind::Conversations)).unwrap();
+    let hits = project
+        .search(&SearchQuery::new("caching", 100, SearchKind::Conversations))
+        .unwrap();
     assert_eq!(hits.len(), 30);
 }
 
@@ -81,8 +87,10 @@ fn an_artifact_written_without_its_index_rows_is_recovered() {
     let dir = tempfile::tempdir().unwrap();
     let (project, _) = Project::init(dir.path()).unwrap();
     let path = project.layout().conversation_path("conv_crashed");
-    let mut conv = zblade_core::parse_conversation(conversation_json("conv_crashed", "billing", 4).as_bytes(), "x").unwrap();
-    conv.prepare_for_store("proj_x", dir.path(), "x", Default::default()).unwrap();
+    let mut conv =
+        zblade_core::parse_conversation(conversation_json("conv_crashed", "billing", 4).as_bytes(), "x").unwrap();
+    conv.prepare_for_store("proj_x", dir.path(), "x", Default::default())
+        .unwrap();
     zblade_core::fsio::write_atomic(&path, &conv.to_artifact_json()).unwrap();
     drop(project);
 
@@ -91,7 +99,13 @@ fn an_artifact_written_without_its_index_rows_is_recovered() {
     assert_eq!(report.problems.len(), 1);
     assert_eq!(report.problems[0].kind, ProblemKind::Missing);
     assert!(project.fsck(true).unwrap().is_clean());
-    assert_eq!(project.search(&SearchQuery::new("billing", 10, SearchKind::Messages)).unwrap().len(), 4);
+    assert_eq!(
+        project
+            .search(&SearchQuery::new("billing", 10, SearchKind::Messages))
+            .unwrap()
+            .len(),
+        4
+    );
 }
 
 /// A project switched to server mode by hand is not silently written to locally.
@@ -104,7 +118,9 @@ fn server_mode_is_refused_plainly_by_local_writes() {
     settings.storage.mode = zblade_core::StorageMode::Server;
     settings.save(&settings_path).unwrap();
     let mut project = Project::open(dir.path()).unwrap();
-    let err = project.add_conversation(conversation_json("conv_s", "x", 1).as_bytes(), "s.json").unwrap_err();
+    let err = project
+        .add_conversation(conversation_json("conv_s", "x", 1).as_bytes(), "s.json")
+        .unwrap_err();
     assert!(err.is_user_error());
     assert!(err.to_string().contains("storage.mode"), "{err}");
     assert!(!project.layout().conversation_path("conv_s").exists());

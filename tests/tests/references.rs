@@ -14,12 +14,22 @@ const KEY: &str = "conv_ref/msg_1/0";
 fn project_with_reference() -> (GitFixture, Project) {
     let repo = GitFixture::new(&[("src/lib.rs", &code_lines(100)), ("README.md", "hello\n")]);
     let (mut project, _) = Project::init(repo.root()).unwrap();
-    project.add_conversation(referencing_conversation("conv_ref", "src/lib.rs", 40, 50).as_bytes(), "c.json").unwrap();
+    project
+        .add_conversation(
+            referencing_conversation("conv_ref", "src/lib.rs", 40, 50).as_bytes(),
+            "c.json",
+        )
+        .unwrap();
     (repo, project)
 }
 
 fn check(project: &mut Project) -> ReferenceReport {
-    project.check_references().unwrap().into_iter().find(|r| r.key == KEY).unwrap()
+    project
+        .check_references()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.key == KEY)
+        .unwrap()
 }
 
 fn live(r: &ReferenceReport) -> (String, [u32; 2]) {
@@ -36,8 +46,14 @@ fn capture_records_anchor_blob_and_commit() {
     let anchor = reference.anchor.as_ref().expect("anchor captured");
     assert_eq!(anchor.len, 11);
     assert_eq!(anchor.before.len(), 3);
-    assert_eq!(reference.commit.as_deref(), Some(repo.git(&["rev-parse", "HEAD"]).trim()));
-    assert_eq!(reference.git_hash.as_deref(), Some(repo.git(&["hash-object", "src/lib.rs"]).trim()));
+    assert_eq!(
+        reference.commit.as_deref(),
+        Some(repo.git(&["rev-parse", "HEAD"]).trim())
+    );
+    assert_eq!(
+        reference.git_hash.as_deref(),
+        Some(repo.git(&["hash-object", "src/lib.rs"]).trim())
+    );
     // The artifact keeps hashes only, never the code.
     let artifact = std::fs::read_to_string(project.layout().conversation_path("conv_ref")).unwrap();
     assert!(!artifact.contains("compute_40"), "code was copied into the artifact");
@@ -60,7 +76,10 @@ fn lines_inserted_above_shift_the_reference() {
 #[test]
 fn a_partly_edited_range_is_modified_and_shows_current_code() {
     let (repo, mut project) = project_with_reference();
-    let text = repo.read("src/lib.rs").replace("compute_44(", "recompute_44(").replace("compute_45(", "recompute_45(");
+    let text = repo
+        .read("src/lib.rs")
+        .replace("compute_44(", "recompute_44(")
+        .replace("compute_45(", "recompute_45(");
     repo.write("src/lib.rs", &text);
     let r = check(&mut project);
     assert_eq!(r.status, "modified");
@@ -77,11 +96,17 @@ fn git_mv_and_plain_mv_into_another_directory_are_followed() {
     let (repo, mut project) = project_with_reference();
     repo.git(&["mv", "src/lib.rs", "src/core.rs"]);
     let r = check(&mut project);
-    assert_eq!((r.status.as_str(), live(&r)), ("moved", ("src/core.rs".into(), [40, 50])));
+    assert_eq!(
+        (r.status.as_str(), live(&r)),
+        ("moved", ("src/core.rs".into(), [40, 50]))
+    );
     std::fs::create_dir_all(repo.root().join("lib/deep")).unwrap();
     std::fs::rename(repo.root().join("src/core.rs"), repo.root().join("lib/deep/moved.rs")).unwrap();
     let r = check(&mut project);
-    assert_eq!((r.status.as_str(), live(&r)), ("moved", ("lib/deep/moved.rs".into(), [40, 50])));
+    assert_eq!(
+        (r.status.as_str(), live(&r)),
+        ("moved", ("lib/deep/moved.rs".into(), [40, 50]))
+    );
 }
 
 #[test]
@@ -92,7 +117,11 @@ fn deleting_the_file_makes_the_reference_missing() {
     assert_eq!(r.status, "missing");
     assert!(r.live.is_none());
     assert!(r.reason.unwrap().contains("not found"));
-    assert_eq!(project.live_location(KEY).unwrap().unwrap().status, "missing", "stored in the index");
+    assert_eq!(
+        project.live_location(KEY).unwrap().unwrap().status,
+        "missing",
+        "stored in the index"
+    );
 }
 
 #[test]
@@ -117,7 +146,12 @@ fn crlf_files_anchor_like_lf_files() {
     let crlf = code_lines(60).replace('\n', "\r\n");
     let repo = GitFixture::new(&[("win.cs", &crlf)]);
     let (mut project, _) = Project::init(repo.root()).unwrap();
-    project.add_conversation(referencing_conversation("conv_ref", "win.cs", 10, 12).as_bytes(), "c.json").unwrap();
+    project
+        .add_conversation(
+            referencing_conversation("conv_ref", "win.cs", 10, 12).as_bytes(),
+            "c.json",
+        )
+        .unwrap();
     assert_eq!(check(&mut project).status, "ok");
     let code = project.reference(KEY).unwrap().code.unwrap();
     assert_eq!(code[0], "    let value_10 = compute_10(input, 10);", "no stray \\r");
@@ -153,7 +187,12 @@ fn a_project_without_git_still_tracks_references() {
     std::fs::create_dir_all(dir.path().join("src")).unwrap();
     std::fs::write(dir.path().join("src/lib.rs"), code_lines(100)).unwrap();
     let (mut project, _) = Project::init(dir.path()).unwrap();
-    project.add_conversation(referencing_conversation("conv_ref", "src/lib.rs", 40, 50).as_bytes(), "c.json").unwrap();
+    project
+        .add_conversation(
+            referencing_conversation("conv_ref", "src/lib.rs", 40, 50).as_bytes(),
+            "c.json",
+        )
+        .unwrap();
     let stored = &project.stored_references().unwrap()[0];
     assert!(stored.commit.is_none());
     assert!(stored.git_hash.is_some(), "a content hash even without git");
@@ -181,7 +220,12 @@ impl Watching {
             let mut project = Project::open(&root).unwrap();
             project.watch(options, &flag, |e| send.send(e).unwrap()).unwrap();
         });
-        let mut watching = Watching { stop, events, thread: Some(thread), notices: Vec::new() };
+        let mut watching = Watching {
+            stop,
+            events,
+            thread: Some(thread),
+            notices: Vec::new(),
+        };
         loop {
             match watching.next() {
                 WatchEvent::Ready { .. } => break,
@@ -193,7 +237,9 @@ impl Watching {
     }
 
     fn next(&self) -> WatchEvent {
-        self.events.recv_timeout(Duration::from_secs(20)).expect("a watch event within 20 s")
+        self.events
+            .recv_timeout(Duration::from_secs(20))
+            .expect("a watch event within 20 s")
     }
 
     /// Waits until an update reports `key` with the given status.
@@ -250,7 +296,10 @@ fn the_watcher_keeps_live_locations_current() {
     // Live locations are in the index, for other processes to read.
     let reader = Project::open(repo.root()).unwrap();
     let stored = reader.live_location(KEY).unwrap().unwrap();
-    assert_eq!((stored.status.as_str(), stored.file.as_deref()), ("moved", Some("elsewhere/again.rs")));
+    assert_eq!(
+        (stored.status.as_str(), stored.file.as_deref()),
+        ("moved", Some("elsewhere/again.rs"))
+    );
 }
 
 #[test]
@@ -272,12 +321,24 @@ fn the_watcher_rechecks_everything_when_head_moves() {
 fn without_live_events_the_watcher_says_so_once_and_rescans() {
     let (repo, project) = project_with_reference();
     drop(project);
-    let options = WatchOptions { force_rescan_mode: true, rescan_interval: Duration::from_millis(300), ..Default::default() };
+    let options = WatchOptions {
+        force_rescan_mode: true,
+        rescan_interval: Duration::from_millis(300),
+        ..Default::default()
+    };
     let watching = Watching::start(repo.root(), options);
-    assert!(watching.notices.iter().any(|m| m.contains("periodically")), "{:?}", watching.notices);
+    assert!(
+        watching.notices.iter().any(|m| m.contains("periodically")),
+        "{:?}",
+        watching.notices
+    );
     repo.write("src/lib.rs", &format!("// x\n{}", code_lines(100)));
     assert_eq!(live(&watching.until("shifted")).1, [41, 51]);
-    let notices = watching.events.try_iter().filter(|e| matches!(e, WatchEvent::Notice(_))).count();
+    let notices = watching
+        .events
+        .try_iter()
+        .filter(|e| matches!(e, WatchEvent::Notice(_)))
+        .count();
     assert_eq!(notices, 0, "the notice is said once");
 }
 
@@ -291,6 +352,10 @@ fn ignored_and_internal_files_do_not_trigger_checks() {
     repo.write(".zblade/cache/x.json", "{}\n");
     repo.write("unreferenced.rs", "fn x() {}\n");
     std::thread::sleep(Duration::from_millis(600));
-    let updates = watching.events.try_iter().filter(|e| matches!(e, WatchEvent::Updated { .. })).count();
+    let updates = watching
+        .events
+        .try_iter()
+        .filter(|e| matches!(e, WatchEvent::Updated { .. }))
+        .count();
     assert_eq!(updates, 0, "no reference is affected by those files");
 }

@@ -17,9 +17,16 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
-            let user_asked = matches!(err.kind(), clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion);
+            let user_asked = matches!(
+                err.kind(),
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+            );
             let _ = err.print();
-            return if user_asked { ExitCode::SUCCESS } else { ExitCode::from(1) };
+            return if user_asked {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            };
         }
     };
     let json = cli.json;
@@ -73,10 +80,14 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 inputs.push(read_input(file)?);
             }
             let outcomes = if is_moment {
-                let parsed = inputs.iter().map(|(bytes, name)| Ok((parse_moment(bytes, name)?, name.clone())));
+                let parsed = inputs
+                    .iter()
+                    .map(|(bytes, name)| Ok((parse_moment(bytes, name)?, name.clone())));
                 project.add_moments(parsed.collect::<Result<_, Error>>()?)?
             } else {
-                let parsed = inputs.iter().map(|(bytes, name)| Ok((parse_conversation(bytes, name)?, name.clone())));
+                let parsed = inputs
+                    .iter()
+                    .map(|(bytes, name)| Ok((parse_conversation(bytes, name)?, name.clone())));
                 project.add_conversations(parsed.collect::<Result<_, Error>>()?)?
             };
             out.added(&outcomes, is_moment)?;
@@ -142,7 +153,10 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             let flag = stop.clone();
             ctrlc::set_handler(move || flag.store(true, std::sync::atomic::Ordering::Relaxed))
                 .map_err(|e| Error::Usage(format!("cannot install the Ctrl-C handler: {e}")))?;
-            let options = WatchOptions { debounce: std::time::Duration::from_millis(debounce_ms), ..Default::default() };
+            let options = WatchOptions {
+                debounce: std::time::Duration::from_millis(debounce_ms),
+                ..Default::default()
+            };
             let mut result = Ok(());
             project.watch(options, &stop, |event| {
                 if result.is_ok() {
@@ -175,7 +189,9 @@ fn project_root(explicit: Option<&Path>) -> Result<PathBuf, Error> {
 fn read_input(file: &str) -> Result<(Vec<u8>, String), Error> {
     if file == "-" {
         let mut bytes = Vec::new();
-        std::io::stdin().read_to_end(&mut bytes).map_err(|e| Error::io("<stdin>", e))?;
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io("<stdin>", e))?;
         return Ok((bytes, "<stdin>".to_string()));
     }
     let path = Path::new(file);

@@ -46,7 +46,11 @@ fn human_bytes(bytes: u64) -> String {
         value /= 1024.0;
         unit += 1;
     }
-    if unit == 0 { format!("{bytes} B") } else { format!("{value:.1} {}", UNITS[unit]) }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
 }
 
 impl<W: Write> Out<W> {
@@ -67,7 +71,11 @@ impl<W: Write> Out<W> {
 
     fn highlight(&self, snippet: &str) -> String {
         let flat = one_line(snippet, 400);
-        if self.color { flat.replace('«', "\x1b[1m").replace('»', "\x1b[0m") } else { flat }
+        if self.color {
+            flat.replace('«', "\x1b[1m").replace('»', "\x1b[0m")
+        } else {
+            flat
+        }
     }
 
     pub fn init(&mut self, report: &InitReport) -> R {
@@ -76,16 +84,26 @@ impl<W: Write> Out<W> {
         }
         let dir = report.root.join(".zblade");
         if report.created.is_empty() && !report.settings_completed {
-            line!(self, "zblade memory already set up in {} (nothing changed)", dir.display())
+            line!(
+                self,
+                "zblade memory already set up in {} (nothing changed)",
+                dir.display()
+            )
         } else {
             line!(self, "zblade memory ready in {}", dir.display())?;
             for path in &report.created {
                 line!(self, "  created {path}")?;
             }
             if report.settings_completed {
-                line!(self, "  added missing fields to .zblade/config/settings.json (your values kept)")?;
+                line!(
+                    self,
+                    "  added missing fields to .zblade/config/settings.json (your values kept)"
+                )?;
             }
-            line!(self, "Next: zblade add conversation FILE.json, then zblade search WORDS")
+            line!(
+                self,
+                "Next: zblade add conversation FILE.json, then zblade search WORDS"
+            )
         }
     }
 
@@ -109,11 +127,26 @@ impl<W: Write> Out<W> {
             return self.json(rows);
         }
         if rows.is_empty() {
-            return line!(self, "No conversations yet. Add one with: zblade add conversation FILE.json");
+            return line!(
+                self,
+                "No conversations yet. Add one with: zblade add conversation FILE.json"
+            );
         }
         for c in rows {
-            let tags = if c.tags.is_empty() { String::new() } else { format!("  [{}]", c.tags.join(", ")) };
-            line!(self, "{}  {}  {:>4} msgs  {}{}", c.id, &c.updated_at[..16.min(c.updated_at.len())], c.message_count, one_line(&c.title, 60), tags)?;
+            let tags = if c.tags.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", c.tags.join(", "))
+            };
+            line!(
+                self,
+                "{}  {}  {:>4} msgs  {}{}",
+                c.id,
+                &c.updated_at[..16.min(c.updated_at.len())],
+                c.message_count,
+                one_line(&c.title, 60),
+                tags
+            )?;
         }
         Ok(())
     }
@@ -126,7 +159,11 @@ impl<W: Write> Out<W> {
             return line!(self, "No moments yet. Add one with: zblade add moment FILE.json");
         }
         for m in rows {
-            let tags = if m.tags.is_empty() { String::new() } else { format!("  [{}]", m.tags.join(", ")) };
+            let tags = if m.tags.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", m.tags.join(", "))
+            };
             line!(self, "{}  {:<8}  {}{}", m.id, m.kind, one_line(&m.content, 70), tags)?;
         }
         Ok(())
@@ -137,17 +174,32 @@ impl<W: Write> Out<W> {
             return self.json(shown);
         }
         match shown {
-            Shown::Conversation { conversation: c, references } => {
+            Shown::Conversation {
+                conversation: c,
+                references,
+            } => {
                 line!(self, "{}", c.title)?;
-                line!(self, "{}  ·  {} messages  ·  created {}  ·  updated {}", c.conversation_id, c.messages.len(),
-                    c.created_at.map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string()).unwrap_or_default(),
-                    c.updated_at.map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string()).unwrap_or_default())?;
+                line!(
+                    self,
+                    "{}  ·  {} messages  ·  created {}  ·  updated {}",
+                    c.conversation_id,
+                    c.messages.len(),
+                    c.created_at
+                        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+                        .unwrap_or_default(),
+                    c.updated_at
+                        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+                        .unwrap_or_default()
+                )?;
                 if !c.metadata.tags.is_empty() {
                     line!(self, "tags: {}", c.metadata.tags.join(", "))?;
                 }
                 for m in &c.messages {
                     line!(self)?;
-                    let refs: Vec<&ReferenceReport> = references.iter().filter(|r| r.message_id.as_deref() == Some(&m.id)).collect();
+                    let refs: Vec<&ReferenceReport> = references
+                        .iter()
+                        .filter(|r| r.message_id.as_deref() == Some(&m.id))
+                        .collect();
                     self.message(m, &refs, usize::MAX)?;
                 }
                 for m in &c.moments {
@@ -157,7 +209,13 @@ impl<W: Write> Out<W> {
                 Ok(())
             }
             Shown::Moment { moment: m, references } => {
-                line!(self, "{} {}  (relevance {:.2})", m.kind.as_str(), m.id, m.relevance_score)?;
+                line!(
+                    self,
+                    "{} {}  (relevance {:.2})",
+                    m.kind.as_str(),
+                    m.id,
+                    m.relevance_score
+                )?;
                 if let Some(conv) = &m.conversation_id {
                     line!(self, "from {conv}")?;
                 }
@@ -175,7 +233,10 @@ impl<W: Write> Out<W> {
                 }
                 Ok(())
             }
-            Shown::InlineMoment { conversation_id, moment: m } => {
+            Shown::InlineMoment {
+                conversation_id,
+                moment: m,
+            } => {
                 line!(self, "{} {}  (in {conversation_id})", m.kind.as_str(), m.id)?;
                 line!(self)?;
                 line!(self, "{}", m.content)
@@ -195,7 +256,10 @@ impl<W: Write> Out<W> {
     }
 
     fn message(&mut self, m: &zblade_engine::Message, refs: &[&ReferenceReport], max_lines: usize) -> R {
-        let when = m.timestamp.map(|t| t.format("%Y-%m-%d %H:%M").to_string()).unwrap_or_default();
+        let when = m
+            .timestamp
+            .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+            .unwrap_or_default();
         line!(self, "── {} · {} · {}", m.role.as_str(), when, m.id)?;
         line!(self, "{}", m.content.trim_end())?;
         for r in refs {
@@ -235,7 +299,13 @@ impl<W: Write> Out<W> {
                 line!(self, "    {:>width$} │ {}", live.lines[0] as usize + i, text)?;
             }
             if code.len() > max_lines {
-                line!(self, "    {:>width$} │ … {} more line(s): zblade refs show {}", "", code.len() - max_lines, r.key)?;
+                line!(
+                    self,
+                    "    {:>width$} │ … {} more line(s): zblade refs show {}",
+                    "",
+                    code.len() - max_lines,
+                    r.key
+                )?;
             }
         }
         Ok(())
@@ -255,8 +325,17 @@ impl<W: Write> Out<W> {
                 _ => h.id.clone(),
             };
             let label = h.label.as_deref().map(|l| format!("{l}, ")).unwrap_or_default();
-            let kind = serde_json::to_value(h.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
-            line!(self, "{:>2}. [{kind}] {place}  ({label}{})  score {:.2}", i + 1, &h.timestamp[..10.min(h.timestamp.len())], h.score)?;
+            let kind = serde_json::to_value(h.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default();
+            line!(
+                self,
+                "{:>2}. [{kind}] {place}  ({label}{})  score {:.2}",
+                i + 1,
+                &h.timestamp[..10.min(h.timestamp.len())],
+                h.score
+            )?;
             if let Some(title) = &h.title {
                 line!(self, "    {}", one_line(title, 80))?;
             }
@@ -274,7 +353,10 @@ impl<W: Write> Out<W> {
             return self.json(refs);
         }
         if total == 0 {
-            return line!(self, "No code references yet. They come with conversations and moments that cite files.");
+            return line!(
+                self,
+                "No code references yet. They come with conversations and moments that cite files."
+            );
         }
         for r in refs {
             let live = match &r.live {
@@ -282,7 +364,17 @@ impl<W: Write> Out<W> {
                 None => "—".into(),
             };
             let drift = if r.drift.is_some() { "  drift" } else { "" };
-            line!(self, "{:<10} {}:{}-{} → {}{}  {}", r.status, r.captured.file, r.captured.lines[0], r.captured.lines[1], live, drift, r.key)?;
+            line!(
+                self,
+                "{:<10} {}:{}-{} → {}{}  {}",
+                r.status,
+                r.captured.file,
+                r.captured.lines[0],
+                r.captured.lines[1],
+                live,
+                drift,
+                r.key
+            )?;
         }
         let mut counts: Vec<(String, usize)> = Vec::new();
         for r in refs {
@@ -292,7 +384,12 @@ impl<W: Write> Out<W> {
             }
         }
         let summary: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
-        line!(self, "{} of {total} reference(s) listed: {}", refs.len(), summary.join(", "))
+        line!(
+            self,
+            "{} of {total} reference(s) listed: {}",
+            refs.len(),
+            summary.join(", ")
+        )
     }
 
     pub fn reference(&mut self, r: &ReferenceReport) -> R {
@@ -306,8 +403,15 @@ impl<W: Write> Out<W> {
     pub fn watch_event(&mut self, event: &WatchEvent) -> R {
         if self.json {
             let value = match event {
-                WatchEvent::Ready { references, not_ok } => serde_json::json!({"event": "ready", "references": references, "not_ok": not_ok}),
-                WatchEvent::Updated { trigger, checked, changed, elapsed } => serde_json::json!({
+                WatchEvent::Ready { references, not_ok } => {
+                    serde_json::json!({"event": "ready", "references": references, "not_ok": not_ok})
+                }
+                WatchEvent::Updated {
+                    trigger,
+                    checked,
+                    changed,
+                    elapsed,
+                } => serde_json::json!({
                     "event": "updated", "trigger": trigger, "checked": checked, "changed": changed,
                     "elapsed_ms": elapsed.as_secs_f64() * 1000.0}),
                 WatchEvent::Notice(message) => serde_json::json!({"event": "notice", "message": message}),
@@ -316,10 +420,23 @@ impl<W: Write> Out<W> {
         }
         match event {
             WatchEvent::Ready { references, not_ok } => {
-                line!(self, "Watching: {references} reference(s) checked, {not_ok} not ok. Ctrl-C stops.")
+                line!(
+                    self,
+                    "Watching: {references} reference(s) checked, {not_ok} not ok. Ctrl-C stops."
+                )
             }
-            WatchEvent::Updated { trigger, checked, changed, elapsed } => {
-                line!(self, "{trigger}: {checked} reference(s) re-checked in {:.0} ms, {} changed", elapsed.as_secs_f64() * 1000.0, changed.len())?;
+            WatchEvent::Updated {
+                trigger,
+                checked,
+                changed,
+                elapsed,
+            } => {
+                line!(
+                    self,
+                    "{trigger}: {checked} reference(s) re-checked in {:.0} ms, {} changed",
+                    elapsed.as_secs_f64() * 1000.0,
+                    changed.len()
+                )?;
                 for r in changed {
                     self.reference_block(r, 0)?;
                 }
@@ -346,7 +463,11 @@ impl<W: Write> Out<W> {
             r.elapsed.as_secs_f64()
         )?;
         if !r.skipped.is_empty() {
-            line!(self, "Skipped {} artifact(s) that could not be indexed (the files are untouched):", r.skipped.len())?;
+            line!(
+                self,
+                "Skipped {} artifact(s) that could not be indexed (the files are untouched):",
+                r.skipped.len()
+            )?;
             for (path, why) in &r.skipped {
                 line!(self, "  {path}: {why}")?;
             }
@@ -362,7 +483,10 @@ impl<W: Write> Out<W> {
             return line!(self, "ok: {} artifacts, index matches", report.artifacts);
         }
         for p in &report.problems {
-            let kind = serde_json::to_value(p.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+            let kind = serde_json::to_value(p.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default();
             let fixed = if p.repaired { "  [repaired]" } else { "" };
             line!(self, "{kind:<13} {}  {}{fixed}", p.path, p.detail)?;
         }
@@ -370,24 +494,52 @@ impl<W: Write> Out<W> {
         if open == 0 {
             line!(self, "{} problem(s) found and repaired.", report.problems.len())
         } else if repair {
-            line!(self, "{open} problem(s) need you: fix the named files, then run `zblade fsck --repair` again.")
+            line!(
+                self,
+                "{open} problem(s) need you: fix the named files, then run `zblade fsck --repair` again."
+            )
         } else {
-            line!(self, "{open} problem(s). Run `zblade fsck --repair` to bring the index in line with the artifacts.")
+            line!(
+                self,
+                "{open} problem(s). Run `zblade fsck --repair` to bring the index in line with the artifacts."
+            )
         }
     }
 
     pub fn status(&mut self, s: &Status, health: &[(String, i64)]) -> R {
         if self.json {
             let mut value = serde_json::to_value(s).map_err(|e| Error::io("<stdout>", e.into()))?;
-            value["reference_health"] = health.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>().into();
+            value["reference_health"] = health
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::json!(v)))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
             return self.json(&value);
         }
         line!(self, "project       {}  ({})", s.root, s.project_id)?;
         line!(self, "storage mode  {}", s.storage_mode)?;
-        line!(self, "artifacts     {} conversations, {} moments  ({})", s.conversation_artifacts, s.moment_artifacts, human_bytes(s.artifacts_bytes))?;
-        line!(self, "indexed       {} conversations, {} messages, {} moments, {} code references to {} files",
-            s.indexed.conversations, s.indexed.messages, s.indexed.moments, s.indexed.code_references, s.indexed.referenced_files)?;
-        line!(self, "index         {}  (schema v{})", human_bytes(s.index_bytes), s.schema_version)?;
+        line!(
+            self,
+            "artifacts     {} conversations, {} moments  ({})",
+            s.conversation_artifacts,
+            s.moment_artifacts,
+            human_bytes(s.artifacts_bytes)
+        )?;
+        line!(
+            self,
+            "indexed       {} conversations, {} messages, {} moments, {} code references to {} files",
+            s.indexed.conversations,
+            s.indexed.messages,
+            s.indexed.moments,
+            s.indexed.code_references,
+            s.indexed.referenced_files
+        )?;
+        line!(
+            self,
+            "index         {}  (schema v{})",
+            human_bytes(s.index_bytes),
+            s.schema_version
+        )?;
         line!(self, "cache         {}", human_bytes(s.cache_bytes))?;
         line!(self, "index health  {}", s.index_health)?;
         let refs: Vec<String> = health.iter().map(|(k, v)| format!("{v} {k}")).collect();

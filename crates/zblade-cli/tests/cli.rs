@@ -73,15 +73,27 @@ const JWT: &str = r#"{"title": "Implement JWT authentication", "metadata": {"tag
   ]}"#;
 
 fn artifact_count(dir: &Path) -> usize {
-    std::fs::read_dir(dir.join(".zblade/artifacts/conversations")).unwrap().count()
-        + std::fs::read_dir(dir.join(".zblade/artifacts/moments")).unwrap().count()
+    std::fs::read_dir(dir.join(".zblade/artifacts/conversations"))
+        .unwrap()
+        .count()
+        + std::fs::read_dir(dir.join(".zblade/artifacts/moments"))
+            .unwrap()
+            .count()
 }
 
 #[test]
 fn init_creates_the_rfc_layout_and_is_idempotent() {
     let dir = project();
     let z = dir.path().join(".zblade");
-    for path in ["instructions.md", "config/settings.json", "artifacts/conversations", "artifacts/moments", "index/conversations.db", "cache", ".gitignore"] {
+    for path in [
+        "instructions.md",
+        "config/settings.json",
+        "artifacts/conversations",
+        "artifacts/moments",
+        "index/conversations.db",
+        "cache",
+        ".gitignore",
+    ] {
         assert!(z.join(path).exists(), "{path} missing");
     }
     let gitignore = std::fs::read_to_string(z.join(".gitignore")).unwrap();
@@ -93,10 +105,17 @@ fn init_creates_the_rfc_layout_and_is_idempotent() {
 
     // The user's words are never overwritten; unknown settings survive while missing ones are added.
     std::fs::write(z.join("instructions.md"), "Use tabs.\n").unwrap();
-    std::fs::write(z.join("config/settings.json"), r#"{"storage": {"mode": "local", "future": 1}, "theme": "dark"}"#).unwrap();
+    std::fs::write(
+        z.join("config/settings.json"),
+        r#"{"storage": {"mode": "local", "future": 1}, "theme": "dark"}"#,
+    )
+    .unwrap();
     let report = json(dir.path(), &["init"]);
     assert_eq!(report["settings_completed"], true);
-    assert_eq!(std::fs::read_to_string(z.join("instructions.md")).unwrap(), "Use tabs.\n");
+    assert_eq!(
+        std::fs::read_to_string(z.join("instructions.md")).unwrap(),
+        "Use tabs.\n"
+    );
     let settings: Value = serde_json::from_slice(&std::fs::read(z.join("config/settings.json")).unwrap()).unwrap();
     assert_eq!(settings["theme"], "dark");
     assert_eq!(settings["storage"]["future"], 1);
@@ -137,7 +156,10 @@ fn add_search_show_and_update_a_conversation() {
 
     let shown = json(dir.path(), &["show", &id]);
     assert_eq!(shown["kind"], "conversation");
-    assert_eq!(shown["conversation"]["messages"][0]["code_references"][0]["file"], "src/auth.ts");
+    assert_eq!(
+        shown["conversation"]["messages"][0]["code_references"][0]["file"],
+        "src/auth.ts"
+    );
     let msg_id = shown["conversation"]["messages"][1]["id"].as_str().unwrap().to_string();
     let shown = json(dir.path(), &["show", &msg_id]);
     assert_eq!(shown["matches"][0]["conversation_id"], id.as_str());
@@ -148,7 +170,10 @@ fn add_search_show_and_update_a_conversation() {
     let updated = json_stdin(dir.path(), &["add", "conversation", "-"], conv.to_string().as_bytes());
     assert_eq!(updated[0]["created"], false);
     assert_eq!(updated[0]["id"], id.as_str());
-    assert_eq!(json(dir.path(), &["list", "conversations"]).as_array().unwrap().len(), 1);
+    assert_eq!(
+        json(dir.path(), &["list", "conversations"]).as_array().unwrap().len(),
+        1
+    );
     assert!(json(dir.path(), &["search", "expires"]).as_array().unwrap().is_empty());
     assert_eq!(json(dir.path(), &["search", "signing"]).as_array().unwrap().len(), 1);
 
@@ -171,20 +196,47 @@ fn json_stdin(dir: &Path, args: &[&str], stdin: &[u8]) -> Value {
 #[test]
 fn moments_are_added_listed_and_filtered() {
     let dir = project();
-    write(dir.path(), "m.json", r#"{"type": "decision", "content": "Refresh tokens live 7 days in Redis", "tags": ["auth"],
-        "code_references": [{"file": "src/auth.ts", "lines": [1, 5], "purpose": "token store"}]}"#);
+    write(
+        dir.path(),
+        "m.json",
+        r#"{"type": "decision", "content": "Refresh tokens live 7 days in Redis", "tags": ["auth"],
+        "code_references": [{"file": "src/auth.ts", "lines": [1, 5], "purpose": "token store"}]}"#,
+    );
     let added = json(dir.path(), &["add", "moment", "m.json"]);
     let id = added[0]["id"].as_str().unwrap();
     assert!(id.starts_with("moment_"));
-    assert_eq!(json(dir.path(), &["list", "moments", "--type", "decision"]).as_array().unwrap().len(), 1);
-    assert_eq!(json(dir.path(), &["list", "moments", "--type", "pattern"]).as_array().unwrap().len(), 0);
+    assert_eq!(
+        json(dir.path(), &["list", "moments", "--type", "decision"])
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        json(dir.path(), &["list", "moments", "--type", "pattern"])
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
     assert_eq!(json(dir.path(), &["search", "redis", "--kind", "moments"])[0]["id"], id);
-    assert_eq!(json(dir.path(), &["show", id])["moment"]["content"], "Refresh tokens live 7 days in Redis");
+    assert_eq!(
+        json(dir.path(), &["show", id])["moment"]["content"],
+        "Refresh tokens live 7 days in Redis"
+    );
 
-    write(dir.path(), "orphan.json", r#"{"type": "pattern", "content": "x", "conversation_id": "conv_nope"}"#);
+    write(
+        dir.path(),
+        "orphan.json",
+        r#"{"type": "pattern", "content": "x", "conversation_id": "conv_nope"}"#,
+    );
     let run = zblade(dir.path(), &["add", "moment", "orphan.json"]);
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("orphan.json") && run.stderr.contains("conversation_id"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("orphan.json") && run.stderr.contains("conversation_id"),
+        "{}",
+        run.stderr
+    );
 }
 
 /// Each bad input exits 1 with one line on stderr naming the file and field, and writes nothing.
@@ -198,7 +250,9 @@ fn bad_input_is_refused_with_file_and_field_and_loses_nothing() {
     std::os::unix::fs::symlink(outside.path(), dir.path().join("src/escape")).unwrap();
 
     let reference = |file: &str, lines: &str| {
-        format!(r#"{{"messages": [{{"role": "user", "content": "a", "code_references": [{{"file": "{file}", "lines": {lines}}}]}}]}}"#)
+        format!(
+            r#"{{"messages": [{{"role": "user", "content": "a", "code_references": [{{"file": "{file}", "lines": {lines}}}]}}]}}"#
+        )
     };
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("truncated.json", b"{\"messages\": [{\"role\": \"user\", ".to_vec(), "truncated.json:1:"),
@@ -213,13 +267,30 @@ fn bad_input_is_refused_with_file_and_field_and_loses_nothing() {
         ("id.json", br#"{"conversation_id": "conv_../../x", "messages": []}"#.to_vec(), "conversation_id"),
     ];
     #[cfg(unix)]
-    let cases = [cases, vec![("symlink.json", reference("src/escape/secret.rs", "[1, 1]").into_bytes(), "symlink")]].concat();
+    let cases = [
+        cases,
+        vec![(
+            "symlink.json",
+            reference("src/escape/secret.rs", "[1, 1]").into_bytes(),
+            "symlink",
+        )],
+    ]
+    .concat();
     for (name, bytes, expected) in cases {
         std::fs::write(dir.path().join(name), &bytes).unwrap();
         let run = zblade(dir.path(), &["add", "conversation", name]);
         assert_eq!(run.code, 1, "{name}: {}", run.stderr);
-        assert_eq!(run.stderr.lines().count(), 1, "{name}: one line expected: {}", run.stderr);
-        assert!(run.stderr.contains(name) && run.stderr.contains(expected), "{name}: {}", run.stderr);
+        assert_eq!(
+            run.stderr.lines().count(),
+            1,
+            "{name}: one line expected: {}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains(name) && run.stderr.contains(expected),
+            "{name}: {}",
+            run.stderr
+        );
         assert_eq!(artifact_count(dir.path()), 0, "{name} wrote an artifact");
     }
     let run = zblade(dir.path(), &["--json", "add", "conversation", "missing.json"]);
@@ -237,7 +308,15 @@ fn any_search_text_is_safe() {
     let dir = project();
     write(dir.path(), "jwt.json", JWT);
     ok(dir.path(), &["add", "conversation", "jwt.json"]);
-    for query in [r#"" * ( ) : ^ - + { } [ ] NEAR AND OR NOT"#, r#""jwt"#, r#"jwt""#, r#"a"b"c"#, "NEAR(", "jwt*", "\\"] {
+    for query in [
+        r#"" * ( ) : ^ - + { } [ ] NEAR AND OR NOT"#,
+        r#""jwt"#,
+        r#"jwt""#,
+        r#"a"b"c"#,
+        "NEAR(",
+        "jwt*",
+        "\\",
+    ] {
         let run = zblade(dir.path(), &["search", query]);
         assert_eq!(run.code, 0, "{query}: {}", run.stderr);
     }
@@ -248,20 +327,37 @@ fn any_search_text_is_safe() {
 fn fsck_sees_edits_behind_the_index_and_repair_fixes_them() {
     let dir = project();
     for i in 0..3 {
-        write(dir.path(), &format!("c{i}.json"), &JWT.replace("JWT authentication", &format!("JWT part {i}")));
+        write(
+            dir.path(),
+            &format!("c{i}.json"),
+            &JWT.replace("JWT authentication", &format!("JWT part {i}")),
+        );
     }
     let added = json(dir.path(), &["add", "conversation", "c0.json", "c1.json", "c2.json"]);
     let path = |i: usize| dir.path().join(added[i]["artifact_path"].as_str().unwrap());
     assert_eq!(zblade(dir.path(), &["fsck"]).code, 0);
 
     std::fs::remove_file(path(0)).unwrap(); // deleted behind the index's back
-    let edited = std::fs::read_to_string(path(1)).unwrap().replace("rotate it on use", "rotate it hourly");
+    let edited = std::fs::read_to_string(path(1))
+        .unwrap()
+        .replace("rotate it on use", "rotate it hourly");
     std::fs::write(path(1), edited).unwrap(); // edited by hand
     let unreadable = std::fs::read_to_string(path(2)).unwrap();
     std::fs::write(path(2), &unreadable[..unreadable.len() / 2]).unwrap(); // truncated
     let copy = dir.path().join(".zblade/artifacts/conversations/conv_01NEWFILE.json");
-    std::fs::write(&copy, std::fs::read_to_string(path(1)).unwrap().replace(added[1]["id"].as_str().unwrap(), "conv_01NEWFILE")).unwrap();
-    std::fs::write(dir.path().join(".zblade/artifacts/conversations/.x.json.zblade-tmp-1-2"), "partial").unwrap();
+    std::fs::write(
+        &copy,
+        std::fs::read_to_string(path(1))
+            .unwrap()
+            .replace(added[1]["id"].as_str().unwrap(), "conv_01NEWFILE"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path()
+            .join(".zblade/artifacts/conversations/.x.json.zblade-tmp-1-2"),
+        "partial",
+    )
+    .unwrap();
 
     let run = zblade(dir.path(), &["--json", "fsck"]);
     assert_eq!(run.code, 1);
@@ -270,7 +366,12 @@ fn fsck_sees_edits_behind_the_index_and_repair_fixes_them() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p["kind"].as_str().unwrap().to_string(), p["path"].as_str().unwrap().to_string()))
+        .map(|p| {
+            (
+                p["kind"].as_str().unwrap().to_string(),
+                p["path"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     let has = |kind: &str, path: &Path| kinds.iter().any(|(k, p)| k == kind && path.ends_with(p));
     assert!(has("extra", &path(0)), "{kinds:?}");
@@ -280,11 +381,23 @@ fn fsck_sees_edits_behind_the_index_and_repair_fixes_them() {
     assert!(kinds.iter().any(|(k, _)| k == "leftover"), "{kinds:?}");
 
     let run = zblade(dir.path(), &["fsck", "--repair"]);
-    assert_eq!(run.code, 1, "the truncated artifact still needs the user: {}", run.stdout);
+    assert_eq!(
+        run.code, 1,
+        "the truncated artifact still needs the user: {}",
+        run.stdout
+    );
     assert!(run.stdout.contains("unreadable"));
-    assert_eq!(json(dir.path(), &["search", "hourly"]).as_array().unwrap().len(), 2, "changed + missing indexed");
+    assert_eq!(
+        json(dir.path(), &["search", "hourly"]).as_array().unwrap().len(),
+        2,
+        "changed + missing indexed"
+    );
     let titles = json(dir.path(), &["search", "part", "--kind", "conversations"]);
-    assert_eq!(titles.as_array().unwrap().len(), 2, "part 1 and its copy; part 0 deleted, part 2 unreadable: {titles}");
+    assert_eq!(
+        titles.as_array().unwrap().len(),
+        2,
+        "part 1 and its copy; part 0 deleted, part 2 unreadable: {titles}"
+    );
     std::fs::write(path(2), unreadable).unwrap();
     assert_eq!(zblade(dir.path(), &["fsck", "--repair"]).code, 0);
     assert_eq!(zblade(dir.path(), &["fsck"]).code, 0);
@@ -293,27 +406,53 @@ fn fsck_sees_edits_behind_the_index_and_repair_fixes_them() {
 #[test]
 fn reindex_gives_the_same_results_as_incremental_indexing() {
     let dir = project();
-    let topics = ["jwt refresh", "cache eviction", "jwt rotation", "database migration", "cache warmup"];
+    let topics = [
+        "jwt refresh",
+        "cache eviction",
+        "jwt rotation",
+        "database migration",
+        "cache warmup",
+    ];
     for (i, topic) in topics.iter().enumerate() {
-        write(dir.path(), &format!("t{i}.json"), &format!(
-            r#"{{"title": "{topic}", "messages": [{{"role": "user", "content": "tell me about {topic}"}}, {{"role": "assistant", "content": "{topic} works like this, with a cache and a jwt"}}],
-                "moments": [{{"type": "pattern", "content": "{topic} pattern"}}]}}"#));
+        write(
+            dir.path(),
+            &format!("t{i}.json"),
+            &format!(
+                r#"{{"title": "{topic}", "messages": [{{"role": "user", "content": "tell me about {topic}"}}, {{"role": "assistant", "content": "{topic} works like this, with a cache and a jwt"}}],
+                "moments": [{{"type": "pattern", "content": "{topic} pattern"}}]}}"#
+            ),
+        );
         ok(dir.path(), &["add", "conversation", &format!("t{i}.json")]);
     }
-    let queries = [vec!["jwt"], vec!["cache", "jwt"], vec!["pattern", "--kind", "moments"], vec!["jwt", "--kind", "conversations"], vec!["works", "--limit", "3"]];
-    let before: Vec<Value> = queries.iter().map(|q| json(dir.path(), &[&["search"][..], q].concat())).collect();
+    let queries = [
+        vec!["jwt"],
+        vec!["cache", "jwt"],
+        vec!["pattern", "--kind", "moments"],
+        vec!["jwt", "--kind", "conversations"],
+        vec!["works", "--limit", "3"],
+    ];
+    let before: Vec<Value> = queries
+        .iter()
+        .map(|q| json(dir.path(), &[&["search"][..], q].concat()))
+        .collect();
     let list_before = json(dir.path(), &["list", "conversations"]);
     let report = json(dir.path(), &["reindex"]);
     assert_eq!(report["conversations"], 5);
     assert_eq!(report["messages"], 10);
-    let after: Vec<Value> = queries.iter().map(|q| json(dir.path(), &[&["search"][..], q].concat())).collect();
+    let after: Vec<Value> = queries
+        .iter()
+        .map(|q| json(dir.path(), &[&["search"][..], q].concat()))
+        .collect();
     assert_eq!(before, after);
     assert_eq!(list_before, json(dir.path(), &["list", "conversations"]));
 
     // Deleting the whole index loses nothing: reindex recreates it from the artifacts.
     std::fs::remove_dir_all(dir.path().join(".zblade/index")).unwrap();
     ok(dir.path(), &["reindex"]);
-    let rebuilt: Vec<Value> = queries.iter().map(|q| json(dir.path(), &[&["search"][..], q].concat())).collect();
+    let rebuilt: Vec<Value> = queries
+        .iter()
+        .map(|q| json(dir.path(), &[&["search"][..], q].concat()))
+        .collect();
     assert_eq!(before, rebuilt);
 }
 
@@ -330,7 +469,12 @@ fn a_damaged_index_is_reported_and_rebuilt() {
     let run = zblade(dir.path(), &["search", "jwt"]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("zblade reindex"), "{}", run.stderr);
-    assert!(json(dir.path(), &["status"])["index_health"].as_str().unwrap().starts_with("corrupt"));
+    assert!(
+        json(dir.path(), &["status"])["index_health"]
+            .as_str()
+            .unwrap()
+            .starts_with("corrupt")
+    );
     let report = json(dir.path(), &["reindex"]);
     assert_eq!(report["recreated_database"], true);
     assert_eq!(json(dir.path(), &["search", "jwt"]).as_array().unwrap().len(), 1);
@@ -341,12 +485,23 @@ fn unreadable_artifacts_do_not_block_the_others() {
     let dir = project();
     write(dir.path(), "jwt.json", JWT);
     ok(dir.path(), &["add", "conversation", "jwt.json"]);
-    write(dir.path(), ".zblade/artifacts/conversations/conv_broken.json", "{\"version\": \"1.0\", \"conversation_id\": \"conv_broken\", \"messages\": [");
-    write(dir.path(), ".zblade/artifacts/conversations/conv_future.json", r#"{"version": "9.0", "conversation_id": "conv_future"}"#);
+    write(
+        dir.path(),
+        ".zblade/artifacts/conversations/conv_broken.json",
+        "{\"version\": \"1.0\", \"conversation_id\": \"conv_broken\", \"messages\": [",
+    );
+    write(
+        dir.path(),
+        ".zblade/artifacts/conversations/conv_future.json",
+        r#"{"version": "9.0", "conversation_id": "conv_future"}"#,
+    );
     let report = json(dir.path(), &["reindex"]);
     assert_eq!(report["conversations"], 1);
     let skipped = report["skipped"].to_string();
-    assert!(skipped.contains("conv_broken.json") && skipped.contains("conv_future.json") && skipped.contains("version 9.0"), "{skipped}");
+    assert!(
+        skipped.contains("conv_broken.json") && skipped.contains("conv_future.json") && skipped.contains("version 9.0"),
+        "{skipped}"
+    );
     assert_eq!(json(dir.path(), &["search", "jwt"]).as_array().unwrap().len(), 1);
 }
 
@@ -356,7 +511,11 @@ fn two_processes_adding_at_once_both_land() {
     let files: Vec<String> = (0..16)
         .map(|i| {
             let name = format!("c{i}.json");
-            write(dir.path(), &name, &JWT.replace("JWT authentication", &format!("parallel {i}")));
+            write(
+                dir.path(),
+                &name,
+                &JWT.replace("JWT authentication", &format!("parallel {i}")),
+            );
             name
         })
         .collect();
@@ -377,9 +536,18 @@ fn two_processes_adding_at_once_both_land() {
         let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{stderr}");
-        assert!(!stderr.to_lowercase().contains("busy") && !stderr.contains("locked"), "{stderr}");
+        assert!(
+            !stderr.to_lowercase().contains("busy") && !stderr.contains("locked"),
+            "{stderr}"
+        );
     }
-    assert_eq!(json(dir.path(), &["list", "conversations", "--limit", "100"]).as_array().unwrap().len(), 16);
+    assert_eq!(
+        json(dir.path(), &["list", "conversations", "--limit", "100"])
+            .as_array()
+            .unwrap()
+            .len(),
+        16
+    );
     assert_eq!(zblade(dir.path(), &["fsck"]).code, 0);
     assert_eq!(json(dir.path(), &["status"])["index_health"], "ok");
 }
@@ -401,6 +569,10 @@ fn one_bad_file_among_several_adds_nothing() {
     write(dir.path(), "bad.json", r#"{"messages": [{"role": "user"}]}"#);
     let run = zblade(dir.path(), &["add", "conversation", "good.json", "bad.json"]);
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("bad.json") && run.stderr.contains("content"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("bad.json") && run.stderr.contains("content"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(artifact_count(dir.path()), 0);
 }

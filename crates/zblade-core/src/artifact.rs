@@ -319,7 +319,11 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 fn check_version(version: &str, source_name: &str) -> Result<()> {
     if version.is_empty() {
-        return Err(Error::field(source_name, "version", "missing; artifacts must carry a version"));
+        return Err(Error::field(
+            source_name,
+            "version",
+            "missing; artifacts must carry a version",
+        ));
     }
     let major = version.split('.').next().unwrap_or_default();
     if major == "1" {
@@ -350,17 +354,24 @@ fn check_references(
         let normal = paths::normalize_relative(&reference.file)
             .map_err(|why| Error::field(source, format!("{here}.file"), why))?;
         if let Some(root) = root {
-            paths::check_inside(root, &normal)
-                .map_err(|why| Error::field(source, format!("{here}.file"), why))?;
+            paths::check_inside(root, &normal).map_err(|why| Error::field(source, format!("{here}.file"), why))?;
         }
         if normalize {
             reference.file = normal;
         } else if normal != reference.file {
-            return Err(Error::field(source, format!("{here}.file"), format!("{:?} is not normalised", reference.file)));
+            return Err(Error::field(
+                source,
+                format!("{here}.file"),
+                format!("{:?} is not normalised", reference.file),
+            ));
         }
         let [start, end] = reference.lines;
         if start == 0 {
-            return Err(Error::field(source, format!("{here}.lines"), "lines are 1-based; 0 is not a line"));
+            return Err(Error::field(
+                source,
+                format!("{here}.lines"),
+                "lines are 1-based; 0 is not a line",
+            ));
         }
         if start > end {
             return Err(Error::field(
@@ -374,7 +385,11 @@ fn check_references(
 }
 
 fn first_line_title(content: &str) -> String {
-    let line = content.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("Untitled conversation");
+    let line = content
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("Untitled conversation");
     let mut title: String = line.chars().take(80).collect();
     if line.chars().count() > 80 {
         title.push('…');
@@ -424,7 +439,13 @@ impl Conversation {
         }
         self.metadata.total_messages = self.messages.len() as u64;
         for (i, message) in self.messages.iter_mut().enumerate() {
-            check_references(&mut message.code_references, &format!("messages[{i}].code_references"), source, Some(root), true)?;
+            check_references(
+                &mut message.code_references,
+                &format!("messages[{i}].code_references"),
+                source,
+                Some(root),
+                true,
+            )?;
         }
         self.validate(source)
     }
@@ -433,7 +454,12 @@ impl Conversation {
     /// unique ids, sane references. Never touches the file system.
     pub fn validate(&self, source: &str) -> Result<()> {
         check_version(&self.version, source)?;
-        check_id_field(source, "conversation_id", &self.conversation_id, Some(ids::CONVERSATION))?;
+        check_id_field(
+            source,
+            "conversation_id",
+            &self.conversation_id,
+            Some(ids::CONVERSATION),
+        )?;
         let mut seen: HashMap<&str, usize> = HashMap::new();
         for (i, message) in self.messages.iter().enumerate() {
             check_id_field(source, &format!("messages[{i}].id"), &message.id, None)?;
@@ -441,11 +467,20 @@ impl Conversation {
                 return Err(Error::field(
                     source,
                     format!("messages[{i}].id"),
-                    format!("duplicate message id {:?} (first used by messages[{first}])", message.id),
+                    format!(
+                        "duplicate message id {:?} (first used by messages[{first}])",
+                        message.id
+                    ),
                 ));
             }
             let mut refs = message.code_references.clone();
-            check_references(&mut refs, &format!("messages[{i}].code_references"), source, None, false)?;
+            check_references(
+                &mut refs,
+                &format!("messages[{i}].code_references"),
+                source,
+                None,
+                false,
+            )?;
         }
         let mut moment_ids: HashMap<&str, usize> = HashMap::new();
         for (i, moment) in self.moments.iter().enumerate() {
@@ -623,22 +658,30 @@ mod tests {
 
     #[test]
     fn duplicate_message_ids_are_refused() {
-        let err = error_of(r#"{"messages": [{"id": "msg_1", "role": "user", "content": "a"}, {"id": "msg_1", "role": "assistant", "content": "b"}]}"#);
+        let err = error_of(
+            r#"{"messages": [{"id": "msg_1", "role": "user", "content": "a"}, {"id": "msg_1", "role": "assistant", "content": "b"}]}"#,
+        );
         assert!(err.contains("messages[1].id") && err.contains("duplicate"), "{err}");
     }
 
     #[test]
     fn backwards_line_ranges_are_refused() {
-        let err = error_of(r#"{"messages": [{"role": "user", "content": "a", "code_references": [{"file": "a.rs", "lines": [50, 10]}]}]}"#);
+        let err = error_of(
+            r#"{"messages": [{"role": "user", "content": "a", "code_references": [{"file": "a.rs", "lines": [50, 10]}]}]}"#,
+        );
         assert!(err.contains("messages[0].code_references[0].lines"), "{err}");
-        let err = error_of(r#"{"messages": [{"role": "user", "content": "a", "code_references": [{"file": "a.rs", "lines": [0, 10]}]}]}"#);
+        let err = error_of(
+            r#"{"messages": [{"role": "user", "content": "a", "code_references": [{"file": "a.rs", "lines": [0, 10]}]}]}"#,
+        );
         assert!(err.contains("1-based"), "{err}");
     }
 
     #[test]
     fn escaping_reference_paths_are_refused() {
         for file in ["/etc/passwd", "../secret", "src/../../x"] {
-            let text = format!(r#"{{"messages": [{{"role": "user", "content": "a", "code_references": [{{"file": "{file}", "lines": [1, 2]}}]}}]}}"#);
+            let text = format!(
+                r#"{{"messages": [{{"role": "user", "content": "a", "code_references": [{{"file": "{file}", "lines": [1, 2]}}]}}]}}"#
+            );
             let err = error_of(&text);
             assert!(err.contains("messages[0].code_references[0].file"), "{err}");
         }
@@ -659,12 +702,23 @@ mod tests {
 
     #[test]
     fn moments_are_validated() {
-        let mut m = parse_moment(br#"{"type": "decision", "content": "Use JWT", "tags": ["auth"]}"#, "m.json").unwrap();
-        m.prepare_for_store(&std::env::temp_dir(), "m.json", Utc::now()).unwrap();
+        let mut m = parse_moment(
+            br#"{"type": "decision", "content": "Use JWT", "tags": ["auth"]}"#,
+            "m.json",
+        )
+        .unwrap();
+        m.prepare_for_store(&std::env::temp_dir(), "m.json", Utc::now())
+            .unwrap();
         assert!(m.id.starts_with("moment_"));
         assert_eq!(m.relevance_score, 0.5);
-        let mut bad = parse_moment(br#"{"type": "decision", "content": "x", "relevance_score": 3}"#, "m.json").unwrap();
-        let err = bad.prepare_for_store(&std::env::temp_dir(), "m.json", Utc::now()).unwrap_err();
+        let mut bad = parse_moment(
+            br#"{"type": "decision", "content": "x", "relevance_score": 3}"#,
+            "m.json",
+        )
+        .unwrap();
+        let err = bad
+            .prepare_for_store(&std::env::temp_dir(), "m.json", Utc::now())
+            .unwrap_err();
         assert!(err.to_string().contains("relevance_score"));
         let err = parse_moment(br#"{"type": "idea", "content": "x"}"#, "m.json").unwrap_err();
         assert!(err.to_string().contains("field `type`"), "{err}");

@@ -37,9 +37,7 @@ pub enum Error {
         message: String,
     },
     /// An artifact was written by a newer zblade; we refuse rather than rewrite it.
-    #[error(
-        "{source_name}: artifact version {found} is not supported (this zblade reads {supported}); upgrade zblade"
-    )]
+    #[error("{source_name}: artifact version {found} is not supported (this zblade reads {supported}); upgrade zblade")]
     UnsupportedVersion {
         /// The file name the artifact came from.
         source_name: String,
@@ -112,7 +110,10 @@ impl Error {
 
     /// Wraps an I/O failure with the path it concerned.
     pub fn io(path: impl AsRef<Path>, source: std::io::Error) -> Self {
-        Error::Io { path: path.as_ref().to_path_buf(), source }
+        Error::Io {
+            path: path.as_ref().to_path_buf(),
+            source,
+        }
     }
 
     /// Builds an [`Error::InvalidField`].

@@ -85,7 +85,10 @@ pub fn create_new_atomic(path: &Path, bytes: &[u8]) -> Result<bool> {
 }
 
 fn temp_path_for(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let unique = format!("{}-{}", std::process::id(), ulid::Ulid::new());
     path.with_file_name(format!(".{name}{TEMP_MARKER}{unique}"))
 }
@@ -114,7 +117,10 @@ mod tests {
         write_atomic(&target, b"one").unwrap();
         write_atomic(&target, b"two").unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"two");
-        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names.len(), 1, "leftover files: {names:?}");
     }
 
@@ -130,8 +136,9 @@ mod tests {
     #[test]
     fn batch_write_writes_every_file() {
         let dir = tempfile::tempdir().unwrap();
-        let files: Vec<_> =
-            (0..5).map(|i| (dir.path().join(format!("{i}.json")), vec![b'0' + i as u8])).collect();
+        let files: Vec<_> = (0..5)
+            .map(|i| (dir.path().join(format!("{i}.json")), vec![b'0' + i as u8]))
+            .collect();
         write_atomic_batch(&files).unwrap();
         for (path, bytes) in &files {
             assert_eq!(&fs::read(path).unwrap(), bytes);

@@ -28,9 +28,15 @@ pub fn check_id(id: &str, prefix: Option<&str>) -> Result<(), String> {
         return Err("must not be empty".into());
     }
     if id.len() > MAX_ID_LEN {
-        return Err(format!("is {} characters long; at most {MAX_ID_LEN} are allowed", id.len()));
+        return Err(format!(
+            "is {} characters long; at most {MAX_ID_LEN} are allowed",
+            id.len()
+        ));
     }
-    if let Some(bad) = id.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-')) {
+    if let Some(bad) = id
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
         return Err(format!(
             "{id:?} contains {bad:?}; ids may hold only ASCII letters, digits, `_` and `-`"
         ));

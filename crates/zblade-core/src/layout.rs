@@ -34,7 +34,10 @@ impl Layout {
 
     /// Finds the nearest ancestor of `start` (itself included) that holds a `.zblade/` folder.
     pub fn discover(start: &Path) -> Option<Self> {
-        start.ancestors().find(|dir| dir.join(ZBLADE_DIR).is_dir()).map(Layout::new)
+        start
+            .ancestors()
+            .find(|dir| dir.join(ZBLADE_DIR).is_dir())
+            .map(Layout::new)
     }
 
     /// The project's working tree.
@@ -99,7 +102,10 @@ impl Layout {
     }
     /// `path` relative to the project root, with `/` separators, for storing in the index.
     pub fn relative(&self, path: &Path) -> String {
-        path.strip_prefix(&self.root).unwrap_or(path).to_string_lossy().replace('\\', "/")
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .replace('\\', "/")
     }
 }
 

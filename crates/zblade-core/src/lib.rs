@@ -24,8 +24,8 @@ pub mod paths;
 pub mod settings;
 
 pub use artifact::{
-    ARTIFACT_VERSION, Anchor, CodeReference, Conversation, ConversationMetadata, InlineMoment, Message,
-    Moment, MomentType, ReferenceDiff, Role, parse_conversation, parse_moment, sha256_hex,
+    ARTIFACT_VERSION, Anchor, CodeReference, Conversation, ConversationMetadata, InlineMoment, Message, Moment,
+    MomentType, ReferenceDiff, Role, parse_conversation, parse_moment, sha256_hex,
 };
 pub use error::{Error, Result};
 pub use layout::Layout;

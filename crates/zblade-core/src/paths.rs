@@ -17,7 +17,9 @@ pub fn normalize_relative(file: &str) -> Result<String, String> {
     let bytes = file.as_bytes();
     let windows_drive = bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':';
     if file.starts_with('/') || file.starts_with('\\') || windows_drive {
-        return Err(format!("{file:?} is absolute; references must be relative to the project root"));
+        return Err(format!(
+            "{file:?} is absolute; references must be relative to the project root"
+        ));
     }
     let mut parts = Vec::new();
     for component in Path::new(file).components() {
@@ -25,10 +27,14 @@ pub fn normalize_relative(file: &str) -> Result<String, String> {
             Component::Normal(part) => parts.push(part.to_string_lossy().into_owned()),
             Component::CurDir => {}
             Component::ParentDir => {
-                return Err(format!("{file:?} contains `..`; references must stay inside the project"));
+                return Err(format!(
+                    "{file:?} contains `..`; references must stay inside the project"
+                ));
             }
             Component::RootDir | Component::Prefix(_) => {
-                return Err(format!("{file:?} is absolute; references must be relative to the project root"));
+                return Err(format!(
+                    "{file:?} is absolute; references must be relative to the project root"
+                ));
             }
         }
     }
@@ -75,7 +81,16 @@ mod tests {
 
     #[test]
     fn escaping_paths_are_refused() {
-        for bad in ["/etc/passwd", "../x", "src/../../x", "C:\\x", "\\\\server\\x", "", ".", "a\0b"] {
+        for bad in [
+            "/etc/passwd",
+            "../x",
+            "src/../../x",
+            "C:\\x",
+            "\\\\server\\x",
+            "",
+            ".",
+            "a\0b",
+        ] {
             assert!(normalize_relative(bad).is_err(), "{bad:?} was accepted");
         }
     }
@@ -87,13 +102,11 @@ mod tests {
         let project = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("secret.txt"), "x").unwrap();
         std::os::unix::fs::symlink(outside.path(), project.path().join("link")).unwrap();
-        std::os::unix::fs::symlink(outside.path().join("secret.txt"), project.path().join("s.txt"))
-            .unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.txt"), project.path().join("s.txt")).unwrap();
         assert!(check_inside(project.path(), "link/secret.txt").is_err());
         assert!(check_inside(project.path(), "s.txt").is_err());
         std::fs::create_dir(project.path().join("src")).unwrap();
-        std::os::unix::fs::symlink(project.path().join("src"), project.path().join("inner"))
-            .unwrap();
+        std::os::unix::fs::symlink(project.path().join("src"), project.path().join("inner")).unwrap();
         assert!(check_inside(project.path(), "inner/new.rs").is_ok());
         assert!(check_inside(project.path(), "does/not/exist.rs").is_ok());
     }

@@ -100,7 +100,11 @@ pub struct CacheSettings {
 
 impl Default for CacheSettings {
     fn default() -> Self {
-        CacheSettings { enabled: true, max_size_mb: 100, extra: Map::new() }
+        CacheSettings {
+            enabled: true,
+            max_size_mb: 100,
+            extra: Map::new(),
+        }
     }
 }
 
@@ -119,7 +123,11 @@ pub struct ContextSettings {
 
 impl Default for ContextSettings {
     fn default() -> Self {
-        ContextSettings { max_tokens: 8000, compression: CompressionSettings::default(), extra: Map::new() }
+        ContextSettings {
+            max_tokens: 8000,
+            compression: CompressionSettings::default(),
+            extra: Map::new(),
+        }
     }
 }
 
@@ -138,7 +146,11 @@ pub struct CompressionSettings {
 
 impl Default for CompressionSettings {
     fn default() -> Self {
-        CompressionSettings { enabled: true, model: "local".into(), extra: Map::new() }
+        CompressionSettings {
+            enabled: true,
+            model: "local".into(),
+            extra: Map::new(),
+        }
     }
 }
 

@@ -32,8 +32,10 @@ fn main() {
 
     eprintln!("generating {conversations} conversations × {MESSAGES_PER_CONVERSATION} messages …");
     let jsons: Vec<String> = (0..conversations).map(|i| text.conversation(i)).collect();
-    let parsed: Vec<Conversation> =
-        jsons.iter().map(|j| parse_conversation(j.as_bytes(), "bench").unwrap()).collect();
+    let parsed: Vec<Conversation> = jsons
+        .iter()
+        .map(|j| parse_conversation(j.as_bytes(), "bench").unwrap())
+        .collect();
     let content_bytes: usize = parsed.iter().flat_map(|c| &c.messages).map(|m| m.content.len()).sum();
 
     let work = tempfile::tempdir().unwrap();
@@ -48,7 +50,8 @@ fn main() {
         let (mut project, _) = Project::init(&dir).unwrap();
         let mut prepared = parsed.clone();
         for c in &mut prepared {
-            c.prepare_for_store("proj_bench", &dir, "bench", chrono::Utc::now()).unwrap();
+            c.prepare_for_store("proj_bench", &dir, "bench", chrono::Utc::now())
+                .unwrap();
         }
         let mut index = zblade_index::Index::open(&project.layout().database()).unwrap();
         let items: Vec<_> = prepared.iter().map(|c| (c, "artifact.json", "sha")).collect();
@@ -88,17 +91,22 @@ fn main() {
     // Search latency.
     let queries: Vec<String> = (0..query_count).map(|_| text.query()).collect();
     for q in queries.iter().take(50) {
-        project.search(&SearchQuery::new(q.clone(), 10, SearchKind::All)).unwrap(); // warm up
+        project
+            .search(&SearchQuery::new(q.clone(), 10, SearchKind::All))
+            .unwrap(); // warm up
     }
     let mut ours = Vec::with_capacity(query_count);
     let mut hits_total = 0;
     for q in &queries {
         let started = Instant::now();
-        hits_total += project.search(&SearchQuery::new(q.clone(), 10, SearchKind::All)).unwrap().len();
+        hits_total += project
+            .search(&SearchQuery::new(q.clone(), 10, SearchKind::All))
+            .unwrap()
+            .len();
         ours.push(started.elapsed());
     }
     let mut slowest: Vec<(Duration, &String)> = ours.iter().copied().zip(&queries).collect();
-    slowest.sort_by(|a, b| b.0.cmp(&a.0));
+    slowest.sort_by_key(|s| std::cmp::Reverse(s.0));
     for (d, q) in slowest.iter().take(12) {
         eprintln!("slow query {:>7.2} ms  {q:?}", d.as_secs_f64() * 1000.0);
     }
@@ -133,19 +141,32 @@ fn main() {
          messages holding all words first, then selective words, then any word; BM25 within each group.\n\n\
          Index on disk: {:.1} MB; artifacts: {:.1} MB. Queries returned {:.1} hits on average.\n",
         content_bytes as f64 / 1e6,
-        rate(index_only), rate(raw_fts), rate(index_only) / rate(raw_fts),
-        rate(engine), rate(raw_fts), rate(engine) / rate(raw_fts),
+        rate(index_only),
+        rate(raw_fts),
+        rate(index_only) / rate(raw_fts),
+        rate(engine),
+        rate(raw_fts),
+        rate(engine) / rate(raw_fts),
         rate(raw_rows),
         single_elapsed.as_secs_f64() * 1000.0 / single_count as f64,
         (single_count * MESSAGES_PER_CONVERSATION) as f64 / single_elapsed.as_secs_f64(),
-        reindex.elapsed.as_secs_f64(), rate(reindex.elapsed),
-        ours_stats, bare_stats, common_stats,
-        status.index_bytes as f64 / 1e6, status.artifacts_bytes as f64 / 1e6,
+        reindex.elapsed.as_secs_f64(),
+        rate(reindex.elapsed),
+        ours_stats,
+        bare_stats,
+        common_stats,
+        status.index_bytes as f64 / 1e6,
+        status.artifacts_bytes as f64 / 1e6,
         hits_total as f64 / query_count as f64,
     );
     println!("{report}");
     if full {
-        write_section("foundation", "Foundation: ingest, reindex, keyword search", "foundation", &report);
+        write_section(
+            "foundation",
+            "Foundation: ingest, reindex, keyword search",
+            "foundation",
+            &report,
+        );
     }
 }
 
@@ -165,14 +186,25 @@ fn raw_insert(path: &std::path::Path, convs: &[Conversation], fts: bool) -> Dura
     let tx = conn.transaction().unwrap();
     {
         let mut insert = tx.prepare("INSERT INTO messages (conversation_id, id, seq, role, content, timestamp) VALUES (?1, ?2, ?3, ?4, ?5, ?6)").unwrap();
-        let mut insert_fts = fts.then(|| tx.prepare("INSERT INTO messages_fts (rowid, content) VALUES (?1, ?2)").unwrap());
+        let mut insert_fts = fts.then(|| {
+            tx.prepare("INSERT INTO messages_fts (rowid, content) VALUES (?1, ?2)")
+                .unwrap()
+        });
         for c in convs {
             for (seq, m) in c.messages.iter().enumerate() {
                 insert
-                    .execute(rusqlite::params![c.conversation_id, m.id, seq as i64, m.role.as_str(), m.content, "2026-01-17T14:00:00.000Z"])
+                    .execute(rusqlite::params![
+                        c.conversation_id,
+                        m.id,
+                        seq as i64,
+                        m.role.as_str(),
+                        m.content,
+                        "2026-01-17T14:00:00.000Z"
+                    ])
                     .unwrap();
                 if let Some(stmt) = insert_fts.as_mut() {
-                    stmt.execute(rusqlite::params![tx.last_insert_rowid(), m.content]).unwrap();
+                    stmt.execute(rusqlite::params![tx.last_insert_rowid(), m.content])
+                        .unwrap();
                 }
             }
         }
@@ -183,13 +215,19 @@ fn raw_insert(path: &std::path::Path, convs: &[Conversation], fts: bool) -> Dura
 
 fn bare_fts_latencies(path: &std::path::Path, queries: &[String]) -> Vec<Duration> {
     let conn = rusqlite::Connection::open(path).unwrap();
-    let mut stmt = conn.prepare("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rank LIMIT 10").unwrap();
+    let mut stmt = conn
+        .prepare("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rank LIMIT 10")
+        .unwrap();
     queries
         .iter()
         .map(|q| {
             let expr = zblade_index::fts::match_expression(q).unwrap_or_else(|| "\"x\"".into());
             let started = Instant::now();
-            let rows: Vec<i64> = stmt.query_map([expr], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+            let rows: Vec<i64> = stmt
+                .query_map([expr], |r| r.get(0))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
             std::hint::black_box(rows);
             started.elapsed()
         })
@@ -208,9 +246,16 @@ const REAL_WORDS: &str = "the of and to a in is it you that he was for on are wi
 
 impl TextGen {
     fn new(seed: u64) -> Self {
-        let mut text_gen = TextGen { state: seed.wrapping_mul(6364136223846793005).wrapping_add(1), vocab: Vec::new(), cdf: Vec::new() };
+        let mut text_gen = TextGen {
+            state: seed.wrapping_mul(6364136223846793005).wrapping_add(1),
+            vocab: Vec::new(),
+            cdf: Vec::new(),
+        };
         let mut vocab: Vec<String> = REAL_WORDS.split_whitespace().map(String::from).collect();
-        const SYLLABLES: [&str; 24] = ["ka", "lo", "mi", "ter", "zan", "por", "vek", "shi", "dra", "nu", "bel", "cor", "fin", "gra", "hul", "jex", "qua", "rin", "sol", "tav", "ulm", "wex", "yor", "zig"];
+        const SYLLABLES: [&str; 24] = [
+            "ka", "lo", "mi", "ter", "zan", "por", "vek", "shi", "dra", "nu", "bel", "cor", "fin", "gra", "hul", "jex",
+            "qua", "rin", "sol", "tav", "ulm", "wex", "yor", "zig",
+        ];
         while vocab.len() < 30_000 {
             let n = 2 + text_gen.below(3);
             let word: String = (0..n).map(|_| SYLLABLES[text_gen.below(SYLLABLES.len())]).collect();
@@ -219,7 +264,13 @@ impl TextGen {
         let weights: Vec<f64> = (1..=vocab.len()).map(|rank| 1.0 / (rank as f64).powf(1.07)).collect();
         let total: f64 = weights.iter().sum();
         let mut acc = 0.0;
-        text_gen.cdf = weights.iter().map(|w| { acc += w / total; acc }).collect();
+        text_gen.cdf = weights
+            .iter()
+            .map(|w| {
+                acc += w / total;
+                acc
+            })
+            .collect();
         text_gen.vocab = vocab;
         text_gen
     }
@@ -287,7 +338,10 @@ impl TextGen {
                 self.vocab[i].clone()
             })
             .collect();
-        if self.below(3) == 0 { format!("how do we handle the {}", words.join(" ")) } else { words.join(" ") }
+        if self.below(3) == 0 {
+            format!("how do we handle the {}", words.join(" "))
+        } else {
+            words.join(" ")
+        }
     }
 }
-

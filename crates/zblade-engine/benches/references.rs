@@ -22,17 +22,35 @@ mod common;
 use common::{Stats, full_run, write_section};
 
 fn code(n: usize, salt: usize) -> String {
-    (0..n).map(|i| format!("    let v{i}_{salt} = transform(input[{i}], {salt}) + offset_{};\n", i % 17)).collect()
+    (0..n)
+        .map(|i| {
+            format!(
+                "    let v{i}_{salt} = transform(input[{i}], {salt}) + offset_{};\n",
+                i % 17
+            )
+        })
+        .collect()
 }
 
 fn git(root: &std::path::Path, args: &[&str]) {
     let out = Command::new("git")
-        .args(["-c", "user.name=bench", "-c", "user.email=bench@example.com", "-c", "commit.gpgsign=false"])
+        .args([
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@example.com",
+            "-c",
+            "commit.gpgsign=false",
+        ])
         .args(args)
         .current_dir(root)
         .output()
         .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn main() {
@@ -44,7 +62,14 @@ fn main() {
     let original = code(5000, 0);
     std::fs::write(dir.path().join("big.rs"), &original).unwrap();
     let captured = anchor::capture(&SourceFile::from_text(&original), 2500, 2540).unwrap();
-    let record = RefRecord { key: "k".into(), file: "big.rs".into(), lines: [2500, 2540], anchor: Some(captured), git_hash: None, commit: None };
+    let record = RefRecord {
+        key: "k".into(),
+        file: "big.rs".into(),
+        lines: [2500, 2540],
+        anchor: Some(captured),
+        git_hash: None,
+        commit: None,
+    };
     let mut ours = Vec::new();
     let mut raw = Vec::new();
     for i in 0..iterations {
@@ -62,7 +87,11 @@ fn main() {
         let started = Instant::now();
         let checked = Checker::new(dir.path(), None).check(&record);
         ours.push(started.elapsed());
-        assert!(matches!(checked.status.as_str(), "shifted" | "modified"), "{:?}", checked.status);
+        assert!(
+            matches!(checked.status.as_str(), "shifted" | "modified"),
+            "{:?}",
+            checked.status
+        );
     }
     let reanchor = Stats::of(&mut ours);
     let read_only = Stats::of(&mut raw);
@@ -85,8 +114,10 @@ fn main() {
     for f in 0..files {
         for r in 0..refs_per_file {
             let start = 10 + r as u32 * 35;
-            batch.push(serde_json::json!({"id": format!("msg_{n}"), "role": "user", "content": "see",
-                "code_references": [{"file": format!("src/m{:02}/f{f}.rs", f % 40), "lines": [start, start + 20]}]}));
+            batch.push(
+                serde_json::json!({"id": format!("msg_{n}"), "role": "user", "content": "see",
+                "code_references": [{"file": format!("src/m{:02}/f{f}.rs", f % 40), "lines": [start, start + 20]}]}),
+            );
             n += 1;
         }
     }
@@ -95,7 +126,10 @@ fn main() {
         .enumerate()
         .map(|(i, msgs)| {
             let json = serde_json::json!({"conversation_id": format!("conv_{i:05}"), "messages": msgs}).to_string();
-            (zblade_engine::parse_conversation(json.as_bytes(), "bench").unwrap(), "bench".to_string())
+            (
+                zblade_engine::parse_conversation(json.as_bytes(), "bench").unwrap(),
+                "bench".to_string(),
+            )
         })
         .collect();
     project.add_conversations(conversations).unwrap();
@@ -118,7 +152,11 @@ fn main() {
         let shifted = reports.iter().filter(|r| r.status == "shifted").count();
         assert_eq!(shifted, if round % 2 == 0 { total_refs / 2 } else { 0 });
         let started = Instant::now();
-        let out = Command::new("git").args(["status", "--porcelain"]).current_dir(root).output().unwrap();
+        let out = Command::new("git")
+            .args(["status", "--porcelain"])
+            .current_dir(root)
+            .output()
+            .unwrap();
         assert!(out.status.success());
         status.push(started.elapsed());
     }
@@ -134,7 +172,9 @@ fn main() {
         let (root, stop) = (root.to_path_buf(), stop.clone());
         std::thread::spawn(move || {
             let mut project = Project::open(&root).unwrap();
-            project.watch(WatchOptions::default(), &stop, |e| send.send(e).unwrap()).unwrap();
+            project
+                .watch(WatchOptions::default(), &stop, |e| send.send(e).unwrap())
+                .unwrap();
         })
     };
     loop {
@@ -153,8 +193,14 @@ fn main() {
         // Done when an update reports the first reference at its new place.
         let expected = 10 + pad as u32;
         loop {
-            if let WatchEvent::Updated { changed, .. } = events.recv_timeout(Duration::from_secs(10)).expect("an update within 10 s")
-                && changed.iter().any(|r| r.live.as_ref().is_some_and(|l| l.file == "src/m00/f0.rs" && l.lines[0] == expected))
+            if let WatchEvent::Updated { changed, .. } = events
+                .recv_timeout(Duration::from_secs(10))
+                .expect("an update within 10 s")
+                && changed.iter().any(|r| {
+                    r.live
+                        .as_ref()
+                        .is_some_and(|l| l.file == "src/m00/f0.rs" && l.lines[0] == expected)
+                })
             {
                 break;
             }
@@ -175,6 +221,11 @@ fn main() {
     );
     println!("{report}");
     if full {
-        write_section("references", "References: re-anchoring, branch switch, live updates", "references", &report);
+        write_section(
+            "references",
+            "References: re-anchoring, branch switch, live updates",
+            "references",
+            &report,
+        );
     }
 }

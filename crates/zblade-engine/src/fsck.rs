@@ -61,7 +61,11 @@ impl FsckReport {
 impl Project {
     /// Compares artifacts and index; with `repair`, brings the index in line with the artifacts.
     pub fn fsck(&mut self, repair: bool) -> Result<FsckReport> {
-        let lock = if repair { Some(WriteLock::acquire(&self.layout)?) } else { None };
+        let lock = if repair {
+            Some(WriteLock::acquire(&self.layout)?)
+        } else {
+            None
+        };
         if let Err(message) = &self.index {
             let mut problem = Problem {
                 kind: ProblemKind::IndexCorrupt,
@@ -81,7 +85,10 @@ impl Project {
                     detail,
                     repaired: false,
                 }));
-                return Ok(FsckReport { artifacts: report.conversations + report.moments, problems });
+                return Ok(FsckReport {
+                    artifacts: report.conversations + report.moments,
+                    problems,
+                });
             }
             problems.push(problem);
             return Ok(FsckReport { artifacts: 0, problems });
@@ -101,19 +108,36 @@ impl Project {
         for loaded in &scan.conversations {
             seen.insert(loaded.path.clone());
             if let Some(kind) = compare(&indexed, &loaded.path, &loaded.sha256) {
-                let repaired = repair && index.put_conversation(&loaded.artifact, &loaded.path, &loaded.sha256).is_ok();
-                problems.push(Problem { kind, path: loaded.path.clone(), detail: loaded.artifact.conversation_id.clone(), repaired });
+                let repaired = repair
+                    && index
+                        .put_conversation(&loaded.artifact, &loaded.path, &loaded.sha256)
+                        .is_ok();
+                problems.push(Problem {
+                    kind,
+                    path: loaded.path.clone(),
+                    detail: loaded.artifact.conversation_id.clone(),
+                    repaired,
+                });
             }
         }
         for loaded in &scan.moments {
             seen.insert(loaded.path.clone());
             if let Some(kind) = compare(&indexed, &loaded.path, &loaded.sha256) {
-                let result = if repair { Some(index.put_moment(&loaded.artifact, &loaded.path, &loaded.sha256)) } else { None };
+                let result = if repair {
+                    Some(index.put_moment(&loaded.artifact, &loaded.path, &loaded.sha256))
+                } else {
+                    None
+                };
                 let detail = match &result {
                     Some(Err(err)) => err.to_string(),
                     _ => loaded.artifact.id.clone(),
                 };
-                problems.push(Problem { kind, path: loaded.path.clone(), detail, repaired: matches!(result, Some(Ok(()))) });
+                problems.push(Problem {
+                    kind,
+                    path: loaded.path.clone(),
+                    detail,
+                    repaired: matches!(result, Some(Ok(()))),
+                });
             }
         }
         for (path, err) in &scan.unreadable {
@@ -126,13 +150,23 @@ impl Project {
                 remove(index, *kind, id)?;
                 detail.push_str(" (its old entry was removed from the index)");
             }
-            problems.push(Problem { kind: ProblemKind::Unreadable, path: path.clone(), detail, repaired: false });
+            problems.push(Problem {
+                kind: ProblemKind::Unreadable,
+                path: path.clone(),
+                detail,
+                repaired: false,
+            });
         }
         let mut extra: Vec<_> = indexed.iter().filter(|(path, _)| !seen.contains(*path)).collect();
         extra.sort_by(|a, b| a.0.cmp(b.0));
         for (path, (kind, id, _)) in extra {
             let repaired = repair && remove(index, *kind, id).is_ok();
-            problems.push(Problem { kind: ProblemKind::Extra, path: path.clone(), detail: id.clone(), repaired });
+            problems.push(Problem {
+                kind: ProblemKind::Extra,
+                path: path.clone(),
+                detail: id.clone(),
+                repaired,
+            });
         }
         for leftover in &scan.leftovers {
             let repaired = repair && std::fs::remove_file(leftover).is_ok();
@@ -143,7 +177,10 @@ impl Project {
                 repaired,
             });
         }
-        Ok(FsckReport { artifacts: scan.conversations.len() + scan.moments.len() + scan.unreadable.len(), problems })
+        Ok(FsckReport {
+            artifacts: scan.conversations.len() + scan.moments.len() + scan.unreadable.len(),
+            problems,
+        })
     }
 }
 

@@ -28,15 +28,15 @@ mod watch;
 pub use fsck::{FsckReport, Problem, ProblemKind};
 pub use project::{AddOutcome, InitReport, Project, ReindexReport};
 pub use refs::{Location, ReferenceReport};
-pub use watch::WatchEvent;
-pub use zblade_refs::watcher::WatchOptions;
-pub use show::{MessageMatch, Shown};
 pub use search::Hit;
+pub use show::{MessageMatch, Shown};
 pub use status::Status;
-pub use zblade_core::{
-    CodeReference, Conversation, Error, Message, Moment, Result, parse_conversation, parse_moment,
+pub use watch::WatchEvent;
+pub use zblade_core::{CodeReference, Conversation, Error, Message, Moment, Result, parse_conversation, parse_moment};
+pub use zblade_index::{
+    ConversationSummary, HitKind, LiveLocation, MomentSummary, SearchHit, SearchKind, SearchQuery, StoredReference,
 };
-pub use zblade_index::{ConversationSummary, HitKind, LiveLocation, StoredReference, MomentSummary, SearchHit, SearchKind, SearchQuery};
+pub use zblade_refs::watcher::WatchOptions;
 
 /// The nearest ancestor of `start` (itself included) that holds a `.zblade/` folder.
 pub fn find_project_root(start: &std::path::Path) -> Option<std::path::PathBuf> {

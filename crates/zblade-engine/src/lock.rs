@@ -28,5 +28,10 @@ impl WriteLock {
 }
 
 fn open(path: &Path) -> Result<File> {
-    OpenOptions::new().create(true).truncate(false).write(true).open(path).map_err(|e| Error::io(path, e))
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))
 }

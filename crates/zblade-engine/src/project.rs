@@ -96,7 +96,10 @@ impl Project {
                 created.push(layout.relative(&dir) + "/");
             }
         }
-        for (path, text) in [(layout.instructions(), DEFAULT_INSTRUCTIONS), (layout.gitignore(), GITIGNORE)] {
+        for (path, text) in [
+            (layout.instructions(), DEFAULT_INSTRUCTIONS),
+            (layout.gitignore(), GITIGNORE),
+        ] {
             if fsio::create_new_atomic(&path, text.as_bytes())? {
                 created.push(layout.relative(&path));
             }
@@ -120,7 +123,14 @@ impl Project {
         if !layout.database().exists() {
             created.push(layout.relative(&layout.database()));
         }
-        Ok((project, InitReport { root: root.to_path_buf(), created, settings_completed }))
+        Ok((
+            project,
+            InitReport {
+                root: root.to_path_buf(),
+                created,
+                settings_completed,
+            },
+        ))
     }
 
     /// Opens the project whose root is `root`; it must hold a `.zblade/` folder.
@@ -132,13 +142,21 @@ impl Project {
                 root.display()
             )));
         }
-        let settings = if layout.settings().exists() { Settings::load(&layout.settings())? } else { Settings::default() };
+        let settings = if layout.settings().exists() {
+            Settings::load(&layout.settings())?
+        } else {
+            Settings::default()
+        };
         let index = match Index::open(&layout.database()) {
             Ok(index) => Ok(index),
             Err(Error::IndexCorrupt { message, .. }) => Err(message),
             Err(err) => return Err(err),
         };
-        Ok(Project { layout, settings, index })
+        Ok(Project {
+            layout,
+            settings,
+            index,
+        })
     }
 
     /// Opens the project that contains `start`: the nearest ancestor with a `.zblade/` folder.
@@ -171,7 +189,10 @@ impl Project {
 
     pub(crate) fn index_mut(&mut self) -> Result<&mut Index> {
         let path = self.layout.database();
-        self.index.as_mut().map_err(|message| Error::IndexCorrupt { path, message: message.clone() })
+        self.index.as_mut().map_err(|message| Error::IndexCorrupt {
+            path,
+            message: message.clone(),
+        })
     }
 
     fn require_local_mode(&self) -> Result<()> {
@@ -203,7 +224,12 @@ impl Project {
             conv.prepare_for_store(&self.settings.project.id, self.layout.root(), &source, now)?;
             prepared.push(conv);
         }
-        self.capture_references(prepared.iter_mut().flat_map(|c| c.messages.iter_mut()).flat_map(|m| m.code_references.iter_mut()));
+        self.capture_references(
+            prepared
+                .iter_mut()
+                .flat_map(|c| c.messages.iter_mut())
+                .flat_map(|m| m.code_references.iter_mut()),
+        );
         let _lock = WriteLock::acquire(&self.layout)?;
         let mut files = Vec::with_capacity(prepared.len());
         let mut outcomes = Vec::with_capacity(prepared.len());
@@ -267,14 +293,24 @@ impl Project {
             if let Some(owner) = index.moment_artifact(&moment.id)?
                 && owner != artifact_path
             {
-                return Err(Error::field(source, "id", format!("moment id {:?} is already used by {owner}", moment.id)));
+                return Err(Error::field(
+                    source,
+                    "id",
+                    format!("moment id {:?} is already used by {owner}", moment.id),
+                ));
             }
-            outcomes.push(AddOutcome { id: moment.id.clone(), created: !path.exists(), artifact_path, messages: 0 });
+            outcomes.push(AddOutcome {
+                id: moment.id.clone(),
+                created: !path.exists(),
+                artifact_path,
+                messages: 0,
+            });
         }
         for ((moment, _), outcome) in prepared.iter().zip(&outcomes) {
             let bytes = moment.to_artifact_json();
             fsio::write_atomic(&self.layout.root().join(&outcome.artifact_path), &bytes)?;
-            self.index_mut()?.put_moment(moment, &outcome.artifact_path, &sha256_hex(&bytes))?;
+            self.index_mut()?
+                .put_moment(moment, &outcome.artifact_path, &sha256_hex(&bytes))?;
         }
         Ok(outcomes)
     }
@@ -301,12 +337,22 @@ impl Project {
             recreated_database = true;
         }
         let scan = scan::scan(&self.layout)?;
-        let conversations: Vec<_> =
-            scan.conversations.iter().map(|l| (&l.artifact, l.path.as_str(), l.sha256.as_str())).collect();
-        let moments: Vec<_> = scan.moments.iter().map(|l| (&l.artifact, l.path.as_str(), l.sha256.as_str())).collect();
+        let conversations: Vec<_> = scan
+            .conversations
+            .iter()
+            .map(|l| (&l.artifact, l.path.as_str(), l.sha256.as_str()))
+            .collect();
+        let moments: Vec<_> = scan
+            .moments
+            .iter()
+            .map(|l| (&l.artifact, l.path.as_str(), l.sha256.as_str()))
+            .collect();
         let clashes = self.index_mut()?.rebuild(&conversations, &moments)?;
-        let mut skipped: Vec<(String, String)> =
-            scan.unreadable.iter().map(|(path, err)| (path.clone(), err.to_string())).collect();
+        let mut skipped: Vec<(String, String)> = scan
+            .unreadable
+            .iter()
+            .map(|(path, err)| (path.clone(), err.to_string()))
+            .collect();
         skipped.extend(clashes.iter().map(|(path, err)| (path.clone(), err.to_string())));
         let messages = scan.conversations.iter().map(|l| l.artifact.messages.len()).sum();
         // Live locations are part of the index too: recompute them from the working tree.

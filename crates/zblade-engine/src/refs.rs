@@ -66,8 +66,15 @@ fn report(stored: &StoredReference, checked: &Checked) -> ReferenceReport {
         message_id: stored.message_id.clone(),
         moment_id: stored.moment_id.clone(),
         context: stored.context.clone(),
-        captured: Location { file: stored.file.clone(), lines: stored.lines },
-        live: checked.file.clone().zip(checked.lines).map(|(file, lines)| Location { file, lines }),
+        captured: Location {
+            file: stored.file.clone(),
+            lines: stored.lines,
+        },
+        live: checked
+            .file
+            .clone()
+            .zip(checked.lines)
+            .map(|(file, lines)| Location { file, lines }),
         status: checked.status.as_str().to_string(),
         similarity: checked.similarity,
         drift: checked.drift.clone(),
@@ -84,7 +91,10 @@ fn live_row(checked: &Checked, now: &str) -> LiveLocation {
         lines: checked.lines,
         similarity: checked.similarity as f64,
         current_blob: checked.current_blob.clone(),
-        drift: checked.drift.as_ref().map(|d| serde_json::to_value(d).expect("drift serialises")),
+        drift: checked
+            .drift
+            .as_ref()
+            .map(|d| serde_json::to_value(d).expect("drift serialises")),
         reason: checked.reason.clone(),
         checked_at: now.to_string(),
     }
@@ -121,7 +131,11 @@ impl Project {
     }
 
     /// Checks the given references (following the renames given) and stores the results.
-    pub(crate) fn check_and_store(&mut self, stored: &[StoredReference], renames: &[(String, String)]) -> Result<Vec<ReferenceReport>> {
+    pub(crate) fn check_and_store(
+        &mut self,
+        stored: &[StoredReference],
+        renames: &[(String, String)],
+    ) -> Result<Vec<ReferenceReport>> {
         let git = GitRepo::discover(self.layout.root());
         let mut checker = Checker::new(self.layout.root(), git.as_ref());
         for (from, to) in renames {
@@ -141,10 +155,11 @@ impl Project {
 
     /// One reference, checked now, with its current code.
     pub fn reference(&self, key: &str) -> Result<ReferenceReport> {
-        let stored = self
-            .index()?
-            .reference(key)?
-            .ok_or_else(|| Error::NotFound(format!("no code reference {key} in this project (see `zblade refs check`)")))?;
+        let stored = self.index()?.reference(key)?.ok_or_else(|| {
+            Error::NotFound(format!(
+                "no code reference {key} in this project (see `zblade refs check`)"
+            ))
+        })?;
         Ok(self.hydrate(&[stored]).remove(0))
     }
 

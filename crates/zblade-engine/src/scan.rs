@@ -34,7 +34,11 @@ pub fn load_conversation(layout: &Layout, path: &Path) -> Result<Loaded<Conversa
     let conv = parse_conversation(&bytes, &rel)?;
     conv.validate(&rel)?;
     check_name(path, &conv.conversation_id, &rel, "conversation_id")?;
-    Ok(Loaded { artifact: conv, sha256: sha256_hex(&bytes), path: rel })
+    Ok(Loaded {
+        artifact: conv,
+        sha256: sha256_hex(&bytes),
+        path: rel,
+    })
 }
 
 /// Reads and validates one moment artifact; the file name must match its id.
@@ -43,7 +47,11 @@ pub fn load_moment(layout: &Layout, path: &Path) -> Result<Loaded<Moment>> {
     let moment = parse_moment(&bytes, &rel)?;
     moment.validate(&rel)?;
     check_name(path, &moment.id, &rel, "id")?;
-    Ok(Loaded { artifact: moment, sha256: sha256_hex(&bytes), path: rel })
+    Ok(Loaded {
+        artifact: moment,
+        sha256: sha256_hex(&bytes),
+        path: rel,
+    })
 }
 
 fn read(layout: &Layout, path: &Path) -> Result<(Vec<u8>, String)> {
@@ -52,11 +60,18 @@ fn read(layout: &Layout, path: &Path) -> Result<(Vec<u8>, String)> {
 }
 
 fn check_name(path: &Path, id: &str, rel: &str, field: &str) -> Result<()> {
-    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     if stem == id {
         Ok(())
     } else {
-        Err(Error::field(rel, field, format!("{id:?} does not match the file name {stem:?}.json")))
+        Err(Error::field(
+            rel,
+            field,
+            format!("{id:?} does not match the file name {stem:?}.json"),
+        ))
     }
 }
 
@@ -88,7 +103,10 @@ fn json_files(dir: &Path, leftovers: &mut Vec<PathBuf>) -> Result<Vec<PathBuf>> 
     let mut files = Vec::new();
     for entry in entries {
         let path = entry.map_err(|e| Error::io(dir, e))?.path();
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         if name.contains(fsio::TEMP_MARKER) {
             leftovers.push(path);
         } else if name.ends_with(".json") && !name.starts_with('.') && path.is_file() {

@@ -60,20 +60,33 @@ impl Project {
             for message in &conversation.messages {
                 references.extend(self.references_of(&format!("{id}/{}", message.id))?);
             }
-            return Ok(Shown::Conversation { conversation: Box::new(conversation), references });
+            return Ok(Shown::Conversation {
+                conversation: Box::new(conversation),
+                references,
+            });
         }
         if id.starts_with(ids::MOMENT) {
             let path = self.layout.moment_path(id);
             if path.exists() {
                 let loaded = scan::load_moment(&self.layout, &path)?;
                 let references = self.references_of(id)?;
-                return Ok(Shown::Moment { moment: Box::new(loaded.artifact), references });
+                return Ok(Shown::Moment {
+                    moment: Box::new(loaded.artifact),
+                    references,
+                });
             }
             if let Some(artifact) = self.index()?.moment_artifact(id)? {
-                let conv_id = artifact.rsplit('/').next().unwrap_or_default().trim_end_matches(".json");
+                let conv_id = artifact
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or_default()
+                    .trim_end_matches(".json");
                 let conv = self.load_conversation(conv_id)?;
                 if let Some(moment) = conv.moments.into_iter().find(|m| m.id == id) {
-                    return Ok(Shown::InlineMoment { conversation_id: conv.conversation_id, moment: Box::new(moment) });
+                    return Ok(Shown::InlineMoment {
+                        conversation_id: conv.conversation_id,
+                        moment: Box::new(moment),
+                    });
                 }
             }
             return Err(Error::NotFound(format!("no moment {id} in this project")));
@@ -91,7 +104,9 @@ impl Project {
             }
         }
         if matches.is_empty() {
-            return Err(Error::NotFound(format!("no conversation, moment or message with id {id} in this project")));
+            return Err(Error::NotFound(format!(
+                "no conversation, moment or message with id {id} in this project"
+            )));
         }
         Ok(Shown::Messages { matches })
     }

@@ -48,7 +48,8 @@ impl Project {
                 let check = index.quick_check()?;
                 let health = if check != "ok" {
                     format!("corrupt: {check}")
-                } else if counts.conversations != conversation_artifacts as i64 || standalone != moment_artifacts as i64 {
+                } else if counts.conversations != conversation_artifacts as i64 || standalone != moment_artifacts as i64
+                {
                     format!(
                         "stale: {} conversation and {} moment artifacts on disk, {} and {} indexed; run `zblade fsck`",
                         conversation_artifacts, moment_artifacts, counts.conversations, standalone

@@ -42,13 +42,21 @@ pub enum WatchEvent {
 type Snapshot = HashMap<String, (String, Option<crate::Location>)>;
 
 fn snapshot(reports: &[ReferenceReport]) -> Snapshot {
-    reports.iter().map(|r| (r.key.clone(), (r.status.clone(), r.live.clone()))).collect()
+    reports
+        .iter()
+        .map(|r| (r.key.clone(), (r.status.clone(), r.live.clone())))
+        .collect()
 }
 
 impl Project {
     /// Watches the project until `stop` is set, keeping live locations current and reporting
     /// each update through `on_event`. Returns when stopped; errors only if watching cannot start.
-    pub fn watch(&mut self, options: WatchOptions, stop: &AtomicBool, mut on_event: impl FnMut(WatchEvent)) -> Result<()> {
+    pub fn watch(
+        &mut self,
+        options: WatchOptions,
+        stop: &AtomicBool,
+        mut on_event: impl FnMut(WatchEvent),
+    ) -> Result<()> {
         let root = self.layout.root().to_path_buf();
         let git = GitRepo::discover(&root);
         let mut head = git.as_ref().map(GitRepo::head_state);
@@ -57,7 +65,8 @@ impl Project {
             let _ = sender.send(change);
         });
         // Watch first, check second: a change made during the initial check is queued, not lost.
-        let _watcher = watcher::watch(&root, git.as_ref().map(GitRepo::git_dir), options, handler).map_err(Error::Usage)?;
+        let _watcher =
+            watcher::watch(&root, git.as_ref().map(GitRepo::git_dir), options, handler).map_err(Error::Usage)?;
         let initial = self.check_references()?;
         let mut known = snapshot(&initial);
         // Say what the watcher noticed while starting (e.g. no live events) before "ready";
@@ -69,7 +78,10 @@ impl Project {
                 other => pending.push_back(other),
             }
         }
-        on_event(WatchEvent::Ready { references: initial.len(), not_ok: initial.iter().filter(|r| r.status != "ok").count() });
+        on_event(WatchEvent::Ready {
+            references: initial.len(),
+            not_ok: initial.iter().filter(|r| r.status != "ok").count(),
+        });
 
         while !stop.load(Ordering::Relaxed) {
             let next = match pending.pop_front() {
@@ -107,7 +119,12 @@ impl Project {
                 .cloned()
                 .collect();
             known.extend(snapshot(&reports));
-            on_event(WatchEvent::Updated { trigger, checked: reports.len(), changed, elapsed: started.elapsed() });
+            on_event(WatchEvent::Updated {
+                trigger,
+                checked: reports.len(),
+                changed,
+                elapsed: started.elapsed(),
+            });
         }
         Ok(())
     }

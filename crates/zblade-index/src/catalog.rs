@@ -180,16 +180,28 @@ impl Index {
             let mut stmt = tx
                 .prepare("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'trigger') AND name NOT LIKE 'sqlite_%' AND sql IS NOT NULL")
                 .map_err(e)?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(e)?.collect::<rusqlite::Result<_>>().map_err(e)?
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(e)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(e)?
         };
-        for (kind, name) in objects.iter().filter(|(k, _)| k == "trigger").chain(objects.iter().filter(|(k, _)| k == "table")) {
-            let sql = format!("DROP {} IF EXISTS \"{}\"", kind.to_uppercase(), name.replace('"', "\"\""));
+        for (kind, name) in objects
+            .iter()
+            .filter(|(k, _)| k == "trigger")
+            .chain(objects.iter().filter(|(k, _)| k == "table"))
+        {
+            let sql = format!(
+                "DROP {} IF EXISTS \"{}\"",
+                kind.to_uppercase(),
+                name.replace('"', "\"\"")
+            );
             tx.execute_batch(&sql).map_err(e)?;
         }
         for sql in crate::schema::MIGRATIONS {
             tx.execute_batch(sql).map_err(e)?;
         }
-        tx.pragma_update(None, "user_version", crate::schema::SCHEMA_VERSION).map_err(e)?;
+        tx.pragma_update(None, "user_version", crate::schema::SCHEMA_VERSION)
+            .map_err(e)?;
 
         // Moment ids must be unique across artifacts. Clashes are settled here, before any
         // insert, so the rebuild needs no per-item savepoints (each would flush FTS5's buffer).
@@ -211,8 +223,10 @@ impl Index {
             .iter()
             .filter(|(c, path, _)| claim(c.moments.iter().map(|m| m.id.as_str()).collect(), path, &mut skipped))
             .collect();
-        let moments: Vec<_> =
-            moments.iter().filter(|(m, path, _)| claim(vec![m.id.as_str()], path, &mut skipped)).collect();
+        let moments: Vec<_> = moments
+            .iter()
+            .filter(|(m, path, _)| claim(vec![m.id.as_str()], path, &mut skipped))
+            .collect();
         let mut files = BTreeSet::new();
         for (conv, artifact_path, sha) in conversations {
             insert_conversation(&tx, conv, artifact_path, sha, &mut files)?;
@@ -226,9 +240,13 @@ impl Index {
         // fold the WAL back into the database so the rebuild does not leave a file as large
         // as the index beside it.
         for table in ["messages_fts", "moments_fts", "conversations_fts"] {
-            self.conn.execute(&format!("INSERT INTO {table}({table}) VALUES ('optimize')"), []).map_err(e)?;
+            self.conn
+                .execute(&format!("INSERT INTO {table}({table}) VALUES ('optimize')"), [])
+                .map_err(e)?;
         }
-        self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).map_err(e)?;
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(e)?;
         Ok(skipped)
     }
 
@@ -247,7 +265,11 @@ impl Index {
             .query_map([], |r| {
                 let kind: String = r.get(0)?;
                 Ok(IndexedArtifact {
-                    kind: if kind == "conversation" { ArtifactKind::Conversation } else { ArtifactKind::Moment },
+                    kind: if kind == "conversation" {
+                        ArtifactKind::Conversation
+                    } else {
+                        ArtifactKind::Moment
+                    },
                     id: r.get(1)?,
                     artifact_path: r.get(2)?,
                     sha256: r.get(3)?,
@@ -313,7 +335,9 @@ impl Index {
     /// The artifact path of a conversation, if indexed.
     pub fn conversation_artifact(&self, id: &str) -> Result<Option<String>> {
         self.conn
-            .query_row("SELECT artifact_path FROM conversations WHERE id = ?1", [id], |r| r.get(0))
+            .query_row("SELECT artifact_path FROM conversations WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
             .optional()
             .map_err(|e| self.err(e))
     }
@@ -333,7 +357,12 @@ impl Index {
             .prepare_cached("SELECT conversation_id, seq FROM messages WHERE id = ?1 ORDER BY conversation_id")
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map([id], |r| Ok(MessageLocation { conversation_id: r.get(0)?, seq: r.get(1)? }))
+            .query_map([id], |r| {
+                Ok(MessageLocation {
+                    conversation_id: r.get(0)?,
+                    seq: r.get(1)?,
+                })
+            })
             .map_err(|e| self.err(e))?;
         rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
     }
@@ -383,7 +412,12 @@ fn delete_conversation_rows(conn: &Connection, id: &str, files: &mut BTreeSet<St
     if !exists {
         return Ok(false);
     }
-    collect_files(conn, "SELECT file_path FROM code_references WHERE conversation_id = ?1", id, files)?;
+    collect_files(
+        conn,
+        "SELECT file_path FROM code_references WHERE conversation_id = ?1",
+        id,
+        files,
+    )?;
     conn.execute("DELETE FROM code_references WHERE conversation_id = ?1", [id])?;
     conn.execute(
         "INSERT INTO moments_fts(moments_fts, rowid, content, context, tags)
@@ -408,7 +442,12 @@ fn delete_conversation_rows(conn: &Connection, id: &str, files: &mut BTreeSet<St
 
 /// Deletes a standalone moment's rows; true if it existed.
 fn delete_moment_rows(conn: &Connection, id: &str, files: &mut BTreeSet<String>) -> rusqlite::Result<bool> {
-    collect_files(conn, "SELECT file_path FROM code_references WHERE moment_id = ?1", id, files)?;
+    collect_files(
+        conn,
+        "SELECT file_path FROM code_references WHERE moment_id = ?1",
+        id,
+        files,
+    )?;
     conn.execute("DELETE FROM code_references WHERE moment_id = ?1", [id])?;
     conn.execute(
         "INSERT INTO moments_fts(moments_fts, rowid, content, context, tags)
@@ -473,7 +512,9 @@ fn insert_conversation(
         .and_then(|mut s| s.execute(params![conv.title, tags_json(conv.tags())]))
         .map_err(sql)?;
     {
-        let mut insert_fts = conn.prepare_cached("INSERT INTO messages_fts(rowid, content) VALUES (?1, ?2)").map_err(sql)?;
+        let mut insert_fts = conn
+            .prepare_cached("INSERT INTO messages_fts(rowid, content) VALUES (?1, ?2)")
+            .map_err(sql)?;
         let mut insert_message = conn
             .prepare_cached(
                 "INSERT INTO messages (conversation_id, id, seq, role, content, timestamp) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -482,9 +523,18 @@ fn insert_conversation(
         for (seq, message) in conv.messages.iter().enumerate() {
             let timestamp = ts(message.timestamp.or(conv.created_at));
             insert_message
-                .execute(params![id, message.id, seq as i64, message.role.as_str(), message.content, timestamp])
+                .execute(params![
+                    id,
+                    message.id,
+                    seq as i64,
+                    message.role.as_str(),
+                    message.content,
+                    timestamp
+                ])
                 .map_err(sql)?;
-            insert_fts.execute(params![conn.last_insert_rowid(), message.content]).map_err(sql)?;
+            insert_fts
+                .execute(params![conn.last_insert_rowid(), message.content])
+                .map_err(sql)?;
             for (i, reference) in message.code_references.iter().enumerate() {
                 let key = format!("{id}/{}/{i}", message.id);
                 insert_reference(conn, &key, Some(id), Some(&message.id), None, reference, &timestamp).map_err(sql)?;
@@ -519,9 +569,11 @@ fn insert_conversation(
 
 /// Adds the moment just inserted (the last rowid) to `moments_fts`.
 fn index_moment_text(conn: &Connection, content: &str, context: Option<&str>, tags: &[String]) -> Result<()> {
-    conn.prepare_cached("INSERT INTO moments_fts(rowid, content, context, tags) VALUES (last_insert_rowid(), ?1, ?2, ?3)")
-        .and_then(|mut s| s.execute(params![content, context, tags_json(tags)]))
-        .map_err(sql)?;
+    conn.prepare_cached(
+        "INSERT INTO moments_fts(rowid, content, context, tags) VALUES (last_insert_rowid(), ?1, ?2, ?3)",
+    )
+    .and_then(|mut s| s.execute(params![content, context, tags_json(tags)]))
+    .map_err(sql)?;
     Ok(())
 }
 
@@ -557,8 +609,16 @@ fn insert_moment(
     index_moment_text(conn, &moment.content, moment.context.as_deref(), &moment.tags)?;
     for (i, reference) in moment.code_references.iter().enumerate() {
         let key = format!("{}/{i}", moment.id);
-        insert_reference(conn, &key, moment.conversation_id.as_deref(), None, Some(&moment.id), reference, &created)
-            .map_err(sql)?;
+        insert_reference(
+            conn,
+            &key,
+            moment.conversation_id.as_deref(),
+            None,
+            Some(&moment.id),
+            reference,
+            &created,
+        )
+        .map_err(sql)?;
         files.insert(reference.file.clone());
     }
     Ok(())

@@ -12,15 +12,13 @@ pub const MAX_TERMS: usize = 32;
 /// Very common English words; dropped from multi-word queries because they match nearly every
 /// document (slow) and carry no signal (BM25 gives them almost no weight anyway).
 const STOPWORDS: &[&str] = &[
-    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been",
-    "before", "being", "but", "by", "can", "could", "did", "do", "does", "doing", "for", "from",
-    "had", "has", "have", "having", "he", "her", "here", "him", "his", "how", "i", "if", "in",
-    "into", "is", "it", "its", "just", "me", "more", "most", "my", "no", "nor", "not", "now", "of",
-    "off", "on", "once", "only", "or", "other", "our", "out", "over", "own", "same", "she",
-    "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there",
-    "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very",
-    "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will",
-    "with", "would", "you", "your",
+    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "before", "being",
+    "but", "by", "can", "could", "did", "do", "does", "doing", "for", "from", "had", "has", "have", "having", "he",
+    "her", "here", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "me", "more", "most", "my",
+    "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "out", "over", "own", "same",
+    "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they",
+    "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when",
+    "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your",
 ];
 
 /// The searchable words of a query, each already quoted as an FTS5 phrase.
@@ -55,7 +53,13 @@ impl Terms {
 
     /// The words whose positions `keep` marks.
     pub fn subset(&self, keep: &[bool]) -> Option<Terms> {
-        let kept: Vec<String> = self.0.iter().zip(keep).filter(|(_, k)| **k).map(|(t, _)| t.clone()).collect();
+        let kept: Vec<String> = self
+            .0
+            .iter()
+            .zip(keep)
+            .filter(|(_, k)| **k)
+            .map(|(t, _)| t.clone())
+            .collect();
         (!kept.is_empty()).then_some(Terms(kept))
     }
 
@@ -106,7 +110,10 @@ mod tests {
 
     #[test]
     fn stopwords_are_dropped_unless_nothing_else_is_left() {
-        assert_eq!(match_expression("how do we rotate keys").unwrap(), r#""rotate" OR "keys""#);
+        assert_eq!(
+            match_expression("how do we rotate keys").unwrap(),
+            r#""rotate" OR "keys""#
+        );
         assert_eq!(match_expression("the").unwrap(), r#""the""#);
     }
 

@@ -59,7 +59,10 @@ impl Index {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI;
         let conn = Connection::open_with_flags(path, flags).map_err(|e| sql_error(path, e))?;
-        let mut index = Index { conn, path: path.to_path_buf() };
+        let mut index = Index {
+            conn,
+            path: path.to_path_buf(),
+        };
         index.configure().map_err(|e| sql_error(path, e))?;
         index.migrate()?;
         Ok(index)
@@ -87,7 +90,9 @@ impl Index {
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(|e| sql_error(&path, e))?;
-        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| sql_error(&path, e))?;
+        let version: i64 = tx
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| sql_error(&path, e))?;
         if version > schema::SCHEMA_VERSION {
             return Err(Error::IndexCorrupt {
                 path,
@@ -99,14 +104,17 @@ impl Index {
         }
         for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
             tx.execute_batch(sql).map_err(|e| sql_error(&path, e))?;
-            tx.pragma_update(None, "user_version", (i + 1) as i64).map_err(|e| sql_error(&path, e))?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)
+                .map_err(|e| sql_error(&path, e))?;
         }
         tx.commit().map_err(|e| sql_error(&path, e))
     }
 
     /// The schema version stored in the database.
     pub fn schema_version(&self) -> Result<i64> {
-        self.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| self.err(e))
+        self.conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| self.err(e))
     }
 
     /// SQLite's `quick_check`: `"ok"` or a description of the damage.
@@ -141,9 +149,10 @@ impl Index {
 /// Maps a SQLite failure to a zblade error, recognising a damaged database file.
 fn sql_error(path: &Path, e: rusqlite::Error) -> Error {
     match e.sqlite_error_code() {
-        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
-            Error::IndexCorrupt { path: path.to_path_buf(), message: e.to_string() }
-        }
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => Error::IndexCorrupt {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        },
         _ => Error::Index(format!("{}: {e}", path.display())),
     }
 }

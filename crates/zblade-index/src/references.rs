@@ -54,8 +54,7 @@ pub struct LiveLocation {
     pub checked_at: String,
 }
 
-const REFERENCE_COLUMNS: &str =
-    "ref_key, conversation_id, message_id, moment_id, file_path, start_line, end_line, context, git_hash, commit_id, anchor";
+const REFERENCE_COLUMNS: &str = "ref_key, conversation_id, message_id, moment_id, file_path, start_line, end_line, context, git_hash, commit_id, anchor";
 
 fn reference_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredReference> {
     let anchor: Option<String> = r.get(10)?;
@@ -121,13 +120,20 @@ impl Index {
 
     /// The references of one message or moment (`owner` is `conv_…/msg_…` or `moment_…`).
     pub fn references_of(&self, owner: &str) -> Result<Vec<StoredReference>> {
-        let sql = format!("SELECT {REFERENCE_COLUMNS} FROM code_references WHERE ref_key LIKE ?1 ESCAPE '\\' ORDER BY id");
-        let pattern = format!("{}/%", owner.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+        let sql =
+            format!("SELECT {REFERENCE_COLUMNS} FROM code_references WHERE ref_key LIKE ?1 ESCAPE '\\' ORDER BY id");
+        let pattern = format!(
+            "{}/%",
+            owner.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
+        );
         let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
         let rows = stmt.query_map([pattern], reference_row).map_err(|e| self.err(e))?;
         let all: Vec<StoredReference> = rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))?;
         // `conv_a/msg_1/%` must not match `conv_a/msg_1x/…`: keep exactly one more segment.
-        Ok(all.into_iter().filter(|r| r.key[owner.len() + 1..].chars().all(|c| c.is_ascii_digit())).collect())
+        Ok(all
+            .into_iter()
+            .filter(|r| r.key[owner.len() + 1..].chars().all(|c| c.is_ascii_digit()))
+            .collect())
     }
 
     /// References whose last recorded live status is `status` (e.g. `missing`).
@@ -144,14 +150,20 @@ impl Index {
     /// One reference by key.
     pub fn reference(&self, key: &str) -> Result<Option<StoredReference>> {
         let sql = format!("SELECT {REFERENCE_COLUMNS} FROM code_references WHERE ref_key = ?1");
-        self.conn.query_row(&sql, [key], reference_row).optional().map_err(|e| self.err(e))
+        self.conn
+            .query_row(&sql, [key], reference_row)
+            .optional()
+            .map_err(|e| self.err(e))
     }
 
     /// Stores live locations, replacing earlier ones, in one transaction.
     pub fn put_live_locations(&mut self, rows: &[LiveLocation]) -> Result<()> {
         let path = self.path.clone();
         let e = |e| crate::sql_error(&path, e);
-        let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(e)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(e)?;
         {
             let mut stmt = tx
                 .prepare_cached(
@@ -182,7 +194,10 @@ impl Index {
     /// Drops live rows of references that no longer exist (after a full check).
     pub fn prune_live_locations(&mut self) -> Result<()> {
         self.conn
-            .execute("DELETE FROM reference_status WHERE ref_key NOT IN (SELECT ref_key FROM code_references)", [])
+            .execute(
+                "DELETE FROM reference_status WHERE ref_key NOT IN (SELECT ref_key FROM code_references)",
+                [],
+            )
             .map_err(|e| self.err(e))?;
         Ok(())
     }
@@ -209,7 +224,9 @@ impl Index {
                  LEFT JOIN reference_status s ON s.ref_key = r.ref_key GROUP BY 1 ORDER BY 1",
             )
             .map_err(|e| self.err(e))?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.err(e))?;
         rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
     }
 }

@@ -41,7 +41,11 @@ pub struct SearchQuery {
 impl SearchQuery {
     /// A query for `text`.
     pub fn new(text: impl Into<String>, limit: usize, kind: SearchKind) -> Self {
-        SearchQuery { text: text.into(), limit, kind }
+        SearchQuery {
+            text: text.into(),
+            limit,
+            kind,
+        }
     }
 }
 
@@ -127,7 +131,9 @@ fn top_messages(conn: &Connection, expr: &str, limit: usize, min_pk: i64) -> rus
             "SELECT f.rowid, f.rank FROM messages_fts f JOIN messages m ON m.pk = f.rowid
              WHERE messages_fts MATCH ?1 AND f.rowid >= ?3 ORDER BY f.rank, m.conversation_id, m.seq LIMIT ?2",
         )?;
-        return exact.query_map(params![expr, limit as i64, min_pk], |r| Ok((r.get(0)?, r.get(1)?)))?.collect();
+        return exact
+            .query_map(params![expr, limit as i64, min_pk], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect();
     }
     let mut position = conn.prepare_cached("SELECT conversation_id, seq FROM messages WHERE pk = ?1")?;
     let mut keyed = Vec::with_capacity(rows.len());
@@ -136,7 +142,11 @@ fn top_messages(conn: &Connection, expr: &str, limit: usize, min_pk: i64) -> rus
         keyed.push((rank, conv, seq, pk));
     }
     keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-    Ok(keyed.into_iter().take(limit).map(|(rank, _, _, pk)| (pk, rank)).collect())
+    Ok(keyed
+        .into_iter()
+        .take(limit)
+        .map(|(rank, _, _, pk)| (pk, rank))
+        .collect())
 }
 
 /// A word found in more than this share of messages is "common": scoring every message that
@@ -154,9 +164,12 @@ fn search_messages(conn: &Connection, terms: &fts::Terms, limit: usize) -> rusql
     // ordered by BM25. Words that occur nowhere are dropped first, so one unknown word does not
     // empty the AND group. This is what people expect of a search box, and it keeps latency
     // low: FTS5 computes BM25 for every row a MATCH yields, so small match sets are fast.
-    let total: i64 = conn.prepare_cached("SELECT coalesce(max(pk), 0) FROM messages")?.query_row([], |r| r.get(0))?;
+    let total: i64 = conn
+        .prepare_cached("SELECT coalesce(max(pk), 0) FROM messages")?
+        .query_row([], |r| r.get(0))?;
     let cap = ((total as f64 * COMMON_TERM_SHARE) as i64).max(64);
-    let mut count = conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?1 LIMIT ?2)")?;
+    let mut count =
+        conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?1 LIMIT ?2)")?;
     let mut frequency = Vec::with_capacity(terms.len());
     for term in terms.each() {
         frequency.push(count.query_row(params![term, cap], |r| r.get::<_, i64>(0))?);

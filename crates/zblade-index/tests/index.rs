@@ -8,13 +8,15 @@ use zblade_index::{HitKind, Index, SearchKind, SearchQuery};
 
 fn conversation(json: &str) -> Conversation {
     let mut conv = parse_conversation(json.as_bytes(), "test.json").unwrap();
-    conv.prepare_for_store("proj_test", Path::new("/nonexistent"), "test.json", Utc::now()).unwrap();
+    conv.prepare_for_store("proj_test", Path::new("/nonexistent"), "test.json", Utc::now())
+        .unwrap();
     conv
 }
 
 fn moment(json: &str) -> Moment {
     let mut m = parse_moment(json.as_bytes(), "m.json").unwrap();
-    m.prepare_for_store(Path::new("/nonexistent"), "m.json", Utc::now()).unwrap();
+    m.prepare_for_store(Path::new("/nonexistent"), "m.json", Utc::now())
+        .unwrap();
     m
 }
 
@@ -40,21 +42,40 @@ fn open() -> (tempfile::TempDir, Index) {
 #[test]
 fn messages_moments_and_conversations_are_searchable() {
     let (_dir, mut index) = open();
-    index.put_conversation(&jwt_conversation("conv_a"), "artifacts/conversations/conv_a.json", "h1").unwrap();
-    let hits = index.search(&SearchQuery::new("jwt", 10, SearchKind::Messages)).unwrap();
+    index
+        .put_conversation(&jwt_conversation("conv_a"), "artifacts/conversations/conv_a.json", "h1")
+        .unwrap();
+    let hits = index
+        .search(&SearchQuery::new("jwt", 10, SearchKind::Messages))
+        .unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].id, "msg_1");
     assert!(hits[0].snippet.contains("«JWT»"), "{}", hits[0].snippet);
 
-    let hits = index.search(&SearchQuery::new("httpOnly", 10, SearchKind::All)).unwrap();
+    let hits = index
+        .search(&SearchQuery::new("httpOnly", 10, SearchKind::All))
+        .unwrap();
     let kinds: Vec<_> = hits.iter().map(|h| h.kind).collect();
-    assert!(kinds.contains(&HitKind::Message) && kinds.contains(&HitKind::Moment), "{kinds:?}");
+    assert!(
+        kinds.contains(&HitKind::Message) && kinds.contains(&HitKind::Moment),
+        "{kinds:?}"
+    );
 
-    let hits = index.search(&SearchQuery::new("auth", 10, SearchKind::Conversations)).unwrap();
+    let hits = index
+        .search(&SearchQuery::new("auth", 10, SearchKind::Conversations))
+        .unwrap();
     assert_eq!(hits[0].id, "conv_a");
 
     let counts = index.counts().unwrap();
-    assert_eq!((counts.conversations, counts.messages, counts.moments, counts.code_references), (1, 2, 1, 1));
+    assert_eq!(
+        (
+            counts.conversations,
+            counts.messages,
+            counts.moments,
+            counts.code_references
+        ),
+        (1, 2, 1, 1)
+    );
     assert_eq!(counts.referenced_files, 1);
 }
 
@@ -68,7 +89,9 @@ fn multi_word_queries_rank_documents_with_more_words_first() {
             {"id": "msg_c", "role": "user", "content": "token rotation"}]}"#,
     );
     index.put_conversation(&conv, "a.json", "h").unwrap();
-    let hits = index.search(&SearchQuery::new("token cache", 10, SearchKind::Messages)).unwrap();
+    let hits = index
+        .search(&SearchQuery::new("token cache", 10, SearchKind::Messages))
+        .unwrap();
     assert_eq!(hits.len(), 3, "OR semantics: partial matches are found");
     assert_eq!(hits[0].id, "msg_b", "the message holding both words ranks first");
 }
@@ -76,7 +99,9 @@ fn multi_word_queries_rank_documents_with_more_words_first() {
 #[test]
 fn fts_syntax_in_user_text_never_errors() {
     let (_dir, mut index) = open();
-    index.put_conversation(&jwt_conversation("conv_a"), "a.json", "h").unwrap();
+    index
+        .put_conversation(&jwt_conversation("conv_a"), "a.json", "h")
+        .unwrap();
     for query in [
         r#"" * ( ) : ^ - + NEAR AND OR NOT { } [ ] ' . , ; \ / @ # $ % &"#,
         r#""unbalanced"#,
@@ -89,22 +114,33 @@ fn fts_syntax_in_user_text_never_errors() {
         "",
     ] {
         index.search(&SearchQuery::new(query, 10, SearchKind::All)).unwrap();
-        index.search(&SearchQuery::new(query, 10, SearchKind::Conversations)).unwrap();
+        index
+            .search(&SearchQuery::new(query, 10, SearchKind::Conversations))
+            .unwrap();
     }
-    let hits = index.search(&SearchQuery::new(r#"(jwt"#, 10, SearchKind::Messages)).unwrap();
+    let hits = index
+        .search(&SearchQuery::new(r#"(jwt"#, 10, SearchKind::Messages))
+        .unwrap();
     assert_eq!(hits.len(), 1, "words inside syntax characters are still found");
 }
 
 #[test]
 fn reindexing_a_conversation_replaces_its_rows() {
     let (_dir, mut index) = open();
-    index.put_conversation(&jwt_conversation("conv_a"), "a.json", "h1").unwrap();
+    index
+        .put_conversation(&jwt_conversation("conv_a"), "a.json", "h1")
+        .unwrap();
     let mut changed = jwt_conversation("conv_a");
     changed.messages.truncate(1);
     changed.messages[0].content = "nothing about tokens".into();
     changed.moments.clear();
     index.put_conversation(&changed, "a.json", "h2").unwrap();
-    assert!(index.search(&SearchQuery::new("jwt", 10, SearchKind::All)).unwrap().is_empty());
+    assert!(
+        index
+            .search(&SearchQuery::new("jwt", 10, SearchKind::All))
+            .unwrap()
+            .is_empty()
+    );
     let counts = index.counts().unwrap();
     assert_eq!((counts.conversations, counts.messages, counts.moments), (1, 1, 0));
     assert!(index.remove_conversation("conv_a").unwrap());
@@ -114,9 +150,13 @@ fn reindexing_a_conversation_replaces_its_rows() {
 #[test]
 fn a_moment_id_used_twice_is_refused() {
     let (_dir, mut index) = open();
-    index.put_conversation(&jwt_conversation("conv_a"), "a.json", "h").unwrap();
+    index
+        .put_conversation(&jwt_conversation("conv_a"), "a.json", "h")
+        .unwrap();
     let m = moment(r#"{"id": "moment_conv_a", "type": "pattern", "content": "x"}"#);
-    let err = index.put_moment(&m, "artifacts/moments/moment_conv_a.json", "h").unwrap_err();
+    let err = index
+        .put_moment(&m, "artifacts/moments/moment_conv_a.json", "h")
+        .unwrap_err();
     assert!(err.to_string().contains("already used by a.json"), "{err}");
 }
 
@@ -126,30 +166,49 @@ fn rebuild_gives_identical_results_and_skips_clashes() {
     let convs: Vec<Conversation> = (0..5).map(|i| jwt_conversation(&format!("conv_{i}"))).collect();
     // Insert in reverse order so rowids differ from the rebuild's.
     for conv in convs.iter().rev() {
-        incremental.put_conversation(conv, &format!("{}.json", conv.conversation_id), "h").unwrap();
+        incremental
+            .put_conversation(conv, &format!("{}.json", conv.conversation_id), "h")
+            .unwrap();
     }
     let standalone = moment(r#"{"id": "moment_s", "type": "solution", "content": "rotate refresh tokens daily"}"#);
     incremental.put_moment(&standalone, "moment_s.json", "h").unwrap();
 
     let (_dir2, mut rebuilt) = open();
-    rebuilt.put_conversation(&jwt_conversation("conv_stale"), "stale.json", "h").unwrap();
+    rebuilt
+        .put_conversation(&jwt_conversation("conv_stale"), "stale.json", "h")
+        .unwrap();
     let paths: Vec<String> = convs.iter().map(|c| format!("{}.json", c.conversation_id)).collect();
     let items: Vec<_> = convs.iter().zip(&paths).map(|(c, p)| (c, p.as_str(), "h")).collect();
     let clash = moment(r#"{"id": "moment_conv_1", "type": "pattern", "content": "clash"}"#);
     let skipped = rebuilt
-        .rebuild(&items, &[(&standalone, "moment_s.json", "h"), (&clash, "clash.json", "h")])
+        .rebuild(
+            &items,
+            &[(&standalone, "moment_s.json", "h"), (&clash, "clash.json", "h")],
+        )
         .unwrap();
     assert_eq!(skipped.len(), 1);
     assert_eq!(skipped[0].0, "clash.json");
 
-    for kind in [SearchKind::All, SearchKind::Messages, SearchKind::Moments, SearchKind::Conversations] {
+    for kind in [
+        SearchKind::All,
+        SearchKind::Messages,
+        SearchKind::Moments,
+        SearchKind::Conversations,
+    ] {
         for text in ["jwt", "refresh token", "cookie rotate", "auth"] {
             let q = SearchQuery::new(text, 3, kind);
-            assert_eq!(incremental.search(&q).unwrap(), rebuilt.search(&q).unwrap(), "{text} {kind:?}");
+            assert_eq!(
+                incremental.search(&q).unwrap(),
+                rebuilt.search(&q).unwrap(),
+                "{text} {kind:?}"
+            );
         }
     }
     assert_eq!(incremental.counts().unwrap(), rebuilt.counts().unwrap());
-    assert_eq!(incremental.list_conversations(100, 0).unwrap(), rebuilt.list_conversations(100, 0).unwrap());
+    assert_eq!(
+        incremental.list_conversations(100, 0).unwrap(),
+        rebuilt.list_conversations(100, 0).unwrap()
+    );
 }
 
 #[test]
@@ -197,18 +256,32 @@ fn a_query_of_only_common_words_ranks_the_newest_messages() {
     for c in 0..240 {
         let messages: Vec<String> = (0..50)
             .map(|m| {
-                let text = if c == 0 && m == 0 { "update update update update update".to_string() } else { format!("update number {c} {m}") };
+                let text = if c == 0 && m == 0 {
+                    "update update update update update".to_string()
+                } else {
+                    format!("update number {c} {m}")
+                };
                 format!(r#"{{"id": "msg_{m}", "role": "user", "content": "{text}"}}"#)
             })
             .collect();
-        convs.push(conversation(&format!(r#"{{"conversation_id": "conv_{c:04}", "messages": [{}]}}"#, messages.join(","))));
+        convs.push(conversation(&format!(
+            r#"{{"conversation_id": "conv_{c:04}", "messages": [{}]}}"#,
+            messages.join(",")
+        )));
     }
     let items: Vec<_> = convs.iter().map(|c| (c, "a.json", "h")).collect();
     index.put_conversations(&items).unwrap();
-    let hits = index.search(&SearchQuery::new("update", 5, SearchKind::Messages)).unwrap();
+    let hits = index
+        .search(&SearchQuery::new("update", 5, SearchKind::Messages))
+        .unwrap();
     assert_eq!(hits.len(), 5);
-    assert!(hits.iter().all(|h| h.conversation_id.as_deref() != Some("conv_0000")), "the oldest message is outside the window");
+    assert!(
+        hits.iter().all(|h| h.conversation_id.as_deref() != Some("conv_0000")),
+        "the oldest message is outside the window"
+    );
     // A selective word still finds old messages.
-    let hits = index.search(&SearchQuery::new("update 0", 5, SearchKind::Messages)).unwrap();
+    let hits = index
+        .search(&SearchQuery::new("update 0", 5, SearchKind::Messages))
+        .unwrap();
     assert!(hits.iter().any(|h| h.conversation_id.as_deref() == Some("conv_0000")));
 }

@@ -32,22 +32,44 @@ pub fn capture(file: &SourceFile, start: u32, end: u32) -> Option<Anchor> {
         (range.iter().copied().map(hex).collect(), Vec::new())
     } else {
         let half = LONG_RANGE_KEEP / 2;
-        (range[..half].iter().copied().map(hex).collect(), range[range.len() - half..].iter().copied().map(hex).collect())
+        (
+            range[..half].iter().copied().map(hex).collect(),
+            range[range.len() - half..].iter().copied().map(hex).collect(),
+        )
     };
     Some(Anchor {
         len: range.len() as u32,
         head,
         tail,
-        before: file.hashes[first.saturating_sub(CONTEXT_LINES)..first].iter().copied().map(hex).collect(),
-        after: file.hashes[last + 1..(last + 1 + CONTEXT_LINES).min(count)].iter().copied().map(hex).collect(),
+        before: file.hashes[first.saturating_sub(CONTEXT_LINES)..first]
+            .iter()
+            .copied()
+            .map(hex)
+            .collect(),
+        after: file.hashes[last + 1..(last + 1 + CONTEXT_LINES).min(count)]
+            .iter()
+            .copied()
+            .map(hex)
+            .collect(),
     })
 }
 
 /// The stored line hashes as (offset in the range, hash); malformed hashes are skipped.
 pub fn line_pairs(anchor: &Anchor) -> Vec<(usize, u64)> {
-    let mut pairs: Vec<(usize, u64)> = anchor.head.iter().enumerate().filter_map(|(i, h)| Some((i, unhex(h)?))).collect();
+    let mut pairs: Vec<(usize, u64)> = anchor
+        .head
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| Some((i, unhex(h)?)))
+        .collect();
     let tail_start = (anchor.len as usize).saturating_sub(anchor.tail.len());
-    pairs.extend(anchor.tail.iter().enumerate().filter_map(|(i, h)| Some((tail_start + i, unhex(h)?))));
+    pairs.extend(
+        anchor
+            .tail
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| Some((tail_start + i, unhex(h)?))),
+    );
     pairs
 }
 

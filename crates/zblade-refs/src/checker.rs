@@ -127,7 +127,11 @@ impl<'a> Checker<'a> {
     /// Reads (once) a project file.
     pub fn file(&mut self, relative: &str) -> Result<&SourceFile, ReadError> {
         let root = &self.root;
-        self.files.entry(relative.to_string()).or_insert_with(|| read_project_file(root, relative)).as_ref().map_err(Clone::clone)
+        self.files
+            .entry(relative.to_string())
+            .or_insert_with(|| read_project_file(root, relative))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// Captures anchor, blob hash and HEAD commit for lines of a file as they are now.
@@ -157,7 +161,12 @@ impl<'a> Checker<'a> {
                     checked.reason = Some("captured without an anchor; the range is taken as is".into());
                 }
                 Ok(file) => {
-                    checked.reason = Some(format!("lines {}-{} are past the end of the file ({} lines)", reference.lines[0], reference.lines[1], file.line_count()));
+                    checked.reason = Some(format!(
+                        "lines {}-{} are past the end of the file ({} lines)",
+                        reference.lines[0],
+                        reference.lines[1],
+                        file.line_count()
+                    ));
                 }
                 Err(err) => self.explain(&mut checked, err),
             }
@@ -232,16 +241,26 @@ impl<'a> Checker<'a> {
         // Files with the same name or extension are the likeliest destinations.
         let name = Path::new(&reference.file).file_name().map(|n| n.to_owned());
         let ext = Path::new(&reference.file).extension().map(|e| e.to_owned());
-        let mut rest: Vec<String> = self.candidates().iter().filter(|c| **c != reference.file && !order.contains(c)).cloned().collect();
+        let mut rest: Vec<String> = self
+            .candidates()
+            .iter()
+            .filter(|c| **c != reference.file && !order.contains(c))
+            .cloned()
+            .collect();
         rest.sort_by_key(|c| {
             let p = Path::new(c);
-            (p.file_name().map(|n| n.to_owned()) != name, p.extension().map(|e| e.to_owned()) != ext)
+            (
+                p.file_name().map(|n| n.to_owned()) != name,
+                p.extension().map(|e| e.to_owned()) != ext,
+            )
         });
         order.extend(rest);
         let mut best: Option<(String, Found, String)> = None;
         for candidate in order {
             let Ok(file) = self.file(&candidate) else { continue };
-            let Some(found) = resolve(anchor, reference.lines[0], file) else { continue };
+            let Some(found) = resolve(anchor, reference.lines[0], file) else {
+                continue;
+            };
             if found.similarity < MOVED_MIN_SIMILARITY {
                 continue;
             }

@@ -9,7 +9,9 @@ use serde::Serialize;
 /// The git blob hash of `bytes` (what `git hash-object` prints). Works without a repository,
 /// so it doubles as the content hash of files in projects that do not use git.
 pub fn blob_hash(bytes: &[u8]) -> String {
-    Oid::hash_object(ObjectType::Blob, bytes).map(|oid| oid.to_string()).unwrap_or_default()
+    Oid::hash_object(ObjectType::Blob, bytes)
+        .map(|oid| oid.to_string())
+        .unwrap_or_default()
 }
 
 /// A file changed since a reference was captured.
@@ -62,13 +64,21 @@ impl GitRepo {
     /// A string that changes whenever HEAD moves or switches branch.
     pub fn head_state(&self) -> String {
         match self.repo.head() {
-            Ok(head) => format!("{}@{}", head.name().unwrap_or("?"), head.target().map(|o| o.to_string()).unwrap_or_default()),
+            Ok(head) => format!(
+                "{}@{}",
+                head.name().unwrap_or("?"),
+                head.target().map(|o| o.to_string()).unwrap_or_default()
+            ),
             Err(_) => "unborn".into(),
         }
     }
 
     fn repo_path(&self, relative: &str) -> String {
-        if self.prefix.is_empty() { relative.to_string() } else { format!("{}/{relative}", self.prefix) }
+        if self.prefix.is_empty() {
+            relative.to_string()
+        } else {
+            format!("{}/{relative}", self.prefix)
+        }
     }
 
     /// Commits reachable from HEAD but not from `since` that changed `relative` (compared with
@@ -83,7 +93,9 @@ impl GitRepo {
         let blob_at = |commit: &git2::Commit| commit.tree().ok()?.get_path(Path::new(&path)).ok().map(|e| e.id());
         let mut count = 0;
         for oid in walk.take(MAX_WALK) {
-            let Ok(commit) = oid.and_then(|o| self.repo.find_commit(o)) else { continue };
+            let Ok(commit) = oid.and_then(|o| self.repo.find_commit(o)) else {
+                continue;
+            };
             let parent_blob = commit.parent(0).ok().and_then(|p| blob_at(&p));
             if blob_at(&commit) != parent_blob {
                 count += 1;
@@ -95,7 +107,11 @@ impl GitRepo {
 
 /// Drift without git: only the blob hashes.
 pub fn drift_without_git(captured: &str, current: &str) -> Option<Drift> {
-    (captured != current).then(|| Drift { captured_blob: captured.into(), current_blob: current.into(), commits_since: None })
+    (captured != current).then(|| Drift {
+        captured_blob: captured.into(),
+        current_blob: current.into(),
+        commits_since: None,
+    })
 }
 
 #[cfg(test)]

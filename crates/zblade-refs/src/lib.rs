@@ -27,7 +27,7 @@ pub mod source;
 pub mod watcher;
 
 pub use checker::{Checked, Checker, RefRecord};
-pub use zblade_core::Anchor;
 pub use drift::{Drift, GitRepo, blob_hash};
 pub use resolve::{Found, Status, resolve};
 pub use source::{MAX_FILE_BYTES, SourceFile, read_project_file};
+pub use zblade_core::Anchor;

@@ -72,7 +72,11 @@ pub fn resolve(anchor: &Anchor, start: u32, file: &SourceFile) -> Option<Found> 
     let range = |base: usize, last: usize| [base as u32 + 1, last as u32 + 1];
 
     if matches_at(orig) {
-        return Some(Found { status: Status::Ok, lines: range(orig, orig + len - 1), similarity: 1.0 });
+        return Some(Found {
+            status: Status::Ok,
+            lines: range(orig, orig + len - 1),
+            similarity: 1.0,
+        });
     }
 
     // Where each anchored hash occurs now.
@@ -87,15 +91,27 @@ pub fn resolve(anchor: &Anchor, start: u32, file: &SourceFile) -> Option<Found> 
 
     // Exact match elsewhere: try the places the range's rarest line points to.
     if pairs.iter().all(|p| occurrences(p.1) > 0) {
-        let pivot = pairs.iter().min_by_key(|p| occurrences(p.1)).expect("pairs is not empty");
+        let pivot = pairs
+            .iter()
+            .min_by_key(|p| occurrences(p.1))
+            .expect("pairs is not empty");
         let (before, after) = context(anchor);
         let best = positions[&pivot.1]
             .iter()
             .filter_map(|&p| p.checked_sub(pivot.0))
             .filter(|&base| matches_at(base))
-            .min_by_key(|&base| (usize::MAX - context_score(file, base, len, &before, &after), base.abs_diff(orig)));
+            .min_by_key(|&base| {
+                (
+                    usize::MAX - context_score(file, base, len, &before, &after),
+                    base.abs_diff(orig),
+                )
+            });
         if let Some(base) = best {
-            return Some(Found { status: Status::Shifted, lines: range(base, base + len - 1), similarity: 1.0 });
+            return Some(Found {
+                status: Status::Shifted,
+                lines: range(base, base + len - 1),
+                similarity: 1.0,
+            });
         }
     }
 
@@ -109,13 +125,18 @@ pub fn resolve(anchor: &Anchor, start: u32, file: &SourceFile) -> Option<Found> 
             }
         }
     }
-    let (&delta, _) = votes.iter().max_by_key(|&(&d, &v)| (v, std::cmp::Reverse(d.abs_diff(orig as isize))))?;
+    let (&delta, _) = votes
+        .iter()
+        .max_by_key(|&(&d, &v)| (v, std::cmp::Reverse(d.abs_diff(orig as isize))))?;
     if anchor.tail.is_empty() {
         align(&pairs, file, delta, len)
     } else {
         // Long range with its middle unknown: judge by the stored head and tail.
         let base = delta.max(0) as usize;
-        let matched = pairs.iter().filter(|&&(o, h)| file.hashes.get(base + o) == Some(&h)).count();
+        let matched = pairs
+            .iter()
+            .filter(|&&(o, h)| file.hashes.get(base + o) == Some(&h))
+            .count();
         let similarity = matched as f32 / pairs.len() as f32;
         (similarity >= MIN_SIMILARITY && base < n).then(|| Found {
             status: Status::Modified,
@@ -127,8 +148,17 @@ pub fn resolve(anchor: &Anchor, start: u32, file: &SourceFile) -> Option<Found> 
 
 /// How many context lines around `base..base+len` still match.
 fn context_score(file: &SourceFile, base: usize, len: usize, before: &[u64], after: &[u64]) -> usize {
-    let before_ok = before.iter().rev().enumerate().filter(|&(i, h)| base.checked_sub(i + 1).and_then(|p| file.hashes.get(p)) == Some(h)).count();
-    let after_ok = after.iter().enumerate().filter(|&(i, h)| file.hashes.get(base + len + i) == Some(h)).count();
+    let before_ok = before
+        .iter()
+        .rev()
+        .enumerate()
+        .filter(|&(i, h)| base.checked_sub(i + 1).and_then(|p| file.hashes.get(p)) == Some(h))
+        .count();
+    let after_ok = after
+        .iter()
+        .enumerate()
+        .filter(|&(i, h)| file.hashes.get(base + len + i) == Some(h))
+        .count();
     before_ok + after_ok
 }
 
@@ -149,7 +179,11 @@ fn align(pairs: &[(usize, u64)], file: &SourceFile, delta: isize, len: usize) ->
     let at = |i: usize, j: usize| i * (w + 1) + j;
     for i in (0..m).rev() {
         for j in (0..w).rev() {
-            dp[at(i, j)] = if a[i] == window[j] { dp[at(i + 1, j + 1)] + 1 } else { dp[at(i + 1, j)].max(dp[at(i, j + 1)]) };
+            dp[at(i, j)] = if a[i] == window[j] {
+                dp[at(i + 1, j + 1)] + 1
+            } else {
+                dp[at(i + 1, j)].max(dp[at(i, j + 1)])
+            };
         }
     }
     let lcs = dp[at(0, 0)] as usize;

@@ -125,8 +125,17 @@ mod tests {
         assert_eq!(read_project_file(dir.path(), "bin.dat").unwrap_err(), ReadError::Binary);
         let big = std::fs::File::create(dir.path().join("big.log")).unwrap();
         big.set_len(MAX_FILE_BYTES + 1).unwrap();
-        assert!(matches!(read_project_file(dir.path(), "big.log"), Err(ReadError::TooLarge(_))));
-        assert!(matches!(read_project_file(dir.path(), "../etc/passwd"), Err(ReadError::OutsideProject(_))));
-        assert_eq!(read_project_file(dir.path(), "nope.rs").unwrap_err(), ReadError::NotFound);
+        assert!(matches!(
+            read_project_file(dir.path(), "big.log"),
+            Err(ReadError::TooLarge(_))
+        ));
+        assert!(matches!(
+            read_project_file(dir.path(), "../etc/passwd"),
+            Err(ReadError::OutsideProject(_))
+        ));
+        assert_eq!(
+            read_project_file(dir.path(), "nope.rs").unwrap_err(),
+            ReadError::NotFound
+        );
     }
 }

@@ -58,7 +58,11 @@ pub struct WatchOptions {
 
 impl Default for WatchOptions {
     fn default() -> Self {
-        WatchOptions { debounce: Duration::from_millis(100), rescan_interval: Duration::from_secs(30), force_rescan_mode: false }
+        WatchOptions {
+            debounce: Duration::from_millis(100),
+            rescan_interval: Duration::from_secs(30),
+            force_rescan_mode: false,
+        }
     }
 }
 
@@ -99,13 +103,24 @@ impl PathFilter {
         {
             let inside = inside.to_string_lossy();
             let moves_head = inside == "HEAD" || inside == "packed-refs" || inside.starts_with("refs/");
-            return if moves_head && !inside.ends_with(".lock") { Class::GitHead } else { Class::Ignore };
+            return if moves_head && !inside.ends_with(".lock") {
+                Class::GitHead
+            } else {
+                Class::Ignore
+            };
         }
         if path.starts_with(&self.zblade_dir) || path.components().any(|c| c.as_os_str() == ".git") {
             return Class::Ignore;
         }
-        let Ok(rel) = path.strip_prefix(&self.root) else { return Class::Ignore };
-        if rel.as_os_str().is_empty() || self.gitignore.matched_path_or_any_parents(rel, path.is_dir()).is_ignore() {
+        let Ok(rel) = path.strip_prefix(&self.root) else {
+            return Class::Ignore;
+        };
+        if rel.as_os_str().is_empty()
+            || self
+                .gitignore
+                .matched_path_or_any_parents(rel, path.is_dir())
+                .is_ignore()
+        {
             return Class::Ignore;
         }
         Class::Project(rel.to_string_lossy().replace('\\', "/"))
@@ -128,15 +143,19 @@ impl PathFilter {
             }
             match (&event.kind, classes.as_slice()) {
                 (EventKind::Modify(ModifyKind::Name(RenameMode::Both)), [from, to]) => match (from, to) {
-                    (Class::Project(from), Class::Project(to)) => push(FileEvent::Renamed { from: from.clone(), to: to.clone() }),
+                    (Class::Project(from), Class::Project(to)) => push(FileEvent::Renamed {
+                        from: from.clone(),
+                        to: to.clone(),
+                    }),
                     // An editor's temp file renamed over the original is a write.
                     (_, Class::Project(to)) => push(FileEvent::Changed(to.clone())),
                     (Class::Project(from), _) => push(FileEvent::Removed(from.clone())),
                     _ => {}
                 },
-                (EventKind::Modify(ModifyKind::Name(RenameMode::From)) | EventKind::Remove(_), [Class::Project(p), ..]) => {
-                    push(FileEvent::Removed(p.clone()))
-                }
+                (
+                    EventKind::Modify(ModifyKind::Name(RenameMode::From)) | EventKind::Remove(_),
+                    [Class::Project(p), ..],
+                ) => push(FileEvent::Removed(p.clone())),
                 (EventKind::Modify(ModifyKind::Metadata(_)) | EventKind::Access(_), _) => {}
                 (EventKind::Create(_) | EventKind::Modify(_) | EventKind::Any | EventKind::Other, _) => {
                     for class in classes {
@@ -175,8 +194,13 @@ pub fn watch(
     let stop_rescans = Arc::new(AtomicBool::new(false));
     if options.force_rescan_mode {
         start_rescans(&options, handler.clone(), stop_rescans.clone());
-        handler(Change::Degraded("live file events are off; checking every reference periodically".into()));
-        return Ok(Watcher { _debouncer: None, stop_rescans });
+        handler(Change::Degraded(
+            "live file events are off; checking every reference periodically".into(),
+        ));
+        return Ok(Watcher {
+            _debouncer: None,
+            stop_rescans,
+        });
     }
     let filter = PathFilter::new(root, git_dir);
     let on_events = handler.clone();
@@ -205,7 +229,10 @@ pub fn watch(
         Ok(())
     };
     match watch_all() {
-        Ok(()) => Ok(Watcher { _debouncer: Some(debouncer), stop_rescans }),
+        Ok(()) => Ok(Watcher {
+            _debouncer: Some(debouncer),
+            stop_rescans,
+        }),
         Err(err) if is_out_of_watches(&err) => {
             drop(debouncer);
             start_rescans(&options, handler.clone(), stop_rescans.clone());
@@ -214,7 +241,10 @@ pub fn watch(
                  Raise fs.inotify.max_user_watches for live updates.",
                 options.rescan_interval.as_secs()
             )));
-            Ok(Watcher { _debouncer: None, stop_rescans })
+            Ok(Watcher {
+                _debouncer: None,
+                stop_rescans,
+            })
         }
         Err(err) => Err(format!("cannot watch {}: {err}", root.display())),
     }

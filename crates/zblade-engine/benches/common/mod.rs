@@ -14,7 +14,11 @@ impl Stats {
     pub fn of(samples: &mut [Duration]) -> Self {
         samples.sort();
         let at = |q: f64| samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)];
-        Stats { p50: at(0.50), p95: at(0.95), p99: at(0.99) }
+        Stats {
+            p50: at(0.50),
+            p95: at(0.95),
+            p99: at(0.99),
+        }
     }
 }
 
@@ -65,12 +69,21 @@ pub fn write_section(key: &str, title: &str, bench: &str, body: &str) {
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|t| t.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_else(|| "unknown CPU".into());
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
     let mem = std::fs::read_to_string("/proc/meminfo")
         .ok()
-        .and_then(|t| t.lines().next().and_then(|l| l.split_whitespace().nth(1)).and_then(|kb| kb.parse::<f64>().ok()))
+        .and_then(|t| {
+            t.lines()
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
         .map(|kb| format!("{:.0} GiB", kb / 1048576.0))
         .unwrap_or_default();
     format!("{cpu}, {cores} cores, {mem} RAM")
