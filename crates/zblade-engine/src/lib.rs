@@ -12,7 +12,7 @@
 //! let json = br#"{"title": "Auth", "messages": [{"role": "user", "content": "Rotate the JWT signing key"}]}"#;
 //! let added = project.add_conversation(json, "<stdin>").unwrap();
 //! let hits = project.search(&SearchQuery::new("jwt", 10, SearchKind::All)).unwrap();
-//! assert_eq!(hits[0].conversation_id.as_deref(), Some(added.id.as_str()));
+//! assert_eq!(hits[0].hit.conversation_id.as_deref(), Some(added.id.as_str()));
 //! ```
 
 mod fsck;
