@@ -331,10 +331,9 @@ impl<W: Write> Out<W> {
                 .unwrap_or_default();
             line!(
                 self,
-                "{:>2}. [{kind}] {place}  ({label}{})  score {:.2}",
+                "{:>2}. [{kind}] {place}  ({label}{})",
                 i + 1,
-                &h.timestamp[..10.min(h.timestamp.len())],
-                h.score
+                &h.timestamp[..10.min(h.timestamp.len())]
             )?;
             if let Some(title) = &h.title {
                 line!(self, "    {}", one_line(title, 80))?;
