@@ -1,5 +1,14 @@
 # Shared settings for zblade's scripts; sourced, not run.
-# Build outputs live outside the work tree so a fresh clone (and CI) reuses earlier builds.
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/zblade-target}"
 ZBLADE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export ZBLADE_ROOT
+# Build outputs live outside the work tree so a fresh clone (and CI) reuses earlier builds.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/zblade-target}"
+# The Python environment holding ONNX Runtime and the offline model builder.
+export ZBLADE_PY_ENV="${ZBLADE_PY_ENV:-$HOME/.cache/zblade-py}"
+export ZBLADE_PYTHON="$ZBLADE_PY_ENV/bin/python"
+# Where embedding models live (zblade's default; see docs/SEARCH.md).
+export ZBLADE_MODELS_DIR="${ZBLADE_MODELS_DIR:-$HOME/.cache/zblade/models}"
+if [ -z "${ORT_DYLIB_PATH:-}" ]; then
+  ort_lib="$(ls "$ZBLADE_PY_ENV"/lib/python3*/site-packages/onnxruntime/capi/libonnxruntime.so* 2>/dev/null | sort | tail -n 1 || true)"
+  [ -n "$ort_lib" ] && export ORT_DYLIB_PATH="$ort_lib"
+fi

@@ -47,7 +47,9 @@ step add conversation "$ZBLADE_ROOT/examples/conversations/jwt-auth.json" "$ZBLA
 step add moment "$ZBLADE_ROOT/examples/moments/refresh-token-store.json"
 step list conversations
 step list moments
-step search jwt
+step search jwt --mode keyword
+step index
+step search "how long do sessions last before the user must log in again" --limit 3
 step search "how do we revoke refresh tokens" --kind conversations
 step refs check
 

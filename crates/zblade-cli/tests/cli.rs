@@ -50,6 +50,13 @@ fn json(dir: &Path, args: &[&str]) -> Value {
     serde_json::from_str(&ok(dir, &all)).unwrap()
 }
 
+/// The hits of `zblade --json search …`.
+fn search_hits(dir: &Path, args: &[&str]) -> Value {
+    let results = json(dir, args);
+    assert!(results["mode"].is_string(), "{results}");
+    results["hits"].clone()
+}
+
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     ok(dir.path(), &["init"]);
@@ -148,10 +155,10 @@ fn add_search_show_and_update_a_conversation() {
     let id = added[0]["id"].as_str().unwrap().to_string();
     assert_eq!(added[0]["created"], true);
 
-    let hits = json(dir.path(), &["search", "jwt"]);
+    let hits = search_hits(dir.path(), &["search", "jwt"]);
     assert_eq!(hits[0]["conversation_id"], id.as_str());
     assert!(hits[0]["snippet"].as_str().unwrap().contains("«JWT»"));
-    let hits = json(dir.path(), &["search", "cookie", "rotation", "--kind", "messages"]);
+    let hits = search_hits(dir.path(), &["search", "cookie", "rotation", "--kind", "messages"]);
     assert_eq!(hits[0]["label"], "assistant");
 
     let shown = json(dir.path(), &["show", &id]);
@@ -174,8 +181,8 @@ fn add_search_show_and_update_a_conversation() {
         json(dir.path(), &["list", "conversations"]).as_array().unwrap().len(),
         1
     );
-    assert!(json(dir.path(), &["search", "expires"]).as_array().unwrap().is_empty());
-    assert_eq!(json(dir.path(), &["search", "signing"]).as_array().unwrap().len(), 1);
+    assert!(search_hits(dir.path(), &["search", "expires"]).as_array().unwrap().is_empty());
+    assert_eq!(search_hits(dir.path(), &["search", "signing"]).as_array().unwrap().len(), 1);
 
     let text = ok(dir.path(), &["show", &id]);
     assert!(text.contains("↳ src/auth.ts:10-25"), "{text}");
@@ -219,7 +226,7 @@ fn moments_are_added_listed_and_filtered() {
             .len(),
         0
     );
-    assert_eq!(json(dir.path(), &["search", "redis", "--kind", "moments"])[0]["id"], id);
+    assert_eq!(search_hits(dir.path(), &["search", "redis", "--kind", "moments"])[0]["id"], id);
     assert_eq!(
         json(dir.path(), &["show", id])["moment"]["content"],
         "Refresh tokens live 7 days in Redis"
@@ -320,7 +327,7 @@ fn any_search_text_is_safe() {
         let run = zblade(dir.path(), &["search", query]);
         assert_eq!(run.code, 0, "{query}: {}", run.stderr);
     }
-    assert_eq!(json(dir.path(), &["search", r#"("jwt"#]).as_array().unwrap().len(), 1);
+    assert_eq!(search_hits(dir.path(), &["search", r#"("jwt"#]).as_array().unwrap().len(), 1);
 }
 
 #[test]
@@ -388,11 +395,11 @@ fn fsck_sees_edits_behind_the_index_and_repair_fixes_them() {
     );
     assert!(run.stdout.contains("unreadable"));
     assert_eq!(
-        json(dir.path(), &["search", "hourly"]).as_array().unwrap().len(),
+        search_hits(dir.path(), &["search", "hourly"]).as_array().unwrap().len(),
         2,
         "changed + missing indexed"
     );
-    let titles = json(dir.path(), &["search", "part", "--kind", "conversations"]);
+    let titles = search_hits(dir.path(), &["search", "part", "--kind", "conversations"]);
     assert_eq!(
         titles.as_array().unwrap().len(),
         2,
@@ -477,7 +484,7 @@ fn a_damaged_index_is_reported_and_rebuilt() {
     );
     let report = json(dir.path(), &["reindex"]);
     assert_eq!(report["recreated_database"], true);
-    assert_eq!(json(dir.path(), &["search", "jwt"]).as_array().unwrap().len(), 1);
+    assert_eq!(search_hits(dir.path(), &["search", "jwt"]).as_array().unwrap().len(), 1);
 }
 
 #[test]
@@ -502,7 +509,7 @@ fn unreadable_artifacts_do_not_block_the_others() {
         skipped.contains("conv_broken.json") && skipped.contains("conv_future.json") && skipped.contains("version 9.0"),
         "{skipped}"
     );
-    assert_eq!(json(dir.path(), &["search", "jwt"]).as_array().unwrap().len(), 1);
+    assert_eq!(search_hits(dir.path(), &["search", "jwt"]).as_array().unwrap().len(), 1);
 }
 
 #[test]

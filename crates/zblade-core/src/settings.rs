@@ -42,6 +42,8 @@ pub struct Settings {
     pub context: ContextSettings,
     /// Privacy switches.
     pub privacy: PrivacySettings,
+    /// Semantic search.
+    pub search: SearchSettings,
     /// Fields this version does not know; written back unchanged.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -163,6 +165,24 @@ pub struct PrivacySettings {
     /// Unknown fields.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// `search`: the embedding model for semantic search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SearchSettings {
+    /// A model name, looked up in `$ZBLADE_MODELS_DIR` (default `~/.cache/zblade/models`), or
+    /// an absolute path to a model directory.
+    pub embedding_model: String,
+    /// Unknown fields.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        SearchSettings { embedding_model: "all-minilm-l6-v2".into(), extra: Map::new() }
+    }
 }
 
 impl Settings {

@@ -75,6 +75,8 @@ pub struct Project {
     pub(crate) settings: Settings,
     /// `Err` holds why the index could not be opened (damaged file); `reindex` recreates it.
     pub(crate) index: std::result::Result<Index, String>,
+    /// The embedding model, loaded on first use.
+    pub(crate) embedder: std::sync::OnceLock<std::result::Result<std::sync::Mutex<zblade_search::LocalModel>, zblade_search::EmbedError>>,
 }
 
 impl Project {
@@ -152,11 +154,7 @@ impl Project {
             Err(Error::IndexCorrupt { message, .. }) => Err(message),
             Err(err) => return Err(err),
         };
-        Ok(Project {
-            layout,
-            settings,
-            index,
-        })
+        Ok(Project { layout, settings, index, embedder: std::sync::OnceLock::new() })
     }
 
     /// Opens the project that contains `start`: the nearest ancestor with a `.zblade/` folder.

@@ -18,6 +18,7 @@
 //! ```
 
 mod catalog;
+mod chunks;
 pub mod fts;
 mod references;
 pub mod schema;
@@ -30,6 +31,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags};
 use zblade_core::{Error, Result};
 
 pub use catalog::{ArtifactKind, ConversationSummary, Counts, IndexedArtifact, MessageLocation, MomentSummary};
+pub use chunks::{ChunkRow, ChunkSource, hit_key};
 pub use references::{LiveLocation, StoredReference};
 pub use search::{HitKind, SearchHit, SearchKind, SearchQuery};
 

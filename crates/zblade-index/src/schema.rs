@@ -116,6 +116,18 @@ CREATE TABLE reference_status (
 CREATE INDEX idx_ref_status_file ON reference_status(file_path);
 CREATE INDEX idx_ref_status_status ON reference_status(status);
 
+-- Chunks of messages and moments for semantic search: `key` is what a chunk belongs to
+-- (`conv_…/msg_…` or `moment_…`), `cid` the sha256 of its text. Vectors live in LanceDB,
+-- one row per CID, so identical text is embedded once.
+CREATE TABLE chunks (
+    key TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    cid TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    PRIMARY KEY (key, seq)
+);
+CREATE INDEX idx_chunks_cid ON chunks(cid);
+
 CREATE TABLE file_references (
     file_path TEXT PRIMARY KEY,
     reference_count INTEGER DEFAULT 0,

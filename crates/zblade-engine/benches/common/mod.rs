@@ -1,4 +1,6 @@
 //! Helpers shared by the benchmarks: latency percentiles and writing docs/BENCHMARKS.md.
+// Each benchmark compiles this module on its own and uses only part of it.
+#![allow(dead_code)]
 
 use std::time::Duration;
 

@@ -1,0 +1,138 @@
+//! Retrieval quality on LoCoMo (issue: semantic and hybrid search).
+//!
+//! Each of the five development conversations in `../shared/data/locomo/` becomes a zblade
+//! project (one conversation per session, one message per turn), is embedded with the real
+//! all-MiniLM-L6-v2, and each question with labelled evidence turns is asked in keyword,
+//! semantic and hybrid mode. Reported: recall@5, recall@10 and nDCG@10 of the evidence turns.
+//!
+//! `cargo bench -p zblade-engine --bench search_quality` (needs `scripts/setup.sh` to have built
+//! the model) writes docs/BENCHMARKS.md; under `cargo test` it runs one conversation and 20
+//! questions and writes nothing.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde_json::Value;
+use zblade_engine::{Project, SearchKind, SearchMode, SearchQuery};
+
+mod common;
+use common::{full_run, write_section};
+
+const MODES: [(SearchMode, &str); 3] =
+    [(SearchMode::Keyword, "keyword"), (SearchMode::Semantic, "semantic"), (SearchMode::Hybrid, "hybrid")];
+
+fn locomo_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/locomo")
+}
+
+/// `D1:3` → `D1_3`: message ids may not contain `:`.
+fn message_id(dia_id: &str) -> String {
+    dia_id.replace(':', "_")
+}
+
+#[derive(Default, Clone, Copy)]
+struct Scores {
+    recall5: f64,
+    recall10: f64,
+    ndcg10: f64,
+    n: usize,
+}
+
+fn score(ranked: &[String], evidence: &HashSet<String>, s: &mut Scores) {
+    let hits_at = |k: usize| ranked.iter().take(k).filter(|id| evidence.contains(*id)).count() as f64;
+    s.recall5 += hits_at(5) / evidence.len() as f64;
+    s.recall10 += hits_at(10) / evidence.len() as f64;
+    let dcg: f64 =
+        ranked.iter().take(10).enumerate().filter(|(_, id)| evidence.contains(*id)).map(|(i, _)| 1.0 / (i as f64 + 2.0).log2()).sum();
+    let ideal: f64 = (0..evidence.len().min(10)).map(|i| 1.0 / (i as f64 + 2.0).log2()).sum();
+    s.ndcg10 += dcg / ideal;
+    s.n += 1;
+}
+
+fn main() {
+    let full = full_run();
+    let dir = locomo_dir();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    if !full {
+        files.truncate(1);
+    }
+    let mut totals = [Scores::default(); 3];
+    let mut turns = 0;
+    let mut embed_time = 0.0;
+    for file in &files {
+        let data: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let (mut project, _) = Project::init(work.path()).unwrap();
+        let speaker_a = data["speaker_a"].as_str().unwrap_or_default().to_string();
+        let mut session = 1;
+        let mut batch = Vec::new();
+        while let Some(list) = data.get(format!("session_{session}")).and_then(Value::as_array) {
+            let messages: Vec<Value> = list
+                .iter()
+                .map(|turn| {
+                    let speaker = turn["speaker"].as_str().unwrap_or_default();
+                    let mut text = format!("{speaker}: {}", turn["text"].as_str().unwrap_or_default());
+                    if let Some(caption) = turn.get("blip_caption").and_then(Value::as_str) {
+                        text.push_str(&format!(" [shares {caption}]"));
+                    }
+                    turns += 1;
+                    serde_json::json!({"id": message_id(turn["dia_id"].as_str().unwrap()),
+                        "role": if speaker == speaker_a { "user" } else { "assistant" }, "content": text})
+                })
+                .collect();
+            let json = serde_json::json!({"conversation_id": format!("conv_s{session}"),
+                "title": format!("Session {session}"), "messages": messages});
+            batch.push((zblade_engine::parse_conversation(json.to_string().as_bytes(), "locomo").unwrap(), "locomo".to_string()));
+            session += 1;
+        }
+        project.add_conversations(batch).unwrap();
+        let started = Instant::now();
+        project.index_semantic(&mut |_, _| {}).expect("the embedding model (run scripts/setup.sh)");
+        embed_time += started.elapsed().as_secs_f64();
+
+        let questions: Vec<&Value> = data["qa"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|q| q["evidence"].as_array().is_some_and(|e| !e.is_empty()))
+            .take(if full { usize::MAX } else { 20 })
+            .collect();
+        for q in questions {
+            let evidence: HashSet<String> =
+                q["evidence"].as_array().unwrap().iter().filter_map(Value::as_str).map(message_id).collect();
+            let text = q["question"].as_str().unwrap();
+            for (i, (mode, _)) in MODES.iter().enumerate() {
+                let query = SearchQuery::new(text, 10, SearchKind::Messages);
+                let results = project.search_with(&query, Some(*mode)).unwrap();
+                assert_eq!(results.mode, *mode, "{:?}", results.notice);
+                let ranked: Vec<String> = results.hits.iter().map(|h| h.hit.id.clone()).collect();
+                score(&ranked, &evidence, &mut totals[i]);
+            }
+        }
+    }
+    let mut table = String::from("| mode | recall@5 | recall@10 | nDCG@10 |\n|---|---|---|---|\n");
+    for (i, (_, name)) in MODES.iter().enumerate() {
+        let s = totals[i];
+        let n = s.n.max(1) as f64;
+        table.push_str(&format!("| {name} | {:.3} | {:.3} | {:.3} |\n", s.recall5 / n, s.recall10 / n, s.ndcg10 / n));
+    }
+    let report = format!(
+        "{} conversations, {turns} turns, {} questions with labelled evidence turns (all five categories), \
+         model all-MiniLM-L6-v2 (converted offline), turn-level evidence, messages only, top 10.\n\n{table}\n\
+         Embedding the {turns} turns took {embed_time:.1} s in all. Hybrid is reciprocal rank fusion (k = 60) of the \
+         top 50 of each mode.\n",
+        files.len(),
+        totals[0].n,
+    );
+    println!("{report}");
+    if full {
+        write_section("search-quality", "Search quality on LoCoMo", "search_quality", &report);
+    }
+}

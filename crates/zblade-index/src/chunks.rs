@@ -1,0 +1,151 @@
+//! The chunk catalog: which CIDs (texts to embed) belong to which message or moment, and
+//! turning a search key back into a displayable hit.
+
+use std::collections::HashMap;
+
+use rusqlite::{OptionalExtension, params};
+use zblade_core::Result;
+
+use crate::{HitKind, Index, SearchHit};
+
+/// One chunk: `key` (`conv_…/msg_…` or `moment_…`), its position, CID and kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkRow {
+    /// What the chunk belongs to.
+    pub key: String,
+    /// Position within it, from 0.
+    pub seq: i64,
+    /// sha256 of the chunk's text.
+    pub cid: String,
+    /// `message` or `moment`.
+    pub kind: String,
+}
+
+/// Text to chunk: (key, kind, text) for every message and moment.
+pub type ChunkSource = (String, &'static str, String);
+
+impl Index {
+    /// Every message and moment with its text, for chunking.
+    pub fn chunk_sources(&self) -> Result<Vec<ChunkSource>> {
+        let mut out = Vec::new();
+        let mut stmt = self
+            .conn
+            .prepare("SELECT conversation_id || '/' || id, content FROM messages ORDER BY pk")
+            .map_err(|e| self.err(e))?;
+        for row in stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(|e| self.err(e))? {
+            let (key, text): (String, String) = row.map_err(|e| self.err(e))?;
+            out.push((key, "message", text));
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, content || coalesce(char(10) || char(10) || context, '') FROM moments ORDER BY id")
+            .map_err(|e| self.err(e))?;
+        for row in stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(|e| self.err(e))? {
+            let (key, text): (String, String) = row.map_err(|e| self.err(e))?;
+            out.push((key, "moment", text));
+        }
+        Ok(out)
+    }
+
+    /// Replaces the whole chunk catalog in one transaction.
+    pub fn replace_chunks(&mut self, rows: &[ChunkRow]) -> Result<()> {
+        let path = self.path.clone();
+        let e = |e| crate::sql_error(&path, e);
+        let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(e)?;
+        tx.execute("DELETE FROM chunks", []).map_err(e)?;
+        {
+            let mut insert = tx.prepare("INSERT INTO chunks (key, seq, cid, kind) VALUES (?1, ?2, ?3, ?4)").map_err(e)?;
+            for row in rows {
+                insert.execute(params![row.key, row.seq, row.cid, row.kind]).map_err(e)?;
+            }
+        }
+        tx.commit().map_err(e)
+    }
+
+    /// Every distinct CID in the catalog.
+    pub fn chunk_cids(&self) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare("SELECT DISTINCT cid FROM chunks").map_err(|e| self.err(e))?;
+        let rows = stmt.query_map([], |r| r.get(0)).map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+    }
+
+    /// Number of chunks.
+    pub fn chunk_count(&self) -> Result<i64> {
+        self.conn.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0)).map_err(|e| self.err(e))
+    }
+
+    /// The keys each of these CIDs belongs to.
+    pub fn keys_for_cids(&self, cids: &[String]) -> Result<HashMap<String, Vec<String>>> {
+        let mut stmt = self.conn.prepare_cached("SELECT key FROM chunks WHERE cid = ?1 ORDER BY key").map_err(|e| self.err(e))?;
+        let mut out = HashMap::new();
+        for cid in cids {
+            let keys: Vec<String> = stmt
+                .query_map([cid], |r| r.get(0))
+                .map_err(|e| self.err(e))?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(|e| self.err(e))?;
+            out.insert(cid.clone(), keys);
+        }
+        Ok(out)
+    }
+
+    /// A displayable hit for a key found by vector search: the start of its text as snippet.
+    pub fn hit_for_key(&self, key: &str, score: f64) -> Result<Option<SearchHit>> {
+        let excerpt = |text: String| {
+            let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            if flat.chars().count() > 200 { flat.chars().take(199).collect::<String>() + "…" } else { flat }
+        };
+        if let Some((conv, msg)) = key.split_once('/') {
+            return self
+                .conn
+                .query_row(
+                    "SELECT m.id, m.conversation_id, c.title, m.role, m.timestamp, m.content
+                     FROM messages m JOIN conversations c ON c.id = m.conversation_id
+                     WHERE m.conversation_id = ?1 AND m.id = ?2",
+                    params![conv, msg],
+                    |r| {
+                        Ok(SearchHit {
+                            kind: HitKind::Message,
+                            id: r.get(0)?,
+                            conversation_id: Some(r.get(1)?),
+                            title: Some(r.get(2)?),
+                            label: Some(r.get(3)?),
+                            timestamp: r.get(4)?,
+                            snippet: excerpt(r.get(5)?),
+                            score,
+                        })
+                    },
+                )
+                .optional()
+                .map_err(|e| self.err(e));
+        }
+        self.conn
+            .query_row(
+                "SELECT m.id, m.conversation_id, c.title, m.type, m.created_at, m.content
+                 FROM moments m LEFT JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?1",
+                [key],
+                |r| {
+                    Ok(SearchHit {
+                        kind: HitKind::Moment,
+                        id: r.get(0)?,
+                        conversation_id: r.get(1)?,
+                        title: r.get(2)?,
+                        label: Some(r.get(3)?),
+                        timestamp: r.get(4)?,
+                        snippet: excerpt(r.get(5)?),
+                        score,
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+}
+
+/// The key of a keyword hit, in the form chunks use.
+pub fn hit_key(hit: &SearchHit) -> String {
+    match (hit.kind, &hit.conversation_id) {
+        (HitKind::Message, Some(conv)) => format!("{conv}/{}", hit.id),
+        _ => hit.id.clone(),
+    }
+}

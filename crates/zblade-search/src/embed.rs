@@ -1,0 +1,160 @@
+//! Local text embeddings: fastembed running an ONNX model from a directory, on ONNX Runtime
+//! loaded at run time.
+//!
+//! A model directory holds `model.onnx`, `tokenizer.json`, `config.json`,
+//! `special_tokens_map.json` and `tokenizer_config.json` (what `scripts/models/build_bert_onnx.py`
+//! writes). Nothing is downloaded here, and when ONNX Runtime or the model is missing, loading
+//! fails with an error that says so: callers fall back to keyword search.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
+
+/// Why embeddings are not available.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmbedError {
+    /// No ONNX Runtime library was found (or it failed to load).
+    NoRuntime(String),
+    /// The model directory is missing or incomplete.
+    NoModel(String),
+    /// The model is present but cannot be used (corrupt file, wrong shape).
+    BadModel(String),
+    /// Embedding failed.
+    Failed(String),
+}
+
+impl std::fmt::Display for EmbedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EmbedError::NoRuntime(m) => write!(f, "ONNX Runtime is not available: {m}"),
+            EmbedError::NoModel(m) => write!(f, "no embedding model: {m}"),
+            EmbedError::BadModel(m) => write!(f, "the embedding model cannot be used: {m}"),
+            EmbedError::Failed(m) => write!(f, "embedding failed: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for EmbedError {}
+
+/// Turns texts into vectors.
+pub trait Embedder {
+    /// A stable name of the model; vectors of different models never mix.
+    fn model_id(&self) -> &str;
+    /// Vector length.
+    fn dim(&self) -> usize;
+    /// One vector per text, L2-normalised.
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+/// Where to look for `libonnxruntime.so`: `ORT_DYLIB_PATH`, then the Python environment that
+/// `scripts/setup.sh` creates (`~/.cache/zblade-py`, from the `onnxruntime` wheel).
+pub fn find_onnx_runtime() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    let home = std::env::var_os("HOME")?;
+    let lib = Path::new(&home).join(".cache/zblade-py/lib");
+    for python in std::fs::read_dir(&lib).ok()?.flatten() {
+        let capi = python.path().join("site-packages/onnxruntime/capi");
+        let mut found: Vec<PathBuf> = std::fs::read_dir(&capi)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("libonnxruntime.so")))
+            .collect();
+        found.sort();
+        if let Some(path) = found.pop() {
+            return Some(path);
+        }
+    }
+    None
+}
+
+/// Loads ONNX Runtime once per process; later calls return the first outcome.
+fn init_runtime() -> Result<(), EmbedError> {
+    static RESULT: OnceLock<Result<(), EmbedError>> = OnceLock::new();
+    RESULT
+        .get_or_init(|| {
+            let path = find_onnx_runtime().ok_or_else(|| {
+                EmbedError::NoRuntime(
+                    "set ORT_DYLIB_PATH to libonnxruntime.so (pip install onnxruntime ships one), or run scripts/setup.sh"
+                        .into(),
+                )
+            })?;
+            if !path.exists() {
+                return Err(EmbedError::NoRuntime(format!("{} does not exist", path.display())));
+            }
+            let builder = ort::init_from(&path).map_err(|e| EmbedError::NoRuntime(format!("{}: {e}", path.display())))?;
+            builder.commit();
+            Ok(())
+        })
+        .clone()
+}
+
+/// An ONNX sentence-embedding model from a local directory, with mean pooling.
+pub struct LocalModel {
+    id: String,
+    dim: usize,
+    model: TextEmbedding,
+}
+
+impl std::fmt::Debug for LocalModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalModel").field("id", &self.id).field("dim", &self.dim).finish()
+    }
+}
+
+/// Files a model directory must hold.
+pub const MODEL_FILES: [&str; 5] =
+    ["model.onnx", "tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"];
+
+impl LocalModel {
+    /// Loads the model in `dir`, naming it `id`.
+    pub fn load(dir: &Path, id: &str) -> Result<Self, EmbedError> {
+        let read = |name: &str| {
+            std::fs::read(dir.join(name)).map_err(|e| EmbedError::NoModel(format!("{}: {e}", dir.join(name).display())))
+        };
+        let onnx = read("model.onnx")?;
+        let files = TokenizerFiles {
+            tokenizer_file: read("tokenizer.json")?,
+            config_file: read("config.json")?,
+            special_tokens_map_file: read("special_tokens_map.json")?,
+            tokenizer_config_file: read("tokenizer_config.json")?,
+        };
+        init_runtime()?;
+        let user_model = UserDefinedEmbeddingModel::new(onnx, files).with_pooling(Pooling::Mean);
+        let options = InitOptionsUserDefined::new().with_max_length(512);
+        let model = TextEmbedding::try_new_from_user_defined(user_model, options)
+            .map_err(|e| EmbedError::BadModel(format!("{}: {e}", dir.display())))?;
+        let mut loaded = LocalModel { id: id.to_string(), dim: 0, model };
+        let probe = loaded.model.embed(["dimension probe"], None).map_err(|e| EmbedError::BadModel(e.to_string()))?;
+        loaded.dim = probe.first().map_or(0, Vec::len);
+        if loaded.dim == 0 {
+            return Err(EmbedError::BadModel("the model returns empty vectors".into()));
+        }
+        Ok(loaded)
+    }
+}
+
+impl Embedder for LocalModel {
+    fn model_id(&self) -> &str {
+        &self.id
+    }
+
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut vectors = self.model.embed(texts, Some(64)).map_err(|e| EmbedError::Failed(e.to_string()))?;
+        for v in &mut vectors {
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if norm > 0.0 {
+                v.iter_mut().for_each(|x| *x /= norm);
+            }
+        }
+        Ok(vectors)
+    }
+}

@@ -1,0 +1,21 @@
+//! Semantic search for zblade: chunks named by content ([`chunk`]), local embeddings with
+//! fastembed on ONNX Runtime ([`embed`]), vectors in LanceDB ([`vectors`]) and reciprocal rank
+//! fusion of keyword and vector results ([`fusion`]).
+//!
+//! Everything runs on this machine: models load from a local directory, ONNX Runtime is loaded
+//! at run time, and when either is missing callers fall back to keyword search.
+//!
+//! ```
+//! use zblade_search::fusion::{RRF_K, reciprocal_rank_fusion};
+//! let keyword = vec!["a".to_string(), "b".to_string()];
+//! let semantic = vec!["b".to_string(), "c".to_string()];
+//! assert_eq!(reciprocal_rank_fusion(&[keyword, semantic], RRF_K)[0].0, "b");
+//! ```
+
+pub mod chunk;
+pub mod embed;
+pub mod fusion;
+pub mod vectors;
+
+pub use embed::{EmbedError, Embedder, LocalModel};
+pub use vectors::VectorStore;

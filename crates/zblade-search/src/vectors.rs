@@ -1,0 +1,203 @@
+//! Vectors in LanceDB: one table per embedding model, one row per chunk CID.
+//!
+//! Rows hold only the CID and its vector: what a chunk belongs to lives in the SQLite index
+//! (`chunks` table), so a text that appears in many places is stored and embedded once, and
+//! the vector table never holds a copy of code or conversation text. LanceDB is async; this
+//! wrapper owns a small Tokio runtime so the rest of zblade stays synchronous.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::types::Float32Type;
+use arrow_array::{Array, FixedSizeListArray, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use futures::TryStreamExt;
+use lancedb::DistanceType;
+use lancedb::query::{ExecutableQuery, QueryBase, Select};
+
+/// Rows written per LanceDB append: fewer, larger fragments keep the table fast and small.
+pub const WRITE_BATCH: usize = 2048;
+
+/// The vector table of one model.
+pub struct VectorStore {
+    runtime: tokio::runtime::Runtime,
+    table: lancedb::Table,
+    dim: usize,
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// The table name for a model id: letters, digits and `_` only.
+pub fn table_name(model_id: &str) -> String {
+    let clean: String = model_id.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+    format!("chunks_{clean}")
+}
+
+fn schema(dim: usize) -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        Field::new("cid", DataType::Utf8, false),
+        Field::new("vector", DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), dim as i32), false),
+    ]))
+}
+
+/// A nearest neighbour: the chunk's CID and its cosine distance (0 = same direction).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Neighbour {
+    /// The chunk's content id.
+    pub cid: String,
+    /// Cosine distance.
+    pub distance: f32,
+}
+
+impl VectorStore {
+    /// Opens (creating if needed) the table of `model_id` under `dir`.
+    pub fn open(dir: &Path, model_id: &str, dim: usize) -> Result<Self, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(err)?;
+        let uri = dir.to_string_lossy().into_owned();
+        let name = table_name(model_id);
+        let table = runtime.block_on(async {
+            let db = lancedb::connect(&uri).execute().await.map_err(err)?;
+            let names = db.table_names().execute().await.map_err(err)?;
+            if names.contains(&name) {
+                db.open_table(&name).execute().await.map_err(err)
+            } else {
+                let empty = RecordBatch::new_empty(schema(dim));
+                db.create_table(&name, empty).execute().await.map_err(err)
+            }
+        })?;
+        Ok(VectorStore { runtime, table, dim })
+    }
+
+    /// Names of every vector table under `dir` (one per model ever used).
+    pub fn tables(dir: &Path) -> Result<Vec<String>, String> {
+        if !dir.exists() {
+            return Ok(Vec::new());
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(err)?;
+        let uri = dir.to_string_lossy().into_owned();
+        runtime.block_on(async {
+            let db = lancedb::connect(&uri).execute().await.map_err(err)?;
+            db.table_names().execute().await.map_err(err)
+        })
+    }
+
+    /// Drops the table `name` under `dir`.
+    pub fn drop_table(dir: &Path, name: &str) -> Result<(), String> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(err)?;
+        let uri = dir.to_string_lossy().into_owned();
+        runtime.block_on(async {
+            let db = lancedb::connect(&uri).execute().await.map_err(err)?;
+            db.drop_table(name, &[]).await.map_err(err)
+        })
+    }
+
+    /// Vector length.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Every CID that has a vector.
+    pub fn cids(&self) -> Result<HashSet<String>, String> {
+        self.runtime.block_on(async {
+            let batches: Vec<RecordBatch> = self
+                .table
+                .query()
+                .select(Select::columns(&["cid"]))
+                .execute()
+                .await
+                .map_err(err)?
+                .try_collect()
+                .await
+                .map_err(err)?;
+            let mut out = HashSet::new();
+            for batch in batches {
+                let column = batch.column(0).as_any().downcast_ref::<StringArray>().ok_or("cid column is not text")?;
+                out.extend(column.iter().flatten().map(String::from));
+            }
+            Ok(out)
+        })
+    }
+
+    /// Number of vectors.
+    pub fn len(&self) -> Result<usize, String> {
+        self.runtime.block_on(self.table.count_rows(None)).map_err(err)
+    }
+
+    /// True when the table holds no vectors.
+    pub fn is_empty(&self) -> Result<bool, String> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Appends vectors (one per CID; the caller makes sure the CIDs are new).
+    pub fn add(&self, rows: &[(String, Vec<f32>)]) -> Result<(), String> {
+        for chunk in rows.chunks(WRITE_BATCH) {
+            if let Some((cid, v)) = chunk.iter().find(|(_, v)| v.len() != self.dim) {
+                return Err(format!("vector for {cid} has {} dimensions, the table {}", v.len(), self.dim));
+            }
+            let cids = StringArray::from_iter_values(chunk.iter().map(|(c, _)| c.as_str()));
+            let vectors = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+                chunk.iter().map(|(_, v)| Some(v.iter().map(|x| Some(*x)).collect::<Vec<_>>())),
+                self.dim as i32,
+            );
+            let batch = RecordBatch::try_new(schema(self.dim), vec![Arc::new(cids), Arc::new(vectors)]).map_err(err)?;
+            self.runtime.block_on(self.table.add(batch).execute()).map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// Removes the vectors of these CIDs.
+    pub fn remove(&self, cids: &[String]) -> Result<(), String> {
+        for chunk in cids.chunks(500) {
+            let list: Vec<String> = chunk.iter().map(|c| format!("'{}'", c.replace('\'', "''"))).collect();
+            let predicate = format!("cid IN ({})", list.join(", "));
+            self.runtime.block_on(self.table.delete(predicate.as_str())).map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// The `k` nearest vectors to `query` by cosine distance (exact search).
+    pub fn nearest(&self, query: &[f32], k: usize) -> Result<Vec<Neighbour>, String> {
+        self.runtime.block_on(async {
+            let batches: Vec<RecordBatch> = self
+                .table
+                .query()
+                .nearest_to(query)
+                .map_err(err)?
+                .distance_type(DistanceType::Cosine)
+                .limit(k)
+                .select(Select::columns(&["cid"]))
+                .execute()
+                .await
+                .map_err(err)?
+                .try_collect()
+                .await
+                .map_err(err)?;
+            let mut out = Vec::new();
+            for batch in batches {
+                let cids = batch.column_by_name("cid").and_then(|c| c.as_any().downcast_ref::<StringArray>().cloned());
+                let distances = batch
+                    .column_by_name("_distance")
+                    .and_then(|c| c.as_any().downcast_ref::<arrow_array::Float32Array>().cloned());
+                let (Some(cids), Some(distances)) = (cids, distances) else { continue };
+                for i in 0..cids.len() {
+                    out.push(Neighbour { cid: cids.value(i).to_string(), distance: distances.value(i) });
+                }
+            }
+            out.sort_by(|a, b| a.distance.total_cmp(&b.distance).then_with(|| a.cid.cmp(&b.cid)));
+            Ok(out)
+        })
+    }
+
+    /// Compacts small files and removes old versions, so the table stays close to the size of
+    /// its vectors.
+    pub fn compact(&self) -> Result<(), String> {
+        self.runtime.block_on(async {
+            self.table.optimize(lancedb::table::OptimizeAction::All).await.map_err(err)?;
+            Ok(())
+        })
+    }
+}

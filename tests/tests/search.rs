@@ -1,0 +1,119 @@
+//! Semantic and hybrid search with a real (tiny) ONNX model, real ONNX Runtime and LanceDB.
+
+use zblade_engine::{Project, SearchKind, SearchMode, SearchQuery};
+use zblade_search::{EmbedError, Embedder, LocalModel, VectorStore};
+use zblade_tests::tiny_model;
+
+#[test]
+fn the_tiny_model_embeds_with_onnx_runtime() {
+    let mut model = LocalModel::load(&tiny_model(), "tiny").unwrap();
+    assert_eq!(model.dim(), 32);
+    let v = model.embed(&["refresh the jwt token", "cache eviction policy", "refresh the jwt token"]).unwrap();
+    assert_eq!(v.len(), 3);
+    let norm: f32 = v[0].iter().map(|x| x * x).sum::<f32>().sqrt();
+    assert!((norm - 1.0).abs() < 1e-4, "{norm}");
+    assert_eq!(v[0], v[2], "same text, same vector");
+    assert_ne!(v[0], v[1]);
+}
+
+#[test]
+fn missing_and_corrupt_models_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(matches!(LocalModel::load(dir.path(), "none"), Err(EmbedError::NoModel(_))));
+    for file in zblade_search::embed::MODEL_FILES {
+        std::fs::copy(tiny_model().join(file), dir.path().join(file)).unwrap();
+    }
+    std::fs::write(dir.path().join("model.onnx"), b"this is not an onnx graph").unwrap();
+    let err = LocalModel::load(dir.path(), "broken").unwrap_err();
+    assert!(matches!(err, EmbedError::BadModel(_)), "{err}");
+}
+
+#[test]
+fn vectors_are_stored_found_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = VectorStore::open(dir.path(), "test-model", 3).unwrap();
+    let rows = vec![
+        ("a".to_string(), vec![1.0, 0.0, 0.0]),
+        ("b".to_string(), vec![0.0, 1.0, 0.0]),
+        ("c".to_string(), vec![0.7, 0.7, 0.0]),
+    ];
+    store.add(&rows).unwrap();
+    assert_eq!(store.len().unwrap(), 3);
+    let near = store.nearest(&[0.9, 0.1, 0.0], 2).unwrap();
+    assert_eq!(near[0].cid, "a");
+    assert_eq!(near[1].cid, "c");
+    store.remove(&["a".to_string()]).unwrap();
+    store.compact().unwrap();
+    assert_eq!(store.cids().unwrap().len(), 2);
+    assert!(store.add(&[("d".to_string(), vec![1.0])]).is_err(), "wrong dimension is refused");
+    // Reopening finds the same table.
+    drop(store);
+    assert_eq!(VectorStore::open(dir.path(), "test-model", 3).unwrap().len().unwrap(), 2);
+}
+
+fn project_with_tiny_model() -> (tempfile::TempDir, Project) {
+    let dir = tempfile::tempdir().unwrap();
+    let (project, _) = Project::init(dir.path()).unwrap();
+    let settings_path = project.layout().settings();
+    let mut settings = zblade_core::Settings::load(&settings_path).unwrap();
+    settings.search.embedding_model = tiny_model().to_string_lossy().into_owned();
+    settings.save(&settings_path).unwrap();
+    let mut project = Project::open(dir.path()).unwrap();
+    for (i, (title, text)) in [
+        ("Auth", "How do we refresh the jwt token when it expires?"),
+        ("Cache", "The cache eviction policy uses lru with a ttl."),
+        ("Deploy", "Build the release and deploy it to the server."),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let json = serde_json::json!({"conversation_id": format!("conv_{i}"), "title": title,
+            "messages": [{"id": "msg_1", "role": "user", "content": text},
+                         {"id": "msg_2", "role": "assistant", "content": text}]});
+        project.add_conversation(json.to_string().as_bytes(), "c.json").unwrap();
+    }
+    (dir, project)
+}
+
+#[test]
+fn index_embeds_each_text_once_and_semantic_search_finds_it() {
+    let (_dir, mut project) = project_with_tiny_model();
+    let query = SearchQuery::new("jwt token refresh", 5, SearchKind::All);
+    // Before indexing: keyword search, with a notice saying why.
+    let before = project.search_with(&query, None).unwrap();
+    assert_eq!(before.mode, SearchMode::Keyword);
+    assert!(before.notice.unwrap().contains("zblade index"));
+
+    let mut calls = Vec::new();
+    let report = project.index_semantic(&mut |done, total| calls.push((done, total))).unwrap();
+    assert_eq!(report.chunks, 6);
+    assert_eq!(report.distinct, 3, "each text appears twice");
+    assert_eq!(report.embedded, 3);
+    assert_eq!(calls.last(), Some(&(3, 3)));
+    let again = project.index_semantic(&mut |_, _| {}).unwrap();
+    assert_eq!(again.embedded, 0, "a CID is embedded once per model");
+
+    // An exact text is its own nearest neighbour.
+    let exact = SearchQuery::new("The cache eviction policy uses lru with a ttl.", 2, SearchKind::Messages);
+    let semantic = project.search_with(&exact, Some(SearchMode::Semantic)).unwrap();
+    assert_eq!(semantic.mode, SearchMode::Semantic);
+    assert_eq!(semantic.hits[0].hit.conversation_id.as_deref(), Some("conv_1"));
+    assert!(semantic.hits[0].hit.score > 0.99);
+
+    let hybrid = project.search_with(&query, None).unwrap();
+    assert_eq!(hybrid.mode, SearchMode::Hybrid);
+    assert!(hybrid.notice.is_none());
+    assert_eq!(hybrid.hits[0].hit.conversation_id.as_deref(), Some("conv_0"));
+}
+
+#[test]
+fn stale_vectors_are_removed_when_memory_changes() {
+    let (_dir, mut project) = project_with_tiny_model();
+    project.index_semantic(&mut |_, _| {}).unwrap();
+    let json = serde_json::json!({"conversation_id": "conv_1", "title": "Cache",
+        "messages": [{"id": "msg_1", "role": "user", "content": "a completely new text about redis"}]});
+    project.add_conversation(json.to_string().as_bytes(), "c.json").unwrap();
+    let report = project.index_semantic(&mut |_, _| {}).unwrap();
+    assert_eq!(report.embedded, 1);
+    assert_eq!(report.removed, 1, "the old cache text is no longer used");
+}
