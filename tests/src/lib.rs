@@ -126,9 +126,9 @@ pub fn tiny_model() -> PathBuf {
     static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let python = std::env::var_os("ZBLADE_PYTHON").map(PathBuf::from).unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/zblade-py/bin/python")
-        });
+        let python = std::env::var_os("ZBLADE_PYTHON")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/zblade-py/bin/python"));
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/models/build_bert_onnx.py");
         let out = std::process::Command::new(&python)
             .arg(&script)
@@ -136,7 +136,11 @@ pub fn tiny_model() -> PathBuf {
             .arg(dir.path().join("tiny"))
             .output()
             .unwrap_or_else(|e| panic!("{}: {e}; run scripts/setup.sh first", python.display()));
-        assert!(out.status.success(), "building the tiny model failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "building the tiny model failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         dir
     })
     .path()

@@ -8,7 +8,13 @@ use zblade_tests::tiny_model;
 fn the_tiny_model_embeds_with_onnx_runtime() {
     let mut model = LocalModel::load(&tiny_model(), "tiny").unwrap();
     assert_eq!(model.dim(), 32);
-    let v = model.embed(&["refresh the jwt token", "cache eviction policy", "refresh the jwt token"]).unwrap();
+    let v = model
+        .embed(&[
+            "refresh the jwt token",
+            "cache eviction policy",
+            "refresh the jwt token",
+        ])
+        .unwrap();
     assert_eq!(v.len(), 3);
     let norm: f32 = v[0].iter().map(|x| x * x).sum::<f32>().sqrt();
     assert!((norm - 1.0).abs() < 1e-4, "{norm}");
@@ -19,7 +25,10 @@ fn the_tiny_model_embeds_with_onnx_runtime() {
 #[test]
 fn missing_and_corrupt_models_are_reported() {
     let dir = tempfile::tempdir().unwrap();
-    assert!(matches!(LocalModel::load(dir.path(), "none"), Err(EmbedError::NoModel(_))));
+    assert!(matches!(
+        LocalModel::load(dir.path(), "none"),
+        Err(EmbedError::NoModel(_))
+    ));
     for file in zblade_search::embed::MODEL_FILES {
         std::fs::copy(tiny_model().join(file), dir.path().join(file)).unwrap();
     }
@@ -45,10 +54,16 @@ fn vectors_are_stored_found_and_removed() {
     store.remove(&["a".to_string()]).unwrap();
     store.compact().unwrap();
     assert_eq!(store.cids().unwrap().len(), 2);
-    assert!(store.add(&[("d".to_string(), vec![1.0])]).is_err(), "wrong dimension is refused");
+    assert!(
+        store.add(&[("d".to_string(), vec![1.0])]).is_err(),
+        "wrong dimension is refused"
+    );
     // Reopening finds the same table.
     drop(store);
-    assert_eq!(VectorStore::open(dir.path(), "test-model", 3).unwrap().len().unwrap(), 2);
+    assert_eq!(
+        VectorStore::open(dir.path(), "test-model", 3).unwrap().len().unwrap(),
+        2
+    );
 }
 
 fn project_with_tiny_model() -> (tempfile::TempDir, Project) {
@@ -85,7 +100,9 @@ fn index_embeds_each_text_once_and_semantic_search_finds_it() {
     assert!(before.notice.unwrap().contains("zblade index"));
 
     let mut calls = Vec::new();
-    let report = project.index_semantic(&mut |done, total| calls.push((done, total))).unwrap();
+    let report = project
+        .index_semantic(&mut |done, total| calls.push((done, total)))
+        .unwrap();
     assert_eq!(report.chunks, 6);
     assert_eq!(report.distinct, 3, "each text appears twice");
     assert_eq!(report.embedded, 3);
@@ -94,7 +111,11 @@ fn index_embeds_each_text_once_and_semantic_search_finds_it() {
     assert_eq!(again.embedded, 0, "a CID is embedded once per model");
 
     // An exact text is its own nearest neighbour.
-    let exact = SearchQuery::new("The cache eviction policy uses lru with a ttl.", 2, SearchKind::Messages);
+    let exact = SearchQuery::new(
+        "The cache eviction policy uses lru with a ttl.",
+        2,
+        SearchKind::Messages,
+    );
     let semantic = project.search_with(&exact, Some(SearchMode::Semantic)).unwrap();
     assert_eq!(semantic.mode, SearchMode::Semantic);
     assert_eq!(semantic.hits[0].hit.conversation_id.as_deref(), Some("conv_1"));

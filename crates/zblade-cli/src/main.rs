@@ -106,7 +106,12 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             let project = Project::open(&root)?;
             out.shown(&project.show(&id)?)?;
         }
-        Command::Search { query, limit, kind, mode } => {
+        Command::Search {
+            query,
+            limit,
+            kind,
+            mode,
+        } => {
             let project = Project::open(&root)?;
             let kind = match kind {
                 KindArg::All => SearchKind::All,
@@ -134,8 +139,15 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             if json {
                 out.value(&serde_json::json!({"dropped_tables": dropped, "removed_vectors": removed}))?;
             } else {
-                out.note(&format!("Removed {removed} unused vector(s) and {} old model table(s){}.", dropped.len(),
-                    if dropped.is_empty() { String::new() } else { format!(": {}", dropped.join(", ")) }))?;
+                out.note(&format!(
+                    "Removed {removed} unused vector(s) and {} old model table(s){}.",
+                    dropped.len(),
+                    if dropped.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", dropped.join(", "))
+                    }
+                ))?;
             }
         }
         Command::Index => {

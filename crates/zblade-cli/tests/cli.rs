@@ -181,8 +181,19 @@ fn add_search_show_and_update_a_conversation() {
         json(dir.path(), &["list", "conversations"]).as_array().unwrap().len(),
         1
     );
-    assert!(search_hits(dir.path(), &["search", "expires"]).as_array().unwrap().is_empty());
-    assert_eq!(search_hits(dir.path(), &["search", "signing"]).as_array().unwrap().len(), 1);
+    assert!(
+        search_hits(dir.path(), &["search", "expires"])
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        search_hits(dir.path(), &["search", "signing"])
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 
     let text = ok(dir.path(), &["show", &id]);
     assert!(text.contains("↳ src/auth.ts:10-25"), "{text}");
@@ -226,7 +237,10 @@ fn moments_are_added_listed_and_filtered() {
             .len(),
         0
     );
-    assert_eq!(search_hits(dir.path(), &["search", "redis", "--kind", "moments"])[0]["id"], id);
+    assert_eq!(
+        search_hits(dir.path(), &["search", "redis", "--kind", "moments"])[0]["id"],
+        id
+    );
     assert_eq!(
         json(dir.path(), &["show", id])["moment"]["content"],
         "Refresh tokens live 7 days in Redis"
@@ -327,7 +341,13 @@ fn any_search_text_is_safe() {
         let run = zblade(dir.path(), &["search", query]);
         assert_eq!(run.code, 0, "{query}: {}", run.stderr);
     }
-    assert_eq!(search_hits(dir.path(), &["search", r#"("jwt"#]).as_array().unwrap().len(), 1);
+    assert_eq!(
+        search_hits(dir.path(), &["search", r#"("jwt"#])
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[test]

@@ -181,7 +181,10 @@ pub struct SearchSettings {
 
 impl Default for SearchSettings {
     fn default() -> Self {
-        SearchSettings { embedding_model: "all-minilm-l6-v2".into(), extra: Map::new() }
+        SearchSettings {
+            embedding_model: "all-minilm-l6-v2".into(),
+            extra: Map::new(),
+        }
     }
 }
 

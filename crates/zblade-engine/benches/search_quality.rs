@@ -14,13 +14,27 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::Value;
-use zblade_engine::{Project, SearchKind, SearchMode, SearchQuery};
+use zblade_engine::{CANDIDATES, HYBRID_WEIGHTS, Project, SearchKind, SearchMode, SearchQuery};
+use zblade_search::fusion::weighted_rank_fusion;
 
 mod common;
 use common::{full_run, write_section};
 
-const MODES: [(SearchMode, &str); 3] =
-    [(SearchMode::Keyword, "keyword"), (SearchMode::Semantic, "semantic"), (SearchMode::Hybrid, "hybrid")];
+/// Fusion settings compared: (keyword weight, semantic weight, k).
+const SWEEP: [(f64, f64, f64); 6] = [
+    (1.0, 1.0, 60.0),
+    (1.0, 0.7, 60.0),
+    (1.0, 0.5, 60.0),
+    (1.0, 0.3, 60.0),
+    (1.0, 0.5, 20.0),
+    (1.0, 1.0, 20.0),
+];
+
+const MODES: [(SearchMode, &str); 3] = [
+    (SearchMode::Keyword, "keyword"),
+    (SearchMode::Semantic, "semantic"),
+    (SearchMode::Hybrid, "hybrid"),
+];
 
 fn locomo_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/locomo")
@@ -43,8 +57,13 @@ fn score(ranked: &[String], evidence: &HashSet<String>, s: &mut Scores) {
     let hits_at = |k: usize| ranked.iter().take(k).filter(|id| evidence.contains(*id)).count() as f64;
     s.recall5 += hits_at(5) / evidence.len() as f64;
     s.recall10 += hits_at(10) / evidence.len() as f64;
-    let dcg: f64 =
-        ranked.iter().take(10).enumerate().filter(|(_, id)| evidence.contains(*id)).map(|(i, _)| 1.0 / (i as f64 + 2.0).log2()).sum();
+    let dcg: f64 = ranked
+        .iter()
+        .take(10)
+        .enumerate()
+        .filter(|(_, id)| evidence.contains(*id))
+        .map(|(i, _)| 1.0 / (i as f64 + 2.0).log2())
+        .sum();
     let ideal: f64 = (0..evidence.len().min(10)).map(|i| 1.0 / (i as f64 + 2.0).log2()).sum();
     s.ndcg10 += dcg / ideal;
     s.n += 1;
@@ -64,6 +83,7 @@ fn main() {
         files.truncate(1);
     }
     let mut totals = [Scores::default(); 3];
+    let mut sweep = [Scores::default(); SWEEP.len()];
     let mut turns = 0;
     let mut embed_time = 0.0;
     for file in &files {
@@ -89,12 +109,17 @@ fn main() {
                 .collect();
             let json = serde_json::json!({"conversation_id": format!("conv_s{session}"),
                 "title": format!("Session {session}"), "messages": messages});
-            batch.push((zblade_engine::parse_conversation(json.to_string().as_bytes(), "locomo").unwrap(), "locomo".to_string()));
+            batch.push((
+                zblade_engine::parse_conversation(json.to_string().as_bytes(), "locomo").unwrap(),
+                "locomo".to_string(),
+            ));
             session += 1;
         }
         project.add_conversations(batch).unwrap();
         let started = Instant::now();
-        project.index_semantic(&mut |_, _| {}).expect("the embedding model (run scripts/setup.sh)");
+        project
+            .index_semantic(&mut |_, _| {})
+            .expect("the embedding model (run scripts/setup.sh)");
         embed_time += started.elapsed().as_secs_f64();
 
         let questions: Vec<&Value> = data["qa"]
@@ -105,8 +130,13 @@ fn main() {
             .take(if full { usize::MAX } else { 20 })
             .collect();
         for q in questions {
-            let evidence: HashSet<String> =
-                q["evidence"].as_array().unwrap().iter().filter_map(Value::as_str).map(message_id).collect();
+            let evidence: HashSet<String> = q["evidence"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_str)
+                .map(message_id)
+                .collect();
             let text = q["question"].as_str().unwrap();
             for (i, (mode, _)) in MODES.iter().enumerate() {
                 let query = SearchQuery::new(text, 10, SearchKind::Messages);
@@ -115,21 +145,71 @@ fn main() {
                 let ranked: Vec<String> = results.hits.iter().map(|h| h.hit.id.clone()).collect();
                 score(&ranked, &evidence, &mut totals[i]);
             }
+            // The fusion weights, swept on the same candidate lists (top 50 of each retriever).
+            let wide = SearchQuery::new(text, CANDIDATES, SearchKind::Messages);
+            let keyword: Vec<String> = project
+                .search_with(&wide, Some(SearchMode::Keyword))
+                .unwrap()
+                .hits
+                .iter()
+                .map(|h| h.hit.id.clone())
+                .collect();
+            let semantic: Vec<String> = project
+                .search_with(&wide, Some(SearchMode::Semantic))
+                .unwrap()
+                .hits
+                .iter()
+                .map(|h| h.hit.id.clone())
+                .collect();
+            for (j, (wk, ws, k)) in SWEEP.iter().enumerate() {
+                let fused: Vec<String> = weighted_rank_fusion(&[(&keyword, *wk), (&semantic, *ws)], *k)
+                    .into_iter()
+                    .map(|(id, _)| id)
+                    .take(10)
+                    .collect();
+                score(&fused, &evidence, &mut sweep[j]);
+            }
         }
     }
     let mut table = String::from("| mode | recall@5 | recall@10 | nDCG@10 |\n|---|---|---|---|\n");
     for (i, (_, name)) in MODES.iter().enumerate() {
         let s = totals[i];
         let n = s.n.max(1) as f64;
-        table.push_str(&format!("| {name} | {:.3} | {:.3} | {:.3} |\n", s.recall5 / n, s.recall10 / n, s.ndcg10 / n));
+        table.push_str(&format!(
+            "| {name} | {:.3} | {:.3} | {:.3} |\n",
+            s.recall5 / n,
+            s.recall10 / n,
+            s.ndcg10 / n
+        ));
+    }
+    let mut sweep_table = String::from(
+        "| keyword weight | semantic weight | k | recall@5 | recall@10 | nDCG@10 |\n|---|---|---|---|---|---|\n",
+    );
+    for (j, (wk, ws, k)) in SWEEP.iter().enumerate() {
+        let s = sweep[j];
+        let n = s.n.max(1) as f64;
+        let shipped = if (*wk, *ws, *k) == (HYBRID_WEIGHTS.0, HYBRID_WEIGHTS.1, 60.0) {
+            " (shipped)"
+        } else {
+            ""
+        };
+        sweep_table.push_str(&format!(
+            "| {wk}{shipped} | {ws} | {k} | {:.3} | {:.3} | {:.3} |\n",
+            s.recall5 / n,
+            s.recall10 / n,
+            s.ndcg10 / n
+        ));
     }
     let report = format!(
         "{} conversations, {turns} turns, {} questions with labelled evidence turns (all five categories), \
          model all-MiniLM-L6-v2 (converted offline), turn-level evidence, messages only, top 10.\n\n{table}\n\
-         Embedding the {turns} turns took {embed_time:.1} s in all. Hybrid is reciprocal rank fusion (k = 60) of the \
-         top 50 of each mode.\n",
+         Embedding the {turns} turns took {embed_time:.1} s in all. Hybrid is weighted reciprocal rank fusion \
+         (keyword {}, semantic {}, k = 60) of the top 50 of each mode. The weights were chosen on this development \
+         split with the sweep below (same candidate lists):\n\n{sweep_table}",
         files.len(),
         totals[0].n,
+        HYBRID_WEIGHTS.0,
+        HYBRID_WEIGHTS.1,
     );
     println!("{report}");
     if full {

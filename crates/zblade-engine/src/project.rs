@@ -76,7 +76,9 @@ pub struct Project {
     /// `Err` holds why the index could not be opened (damaged file); `reindex` recreates it.
     pub(crate) index: std::result::Result<Index, String>,
     /// The embedding model, loaded on first use.
-    pub(crate) embedder: std::sync::OnceLock<std::result::Result<std::sync::Mutex<zblade_search::LocalModel>, zblade_search::EmbedError>>,
+    pub(crate) embedder: std::sync::OnceLock<
+        std::result::Result<std::sync::Mutex<zblade_search::LocalModel>, zblade_search::EmbedError>,
+    >,
 }
 
 impl Project {
@@ -154,7 +156,12 @@ impl Project {
             Err(Error::IndexCorrupt { message, .. }) => Err(message),
             Err(err) => return Err(err),
         };
-        Ok(Project { layout, settings, index, embedder: std::sync::OnceLock::new() })
+        Ok(Project {
+            layout,
+            settings,
+            index,
+            embedder: std::sync::OnceLock::new(),
+        })
     }
 
     /// Opens the project that contains `start`: the nearest ancestor with a `.zblade/` folder.

@@ -39,7 +39,11 @@ impl Project {
     /// with code references hydrated.
     pub fn search_with(&self, query: &SearchQuery, mode: Option<SearchMode>) -> Result<SearchResults> {
         let (hits, mode, notice) = self.search_mode(query, mode)?;
-        Ok(SearchResults { mode, notice, hits: self.with_references(hits)? })
+        Ok(SearchResults {
+            mode,
+            notice,
+            hits: self.with_references(hits)?,
+        })
     }
 
     fn with_references(&self, hits: Vec<SearchHit>) -> Result<Vec<Hit>> {

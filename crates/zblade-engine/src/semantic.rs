@@ -9,7 +9,7 @@ use serde::Serialize;
 use zblade_core::{Error, Result};
 use zblade_index::{ChunkRow, SearchHit, SearchKind, SearchQuery, hit_key};
 use zblade_search::chunk::{cid, split_text};
-use zblade_search::fusion::{RRF_K, reciprocal_rank_fusion};
+use zblade_search::fusion::{RRF_K, weighted_rank_fusion};
 use zblade_search::{EmbedError, Embedder, LocalModel, VectorStore};
 
 use crate::Project;
@@ -49,7 +49,12 @@ fn secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, 
 }
 
 /// How many candidates each retriever contributes to a hybrid search.
-const CANDIDATES: usize = 50;
+pub const CANDIDATES: usize = 50;
+/// Weights of the keyword and the semantic list in hybrid fusion. Chosen on the LoCoMo
+/// development split (docs/BENCHMARKS.md, "Search quality"): BM25 is the stronger retriever
+/// on conversation memory, which is full of names and specific terms; vectors add what
+/// keywords miss.
+pub const HYBRID_WEIGHTS: (f64, f64) = (1.0, 0.5);
 /// Texts embedded per call.
 const EMBED_BATCH: usize = 256;
 
@@ -64,16 +69,20 @@ impl Project {
         if PathBuf::from(name).is_absolute() {
             return PathBuf::from(name);
         }
-        let base = std::env::var_os("ZBLADE_MODELS_DIR").map(PathBuf::from).unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-            home.join(".cache/zblade/models")
-        });
+        let base = std::env::var_os("ZBLADE_MODELS_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+                home.join(".cache/zblade/models")
+            });
         base.join(name)
     }
 
     fn model_id(&self) -> String {
         let dir = self.embedding_model_dir();
-        dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into())
+        dir.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "model".into())
     }
 
     /// The embedding model, loaded once; the error says why semantic search is unavailable.
@@ -95,7 +104,12 @@ impl Project {
         let mut rows = Vec::with_capacity(sources.len());
         for (key, kind, text) in sources {
             for (seq, piece) in split_text(&text).iter().enumerate() {
-                rows.push(ChunkRow { key: key.clone(), seq: seq as i64, cid: cid(piece), kind: kind.to_string() });
+                rows.push(ChunkRow {
+                    key: key.clone(),
+                    seq: seq as i64,
+                    cid: cid(piece),
+                    kind: kind.to_string(),
+                });
             }
         }
         self.index_mut()?.replace_chunks(&rows)?;
@@ -130,7 +144,11 @@ impl Project {
         let mut done = 0;
         for batch in todo.chunks(EMBED_BATCH) {
             let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
-            let vectors = embedder.lock().expect("embedder lock").embed(&texts).map_err(search_error)?;
+            let vectors = embedder
+                .lock()
+                .expect("embedder lock")
+                .embed(&texts)
+                .map_err(search_error)?;
             let rows: Vec<(String, Vec<f32>)> = batch.iter().map(|(c, _)| c.clone()).zip(vectors).collect();
             store.add(&rows).map_err(search_error)?;
             done += batch.len();
@@ -171,8 +189,12 @@ impl Project {
             let dim = model.lock().expect("embedder lock").dim();
             let wanted: std::collections::HashSet<&str> = rows.iter().map(|r| r.cid.as_str()).collect();
             let store = self.vectors(dim)?;
-            let stale: Vec<String> =
-                store.cids().map_err(search_error)?.into_iter().filter(|c| !wanted.contains(c.as_str())).collect();
+            let stale: Vec<String> = store
+                .cids()
+                .map_err(search_error)?
+                .into_iter()
+                .filter(|c| !wanted.contains(c.as_str()))
+                .collect();
             removed = stale.len();
             if removed > 0 {
                 store.remove(&stale).map_err(search_error)?;
@@ -214,23 +236,23 @@ impl Project {
     /// Why semantic search cannot run now, if it cannot: no runtime or model, or nothing
     /// embedded yet.
     pub fn semantic_unavailable(&self) -> Option<String> {
-        match self.embedder() {
-            Err(e) => Some(format!("{e}; using keyword search")),
-            Ok(model) => {
-                let dim = model.lock().expect("embedder lock").dim();
-                match self.vectors(dim).and_then(|s| s.is_empty().map_err(search_error)) {
-                    Ok(false) => None,
-                    Ok(true) => Some("nothing is embedded yet (run `zblade index`); using keyword search".into()),
-                    Err(e) => Some(format!("{e}; using keyword search")),
-                }
-            }
+        // Ask the vector table first: it is cheap, and loading a model is not.
+        match VectorStore::count_in(&self.layout.vectors_dir(), &self.model_id()) {
+            Ok(Some(n)) if n > 0 => {}
+            Ok(_) => return Some("nothing is embedded yet (run `zblade index`); using keyword search".into()),
+            Err(e) => return Some(format!("vectors: {e}; using keyword search")),
         }
+        self.embedder().err().map(|e| format!("{e}; using keyword search"))
     }
 
     /// Search in the given mode (`None`: hybrid when a model and vectors are there, else
     /// keyword). Returns the hits and, when the requested or default mode could not run, a
     /// one-line notice saying why.
-    pub fn search_mode(&self, query: &SearchQuery, mode: Option<SearchMode>) -> Result<(Vec<SearchHit>, SearchMode, Option<String>)> {
+    pub fn search_mode(
+        &self,
+        query: &SearchQuery,
+        mode: Option<SearchMode>,
+    ) -> Result<(Vec<SearchHit>, SearchMode, Option<String>)> {
         let unavailable = match mode {
             Some(SearchMode::Keyword) => None,
             _ => self.semantic_unavailable(),
@@ -241,7 +263,11 @@ impl Project {
             (None, None) => SearchMode::Hybrid,
         };
         // Whole conversations are ranked by keywords only.
-        let effective = if query.kind == SearchKind::Conversations { SearchMode::Keyword } else { effective };
+        let effective = if query.kind == SearchKind::Conversations {
+            SearchMode::Keyword
+        } else {
+            effective
+        };
         let index = self.index()?;
         let hits = match effective {
             SearchMode::Keyword => index.search(query)?,
@@ -256,9 +282,14 @@ impl Project {
             SearchMode::Hybrid => {
                 let keyword = index.search(&SearchQuery::new(query.text.clone(), CANDIDATES, query.kind))?;
                 let semantic = self.semantic_keys(&query.text, CANDIDATES, query.kind)?;
-                let lists = vec![keyword.iter().map(hit_key).collect(), semantic.iter().map(|(k, _)| k.clone()).collect()];
+                let keyword_keys: Vec<String> = keyword.iter().map(hit_key).collect();
+                let semantic_keys: Vec<String> = semantic.iter().map(|(k, _)| k.clone()).collect();
+                let lists = [
+                    (keyword_keys.as_slice(), HYBRID_WEIGHTS.0),
+                    (semantic_keys.as_slice(), HYBRID_WEIGHTS.1),
+                ];
                 let mut hits = Vec::new();
-                for (key, score) in reciprocal_rank_fusion(&lists, RRF_K).into_iter().take(query.limit) {
+                for (key, score) in weighted_rank_fusion(&lists, RRF_K).into_iter().take(query.limit) {
                     // Prefer the keyword hit: its snippet highlights the matched words.
                     let hit = match keyword.iter().find(|h| hit_key(h) == key) {
                         Some(hit) => Some(SearchHit { score, ..hit.clone() }),

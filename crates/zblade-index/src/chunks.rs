@@ -32,7 +32,10 @@ impl Index {
             .conn
             .prepare("SELECT conversation_id || '/' || id, content FROM messages ORDER BY pk")
             .map_err(|e| self.err(e))?;
-        for row in stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(|e| self.err(e))? {
+        for row in stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.err(e))?
+        {
             let (key, text): (String, String) = row.map_err(|e| self.err(e))?;
             out.push((key, "message", text));
         }
@@ -40,7 +43,10 @@ impl Index {
             .conn
             .prepare("SELECT id, content || coalesce(char(10) || char(10) || context, '') FROM moments ORDER BY id")
             .map_err(|e| self.err(e))?;
-        for row in stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(|e| self.err(e))? {
+        for row in stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.err(e))?
+        {
             let (key, text): (String, String) = row.map_err(|e| self.err(e))?;
             out.push((key, "moment", text));
         }
@@ -51,12 +57,19 @@ impl Index {
     pub fn replace_chunks(&mut self, rows: &[ChunkRow]) -> Result<()> {
         let path = self.path.clone();
         let e = |e| crate::sql_error(&path, e);
-        let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(e)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(e)?;
         tx.execute("DELETE FROM chunks", []).map_err(e)?;
         {
-            let mut insert = tx.prepare("INSERT INTO chunks (key, seq, cid, kind) VALUES (?1, ?2, ?3, ?4)").map_err(e)?;
+            let mut insert = tx
+                .prepare("INSERT INTO chunks (key, seq, cid, kind) VALUES (?1, ?2, ?3, ?4)")
+                .map_err(e)?;
             for row in rows {
-                insert.execute(params![row.key, row.seq, row.cid, row.kind]).map_err(e)?;
+                insert
+                    .execute(params![row.key, row.seq, row.cid, row.kind])
+                    .map_err(e)?;
             }
         }
         tx.commit().map_err(e)
@@ -64,19 +77,27 @@ impl Index {
 
     /// Every distinct CID in the catalog.
     pub fn chunk_cids(&self) -> Result<Vec<String>> {
-        let mut stmt = self.conn.prepare("SELECT DISTINCT cid FROM chunks").map_err(|e| self.err(e))?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT DISTINCT cid FROM chunks")
+            .map_err(|e| self.err(e))?;
         let rows = stmt.query_map([], |r| r.get(0)).map_err(|e| self.err(e))?;
         rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
     }
 
     /// Number of chunks.
     pub fn chunk_count(&self) -> Result<i64> {
-        self.conn.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0)).map_err(|e| self.err(e))
+        self.conn
+            .query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))
+            .map_err(|e| self.err(e))
     }
 
     /// The keys each of these CIDs belongs to.
     pub fn keys_for_cids(&self, cids: &[String]) -> Result<HashMap<String, Vec<String>>> {
-        let mut stmt = self.conn.prepare_cached("SELECT key FROM chunks WHERE cid = ?1 ORDER BY key").map_err(|e| self.err(e))?;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT key FROM chunks WHERE cid = ?1 ORDER BY key")
+            .map_err(|e| self.err(e))?;
         let mut out = HashMap::new();
         for cid in cids {
             let keys: Vec<String> = stmt
@@ -93,7 +114,11 @@ impl Index {
     pub fn hit_for_key(&self, key: &str, score: f64) -> Result<Option<SearchHit>> {
         let excerpt = |text: String| {
             let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-            if flat.chars().count() > 200 { flat.chars().take(199).collect::<String>() + "…" } else { flat }
+            if flat.chars().count() > 200 {
+                flat.chars().take(199).collect::<String>() + "…"
+            } else {
+                flat
+            }
         };
         if let Some((conv, msg)) = key.split_once('/') {
             return self

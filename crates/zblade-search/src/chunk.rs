@@ -20,7 +20,11 @@ pub fn cid(text: &str) -> String {
 pub fn split_text(text: &str) -> Vec<String> {
     let text = text.trim();
     if text.chars().count() <= TARGET_CHARS {
-        return if text.is_empty() { Vec::new() } else { vec![text.to_string()] };
+        return if text.is_empty() {
+            Vec::new()
+        } else {
+            vec![text.to_string()]
+        };
     }
     // Blocks: paragraphs, with a fenced code block kept as one block.
     let mut blocks: Vec<String> = Vec::new();

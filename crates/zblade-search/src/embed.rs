@@ -62,7 +62,10 @@ pub fn find_onnx_runtime() -> Option<PathBuf> {
             .flatten()
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("libonnxruntime.so")))
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("libonnxruntime.so"))
+            })
             .collect();
         found.sort();
         if let Some(path) = found.pop() {
@@ -102,13 +105,21 @@ pub struct LocalModel {
 
 impl std::fmt::Debug for LocalModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LocalModel").field("id", &self.id).field("dim", &self.dim).finish()
+        f.debug_struct("LocalModel")
+            .field("id", &self.id)
+            .field("dim", &self.dim)
+            .finish()
     }
 }
 
 /// Files a model directory must hold.
-pub const MODEL_FILES: [&str; 5] =
-    ["model.onnx", "tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"];
+pub const MODEL_FILES: [&str; 5] = [
+    "model.onnx",
+    "tokenizer.json",
+    "config.json",
+    "special_tokens_map.json",
+    "tokenizer_config.json",
+];
 
 impl LocalModel {
     /// Loads the model in `dir`, naming it `id`.
@@ -128,8 +139,15 @@ impl LocalModel {
         let options = InitOptionsUserDefined::new().with_max_length(512);
         let model = TextEmbedding::try_new_from_user_defined(user_model, options)
             .map_err(|e| EmbedError::BadModel(format!("{}: {e}", dir.display())))?;
-        let mut loaded = LocalModel { id: id.to_string(), dim: 0, model };
-        let probe = loaded.model.embed(["dimension probe"], None).map_err(|e| EmbedError::BadModel(e.to_string()))?;
+        let mut loaded = LocalModel {
+            id: id.to_string(),
+            dim: 0,
+            model,
+        };
+        let probe = loaded
+            .model
+            .embed(["dimension probe"], None)
+            .map_err(|e| EmbedError::BadModel(e.to_string()))?;
         loaded.dim = probe.first().map_or(0, Vec::len);
         if loaded.dim == 0 {
             return Err(EmbedError::BadModel("the model returns empty vectors".into()));
@@ -148,7 +166,10 @@ impl Embedder for LocalModel {
     }
 
     fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut vectors = self.model.embed(texts, Some(64)).map_err(|e| EmbedError::Failed(e.to_string()))?;
+        let mut vectors = self
+            .model
+            .embed(texts, Some(64))
+            .map_err(|e| EmbedError::Failed(e.to_string()))?;
         for v in &mut vectors {
             let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
             if norm > 0.0 {

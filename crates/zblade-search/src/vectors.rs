@@ -32,14 +32,27 @@ fn err(e: impl std::fmt::Display) -> String {
 
 /// The table name for a model id: letters, digits and `_` only.
 pub fn table_name(model_id: &str) -> String {
-    let clean: String = model_id.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+    let clean: String = model_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
     format!("chunks_{clean}")
 }
 
 fn schema(dim: usize) -> Arc<Schema> {
     Arc::new(Schema::new(vec![
         Field::new("cid", DataType::Utf8, false),
-        Field::new("vector", DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), dim as i32), false),
+        Field::new(
+            "vector",
+            DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), dim as i32),
+            false,
+        ),
     ]))
 }
 
@@ -56,7 +69,10 @@ impl VectorStore {
     /// Opens (creating if needed) the table of `model_id` under `dir`.
     pub fn open(dir: &Path, model_id: &str, dim: usize) -> Result<Self, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(err)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(err)?;
         let uri = dir.to_string_lossy().into_owned();
         let name = table_name(model_id);
         let table = runtime.block_on(async {
@@ -77,7 +93,10 @@ impl VectorStore {
         if !dir.exists() {
             return Ok(Vec::new());
         }
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(err)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(err)?;
         let uri = dir.to_string_lossy().into_owned();
         runtime.block_on(async {
             let db = lancedb::connect(&uri).execute().await.map_err(err)?;
@@ -85,9 +104,34 @@ impl VectorStore {
         })
     }
 
+    /// How many vectors the table of `model_id` under `dir` holds, without creating it;
+    /// `None` when there is no such table. Cheap: no model needs to be loaded to ask.
+    pub fn count_in(dir: &Path, model_id: &str) -> Result<Option<usize>, String> {
+        if !dir.exists() {
+            return Ok(None);
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(err)?;
+        let uri = dir.to_string_lossy().into_owned();
+        let name = table_name(model_id);
+        runtime.block_on(async {
+            let db = lancedb::connect(&uri).execute().await.map_err(err)?;
+            if !db.table_names().execute().await.map_err(err)?.contains(&name) {
+                return Ok(None);
+            }
+            let table = db.open_table(&name).execute().await.map_err(err)?;
+            table.count_rows(None).await.map(Some).map_err(err)
+        })
+    }
+
     /// Drops the table `name` under `dir`.
     pub fn drop_table(dir: &Path, name: &str) -> Result<(), String> {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(err)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(err)?;
         let uri = dir.to_string_lossy().into_owned();
         runtime.block_on(async {
             let db = lancedb::connect(&uri).execute().await.map_err(err)?;
@@ -115,7 +159,11 @@ impl VectorStore {
                 .map_err(err)?;
             let mut out = HashSet::new();
             for batch in batches {
-                let column = batch.column(0).as_any().downcast_ref::<StringArray>().ok_or("cid column is not text")?;
+                let column = batch
+                    .column(0)
+                    .as_any()
+                    .downcast_ref::<StringArray>()
+                    .ok_or("cid column is not text")?;
                 out.extend(column.iter().flatten().map(String::from));
             }
             Ok(out)
@@ -136,11 +184,17 @@ impl VectorStore {
     pub fn add(&self, rows: &[(String, Vec<f32>)]) -> Result<(), String> {
         for chunk in rows.chunks(WRITE_BATCH) {
             if let Some((cid, v)) = chunk.iter().find(|(_, v)| v.len() != self.dim) {
-                return Err(format!("vector for {cid} has {} dimensions, the table {}", v.len(), self.dim));
+                return Err(format!(
+                    "vector for {cid} has {} dimensions, the table {}",
+                    v.len(),
+                    self.dim
+                ));
             }
             let cids = StringArray::from_iter_values(chunk.iter().map(|(c, _)| c.as_str()));
             let vectors = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
-                chunk.iter().map(|(_, v)| Some(v.iter().map(|x| Some(*x)).collect::<Vec<_>>())),
+                chunk
+                    .iter()
+                    .map(|(_, v)| Some(v.iter().map(|x| Some(*x)).collect::<Vec<_>>())),
                 self.dim as i32,
             );
             let batch = RecordBatch::try_new(schema(self.dim), vec![Arc::new(cids), Arc::new(vectors)]).map_err(err)?;
@@ -154,7 +208,9 @@ impl VectorStore {
         for chunk in cids.chunks(500) {
             let list: Vec<String> = chunk.iter().map(|c| format!("'{}'", c.replace('\'', "''"))).collect();
             let predicate = format!("cid IN ({})", list.join(", "));
-            self.runtime.block_on(self.table.delete(predicate.as_str())).map_err(err)?;
+            self.runtime
+                .block_on(self.table.delete(predicate.as_str()))
+                .map_err(err)?;
         }
         Ok(())
     }
@@ -178,13 +234,20 @@ impl VectorStore {
                 .map_err(err)?;
             let mut out = Vec::new();
             for batch in batches {
-                let cids = batch.column_by_name("cid").and_then(|c| c.as_any().downcast_ref::<StringArray>().cloned());
+                let cids = batch
+                    .column_by_name("cid")
+                    .and_then(|c| c.as_any().downcast_ref::<StringArray>().cloned());
                 let distances = batch
                     .column_by_name("_distance")
                     .and_then(|c| c.as_any().downcast_ref::<arrow_array::Float32Array>().cloned());
-                let (Some(cids), Some(distances)) = (cids, distances) else { continue };
+                let (Some(cids), Some(distances)) = (cids, distances) else {
+                    continue;
+                };
                 for i in 0..cids.len() {
-                    out.push(Neighbour { cid: cids.value(i).to_string(), distance: distances.value(i) });
+                    out.push(Neighbour {
+                        cid: cids.value(i).to_string(),
+                        distance: distances.value(i),
+                    });
                 }
             }
             out.sort_by(|a, b| a.distance.total_cmp(&b.distance).then_with(|| a.cid.cmp(&b.cid)));
@@ -196,7 +259,10 @@ impl VectorStore {
     /// its vectors.
     pub fn compact(&self) -> Result<(), String> {
         self.runtime.block_on(async {
-            self.table.optimize(lancedb::table::OptimizeAction::All).await.map_err(err)?;
+            self.table
+                .optimize(lancedb::table::OptimizeAction::All)
+                .await
+                .map_err(err)?;
             Ok(())
         })
     }
