@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::Value;
-use zblade_engine::{CANDIDATES, HYBRID_WEIGHTS, Project, SearchKind, SearchMode, SearchQuery};
+use zblade_engine::{CANDIDATES, HYBRID_K, HYBRID_WEIGHTS, Project, SearchKind, SearchMode, SearchQuery};
 use zblade_search::fusion::weighted_rank_fusion;
 
 mod common;
@@ -188,7 +188,7 @@ fn main() {
     for (j, (wk, ws, k)) in SWEEP.iter().enumerate() {
         let s = sweep[j];
         let n = s.n.max(1) as f64;
-        let shipped = if (*wk, *ws, *k) == (HYBRID_WEIGHTS.0, HYBRID_WEIGHTS.1, 60.0) {
+        let shipped = if (*wk, *ws, *k) == (HYBRID_WEIGHTS.0, HYBRID_WEIGHTS.1, HYBRID_K) {
             " (shipped)"
         } else {
             ""
@@ -204,12 +204,13 @@ fn main() {
         "{} conversations, {turns} turns, {} questions with labelled evidence turns (all five categories), \
          model all-MiniLM-L6-v2 (converted offline), turn-level evidence, messages only, top 10.\n\n{table}\n\
          Embedding the {turns} turns took {embed_time:.1} s in all. Hybrid is weighted reciprocal rank fusion \
-         (keyword {}, semantic {}, k = 60) of the top 50 of each mode. The weights were chosen on this development \
+         (keyword {}, semantic {}, k = {}) of the top 50 of each mode. The weights were chosen on this development \
          split with the sweep below (same candidate lists):\n\n{sweep_table}",
         files.len(),
         totals[0].n,
         HYBRID_WEIGHTS.0,
         HYBRID_WEIGHTS.1,
+        HYBRID_K,
     );
     println!("{report}");
     if full {

@@ -30,7 +30,7 @@ pub use fsck::{FsckReport, Problem, ProblemKind};
 pub use project::{AddOutcome, InitReport, Project, ReindexReport};
 pub use refs::{Location, ReferenceReport};
 pub use search::{Hit, SearchResults};
-pub use semantic::{CANDIDATES, HYBRID_WEIGHTS, IndexReport, SearchMode};
+pub use semantic::{CANDIDATES, HYBRID_K, HYBRID_WEIGHTS, IndexReport, SearchMode};
 pub use show::{MessageMatch, Shown};
 pub use status::Status;
 pub use watch::WatchEvent;

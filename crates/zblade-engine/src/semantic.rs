@@ -9,7 +9,7 @@ use serde::Serialize;
 use zblade_core::{Error, Result};
 use zblade_index::{ChunkRow, SearchHit, SearchKind, SearchQuery, hit_key};
 use zblade_search::chunk::{cid, split_text};
-use zblade_search::fusion::{RRF_K, weighted_rank_fusion};
+use zblade_search::fusion::weighted_rank_fusion;
 use zblade_search::{EmbedError, Embedder, LocalModel, VectorStore};
 
 use crate::Project;
@@ -55,6 +55,9 @@ pub const CANDIDATES: usize = 50;
 /// on conversation memory, which is full of names and specific terms; vectors add what
 /// keywords miss.
 pub const HYBRID_WEIGHTS: (f64, f64) = (1.0, 0.5);
+/// The rank constant of hybrid fusion; smaller than the customary 60 so that the top of each
+/// list counts for more (same sweep).
+pub const HYBRID_K: f64 = 20.0;
 /// Texts embedded per call.
 const EMBED_BATCH: usize = 256;
 
@@ -289,7 +292,7 @@ impl Project {
                     (semantic_keys.as_slice(), HYBRID_WEIGHTS.1),
                 ];
                 let mut hits = Vec::new();
-                for (key, score) in weighted_rank_fusion(&lists, RRF_K).into_iter().take(query.limit) {
+                for (key, score) in weighted_rank_fusion(&lists, HYBRID_K).into_iter().take(query.limit) {
                     // Prefer the keyword hit: its snippet highlights the matched words.
                     let hit = match keyword.iter().find(|h| hit_key(h) == key) {
                         Some(hit) => Some(SearchHit { score, ..hit.clone() }),
