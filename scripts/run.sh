@@ -6,8 +6,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ZBLADE_ROOT"
 
 bash scripts/setup.sh
-cargo build --release --locked -p zblade-cli
-zblade="$CARGO_TARGET_DIR/release/zblade"
+# The dev profile over the whole workspace: the same build the tests use, so nothing is built
+# twice (a release build of LanceDB alone takes ~20 minutes on two cores).
+cargo build --workspace --locked --bin zblade
+zblade="$CARGO_TARGET_DIR/debug/zblade"
 
 demo="${1:-$(mktemp -d -t zblade-demo.XXXXXX)}"
 mkdir -p "$demo/src"

@@ -138,3 +138,21 @@ fn stale_vectors_are_removed_when_memory_changes() {
     assert_eq!(report.embedded, 1);
     assert_eq!(report.removed, 1, "the old cache text is no longer used");
 }
+
+#[test]
+fn gc_drops_tables_of_models_no_longer_used() {
+    let (dir, mut project) = project_with_tiny_model();
+    project.index_semantic(&mut |_, _| {}).unwrap();
+    let vectors = project.layout().vectors_dir();
+    // A table left by an earlier model.
+    VectorStore::open(&vectors, "old-model", 4)
+        .unwrap()
+        .add(&[("x".to_string(), vec![1.0, 0.0, 0.0, 0.0])])
+        .unwrap();
+    assert_eq!(VectorStore::tables(&vectors).unwrap().len(), 2);
+    let (dropped, removed) = project.gc().unwrap();
+    assert_eq!(dropped, vec!["chunks_old_model".to_string()]);
+    assert_eq!(removed, 0);
+    assert_eq!(VectorStore::count_in(&vectors, "tiny").unwrap(), Some(3));
+    drop(dir);
+}

@@ -30,6 +30,17 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
+/// A runtime to drive LanceDB and a connection to the database in `dir`.
+fn connect(dir: &Path) -> Result<(tokio::runtime::Runtime, lancedb::Connection), String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(err)?;
+    let uri = dir.to_string_lossy().into_owned();
+    let db = runtime.block_on(lancedb::connect(&uri).execute()).map_err(err)?;
+    Ok((runtime, db))
+}
+
 /// The table name for a model id: letters, digits and `_` only.
 pub fn table_name(model_id: &str) -> String {
     let clean: String = model_id
@@ -69,16 +80,10 @@ impl VectorStore {
     /// Opens (creating if needed) the table of `model_id` under `dir`.
     pub fn open(dir: &Path, model_id: &str, dim: usize) -> Result<Self, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(err)?;
-        let uri = dir.to_string_lossy().into_owned();
+        let (runtime, db) = connect(dir)?;
         let name = table_name(model_id);
         let table = runtime.block_on(async {
-            let db = lancedb::connect(&uri).execute().await.map_err(err)?;
-            let names = db.table_names().execute().await.map_err(err)?;
-            if names.contains(&name) {
+            if db.table_names().execute().await.map_err(err)?.contains(&name) {
                 db.open_table(&name).execute().await.map_err(err)
             } else {
                 let empty = RecordBatch::new_empty(schema(dim));
@@ -93,15 +98,8 @@ impl VectorStore {
         if !dir.exists() {
             return Ok(Vec::new());
         }
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(err)?;
-        let uri = dir.to_string_lossy().into_owned();
-        runtime.block_on(async {
-            let db = lancedb::connect(&uri).execute().await.map_err(err)?;
-            db.table_names().execute().await.map_err(err)
-        })
+        let (runtime, db) = connect(dir)?;
+        runtime.block_on(db.table_names().execute()).map_err(err)
     }
 
     /// How many vectors the table of `model_id` under `dir` holds, without creating it;
@@ -110,14 +108,9 @@ impl VectorStore {
         if !dir.exists() {
             return Ok(None);
         }
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(err)?;
-        let uri = dir.to_string_lossy().into_owned();
+        let (runtime, db) = connect(dir)?;
         let name = table_name(model_id);
         runtime.block_on(async {
-            let db = lancedb::connect(&uri).execute().await.map_err(err)?;
             if !db.table_names().execute().await.map_err(err)?.contains(&name) {
                 return Ok(None);
             }
@@ -128,15 +121,8 @@ impl VectorStore {
 
     /// Drops the table `name` under `dir`.
     pub fn drop_table(dir: &Path, name: &str) -> Result<(), String> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(err)?;
-        let uri = dir.to_string_lossy().into_owned();
-        runtime.block_on(async {
-            let db = lancedb::connect(&uri).execute().await.map_err(err)?;
-            db.drop_table(name, &[]).await.map_err(err)
-        })
+        let (runtime, db) = connect(dir)?;
+        runtime.block_on(db.drop_table(name, &[])).map_err(err)
     }
 
     /// Vector length.
