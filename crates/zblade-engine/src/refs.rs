@@ -165,8 +165,24 @@ impl Project {
 
     /// The references of a message (`conv_…/msg_…`) or moment (`moment_…`), with current code.
     pub fn references_of(&self, owner: &str) -> Result<Vec<ReferenceReport>> {
-        let stored = self.index()?.references_of(owner)?;
-        Ok(self.hydrate(&stored))
+        Ok(self.references_of_many(&[owner.to_string()])?.remove(0))
+    }
+
+    /// The references of several messages or moments, one list per owner, hydrated together:
+    /// the repository is opened and each file read once for all of them.
+    pub fn references_of_many(&self, owners: &[String]) -> Result<Vec<Vec<ReferenceReport>>> {
+        let mut counts = Vec::with_capacity(owners.len());
+        let mut stored = Vec::new();
+        for owner in owners {
+            let refs = self.index()?.references_of(owner)?;
+            counts.push(refs.len());
+            stored.extend(refs);
+        }
+        let mut hydrated = self.hydrate(&stored).into_iter();
+        Ok(counts
+            .into_iter()
+            .map(|n| hydrated.by_ref().take(n).collect())
+            .collect())
     }
 
     /// Checks references against the working tree now (read-only) and attaches their code,

@@ -47,19 +47,20 @@ impl Project {
     }
 
     fn with_references(&self, hits: Vec<SearchHit>) -> Result<Vec<Hit>> {
-        hits.into_iter()
-            .map(|hit| {
-                let owner = match (hit.kind, &hit.conversation_id) {
-                    (HitKind::Message, Some(conv)) => Some(format!("{conv}/{}", hit.id)),
-                    (HitKind::Moment, _) => Some(hit.id.clone()),
-                    _ => None,
-                };
-                let references = match owner {
-                    Some(owner) => self.references_of(&owner)?,
-                    None => Vec::new(),
-                };
-                Ok(Hit { hit, references })
+        // Whole conversations carry no references of their own: an empty owner matches none.
+        let owners: Vec<String> = hits
+            .iter()
+            .map(|hit| match (hit.kind, &hit.conversation_id) {
+                (HitKind::Message, Some(conv)) => format!("{conv}/{}", hit.id),
+                (HitKind::Moment, _) => hit.id.clone(),
+                _ => String::new(),
             })
-            .collect()
+            .collect();
+        let references = self.references_of_many(&owners)?;
+        Ok(hits
+            .into_iter()
+            .zip(references)
+            .map(|(hit, references)| Hit { hit, references })
+            .collect())
     }
 }

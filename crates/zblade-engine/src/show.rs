@@ -56,10 +56,8 @@ impl Project {
         ids::check_id(id, None).map_err(|why| Error::Usage(format!("invalid id: {why}")))?;
         if id.starts_with(ids::CONVERSATION) {
             let conversation = self.load_conversation(id)?;
-            let mut references = Vec::new();
-            for message in &conversation.messages {
-                references.extend(self.references_of(&format!("{id}/{}", message.id))?);
-            }
+            let owners: Vec<String> = conversation.messages.iter().map(|m| format!("{id}/{}", m.id)).collect();
+            let references = self.references_of_many(&owners)?.into_iter().flatten().collect();
             return Ok(Shown::Conversation {
                 conversation: Box::new(conversation),
                 references,

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use rusqlite::{OptionalExtension, params};
 use zblade_core::Result;
 
+use crate::search::hit_from_row;
 use crate::{HitKind, Index, SearchHit};
 
 /// One chunk: `key` (`conv_…/msg_…` or `moment_…`), its position, CID and kind.
@@ -112,58 +113,35 @@ impl Index {
 
     /// A displayable hit for a key found by vector search: the start of its text as snippet.
     pub fn hit_for_key(&self, key: &str, score: f64) -> Result<Option<SearchHit>> {
-        let excerpt = |text: String| {
-            let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-            if flat.chars().count() > 200 {
+        let (kind, sql, args): (HitKind, &str, Vec<&str>) = match key.split_once('/') {
+            Some((conv, msg)) => (
+                HitKind::Message,
+                "SELECT m.id, m.conversation_id, c.title, m.role, m.timestamp, m.content
+                 FROM messages m JOIN conversations c ON c.id = m.conversation_id
+                 WHERE m.conversation_id = ?1 AND m.id = ?2",
+                vec![conv, msg],
+            ),
+            None => (
+                HitKind::Moment,
+                "SELECT m.id, m.conversation_id, c.title, m.type, m.created_at, m.content
+                 FROM moments m LEFT JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?1",
+                vec![key],
+            ),
+        };
+        let hit = self
+            .conn
+            .query_row(sql, rusqlite::params_from_iter(args), |r| hit_from_row(kind, r, score))
+            .optional()
+            .map_err(|e| self.err(e))?;
+        Ok(hit.map(|mut hit| {
+            let flat: String = hit.snippet.split_whitespace().collect::<Vec<_>>().join(" ");
+            hit.snippet = if flat.chars().count() > 200 {
                 flat.chars().take(199).collect::<String>() + "…"
             } else {
                 flat
-            }
-        };
-        if let Some((conv, msg)) = key.split_once('/') {
-            return self
-                .conn
-                .query_row(
-                    "SELECT m.id, m.conversation_id, c.title, m.role, m.timestamp, m.content
-                     FROM messages m JOIN conversations c ON c.id = m.conversation_id
-                     WHERE m.conversation_id = ?1 AND m.id = ?2",
-                    params![conv, msg],
-                    |r| {
-                        Ok(SearchHit {
-                            kind: HitKind::Message,
-                            id: r.get(0)?,
-                            conversation_id: Some(r.get(1)?),
-                            title: Some(r.get(2)?),
-                            label: Some(r.get(3)?),
-                            timestamp: r.get(4)?,
-                            snippet: excerpt(r.get(5)?),
-                            score,
-                        })
-                    },
-                )
-                .optional()
-                .map_err(|e| self.err(e));
-        }
-        self.conn
-            .query_row(
-                "SELECT m.id, m.conversation_id, c.title, m.type, m.created_at, m.content
-                 FROM moments m LEFT JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?1",
-                [key],
-                |r| {
-                    Ok(SearchHit {
-                        kind: HitKind::Moment,
-                        id: r.get(0)?,
-                        conversation_id: r.get(1)?,
-                        title: r.get(2)?,
-                        label: Some(r.get(3)?),
-                        timestamp: r.get(4)?,
-                        snippet: excerpt(r.get(5)?),
-                        score,
-                    })
-                },
-            )
-            .optional()
-            .map_err(|e| self.err(e))
+            };
+            hit
+        }))
     }
 }
 

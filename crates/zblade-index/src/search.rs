@@ -208,21 +208,23 @@ fn search_messages(conn: &Connection, terms: &fts::Terms, limit: usize) -> rusql
          WHERE messages_fts MATCH ?1 AND messages_fts.rowid = ?2",
     )?;
     top.into_iter()
-        .map(|(pk, rank)| {
-            detail.query_row(params![expr, pk], |r| {
-                Ok(SearchHit {
-                    kind: HitKind::Message,
-                    id: r.get(0)?,
-                    conversation_id: Some(r.get(1)?),
-                    title: Some(r.get(2)?),
-                    label: Some(r.get(3)?),
-                    timestamp: r.get(4)?,
-                    snippet: r.get(5)?,
-                    score: -rank,
-                })
-            })
-        })
+        .map(|(pk, rank)| detail.query_row(params![expr, pk], |r| hit_from_row(HitKind::Message, r, -rank)))
         .collect()
+}
+
+/// A hit from a row whose first six columns are: id, conversation id, conversation title,
+/// label (role or moment type), timestamp, snippet. Shared by every query that returns hits.
+pub(crate) fn hit_from_row(kind: HitKind, r: &rusqlite::Row<'_>, score: f64) -> rusqlite::Result<SearchHit> {
+    Ok(SearchHit {
+        kind,
+        id: r.get(0)?,
+        conversation_id: r.get(1)?,
+        title: r.get(2)?,
+        label: Some(r.get(3)?),
+        timestamp: r.get(4)?,
+        snippet: r.get(5)?,
+        score,
+    })
 }
 
 /// Column weights for moments: content, context, tags. A tag match is a strong signal.
@@ -238,16 +240,7 @@ fn search_moments(conn: &Connection, expr: &str, limit: usize) -> rusqlite::Resu
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt.query_map(params![expr, limit as i64], |r| {
-        Ok(SearchHit {
-            kind: HitKind::Moment,
-            id: r.get(0)?,
-            conversation_id: r.get(1)?,
-            title: r.get(2)?,
-            label: Some(r.get(3)?),
-            timestamp: r.get(4)?,
-            snippet: r.get(5)?,
-            score: -r.get::<_, f64>(6)?,
-        })
+        hit_from_row(HitKind::Moment, r, -r.get::<_, f64>(6)?)
     })?;
     rows.collect()
 }
