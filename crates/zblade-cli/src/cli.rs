@@ -59,9 +59,23 @@ pub enum Command {
         /// an embedding model is installed and `zblade index` has run, else keyword.
         #[arg(long, value_enum)]
         mode: Option<ModeArg>,
+        /// Only this conversation's messages and moments.
+        #[arg(long, value_name = "ID")]
+        conversation: Option<String>,
+        /// Only code under this path, and messages and moments that reference code under it.
+        #[arg(long, value_name = "PREFIX")]
+        path: Option<String>,
+        /// Only what was written (code: modified) at or after this time: YYYY-MM-DD, an RFC
+        /// 3339 time, or an age like 7d or 12h.
+        #[arg(long, value_name = "TIME")]
+        since: Option<String>,
+        /// Only what was written (code: modified) before this time (same forms as --since).
+        #[arg(long, value_name = "TIME")]
+        until: Option<String>,
     },
-    /// Embed every message and moment not embedded yet (local model, nothing leaves the
-    /// machine), so that semantic and hybrid search can find them.
+    /// Index project files for search (honouring .gitignore; binary, generated and huge files
+    /// are skipped) and embed every message, moment and code chunk not embedded yet (local
+    /// model, nothing leaves the machine). Incremental: unchanged files are not read again.
     Index,
     /// Remove vectors nothing uses any more and the vector tables of models no longer
     /// configured (after switching models).
@@ -152,7 +166,7 @@ pub enum ListCommand {
 /// `--kind` of `zblade search`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum KindArg {
-    /// Messages and moments.
+    /// Messages, moments and project files.
     All,
     /// Messages only.
     Messages,
@@ -160,6 +174,8 @@ pub enum KindArg {
     Moments,
     /// Whole conversations, by title, tags and best message.
     Conversations,
+    /// Project files indexed by `zblade index`, as path and lines.
+    Code,
 }
 
 /// `--mode` of `zblade search`.

@@ -1,6 +1,7 @@
 //! The `zblade` command-line interface: a thin face over `zblade-engine`.
 
 mod cli;
+mod progress;
 mod render;
 
 use std::io::{IsTerminal, Read, Write};
@@ -9,7 +10,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use zblade_engine::{
-    Error, Project, SearchKind, SearchMode, SearchQuery, WatchOptions, parse_conversation, parse_moment,
+    Error, IndexStage, Project, SearchFilter, SearchKind, SearchMode, SearchQuery, WatchOptions, parse_conversation,
+    parse_moment,
 };
 
 use crate::cli::{AddCommand, Cli, Command, KindArg, ListCommand, ModeArg, RefsCommand};
@@ -111,13 +113,24 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             limit,
             kind,
             mode,
+            conversation,
+            path,
+            since,
+            until,
         } => {
-            let project = Project::open(&root)?;
+            let mut project = Project::open(&root)?;
             let kind = match kind {
                 KindArg::All => SearchKind::All,
                 KindArg::Messages => SearchKind::Messages,
                 KindArg::Moments => SearchKind::Moments,
                 KindArg::Conversations => SearchKind::Conversations,
+                KindArg::Code => SearchKind::Code,
+            };
+            let filter = SearchFilter {
+                conversation,
+                path_prefix: path,
+                since: since.map(|t| parse_time(&t, "--since")).transpose()?,
+                until: until.map(|t| parse_time(&t, "--until")).transpose()?,
             };
             let mode = mode.map(|m| match m {
                 ModeArg::Keyword => SearchMode::Keyword,
@@ -125,7 +138,8 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 ModeArg::Hybrid => SearchMode::Hybrid,
             });
             let text = query.join(" ");
-            let results = project.search_with(&SearchQuery::new(text.clone(), limit, kind), mode)?;
+            let query = SearchQuery::new(text.clone(), limit, kind).with_filter(filter);
+            let results = project.search_fresh(&query, mode)?;
             if let Some(notice) = &results.notice
                 && !json
             {
@@ -152,15 +166,20 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         }
         Command::Index => {
             let mut project = Project::open(&root)?;
-            let show_progress = std::io::stderr().is_terminal() && !json;
-            let report = project.index_semantic(&mut |done, total| {
-                if show_progress && total > 0 {
-                    eprint!("\rembedding {done}/{total} chunks");
-                    if done == total {
-                        eprintln!();
-                    }
-                }
+            let mut bar = progress::Bar::new(std::io::stderr().is_terminal() && !json);
+            let report = project.update_search_index(&mut |stage, done, total| {
+                let what = match stage {
+                    IndexStage::Files => "files",
+                    IndexStage::Embedding => "embedding",
+                };
+                bar.update(what, done, total);
             })?;
+            bar.finish();
+            if let Some(notice) = &report.notice
+                && !json
+            {
+                eprintln!("zblade: note: {notice}");
+            }
             out.indexed(&report)?;
         }
         Command::Reindex => {
@@ -256,4 +275,9 @@ impl<W: Write> Out<W> {
     fn flush(&mut self) -> Result<(), Error> {
         self.writer().flush().map_err(|e| Error::io("<stdout>", e))
     }
+}
+
+/// A `--since`/`--until` value as an index timestamp.
+fn parse_time(text: &str, what: &str) -> Result<String, Error> {
+    zblade_engine::parse_time_bound(text, what, std::time::SystemTime::now().into())
 }

@@ -332,17 +332,48 @@ impl<W: Write> Out<W> {
         if self.json {
             return self.json(r);
         }
+        let c = &r.code;
         line!(
             self,
-            "Indexed {} chunks ({} distinct texts) with {}: {} embedded now, {} already had vectors, {} stale vectors removed, in {:.1} s.",
-            r.chunks,
-            r.distinct,
-            r.model,
-            r.embedded,
-            r.distinct - r.embedded.min(r.distinct),
-            r.removed,
-            r.elapsed.as_secs_f64()
-        )
+            "Files: {} considered, {} indexed, {} unchanged, {} removed; {} code chunks in the index ({:.1} s).",
+            c.files,
+            c.indexed,
+            c.unchanged,
+            c.removed,
+            c.chunks,
+            c.elapsed.as_secs_f64()
+        )?;
+        for (reason, paths) in &c.skipped {
+            let shown: Vec<&str> = paths.iter().take(3).map(String::as_str).collect();
+            let more = if paths.len() > 3 {
+                format!(" and {} more", paths.len() - 3)
+            } else {
+                String::new()
+            };
+            line!(self, "  skipped ({reason}): {}{more}", shown.join(", "))?;
+        }
+        if c.changed_while_reading > 0 {
+            line!(
+                self,
+                "  {} file(s) changed while being read; they are read again on the next run.",
+                c.changed_while_reading
+            )?;
+        }
+        if let Some(s) = &r.semantic {
+            line!(
+                self,
+                "Embeddings ({}): {} chunks, {} distinct texts, {} embedded now, {} already had vectors, {} stale removed{} ({:.1} s).",
+                s.model,
+                s.chunks,
+                s.distinct,
+                s.embedded,
+                s.distinct - s.embedded.min(s.distinct),
+                s.removed,
+                if s.ann_index { ", ANN index in use" } else { "" },
+                s.elapsed.as_secs_f64()
+            )?;
+        }
+        Ok(())
     }
 
     fn hits(&mut self, query: &str, hits: &[Hit]) -> R {
@@ -355,6 +386,14 @@ impl<W: Write> Out<W> {
                 (Some(conv), zblade_engine::HitKind::Message) => format!("{conv} › {}", h.id),
                 _ => h.id.clone(),
             };
+            if h.kind == zblade_engine::HitKind::Code {
+                line!(self, "{:>2}. [code] {place}", i + 1)?;
+                for (n, text) in h.snippet.lines().take(SEARCH_CODE_LINES).enumerate() {
+                    let number = h.lines.map_or(0, |l| l.0 as usize) + n;
+                    line!(self, "    {number:>5} │ {text}")?;
+                }
+                continue;
+            }
             let label = h.label.as_deref().map(|l| format!("{l}, ")).unwrap_or_default();
             let kind = serde_json::to_value(h.kind)
                 .ok()
@@ -445,6 +484,14 @@ impl<W: Write> Out<W> {
                     "event": "updated", "trigger": trigger, "checked": checked, "changed": changed,
                     "elapsed_ms": elapsed.as_secs_f64() * 1000.0}),
                 WatchEvent::Notice(message) => serde_json::json!({"event": "notice", "message": message}),
+                WatchEvent::Indexed {
+                    files,
+                    embedded,
+                    elapsed,
+                } => serde_json::json!({
+                    "event": "indexed", "files": files, "embedded": embedded,
+                    "elapsed_ms": elapsed.as_secs_f64() * 1000.0,
+                }),
             };
             return line!(self, "{value}");
         }
@@ -473,6 +520,15 @@ impl<W: Write> Out<W> {
                 Ok(())
             }
             WatchEvent::Notice(message) => line!(self, "note: {message}"),
+            WatchEvent::Indexed {
+                files,
+                embedded,
+                elapsed,
+            } => line!(
+                self,
+                "indexed {files} changed file(s) for search, {embedded} new chunk(s) embedded ({:.0} ms)",
+                elapsed.as_secs_f64() * 1000.0
+            ),
         }
     }
 
@@ -566,10 +622,22 @@ impl<W: Write> Out<W> {
         )?;
         line!(
             self,
-            "index         {}  (schema v{})",
-            human_bytes(s.index_bytes),
-            s.schema_version
+            "code          {} files, {} chunks indexed for search",
+            s.code_files,
+            s.code_chunks
         )?;
+        line!(
+            self,
+            "index         {}  (schema v{}; vectors {})",
+            human_bytes(s.index_bytes),
+            s.schema_version,
+            human_bytes(s.vector_bytes)
+        )?;
+        let vectors = match s.vectors {
+            Some(n) => format!("{n} vectors"),
+            None => "nothing embedded yet (run `zblade index`)".into(),
+        };
+        line!(self, "embeddings    {}: {vectors}", s.embedding_model)?;
         line!(self, "cache         {}", human_bytes(s.cache_bytes))?;
         line!(self, "index health  {}", s.index_health)?;
         let refs: Vec<String> = health.iter().map(|(k, v)| format!("{v} {k}")).collect();

@@ -15,6 +15,7 @@
 //! assert_eq!(hits[0].hit.conversation_id.as_deref(), Some(added.id.as_str()));
 //! ```
 
+mod code;
 mod fsck;
 mod lock;
 mod project;
@@ -24,19 +25,25 @@ mod search;
 mod semantic;
 mod show;
 mod status;
+mod time;
 mod watch;
 
+pub use code::CodeIndexReport;
 pub use fsck::{FsckReport, Problem, ProblemKind};
 pub use project::{AddOutcome, InitReport, Project, ReindexReport};
 pub use refs::{Location, ReferenceReport};
 pub use search::{Hit, SearchResults};
-pub use semantic::{CANDIDATES, HYBRID_K, HYBRID_WEIGHTS, IndexReport, SearchMode};
+pub use semantic::{
+    ANN_THRESHOLD, CANDIDATES, EmbedReport, HYBRID_K, HYBRID_WEIGHTS, IndexReport, IndexStage, SearchMode,
+};
 pub use show::{MessageMatch, Shown};
 pub use status::Status;
+pub use time::parse_time_bound;
 pub use watch::WatchEvent;
 pub use zblade_core::{CodeReference, Conversation, Error, Message, Moment, Result, parse_conversation, parse_moment};
 pub use zblade_index::{
-    ConversationSummary, HitKind, LiveLocation, MomentSummary, SearchHit, SearchKind, SearchQuery, StoredReference,
+    ConversationSummary, HitKind, LiveLocation, MomentSummary, SearchFilter, SearchHit, SearchKind, SearchQuery,
+    StoredReference,
 };
 pub use zblade_refs::watcher::WatchOptions;
 

@@ -55,6 +55,8 @@ pub struct ReindexReport {
     pub moments: usize,
     /// Code references checked against the working tree.
     pub references: usize,
+    /// Project files indexed for search again.
+    pub code_files: usize,
     /// Artifacts left out, with the reason (the file is untouched).
     pub skipped: Vec<(String, String)>,
     /// Whether the old database was unreadable and was recreated.
@@ -336,6 +338,14 @@ impl Project {
         let started = Instant::now();
         let _lock = WriteLock::acquire(&self.layout)?;
         let mut recreated_database = false;
+        // Project files enter the index through `zblade index`; a rebuild brings them back
+        // only if they were there.
+        let had_code = self
+            .index
+            .as_ref()
+            .ok()
+            .and_then(|i| i.code_counts().ok())
+            .is_some_and(|(files, _)| files > 0);
         if self.index.is_err() {
             zblade_index::remove_database_files(&self.layout.database())?;
             self.index = Ok(Index::open(&self.layout.database())?);
@@ -362,7 +372,14 @@ impl Project {
         let messages = scan.conversations.iter().map(|l| l.artifact.messages.len()).sum();
         // Live locations are part of the index too: recompute them from the working tree.
         let references = self.check_references()?.len();
+        // So are the project files' chunks (the vectors, keyed by CID, survive the rebuild).
+        let code_files = if had_code {
+            self.index_code(&mut |_, _| {})?.indexed
+        } else {
+            0
+        };
         Ok(ReindexReport {
+            code_files,
             conversations: scan.conversations.len(),
             messages,
             moments: scan.moments.len(),

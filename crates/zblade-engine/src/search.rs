@@ -25,6 +25,10 @@ pub struct SearchResults {
     pub notice: Option<String>,
     /// The hits, best first.
     pub hits: Vec<Hit>,
+    /// Files whose indexed chunks no longer match the working tree: their hits were left
+    /// out, and the files need indexing again ([`Project::search_fresh`] does it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stale_files: Vec<String>,
 }
 
 impl Project {
@@ -32,21 +36,60 @@ impl Project {
     /// moment hits carry their code references, checked against the working tree now.
     pub fn search(&self, query: &SearchQuery) -> Result<Vec<Hit>> {
         let hits = self.index()?.search(query)?;
-        self.with_references(hits)
+        Ok(self.with_references(hits)?.0)
     }
 
     /// Search in `mode` (`None`: hybrid when semantic search is available, else keyword),
     /// with code references hydrated.
     pub fn search_with(&self, query: &SearchQuery, mode: Option<SearchMode>) -> Result<SearchResults> {
         let (hits, mode, notice) = self.search_mode(query, mode)?;
+        let (hits, stale_files) = self.with_references(hits)?;
         Ok(SearchResults {
             mode,
             notice,
-            hits: self.with_references(hits)?,
+            hits,
+            stale_files,
         })
     }
 
-    fn with_references(&self, hits: Vec<SearchHit>) -> Result<Vec<Hit>> {
+    /// Like [`Project::search_with`], but when a code hit's file changed since it was indexed,
+    /// indexes that file again (and embeds its new chunks) and searches once more, so results
+    /// never show code that is no longer there.
+    pub fn search_fresh(&mut self, query: &SearchQuery, mode: Option<SearchMode>) -> Result<SearchResults> {
+        let results = self.search_with(query, mode)?;
+        if results.stale_files.is_empty() {
+            return Ok(results);
+        }
+        self.index_code_paths(&results.stale_files, &mut |_, _| {})?;
+        self.embed_code_paths(&results.stale_files)?;
+        self.search_with(query, mode)
+    }
+
+    /// Hydrates hits: message and moment hits get their code references checked now; code
+    /// hits get their text from the working tree, verified against the CID they were indexed
+    /// with. Code hits that fail the check are dropped and their files returned.
+    fn with_references(&self, hits: Vec<SearchHit>) -> Result<(Vec<Hit>, Vec<String>)> {
+        let mut stale = Vec::new();
+        let hits: Vec<SearchHit> = hits
+            .into_iter()
+            .filter_map(|mut hit| {
+                let (Some(path), Some(lines), Some(cid)) = (&hit.path, hit.lines, &hit.cid) else {
+                    return Some(hit);
+                };
+                match self.verified_code(path, lines, cid) {
+                    Some(text) => {
+                        hit.snippet = text;
+                        Some(hit)
+                    }
+                    None => {
+                        if !stale.contains(path) {
+                            stale.push(path.clone());
+                        }
+                        None
+                    }
+                }
+            })
+            .collect();
         // Whole conversations carry no references of their own: an empty owner matches none.
         let owners: Vec<String> = hits
             .iter()
@@ -57,10 +100,11 @@ impl Project {
             })
             .collect();
         let references = self.references_of_many(&owners)?;
-        Ok(hits
+        let hits = hits
             .into_iter()
             .zip(references)
             .map(|(hit, references)| Hit { hit, references })
-            .collect())
+            .collect();
+        Ok((hits, stale))
     }
 }

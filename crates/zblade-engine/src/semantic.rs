@@ -1,6 +1,7 @@
 //! Semantic and hybrid search through the engine: chunk the memory, embed new chunks with the
 //! local model, store vectors in LanceDB, and merge vector hits with keyword hits.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -13,6 +14,7 @@ use zblade_search::fusion::weighted_rank_fusion;
 use zblade_search::{EmbedError, Embedder, LocalModel, VectorStore};
 
 use crate::Project;
+use crate::code::CodeIndexReport;
 
 /// How to search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -26,12 +28,12 @@ pub enum SearchMode {
     Hybrid,
 }
 
-/// What `zblade index` did.
+/// What embedding new chunks did.
 #[derive(Debug, Clone, Serialize)]
-pub struct IndexReport {
+pub struct EmbedReport {
     /// The embedding model.
     pub model: String,
-    /// Chunks of messages and moments.
+    /// Chunks of messages, moments and code.
     pub chunks: usize,
     /// Distinct texts (CIDs) among them.
     pub distinct: usize,
@@ -39,12 +41,34 @@ pub struct IndexReport {
     pub embedded: usize,
     /// Vectors of CIDs no longer in the catalog, removed.
     pub removed: usize,
+    /// Whether vector search uses an approximate (ANN) index.
+    pub ann_index: bool,
     /// Wall time.
     #[serde(serialize_with = "secs")]
     pub elapsed: Duration,
 }
 
-fn secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
+/// What `zblade index` did: project files first, then embeddings when a model is available.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexReport {
+    /// Project files.
+    pub code: CodeIndexReport,
+    /// Embeddings; `None` when semantic search is unavailable (see `notice`).
+    pub semantic: Option<EmbedReport>,
+    /// Why embeddings were not computed, if they were not.
+    pub notice: Option<String>,
+}
+
+/// Where a long index run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexStage {
+    /// Reading and chunking project files.
+    Files,
+    /// Embedding chunks.
+    Embedding,
+}
+
+pub(crate) fn secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
 }
 
@@ -58,6 +82,9 @@ pub const HYBRID_WEIGHTS: (f64, f64) = (1.0, 0.5);
 /// The rank constant of hybrid fusion; smaller than the customary 60 so that the top of each
 /// list counts for more (same sweep).
 pub const HYBRID_K: f64 = 20.0;
+/// Past this many vectors, vector search goes through an approximate (ANN) index; below it,
+/// exact search is fast enough (docs/BENCHMARKS.md, "Vector search") and always right.
+pub const ANN_THRESHOLD: usize = 50_000;
 /// Texts embedded per call.
 const EMBED_BATCH: usize = 256;
 
@@ -81,7 +108,7 @@ impl Project {
         base.join(name)
     }
 
-    fn model_id(&self) -> String {
+    pub(crate) fn model_id(&self) -> String {
         let dir = self.embedding_model_dir();
         dir.file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -119,19 +146,40 @@ impl Project {
         Ok(rows)
     }
 
-    /// Embeds every chunk that has no vector yet for the configured model, reporting progress
-    /// as (done, total); removes vectors nobody uses any more, and compacts the table.
-    pub fn index_semantic(&mut self, progress: &mut dyn FnMut(usize, usize)) -> Result<IndexReport> {
+    /// Brings the whole search index up to date: project files, then embeddings of every
+    /// chunk that has none yet (when a model is available; otherwise keyword search still
+    /// covers everything and the report says why embeddings were skipped).
+    pub fn update_search_index(&mut self, progress: &mut dyn FnMut(IndexStage, usize, usize)) -> Result<IndexReport> {
+        let code = self.index_code(&mut |done, total| progress(IndexStage::Files, done, total))?;
+        if let Err(e) = self.embedder() {
+            return Ok(IndexReport {
+                code,
+                semantic: None,
+                notice: Some(format!("{e}; only keyword search is indexed")),
+            });
+        }
+        let semantic = self.index_semantic(&mut |done, total| progress(IndexStage::Embedding, done, total))?;
+        Ok(IndexReport {
+            code,
+            semantic: Some(semantic),
+            notice: None,
+        })
+    }
+
+    /// Embeds every chunk (messages, moments, indexed code) that has no vector yet for the
+    /// configured model, reporting progress as (done, total); removes vectors nobody uses any
+    /// more, compacts the table and, past [`ANN_THRESHOLD`] vectors, keeps an ANN index.
+    pub fn index_semantic(&mut self, progress: &mut dyn FnMut(usize, usize)) -> Result<EmbedReport> {
         let started = Instant::now();
         let rows = self.refresh_chunks()?;
         let embedder = self.embedder().map_err(|e| Error::Usage(e.to_string()))?;
         let dim = embedder.lock().expect("embedder lock").dim();
-        let store = self.vectors(dim)?;
+        let mut store = self.vectors(dim)?;
         let have = store.cids().map_err(search_error)?;
         let sources = self.index()?.chunk_sources()?;
         // CID → text, for the CIDs still to embed.
         let mut todo: Vec<(String, String)> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = HashSet::new();
         for (_, _, text) in &sources {
             for piece in split_text(text) {
                 let id = cid(&piece);
@@ -140,8 +188,24 @@ impl Project {
                 }
             }
         }
-        let wanted: std::collections::HashSet<&str> = rows.iter().map(|r| r.cid.as_str()).collect();
+        let code_chunks = self.index()?.code_chunks()?;
+        let (code_todo, stale_files) = self.code_texts(&code_chunks, &have, &mut seen);
+        todo.extend(code_todo);
+        if !stale_files.is_empty() {
+            // Files changed since they were indexed: index them again and embed what they hold now.
+            self.index_code_paths(&stale_files, &mut |_, _| {})?;
+            let fresh: Vec<_> = self
+                .index()?
+                .code_chunks()?
+                .into_iter()
+                .filter(|c| stale_files.contains(&c.path))
+                .collect();
+            todo.extend(self.code_texts(&fresh, &have, &mut seen).0);
+        }
+        let mut wanted: HashSet<String> = rows.iter().map(|r| r.cid.clone()).collect();
+        wanted.extend(self.index()?.code_chunks()?.into_iter().map(|c| c.cid));
         let stale: Vec<String> = have.iter().filter(|c| !wanted.contains(c.as_str())).cloned().collect();
+        let embedder = self.embedder().map_err(|e| Error::Usage(e.to_string()))?;
         let total = todo.len();
         progress(0, total);
         let mut done = 0;
@@ -163,14 +227,87 @@ impl Project {
         if total > 0 || !stale.is_empty() {
             store.compact().map_err(search_error)?;
         }
-        Ok(IndexReport {
+        let ann_index = store.ensure_ann_index(ANN_THRESHOLD).map_err(search_error)?;
+        Ok(EmbedReport {
             model: self.model_id(),
-            chunks: rows.len(),
+            chunks: rows.len() + code_chunks.len(),
             distinct: wanted.len(),
             embedded: total,
             removed: stale.len(),
+            ann_index,
             elapsed: started.elapsed(),
         })
+    }
+
+    /// Texts of code chunks whose CIDs have no vector (and are not in `seen`), read from the
+    /// working tree and checked against their CIDs; also the files whose chunks no longer
+    /// match (changed since indexing).
+    fn code_texts(
+        &self,
+        chunks: &[zblade_index::StoredCodeChunk],
+        have: &HashSet<String>,
+        seen: &mut HashSet<String>,
+    ) -> (Vec<(String, String)>, Vec<String>) {
+        let mut todo = Vec::new();
+        let mut stale = Vec::new();
+        let mut current: Option<(&str, Option<String>)> = None;
+        for chunk in chunks {
+            if have.contains(&chunk.cid) || seen.contains(&chunk.cid) {
+                continue;
+            }
+            // Chunks come sorted by path: read each file once.
+            if current.as_ref().is_none_or(|(p, _)| *p != chunk.path) {
+                let full = self.layout.root().join(&chunk.path);
+                let text = std::fs::read(&full)
+                    .ok()
+                    .map(|b| String::from_utf8_lossy(&b).into_owned());
+                current = Some((chunk.path.as_str(), text));
+            }
+            let text = current.as_ref().and_then(|(_, t)| t.as_deref());
+            match text.and_then(|t| zblade_search::code::lines_of(t, chunk.start_line, chunk.end_line)) {
+                Some(lines) if cid(&lines) == chunk.cid => {
+                    seen.insert(chunk.cid.clone());
+                    todo.push((chunk.cid.clone(), lines));
+                }
+                _ => {
+                    if stale.last() != Some(&chunk.path) {
+                        stale.push(chunk.path.clone());
+                    }
+                }
+            }
+        }
+        (todo, stale)
+    }
+
+    /// Embeds the code chunks of these files that have no vector yet; used by the watcher
+    /// after re-indexing changed files. Does nothing when no model is available.
+    pub fn embed_code_paths(&mut self, paths: &[String]) -> Result<usize> {
+        let Ok(embedder) = self.embedder() else {
+            return Ok(0);
+        };
+        let dim = embedder.lock().expect("embedder lock").dim();
+        let store = self.vectors(dim)?;
+        let wanted: HashSet<&str> = paths.iter().map(String::as_str).collect();
+        let chunks: Vec<_> = self
+            .index()?
+            .code_chunks()?
+            .into_iter()
+            .filter(|c| wanted.contains(c.path.as_str()))
+            .collect();
+        let cids: Vec<String> = chunks.iter().map(|c| c.cid.clone()).collect();
+        let have = store.existing(&cids).map_err(search_error)?;
+        let (todo, _) = self.code_texts(&chunks, &have, &mut HashSet::new());
+        for batch in todo.chunks(EMBED_BATCH) {
+            let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
+            let vectors = embedder
+                .lock()
+                .expect("embedder lock")
+                .embed(&texts)
+                .map_err(search_error)?;
+            let rows: Vec<(String, Vec<f32>)> = batch.iter().map(|(c, _)| c.clone()).zip(vectors).collect();
+            store.add(&rows).map_err(search_error)?;
+        }
+        Ok(todo.len())
     }
 
     /// Removes what search no longer needs: vector tables of models other than the configured
@@ -188,9 +325,10 @@ impl Project {
         }
         let mut removed = 0;
         let rows = self.refresh_chunks()?;
+        let mut wanted: HashSet<String> = rows.into_iter().map(|r| r.cid).collect();
+        wanted.extend(self.index()?.code_chunks()?.into_iter().map(|c| c.cid));
         if let Ok(model) = self.embedder() {
             let dim = model.lock().expect("embedder lock").dim();
-            let wanted: std::collections::HashSet<&str> = rows.iter().map(|r| r.cid.as_str()).collect();
             let store = self.vectors(dim)?;
             let stale: Vec<String> = store
                 .cids()
@@ -207,33 +345,49 @@ impl Project {
         Ok((dropped, removed))
     }
 
-    /// Messages and moments nearest to `text` in meaning, as (key, similarity), best first.
-    fn semantic_keys(&self, text: &str, limit: usize, kind: SearchKind) -> Result<Vec<(String, f64)>> {
+    /// Messages, moments and code chunks nearest to `text` in meaning that pass the query's
+    /// kind and filter, as (key, similarity), best first.
+    fn semantic_keys(&self, query: &SearchQuery, limit: usize) -> Result<Vec<(String, f64)>> {
         let embedder = self.embedder().map_err(|e| Error::Usage(e.to_string()))?;
-        let query = {
+        let vector = {
             let mut model = embedder.lock().expect("embedder lock");
-            model.embed(&[text]).map_err(search_error)?.remove(0)
+            model.embed(&[query.text.as_str()]).map_err(search_error)?.remove(0)
         };
-        let store = self.vectors(query.len())?;
-        let neighbours = store.nearest(&query, limit * 4).map_err(search_error)?;
-        let cids: Vec<String> = neighbours.iter().map(|n| n.cid.clone()).collect();
-        let owners = self.index()?.keys_for_cids(&cids)?;
-        let mut out: Vec<(String, f64)> = Vec::new();
-        for n in &neighbours {
-            for key in owners.get(&n.cid).into_iter().flatten() {
-                let is_message = key.contains('/');
-                let wanted = match kind {
-                    SearchKind::Messages => is_message,
-                    SearchKind::Moments => !is_message,
-                    _ => true,
-                };
-                if wanted && !out.iter().any(|(k, _)| k == key) {
-                    out.push((key.clone(), 1.0 - n.distance as f64));
+        let store = self.vectors(vector.len())?;
+        let index = self.index()?;
+        let wanted_kind = |key: &str| {
+            let is_code = key.starts_with("code:");
+            let is_message = !is_code && key.contains('/');
+            match query.kind {
+                SearchKind::Messages => is_message,
+                SearchKind::Moments => !is_code && !is_message,
+                SearchKind::Code => is_code,
+                _ => true,
+            }
+        };
+        // Vector rows carry no metadata (one row per CID, shared by every place the text
+        // occurs), so kinds and filters are applied after the search: fetch more neighbours
+        // until enough pass, or every vector has been seen.
+        let total = store.len().map_err(search_error)?;
+        let mut fetch = (limit * 4).max(20);
+        loop {
+            let neighbours = store.nearest(&vector, fetch).map_err(search_error)?;
+            let cids: Vec<String> = neighbours.iter().map(|n| n.cid.clone()).collect();
+            let owners = index.keys_for_cids(&cids)?;
+            let mut out: Vec<(String, f64)> = Vec::new();
+            for n in &neighbours {
+                for key in owners.get(&n.cid).into_iter().flatten() {
+                    if wanted_kind(key) && !out.iter().any(|(k, _)| k == key) && index.key_passes(key, &query.filter)? {
+                        out.push((key.clone(), 1.0 - n.distance as f64));
+                    }
                 }
             }
+            if out.len() >= limit || fetch >= total {
+                out.truncate(limit);
+                return Ok(out);
+            }
+            fetch *= 8;
         }
-        out.truncate(limit);
-        Ok(out)
     }
 
     /// Why semantic search cannot run now, if it cannot: no runtime or model, or nothing
@@ -275,7 +429,7 @@ impl Project {
         let hits = match effective {
             SearchMode::Keyword => index.search(query)?,
             SearchMode::Semantic => {
-                let keys = self.semantic_keys(&query.text, query.limit, query.kind)?;
+                let keys = self.semantic_keys(query, query.limit)?;
                 let mut hits = Vec::new();
                 for (key, similarity) in keys {
                     hits.extend(index.hit_for_key(&key, similarity)?);
@@ -283,8 +437,12 @@ impl Project {
                 hits
             }
             SearchMode::Hybrid => {
-                let keyword = index.search(&SearchQuery::new(query.text.clone(), CANDIDATES, query.kind))?;
-                let semantic = self.semantic_keys(&query.text, CANDIDATES, query.kind)?;
+                let wide = SearchQuery {
+                    limit: CANDIDATES,
+                    ..query.clone()
+                };
+                let keyword = index.search(&wide)?;
+                let semantic = self.semantic_keys(query, CANDIDATES)?;
                 let keyword_keys: Vec<String> = keyword.iter().map(hit_key).collect();
                 let semantic_keys: Vec<String> = semantic.iter().map(|(k, _)| k.clone()).collect();
                 let lists = [

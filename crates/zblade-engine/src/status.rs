@@ -25,8 +25,18 @@ pub struct Status {
     pub indexed: Counts,
     /// Bytes under `artifacts/`.
     pub artifacts_bytes: u64,
-    /// Bytes under `index/`.
+    /// Bytes under `index/` (the SQLite index and the vectors together).
     pub index_bytes: u64,
+    /// Bytes under `index/vectors/` (LanceDB, every model's table).
+    pub vector_bytes: u64,
+    /// Project files and code chunks indexed for search.
+    pub code_files: i64,
+    /// See `code_files`.
+    pub code_chunks: i64,
+    /// The embedding model configured, and how many vectors it has (`None`: none yet).
+    pub embedding_model: String,
+    /// See `embedding_model`.
+    pub vectors: Option<usize>,
     /// Bytes under `cache/`.
     pub cache_bytes: u64,
     /// `ok`, `stale: …` (artifact and index counts differ; run fsck) or `corrupt: …`.
@@ -41,6 +51,8 @@ impl Project {
         let layout = &self.layout;
         let conversation_artifacts = count_json(&layout.conversations_dir());
         let moment_artifacts = count_json(&layout.moments_dir());
+        let (code_files, code_chunks) = self.index().ok().and_then(|i| i.code_counts().ok()).unwrap_or_default();
+        let vectors = zblade_search::VectorStore::count_in(&layout.vectors_dir(), &self.model_id()).unwrap_or_default();
         let (indexed, schema_version, index_health) = match self.index() {
             Ok(index) => {
                 let counts = index.counts()?;
@@ -70,6 +82,11 @@ impl Project {
             indexed,
             artifacts_bytes: dir_size(&layout.artifacts_dir()),
             index_bytes: dir_size(&layout.index_dir()),
+            vector_bytes: dir_size(&layout.vectors_dir()),
+            code_files,
+            code_chunks,
+            embedding_model: self.settings.search.embedding_model.clone(),
+            vectors,
             cache_bytes: dir_size(&layout.cache_dir()),
             index_health,
             schema_version,

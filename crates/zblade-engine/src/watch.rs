@@ -35,6 +35,16 @@ pub enum WatchEvent {
         /// Time from the change being delivered to the index being updated.
         elapsed: Duration,
     },
+    /// Changed project files were indexed for search again (chunks, and embeddings when a
+    /// model is available).
+    Indexed {
+        /// Files re-read or dropped.
+        files: usize,
+        /// New chunks embedded.
+        embedded: usize,
+        /// Time from the change being delivered to the search index being updated.
+        elapsed: Duration,
+    },
     /// Something the user should know, said once (e.g. fallback to periodic rescans).
     Notice(String),
 }
@@ -108,10 +118,15 @@ impl Project {
                     head = now;
                     ("HEAD moved".to_string(), self.check_references()?)
                 }
-                Change::Files(events) => match self.check_after(&events)? {
-                    Some(found) => found,
-                    None => continue,
-                },
+                Change::Files(events) => {
+                    if let Some(event) = self.index_after(&events)? {
+                        on_event(event);
+                    }
+                    match self.check_after(&events)? {
+                        Some(found) => found,
+                        None => continue,
+                    }
+                }
             };
             let changed: Vec<ReferenceReport> = reports
                 .iter()
@@ -127,6 +142,38 @@ impl Project {
             });
         }
         Ok(())
+    }
+
+    /// Keeps the search index incremental: re-indexes the files that changed (only when the
+    /// project's files have been indexed at all, i.e. `zblade index` ran once).
+    fn index_after(&mut self, events: &[FileEvent]) -> Result<Option<WatchEvent>> {
+        let started = Instant::now();
+        if self.index()?.code_counts()?.0 == 0 {
+            return Ok(None);
+        }
+        let mut paths: Vec<String> = Vec::new();
+        for event in events {
+            match event {
+                FileEvent::Changed(path) | FileEvent::Removed(path) => paths.push(path.clone()),
+                FileEvent::Renamed { from, to } => paths.extend([from.clone(), to.clone()]),
+            }
+        }
+        paths.retain(|p| zblade_search::code::is_candidate(std::path::Path::new(p)));
+        paths.sort();
+        paths.dedup();
+        if paths.is_empty() {
+            return Ok(None);
+        }
+        let report = self.index_code_paths(&paths, &mut |_, _| {})?;
+        if report.indexed + report.removed == 0 {
+            return Ok(None);
+        }
+        let embedded = self.embed_code_paths(&paths)?;
+        Ok(Some(WatchEvent::Indexed {
+            files: report.indexed + report.removed,
+            embedded,
+            elapsed: started.elapsed(),
+        }))
     }
 
     /// Re-checks the references that file events may have affected; `None` when none are.

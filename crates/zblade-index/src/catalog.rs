@@ -101,6 +101,10 @@ pub struct Counts {
 }
 
 /// Fixed-width UTC timestamps, so that text order is time order.
+pub fn timestamp(time: DateTime<Utc>) -> String {
+    ts(Some(time))
+}
+
 fn ts(time: Option<DateTime<Utc>>) -> String {
     time.unwrap_or_default().to_rfc3339_opts(SecondsFormat::Millis, true)
 }

@@ -1,5 +1,5 @@
 //! The chunk catalog: which CIDs (texts to embed) belong to which message or moment, and
-//! turning a search key back into a displayable hit.
+//! turning a search key (message, moment or code chunk) back into a displayable hit.
 
 use std::collections::HashMap;
 
@@ -93,11 +93,16 @@ impl Index {
             .map_err(|e| self.err(e))
     }
 
-    /// The keys each of these CIDs belongs to.
+    /// The keys each of these CIDs belongs to: messages and moments, then code chunks
+    /// (`code:PATH:START-END`).
     pub fn keys_for_cids(&self, cids: &[String]) -> Result<HashMap<String, Vec<String>>> {
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT key FROM chunks WHERE cid = ?1 ORDER BY key")
+            .prepare_cached(
+                "SELECT key FROM (SELECT key, 0 AS o FROM chunks WHERE cid = ?1
+                 UNION ALL SELECT 'code:' || path || ':' || start_line || '-' || end_line, 1 FROM code_chunks WHERE cid = ?1)
+                 ORDER BY o, key",
+            )
             .map_err(|e| self.err(e))?;
         let mut out = HashMap::new();
         for cid in cids {
@@ -113,6 +118,11 @@ impl Index {
 
     /// A displayable hit for a key found by vector search: the start of its text as snippet.
     pub fn hit_for_key(&self, key: &str, score: f64) -> Result<Option<SearchHit>> {
+        if let Some((path, start, end)) = crate::parse_code_key(key) {
+            return Ok(self
+                .code_chunk_at(path, start, end)?
+                .map(|(chunk, modified)| crate::code::code_hit(chunk, modified, score)));
+        }
         let (kind, sql, args): (HitKind, &str, Vec<&str>) = match key.split_once('/') {
             Some((conv, msg)) => (
                 HitKind::Message,
@@ -149,6 +159,7 @@ impl Index {
 pub fn hit_key(hit: &SearchHit) -> String {
     match (hit.kind, &hit.conversation_id) {
         (HitKind::Message, Some(conv)) => format!("{conv}/{}", hit.id),
+        (HitKind::Code, _) => format!("code:{}", hit.id),
         _ => hit.id.clone(),
     }
 }

@@ -19,6 +19,8 @@
 
 mod catalog;
 mod chunks;
+mod code;
+mod filter;
 pub mod fts;
 mod references;
 pub mod schema;
@@ -30,8 +32,12 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use zblade_core::{Error, Result};
 
-pub use catalog::{ArtifactKind, ConversationSummary, Counts, IndexedArtifact, MessageLocation, MomentSummary};
+pub use catalog::{
+    ArtifactKind, ConversationSummary, Counts, IndexedArtifact, MessageLocation, MomentSummary, timestamp,
+};
 pub use chunks::{ChunkRow, ChunkSource, hit_key};
+pub use code::{CodeChunkRow, CodeFileState, CodeFileUpdate, StoredCodeChunk, parse_code_key};
+pub use filter::SearchFilter;
 pub use references::{LiveLocation, StoredReference};
 pub use search::{HitKind, SearchHit, SearchKind, SearchQuery};
 

@@ -4,7 +4,7 @@
 //! user_version = i` to `i + 1`. Released migrations are never edited; a change is a new entry.
 
 /// Every migration, oldest first.
-pub const MIGRATIONS: &[&str] = &[V1];
+pub const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this build creates and expects.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -133,5 +133,36 @@ CREATE TABLE file_references (
     reference_count INTEGER DEFAULT 0,
     first_referenced TIMESTAMP,
     last_referenced TIMESTAMP
+);
+"#;
+
+/// Version 2: project files for search. Code chunks are references, not copies: a chunk row
+/// holds a path, a line range and the CID of the text, and `code_fts` is a contentless FTS5
+/// table (`content=''`), so the index can find a chunk by its words without storing them. The
+/// text is read from the working tree and checked against the CID when shown.
+/// `code_files` remembers size, modification time and sha256 of each indexed file, so an
+/// unchanged file is skipped without being read.
+const V2: &str = r#"
+CREATE TABLE code_files (
+    path TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    indexed_at TEXT NOT NULL,
+    modified_at TEXT NOT NULL
+);
+
+CREATE TABLE code_chunks (
+    pk INTEGER PRIMARY KEY,
+    path TEXT NOT NULL REFERENCES code_files(path) ON DELETE CASCADE,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    cid TEXT NOT NULL
+);
+CREATE INDEX idx_code_chunks_path ON code_chunks(path);
+CREATE INDEX idx_code_chunks_cid ON code_chunks(cid);
+
+CREATE VIRTUAL TABLE code_fts USING fts5(
+    text, content='', contentless_delete=1, tokenize='porter unicode61'
 );
 "#;

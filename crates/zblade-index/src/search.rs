@@ -8,7 +8,7 @@ use rusqlite::{Connection, params};
 use serde::Serialize;
 use zblade_core::Result;
 
-use crate::{Index, fts};
+use crate::{Index, SearchFilter, fts};
 
 /// Highlight markers placed around matched words in snippets.
 pub const HIGHLIGHT: (&str, &str) = ("«", "»");
@@ -25,6 +25,8 @@ pub enum SearchKind {
     Moments,
     /// Conversations, by title, tags and their best-matching message.
     Conversations,
+    /// Chunks of project files.
+    Code,
 }
 
 /// A keyword search request.
@@ -36,6 +38,8 @@ pub struct SearchQuery {
     pub limit: usize,
     /// What to search.
     pub kind: SearchKind,
+    /// What to leave out.
+    pub filter: SearchFilter,
 }
 
 impl SearchQuery {
@@ -45,7 +49,14 @@ impl SearchQuery {
             text: text.into(),
             limit,
             kind,
+            filter: SearchFilter::default(),
         }
+    }
+
+    /// The same query narrowed by `filter`.
+    pub fn with_filter(mut self, filter: SearchFilter) -> Self {
+        self.filter = filter;
+        self
     }
 }
 
@@ -59,6 +70,8 @@ pub enum HitKind {
     Moment,
     /// A conversation; `id` is the conversation id.
     Conversation,
+    /// A chunk of a project file; `id` is `PATH:START-END`.
+    Code,
 }
 
 /// One search result.
@@ -80,6 +93,15 @@ pub struct SearchHit {
     pub snippet: String,
     /// Relevance: the negated BM25 score, higher is better.
     pub score: f64,
+    /// For code: the file, relative to the project root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// For code: first and last line (1-based, inclusive).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<(u32, u32)>,
+    /// For code: the CID of the lines when they were indexed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cid: Option<String>,
 }
 
 impl Index {
@@ -91,12 +113,15 @@ impl Index {
         let expr = terms.any();
         let limit = query.limit.max(1);
         let conn = &self.conn;
+        let filter = &query.filter;
         let hits = match query.kind {
-            SearchKind::Messages => search_messages(conn, &terms, limit),
-            SearchKind::Moments => search_moments(conn, &expr, limit),
+            SearchKind::Messages => search_messages(conn, &terms, limit, filter),
+            SearchKind::Moments => search_moments(conn, &expr, limit, filter),
             SearchKind::Conversations => search_conversations(conn, &expr, limit),
-            SearchKind::All => search_messages(conn, &terms, limit).and_then(|mut hits| {
-                hits.extend(search_moments(conn, &expr, limit)?);
+            SearchKind::Code => crate::code::search_code(conn, &expr, limit, filter),
+            SearchKind::All => search_messages(conn, &terms, limit, filter).and_then(|mut hits| {
+                hits.extend(search_moments(conn, &expr, limit, filter)?);
+                hits.extend(crate::code::search_code(conn, &expr, limit, filter)?);
                 hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
                 hits.truncate(limit);
                 Ok(hits)
@@ -113,7 +138,30 @@ const TIE_MARGIN: usize = 8;
 /// The best `limit` messages for an FTS expression, as (pk, rank), ties broken by
 /// (conversation id, position). FTS5 scores every matching row (a B-tree lookup each for the
 /// document length), so this is the cost that grows with the index.
-fn top_messages(conn: &Connection, expr: &str, limit: usize, min_pk: i64) -> rusqlite::Result<Vec<(i64, f64)>> {
+fn top_messages(
+    conn: &Connection,
+    expr: &str,
+    limit: usize,
+    min_pk: i64,
+    filter: &SearchFilter,
+) -> rusqlite::Result<Vec<(i64, f64)>> {
+    if !filter.is_empty() {
+        // Filters are selective: join and order the matches that pass them exactly.
+        let (clause, args) = filter.message_clause();
+        let n = args.len() + 2;
+        let sql = format!(
+            "SELECT f.rowid, f.rank FROM messages_fts f JOIN messages m ON m.pk = f.rowid
+             WHERE messages_fts MATCH ?1 AND f.rowid >= ?{n} {clause}
+             ORDER BY f.rank, m.conversation_id, m.seq LIMIT {limit}"
+        );
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let mut values: Vec<&dyn rusqlite::ToSql> = vec![&expr];
+        values.extend(args.iter().map(|a| a as &dyn rusqlite::ToSql));
+        values.push(&min_pk);
+        return stmt
+            .query_map(values.as_slice(), |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect();
+    }
     // FTS5's own `ORDER BY rank LIMIT` keeps only the best rows while scoring; a join in the
     // same query would make SQLite sort every match instead.
     let fetch = limit + TIE_MARGIN;
@@ -158,7 +206,12 @@ const COMMON_TERM_SHARE: f64 = 0.05;
 /// many matches BM25 barely separates documents, and recent memory is the likelier target.
 pub const COMMON_QUERY_WINDOW: i64 = 10_000;
 
-fn search_messages(conn: &Connection, terms: &fts::Terms, limit: usize) -> rusqlite::Result<Vec<SearchHit>> {
+fn search_messages(
+    conn: &Connection,
+    terms: &fts::Terms,
+    limit: usize,
+    filter: &SearchFilter,
+) -> rusqlite::Result<Vec<SearchHit>> {
     // Plan: messages holding every word first; then, if there are too few, messages holding
     // some of the selective (not common) words; then messages holding any word. Each group is
     // ordered by BM25. Words that occur nowhere are dropped first, so one unknown word does not
@@ -179,9 +232,9 @@ fn search_messages(conn: &Connection, terms: &fts::Terms, limit: usize) -> rusql
     };
     let all_common = frequency.iter().filter(|&&f| f > 0).all(|&f| f >= cap);
     let min_pk = if all_common { total - COMMON_QUERY_WINDOW } else { 0 };
-    let mut top = top_messages(conn, &present.all(), limit, min_pk)?;
+    let mut top = top_messages(conn, &present.all(), limit, min_pk, filter)?;
     let fill = |expr: String, top: &mut Vec<(i64, f64)>| -> rusqlite::Result<()> {
-        for row in top_messages(conn, &expr, limit, min_pk)? {
+        for row in top_messages(conn, &expr, limit, min_pk, filter)? {
             if top.len() == limit {
                 break;
             }
@@ -224,22 +277,33 @@ pub(crate) fn hit_from_row(kind: HitKind, r: &rusqlite::Row<'_>, score: f64) -> 
         timestamp: r.get(4)?,
         snippet: r.get(5)?,
         score,
+        path: None,
+        lines: None,
+        cid: None,
     })
 }
 
 /// Column weights for moments: content, context, tags. A tag match is a strong signal.
 const MOMENT_WEIGHTS: &str = "10.0, 5.0, 20.0";
 
-fn search_moments(conn: &Connection, expr: &str, limit: usize) -> rusqlite::Result<Vec<SearchHit>> {
+fn search_moments(
+    conn: &Connection,
+    expr: &str,
+    limit: usize,
+    filter: &SearchFilter,
+) -> rusqlite::Result<Vec<SearchHit>> {
+    let (clause, args) = filter.moment_clause();
     let sql = format!(
         "SELECT m.id, m.conversation_id, c.title, m.type, m.created_at,
                 snippet(moments_fts, -1, '«', '»', '…', 16), bm25(moments_fts, {MOMENT_WEIGHTS}) / 10.0 AS score
          FROM moments_fts JOIN moments m ON m.rowid = moments_fts.rowid
               LEFT JOIN conversations c ON c.id = m.conversation_id
-         WHERE moments_fts MATCH ?1 ORDER BY score, m.id LIMIT ?2"
+         WHERE moments_fts MATCH ?1 {clause} ORDER BY score, m.id LIMIT {limit}"
     );
     let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map(params![expr, limit as i64], |r| {
+    let mut values: Vec<&dyn rusqlite::ToSql> = vec![&expr];
+    values.extend(args.iter().map(|a| a as &dyn rusqlite::ToSql));
+    let rows = stmt.query_map(values.as_slice(), |r| {
         hit_from_row(HitKind::Moment, r, -r.get::<_, f64>(6)?)
     })?;
     rows.collect()
@@ -276,6 +340,9 @@ fn search_conversations(conn: &Connection, expr: &str, limit: usize) -> rusqlite
             timestamp: r.get(2)?,
             snippet: r.get(3)?,
             score: -r.get::<_, f64>(4)?,
+            path: None,
+            lines: None,
+            cid: None,
         })
     })?;
     let mut hits: Vec<SearchHit> = rows.collect::<rusqlite::Result<_>>()?;

@@ -121,6 +121,17 @@ pub const MODEL_FILES: [&str; 5] = [
     "tokenizer_config.json",
 ];
 
+/// Tokens the model reads per text: `max_seq_length` from sentence-transformers'
+/// `sentence_bert_config.json` when the directory has one (all-MiniLM-L6-v2 was trained on
+/// 256), else 512. Longer texts are truncated; attention costs grow with the square of this.
+fn max_length(dir: &Path) -> usize {
+    std::fs::read(dir.join("sentence_bert_config.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .and_then(|config| config["max_seq_length"].as_u64())
+        .map_or(512, |n| n.clamp(8, 8192) as usize)
+}
+
 impl LocalModel {
     /// Loads the model in `dir`, naming it `id`.
     pub fn load(dir: &Path, id: &str) -> Result<Self, EmbedError> {
@@ -136,7 +147,7 @@ impl LocalModel {
         };
         init_runtime()?;
         let user_model = UserDefinedEmbeddingModel::new(onnx, files).with_pooling(Pooling::Mean);
-        let options = InitOptionsUserDefined::new().with_max_length(512);
+        let options = InitOptionsUserDefined::new().with_max_length(max_length(dir));
         let model = TextEmbedding::try_new_from_user_defined(user_model, options)
             .map_err(|e| EmbedError::BadModel(format!("{}: {e}", dir.display())))?;
         let mut loaded = LocalModel {

@@ -1,4 +1,5 @@
-//! Semantic search for zblade: chunks named by content ([`chunk`]), local embeddings with
+//! Semantic search for zblade: chunks named by content ([`chunk`]), project files as chunks
+//! ([`code`]), local embeddings with
 //! fastembed on ONNX Runtime ([`embed`]), vectors in LanceDB ([`vectors`]) and reciprocal rank
 //! fusion of keyword and vector results ([`fusion`]).
 //!
@@ -13,6 +14,7 @@
 //! ```
 
 pub mod chunk;
+pub mod code;
 pub mod embed;
 pub mod fusion;
 pub mod vectors;

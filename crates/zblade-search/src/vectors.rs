@@ -14,16 +14,26 @@ use arrow_array::{Array, FixedSizeListArray, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use futures::TryStreamExt;
 use lancedb::DistanceType;
+use lancedb::index::Index;
+use lancedb::index::vector::IvfPqIndexBuilder;
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
 
 /// Rows written per LanceDB append: fewer, larger fragments keep the table fast and small.
 pub const WRITE_BATCH: usize = 2048;
+
+/// IVF partitions probed per ANN query, and the factor of extra candidates re-ranked by
+/// their exact distance. Chosen with the vector benchmark (docs/BENCHMARKS.md, "Vector
+/// search") for recall@10 ≥ 0.95 against exact search.
+pub const ANN_NPROBES: usize = 32;
+/// See [`ANN_NPROBES`].
+pub const ANN_REFINE_FACTOR: u32 = 10;
 
 /// The vector table of one model.
 pub struct VectorStore {
     runtime: tokio::runtime::Runtime,
     table: lancedb::Table,
     dim: usize,
+    indexed: bool,
 }
 
 fn err(e: impl std::fmt::Display) -> String {
@@ -90,7 +100,17 @@ impl VectorStore {
                 db.create_table(&name, empty).execute().await.map_err(err)
             }
         })?;
-        Ok(VectorStore { runtime, table, dim })
+        let indexed = runtime
+            .block_on(table.list_indices())
+            .map_err(err)?
+            .iter()
+            .any(|i| i.columns == ["vector"]);
+        Ok(VectorStore {
+            runtime,
+            table,
+            dim,
+            indexed,
+        })
     }
 
     /// Names of every vector table under `dir` (one per model ever used).
@@ -201,23 +221,96 @@ impl VectorStore {
         Ok(())
     }
 
-    /// The `k` nearest vectors to `query` by cosine distance (exact search).
+    /// Which of these CIDs already have a vector.
+    pub fn existing(&self, cids: &[String]) -> Result<HashSet<String>, String> {
+        let mut out = HashSet::new();
+        for chunk in cids.chunks(500) {
+            let list: Vec<String> = chunk.iter().map(|c| format!("'{}'", c.replace('\'', "''"))).collect();
+            let predicate = format!("cid IN ({})", list.join(", "));
+            let batches: Vec<RecordBatch> = self.runtime.block_on(async {
+                self.table
+                    .query()
+                    .only_if(predicate)
+                    .select(Select::columns(&["cid"]))
+                    .execute()
+                    .await
+                    .map_err(err)?
+                    .try_collect()
+                    .await
+                    .map_err(err)
+            })?;
+            for batch in batches {
+                if let Some(column) = batch.column(0).as_any().downcast_ref::<StringArray>() {
+                    out.extend(column.iter().flatten().map(String::from));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether queries go through an ANN index.
+    pub fn has_ann_index(&self) -> bool {
+        self.indexed
+    }
+
+    /// Builds an IVF-PQ index on the vectors once the table holds `threshold` rows (later
+    /// additions are folded in by [`VectorStore::compact`]). Returns whether an index exists.
+    pub fn ensure_ann_index(&mut self, threshold: usize) -> Result<bool, String> {
+        if self.indexed || self.len()? < threshold {
+            return Ok(self.indexed);
+        }
+        self.build_ann_index()?;
+        Ok(true)
+    }
+
+    /// Builds (or rebuilds) the IVF-PQ index now, whatever the table's size.
+    pub fn build_ann_index(&mut self) -> Result<(), String> {
+        let pq = IvfPqIndexBuilder::default()
+            .distance_type(DistanceType::Cosine)
+            .num_sub_vectors((self.dim / 8).max(1) as u32);
+        self.runtime
+            .block_on(
+                self.table
+                    .create_index(&["vector"], Index::IvfPq(pq))
+                    .replace(true)
+                    .execute(),
+            )
+            .map_err(err)?;
+        self.indexed = true;
+        Ok(())
+    }
+
+    /// The `k` nearest vectors to `query` by cosine distance: through the ANN index when
+    /// there is one (candidates re-ranked by exact distance), else by exact search.
     pub fn nearest(&self, query: &[f32], k: usize) -> Result<Vec<Neighbour>, String> {
+        self.nearest_with(query, k, self.indexed)
+    }
+
+    /// Exact search even when an ANN index exists: the reference the index's recall is
+    /// measured against.
+    pub fn nearest_exact(&self, query: &[f32], k: usize) -> Result<Vec<Neighbour>, String> {
+        self.nearest_with(query, k, false)
+    }
+
+    fn nearest_with(&self, query: &[f32], k: usize, ann: bool) -> Result<Vec<Neighbour>, String> {
         self.runtime.block_on(async {
-            let batches: Vec<RecordBatch> = self
+            let mut search = self
                 .table
                 .query()
                 .nearest_to(query)
                 .map_err(err)?
                 .distance_type(DistanceType::Cosine)
                 .limit(k)
-                .select(Select::columns(&["cid"]))
-                .execute()
-                .await
-                .map_err(err)?
-                .try_collect()
-                .await
-                .map_err(err)?;
+                .select(Select::columns(&["cid"]));
+            search = if ann {
+                search
+                    .nprobes(ANN_NPROBES)
+                    .map_err(err)?
+                    .refine_factor(ANN_REFINE_FACTOR)
+            } else {
+                search.bypass_vector_index()
+            };
+            let batches: Vec<RecordBatch> = search.execute().await.map_err(err)?.try_collect().await.map_err(err)?;
             let mut out = Vec::new();
             for batch in batches {
                 let cids = batch

@@ -1,0 +1,282 @@
+//! Project files in the index: which files were indexed (and in what state), their chunks as
+//! line ranges with CIDs, and the contentless keyword index over them.
+//!
+//! No code text is stored: `code_fts` is contentless, and a chunk row holds only where its
+//! text is and its CID. Reading and verifying the text is the caller's job (it knows the
+//! working tree).
+
+use std::collections::HashMap;
+
+use rusqlite::{OptionalExtension, params};
+use zblade_core::Result;
+
+use crate::search::{HitKind, SearchHit};
+use crate::{Index, SearchFilter};
+
+/// What the index remembers of an indexed file, to skip it when unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeFileState {
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: i64,
+    /// sha256 of the content.
+    pub sha256: String,
+}
+
+/// One chunk of a file to store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeChunkRow {
+    /// First line, 1-based.
+    pub start_line: u32,
+    /// Last line, inclusive.
+    pub end_line: u32,
+    /// sha256 of the chunk's text.
+    pub cid: String,
+    /// What the keyword index reads (never stored).
+    pub searchable: String,
+}
+
+/// A file's new state and chunks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeFileUpdate {
+    /// Path relative to the project root, `/`-separated.
+    pub path: String,
+    /// Its state when read.
+    pub state: CodeFileState,
+    /// Modification time as an index timestamp (for time filters).
+    pub modified_at: String,
+    /// Its chunks.
+    pub chunks: Vec<CodeChunkRow>,
+}
+
+/// A stored chunk: where it is and its CID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredCodeChunk {
+    /// File path, relative to the project root.
+    pub path: String,
+    /// First line.
+    pub start_line: u32,
+    /// Last line.
+    pub end_line: u32,
+    /// CID of the text when indexed.
+    pub cid: String,
+}
+
+impl StoredCodeChunk {
+    /// The chunk's search key: `code:PATH:START-END`.
+    pub fn key(&self) -> String {
+        format!("code:{}:{}-{}", self.path, self.start_line, self.end_line)
+    }
+}
+
+/// Parses a `code:PATH:START-END` key.
+pub fn parse_code_key(key: &str) -> Option<(&str, u32, u32)> {
+    let rest = key.strip_prefix("code:")?;
+    let (path, lines) = rest.rsplit_once(':')?;
+    let (start, end) = lines.split_once('-')?;
+    Some((path, start.parse().ok()?, end.parse().ok()?))
+}
+
+impl Index {
+    /// The state of every indexed file, by path.
+    pub fn code_file_states(&self) -> Result<HashMap<String, CodeFileState>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT path, size, mtime_ns, sha256 FROM code_files")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    CodeFileState {
+                        size: r.get::<_, i64>(1)? as u64,
+                        mtime_ns: r.get(2)?,
+                        sha256: r.get(3)?,
+                    },
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+    }
+
+    /// Stores new chunks for these files and forgets `removed` ones, in one transaction.
+    pub fn put_code_files(&mut self, updates: &[CodeFileUpdate], removed: &[String]) -> Result<()> {
+        let path = self.path.clone();
+        let e = |e| crate::sql_error(&path, e);
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(e)?;
+        {
+            let mut old_chunks = tx
+                .prepare_cached("SELECT pk FROM code_chunks WHERE path = ?1")
+                .map_err(e)?;
+            let mut delete_fts = tx.prepare_cached("DELETE FROM code_fts WHERE rowid = ?1").map_err(e)?;
+            let mut delete_file = tx.prepare_cached("DELETE FROM code_files WHERE path = ?1").map_err(e)?;
+            let mut forget = |file: &str| -> rusqlite::Result<()> {
+                let pks: Vec<i64> = old_chunks
+                    .query_map([file], |r| r.get(0))?
+                    .collect::<rusqlite::Result<_>>()?;
+                for pk in pks {
+                    delete_fts.execute([pk])?;
+                }
+                // Chunks go with the file (ON DELETE CASCADE).
+                delete_file.execute([file])?;
+                Ok(())
+            };
+            for file in removed {
+                forget(file).map_err(e)?;
+            }
+            let mut insert_file = tx
+                .prepare_cached(
+                    "INSERT INTO code_files (path, size, mtime_ns, sha256, indexed_at, modified_at)
+                     VALUES (?1, ?2, ?3, ?4, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?5)",
+                )
+                .map_err(e)?;
+            let mut insert_chunk = tx
+                .prepare_cached("INSERT INTO code_chunks (path, start_line, end_line, cid) VALUES (?1, ?2, ?3, ?4)")
+                .map_err(e)?;
+            let mut insert_fts = tx
+                .prepare_cached("INSERT INTO code_fts (rowid, text) VALUES (?1, ?2)")
+                .map_err(e)?;
+            for update in updates {
+                forget(&update.path).map_err(e)?;
+                insert_file
+                    .execute(params![
+                        update.path,
+                        update.state.size as i64,
+                        update.state.mtime_ns,
+                        update.state.sha256,
+                        update.modified_at
+                    ])
+                    .map_err(e)?;
+                for chunk in &update.chunks {
+                    insert_chunk
+                        .execute(params![update.path, chunk.start_line, chunk.end_line, chunk.cid])
+                        .map_err(e)?;
+                    insert_fts
+                        .execute(params![tx.last_insert_rowid(), chunk.searchable])
+                        .map_err(e)?;
+                }
+            }
+        }
+        tx.commit().map_err(e)
+    }
+
+    /// Every stored code chunk, by path then line.
+    pub fn code_chunks(&self) -> Result<Vec<StoredCodeChunk>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT path, start_line, end_line, cid FROM code_chunks ORDER BY path, start_line")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(StoredCodeChunk {
+                    path: r.get(0)?,
+                    start_line: r.get(1)?,
+                    end_line: r.get(2)?,
+                    cid: r.get(3)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+    }
+
+    /// (files, chunks) indexed.
+    pub fn code_counts(&self) -> Result<(i64, i64)> {
+        self.conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM code_files), (SELECT count(*) FROM code_chunks)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    /// The stored chunk at exactly this place, if any.
+    pub fn code_chunk_at(&self, path: &str, start: u32, end: u32) -> Result<Option<(StoredCodeChunk, String)>> {
+        self.conn
+            .query_row(
+                "SELECT c.cid, f.modified_at FROM code_chunks c JOIN code_files f ON f.path = c.path
+                 WHERE c.path = ?1 AND c.start_line = ?2 AND c.end_line = ?3",
+                params![path, start, end],
+                |r| {
+                    Ok((
+                        StoredCodeChunk {
+                            path: path.to_string(),
+                            start_line: start,
+                            end_line: end,
+                            cid: r.get(0)?,
+                        },
+                        r.get(1)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+}
+
+/// A code hit; the snippet is left empty for the caller, who reads the file.
+pub(crate) fn code_hit(chunk: StoredCodeChunk, modified_at: String, score: f64) -> SearchHit {
+    SearchHit {
+        kind: HitKind::Code,
+        id: format!("{}:{}-{}", chunk.path, chunk.start_line, chunk.end_line),
+        conversation_id: None,
+        title: None,
+        label: None,
+        timestamp: modified_at,
+        snippet: String::new(),
+        score,
+        path: Some(chunk.path),
+        lines: Some((chunk.start_line, chunk.end_line)),
+        cid: Some(chunk.cid),
+    }
+}
+
+/// Keyword search over code chunks, best first; ties by path and line.
+pub(crate) fn search_code(
+    conn: &rusqlite::Connection,
+    expr: &str,
+    limit: usize,
+    filter: &SearchFilter,
+) -> rusqlite::Result<Vec<SearchHit>> {
+    let (clause, args) = filter.code_clause();
+    let sql = format!(
+        "SELECT c.path, c.start_line, c.end_line, c.cid, f.modified_at, code_fts.rank
+         FROM code_fts JOIN code_chunks c ON c.pk = code_fts.rowid JOIN code_files f ON f.path = c.path
+         WHERE code_fts MATCH ?1 {clause} ORDER BY code_fts.rank, c.path, c.start_line LIMIT {limit}"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut values: Vec<&dyn rusqlite::ToSql> = vec![&expr];
+    values.extend(args.iter().map(|a| a as &dyn rusqlite::ToSql));
+    let rows = stmt.query_map(values.as_slice(), |r| {
+        let chunk = StoredCodeChunk {
+            path: r.get(0)?,
+            start_line: r.get(1)?,
+            end_line: r.get(2)?,
+            cid: r.get(3)?,
+        };
+        Ok(code_hit(chunk, r.get(4)?, -r.get::<_, f64>(5)?))
+    })?;
+    rows.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_keys_round_trip_even_with_colons_in_paths() {
+        let chunk = StoredCodeChunk {
+            path: "src/a:b.rs".into(),
+            start_line: 3,
+            end_line: 40,
+            cid: "x".into(),
+        };
+        assert_eq!(parse_code_key(&chunk.key()), Some(("src/a:b.rs", 3, 40)));
+        assert_eq!(parse_code_key("conv_1/msg_1"), None);
+        assert_eq!(parse_code_key("code:a.rs:x-2"), None);
+    }
+}
