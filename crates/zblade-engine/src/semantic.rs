@@ -396,7 +396,13 @@ impl Project {
         // Ask the vector table first: it is cheap, and loading a model is not.
         match VectorStore::count_in(&self.layout.vectors_dir(), &self.model_id()) {
             Ok(Some(n)) if n > 0 => {}
-            Ok(_) => return Some("nothing is embedded yet (run `zblade index`); using keyword search".into()),
+            Ok(_) => {
+                // Say the root cause: "run zblade index" does not help without a runtime or model.
+                return Some(match zblade_search::embed::quick_check(&self.embedding_model_dir()) {
+                    Some(e) => format!("{e}; using keyword search"),
+                    None => "nothing is embedded yet (run `zblade index`); using keyword search".into(),
+                });
+            }
             Err(e) => return Some(format!("vectors: {e}; using keyword search")),
         }
         self.embedder().err().map(|e| format!("{e}; using keyword search"))

@@ -76,6 +76,28 @@ pub fn find_onnx_runtime() -> Option<PathBuf> {
 }
 
 /// Loads ONNX Runtime once per process; later calls return the first outcome.
+/// Why no model could load from `dir`, found without loading anything (no runtime library,
+/// or model files missing); `None` when both look present.
+pub fn quick_check(dir: &Path) -> Option<EmbedError> {
+    match find_onnx_runtime() {
+        None => {
+            return Some(EmbedError::NoRuntime(
+                "set ORT_DYLIB_PATH to libonnxruntime.so (pip install onnxruntime ships one), or run scripts/setup.sh"
+                    .into(),
+            ));
+        }
+        Some(path) if !path.exists() => {
+            return Some(EmbedError::NoRuntime(format!("{} does not exist", path.display())));
+        }
+        Some(_) => {}
+    }
+    MODEL_FILES
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|path| !path.exists())
+        .map(|path| EmbedError::NoModel(format!("{}: not found", path.display())))
+}
+
 fn init_runtime() -> Result<(), EmbedError> {
     static RESULT: OnceLock<Result<(), EmbedError>> = OnceLock::new();
     RESULT

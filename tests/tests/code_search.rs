@@ -1,0 +1,369 @@
+//! Project files in search, filters, and the bad cases of issue 4: real files, the real tiny
+//! ONNX model, real ONNX Runtime, LanceDB and the `zblade` binary.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use zblade_engine::{HitKind, Project, SearchFilter, SearchKind, SearchMode, SearchQuery};
+use zblade_tests::{GitFixture, tiny_model, zblade_bin};
+
+const AUTH: &str = "//! Authentication.\n\npub fn refresh_jwt_token(expired: &str) -> String {\n    let rotated = rotate_signing_key(expired);\n    rotated\n}\n";
+const CACHE: &str =
+    "pub struct LruCache {\n    capacity: usize,\n}\n\nimpl LruCache {\n    pub fn evict_oldest(&mut self) {}\n}\n";
+
+fn use_tiny_model(root: &Path) {
+    let path = root.join(".zblade/config/settings.json");
+    let mut settings = zblade_core::Settings::load(&path).unwrap();
+    settings.search.embedding_model = tiny_model().to_string_lossy().into_owned();
+    settings.save(&path).unwrap();
+}
+
+fn fixture() -> (GitFixture, Project) {
+    let repo = GitFixture::new(&[
+        ("src/auth.rs", AUTH),
+        ("src/cache.rs", CACHE),
+        (".gitignore", "target/\n"),
+        ("target/debug/build.rs", "pub fn refresh_jwt_token() {}\n"),
+        (".env", "SECRET_TOKEN=refresh_jwt_token_hunter2\n"),
+    ]);
+    Project::init(repo.root()).unwrap();
+    use_tiny_model(repo.root());
+    let project = Project::open(repo.root()).unwrap();
+    (repo, project)
+}
+
+fn code_hits(project: &Project, text: &str, mode: SearchMode) -> Vec<(String, (u32, u32), String)> {
+    let query = SearchQuery::new(text, 10, SearchKind::Code);
+    let results = project.search_with(&query, Some(mode)).unwrap();
+    assert!(results.stale_files.is_empty(), "{:?}", results.stale_files);
+    results
+        .hits
+        .into_iter()
+        .map(|h| (h.hit.path.unwrap(), h.hit.lines.unwrap(), h.hit.snippet))
+        .collect()
+}
+
+#[test]
+fn project_files_are_indexed_searched_and_kept_as_references() {
+    let (repo, mut project) = fixture();
+    let mut stages = Vec::new();
+    let report = project
+        .update_search_index(&mut |stage, done, total| stages.push((stage, done, total)))
+        .unwrap();
+    assert_eq!(report.code.files, 2, "ignored and hidden files are not considered");
+    assert_eq!(report.code.indexed, 2);
+    let semantic = report.semantic.expect("the tiny model is installed");
+    assert_eq!(semantic.embedded, 2);
+    assert!(stages.iter().any(|s| s.0 == zblade_engine::IndexStage::Embedding));
+
+    // Keyword search finds identifiers by their parts, with path, lines and the current text.
+    let hits = code_hits(&project, "rotate signing key", SearchMode::Keyword);
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].0, "src/auth.rs");
+    assert_eq!(hits[0].1, (1, 6));
+    assert!(hits[0].2.contains("rotate_signing_key(expired)"));
+    // Semantic search ranks the file's chunk for its own text first.
+    let semantic = code_hits(&project, CACHE.trim(), SearchMode::Semantic);
+    assert_eq!(semantic[0].0, "src/cache.rs");
+
+    // No copy of the code in the index: not in SQLite (contentless FTS) nor in LanceDB.
+    drop(project);
+    let index_dir = repo.root().join(".zblade/index");
+    for file in walk(&index_dir) {
+        let bytes = std::fs::read(&file).unwrap();
+        let needle = b"let rotated = rotate_signing_key(expired);";
+        assert!(
+            !bytes.windows(needle.len()).any(|w| w == needle),
+            "{} holds code",
+            file.display()
+        );
+    }
+
+    // A second run reads nothing: the files did not change.
+    let mut project = Project::open(repo.root()).unwrap();
+    let again = project.update_search_index(&mut |_, _, _| {}).unwrap();
+    assert_eq!((again.code.indexed, again.code.unchanged), (0, 2));
+    assert_eq!(again.semantic.unwrap().embedded, 0);
+
+    // A deleted file leaves the index.
+    std::fs::remove_file(repo.root().join("src/cache.rs")).unwrap();
+    let after = project.update_search_index(&mut |_, _, _| {}).unwrap();
+    assert_eq!(after.code.removed, 1);
+    assert!(code_hits(&project, "evict oldest", SearchMode::Keyword).is_empty());
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_changed_file_is_never_shown_as_indexed_and_is_reindexed_on_read() {
+    let (repo, mut project) = fixture();
+    project.update_search_index(&mut |_, _, _| {}).unwrap();
+    // The function is renamed behind the index's back (no watcher running).
+    repo.write("src/auth.rs", &AUTH.replace("rotate_signing_key", "rotate_hmac_secret"));
+    let query = SearchQuery::new("rotate signing key", 10, SearchKind::Code);
+    let stale = project.search_with(&query, Some(SearchMode::Keyword)).unwrap();
+    assert!(stale.hits.is_empty(), "the old chunk no longer matches its CID");
+    assert_eq!(stale.stale_files, vec!["src/auth.rs".to_string()]);
+    // search_fresh re-indexes the file and searches again: the new text is found.
+    let fresh = project
+        .search_fresh(&SearchQuery::new("rotate hmac secret", 10, SearchKind::Code), None)
+        .unwrap();
+    assert!(fresh.stale_files.is_empty());
+    assert_eq!(fresh.hits[0].hit.path.as_deref(), Some("src/auth.rs"));
+    assert!(fresh.hits[0].hit.snippet.contains("rotate_hmac_secret"));
+    assert!(fresh.hits.iter().all(|h| !h.hit.snippet.contains("rotate_signing_key")));
+    // The old words still match the new text in part ("rotate"), never the old text.
+    let old = project.search_fresh(&query, Some(SearchMode::Keyword)).unwrap();
+    assert!(old.hits.iter().all(|h| !h.hit.snippet.contains("rotate_signing_key")));
+}
+
+#[test]
+fn huge_minified_binary_and_non_utf8_files() {
+    let (repo, mut project) = fixture();
+    // 50 MB of minified JavaScript: skipped by size without being read.
+    let big = "var a=function(){return 1};".repeat(50 * 1024 * 1024 / 27);
+    repo.write("web/bundle.js", &big);
+    repo.write("web/app.min.js", "var a=1;");
+    repo.write("web/minified.js", &"x=1;".repeat(100_000));
+    std::fs::write(repo.root().join("logo.png"), [0x89, b'P', b'N', b'G', 0, 0, 1, 2]).unwrap();
+    // Latin-1, not UTF-8: indexed, decoded lossily, and verified the same way when shown.
+    std::fs::write(
+        repo.root().join("src/legacy.c"),
+        b"/* caf\xe9 cr\xe8me */\nint legacy_checksum(void) { return 42; }\n",
+    )
+    .unwrap();
+    let report = project.update_search_index(&mut |_, _, _| {}).unwrap();
+    let skipped = |reason: &str| report.code.skipped.get(reason).cloned().unwrap_or_default();
+    assert_eq!(skipped("too large"), vec!["web/bundle.js".to_string()]);
+    assert_eq!(skipped("minified"), vec!["web/minified.js".to_string()]);
+    assert_eq!(skipped("binary"), vec!["logo.png".to_string()]);
+    assert!(
+        skipped("generated").is_empty(),
+        "*.min.js is left out by name before reading"
+    );
+    let hits = code_hits(&project, "legacy checksum", SearchMode::Keyword);
+    assert_eq!(hits.len(), 1);
+    assert!(hits[0].2.contains("caf\u{fffd}"));
+}
+
+#[test]
+fn filters_narrow_keyword_and_semantic_search_alike() {
+    let (repo, mut project) = fixture();
+    for (id, when, text) in [
+        ("conv_old", "2025-01-10T10:00:00Z", "we refresh the jwt token in auth"),
+        (
+            "conv_new",
+            "2026-06-10T10:00:00Z",
+            "we refresh the jwt token in the gateway",
+        ),
+    ] {
+        let json = serde_json::json!({"conversation_id": id, "title": id, "created_at": when,
+            "messages": [{"id": "msg_1", "role": "user", "content": text, "timestamp": when,
+                          "code_references": [{"file": "src/auth.rs", "lines": [3, 6]}]}]});
+        project.add_conversation(json.to_string().as_bytes(), "c.json").unwrap();
+    }
+    let json = serde_json::json!({"conversation_id": "conv_cache", "title": "cache",
+        "created_at": "2026-06-11T10:00:00Z",
+        "messages": [{"id": "msg_1", "role": "user", "content": "refresh the jwt token cache",
+                      "timestamp": "2026-06-11T10:00:00Z",
+                      "code_references": [{"file": "src/cache.rs", "lines": [1, 3]}]}]});
+    project.add_conversation(json.to_string().as_bytes(), "c.json").unwrap();
+    project.update_search_index(&mut |_, _, _| {}).unwrap();
+    let run = |filter: SearchFilter, mode: SearchMode| -> Vec<String> {
+        let query = SearchQuery::new("refresh jwt token", 10, SearchKind::All).with_filter(filter);
+        let mut ids: Vec<String> = project
+            .search_with(&query, Some(mode))
+            .unwrap()
+            .hits
+            .into_iter()
+            .map(|h| match h.hit.kind {
+                HitKind::Code => h.hit.path.unwrap(),
+                _ => h.hit.conversation_id.unwrap(),
+            })
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    };
+    for mode in [SearchMode::Keyword, SearchMode::Semantic, SearchMode::Hybrid] {
+        let conversation = SearchFilter {
+            conversation: Some("conv_old".into()),
+            ..Default::default()
+        };
+        assert_eq!(run(conversation, mode), ["conv_old"], "{mode:?}");
+        let since = SearchFilter {
+            since: Some("2026-01-01T00:00:00.000Z".into()),
+            until: Some("2026-06-11T00:00:00.000Z".into()),
+            ..Default::default()
+        };
+        // Code files were modified just now, after `until`.
+        assert_eq!(run(since, mode), ["conv_new"], "{mode:?}");
+        let path = SearchFilter {
+            path_prefix: Some("src/cache".into()),
+            ..Default::default()
+        };
+        let found = run(path, mode);
+        assert!(
+            found.iter().all(|id| id == "conv_cache" || id == "src/cache.rs"),
+            "{mode:?}: {found:?}"
+        );
+        assert!(found.contains(&"conv_cache".to_string()), "{mode:?}: {found:?}");
+    }
+    drop(repo);
+}
+
+#[test]
+fn the_watcher_keeps_the_code_index_current() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (repo, mut project) = fixture();
+    project.update_search_index(&mut |_, _, _| {}).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (events, received) = std::sync::mpsc::channel();
+    let root = repo.root().to_path_buf();
+    let flag = stop.clone();
+    let watcher = std::thread::spawn(move || {
+        project
+            .watch(zblade_engine::WatchOptions::default(), &flag, |event| {
+                let _ = events.send(event);
+            })
+            .unwrap();
+    });
+    loop {
+        if let zblade_engine::WatchEvent::Ready { .. } =
+            received.recv_timeout(std::time::Duration::from_secs(20)).unwrap()
+        {
+            break;
+        }
+    }
+    std::fs::write(root.join("src/new.rs"), "pub fn compute_invoice_total() -> u32 { 7 }\n").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut indexed = None;
+    while std::time::Instant::now() < deadline {
+        if let Ok(zblade_engine::WatchEvent::Indexed { files, embedded, .. }) =
+            received.recv_timeout(std::time::Duration::from_millis(200))
+        {
+            indexed = Some((files, embedded));
+            break;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    watcher.join().unwrap();
+    assert_eq!(indexed, Some((1, 1)), "one file re-indexed, its one chunk embedded");
+    let project = Project::open(&root).unwrap();
+    let hits = code_hits(&project, "invoice total", SearchMode::Keyword);
+    assert_eq!(hits[0].0, "src/new.rs");
+}
+
+fn zblade(root: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut command = Command::new(zblade_bin());
+    command.args(args).current_dir(root);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cli_without_onnx_runtime_still_indexes_and_searches_by_keyword() {
+    let (repo, _project) = fixture();
+    let no_ort = [("ORT_DYLIB_PATH", "/nonexistent/libonnxruntime.so")];
+    let (code, stdout, stderr) = zblade(repo.root(), &["index"], &no_ort);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("ONNX Runtime") && stderr.contains("keyword"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("2 indexed"), "{stdout}");
+    let (code, stdout, stderr) = zblade(repo.root(), &["search", "rotate", "signing"], &no_ort);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("using keyword search"), "{stderr}");
+    assert!(stdout.contains("[code] src/auth.rs:1-6"), "{stdout}");
+    let (code, stdout, _) = zblade(
+        repo.root(),
+        &["--json", "search", "rotate", "--mode", "semantic"],
+        &no_ort,
+    );
+    assert_eq!(code, 0);
+    let json: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["mode"], "keyword");
+    assert!(json["notice"].as_str().unwrap().contains("ONNX Runtime"));
+    assert_eq!(json["hits"][0]["path"], "src/auth.rs");
+    assert_eq!(json["hits"][0]["lines"], serde_json::json!([1, 6]));
+    // A bad time filter is a usage error that names the option.
+    let (code, _, stderr) = zblade(repo.root(), &["search", "rotate", "--since", "someday"], &no_ort);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("--since"), "{stderr}");
+}
+
+#[test]
+fn cli_with_a_corrupt_model_explains_and_falls_back() {
+    let (repo, _project) = fixture();
+    let broken = repo.root().join("broken-model");
+    std::fs::create_dir_all(&broken).unwrap();
+    for file in zblade_search::embed::MODEL_FILES {
+        std::fs::copy(tiny_model().join(file), broken.join(file)).unwrap();
+    }
+    std::fs::write(broken.join("model.onnx"), b"not a model").unwrap();
+    let settings = repo.root().join(".zblade/config/settings.json");
+    let mut s = zblade_core::Settings::load(&settings).unwrap();
+    s.search.embedding_model = broken.to_string_lossy().into_owned();
+    s.save(&settings).unwrap();
+    let (code, _, stderr) = zblade(repo.root(), &["index"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("broken-model"), "the message names the model: {stderr}");
+    let (code, stdout, _) = zblade(repo.root(), &["search", "evict", "oldest"], &[]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("src/cache.rs"), "{stdout}");
+}
+
+#[test]
+fn switching_models_makes_a_new_table_and_gc_drops_the_old_one() {
+    let (repo, mut project) = fixture();
+    project.update_search_index(&mut |_, _, _| {}).unwrap();
+    // A second model: the same tiny model under another name.
+    let other = repo.root().join("models/tiny-v2");
+    std::fs::create_dir_all(&other).unwrap();
+    for entry in std::fs::read_dir(tiny_model()).unwrap().flatten() {
+        std::fs::copy(entry.path(), other.join(entry.file_name())).unwrap();
+    }
+    std::fs::write(repo.root().join(".gitignore"), "target/\nmodels/\n").unwrap();
+    let settings = repo.root().join(".zblade/config/settings.json");
+    let mut s = zblade_core::Settings::load(&settings).unwrap();
+    s.search.embedding_model = other.to_string_lossy().into_owned();
+    s.save(&settings).unwrap();
+    let mut project = Project::open(repo.root()).unwrap();
+    let report = project.update_search_index(&mut |_, _, _| {}).unwrap();
+    assert_eq!(
+        report.semantic.unwrap().embedded,
+        2,
+        "a new model embeds everything again"
+    );
+    let vectors = project.layout().vectors_dir();
+    assert_eq!(zblade_search::VectorStore::tables(&vectors).unwrap().len(), 2);
+    let (code, stdout, stderr) = zblade(repo.root(), &["--json", "gc"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let json: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(json["dropped_tables"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        zblade_search::VectorStore::tables(&vectors).unwrap(),
+        vec!["chunks_tiny_v2".to_string()]
+    );
+}
