@@ -146,3 +146,85 @@ pub fn tiny_model() -> PathBuf {
     .path()
     .join("tiny")
 }
+
+/// How [`HubServer`] answers a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HubFault {
+    /// Serve files as they are.
+    None,
+    /// Answer the first request with 503, then serve normally (tests retries).
+    FirstRequest503,
+    /// Promise the whole file but close the connection halfway, every time.
+    Truncate,
+}
+
+/// A minimal HTTP/1.1 server laid out like a model hub (`/{owner}/{repo}/resolve/main/{file}`),
+/// serving the files of one local directory as repository `repo`. It records every request
+/// path, so tests can assert that nothing was fetched.
+pub struct HubServer {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl HubServer {
+    /// Serves `dir` as `repo` on a free local port, answering with `fault`.
+    pub fn start(repo: &str, dir: &Path, fault: HubFault) -> HubServer {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = requests.clone();
+        let prefix = format!("/{repo}/resolve/main/");
+        let dir = dir.to_path_buf();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut request_line = String::new();
+                if reader.read_line(&mut request_line).is_err() {
+                    continue;
+                }
+                // Skip the headers.
+                let mut header = String::new();
+                while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
+                    header.clear();
+                }
+                let path = request_line.split_whitespace().nth(1).unwrap_or("").to_string();
+                let nth = {
+                    let mut log = log.lock().unwrap();
+                    log.push(path.clone());
+                    log.len()
+                };
+                let file = path.strip_prefix(&prefix).map(|f| dir.join(f)).filter(|f| f.is_file());
+                let _ = match (file, fault) {
+                    (_, HubFault::FirstRequest503) if nth == 1 => stream.write_all(
+                        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    ),
+                    (None, _) => {
+                        stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                    }
+                    (Some(file), _) => {
+                        let body = std::fs::read(file).unwrap();
+                        let sent = if fault == HubFault::Truncate {
+                            &body[..body.len() / 2]
+                        } else {
+                            &body[..]
+                        };
+                        let head = format!(
+                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                            body.len()
+                        );
+                        stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(sent))
+                    }
+                };
+            }
+        });
+        HubServer { url, requests }
+    }
+
+    /// The paths requested so far, in order.
+    pub fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+}

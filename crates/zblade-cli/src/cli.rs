@@ -80,6 +80,9 @@ pub enum Command {
     /// Remove vectors nothing uses any more and the vector tables of models no longer
     /// configured (after switching models).
     Gc,
+    /// Embedding models: list the installed and known ones, download one by name.
+    #[command(subcommand)]
+    Models(ModelsCommand),
     /// Rebuild the index from the artifacts alone.
     Reindex,
     /// Compare artifacts with the index and report every difference.
@@ -98,6 +101,38 @@ pub enum Command {
         /// Quiet time before a burst of file events is handled, in milliseconds.
         #[arg(long, default_value_t = 100)]
         debounce_ms: u64,
+    },
+}
+
+/// `zblade models …`
+#[derive(Debug, Subcommand)]
+pub enum ModelsCommand {
+    /// Installed models (in $ZBLADE_MODELS_DIR, default ~/.cache/zblade/models), the one in
+    /// use, and the known ones that can be downloaded.
+    List,
+    /// Download an embedding model by name (all-minilm-l6-v2, bge-small-en-v1.5, or a hub
+    /// repository as owner/name), check that it loads, and install it. Uses the network, so
+    /// it needs consent: privacy.allow_network in settings, or --allow-network.
+    Download {
+        /// The model's name.
+        name: String,
+        /// Allow network use for this download (settings are not changed).
+        #[arg(long)]
+        allow_network: bool,
+        /// Where to fetch from: a Hugging Face-compatible hub or mirror.
+        #[arg(
+            long,
+            value_name = "URL",
+            env = "ZBLADE_MODEL_HUB",
+            default_value = "https://huggingface.co"
+        )]
+        hub: String,
+        /// Download again even if installed.
+        #[arg(long)]
+        force: bool,
+        /// Make search use this model (then run `zblade index`).
+        #[arg(long = "use")]
+        activate: bool,
     },
 }
 

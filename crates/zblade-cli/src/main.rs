@@ -14,7 +14,7 @@ use zblade_engine::{
     parse_moment,
 };
 
-use crate::cli::{AddCommand, Cli, Command, KindArg, ListCommand, ModeArg, RefsCommand};
+use crate::cli::{AddCommand, Cli, Command, KindArg, ListCommand, ModeArg, ModelsCommand, RefsCommand};
 use crate::render::Out;
 
 fn main() -> ExitCode {
@@ -146,6 +146,27 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 eprintln!("zblade: note: {notice}");
             }
             out.results(&text, &results)?;
+        }
+        Command::Models(ModelsCommand::List) => {
+            let project = Project::open(&root)?;
+            out.models(&project.list_models())?;
+        }
+        Command::Models(ModelsCommand::Download {
+            name,
+            allow_network,
+            hub,
+            force,
+            activate,
+        }) => {
+            let mut project = Project::open(&root)?;
+            let mut bar = progress::Bar::new(std::io::stderr().is_terminal() && !json);
+            let report =
+                project.download_model(&name, &hub, allow_network, force, activate, &mut |file, done, total| {
+                    // Bytes shown in KiB so the bar's numbers stay readable.
+                    bar.update(file, (done / 1024) as usize, total.map_or(0, |t| (t / 1024) as usize));
+                })?;
+            bar.finish();
+            out.downloaded(&report)?;
         }
         Command::Gc => {
             let mut project = Project::open(&root)?;

@@ -4,8 +4,8 @@ use std::io::Write;
 
 use serde::Serialize;
 use zblade_engine::{
-    AddOutcome, ConversationSummary, Error, FsckReport, Hit, IndexReport, InitReport, MomentSummary, ReferenceReport,
-    ReindexReport, SearchResults, Shown, Status, WatchEvent,
+    AddOutcome, ConversationSummary, Error, FsckReport, Hit, IndexReport, InitReport, ModelDownload, ModelEntry,
+    MomentSummary, ReferenceReport, ReindexReport, SearchResults, Shown, Status, WatchEvent,
 };
 
 /// Lines of code shown under a search hit's reference (`zblade show` prints them all).
@@ -326,6 +326,40 @@ impl<W: Write> Out<W> {
     /// One line of text.
     pub fn note(&mut self, text: &str) -> R {
         line!(self, "{text}")
+    }
+
+    pub fn models(&mut self, models: &[ModelEntry]) -> R {
+        if self.json {
+            return self.json(models);
+        }
+        for m in models {
+            let mark = if m.active { "*" } else { " " };
+            let place = match (&m.dir, &m.repo) {
+                (Some(dir), _) => dir.clone(),
+                (None, Some(repo)) => format!("not installed; `zblade models download {}` fetches {repo}", m.name),
+                (None, None) => "not installed".into(),
+            };
+            line!(self, "{mark} {:<20} {place}", m.name)?;
+        }
+        Ok(())
+    }
+
+    pub fn downloaded(&mut self, d: &ModelDownload) -> R {
+        if self.json {
+            return self.json(d);
+        }
+        line!(
+            self,
+            "Installed {} in {} ({}).{}",
+            d.name,
+            d.dir,
+            human_bytes(d.bytes),
+            if d.active {
+                " Search uses it now; run `zblade index` to embed with it."
+            } else {
+                ""
+            }
+        )
     }
 
     pub fn indexed(&mut self, r: &IndexReport) -> R {

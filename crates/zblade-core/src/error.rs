@@ -61,6 +61,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A download or server request failed (offline, refused, not found, bad status).
+    #[error("network: {0}")]
+    Network(String),
     /// The SQLite index failed in a way the user did not cause.
     #[error("index: {0}")]
     Index(String),
@@ -91,6 +94,7 @@ impl Error {
             Error::NotFound(_) => "not_found",
             Error::Usage(_) => "usage",
             Error::Io { .. } => "io",
+            Error::Network(_) => "network",
             Error::Index(_) => "index",
             Error::IndexCorrupt { .. } => "index_corrupt",
         }
@@ -105,6 +109,7 @@ impl Error {
                 | Error::UnsupportedVersion { .. }
                 | Error::NotFound(_)
                 | Error::Usage(_)
+                | Error::Network(_)
         ) || matches!(self, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
     }
 

@@ -162,6 +162,9 @@ impl Default for CompressionSettings {
 pub struct PrivacySettings {
     /// Always false: zblade has no telemetry. Kept so the file states it plainly.
     pub telemetry: bool,
+    /// Whether zblade may use the network at all (model downloads, a sync server). False
+    /// until the user agrees; a single command can be allowed with `--allow-network`.
+    pub allow_network: bool,
     /// Unknown fields.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

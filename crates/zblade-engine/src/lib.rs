@@ -18,6 +18,7 @@
 mod code;
 mod fsck;
 mod lock;
+mod models;
 mod project;
 mod refs;
 mod scan;
@@ -30,6 +31,7 @@ mod watch;
 
 pub use code::CodeIndexReport;
 pub use fsck::{FsckReport, Problem, ProblemKind};
+pub use models::{ModelDownload, ModelEntry, models_dir};
 pub use project::{AddOutcome, InitReport, Project, ReindexReport};
 pub use refs::{Location, ReferenceReport};
 pub use search::{Hit, SearchResults};

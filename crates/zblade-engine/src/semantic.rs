@@ -99,12 +99,7 @@ impl Project {
         if PathBuf::from(name).is_absolute() {
             return PathBuf::from(name);
         }
-        let base = std::env::var_os("ZBLADE_MODELS_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-                home.join(".cache/zblade/models")
-            });
+        let base = crate::models::models_dir();
         base.join(name)
     }
 

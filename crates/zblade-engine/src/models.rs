@@ -1,0 +1,176 @@
+//! Embedding models for a project: which are installed, downloading one by name (only with
+//! the user's consent to use the network), and choosing the one search uses.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use zblade_core::{Error, Result};
+
+use crate::Project;
+
+/// An installed or downloadable embedding model.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelEntry {
+    /// The name settings use.
+    pub name: String,
+    /// Its directory, when installed.
+    pub dir: Option<String>,
+    /// Whether search is configured to use it.
+    pub active: bool,
+    /// The hub repository it downloads from, for known models.
+    pub repo: Option<String>,
+}
+
+/// What a download did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelDownload {
+    /// The installed model's name.
+    pub name: String,
+    /// Where it was installed.
+    pub dir: String,
+    /// Bytes fetched.
+    pub bytes: u64,
+    /// Each file with its sha256.
+    pub files: Vec<(String, String)>,
+    /// Whether search now uses it.
+    pub active: bool,
+}
+
+/// The directory models are installed in: `$ZBLADE_MODELS_DIR`, else `~/.cache/zblade/models`.
+pub fn models_dir() -> PathBuf {
+    std::env::var_os("ZBLADE_MODELS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+            home.join(".cache/zblade/models")
+        })
+}
+
+fn is_model_dir(dir: &Path) -> bool {
+    zblade_search::embed::MODEL_FILES.iter().all(|f| dir.join(f).is_file())
+}
+
+impl Project {
+    /// Installed models (in [`models_dir`]) and the known ones that can be downloaded.
+    pub fn list_models(&self) -> Vec<ModelEntry> {
+        let configured = self.embedding_model_dir();
+        let mut out: Vec<ModelEntry> = Vec::new();
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(models_dir())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| is_model_dir(p) && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+            .collect();
+        if is_model_dir(&configured) && !dirs.contains(&configured) {
+            dirs.push(configured.clone());
+        }
+        dirs.sort();
+        for dir in dirs {
+            let name = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            out.push(ModelEntry {
+                repo: zblade_models::known_embedding_model(&name).map(|m| m.repo.to_string()),
+                active: dir == configured,
+                dir: Some(dir.display().to_string()),
+                name,
+            });
+        }
+        for known in zblade_models::EMBEDDING_MODELS {
+            if !out.iter().any(|e| e.name == known.name) {
+                out.push(ModelEntry {
+                    name: known.name.to_string(),
+                    dir: None,
+                    active: false,
+                    repo: Some(known.repo.to_string()),
+                });
+            }
+        }
+        out
+    }
+
+    /// Downloads the embedding model `name` (a known name or a hub `owner/repo`) from `hub`
+    /// into [`models_dir`], checks that it loads, and installs it atomically. Refused unless
+    /// the settings allow network use or `allow_network` is given for this call. With
+    /// `activate`, search uses the model from now on (run `zblade index` to embed with it).
+    pub fn download_model(
+        &mut self,
+        name: &str,
+        hub: &str,
+        allow_network: bool,
+        replace: bool,
+        activate: bool,
+        progress: &mut dyn FnMut(&str, u64, Option<u64>),
+    ) -> Result<ModelDownload> {
+        if !(allow_network || self.settings.privacy.allow_network) {
+            return Err(Error::Usage(format!(
+                "downloading {name:?} needs the network, which this project does not allow yet: pass \
+                 --allow-network for this download, or set privacy.allow_network to true in {}",
+                self.layout.relative(&self.layout.settings())
+            )));
+        }
+        let zblade_models::ModelSource {
+            name: dir_name,
+            repo,
+            files,
+        } = zblade_models::resolve(name)?;
+        let target = models_dir().join(&dir_name);
+        if target.exists() && !replace {
+            return Err(Error::Usage(format!(
+                "{} is already installed at {}; pass --force to download it again",
+                dir_name,
+                target.display()
+            )));
+        }
+        let client = zblade_models::client()?;
+        let mut fetched = Vec::new();
+        let mut bytes = 0;
+        let staged = |staging: &Path| -> Result<()> {
+            for (remote, local) in &files {
+                let url = zblade_models::file_url(hub, &repo, remote);
+                let mut last = 0;
+                let digest = zblade_models::download(&client, &url, &staging.join(local), None, &mut |done, total| {
+                    last = done;
+                    progress(local, done, total);
+                })?;
+                bytes += last;
+                fetched.push((local.clone(), digest));
+            }
+            Ok(())
+        };
+        let check = |staging: &Path| -> Result<()> {
+            // Load it when ONNX Runtime is here; otherwise it is checked on first use.
+            if zblade_search::embed::find_onnx_runtime().is_some_and(|p| p.exists()) {
+                zblade_search::LocalModel::load(staging, &dir_name)
+                    .map(drop)
+                    .map_err(|e| Error::Usage(format!("the downloaded model does not load: {e}")))?;
+            }
+            Ok(())
+        };
+        if replace && target.exists() {
+            // Fetch and check first; swap only when the new copy is good.
+            let old = target.with_file_name(format!(".{dir_name}.old-{}", std::process::id()));
+            let fresh = target.with_file_name(format!(".{dir_name}.new-{}", std::process::id()));
+            zblade_models::install_dir(&fresh, staged, check)?;
+            std::fs::rename(&target, &old).map_err(|e| Error::io(&target, e))?;
+            std::fs::rename(&fresh, &target).map_err(|e| Error::io(&target, e))?;
+            let _ = std::fs::remove_dir_all(&old);
+        } else {
+            zblade_models::install_dir(&target, staged, check)?;
+        }
+        if activate {
+            self.settings.search.embedding_model = dir_name.clone();
+            self.settings.save(&self.layout.settings())?;
+            self.embedder = std::sync::OnceLock::new();
+        }
+        Ok(ModelDownload {
+            name: dir_name,
+            dir: target.display().to_string(),
+            bytes,
+            files: fetched,
+            active: activate,
+        })
+    }
+}
