@@ -44,7 +44,7 @@ pub enum Command {
         /// The id.
         id: String,
     },
-    /// Keyword search (BM25-ranked) over messages, moments and conversations.
+    /// Search messages, moments, conversations and project files: keyword, semantic or hybrid.
     Search {
         /// What to look for; any text is safe, including quotes and operators.
         #[arg(required = true, num_args = 1..)]
@@ -220,7 +220,7 @@ pub enum ModeArg {
     Keyword,
     /// Nearest neighbours of the query's embedding.
     Semantic,
-    /// Both, merged by reciprocal rank fusion.
+    /// Both, merged by relative score fusion (BM25 0.7, vectors 0.3).
     Hybrid,
 }
 

@@ -14,20 +14,68 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::Value;
-use zblade_engine::{CANDIDATES, HYBRID_K, HYBRID_WEIGHTS, Project, SearchKind, SearchMode, SearchQuery};
-use zblade_search::fusion::weighted_rank_fusion;
+use zblade_engine::{CANDIDATES, HYBRID_SEMANTIC_WEIGHT, Project, SearchKind, SearchMode, SearchQuery};
+use zblade_search::fusion::{relative_score_fusion, weighted_rank_fusion};
 
 mod common;
 use common::{full_run, write_section};
 
-/// Fusion settings compared: (keyword weight, semantic weight, k).
-const SWEEP: [(f64, f64, f64); 6] = [
-    (1.0, 1.0, 60.0),
-    (1.0, 0.7, 60.0),
-    (1.0, 0.5, 60.0),
-    (1.0, 0.3, 60.0),
-    (1.0, 0.5, 20.0),
-    (1.0, 1.0, 20.0),
+/// Fusion methods compared on the same candidate lists.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Fusion {
+    /// Weighted reciprocal rank fusion: (keyword weight, semantic weight, k).
+    Rrf(f64, f64, f64),
+    /// Relative score fusion with this semantic weight (see `zblade_search::fusion`); BM25
+    /// scores for keyword hits, cosine similarity for vector neighbours.
+    Relative(f64),
+    /// The same, with keyword hits scored by position (the keyword plan's order) instead of BM25.
+    RelativeRank(f64),
+}
+
+impl std::fmt::Display for Fusion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fusion::Rrf(wk, ws, k) => write!(f, "reciprocal rank, weights {wk} / {ws}, k = {k}"),
+            Fusion::Relative(ws) => write!(f, "relative score (BM25), semantic weight {ws}"),
+            Fusion::RelativeRank(ws) => write!(f, "relative score (keyword position), semantic weight {ws}"),
+        }
+    }
+}
+
+impl Fusion {
+    fn fuse(self, keyword: &[(String, f64)], semantic: &[(String, f64)]) -> Vec<String> {
+        let ids = |l: &[(String, f64)]| l.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>();
+        let fused = match self {
+            Fusion::Rrf(wk, ws, k) => weighted_rank_fusion(&[(&ids(keyword), wk), (&ids(semantic), ws)], k),
+            Fusion::Relative(ws) => relative_score_fusion(&[(keyword, 1.0 - ws), (semantic, ws)]),
+            Fusion::RelativeRank(ws) => {
+                let by_position: Vec<(String, f64)> = keyword
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (id, _))| (id.clone(), -(i as f64)))
+                    .collect();
+                relative_score_fusion(&[(&by_position, 1.0 - ws), (semantic, ws)])
+            }
+        };
+        fused.into_iter().map(|(id, _)| id).take(10).collect()
+    }
+}
+
+/// What `SearchMode::Hybrid` does, in the sweep's terms.
+const SHIPPED: Fusion = Fusion::Relative(HYBRID_SEMANTIC_WEIGHT);
+
+const SWEEP: [Fusion; 11] = [
+    Fusion::Rrf(1.0, 1.0, 60.0),
+    Fusion::Rrf(1.0, 0.5, 60.0),
+    Fusion::Rrf(1.0, 0.5, 20.0),
+    Fusion::Relative(0.2),
+    Fusion::Relative(0.3),
+    Fusion::Relative(0.4),
+    Fusion::Relative(0.5),
+    Fusion::Relative(0.6),
+    Fusion::Relative(0.7),
+    Fusion::RelativeRank(0.3),
+    Fusion::RelativeRank(0.5),
 ];
 
 const MODES: [(SearchMode, &str); 3] = [
@@ -147,27 +195,13 @@ fn main() {
             }
             // The fusion weights, swept on the same candidate lists (top 50 of each retriever).
             let wide = SearchQuery::new(text, CANDIDATES, SearchKind::Messages);
-            let keyword: Vec<String> = project
-                .search_with(&wide, Some(SearchMode::Keyword))
-                .unwrap()
-                .hits
-                .iter()
-                .map(|h| h.hit.id.clone())
-                .collect();
-            let semantic: Vec<String> = project
-                .search_with(&wide, Some(SearchMode::Semantic))
-                .unwrap()
-                .hits
-                .iter()
-                .map(|h| h.hit.id.clone())
-                .collect();
-            for (j, (wk, ws, k)) in SWEEP.iter().enumerate() {
-                let fused: Vec<String> = weighted_rank_fusion(&[(&keyword, *wk), (&semantic, *ws)], *k)
-                    .into_iter()
-                    .map(|(id, _)| id)
-                    .take(10)
-                    .collect();
-                score(&fused, &evidence, &mut sweep[j]);
+            let candidates = |mode| -> Vec<(String, f64)> {
+                let results = project.search_with(&wide, Some(mode)).unwrap();
+                results.hits.iter().map(|h| (h.hit.id.clone(), h.hit.score)).collect()
+            };
+            let (keyword, semantic) = (candidates(SearchMode::Keyword), candidates(SearchMode::Semantic));
+            for (j, fusion) in SWEEP.iter().enumerate() {
+                score(&fusion.fuse(&keyword, &semantic), &evidence, &mut sweep[j]);
             }
         }
     }
@@ -182,19 +216,13 @@ fn main() {
             s.ndcg10 / n
         ));
     }
-    let mut sweep_table = String::from(
-        "| keyword weight | semantic weight | k | recall@5 | recall@10 | nDCG@10 |\n|---|---|---|---|---|---|\n",
-    );
-    for (j, (wk, ws, k)) in SWEEP.iter().enumerate() {
+    let mut sweep_table = String::from("| fusion | recall@5 | recall@10 | nDCG@10 |\n|---|---|---|---|\n");
+    for (j, fusion) in SWEEP.iter().enumerate() {
         let s = sweep[j];
         let n = s.n.max(1) as f64;
-        let shipped = if (*wk, *ws, *k) == (HYBRID_WEIGHTS.0, HYBRID_WEIGHTS.1, HYBRID_K) {
-            " (shipped)"
-        } else {
-            ""
-        };
+        let shipped = if *fusion == SHIPPED { " (shipped)" } else { "" };
         sweep_table.push_str(&format!(
-            "| {wk}{shipped} | {ws} | {k} | {:.3} | {:.3} | {:.3} |\n",
+            "| {fusion}{shipped} | {:.3} | {:.3} | {:.3} |\n",
             s.recall5 / n,
             s.recall10 / n,
             s.ndcg10 / n
@@ -203,14 +231,10 @@ fn main() {
     let report = format!(
         "{} conversations, {turns} turns, {} questions with labelled evidence turns (all five categories), \
          model all-MiniLM-L6-v2 (converted offline), turn-level evidence, messages only, top 10.\n\n{table}\n\
-         Embedding the {turns} turns took {embed_time:.1} s in all. Hybrid is weighted reciprocal rank fusion \
-         (keyword {}, semantic {}, k = {}) of the top 50 of each mode. The weights were chosen on this development \
-         split with the sweep below (same candidate lists):\n\n{sweep_table}",
+         Embedding the {turns} turns took {embed_time:.1} s in all. Hybrid is {SHIPPED} over the top {CANDIDATES} \
+         of each mode, chosen on this development split with the sweep below (same candidate lists):\n\n{sweep_table}",
         files.len(),
         totals[0].n,
-        HYBRID_WEIGHTS.0,
-        HYBRID_WEIGHTS.1,
-        HYBRID_K,
     );
     println!("{report}");
     if full {

@@ -36,7 +36,7 @@ pub use project::{AddOutcome, InitReport, Project, ReindexReport};
 pub use refs::{Location, ReferenceReport};
 pub use search::{Hit, SearchResults};
 pub use semantic::{
-    ANN_THRESHOLD, CANDIDATES, EmbedReport, HYBRID_K, HYBRID_WEIGHTS, IndexReport, IndexStage, SearchMode,
+    ANN_THRESHOLD, CANDIDATES, EmbedReport, HYBRID_SEMANTIC_WEIGHT, IndexReport, IndexStage, SearchMode,
 };
 pub use show::{MessageMatch, Shown};
 pub use status::Status;

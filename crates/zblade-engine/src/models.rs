@@ -164,6 +164,7 @@ impl Project {
             self.settings.search.embedding_model = dir_name.clone();
             self.settings.save(&self.layout.settings())?;
             self.embedder = std::sync::OnceLock::new();
+            self.query_vectors = Default::default();
         }
         Ok(ModelDownload {
             name: dir_name,

@@ -81,6 +81,9 @@ pub struct Project {
     pub(crate) embedder: std::sync::OnceLock<
         std::result::Result<std::sync::Mutex<zblade_search::LocalModel>, zblade_search::EmbedError>,
     >,
+    /// Embeddings of recent query texts: the same question asked again (paging, a re-run
+    /// after re-indexing stale files, context assembly) skips the model.
+    pub(crate) query_vectors: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
 }
 
 impl Project {
@@ -163,6 +166,7 @@ impl Project {
             settings,
             index,
             embedder: std::sync::OnceLock::new(),
+            query_vectors: Default::default(),
         })
     }
 

@@ -10,7 +10,7 @@ use serde::Serialize;
 use zblade_core::{Error, Result};
 use zblade_index::{ChunkRow, SearchHit, SearchKind, SearchQuery, hit_key};
 use zblade_search::chunk::{cid, split_text};
-use zblade_search::fusion::weighted_rank_fusion;
+use zblade_search::fusion::relative_score_fusion;
 use zblade_search::{EmbedError, Embedder, LocalModel, VectorStore};
 
 use crate::Project;
@@ -74,19 +74,22 @@ pub(crate) fn secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Res
 
 /// How many candidates each retriever contributes to a hybrid search.
 pub const CANDIDATES: usize = 50;
-/// Weights of the keyword and the semantic list in hybrid fusion. Chosen on the LoCoMo
-/// development split (docs/BENCHMARKS.md, "Search quality"): BM25 is the stronger retriever
-/// on conversation memory, which is full of names and specific terms; vectors add what
-/// keywords miss.
-pub const HYBRID_WEIGHTS: (f64, f64) = (1.0, 0.5);
-/// The rank constant of hybrid fusion; smaller than the customary 60 so that the top of each
-/// list counts for more (same sweep).
-pub const HYBRID_K: f64 = 20.0;
+/// The semantic list's weight in hybrid search (the keyword list has 1 minus this). Hybrid
+/// is relative score fusion: BM25 scores and cosine similarities are each scaled to 0..1
+/// within their list, then weighted and summed. Chosen on the LoCoMo development split
+/// (docs/BENCHMARKS.md, "Search quality"), where it beat reciprocal rank fusion: BM25 is the
+/// stronger retriever on conversation memory, full of names and specific terms, and keeping
+/// its score gaps lets a clear keyword match stay ahead while vectors reorder near-ties and
+/// add what keywords miss.
+pub const HYBRID_SEMANTIC_WEIGHT: f64 = 0.3;
 /// Past this many vectors, vector search goes through an approximate (ANN) index; below it,
 /// exact search is fast enough (docs/BENCHMARKS.md, "Vector search") and always right.
 pub const ANN_THRESHOLD: usize = 50_000;
 /// Texts embedded per call.
 const EMBED_BATCH: usize = 256;
+
+/// Query embeddings kept (a few hundred KB at 384 dimensions); the cache starts over when full.
+const QUERY_CACHE_SIZE: usize = 256;
 
 fn search_error(e: impl std::fmt::Display) -> Error {
     Error::Index(format!("vectors: {e}"))
@@ -342,12 +345,26 @@ impl Project {
 
     /// Messages, moments and code chunks nearest to `text` in meaning that pass the query's
     /// kind and filter, as (key, similarity), best first.
-    fn semantic_keys(&self, query: &SearchQuery, limit: usize) -> Result<Vec<(String, f64)>> {
+    /// The embedding of a query text, from the cache of recent queries or the model.
+    pub fn query_vector(&self, text: &str) -> Result<Vec<f32>> {
+        if let Some(vector) = self.query_vectors.lock().expect("query cache lock").get(text) {
+            return Ok(vector.clone());
+        }
         let embedder = self.embedder().map_err(|e| Error::Usage(e.to_string()))?;
         let vector = {
             let mut model = embedder.lock().expect("embedder lock");
-            model.embed(&[query.text.as_str()]).map_err(search_error)?.remove(0)
+            model.embed(&[text]).map_err(search_error)?.remove(0)
         };
+        let mut cache = self.query_vectors.lock().expect("query cache lock");
+        if cache.len() >= QUERY_CACHE_SIZE {
+            cache.clear();
+        }
+        cache.insert(text.to_string(), vector.clone());
+        Ok(vector)
+    }
+
+    fn semantic_keys(&self, query: &SearchQuery, limit: usize) -> Result<Vec<(String, f64)>> {
+        let vector = self.query_vector(&query.text)?;
         let store = self.vectors(vector.len())?;
         let index = self.index()?;
         let wanted_kind = |key: &str| {
@@ -444,14 +461,13 @@ impl Project {
                 };
                 let keyword = index.search(&wide)?;
                 let semantic = self.semantic_keys(query, CANDIDATES)?;
-                let keyword_keys: Vec<String> = keyword.iter().map(hit_key).collect();
-                let semantic_keys: Vec<String> = semantic.iter().map(|(k, _)| k.clone()).collect();
+                let keyword_scores: Vec<(String, f64)> = keyword.iter().map(|h| (hit_key(h), h.score)).collect();
                 let lists = [
-                    (keyword_keys.as_slice(), HYBRID_WEIGHTS.0),
-                    (semantic_keys.as_slice(), HYBRID_WEIGHTS.1),
+                    (keyword_scores.as_slice(), 1.0 - HYBRID_SEMANTIC_WEIGHT),
+                    (semantic.as_slice(), HYBRID_SEMANTIC_WEIGHT),
                 ];
                 let mut hits = Vec::new();
-                for (key, score) in weighted_rank_fusion(&lists, HYBRID_K).into_iter().take(query.limit) {
+                for (key, score) in relative_score_fusion(&lists).into_iter().take(query.limit) {
                     // Prefer the keyword hit: its snippet highlights the matched words.
                     let hit = match keyword.iter().find(|h| hit_key(h) == key) {
                         Some(hit) => Some(SearchHit { score, ..hit.clone() }),

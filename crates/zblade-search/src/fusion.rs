@@ -1,5 +1,6 @@
-//! Reciprocal rank fusion: merging ranked lists from different retrievers (BM25 and vectors)
-//! whose scores are not comparable, by rank alone.
+//! Merging ranked lists from different retrievers (BM25 and vectors) whose scores are not on
+//! one scale: reciprocal rank fusion (by rank alone) and relative score fusion (scores scaled
+//! to 0..1 within each list, then weighted and summed).
 
 use std::collections::HashMap;
 
@@ -32,6 +33,34 @@ pub fn weighted_rank_fusion(lists: &[(&[String], f64)], k: f64) -> Vec<(String, 
     fused.into_iter().map(|(id, s, _)| (id, s)).collect()
 }
 
+/// Relative score fusion: each list's scores are scaled to 0..1 by min–max within the list
+/// (best 1, worst 0; a list whose scores are all equal counts 1 for each), and an id scores
+/// Σ weight × scaled score over the lists it is in. Unlike rank fusion it keeps how far apart
+/// results are: a clear keyword winner stays ahead of a near-tie among vector neighbours.
+/// Ties keep the order in which ids were first seen.
+pub fn relative_score_fusion(lists: &[(&[(String, f64)], f64)]) -> Vec<(String, f64)> {
+    let mut scores: HashMap<&str, (f64, usize)> = HashMap::new();
+    let mut order = 0;
+    for (list, weight) in lists {
+        let (low, high) = list
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (_, s)| {
+                (lo.min(*s), hi.max(*s))
+            });
+        for (id, score) in list.iter() {
+            let scaled = if high > low { (score - low) / (high - low) } else { 1.0 };
+            let entry = scores.entry(id.as_str()).or_insert_with(|| {
+                order += 1;
+                (0.0, order)
+            });
+            entry.0 += weight * scaled;
+        }
+    }
+    let mut fused: Vec<(String, f64, usize)> = scores.into_iter().map(|(id, (s, o))| (id.to_string(), s, o)).collect();
+    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
+    fused.into_iter().map(|(id, s, _)| (id, s)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,6 +83,29 @@ mod tests {
         let (a, b) = (ids(&["a", "b"]), ids(&["b", "a"]));
         let fused = weighted_rank_fusion(&[(&a, 1.0), (&b, 0.5)], RRF_K);
         assert_eq!(fused[0].0, "a");
+    }
+
+    fn scored(v: &[(&str, f64)]) -> Vec<(String, f64)> {
+        v.iter().map(|(id, s)| (id.to_string(), *s)).collect()
+    }
+
+    #[test]
+    fn relative_fusion_keeps_score_gaps() {
+        // Keyword: "a" far ahead of "b". Semantic: "b" barely ahead of "a".
+        let keyword = scored(&[("a", 12.0), ("b", 3.0), ("c", 2.0)]);
+        let semantic = scored(&[("b", 0.61), ("a", 0.60), ("d", 0.20)]);
+        let fused = relative_score_fusion(&[(&keyword, 0.5), (&semantic, 0.5)]);
+        assert_eq!(fused[0].0, "a", "{fused:?}");
+        // Rank fusion cannot tell: it is a tie broken by first sight.
+        let ids = |l: &[(String, f64)]| l.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>();
+        let rrf = weighted_rank_fusion(&[(&ids(&keyword), 1.0), (&ids(&semantic), 1.0)], RRF_K);
+        assert_eq!(rrf[0].1, rrf[1].1);
+        // Scaled scores: the best of each list counts its weight in full, the worst nothing.
+        let only = relative_score_fusion(&[(&semantic, 0.3)]);
+        assert!((only[0].1 - 0.3).abs() < 1e-9 && only[2].1 == 0.0, "{only:?}");
+        // A list of equal scores (or one item) does not divide by zero.
+        let flat = relative_score_fusion(&[(&scored(&[("x", 1.0), ("y", 1.0)]), 1.0)]);
+        assert_eq!(flat, scored(&[("x", 1.0), ("y", 1.0)]));
     }
 
     #[test]

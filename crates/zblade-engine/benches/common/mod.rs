@@ -2,7 +2,11 @@
 // Each benchmark compiles this module on its own and uses only part of it.
 #![allow(dead_code)]
 
-use std::time::Duration;
+pub mod text;
+
+use std::time::{Duration, Instant};
+
+use zblade_core::Conversation;
 
 /// Latency percentiles of a set of samples.
 pub struct Stats {
@@ -21,6 +25,13 @@ impl Stats {
             p95: at(0.95),
             p99: at(0.99),
         }
+    }
+}
+
+impl Stats {
+    /// The p95 alone, e.g. `12.34 ms`.
+    pub fn p95_ms(&self) -> String {
+        format!("{:.2} ms", self.p95.as_secs_f64() * 1000.0)
     }
 }
 
@@ -56,8 +67,14 @@ pub fn write_section(key: &str, title: &str, bench: &str, body: &str) {
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
+    // Say how it was built: a `--profile dev` run is slower and must not pass for a release one.
+    let (flag, build) = if cfg!(debug_assertions) {
+        (" --profile dev", "unoptimised build")
+    } else {
+        ("", "release build")
+    };
     let section = format!(
-        "{start}\n## {title}\n\n`cargo bench -p zblade-engine --bench {bench}` — {date}, commit {commit}, {}, release build.\n\n{body}{end}",
+        "{start}\n## {title}\n\n`cargo bench -p zblade-engine --bench {bench}{flag}` — {date}, commit {commit}, {}, {build}.\n\n{body}{end}",
         machine()
     );
     let updated = match (existing.find(&start), existing.find(&end)) {
@@ -89,4 +106,49 @@ fn machine() -> String {
         .map(|kb| format!("{:.0} GiB", kb / 1048576.0))
         .unwrap_or_default();
     format!("{cpu}, {cores} cores, {mem} RAM")
+}
+
+/// The baseline: the same messages inserted by bare rusqlite in one transaction, into a plain
+/// table and (with `fts`) an external-content FTS5 table like zblade's. Returns the time taken.
+pub fn raw_insert(path: &std::path::Path, convs: &[Conversation], fts: bool) -> Duration {
+    let mut conn = rusqlite::Connection::open(path).unwrap();
+    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    conn.pragma_update(None, "synchronous", "NORMAL").unwrap();
+    conn.execute_batch(
+        "CREATE TABLE messages (pk INTEGER PRIMARY KEY, conversation_id TEXT NOT NULL, id TEXT NOT NULL,
+                                seq INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL, timestamp TEXT NOT NULL);",
+    )
+    .unwrap();
+    if fts {
+        conn.execute_batch("CREATE VIRTUAL TABLE messages_fts USING fts5(content, content=messages, content_rowid=pk, tokenize='porter unicode61');").unwrap();
+    }
+    let started = Instant::now();
+    let tx = conn.transaction().unwrap();
+    {
+        let mut insert = tx.prepare("INSERT INTO messages (conversation_id, id, seq, role, content, timestamp) VALUES (?1, ?2, ?3, ?4, ?5, ?6)").unwrap();
+        let mut insert_fts = fts.then(|| {
+            tx.prepare("INSERT INTO messages_fts (rowid, content) VALUES (?1, ?2)")
+                .unwrap()
+        });
+        for c in convs {
+            for (seq, m) in c.messages.iter().enumerate() {
+                insert
+                    .execute(rusqlite::params![
+                        c.conversation_id,
+                        m.id,
+                        seq as i64,
+                        m.role.as_str(),
+                        m.content,
+                        "2026-01-17T14:00:00.000Z"
+                    ])
+                    .unwrap();
+                if let Some(stmt) = insert_fts.as_mut() {
+                    stmt.execute(rusqlite::params![tx.last_insert_rowid(), m.content])
+                        .unwrap();
+                }
+            }
+        }
+    }
+    tx.commit().unwrap();
+    started.elapsed()
 }
