@@ -10,5 +10,6 @@ export ZBLADE_PYTHON="$ZBLADE_PY_ENV/bin/python"
 export ZBLADE_MODELS_DIR="${ZBLADE_MODELS_DIR:-$HOME/.cache/zblade/models}"
 if [ -z "${ORT_DYLIB_PATH:-}" ]; then
   ort_lib="$(ls "$ZBLADE_PY_ENV"/lib/python3*/site-packages/onnxruntime/capi/libonnxruntime.so* 2>/dev/null | sort | tail -n 1 || true)"
-  [ -n "$ort_lib" ] && export ORT_DYLIB_PATH="$ort_lib"
+  # An `if`, not `&&`: a false test as the last command would fail the scripts that source this.
+  if [ -n "$ort_lib" ]; then export ORT_DYLIB_PATH="$ort_lib"; fi
 fi
