@@ -1,0 +1,104 @@
+//! What can go into a context pack: candidates, where each came from, and what each is.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+/// Where a candidate came from. The order is the packing priority (seed 004, "Context Budget
+/// Management"): instructions always, then what the query named explicitly, then the active
+/// conversation's recent turns, then retrieved memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// `.zblade/instructions.md`.
+    Instructions,
+    /// An `@file:`, `@conv:` or `@moment:` reference in the query.
+    Explicit,
+    /// The recency window of the active conversation.
+    Recent,
+    /// Found by search (hybrid, or keyword without a model).
+    Retrieved,
+}
+
+/// What a candidate is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Item {
+    /// The project's instructions.
+    Instructions,
+    /// A conversation turn.
+    Message {
+        /// Conversation id.
+        conversation: String,
+        /// Conversation title.
+        title: String,
+        /// Message id.
+        message: String,
+        /// `user`, `assistant`, …
+        role: String,
+    },
+    /// A moment (decision, pattern, solution, context).
+    Moment {
+        /// Moment id.
+        id: String,
+        /// Its type.
+        moment_type: String,
+        /// Its tags.
+        tags: Vec<String>,
+    },
+    /// Lines of a file in the working tree, as they are now.
+    Code {
+        /// Path relative to the project root.
+        path: String,
+        /// First and last line, 1-based.
+        lines: (u32, u32),
+        /// Live status of the reference (`ok`, `shifted`, `modified`, `moved`, `missing`, …);
+        /// `current` for code read from the working tree directly.
+        status: String,
+    },
+}
+
+/// A piece of memory that may go into the pack.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Candidate {
+    /// Unique key: `CONV/MSG`, a moment id, `code:PATH:A-B`, `instructions`.
+    pub key: String,
+    /// Content id of the text (sha256), used to drop duplicates.
+    pub cid: String,
+    /// Where it came from.
+    pub source: Source,
+    /// What it is.
+    pub item: Item,
+    /// Its text (for code: the lines as they are now).
+    pub text: String,
+    /// When it was written (code: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<DateTime<Utc>>,
+    /// Search score, scaled to 0..1 within the result list (0 for non-retrieved sources).
+    pub retrieval: f64,
+}
+
+impl Candidate {
+    /// The conversation this candidate belongs to, if any.
+    pub fn conversation(&self) -> Option<&str> {
+        match &self.item {
+            Item::Message { conversation, .. } => Some(conversation),
+            _ => None,
+        }
+    }
+
+    /// A short label for receipts and pointers: `conv_…/msg_… (user)`, `decision moment_…`,
+    /// `src/auth.rs:10-25`.
+    pub fn label(&self) -> String {
+        match &self.item {
+            Item::Instructions => "instructions.md".into(),
+            Item::Message {
+                conversation,
+                message,
+                role,
+                ..
+            } => format!("{conversation}/{message} ({role})"),
+            Item::Moment { id, moment_type, .. } => format!("{moment_type} {id}"),
+            Item::Code { path, lines, .. } => format!("{path}:{}-{}", lines.0, lines.1),
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! Rendering a pack: the `<unlimited_context>` XML block of seed 001 (section 5.3), Markdown,
+//! or JSON. Every format is rendered by the same functions the budget is counted with, so the
+//! token count of a pack is the count of exactly what is printed.
+
+use serde::Serialize;
+
+use crate::candidate::{Candidate, Item, Source};
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// `<unlimited_context>` with sessions, turns, moments and code.
+    #[default]
+    Xml,
+    /// Headings and fenced code.
+    Markdown,
+    /// One JSON object.
+    Json,
+}
+
+/// One packed piece: a candidate and the text it is packed with (shortened, or a pointer).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entry {
+    /// The candidate.
+    #[serde(flatten)]
+    pub candidate: Candidate,
+    /// The text as packed.
+    pub packed: String,
+    /// True when `packed` is a pointer (path, lines, summary, size) rather than content.
+    pub pointer: bool,
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+fn attr(text: &str) -> String {
+    escape(text).replace('"', "&quot;")
+}
+
+fn time_attr(c: &Candidate) -> String {
+    c.time
+        .map(|t| format!(" time=\"{}\"", t.format("%Y-%m-%dT%H:%MZ")))
+        .unwrap_or_default()
+}
+
+/// Renders `entries` (in packing order) in `format`.
+pub fn render(entries: &[Entry], format: Format) -> String {
+    match format {
+        Format::Xml => render_xml(entries),
+        Format::Markdown => render_markdown(entries),
+        Format::Json => render_json(entries),
+    }
+}
+
+/// Entries grouped for display, as indices into the entries.
+struct Groups {
+    instructions: Vec<usize>,
+    moments: Vec<usize>,
+    /// Conversation id and its turns, in time order.
+    sessions: Vec<(String, Vec<usize>)>,
+    code: Vec<usize>,
+}
+
+/// Entries grouped for display: instructions, moments, conversations (their turns together,
+/// in time order), then code.
+fn display_order(entries: &[Entry]) -> Groups {
+    let mut instructions = Vec::new();
+    let mut moments = Vec::new();
+    let mut sessions: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut code = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        match &e.candidate.item {
+            Item::Instructions => instructions.push(i),
+            Item::Moment { .. } => moments.push(i),
+            Item::Code { .. } => code.push(i),
+            Item::Message { conversation, .. } => match sessions.iter_mut().find(|(id, _)| id == conversation) {
+                Some((_, turns)) => turns.push(i),
+                None => sessions.push((conversation.clone(), vec![i])),
+            },
+        }
+    }
+    for (_, turns) in &mut sessions {
+        turns.sort_by(|&a, &b| {
+            entries[a]
+                .candidate
+                .time
+                .cmp(&entries[b].candidate.time)
+                .then(a.cmp(&b))
+        });
+    }
+    Groups {
+        instructions,
+        moments,
+        sessions,
+        code,
+    }
+}
+
+fn render_xml(entries: &[Entry]) -> String {
+    let Groups {
+        instructions,
+        moments,
+        sessions,
+        code,
+    } = display_order(entries);
+    let mut out = String::from("<unlimited_context>\n");
+    for i in instructions {
+        out.push_str(&format!(
+            "<instructions>\n{}\n</instructions>\n",
+            escape(&entries[i].packed)
+        ));
+    }
+    for i in moments {
+        let e = &entries[i];
+        if let Item::Moment { id, moment_type, tags } = &e.candidate.item {
+            out.push_str(&format!(
+                "<moment id=\"{}\" type=\"{}\"{}{}{}>{}</moment>\n",
+                attr(id),
+                attr(moment_type),
+                if tags.is_empty() {
+                    String::new()
+                } else {
+                    format!(" tags=\"{}\"", attr(&tags.join(",")))
+                },
+                time_attr(&e.candidate),
+                if e.pointer { " pointer=\"true\"" } else { "" },
+                escape(&e.packed)
+            ));
+        }
+    }
+    for (id, turns) in sessions {
+        let title = match &entries[turns[0]].candidate.item {
+            Item::Message { title, .. } => title.clone(),
+            _ => String::new(),
+        };
+        out.push_str(&format!("<session id=\"{}\" title=\"{}\">\n", attr(&id), attr(&title)));
+        for i in turns {
+            let e = &entries[i];
+            if let Item::Message { message, role, .. } = &e.candidate.item {
+                out.push_str(&format!(
+                    "  <turn id=\"{}\" role=\"{}\"{}{}{}>{}</turn>\n",
+                    attr(message),
+                    attr(role),
+                    time_attr(&e.candidate),
+                    if e.candidate.source == Source::Recent {
+                        " recent=\"true\""
+                    } else {
+                        ""
+                    },
+                    if e.pointer { " pointer=\"true\"" } else { "" },
+                    escape(&e.packed)
+                ));
+            }
+        }
+        out.push_str("</session>\n");
+    }
+    for i in code {
+        let e = &entries[i];
+        if let Item::Code { path, lines, status } = &e.candidate.item {
+            out.push_str(&format!(
+                "<code path=\"{}\" lines=\"{}-{}\" status=\"{}\"{}>\n{}\n</code>\n",
+                attr(path),
+                lines.0,
+                lines.1,
+                attr(status),
+                if e.pointer { " pointer=\"true\"" } else { "" },
+                escape(&e.packed)
+            ));
+        }
+    }
+    out.push_str("</unlimited_context>\n");
+    out
+}
+
+/// A fence longer than any run of backticks in `text`, so code cannot close it early.
+fn fence(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    "`".repeat((longest + 1).max(3))
+}
+
+fn render_markdown(entries: &[Entry]) -> String {
+    let Groups {
+        instructions,
+        moments,
+        sessions,
+        code,
+    } = display_order(entries);
+    let mut out = String::new();
+    for i in instructions {
+        out.push_str(&format!("## Instructions\n\n{}\n\n", entries[i].packed));
+    }
+    if !moments.is_empty() {
+        out.push_str("## Moments\n\n");
+        for i in moments {
+            let e = &entries[i];
+            if let Item::Moment { id, moment_type, tags } = &e.candidate.item {
+                let tags = if tags.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", tags.join(", "))
+                };
+                out.push_str(&format!("- **{moment_type}** `{id}`{tags}: {}\n", e.packed));
+            }
+        }
+        out.push('\n');
+    }
+    for (id, turns) in sessions {
+        let title = match &entries[turns[0]].candidate.item {
+            Item::Message { title, .. } => title.clone(),
+            _ => String::new(),
+        };
+        out.push_str(&format!("## Conversation: {title} (`{id}`)\n\n"));
+        for i in turns {
+            let e = &entries[i];
+            if let Item::Message { role, .. } = &e.candidate.item {
+                let time = e
+                    .candidate
+                    .time
+                    .map(|t| format!(" {}", t.format("%Y-%m-%d %H:%M")))
+                    .unwrap_or_default();
+                out.push_str(&format!("**{role}**{time}: {}\n\n", e.packed));
+            }
+        }
+    }
+    for i in code {
+        let e = &entries[i];
+        if let Item::Code { path, lines, status } = &e.candidate.item {
+            if e.pointer {
+                out.push_str(&format!(
+                    "- `{path}` lines {}-{} ({status}): {}\n\n",
+                    lines.0, lines.1, e.packed
+                ));
+            } else {
+                let f = fence(&e.packed);
+                out.push_str(&format!(
+                    "### `{path}` lines {}-{} ({status})\n\n{f}\n{}\n{f}\n\n",
+                    lines.0, lines.1, e.packed
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn render_json(entries: &[Entry]) -> String {
+    // What a reader needs, once: not the candidate's full text next to the packed one.
+    #[derive(Serialize)]
+    struct Piece<'a> {
+        key: &'a str,
+        source: Source,
+        #[serde(flatten)]
+        item: &'a Item,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        time: Option<String>,
+        text: &'a str,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        pointer: bool,
+    }
+    let pieces: Vec<Piece<'_>> = entries
+        .iter()
+        .map(|e| Piece {
+            key: &e.candidate.key,
+            source: e.candidate.source,
+            item: &e.candidate.item,
+            time: e.candidate.time.map(|t| t.format("%Y-%m-%dT%H:%MZ").to_string()),
+            text: &e.packed,
+            pointer: e.pointer,
+        })
+        .collect();
+    serde_json::to_string(&serde_json::json!({ "context": pieces })).expect("entries serialise") + "\n"
+}

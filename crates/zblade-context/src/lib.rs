@@ -1,0 +1,25 @@
+//! Context assembly: from what the user asks now to the most useful memory that fits a token
+//! budget, with a receipt of every choice.
+//!
+//! The engine gathers candidates (instructions, explicit references, the active
+//! conversation's recent turns, hybrid search hits) and hydrates code from the working tree;
+//! this crate decides what goes in: [`query::analyse`] reads time phrases and `@` references,
+//! [`rerank`] orders retrieved memory (recency, session affinity, moment type, MMR),
+//! [`pack::pack`] fills the budget in priority order, shrinking what does not fit with a
+//! [`pack::Compressor`], and [`format`] renders XML, Markdown or JSON. Tokens are real
+//! tokens ([`tokens`]). Nothing here touches the disk or the network.
+
+pub mod candidate;
+pub mod extractive;
+pub mod format;
+pub mod pack;
+pub mod query;
+pub mod rerank;
+pub mod tokens;
+
+pub use candidate::{Candidate, Item, Source};
+pub use format::{Entry, Format};
+pub use pack::{Compressor, Extractive, Pack, PackError, PackOptions, ReceiptLine, Tier, pack};
+pub use query::{Analysis, FileRef, TimeRange, analyse};
+pub use rerank::{RerankWeights, ScoreParts};
+pub use tokens::{Cl100k, TokenCounter};

@@ -1,0 +1,623 @@
+//! Packing candidates into a token budget, in seed 004's priority order, with a receipt that
+//! says for every candidate whether it went in and why.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::candidate::{Candidate, Item, Source};
+use crate::extractive;
+use crate::format::{Entry, Format, render};
+use crate::rerank::{RerankWeights, ScoreParts, rerank};
+use crate::tokens::TokenCounter;
+
+/// How the reading model works (seed 004, "Model Tiers"): smart models can call tools, so
+/// they get pointers to retrieved memory and read what they need; the others get content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    /// Pointers (path, lines, one-line summary, tokens) for retrieved memory; 20 recent turns.
+    Smart,
+    /// Full content; 10 recent turns.
+    #[default]
+    Balanced,
+    /// Full content; 5 recent turns.
+    Fast,
+}
+
+impl Tier {
+    /// Turns of the active conversation kept as working context.
+    pub fn recent_turns(self) -> usize {
+        match self {
+            Tier::Smart => 20,
+            Tier::Balanced => 10,
+            Tier::Fast => 5,
+        }
+    }
+}
+
+/// Shortens text that does not fit. The extractive compressor is always there; the llama.cpp
+/// compressor implements this too.
+pub trait Compressor {
+    /// Name for receipts.
+    fn name(&self) -> &str;
+    /// `text` shortened to at most `max_tokens`, keeping what matters for `query`.
+    fn shrink(&self, text: &str, max_tokens: usize, query: &str, counter: &dyn TokenCounter) -> String;
+}
+
+/// The deterministic extractive compressor ([`extractive::shrink`]).
+pub struct Extractive;
+
+impl Compressor for Extractive {
+    fn name(&self) -> &str {
+        "extractive"
+    }
+
+    fn shrink(&self, text: &str, max_tokens: usize, query: &str, counter: &dyn TokenCounter) -> String {
+        extractive::shrink(text, max_tokens, query, counter)
+    }
+}
+
+/// What to pack and how.
+pub struct PackOptions<'a> {
+    /// Token budget for the whole rendered pack.
+    pub budget: usize,
+    /// Output format.
+    pub format: Format,
+    /// Reading model tier.
+    pub tier: Tier,
+    /// The query text (what shrinking keeps).
+    pub query: &'a str,
+    /// When the query is asked.
+    pub now: DateTime<Utc>,
+    /// The conversation the user is in, if any.
+    pub active_conversation: Option<&'a str>,
+    /// Rerank weights.
+    pub weights: RerankWeights,
+}
+
+/// Below this many free tokens a candidate that does not fit is dropped rather than shrunk:
+/// a shorter excerpt would say nothing.
+pub const MIN_SHRINK_TOKENS: usize = 24;
+
+/// For smart models, retrieved texts longer than this become pointers; shorter ones cost
+/// about as much as their pointer would and are packed whole.
+pub const POINTER_MIN_TOKENS: usize = 80;
+
+/// One line of the receipt.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReceiptLine {
+    /// Candidate key.
+    pub key: String,
+    /// Human label (`conv/msg (role)`, `decision moment_…`, `path:a-b`).
+    pub label: String,
+    /// Where it came from.
+    pub source: Source,
+    /// Tokens it takes in the pack (0 when dropped).
+    pub tokens: usize,
+    /// Tokens of its full text.
+    pub full_tokens: usize,
+    /// Rank among retrieved candidates after reranking (1 = best).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<usize>,
+    /// Score parts (retrieved candidates).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<ScoreParts>,
+    /// Whether it is in the pack.
+    pub included: bool,
+    /// Why it is in or out.
+    pub reason: String,
+}
+
+/// An assembled context.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pack {
+    /// The rendered context.
+    pub text: String,
+    /// Its tokens, counted on `text` itself.
+    pub tokens: usize,
+    /// The budget.
+    pub budget: usize,
+    /// What counted the tokens.
+    pub tokenizer: String,
+    /// What shortened over-budget material.
+    pub compressor: String,
+    /// Format.
+    pub format: Format,
+    /// Tier.
+    pub tier: Tier,
+    /// The packed entries, in packing order.
+    pub entries: Vec<Entry>,
+    /// Every candidate: included or dropped, and why.
+    pub receipt: Vec<ReceiptLine>,
+}
+
+/// Why a pack cannot be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PackError {
+    /// The instructions alone exceed the budget.
+    #[error(
+        "a budget of {budget} tokens is smaller than instructions.md ({needed} tokens with the context wrapper); raise --budget or shorten .zblade/instructions.md"
+    )]
+    InstructionsOverBudget {
+        /// The budget.
+        budget: usize,
+        /// Tokens the instructions need.
+        needed: usize,
+    },
+}
+
+/// A pointer to `candidate` for smart models: its first sentence (at most ~30 tokens) and size.
+fn pointer(candidate: &Candidate, full_tokens: usize, counter: &dyn TokenCounter) -> String {
+    let first = candidate
+        .text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let summary = extractive::truncate(first, 30, counter);
+    let how = match &candidate.item {
+        Item::Code { path, lines, .. } => format!("read_project_file(\"{path}\", {}, {})", lines.0, lines.1),
+        Item::Message {
+            conversation, message, ..
+        } => format!("zblade show {conversation}/{message}"),
+        Item::Moment { id, .. } => format!("zblade show {id}"),
+        Item::Instructions => "instructions.md".into(),
+    };
+    format!("{summary} ({full_tokens} tokens; read it with {how})")
+}
+
+/// Packs `candidates` into `options.budget` tokens.
+pub fn pack(
+    candidates: Vec<Candidate>,
+    options: &PackOptions<'_>,
+    counter: &dyn TokenCounter,
+    compressor: &dyn Compressor,
+) -> Result<Pack, PackError> {
+    let format = options.format;
+    let empty = counter.count(&render(&[], format));
+    // What adding `entry` costs: alone, it pays for its conversation's wrapper too; next to
+    // a turn of the same conversation already packed, only for itself.
+    let cost = |entry: &Entry, packed: &[Entry]| {
+        let sibling = entry
+            .candidate
+            .conversation()
+            .and_then(|conv| packed.iter().find(|e| e.candidate.conversation() == Some(conv)));
+        match sibling {
+            Some(sibling) => {
+                let pair = [sibling.clone(), entry.clone()];
+                counter
+                    .count(&render(&pair, format))
+                    .saturating_sub(counter.count(&render(std::slice::from_ref(sibling), format)))
+            }
+            None => counter
+                .count(&render(std::slice::from_ref(entry), format))
+                .saturating_sub(empty),
+        }
+    };
+
+    // Priority order; stable, so each source keeps the order it was given in.
+    // Recent turns newest first: when the budget runs out, the oldest turns are the ones left out.
+    let mut candidates = candidates;
+    candidates.sort_by(|a, b| {
+        a.source.cmp(&b.source).then_with(|| match a.source {
+            Source::Recent => b.time.cmp(&a.time),
+            _ => std::cmp::Ordering::Equal,
+        })
+    });
+    // Exact copies are dropped before reranking, so MMR compares different texts.
+    let mut first_with_cid: HashMap<String, String> = HashMap::new();
+    let mut copies: HashMap<String, String> = HashMap::new();
+    for c in &candidates {
+        match first_with_cid.get(&c.cid) {
+            Some(first) => {
+                copies.insert(c.key.clone(), first.clone());
+            }
+            None => {
+                first_with_cid.insert(c.cid.clone(), c.key.clone());
+            }
+        }
+    }
+    let retrieved: Vec<Candidate> = candidates
+        .iter()
+        .filter(|c| c.source == Source::Retrieved && !copies.contains_key(&c.key))
+        .cloned()
+        .collect();
+    let ranked = rerank(&retrieved, options.now, options.active_conversation, &options.weights);
+    // Each candidate with, for retrieved ones, (rank, score parts, near-duplicate of).
+    type Ranking = (usize, ScoreParts, Option<String>);
+    let mut ordered: Vec<(Candidate, Option<Ranking>)> = candidates
+        .iter()
+        .filter(|c| c.source != Source::Retrieved || copies.contains_key(&c.key))
+        .map(|c| (c.clone(), None))
+        .collect();
+    for (rank, r) in ranked.into_iter().enumerate() {
+        ordered.push((retrieved[r.index].clone(), Some((rank + 1, r.score, r.duplicate_of))));
+    }
+
+    let mut used = empty;
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut receipt: Vec<ReceiptLine> = Vec::new();
+    let mut recent_taken = 0;
+    for (candidate, ranking) in ordered {
+        let full_tokens = counter.count(&candidate.text);
+        let (rank, score, near_duplicate) = match ranking {
+            Some((rank, score, dup)) => (Some(rank), Some(score), dup),
+            None => (None, None, None),
+        };
+        let mut line = ReceiptLine {
+            key: candidate.key.clone(),
+            label: candidate.label(),
+            source: candidate.source,
+            tokens: 0,
+            full_tokens,
+            rank,
+            score,
+            included: false,
+            reason: String::new(),
+        };
+        if let Some(first) = copies.get(&candidate.key) {
+            line.reason = format!("same text as {first}");
+            receipt.push(line);
+            continue;
+        }
+        if let Some(of) = near_duplicate {
+            line.reason = format!("near-duplicate of {of}");
+            receipt.push(line);
+            continue;
+        }
+        if candidate.source == Source::Recent {
+            // Newest first: the window is the first `recent_turns` seen.
+            recent_taken += 1;
+            if recent_taken > options.tier.recent_turns() {
+                line.reason = format!(
+                    "older than the last {} turns ({:?} tier)",
+                    options.tier.recent_turns(),
+                    options.tier
+                );
+                receipt.push(line);
+                continue;
+            }
+        }
+        let as_pointer =
+            options.tier == Tier::Smart && candidate.source == Source::Retrieved && full_tokens > POINTER_MIN_TOKENS;
+        let packed = if as_pointer {
+            pointer(&candidate, full_tokens, counter)
+        } else {
+            candidate.text.clone()
+        };
+        let mut entry = Entry {
+            candidate,
+            packed,
+            pointer: as_pointer,
+        };
+        let mut tokens = cost(&entry, &entries);
+        let free = options.budget.saturating_sub(used);
+        let mut shrunk = false;
+        if tokens > free {
+            if entry.candidate.source == Source::Instructions {
+                return Err(PackError::InstructionsOverBudget {
+                    budget: options.budget,
+                    needed: empty + tokens,
+                });
+            }
+            // Room for a useful excerpt: shrink to what is free, minus the wrapper's share.
+            let wrapper = tokens.saturating_sub(counter.count(&entry.packed));
+            if free >= MIN_SHRINK_TOKENS + wrapper {
+                entry.packed = compressor.shrink(&entry.packed, free - wrapper, options.query, counter);
+                tokens = cost(&entry, &entries);
+                shrunk = true;
+            }
+        }
+        if tokens > free || entry.packed.is_empty() {
+            line.reason = format!("over budget: needs {tokens} tokens, {free} left");
+            receipt.push(line);
+            continue;
+        }
+        used += tokens;
+        line.tokens = tokens;
+        line.included = true;
+        line.reason = match (entry.candidate.source, rank) {
+            (Source::Instructions, _) => "always included".into(),
+            (Source::Explicit, _) => "named in the query".into(),
+            (Source::Recent, _) => "recent turn of the active conversation".into(),
+            (Source::Retrieved, Some(rank)) => format!("retrieved, rank {rank}"),
+            (Source::Retrieved, None) => "retrieved".into(),
+        };
+        if entry.pointer {
+            line.reason.push_str(", as a pointer");
+        }
+        if shrunk {
+            line.reason.push_str(&format!(
+                ", shrunk by the {} compressor from {full_tokens} tokens",
+                compressor.name()
+            ));
+        }
+        receipt.push(line);
+        entries.push(entry);
+    }
+
+    // The sum of parts is an estimate (shared session wrappers, BPE merges at the seams):
+    // count what is printed, and drop from the lowest priority while it is over.
+    let mut text = render(&entries, format);
+    let mut tokens = counter.count(&text);
+    while tokens > options.budget && entries.len() > 1 {
+        let dropped = entries.pop().expect("more than one entry");
+        if let Some(line) = receipt
+            .iter_mut()
+            .find(|l| l.key == dropped.candidate.key && l.included)
+        {
+            line.included = false;
+            line.tokens = 0;
+            line.reason = "over budget once rendered with the rest".into();
+        }
+        text = render(&entries, format);
+        tokens = counter.count(&text);
+    }
+    Ok(Pack {
+        text,
+        tokens,
+        budget: options.budget,
+        tokenizer: counter.name().to_string(),
+        compressor: compressor.name().to_string(),
+        format,
+        tier: options.tier,
+        entries,
+        receipt,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::Cl100k;
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-11-22T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    fn message(conv: &str, id: &str, source: Source, text: &str, days_ago: i64, retrieval: f64) -> Candidate {
+        Candidate {
+            key: format!("{conv}/{id}"),
+            cid: format!("cid-{text}"),
+            source,
+            item: Item::Message {
+                conversation: conv.into(),
+                title: format!("title of {conv}"),
+                message: id.into(),
+                role: "user".into(),
+            },
+            text: text.into(),
+            time: Some(now() - chrono::Duration::days(days_ago)),
+            retrieval,
+        }
+    }
+
+    fn instructions(text: &str) -> Candidate {
+        Candidate {
+            key: "instructions".into(),
+            cid: "cid-instructions".into(),
+            source: Source::Instructions,
+            item: Item::Instructions,
+            text: text.into(),
+            time: None,
+            retrieval: 0.0,
+        }
+    }
+
+    fn code(path: &str, text: &str, retrieval: f64) -> Candidate {
+        Candidate {
+            key: format!("code:{path}:1-3"),
+            cid: format!("cid-{text}"),
+            source: Source::Retrieved,
+            item: Item::Code {
+                path: path.into(),
+                lines: (1, 3),
+                status: "current".into(),
+            },
+            text: text.into(),
+            time: None,
+            retrieval,
+        }
+    }
+
+    fn options(budget: usize, format: Format, tier: Tier) -> PackOptions<'static> {
+        PackOptions {
+            budget,
+            format,
+            tier,
+            query: "token refresh",
+            now: now(),
+            active_conversation: Some("conv_a"),
+            weights: RerankWeights::default(),
+        }
+    }
+
+    fn corpus() -> Vec<Candidate> {
+        let mut out = vec![instructions(
+            "Use British spelling. Run `cargo test` before committing.",
+        )];
+        for i in 0..12 {
+            let mut turn = message(
+                "conv_a",
+                &format!("m{i:02}"),
+                Source::Recent,
+                &format!("recent turn {i} about the login page & <forms>"),
+                0,
+                0.0,
+            );
+            turn.time = Some(now() - chrono::Duration::minutes(12 - i));
+            out.push(turn);
+        }
+        for i in 0..30 {
+            let text = format!(
+                "Retrieved memory {i}: we refresh the JWT in src/auth/refresh_{i}.rs after {} seconds because tokens expire. {}",
+                i * 60,
+                "More detail follows here. ".repeat(i % 7)
+            );
+            out.push(message(
+                "conv_b",
+                &format!("r{i:02}"),
+                Source::Retrieved,
+                &text,
+                i as i64,
+                1.0 - i as f64 / 40.0,
+            ));
+        }
+        out.push(code(
+            "src/auth.rs",
+            "fn refresh(token: &Token) -> Result<Token> {\n    todo\n}",
+            0.9,
+        ));
+        out
+    }
+
+    #[test]
+    fn never_exceeds_the_budget_and_counts_what_is_printed() {
+        let bpe = Cl100k::new();
+        for format in [Format::Xml, Format::Markdown, Format::Json] {
+            for budget in [120, 150, 400, 1000, 5000] {
+                let pack = pack(corpus(), &options(budget, format, Tier::Balanced), &bpe, &Extractive).unwrap();
+                assert!(pack.tokens <= budget, "{format:?} {budget}: {}", pack.tokens);
+                assert_eq!(pack.tokens, bpe.count(&pack.text));
+                // Every candidate has a receipt line with a reason.
+                assert_eq!(pack.receipt.len(), corpus().len());
+                assert!(pack.receipt.iter().all(|l| !l.reason.is_empty()));
+                assert_eq!(pack.receipt.iter().filter(|l| l.included).count(), pack.entries.len());
+                if budget >= 400 && pack.receipt.iter().any(|l| l.reason.starts_with("over budget")) {
+                    // When something had to be left out, the budget is used, not left mostly empty.
+                    assert!(
+                        pack.tokens * 10 >= budget * 8,
+                        "{format:?} {budget}: only {}",
+                        pack.tokens
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fills_in_priority_order() {
+        let bpe = Cl100k::new();
+        let pack = pack(corpus(), &options(1000, Format::Xml, Tier::Balanced), &bpe, &Extractive).unwrap();
+        let sources: Vec<Source> = pack.entries.iter().map(|e| e.candidate.source).collect();
+        let mut sorted = sources.clone();
+        sorted.sort();
+        assert_eq!(sources, sorted);
+        assert_eq!(sources[0], Source::Instructions);
+        // Balanced keeps the last 10 recent turns, and says why the older two are out.
+        let mut recent: Vec<&str> = pack
+            .entries
+            .iter()
+            .filter(|e| e.candidate.source == Source::Recent)
+            .map(|e| e.candidate.key.as_str())
+            .collect();
+        recent.sort();
+        assert_eq!(recent.len(), 10);
+        assert_eq!(recent[0], "conv_a/m02");
+        // A small budget keeps the newest turns.
+        let small = super::pack(corpus(), &options(150, Format::Xml, Tier::Balanced), &bpe, &Extractive).unwrap();
+        let kept: Vec<&str> = small.entries.iter().skip(1).map(|e| e.candidate.key.as_str()).collect();
+        assert!(kept.starts_with(&["conv_a/m11"]), "{kept:?}");
+        let old = pack.receipt.iter().find(|l| l.key == "conv_a/m00").unwrap();
+        assert!(!old.included && old.reason.contains("last 10 turns"), "{}", old.reason);
+        // XML escapes text; turns of one conversation sit in one session element.
+        assert!(pack.text.contains("&amp; &lt;forms&gt;"));
+        assert_eq!(pack.text.matches("<session id=\"conv_a\"").count(), 1);
+    }
+
+    #[test]
+    fn instructions_larger_than_the_budget_is_a_clear_error() {
+        let bpe = Cl100k::new();
+        let big = vec![instructions(&"Always explain. ".repeat(200))];
+        let err = pack(big, &options(100, Format::Xml, Tier::Balanced), &bpe, &Extractive).unwrap_err();
+        let PackError::InstructionsOverBudget { budget, needed } = err.clone();
+        assert_eq!(budget, 100);
+        assert!(needed > 400);
+        assert!(err.to_string().contains("--budget"));
+    }
+
+    #[test]
+    fn duplicates_are_dropped_with_their_reason() {
+        let bpe = Cl100k::new();
+        let mut candidates = corpus();
+        let mut copy = candidates[20].clone();
+        copy.key = "conv_c/copy".into();
+        candidates.push(copy);
+        let mut near = candidates[20].clone();
+        near.key = "conv_c/near".into();
+        near.cid = "another".into();
+        near.text.push_str(" Indeed.");
+        near.retrieval = 0.1;
+        candidates.push(near);
+        let pack = pack(
+            candidates,
+            &options(5000, Format::Markdown, Tier::Balanced),
+            &bpe,
+            &Extractive,
+        )
+        .unwrap();
+        let copy = pack.receipt.iter().find(|l| l.key == "conv_c/copy").unwrap();
+        assert!(
+            !copy.included && copy.reason.starts_with("same text as"),
+            "{}",
+            copy.reason
+        );
+        let near = pack.receipt.iter().find(|l| l.key == "conv_c/near").unwrap();
+        assert!(
+            !near.included && near.reason.starts_with("near-duplicate of"),
+            "{}",
+            near.reason
+        );
+    }
+
+    #[test]
+    fn shrinks_what_does_not_fit_and_smart_tier_gets_pointers() {
+        let bpe = Cl100k::new();
+        let long = message(
+            "conv_b",
+            "long",
+            Source::Retrieved,
+            &"The refresh token rotates every 3600 seconds in src/auth.rs. Filler sentence here. ".repeat(40),
+            1,
+            1.0,
+        );
+        let candidates = vec![instructions("Be brief."), long.clone()];
+        let pack1 = pack(
+            candidates,
+            &options(200, Format::Xml, Tier::Balanced),
+            &bpe,
+            &Extractive,
+        )
+        .unwrap();
+        let line = pack1.receipt.iter().find(|l| l.key == "conv_b/long").unwrap();
+        assert!(line.included && line.reason.contains("shrunk"), "{}", line.reason);
+        assert!(line.tokens < line.full_tokens);
+        assert!(pack1.text.contains("src/auth.rs"));
+
+        let mut candidates = corpus();
+        candidates.push(long);
+        let pack2 = pack(candidates, &options(2000, Format::Xml, Tier::Smart), &bpe, &Extractive).unwrap();
+        let pointers: Vec<&Entry> = pack2.entries.iter().filter(|e| e.pointer).collect();
+        assert_eq!(pointers.len(), 1, "only the long text becomes a pointer");
+        assert_eq!(pointers[0].candidate.key, "conv_b/long");
+        assert!(
+            pointers[0].packed.contains("zblade show conv_b/long"),
+            "{}",
+            pointers[0].packed
+        );
+        assert!(pack2.text.contains("pointer=\"true\""));
+        // Recent turns stay whole for smart models, and there are up to 20 of them.
+        assert_eq!(
+            pack2
+                .entries
+                .iter()
+                .filter(|e| e.candidate.source == Source::Recent)
+                .count(),
+            12
+        );
+    }
+}

@@ -1,0 +1,261 @@
+//! Reranking retrieved candidates: the search score, decayed with age, boosted for the active
+//! conversation and for the kinds of moment that matter most; then maximal marginal relevance
+//! (MMR), so that near-duplicates do not fill the budget.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::candidate::{Candidate, Item};
+
+/// How much each signal counts. The defaults are documented in docs/CONTEXT.md.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RerankWeights {
+    /// Age, in days, at which the recency factor has fallen halfway.
+    pub recency_half_life_days: f64,
+    /// Share of the score that recency can take away (0: age does not matter).
+    pub recency_share: f64,
+    /// Factor for candidates from the active conversation.
+    pub session_affinity: f64,
+    /// MMR's balance between relevance (1.0) and novelty (0.0).
+    pub mmr_lambda: f64,
+    /// Similarity (word-set Jaccard) above which a candidate counts as a duplicate of one
+    /// already chosen and is dropped.
+    pub duplicate_similarity: f64,
+}
+
+impl Default for RerankWeights {
+    fn default() -> Self {
+        RerankWeights {
+            recency_half_life_days: 30.0,
+            recency_share: 0.3,
+            session_affinity: 1.2,
+            mmr_lambda: 0.7,
+            duplicate_similarity: 0.85,
+        }
+    }
+}
+
+/// Weight of a moment type: decisions and solutions are what people come back for.
+pub fn moment_type_weight(moment_type: &str) -> f64 {
+    match moment_type {
+        "decision" => 1.3,
+        "solution" => 1.2,
+        "pattern" => 1.1,
+        _ => 1.0,
+    }
+}
+
+/// The parts of a candidate's score, for the receipt.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ScoreParts {
+    /// Search score, 0..1.
+    pub retrieval: f64,
+    /// Recency factor, `1 - share + share · 2^(-age / half-life)`.
+    pub recency: f64,
+    /// Session affinity factor.
+    pub affinity: f64,
+    /// Moment type factor.
+    pub type_weight: f64,
+    /// Product of the above.
+    pub relevance: f64,
+    /// Highest similarity to a candidate chosen before it (MMR's redundancy term).
+    pub redundancy: f64,
+}
+
+/// A reranked candidate: its index in the input, its score parts and, when it was dropped as
+/// a near-duplicate, the key it duplicates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranked {
+    /// Index into the candidates given to [`rerank`].
+    pub index: usize,
+    /// Score parts.
+    pub score: ScoreParts,
+    /// Set when the candidate repeats one ranked before it.
+    pub duplicate_of: Option<String>,
+}
+
+fn words(text: &str) -> HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    let shared = a.intersection(b).count() as f64;
+    shared / ((a.len() + b.len()) as f64 - shared)
+}
+
+/// Reranks `candidates` (retrieved ones) asked at `now`, with `active` the conversation the
+/// user is in. Returns every candidate, in MMR order; duplicates come last, marked.
+pub fn rerank(
+    candidates: &[Candidate],
+    now: DateTime<Utc>,
+    active: Option<&str>,
+    weights: &RerankWeights,
+) -> Vec<Ranked> {
+    let scored: Vec<ScoreParts> = candidates
+        .iter()
+        .map(|c| {
+            let recency = match c.time {
+                Some(time) => {
+                    let age_days = (now - time).num_seconds().max(0) as f64 / 86_400.0;
+                    let decay = 0.5f64.powf(age_days / weights.recency_half_life_days);
+                    1.0 - weights.recency_share + weights.recency_share * decay
+                }
+                // Code is read from the working tree: it is current by definition.
+                None => 1.0,
+            };
+            let affinity = match (active, c.conversation()) {
+                (Some(a), Some(b)) if a == b => weights.session_affinity,
+                _ => 1.0,
+            };
+            let type_weight = match &c.item {
+                Item::Moment { moment_type, .. } => moment_type_weight(moment_type),
+                _ => 1.0,
+            };
+            ScoreParts {
+                retrieval: c.retrieval,
+                recency,
+                affinity,
+                type_weight,
+                relevance: c.retrieval * recency * affinity * type_weight,
+                redundancy: 0.0,
+            }
+        })
+        .collect();
+    let word_sets: Vec<HashSet<String>> = candidates.iter().map(|c| words(&c.text)).collect();
+    let mut remaining: Vec<usize> = (0..candidates.len()).collect();
+    let mut chosen: Vec<Ranked> = Vec::new();
+    let mut duplicates: Vec<Ranked> = Vec::new();
+    while !remaining.is_empty() {
+        // The candidate with the best MMR score: relevant, and unlike what was chosen.
+        let mut best: Option<(usize, f64, f64, Option<usize>)> = None;
+        for (slot, &i) in remaining.iter().enumerate() {
+            let (redundancy, most_similar) = chosen
+                .iter()
+                .map(|r| (jaccard(&word_sets[i], &word_sets[r.index]), r.index))
+                .fold((0.0, None), |acc, (s, j)| if s > acc.0 { (s, Some(j)) } else { acc });
+            let mmr = weights.mmr_lambda * scored[i].relevance - (1.0 - weights.mmr_lambda) * redundancy;
+            let better = match best {
+                None => true,
+                Some((_, score, ..)) => mmr > score,
+            };
+            if better {
+                best = Some((slot, mmr, redundancy, most_similar));
+            }
+        }
+        let (slot, _, redundancy, most_similar) = best.expect("remaining is not empty");
+        let index = remaining.remove(slot);
+        let mut score = scored[index].clone();
+        score.redundancy = redundancy;
+        let duplicate = redundancy >= weights.duplicate_similarity;
+        let ranked = Ranked {
+            index,
+            score,
+            duplicate_of: most_similar.filter(|_| duplicate).map(|j| candidates[j].key.clone()),
+        };
+        if duplicate {
+            duplicates.push(ranked);
+        } else {
+            chosen.push(ranked);
+        }
+    }
+    chosen.extend(duplicates);
+    chosen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::candidate::Source;
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-11-22T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    fn candidate(key: &str, text: &str, item: Item, days_ago: i64, retrieval: f64) -> Candidate {
+        Candidate {
+            key: key.into(),
+            cid: key.into(),
+            source: Source::Retrieved,
+            item,
+            text: text.into(),
+            time: Some(now() - chrono::Duration::days(days_ago)),
+            retrieval,
+        }
+    }
+
+    fn message(conv: &str) -> Item {
+        Item::Message {
+            conversation: conv.into(),
+            title: String::new(),
+            message: "m".into(),
+            role: "user".into(),
+        }
+    }
+
+    #[test]
+    fn recency_affinity_and_moment_type_move_ties() {
+        let w = RerankWeights::default();
+        let old = candidate("old", "alpha beta gamma", message("c1"), 365, 0.8);
+        let new = candidate("new", "delta epsilon zeta", message("c1"), 0, 0.8);
+        let ranked = rerank(&[old.clone(), new.clone()], now(), None, &w);
+        assert_eq!(ranked[0].index, 1, "newer wins a tie");
+        assert!((ranked[0].score.recency - 1.0).abs() < 1e-9);
+        assert!(ranked[1].score.recency < 0.71 && ranked[1].score.recency >= 0.7);
+
+        let here = candidate("here", "delta epsilon zeta", message("active"), 0, 0.75);
+        let ranked = rerank(&[new.clone(), here], now(), Some("active"), &w);
+        assert_eq!(ranked[0].index, 1, "the active conversation wins");
+        assert_eq!(ranked[0].score.affinity, w.session_affinity);
+
+        let decision = Item::Moment {
+            id: "d".into(),
+            moment_type: "decision".into(),
+            tags: vec![],
+        };
+        let d = candidate("d", "theta iota kappa", decision, 0, 0.7);
+        let ranked = rerank(&[new, d], now(), None, &w);
+        assert_eq!(ranked[0].index, 1, "a decision outweighs a slightly better message");
+    }
+
+    #[test]
+    fn mmr_spreads_results_and_marks_duplicates() {
+        let w = RerankWeights::default();
+        let a = candidate(
+            "a",
+            "refresh the jwt token before expiry in the auth service",
+            message("c"),
+            0,
+            1.0,
+        );
+        let a2 = candidate(
+            "a2",
+            "refresh the jwt token before expiry in the auth service now",
+            message("c"),
+            0,
+            0.99,
+        );
+        let b = candidate(
+            "b",
+            "database migrations run at startup with sqlx",
+            message("c"),
+            0,
+            0.7,
+        );
+        let ranked = rerank(&[a, a2, b], now(), None, &w);
+        let keys: Vec<usize> = ranked.iter().map(|r| r.index).collect();
+        assert_eq!(keys, vec![0, 2, 1], "the near-copy goes last");
+        assert_eq!(ranked[2].duplicate_of.as_deref(), Some("a"));
+        assert!(ranked[2].score.redundancy >= w.duplicate_similarity);
+        assert_eq!(ranked[1].duplicate_of, None);
+    }
+}
