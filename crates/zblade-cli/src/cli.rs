@@ -73,6 +73,36 @@ pub enum Command {
         #[arg(long, value_name = "TIME")]
         until: Option<String>,
     },
+    /// Assemble the memory most useful for QUERY into a token budget: instructions, what the
+    /// query names (@file:PATH[:A-B], @conv:ID, @moment:ID), the active conversation's recent
+    /// turns, and hybrid search hits with their code as it is now. Time phrases ("yesterday",
+    /// "last week", "in March") narrow the search. Prints the pack; --receipt (always in
+    /// --json) lists every candidate, included or dropped, and why.
+    Context {
+        /// What the assistant is being asked now.
+        #[arg(required = true, num_args = 1..)]
+        query: Vec<String>,
+        /// Token budget for the whole pack (cl100k_base tokens). Default: context.max_tokens
+        /// in settings (8000).
+        #[arg(long, value_name = "TOKENS")]
+        budget: Option<usize>,
+        /// The conversation the user is in: its recent turns are working context.
+        #[arg(long, value_name = "ID")]
+        conversation: Option<String>,
+        /// xml (`<unlimited_context>`), markdown or json.
+        #[arg(long, value_enum, default_value_t = FormatArg::Xml)]
+        format: FormatArg,
+        /// smart: pointers (path, lines, summary, size) for long retrieved texts, for models
+        /// that can call tools; balanced and fast: full content, 10 and 5 recent turns.
+        #[arg(long, value_enum, default_value_t = TierArg::Balanced)]
+        tier: TierArg,
+        /// How retrieval searches (default: hybrid when available, else keyword).
+        #[arg(long, value_enum)]
+        mode: Option<ModeArg>,
+        /// Also print the receipt.
+        #[arg(long)]
+        receipt: bool,
+    },
     /// Index project files for search (honouring .gitignore; binary, generated and huge files
     /// are skipped) and embed every message, moment and code chunk not embedded yet (local
     /// model, nothing leaves the machine). Incremental: unchanged files are not read again.
@@ -247,4 +277,26 @@ impl MomentTypeArg {
             MomentTypeArg::Context => "context",
         }
     }
+}
+
+/// `--format` of `zblade context`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum FormatArg {
+    /// `<unlimited_context>` with sessions, turns, moments and code.
+    Xml,
+    /// Headings and fenced code.
+    Markdown,
+    /// One JSON object.
+    Json,
+}
+
+/// `--tier` of `zblade context`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum TierArg {
+    /// Models that call tools: pointers for long retrieved texts, 20 recent turns.
+    Smart,
+    /// Full content, 10 recent turns.
+    Balanced,
+    /// Full content, 5 recent turns.
+    Fast,
 }

@@ -10,11 +10,13 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use zblade_engine::{
-    Error, IndexStage, Project, SearchFilter, SearchKind, SearchMode, SearchQuery, WatchOptions, parse_conversation,
-    parse_moment,
+    ContextFormat, ContextRequest, ContextTier, Error, IndexStage, Project, SearchFilter, SearchKind, SearchMode,
+    SearchQuery, WatchOptions, parse_conversation, parse_moment,
 };
 
-use crate::cli::{AddCommand, Cli, Command, KindArg, ListCommand, ModeArg, ModelsCommand, RefsCommand};
+use crate::cli::{
+    AddCommand, Cli, Command, FormatArg, KindArg, ListCommand, ModeArg, ModelsCommand, RefsCommand, TierArg,
+};
 use crate::render::Out;
 
 fn main() -> ExitCode {
@@ -146,6 +148,44 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 eprintln!("zblade: note: {notice}");
             }
             out.results(&text, &results)?;
+        }
+        Command::Context {
+            query,
+            budget,
+            conversation,
+            format,
+            tier,
+            mode,
+            receipt,
+        } => {
+            let project = Project::open(&root)?;
+            let request = ContextRequest {
+                query: query.join(" "),
+                budget: budget.unwrap_or(project.settings().context.max_tokens as usize),
+                conversation,
+                format: match format {
+                    FormatArg::Xml => ContextFormat::Xml,
+                    FormatArg::Markdown => ContextFormat::Markdown,
+                    FormatArg::Json => ContextFormat::Json,
+                },
+                tier: match tier {
+                    TierArg::Smart => ContextTier::Smart,
+                    TierArg::Balanced => ContextTier::Balanced,
+                    TierArg::Fast => ContextTier::Fast,
+                },
+                mode: mode.map(|m| match m {
+                    ModeArg::Keyword => SearchMode::Keyword,
+                    ModeArg::Semantic => SearchMode::Semantic,
+                    ModeArg::Hybrid => SearchMode::Hybrid,
+                }),
+            };
+            let result = project.context(&request)?;
+            if !json {
+                for notice in &result.notices {
+                    eprintln!("zblade: note: {notice}");
+                }
+            }
+            out.context(&result, receipt)?;
         }
         Command::Models(ModelsCommand::List) => {
             let project = Project::open(&root)?;

@@ -4,8 +4,8 @@ use std::io::Write;
 
 use serde::Serialize;
 use zblade_engine::{
-    AddOutcome, ConversationSummary, Error, FsckReport, Hit, IndexReport, InitReport, ModelDownload, ModelEntry,
-    MomentSummary, ReferenceReport, ReindexReport, SearchResults, Shown, Status, WatchEvent,
+    AddOutcome, ContextResult, ConversationSummary, Error, FsckReport, Hit, IndexReport, InitReport, ModelDownload,
+    ModelEntry, MomentSummary, ReferenceReport, ReindexReport, SearchResults, Shown, Status, WatchEvent,
 };
 
 /// Lines of code shown under a search hit's reference (`zblade show` prints them all).
@@ -316,6 +316,55 @@ impl<W: Write> Out<W> {
             return self.json(results);
         }
         self.hits(query, &results.hits)
+    }
+
+    /// An assembled context: the pack on stdout; with `receipt`, then the receipt (text mode
+    /// puts it after a `---` line, so the pack can still be cut off by a script).
+    pub fn context(&mut self, result: &ContextResult, receipt: bool) -> R {
+        if self.json {
+            return self.json(result);
+        }
+        let pack = &result.pack;
+        write!(self.w, "{}", pack.text).map_err(io)?;
+        if !receipt {
+            return Ok(());
+        }
+        line!(self, "---")?;
+        line!(
+            self,
+            "{} of {} tokens ({}), {} of {} candidates packed, in {:.1} ms; search: {}",
+            pack.tokens,
+            pack.budget,
+            pack.tokenizer,
+            pack.entries.len(),
+            pack.receipt.len(),
+            result.elapsed_ms,
+            result
+                .mode
+                .map_or("none".to_string(), |m| format!("{m:?}").to_lowercase())
+        )?;
+        for l in &pack.receipt {
+            let mark = if l.included { "+" } else { "-" };
+            let score = l
+                .score
+                .as_ref()
+                .map(|s| {
+                    format!(
+                        " score {:.3} (search {:.2} × recency {:.2} × affinity {:.2} × type {:.2})",
+                        s.relevance, s.retrieval, s.recency, s.affinity, s.type_weight
+                    )
+                })
+                .unwrap_or_default();
+            line!(
+                self,
+                "{mark} {:>5} tok  {:<9} {}  {}{score}",
+                if l.included { l.tokens } else { l.full_tokens },
+                format!("{:?}", l.source).to_lowercase(),
+                one_line(&l.label, 60),
+                l.reason
+            )?;
+        }
+        Ok(())
     }
 
     /// Any value as JSON.

@@ -84,8 +84,58 @@ const MODES: [(SearchMode, &str); 3] = [
     (SearchMode::Hybrid, "hybrid"),
 ];
 
-fn locomo_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/locomo")
+/// Where the LoCoMo files are: `$ZBLADE_LOCOMO_DIR`, else `../shared/data/locomo` next to the
+/// repository (the dataset's licence keeps it out of the repository itself).
+fn locomo_dir() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("ZBLADE_LOCOMO_DIR").map(PathBuf::from),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/locomo")),
+        Some(PathBuf::from("/work/shared/data/locomo")),
+    ];
+    candidates.into_iter().flatten().find(|dir| dir.is_dir())
+}
+
+/// A small conversation in LoCoMo's format, for smoke runs on machines without the dataset:
+/// three sessions, and questions whose evidence turns are known.
+fn synthetic_locomo(dir: &std::path::Path) -> PathBuf {
+    let topics = [
+        (
+            "pottery",
+            "I started a pottery class and made a blue vase last weekend.",
+        ),
+        (
+            "marathon",
+            "I ran my first marathon in Boston and finished in four hours.",
+        ),
+        (
+            "adoption",
+            "We are adopting a puppy named Biscuit from the shelter next month.",
+        ),
+        (
+            "guitar",
+            "My guitar teacher says I should practise scales every morning.",
+        ),
+    ];
+    let mut data = serde_json::json!({"speaker_a": "Ana", "speaker_b": "Ben", "qa": []});
+    let mut qa = Vec::new();
+    for session in 1..=3 {
+        let mut turns = Vec::new();
+        for (i, (topic, text)) in topics.iter().enumerate() {
+            let id = format!("D{session}:{}", i + 1);
+            let speaker = if i % 2 == 0 { "Ana" } else { "Ben" };
+            turns.push(
+                serde_json::json!({"speaker": speaker, "dia_id": id, "text": format!("{text} (session {session})")}),
+            );
+            if session == 2 {
+                qa.push(serde_json::json!({"question": format!("What happened with the {topic}?"), "evidence": [id]}));
+            }
+        }
+        data[format!("session_{session}")] = Value::Array(turns);
+    }
+    data["qa"] = Value::Array(qa);
+    let path = dir.join("synthetic.json");
+    std::fs::write(&path, data.to_string()).unwrap();
+    path
 }
 
 /// `D1:3` → `D1_3`: message ids may not contain `:`.
@@ -119,13 +169,22 @@ fn score(ranked: &[String], evidence: &HashSet<String>, s: &mut Scores) {
 
 fn main() {
     let full = full_run();
-    let dir = locomo_dir();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
+    let synthetic = tempfile::tempdir().unwrap();
+    let mut files: Vec<PathBuf> = match locomo_dir() {
+        Some(dir) => std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect(),
+        None if !full => {
+            eprintln!(
+                "search_quality: LoCoMo not found (set ZBLADE_LOCOMO_DIR); smoke run on a synthetic conversation"
+            );
+            vec![synthetic_locomo(synthetic.path())]
+        }
+        None => panic!("LoCoMo not found: set ZBLADE_LOCOMO_DIR to the folder holding its JSON files"),
+    };
     files.sort();
     if !full {
         files.truncate(1);

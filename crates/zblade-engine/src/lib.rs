@@ -16,6 +16,7 @@
 //! ```
 
 mod code;
+mod context;
 mod fsck;
 mod lock;
 mod models;
@@ -30,6 +31,7 @@ mod time;
 mod watch;
 
 pub use code::CodeIndexReport;
+pub use context::{ContextRequest, ContextResult, DEFAULT_BUDGET, MAX_QUERY_CHARS, RECENT_WINDOW};
 pub use fsck::{FsckReport, Problem, ProblemKind};
 pub use models::{ModelDownload, ModelEntry, models_dir};
 pub use project::{AddOutcome, InitReport, Project, ReindexReport};
@@ -42,6 +44,7 @@ pub use show::{MessageMatch, Shown};
 pub use status::Status;
 pub use time::parse_time_bound;
 pub use watch::WatchEvent;
+pub use zblade_context::{Format as ContextFormat, Tier as ContextTier};
 pub use zblade_core::{CodeReference, Conversation, Error, Message, Moment, Result, parse_conversation, parse_moment};
 pub use zblade_index::{
     ConversationSummary, HitKind, LiveLocation, MomentSummary, SearchFilter, SearchHit, SearchKind, SearchQuery,

@@ -84,6 +84,9 @@ pub struct Project {
     /// Embeddings of recent query texts: the same question asked again (paging, a re-run
     /// after re-indexing stale files, context assembly) skips the model.
     pub(crate) query_vectors: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
+    /// The vector table searches read, kept open across searches (opening one costs a runtime,
+    /// a connection and a manifest read), with the model id it belongs to.
+    pub(crate) vector_reader: std::sync::Mutex<Option<(String, std::sync::Arc<zblade_search::VectorStore>)>>,
 }
 
 impl Project {
@@ -167,6 +170,7 @@ impl Project {
             index,
             embedder: std::sync::OnceLock::new(),
             query_vectors: Default::default(),
+            vector_reader: Default::default(),
         })
     }
 

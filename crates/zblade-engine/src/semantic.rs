@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -125,6 +125,24 @@ impl Project {
 
     fn vectors(&self, dim: usize) -> Result<VectorStore> {
         VectorStore::open(&self.layout.vectors_dir(), &self.model_id(), dim).map_err(search_error)
+    }
+
+    /// The configured model's vector table for searching, opened on first use and kept;
+    /// `None` when nothing has been embedded with that model yet.
+    fn vector_reader(&self) -> Result<Option<Arc<VectorStore>>> {
+        let model = self.model_id();
+        let mut cached = self.vector_reader.lock().expect("vector reader lock");
+        if let Some((id, store)) = cached.as_ref()
+            && *id == model
+        {
+            return Ok(Some(store.clone()));
+        }
+        let Some(store) = VectorStore::open_existing(&self.layout.vectors_dir(), &model).map_err(search_error)? else {
+            return Ok(None);
+        };
+        let store = Arc::new(store);
+        *cached = Some((model, store.clone()));
+        Ok(Some(store))
     }
 
     /// Rebuilds the chunk catalog from the indexed messages and moments (deterministic: the
@@ -367,7 +385,16 @@ impl Project {
 
     fn semantic_keys(&self, query: &SearchQuery, limit: usize) -> Result<Vec<(String, f64)>> {
         let vector = self.query_vector(&query.text)?;
-        let store = self.vectors(vector.len())?;
+        let Some(store) = self.vector_reader()? else {
+            return Ok(Vec::new());
+        };
+        if store.dim() != vector.len() {
+            return Err(search_error(format!(
+                "the model makes {} dimensions, its vector table holds {}; run `zblade index` again",
+                vector.len(),
+                store.dim()
+            )));
+        }
         let index = self.index()?;
         let wanted_kind = |key: &str| {
             let is_code = key.starts_with("code:");
@@ -414,7 +441,10 @@ impl Project {
     /// embedded yet.
     pub fn semantic_unavailable(&self) -> Option<String> {
         // Ask the vector table first: it is cheap, and loading a model is not.
-        match VectorStore::count_in(&self.layout.vectors_dir(), &self.model_id()) {
+        match self
+            .vector_reader()
+            .and_then(|r| r.map(|s| s.len().map_err(search_error)).transpose())
+        {
             Ok(Some(n)) if n > 0 => {}
             Ok(_) => {
                 // Say the root cause: "run zblade index" does not help without a runtime or model.
@@ -467,7 +497,7 @@ impl Project {
                     limit: CANDIDATES,
                     ..query.clone()
                 };
-                let keyword = index.search(&wide)?;
+                let keyword = index.search_candidates(&wide)?;
                 let semantic = self.semantic_keys(query, CANDIDATES)?;
                 let keyword_scores: Vec<(String, f64)> = keyword.iter().map(|h| (hit_key(h), h.score)).collect();
                 let lists = [
@@ -476,13 +506,15 @@ impl Project {
                 ];
                 let mut hits = Vec::new();
                 for (key, score) in relative_score_fusion(&lists).into_iter().take(query.limit) {
-                    // Prefer the keyword hit: its snippet highlights the matched words.
+                    // Prefer the keyword hit: its snippet (added below) highlights the matched words.
                     let hit = match keyword.iter().find(|h| hit_key(h) == key) {
                         Some(hit) => Some(SearchHit { score, ..hit.clone() }),
                         None => index.hit_for_key(&key, score)?,
                     };
                     hits.extend(hit);
                 }
+                // Snippets for the hits shown only, not for every candidate.
+                index.highlight(&mut hits, &query.text)?;
                 hits
             }
         };

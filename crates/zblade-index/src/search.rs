@@ -4,7 +4,7 @@
 //! as syntax. Ties in score are broken by stable ids, so an index rebuilt from the artifacts
 //! returns exactly the same results as the one built incrementally.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use zblade_core::Result;
 
@@ -107,6 +107,53 @@ pub struct SearchHit {
 impl Index {
     /// Runs a keyword search. Text without any searchable word returns no results.
     pub fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+        self.search_snippets(query, true)
+    }
+
+    /// Like [`Index::search`], but message hits come without a snippet (it is empty):
+    /// cheaper when only some of the hits will be shown, as in hybrid search, which fuses
+    /// fifty candidates and shows ten. [`Index::highlight`] adds the snippets afterwards.
+    pub fn search_candidates(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+        self.search_snippets(query, false)
+    }
+
+    /// Fills in the empty snippets of message hits with the words of `text` highlighted
+    /// (« »), as [`Index::search`] would have; a message without those words gets its opening.
+    pub fn highlight(&self, hits: &mut [SearchHit], text: &str) -> Result<()> {
+        let Some(terms) = fts::Terms::parse(text) else {
+            return Ok(());
+        };
+        let expr = terms.any();
+        let conn = &self.conn;
+        let mut run = || -> rusqlite::Result<()> {
+            let mut pk_of = conn.prepare_cached("SELECT pk FROM messages WHERE conversation_id = ?1 AND id = ?2")?;
+            let mut opening = conn.prepare_cached("SELECT substr(content, 1, 200) FROM messages WHERE pk = ?1")?;
+            let mut snippet = conn.prepare_cached(
+                "SELECT snippet(messages_fts, 0, '«', '»', '…', 16) FROM messages_fts
+                 WHERE messages_fts MATCH ?1 AND rowid = ?2",
+            )?;
+            for hit in hits.iter_mut() {
+                let (HitKind::Message, Some(conv), true) = (hit.kind, &hit.conversation_id, hit.snippet.is_empty())
+                else {
+                    continue;
+                };
+                let Some(pk) = pk_of
+                    .query_row(params![conv, hit.id], |r| r.get::<_, i64>(0))
+                    .optional()?
+                else {
+                    continue;
+                };
+                hit.snippet = match snippet.query_row(params![expr, pk], |r| r.get(0)).optional()? {
+                    Some(text) => text,
+                    None => opening.query_row([pk], |r| r.get(0))?,
+                };
+            }
+            Ok(())
+        };
+        run().map_err(|e| self.err(e))
+    }
+
+    fn search_snippets(&self, query: &SearchQuery, snippets: bool) -> Result<Vec<SearchHit>> {
         let Some(terms) = fts::Terms::parse(&query.text) else {
             return Ok(Vec::new());
         };
@@ -115,11 +162,11 @@ impl Index {
         let conn = &self.conn;
         let filter = &query.filter;
         let hits = match query.kind {
-            SearchKind::Messages => search_messages(conn, &terms, limit, filter),
+            SearchKind::Messages => search_messages(conn, &terms, limit, filter, snippets),
             SearchKind::Moments => search_moments(conn, &expr, limit, filter),
             SearchKind::Conversations => search_conversations(conn, &expr, limit),
             SearchKind::Code => crate::code::search_code(conn, &expr, limit, filter),
-            SearchKind::All => search_messages(conn, &terms, limit, filter).and_then(|mut hits| {
+            SearchKind::All => search_messages(conn, &terms, limit, filter, snippets).and_then(|mut hits| {
                 hits.extend(search_moments(conn, &expr, limit, filter)?);
                 hits.extend(crate::code::search_code(conn, &expr, limit, filter)?);
                 hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
@@ -211,6 +258,7 @@ fn search_messages(
     terms: &fts::Terms,
     limit: usize,
     filter: &SearchFilter,
+    snippets: bool,
 ) -> rusqlite::Result<Vec<SearchHit>> {
     // Plan: messages holding every word first; then, if there are too few, messages holding
     // some of the selective (not common) words; then messages holding any word. Each group is
@@ -252,6 +300,16 @@ fn search_messages(
         if top.len() < limit {
             fill(present.any(), &mut top)?;
         }
+    }
+    if !snippets {
+        let mut detail = conn.prepare_cached(
+            "SELECT m.id, m.conversation_id, c.title, m.role, m.timestamp, ''
+             FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.pk = ?1",
+        )?;
+        return top
+            .into_iter()
+            .map(|(pk, rank)| detail.query_row(params![pk], |r| hit_from_row(HitKind::Message, r, -rank)))
+            .collect();
     }
     // Snippets only for the rows that made the cut: snippet() re-reads and re-tokenises text.
     let expr = terms.any();

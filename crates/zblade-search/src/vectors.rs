@@ -47,8 +47,19 @@ fn connect(dir: &Path) -> Result<(tokio::runtime::Runtime, lancedb::Connection),
         .build()
         .map_err(err)?;
     let uri = dir.to_string_lossy().into_owned();
-    let db = runtime.block_on(lancedb::connect(&uri).execute()).map_err(err)?;
+    // Every read checks for a newer table version, so a store kept open for many searches
+    // sees what another process (`zblade watch`, the app's indexer) wrote meanwhile.
+    let connect = lancedb::connect(&uri).read_consistency_interval(std::time::Duration::ZERO);
+    let db = runtime.block_on(connect.execute()).map_err(err)?;
     Ok((runtime, db))
+}
+
+fn has_vector_index(runtime: &tokio::runtime::Runtime, table: &lancedb::Table) -> Result<bool, String> {
+    Ok(runtime
+        .block_on(table.list_indices())
+        .map_err(err)?
+        .iter()
+        .any(|i| i.columns == ["vector"]))
 }
 
 /// The table name for a model id: letters, digits and `_` only.
@@ -86,6 +97,16 @@ pub struct Neighbour {
     pub distance: f32,
 }
 
+impl std::fmt::Debug for VectorStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VectorStore")
+            .field("table", &self.table.name())
+            .field("dim", &self.dim)
+            .field("indexed", &self.indexed)
+            .finish()
+    }
+}
+
 impl VectorStore {
     /// Opens (creating if needed) the table of `model_id` under `dir`.
     pub fn open(dir: &Path, model_id: &str, dim: usize) -> Result<Self, String> {
@@ -100,17 +121,45 @@ impl VectorStore {
                 db.create_table(&name, empty).execute().await.map_err(err)
             }
         })?;
-        let indexed = runtime
-            .block_on(table.list_indices())
-            .map_err(err)?
-            .iter()
-            .any(|i| i.columns == ["vector"]);
+        let indexed = has_vector_index(&runtime, &table)?;
         Ok(VectorStore {
             runtime,
             table,
             dim,
             indexed,
         })
+    }
+
+    /// Opens the table of `model_id` under `dir` if it exists, without creating anything;
+    /// the vector length is read from the table.
+    pub fn open_existing(dir: &Path, model_id: &str) -> Result<Option<Self>, String> {
+        if !dir.exists() {
+            return Ok(None);
+        }
+        let (runtime, db) = connect(dir)?;
+        let name = table_name(model_id);
+        let Some(table) = runtime.block_on(async {
+            if db.table_names().execute().await.map_err(err)?.contains(&name) {
+                db.open_table(&name).execute().await.map(Some).map_err(err)
+            } else {
+                Ok(None)
+            }
+        })?
+        else {
+            return Ok(None);
+        };
+        let schema = runtime.block_on(table.schema()).map_err(err)?;
+        let dim = match schema.field_with_name("vector").map(|f| f.data_type().clone()) {
+            Ok(DataType::FixedSizeList(_, n)) => n as usize,
+            _ => return Err(format!("table {name} has no vector column")),
+        };
+        let indexed = has_vector_index(&runtime, &table)?;
+        Ok(Some(VectorStore {
+            runtime,
+            table,
+            dim,
+            indexed,
+        }))
     }
 
     /// Names of every vector table under `dir` (one per model ever used).
@@ -283,7 +332,9 @@ impl VectorStore {
     /// The `k` nearest vectors to `query` by cosine distance: through the ANN index when
     /// there is one (candidates re-ranked by exact distance), else by exact search.
     pub fn nearest(&self, query: &[f32], k: usize) -> Result<Vec<Neighbour>, String> {
-        self.nearest_with(query, k, self.indexed)
+        // Not `self.indexed`: another process may have built the index since this store was
+        // opened. Without an index LanceDB searches exactly and ignores the ANN settings.
+        self.nearest_with(query, k, true)
     }
 
     /// Exact search even when an ANN index exists: the reference the index's recall is
