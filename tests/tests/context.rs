@@ -260,3 +260,30 @@ fn bad_input_gets_clear_errors_and_huge_queries_still_work() {
     );
     assert!(result["text"].as_str().unwrap().contains("moment_jwt"));
 }
+
+#[test]
+fn retrieval_is_hybrid_once_the_project_is_embedded() {
+    let repo = fixture();
+    let root = repo.root();
+    let settings = root.join(".zblade/config/settings.json");
+    let mut s = zblade_core::Settings::load(&settings).unwrap();
+    s.search.embedding_model = zblade_tests::tiny_model().to_string_lossy().into_owned();
+    s.save(&settings).unwrap();
+    json(&zblade(root, &["--json", "index"]));
+    let result = json(&zblade(
+        root,
+        &["--json", "context", "rotating the signing key", "--budget", "1500"],
+    ));
+    assert_eq!(result["mode"], "hybrid", "{:#}", result["notices"]);
+    assert!(result["tokens"].as_u64().unwrap() <= 1500);
+    // Project files are candidates too, read from the working tree.
+    assert!(
+        result["receipt"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["key"].as_str().unwrap().starts_with("code:src/auth.rs")),
+        "{:#}",
+        result["receipt"]
+    );
+}

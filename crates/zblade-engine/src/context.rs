@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::Component;
 use std::time::Instant;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use zblade_context::{Analysis, Candidate, Cl100k, Extractive, FileRef, Format, Item, Pack, PackOptions, Source, Tier};
 use zblade_core::{Error, Result};
@@ -89,12 +89,15 @@ fn memory_candidate(text: &MemoryText, source: Source, retrieval: f64) -> Candid
 
 /// A code reference as a candidate: the code at its live location, with its status; a
 /// reference whose code is gone says so instead of showing what used to be there.
-fn reference_candidate(reference: &ReferenceReport, retrieval: f64) -> Candidate {
+fn reference_candidate(reference: &ReferenceReport, retrieval: f64, owner_time: Option<DateTime<Utc>>) -> Candidate {
     let location = reference.live.as_ref().unwrap_or(&reference.captured);
     let text = match (&reference.code, reference.status.as_str()) {
         (Some(lines), _) if !lines.is_empty() => lines.join("\n"),
         (_, status) => format!(
-            "(the referenced code is {status}: {})",
+            "({} lines {}-{} are {status}: {})",
+            location.file,
+            location.lines[0],
+            location.lines[1],
             reference.reason.as_deref().unwrap_or("not in the working tree")
         ),
     };
@@ -113,7 +116,8 @@ fn reference_candidate(reference: &ReferenceReport, retrieval: f64) -> Candidate
             status,
         },
         text,
-        time: None,
+        // The turn's time, so recency treats the code like the turn that points to it.
+        time: owner_time,
         retrieval,
     }
 }
@@ -203,9 +207,15 @@ impl Project {
                     results.stale_files.join(", ")
                 ));
             }
-            // Scores of different modes live on different scales: scale to 0..1 here.
+            // Scores of different modes live on different scales, and BM25 over a small
+            // project gives common words near-zero weight: half the retrieval signal is the
+            // score relative to the best, half the position in the results.
             let top = results.hits.iter().map(|h| h.hit.score).fold(0.0f64, f64::max);
-            let scale = |score: f64| if top > 0.0 { (score / top).clamp(0.0, 1.0) } else { 0.0 };
+            let count = results.hits.len() as f64;
+            let scale = |score: f64, position: usize| {
+                let relative = if top > 0.0 { (score / top).clamp(0.0, 1.0) } else { 0.0 };
+                0.5 * relative + 0.5 * (count - position as f64) / count
+            };
             let keys: Vec<String> = results
                 .hits
                 .iter()
@@ -217,17 +227,19 @@ impl Project {
                 .into_iter()
                 .map(|t| (t.key.clone(), t))
                 .collect();
-            for hit in &results.hits {
-                let retrieval = scale(hit.hit.score);
+            for (position, hit) in results.hits.iter().enumerate() {
+                let retrieval = scale(hit.hit.score, position);
                 match hit.hit.kind {
                     HitKind::Message | HitKind::Moment => {
-                        if let Some(text) = texts.get(&zblade_index::hit_key(&hit.hit)) {
+                        let text = texts.get(&zblade_index::hit_key(&hit.hit));
+                        if let Some(text) = text {
                             candidates.push(memory_candidate(text, Source::Retrieved, retrieval));
                         }
                         // The code a remembered turn is about, as it is now; it ranks just
                         // below the turn that points to it.
                         for reference in &hit.references {
-                            candidates.push(reference_candidate(reference, retrieval * 0.9));
+                            let time = text.and_then(|t| t.time);
+                            candidates.push(reference_candidate(reference, retrieval * 0.9, time));
                         }
                     }
                     HitKind::Code => {
