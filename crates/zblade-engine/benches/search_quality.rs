@@ -14,7 +14,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::Value;
-use zblade_engine::{CANDIDATES, HYBRID_SEMANTIC_WEIGHT, Project, SearchKind, SearchMode, SearchQuery};
+use zblade_engine::{
+    CANDIDATES, ContextFormat, ContextRequest, ContextTier, HYBRID_SEMANTIC_WEIGHT, Project, SearchKind, SearchMode,
+    SearchQuery,
+};
 use zblade_search::fusion::{relative_score_fusion, weighted_rank_fusion};
 
 mod common;
@@ -193,6 +196,8 @@ fn main() {
     let mut sweep = [Scores::default(); SWEEP.len()];
     let mut turns = 0;
     let mut embed_time = 0.0;
+    let counter = zblade_context::Cl100k::new();
+    let mut packing = Packing::default();
     for file in &files {
         let data: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
         let work = tempfile::tempdir().unwrap();
@@ -222,6 +227,11 @@ fn main() {
             ));
             session += 1;
         }
+        let whole_tokens: usize = batch
+            .iter()
+            .flat_map(|(c, _)| c.messages.iter())
+            .map(|m| zblade_context::TokenCounter::count(&counter, &m.content))
+            .sum();
         project.add_conversations(batch).unwrap();
         let started = Instant::now();
         project
@@ -262,6 +272,32 @@ fn main() {
             for (j, fusion) in SWEEP.iter().enumerate() {
                 score(&fusion.fuse(&keyword, &semantic), &evidence, &mut sweep[j]);
             }
+            // Context assembly (issue 5): does an 8,000-token pack hold the evidence turns?
+            let request = ContextRequest {
+                query: text.to_string(),
+                budget: PACK_BUDGET,
+                conversation: None,
+                format: ContextFormat::Xml,
+                tier: ContextTier::Balanced,
+                mode: None,
+            };
+            let result = project.context(&request).unwrap();
+            let packed: HashSet<&str> = result
+                .pack
+                .entries
+                .iter()
+                .filter_map(|e| match &e.candidate.item {
+                    zblade_context::Item::Message { message, .. } => Some(message.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let found = evidence.iter().filter(|id| packed.contains(id.as_str())).count();
+            packing.questions += 1;
+            packing.all_evidence += usize::from(found == evidence.len());
+            packing.any_evidence += usize::from(found > 0);
+            packing.pack_tokens += result.pack.tokens;
+            packing.whole_tokens += whole_tokens;
+            packing.millis += result.elapsed_ms;
         }
     }
     let mut table = String::from("| mode | recall@5 | recall@10 | nDCG@10 |\n|---|---|---|---|\n");
@@ -295,8 +331,48 @@ fn main() {
         files.len(),
         totals[0].n,
     );
-    println!("{report}");
+    let n = packing.questions.max(1) as f64;
+    let savings = format!(
+        "Each question of the search-quality run above, asked of `zblade context` on its conversation \
+         (hybrid retrieval, budget {PACK_BUDGET} cl100k_base tokens, XML, balanced tier, extractive compressor):\n\n\
+         | measure | value |\n|---|---|\n\
+         | questions | {} |\n\
+         | tokens of the whole conversation (turn texts only), mean | {:.0} |\n\
+         | tokens of the packed context, mean | {:.0} |\n\
+         | packed / whole | {:.3} |\n\
+         | questions with every evidence turn in the pack | {:.3} |\n\
+         | questions with at least one evidence turn in the pack | {:.3} |\n\
+         | assembly time, mean | {:.1} ms |\n\n",
+        packing.questions,
+        packing.whole_tokens as f64 / n,
+        packing.pack_tokens as f64 / n,
+        packing.pack_tokens as f64 / packing.whole_tokens.max(1) as f64,
+        packing.all_evidence as f64 / n,
+        packing.any_evidence as f64 / n,
+        packing.millis / n,
+    );
+    println!("{report}\n{savings}");
     if full {
         write_section("search-quality", "Search quality on LoCoMo", "search_quality", &report);
+        write_section(
+            "context-savings",
+            "Context token savings on LoCoMo",
+            "search_quality",
+            &savings,
+        );
     }
+}
+
+/// Token budget of the packs in the savings measurement.
+const PACK_BUDGET: usize = 8_000;
+
+/// Totals of the context-assembly measurement.
+#[derive(Default)]
+struct Packing {
+    questions: usize,
+    all_evidence: usize,
+    any_evidence: usize,
+    pack_tokens: usize,
+    whole_tokens: usize,
+    millis: f64,
 }

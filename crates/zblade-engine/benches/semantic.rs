@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
 use zblade_core::{Conversation, parse_conversation};
-use zblade_engine::{Project, SearchKind, SearchMode, SearchQuery};
+use zblade_engine::{ContextFormat, ContextRequest, ContextTier, Project, SearchKind, SearchMode, SearchQuery};
 use zblade_search::{Embedder, VectorStore};
 
 mod common;
@@ -80,11 +80,12 @@ fn main() {
     let mut report = String::new();
     let throughput = indexing_throughput(if full { 400 } else { 16 }, if full { 2 } else { 1 });
     report.push_str(&throughput);
-    let at_scale = search_at_scale(if full { 100_000 } else { 600 }, if full { 300 } else { 20 });
+    let (at_scale, context) = search_at_scale(if full { 100_000 } else { 600 }, if full { 300 } else { 20 });
     report.push_str(&at_scale);
-    println!("{report}");
+    println!("{report}{context}");
     if full {
         write_section("semantic", "Semantic and hybrid search", "semantic", &report);
+        write_section("context-speed", "Context assembly speed", "semantic", &context);
     }
 }
 
@@ -216,8 +217,8 @@ fn unit(mut v: Vec<f32>) -> Vec<f32> {
 }
 
 /// A project of `messages` messages with one synthetic vector per chunk; hybrid query
-/// latency, index size and ANN recall.
-fn search_at_scale(messages: usize, query_count: usize) -> String {
+/// latency, index size and ANN recall; and context assembly on the same project (issue 5).
+fn search_at_scale(messages: usize, query_count: usize) -> (String, String) {
     let mut text = TextGen::new(42);
     let parsed = conversations(&mut text, messages / MESSAGES_PER_CONVERSATION);
     let work = tempfile::tempdir().unwrap();
@@ -305,6 +306,50 @@ fn search_at_scale(messages: usize, query_count: usize) -> String {
     let (semantic, _) = timed(SearchMode::Semantic);
     let (keyword, _) = timed(SearchMode::Keyword);
 
+    // Context assembly without the LLM (issue 5): hybrid candidates, rerank, budget of 8,000
+    // real tokens, XML; next to the hybrid search of 50 candidates it starts from.
+    let mut context_times = Vec::new();
+    let mut candidate_times = Vec::new();
+    let (mut packed_tokens, mut packed_entries) = (0usize, 0usize);
+    let counter = zblade_context::Cl100k::new(); // built once per process, as in a server
+    for q in &queries {
+        let request = ContextRequest {
+            query: q.clone(),
+            budget: 8_000,
+            conversation: None,
+            format: ContextFormat::Xml,
+            tier: ContextTier::Balanced,
+            mode: None,
+        };
+        let started = Instant::now();
+        let result = project.context(&request).unwrap();
+        context_times.push(started.elapsed());
+        assert!(result.pack.tokens <= 8_000);
+        assert_eq!(
+            result.pack.tokens,
+            zblade_context::TokenCounter::count(&counter, &result.pack.text)
+        );
+        packed_tokens += result.pack.tokens;
+        packed_entries += result.pack.entries.len();
+        let query = SearchQuery::new(q, zblade_engine::CANDIDATES, SearchKind::All);
+        let started = Instant::now();
+        std::hint::black_box(project.search_with(&query, None).unwrap());
+        candidate_times.push(started.elapsed());
+    }
+    let context = Stats::of(&mut context_times);
+    let candidates = Stats::of(&mut candidate_times);
+    let context_report = format!(
+        "Same project as \"Search at {} chunks\" above, same {query_count} queries (embedding cached), \
+         budget 8,000 cl100k_base tokens, XML, balanced tier, no compressor model (extractive).\n\n\
+         | measure | p50 / p95 / p99 | target |\n|---|---|---|\n\
+         | `Project::context` (analyse, hybrid top 50, full texts, code hydration, rerank + MMR, pack, render, count) | {context} | p50 ≤ 30 ms, p95 ≤ 60 ms |\n\
+         | of which: hybrid search for 50 candidates (measured alone) | {candidates} | – |\n\n\
+         Packs held {:.0} tokens and {:.1} entries on average.\n\n",
+        cids.len(),
+        packed_tokens as f64 / queries.len() as f64,
+        packed_entries as f64 / queries.len() as f64,
+    );
+
     // Raw baselines in the same run: one LanceDB ANN query (top 50, as hybrid fetches) and
     // one bare FTS5 query per search.
     let store = VectorStore::open(&vectors_dir, MODEL, dim).unwrap();
@@ -346,7 +391,7 @@ fn search_at_scale(messages: usize, query_count: usize) -> String {
     let exact = Stats::of(&mut exact_times);
     let hybrid_ratio = hybrid.p95.as_secs_f64() / (lance.p95 + fts.p95).as_secs_f64();
 
-    format!(
+    let search_report = format!(
         "### Search at {} chunks\n\n\
          {messages} messages in {} conversations (the foundation benchmark's generator), {} chunks, {} distinct \
          CIDs, one synthetic 384-dimension vector per CID (clustered unit vectors), IVF-PQ index built in \
@@ -376,5 +421,6 @@ fn search_at_scale(messages: usize, query_count: usize) -> String {
         mb(raw_vector_bytes),
         cids.len(),
         mb(raw_fts_bytes),
-    )
+    );
+    (search_report, context_report)
 }
