@@ -287,3 +287,69 @@ fn retrieval_is_hybrid_once_the_project_is_embedded() {
         result["receipt"]
     );
 }
+
+#[test]
+fn moments_are_extracted_once_and_updated_in_place() {
+    let repo = fixture();
+    let root = repo.root();
+    add(
+        root,
+        "conversation",
+        "sessions.json",
+        &serde_json::json!({
+            "conversation_id": "conv_sessions",
+            "title": "Session store",
+            "messages": [
+                {"id": "msg_1", "role": "user", "content": "Where should sessions live?"},
+                {"id": "msg_2", "role": "assistant", "content": "We decided to keep sessions in SQLite, not Redis. Good question.",
+                 "code_references": [{"file": "src/auth.rs", "lines": [7, 7]}]},
+                {"id": "msg_3", "role": "assistant", "content": "The login bug was fixed by trimming the session cookie."}
+            ]
+        }),
+    );
+    let first = json(&zblade(root, &["--json", "moments", "extract", "conv_sessions"]));
+    let written: Vec<&str> = first["written"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(written.len(), 2, "{first:#}");
+    let shown = json(&zblade(root, &["--json", "show", written[0]]));
+    assert_eq!(shown["moment"]["type"], "decision");
+    assert_eq!(shown["moment"]["context"], "Where should sessions live?");
+    assert_eq!(shown["moment"]["code_references"][0]["file"], "src/auth.rs");
+    assert_eq!(shown["references"][0]["status"], "ok");
+
+    // Unchanged: nothing is redone. A corrupt cache entry: redone, same moments, no copies.
+    let all = json(&zblade(root, &["--json", "moments", "extract"]));
+    assert_eq!(
+        (all["conversations"].as_u64(), all["unchanged"].as_u64()),
+        (Some(3), Some(1)),
+        "{all:#}"
+    );
+    let again = json(&zblade(root, &["--json", "moments", "extract"]));
+    assert_eq!(again["unchanged"], 3, "{again:#}");
+    assert_eq!(again["written"].as_array().unwrap().len(), 0);
+    std::fs::write(root.join(".zblade/cache/moments/conv_sessions.json"), "{not json").unwrap();
+    let redone = json(&zblade(root, &["--json", "moments", "extract", "conv_sessions"]));
+    assert_eq!(redone["written"], first["written"]);
+    let moments = json(&zblade(root, &["--json", "list", "moments"]));
+    assert_eq!(
+        moments.as_array().unwrap().len(),
+        3,
+        "the decision added by hand and the two extracted"
+    );
+
+    // Extracted moments are found by context assembly.
+    let result = context(root, &["sessions sqlite"]);
+    assert!(
+        result["text"]
+            .as_str()
+            .unwrap()
+            .contains("We decided to keep sessions in SQLite")
+    );
+
+    let out = zblade(root, &["moments", "extract", "conv_nope"]);
+    assert_eq!(out.status.code(), Some(1));
+}

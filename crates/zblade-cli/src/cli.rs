@@ -103,6 +103,9 @@ pub enum Command {
         #[arg(long)]
         receipt: bool,
     },
+    /// Moments: find decisions, solutions and patterns in conversations.
+    #[command(subcommand)]
+    Moments(MomentsCommand),
     /// Index project files for search (honouring .gitignore; binary, generated and huge files
     /// are skipped) and embed every message, moment and code chunk not embedded yet (local
     /// model, nothing leaves the machine). Incremental: unchanged files are not read again.
@@ -299,4 +302,17 @@ pub enum TierArg {
     Balanced,
     /// Full content, 5 recent turns.
     Fast,
+}
+
+/// `zblade moments …`
+#[derive(Debug, Subcommand)]
+pub enum MomentsCommand {
+    /// Find decisions, solutions and patterns in a conversation (or in all of them) and write
+    /// them as moment artifacts. Without a compressor model the extractor is deterministic
+    /// (phrases such as "we decided", "fixed by", "always"); running it again updates the same
+    /// moments, and conversations unchanged since the last run are skipped.
+    Extract {
+        /// The conversation (default: every conversation).
+        conversation: Option<String>,
+    },
 }

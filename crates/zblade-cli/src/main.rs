@@ -15,7 +15,8 @@ use zblade_engine::{
 };
 
 use crate::cli::{
-    AddCommand, Cli, Command, FormatArg, KindArg, ListCommand, ModeArg, ModelsCommand, RefsCommand, TierArg,
+    AddCommand, Cli, Command, FormatArg, KindArg, ListCommand, ModeArg, ModelsCommand, MomentsCommand, RefsCommand,
+    TierArg,
 };
 use crate::render::Out;
 
@@ -186,6 +187,11 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 }
             }
             out.context(&result, receipt)?;
+        }
+        Command::Moments(MomentsCommand::Extract { conversation }) => {
+            let mut project = Project::open(&root)?;
+            let report = project.extract_moments(conversation.as_deref())?;
+            out.extracted(&report)?;
         }
         Command::Models(ModelsCommand::List) => {
             let project = Project::open(&root)?;

@@ -4,8 +4,8 @@ use std::io::Write;
 
 use serde::Serialize;
 use zblade_engine::{
-    AddOutcome, ContextResult, ConversationSummary, Error, FsckReport, Hit, IndexReport, InitReport, ModelDownload,
-    ModelEntry, MomentSummary, ReferenceReport, ReindexReport, SearchResults, Shown, Status, WatchEvent,
+    AddOutcome, ContextResult, ConversationSummary, Error, ExtractReport, FsckReport, Hit, IndexReport, InitReport,
+    ModelDownload, ModelEntry, MomentSummary, ReferenceReport, ReindexReport, SearchResults, Shown, Status, WatchEvent,
 };
 
 /// Lines of code shown under a search hit's reference (`zblade show` prints them all).
@@ -363,6 +363,24 @@ impl<W: Write> Out<W> {
                 one_line(&l.label, 60),
                 l.reason
             )?;
+        }
+        Ok(())
+    }
+
+    pub fn extracted(&mut self, report: &ExtractReport) -> R {
+        if self.json {
+            return self.json(report);
+        }
+        line!(
+            self,
+            "{} moment(s) written from {} conversation(s) ({} unchanged since the last run; {} extractor).",
+            report.written.len(),
+            report.conversations,
+            report.unchanged,
+            report.extractor
+        )?;
+        for id in &report.written {
+            line!(self, "  {id}")?;
         }
         Ok(())
     }

@@ -12,6 +12,7 @@
 pub mod candidate;
 pub mod extractive;
 pub mod format;
+pub mod moments;
 pub mod pack;
 pub mod query;
 pub mod rerank;

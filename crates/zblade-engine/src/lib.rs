@@ -17,6 +17,7 @@
 
 mod code;
 mod context;
+mod extract;
 mod fsck;
 mod lock;
 mod models;
@@ -32,6 +33,7 @@ mod watch;
 
 pub use code::CodeIndexReport;
 pub use context::{ContextRequest, ContextResult, DEFAULT_BUDGET, MAX_QUERY_CHARS, RECENT_WINDOW};
+pub use extract::ExtractReport;
 pub use fsck::{FsckReport, Problem, ProblemKind};
 pub use models::{ModelDownload, ModelEntry, models_dir};
 pub use project::{AddOutcome, InitReport, Project, ReindexReport};

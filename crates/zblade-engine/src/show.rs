@@ -109,7 +109,7 @@ impl Project {
         Ok(Shown::Messages { matches })
     }
 
-    fn load_conversation(&self, id: &str) -> Result<Conversation> {
+    pub(crate) fn load_conversation(&self, id: &str) -> Result<Conversation> {
         let path = self.layout.conversation_path(id);
         if !path.exists() {
             return Err(Error::NotFound(format!("no conversation {id} in this project")));
