@@ -58,8 +58,8 @@ pub fn render(entries: &[Entry], format: Format) -> String {
 struct Groups {
     instructions: Vec<usize>,
     moments: Vec<usize>,
-    /// Conversation id and its turns, in time order.
-    sessions: Vec<(String, Vec<usize>)>,
+    /// Conversation id, title and its turns, in time order.
+    sessions: Vec<(String, String, Vec<usize>)>,
     code: Vec<usize>,
 }
 
@@ -68,20 +68,22 @@ struct Groups {
 fn display_order(entries: &[Entry]) -> Groups {
     let mut instructions = Vec::new();
     let mut moments = Vec::new();
-    let mut sessions: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut sessions: Vec<(String, String, Vec<usize>)> = Vec::new();
     let mut code = Vec::new();
     for (i, e) in entries.iter().enumerate() {
         match &e.candidate.item {
             Item::Instructions => instructions.push(i),
             Item::Moment { .. } => moments.push(i),
             Item::Code { .. } => code.push(i),
-            Item::Message { conversation, .. } => match sessions.iter_mut().find(|(id, _)| id == conversation) {
-                Some((_, turns)) => turns.push(i),
-                None => sessions.push((conversation.clone(), vec![i])),
+            Item::Message {
+                conversation, title, ..
+            } => match sessions.iter_mut().find(|(id, ..)| id == conversation) {
+                Some((.., turns)) => turns.push(i),
+                None => sessions.push((conversation.clone(), title.clone(), vec![i])),
             },
         }
     }
-    for (_, turns) in &mut sessions {
+    for (.., turns) in &mut sessions {
         turns.sort_by(|&a, &b| {
             entries[a]
                 .candidate
@@ -130,11 +132,7 @@ fn render_xml(entries: &[Entry]) -> String {
             ));
         }
     }
-    for (id, turns) in sessions {
-        let title = match &entries[turns[0]].candidate.item {
-            Item::Message { title, .. } => title.clone(),
-            _ => String::new(),
-        };
+    for (id, title, turns) in sessions {
         out.push_str(&format!("<session id=\"{}\" title=\"{}\">\n", attr(&id), attr(&title)));
         for i in turns {
             let e = &entries[i];
@@ -211,11 +209,7 @@ fn render_markdown(entries: &[Entry]) -> String {
         }
         out.push('\n');
     }
-    for (id, turns) in sessions {
-        let title = match &entries[turns[0]].candidate.item {
-            Item::Message { title, .. } => title.clone(),
-            _ => String::new(),
-        };
+    for (id, title, turns) in sessions {
         out.push_str(&format!("## Conversation: {title} (`{id}`)\n\n"));
         for i in turns {
             let e = &entries[i];
