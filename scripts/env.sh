@@ -8,6 +8,8 @@ export ZBLADE_PY_ENV="${ZBLADE_PY_ENV:-$HOME/.cache/zblade-py}"
 export ZBLADE_PYTHON="$ZBLADE_PY_ENV/bin/python"
 # Where embedding models live (zblade's default; see docs/SEARCH.md).
 export ZBLADE_MODELS_DIR="${ZBLADE_MODELS_DIR:-$HOME/.cache/zblade/models}"
+# The tiny llama.cpp model tests use (scripts/models/build_tiny_gguf.py writes it).
+export ZBLADE_TEST_GGUF="${ZBLADE_TEST_GGUF:-$ZBLADE_MODELS_DIR/test/tiny-llama.gguf}"
 if [ -z "${ORT_DYLIB_PATH:-}" ]; then
   ort_lib="$(ls "$ZBLADE_PY_ENV"/lib/python3*/site-packages/onnxruntime/capi/libonnxruntime.so* 2>/dev/null | sort | tail -n 1 || true)"
   # An `if`, not `&&`: a false test as the last command would fail the scripts that source this.

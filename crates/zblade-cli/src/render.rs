@@ -4,8 +4,9 @@ use std::io::Write;
 
 use serde::Serialize;
 use zblade_engine::{
-    AddOutcome, ContextResult, ConversationSummary, Error, ExtractReport, FsckReport, Hit, IndexReport, InitReport,
-    ModelDownload, ModelEntry, MomentSummary, ReferenceReport, ReindexReport, SearchResults, Shown, Status, WatchEvent,
+    AddOutcome, CompressorInstall, CompressorModel, CompressorStatus, ContextResult, ConversationSummary, Error,
+    ExtractReport, FsckReport, Hit, IndexReport, InitReport, ModelDownload, ModelEntry, MomentSummary, ReferenceReport,
+    ReindexReport, SearchResults, Shown, Status, SummarizeReport, WatchEvent,
 };
 
 /// Lines of code shown under a search hit's reference (`zblade show` prints them all).
@@ -382,7 +383,113 @@ impl<W: Write> Out<W> {
         for id in &report.written {
             line!(self, "  {id}")?;
         }
+        for notice in &report.notices {
+            eprintln!("zblade: note: {notice}");
+        }
         Ok(())
+    }
+
+    pub fn summarized(&mut self, report: &SummarizeReport) -> R {
+        if self.json {
+            return self.json(report);
+        }
+        line!(
+            self,
+            "{} summary(ies) written for {} conversation(s) ({} still fresh; {}).",
+            report.refreshed.len(),
+            report.conversations,
+            report.unchanged,
+            report.summarizer
+        )?;
+        for id in &report.refreshed {
+            line!(self, "  {id}")?;
+        }
+        for notice in &report.notices {
+            eprintln!("zblade: note: {notice}");
+        }
+        Ok(())
+    }
+
+    pub fn compressor_status(&mut self, status: &CompressorStatus) -> R {
+        if self.json {
+            return self.json(status);
+        }
+        match &status.model {
+            Some(m) => line!(
+                self,
+                "Compressor: {} ({}, {} parameters, {}, context {} tokens{}).",
+                status.compressor,
+                m.path.display(),
+                m.parameters,
+                human_bytes(m.size_bytes),
+                m.context_tokens,
+                if m.chat_template {
+                    ", chat template"
+                } else {
+                    ", no chat template"
+                }
+            ),
+            None => {
+                line!(self, "Compressor: extractive (deterministic; no model is used).")?;
+                if let Some(notice) = &status.notice {
+                    line!(self, "Configured model {:?}: {notice}", status.configured)?;
+                } else {
+                    line!(
+                        self,
+                        "Install a model with `zblade compressor import FILE.gguf --use` (see docs/CONTEXT.md)."
+                    )?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    pub fn compressor_models(&mut self, models: &[CompressorModel]) -> R {
+        if self.json {
+            return self.json(models);
+        }
+        if models.is_empty() {
+            return line!(
+                self,
+                "No compressor models installed (`zblade compressor import FILE.gguf`)."
+            );
+        }
+        for m in models {
+            let mark = if m.active { "*" } else { " " };
+            let problem = m.problem.as_deref().map(|p| format!("  ({p})")).unwrap_or_default();
+            line!(
+                self,
+                "{mark} {:<32} {:>9}  {}{problem}",
+                m.name,
+                human_bytes(m.size_bytes),
+                m.path
+            )?;
+        }
+        Ok(())
+    }
+
+    pub fn compressor_installed(&mut self, install: &CompressorInstall) -> R {
+        if self.json {
+            return self.json(install);
+        }
+        line!(
+            self,
+            "Installed {} at {} ({}, sha256 {}{}).{}",
+            install.model.name,
+            install.model.path,
+            human_bytes(install.model.size_bytes),
+            install.sha256,
+            if install.verified {
+                ", verified"
+            } else {
+                ", not checked: no --sha256 given"
+            },
+            if install.model.active {
+                " The compressor uses it now."
+            } else {
+                ""
+            }
+        )
     }
 
     /// Any value as JSON.

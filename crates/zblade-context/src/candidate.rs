@@ -15,6 +15,8 @@ pub enum Source {
     Explicit,
     /// The recency window of the active conversation.
     Recent,
+    /// The stored summary of the active conversation (what came before its recent turns).
+    Summary,
     /// Found by search (hybrid, or keyword without a model).
     Retrieved,
 }
@@ -35,6 +37,13 @@ pub enum Item {
         message: String,
         /// `user`, `assistant`, …
         role: String,
+    },
+    /// The summary of a conversation.
+    Summary {
+        /// Conversation id.
+        conversation: String,
+        /// Conversation title.
+        title: String,
     },
     /// A moment (decision, pattern, solution, context).
     Moment {
@@ -81,7 +90,7 @@ impl Candidate {
     /// The conversation this candidate belongs to, if any.
     pub fn conversation(&self) -> Option<&str> {
         match &self.item {
-            Item::Message { conversation, .. } => Some(conversation),
+            Item::Message { conversation, .. } | Item::Summary { conversation, .. } => Some(conversation),
             _ => None,
         }
     }
@@ -97,6 +106,7 @@ impl Candidate {
                 role,
                 ..
             } => format!("{conversation}/{message} ({role})"),
+            Item::Summary { conversation, .. } => format!("summary of {conversation}"),
             Item::Moment { id, moment_type, .. } => format!("{moment_type} {id}"),
             Item::Code { path, lines, .. } => format!("{path}:{}-{}", lines.0, lines.1),
         }

@@ -114,7 +114,8 @@ fn join(pieces: &[&str], kept: &[usize], total: usize) -> String {
     out
 }
 
-/// The longest prefix of `text` (cut between words) that fits `max_tokens` with a closing `…`.
+/// The longest prefix of `text` that fits `max_tokens` with a closing `…`: cut between words,
+/// or inside the first word when even that does not fit (a long path, minified code).
 pub fn truncate(text: &str, max_tokens: usize, counter: &dyn TokenCounter) -> String {
     if counter.count(text) <= max_tokens {
         return text.to_string();
@@ -131,10 +132,24 @@ pub fn truncate(text: &str, max_tokens: usize, counter: &dyn TokenCounter) -> St
             high = mid - 1;
         }
     }
+    if low > 0 {
+        return format!("{} …", words[..low].join(" "));
+    }
+    let chars: Vec<char> = text.trim_start().chars().collect();
+    let (mut low, mut high) = (0usize, chars.len());
+    while low < high {
+        let mid = (low + high).div_ceil(2);
+        let candidate: String = chars[..mid].iter().collect::<String>() + "…";
+        if counter.count(&candidate) <= max_tokens {
+            low = mid;
+        } else {
+            high = mid - 1;
+        }
+    }
     if low == 0 {
         return String::new();
     }
-    format!("{} …", words[..low].join(" "))
+    chars[..low].iter().collect::<String>() + "…"
 }
 
 #[cfg(test)]
@@ -170,5 +185,12 @@ mod tests {
         let long = "word ".repeat(500);
         let cut = shrink(&long, 50, "", &bpe);
         assert!(bpe.count(&cut) <= 50 && cut.ends_with('…'));
+        // One long word is cut inside it rather than dropped.
+        let path = "src/".repeat(200) + "main.rs";
+        let cut = truncate(&path, 20, &bpe);
+        assert!(
+            cut.starts_with("src/src/") && cut.ends_with('…') && bpe.count(&cut) <= 20,
+            "{cut}"
+        );
     }
 }

@@ -77,18 +77,20 @@ fn display_order(entries: &[Entry]) -> Groups {
             Item::Code { .. } => code.push(i),
             Item::Message {
                 conversation, title, ..
-            } => match sessions.iter_mut().find(|(id, ..)| id == conversation) {
+            }
+            | Item::Summary { conversation, title } => match sessions.iter_mut().find(|(id, ..)| id == conversation) {
                 Some((.., turns)) => turns.push(i),
                 None => sessions.push((conversation.clone(), title.clone(), vec![i])),
             },
         }
     }
+    // The summary first (it tells what came before), then the turns in time order.
     for (.., turns) in &mut sessions {
         turns.sort_by(|&a, &b| {
-            entries[a]
-                .candidate
-                .time
-                .cmp(&entries[b].candidate.time)
+            let summary = |i: usize| !matches!(entries[i].candidate.item, Item::Summary { .. });
+            summary(a)
+                .cmp(&summary(b))
+                .then(entries[a].candidate.time.cmp(&entries[b].candidate.time))
                 .then(a.cmp(&b))
         });
     }
@@ -136,6 +138,9 @@ fn render_xml(entries: &[Entry]) -> String {
         out.push_str(&format!("<session id=\"{}\" title=\"{}\">\n", attr(&id), attr(&title)));
         for i in turns {
             let e = &entries[i];
+            if let Item::Summary { .. } = &e.candidate.item {
+                out.push_str(&format!("  <summary>{}</summary>\n", escape(&e.packed)));
+            }
             if let Item::Message { message, role, .. } = &e.candidate.item {
                 out.push_str(&format!(
                     "  <turn id=\"{}\" role=\"{}\"{}{}{}>{}</turn>\n",
@@ -213,6 +218,9 @@ fn render_markdown(entries: &[Entry]) -> String {
         out.push_str(&format!("## Conversation: {title} (`{id}`)\n\n"));
         for i in turns {
             let e = &entries[i];
+            if let Item::Summary { .. } = &e.candidate.item {
+                out.push_str(&format!("_Summary of what came before:_ {}\n\n", e.packed));
+            }
             if let Item::Message { role, .. } = &e.candidate.item {
                 let time = e
                     .candidate

@@ -163,6 +163,7 @@ fn pointer(candidate: &Candidate, full_tokens: usize, counter: &dyn TokenCounter
             conversation, message, ..
         } => format!("zblade show {conversation}/{message}"),
         Item::Moment { id, .. } => format!("zblade show {id}"),
+        Item::Summary { conversation, .. } => format!("zblade summarize {conversation}"),
         Item::Instructions => "instructions.md".into(),
     };
     format!("{summary} ({full_tokens} tokens; read it with {how})")
@@ -206,41 +207,48 @@ pub fn pack(
             _ => std::cmp::Ordering::Equal,
         })
     });
-    // Exact copies are dropped before reranking, so MMR compares different texts.
-    let mut first_with_cid: HashMap<String, String> = HashMap::new();
-    let mut copies: HashMap<String, String> = HashMap::new();
-    for c in &candidates {
-        match first_with_cid.get(&c.cid) {
-            Some(first) => {
-                copies.insert(c.key.clone(), first.clone());
-            }
+    // Exact copies are dropped before reranking, so MMR compares different texts. Copies are
+    // tracked by position: the same turn can come twice (recent and retrieved) under one key.
+    let mut first_with_cid: HashMap<&str, &str> = HashMap::new();
+    let copy_of: Vec<Option<String>> = candidates
+        .iter()
+        .map(|c| match first_with_cid.get(c.cid.as_str()) {
+            Some(first) => Some(first.to_string()),
             None => {
-                first_with_cid.insert(c.cid.clone(), c.key.clone());
+                first_with_cid.insert(&c.cid, &c.key);
+                None
             }
-        }
-    }
+        })
+        .collect();
     let retrieved: Vec<Candidate> = candidates
         .iter()
-        .filter(|c| c.source == Source::Retrieved && !copies.contains_key(&c.key))
-        .cloned()
+        .zip(&copy_of)
+        .filter(|(c, copy)| c.source == Source::Retrieved && copy.is_none())
+        .map(|(c, _)| c.clone())
         .collect();
     let ranked = rerank(&retrieved, options.now, options.active_conversation, &options.weights);
-    // Each candidate with, for retrieved ones, (rank, score parts, near-duplicate of).
+    // Each candidate with, for retrieved ones, (rank, score parts, near-duplicate of), and
+    // the key of the candidate it is an exact copy of.
     type Ranking = (usize, ScoreParts, Option<String>);
-    let mut ordered: Vec<(Candidate, Option<Ranking>)> = candidates
+    let mut ordered: Vec<(Candidate, Option<Ranking>, Option<String>)> = candidates
         .iter()
-        .filter(|c| c.source != Source::Retrieved || copies.contains_key(&c.key))
-        .map(|c| (c.clone(), None))
+        .zip(copy_of)
+        .filter(|(c, copy)| c.source != Source::Retrieved || copy.is_some())
+        .map(|(c, copy)| (c.clone(), None, copy))
         .collect();
     for (rank, r) in ranked.into_iter().enumerate() {
-        ordered.push((retrieved[r.index].clone(), Some((rank + 1, r.score, r.duplicate_of))));
+        ordered.push((
+            retrieved[r.index].clone(),
+            Some((rank + 1, r.score, r.duplicate_of)),
+            None,
+        ));
     }
 
     let mut used = empty;
     let mut entries: Vec<Entry> = Vec::new();
     let mut receipt: Vec<ReceiptLine> = Vec::new();
     let mut recent_taken = 0;
-    for (candidate, ranking) in ordered {
+    for (candidate, ranking, copy_of) in ordered {
         let full_tokens = counter.count(&candidate.text);
         let (rank, score, near_duplicate) = match ranking {
             Some((rank, score, dup)) => (Some(rank), Some(score), dup),
@@ -257,7 +265,7 @@ pub fn pack(
             included: false,
             reason: String::new(),
         };
-        if let Some(first) = copies.get(&candidate.key) {
+        if let Some(first) = copy_of {
             line.reason = format!("same text as {first}");
             receipt.push(line);
             continue;
@@ -322,6 +330,7 @@ pub fn pack(
             (Source::Instructions, _) => "always included".into(),
             (Source::Explicit, _) => "named in the query".into(),
             (Source::Recent, _) => "recent turn of the active conversation".into(),
+            (Source::Summary, _) => "summary of the active conversation".into(),
             (Source::Retrieved, Some(rank)) => format!("retrieved, rank {rank}"),
             (Source::Retrieved, None) => "retrieved".into(),
         };
@@ -618,6 +627,40 @@ mod tests {
                 .filter(|e| e.candidate.source == Source::Recent)
                 .count(),
             12
+        );
+    }
+
+    #[test]
+    fn a_turn_both_recent_and_retrieved_is_packed_once() {
+        let turn = message(
+            "conv_a",
+            "m01",
+            Source::Recent,
+            "we rotate refresh tokens hourly",
+            0,
+            0.0,
+        );
+        let mut found = turn.clone();
+        found.source = Source::Retrieved;
+        found.retrieval = 0.9;
+        let pack = pack(
+            vec![found, turn],
+            &options(500, Format::Xml, Tier::Balanced),
+            &Cl100k::new(),
+            &Extractive,
+        )
+        .unwrap();
+        let lines: Vec<(&Source, bool, &str)> = pack
+            .receipt
+            .iter()
+            .map(|l| (&l.source, l.included, l.reason.as_str()))
+            .collect();
+        assert_eq!(
+            lines,
+            vec![
+                (&Source::Recent, true, "recent turn of the active conversation"),
+                (&Source::Retrieved, false, "same text as conv_a/m01"),
+            ]
         );
     }
 }

@@ -141,6 +141,16 @@ pub struct CompressionSettings {
     pub enabled: bool,
     /// `local` (llama.cpp on this machine) or `remote`.
     pub model: String,
+    /// The local GGUF model the compressor runs: a name installed with `zblade compressor`
+    /// (a file in `$ZBLADE_MODELS_DIR/gguf/`) or a path to a `.gguf` file. Empty: no model;
+    /// the deterministic extractive compressor does every job.
+    pub local_model: String,
+    /// Longest a single model job (a summary, an extraction, a shrink) may run, in seconds,
+    /// before it is retried once and then done extractively.
+    pub timeout_secs: u64,
+    /// Seconds of model time one context assembly may spend shrinking over-budget material;
+    /// beyond it (and for anything not cached yet) the extractive compressor shrinks.
+    pub shrink_budget_secs: f64,
     /// Unknown fields.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -151,6 +161,9 @@ impl Default for CompressionSettings {
         CompressionSettings {
             enabled: true,
             model: "local".into(),
+            local_model: String::new(),
+            timeout_secs: 120,
+            shrink_budget_secs: 2.0,
             extra: Map::new(),
         }
     }

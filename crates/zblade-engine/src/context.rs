@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::Component;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -14,6 +14,7 @@ use zblade_core::{Error, Result};
 use zblade_index::{HitKind, MemoryText, SearchFilter, SearchKind, SearchQuery};
 use zblade_search::chunk::cid;
 
+use crate::compressor::{ModelShrinker, ModelTokens};
 use crate::{CANDIDATES, Project, ReferenceReport, SearchMode};
 
 /// Turns of the active conversation fetched as working context (the tier then keeps 20, 10
@@ -179,6 +180,21 @@ impl Project {
             for turn in index.recent_messages(conversation, RECENT_WINDOW)? {
                 candidates.push(memory_candidate(&turn, Source::Recent, 0.0));
             }
+            // What came before the recent turns, when `zblade summarize` wrote it.
+            if let Some(summary) = self.conversation_summary(conversation) {
+                candidates.push(Candidate {
+                    key: format!("summary:{conversation}"),
+                    cid: cid(&summary.summary),
+                    source: Source::Summary,
+                    item: Item::Summary {
+                        conversation: conversation.clone(),
+                        title: index.conversation_title(conversation)?.unwrap_or_default(),
+                    },
+                    text: summary.summary,
+                    time: Some(summary.updated_at),
+                    retrieval: 0.0,
+                });
+            }
         }
 
         let mut search_text = analysis.text.trim().to_string();
@@ -274,8 +290,31 @@ impl Project {
             active_conversation: request.conversation.as_deref(),
             weights: Default::default(),
         };
-        let pack = zblade_context::pack(candidates, &options, &Cl100k::new(), &Extractive)
-            .map_err(|e| Error::Usage(e.to_string()))?;
+        // With a compressor model, budgets are counted in its tokens and it shrinks what does
+        // not fit (within a time budget); otherwise cl100k_base and the extractive compressor.
+        let model = self.local_compressor();
+        if let Err(why) = &model
+            && !self.settings.context.compression.local_model.is_empty()
+        {
+            notices.push(why.clone());
+        }
+        let pack = match model {
+            Ok(compressor) => {
+                let shrinker = ModelShrinker {
+                    project: self,
+                    compressor,
+                    deadline: Instant::now()
+                        + Duration::from_secs_f64(self.settings.context.compression.shrink_budget_secs.max(0.0)),
+                    name: format!("llama:{}", compressor.info().name),
+                    notices: Default::default(),
+                };
+                let pack = zblade_context::pack(candidates, &options, &ModelTokens(compressor), &shrinker);
+                notices.extend(shrinker.notices.into_inner().unwrap_or_default());
+                pack
+            }
+            Err(_) => zblade_context::pack(candidates, &options, &Cl100k::new(), &Extractive),
+        }
+        .map_err(|e| Error::Usage(e.to_string()))?;
         Ok(ContextResult {
             pack,
             analysis,

@@ -1,16 +1,23 @@
-//! `zblade moments extract`: moments (decisions, solutions, patterns) found in conversations
-//! and written as moment artifacts. Without a compressor model this is the deterministic
-//! extractor of `zblade-context::moments`; results are cached by the hash of their input, so a
-//! conversation that has not changed is not read twice.
+//! `zblade moments extract`: moments (decisions, solutions, patterns, context) found in
+//! conversations and written as moment artifacts. With a compressor model configured, the
+//! model reads the conversation in windows that fit its context and answers JSON constrained
+//! by a grammar; without one (or when its answer is unusable twice) the deterministic
+//! extractor of `zblade-context::moments` does it. Results are cached by the hash of their
+//! input and extractor, so a conversation that has not changed is not read twice.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use zblade_core::{Error, Moment, MomentType, Result, fsio};
+use zblade_context::TokenCounter;
+use zblade_core::{CodeReference, Conversation, Error, Moment, MomentType, Result, fsio};
+use zblade_llm::Compressor;
 
 use crate::Project;
+use crate::compressor::ModelTokens;
 
 /// Bumped when the extractor changes what it finds, so cached results are redone.
 const EXTRACTOR: &str = "extractive-1";
+/// A message enters the model's transcript with at most this many characters.
+const MESSAGE_CHARS: usize = 1_500;
 
 /// What extraction did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -23,6 +30,8 @@ pub struct ExtractReport {
     pub unchanged: usize,
     /// Moment artifacts written (new or updated).
     pub written: Vec<String>,
+    /// Fallbacks and other things worth knowing.
+    pub notices: Vec<String>,
 }
 
 /// The cache entry of one conversation: the input hash and the moments it gave.
@@ -37,29 +46,27 @@ impl Project {
     /// is `None`. Moment ids are derived from their source, so extracting again updates the
     /// same artifacts instead of adding copies.
     pub fn extract_moments(&mut self, conversation: Option<&str>) -> Result<ExtractReport> {
-        let ids: Vec<String> = match conversation {
-            Some(id) => vec![id.to_string()],
-            None => {
-                let mut all = Vec::new();
-                loop {
-                    let page = self.list_conversations(500, all.len())?;
-                    if page.is_empty() {
-                        break;
-                    }
-                    all.extend(page.into_iter().map(|c| c.id));
-                }
-                all
-            }
-        };
+        let ids = self.conversation_ids(conversation)?;
         let cache_dir = self.layout.cache_dir().join("moments");
+        let model = self.local_compressor();
+        let extractor = match &model {
+            Ok(compressor) => Self::compressor_id(compressor),
+            Err(_) => EXTRACTOR.to_string(),
+        };
         let mut report = ExtractReport {
-            extractor: EXTRACTOR.into(),
+            extractor: extractor.clone(),
             ..ExtractReport::default()
         };
+        if let Err(why) = &model
+            && !self.settings.context.compression.local_model.is_empty()
+        {
+            report.notices.push(why.clone());
+        }
+        let mut batches = Vec::new();
         for id in ids {
             let conv = self.load_conversation(&id)?;
             let bytes = serde_json::to_vec(&conv).expect("a conversation serialises");
-            let input = hex::encode(Sha256::new().chain_update(EXTRACTOR).chain_update(&bytes).finalize());
+            let input = hex::encode(Sha256::new().chain_update(&extractor).chain_update(&bytes).finalize());
             let cache_path = cache_dir.join(format!("{id}.json"));
             report.conversations += 1;
             // A corrupt or stale cache entry is ignored and rewritten.
@@ -70,42 +77,21 @@ impl Project {
                 report.unchanged += 1;
                 continue;
             }
-            let messages: Vec<(&str, &str, &str)> = conv
-                .messages
-                .iter()
-                .map(|m| (m.id.as_str(), m.role.as_str(), m.content.as_str()))
+            let moments = match &model {
+                Ok(compressor) => {
+                    let (moments, notices) = self.model_moments(compressor, &conv);
+                    report.notices.extend(notices);
+                    moments
+                }
+                Err(_) => extractive_moments(&conv, 0..conv.messages.len()),
+            };
+            batches.push((id, input, cache_path, moments));
+        }
+        for (id, input, cache_path, moments) in batches {
+            let moments = moments
+                .into_iter()
+                .map(|m| (m, format!("extracted from {id}")))
                 .collect();
-            let found = zblade_context::moments::extract(&messages);
-            let mut moments = Vec::with_capacity(found.len());
-            for m in &found {
-                let source = format!("{id}/{}/{}", m.message_id, m.content);
-                let digest = hex::encode(Sha256::digest(source.as_bytes()));
-                let references = conv
-                    .messages
-                    .iter()
-                    .find(|msg| msg.id == m.message_id)
-                    .map(|msg| msg.code_references.clone())
-                    .unwrap_or_default();
-                let moment = Moment {
-                    version: String::new(),
-                    id: format!("moment_x{}", &digest[..24]),
-                    conversation_id: Some(id.clone()),
-                    kind: match m.moment_type {
-                        "decision" => MomentType::Decision,
-                        "solution" => MomentType::Solution,
-                        "pattern" => MomentType::Pattern,
-                        _ => MomentType::Context,
-                    },
-                    content: m.content.clone(),
-                    context: m.context.clone(),
-                    code_references: references,
-                    tags: m.tags.clone(),
-                    created_at: None,
-                    relevance_score: 0.5,
-                    extra: Default::default(),
-                };
-                moments.push((moment, format!("extracted from {id}")));
-            }
             let written: Vec<String> = self.add_moments(moments)?.into_iter().map(|o| o.id).collect();
             let entry = CacheEntry {
                 input,
@@ -120,4 +106,158 @@ impl Project {
         }
         Ok(report)
     }
+
+    /// Moments the model finds in `conv`, window by window; a window whose answer is unusable
+    /// twice is extracted deterministically instead, with a notice.
+    fn model_moments(&self, compressor: &Compressor, conv: &Conversation) -> (Vec<Moment>, Vec<String>) {
+        let counter = ModelTokens(compressor);
+        let lines: Vec<String> = conv
+            .messages
+            .iter()
+            .map(|m| {
+                let text: String = m.content.chars().take(MESSAGE_CHARS).collect();
+                format!("{}: {}", m.role.as_str(), text.trim())
+            })
+            .collect();
+        // Room for the instructions and the longest answer the grammar allows.
+        let room = (compressor.info().context_tokens as usize)
+            .saturating_sub(zblade_llm::jobs::moments_max_tokens() as usize + 400)
+            .max(200);
+        let mut moments = Vec::new();
+        let mut notices = Vec::new();
+        let mut start = 0;
+        while start < lines.len() {
+            // A window: messages from `start` while they fit (at least one, cut if alone).
+            let mut end = start;
+            let mut used = 0;
+            while end < lines.len() {
+                let tokens = counter.count(&lines[end]) + 1;
+                if end > start && used + tokens > room {
+                    break;
+                }
+                used += tokens;
+                end += 1;
+            }
+            let transcript = zblade_context::extractive::truncate(&lines[start..end].join("\n"), room, &counter);
+            let request = zblade_llm::jobs::moments_request(&transcript, self.job_timeout());
+            match self.run_model_job(compressor, "moments", request, zblade_llm::jobs::parse_moments) {
+                Ok((found, _)) => {
+                    for m in found {
+                        moments.push(self.moment_from_model(conv, start..end, m));
+                    }
+                }
+                Err(e) => {
+                    notices.push(format!(
+                        "{}: messages {}-{}: the model's answer was unusable twice ({e}); extracted deterministically",
+                        conv.conversation_id,
+                        start + 1,
+                        end
+                    ));
+                    moments.extend(extractive_moments(conv, start..end));
+                }
+            }
+            start = end;
+        }
+        (moments, notices)
+    }
+
+    /// A moment artifact from the model's answer. Files it names become code references:
+    /// the references the window's messages already hold for that file, else the whole file
+    /// when it exists in the working tree; names of files that do not exist are dropped.
+    fn moment_from_model(
+        &self,
+        conv: &Conversation,
+        window: std::ops::Range<usize>,
+        found: zblade_llm::jobs::ExtractedMoment,
+    ) -> Moment {
+        let mut references: Vec<CodeReference> = Vec::new();
+        for file in &found.files {
+            let held: Vec<&CodeReference> = conv.messages[window.clone()]
+                .iter()
+                .flat_map(|m| &m.code_references)
+                .filter(|r| &r.file == file)
+                .collect();
+            if !held.is_empty() {
+                references.extend(held.into_iter().cloned());
+                continue;
+            }
+            let path = self.layout.root().join(file);
+            if let Ok(text) = std::fs::read_to_string(&path)
+                && !file.starts_with(".zblade")
+            {
+                let lines = text.lines().count().max(1) as u32;
+                references.push(CodeReference {
+                    file: file.clone(),
+                    lines: [1, lines],
+                    git_hash: None,
+                    commit: None,
+                    context: None,
+                    purpose: Some(found.content.chars().take(120).collect()),
+                    diff: None,
+                    anchor: None,
+                    extra: Default::default(),
+                });
+            }
+        }
+        let id = &conv.conversation_id;
+        let source = format!("{id}/{}-{}/{}", window.start, window.end, found.content);
+        let digest = hex::encode(Sha256::digest(source.as_bytes()));
+        Moment {
+            version: String::new(),
+            id: format!("moment_x{}", &digest[..24]),
+            conversation_id: Some(id.clone()),
+            kind: moment_type(&found.kind),
+            content: found.content,
+            context: (!found.context.is_empty()).then_some(found.context),
+            code_references: references,
+            tags: found.tags,
+            created_at: None,
+            relevance_score: 0.5,
+            extra: Default::default(),
+        }
+    }
+}
+
+fn moment_type(kind: &str) -> MomentType {
+    match kind {
+        "decision" => MomentType::Decision,
+        "solution" => MomentType::Solution,
+        "pattern" => MomentType::Pattern,
+        _ => MomentType::Context,
+    }
+}
+
+/// Moments the deterministic extractor finds in messages `range` of `conv`.
+fn extractive_moments(conv: &Conversation, range: std::ops::Range<usize>) -> Vec<Moment> {
+    let id = &conv.conversation_id;
+    let window = &conv.messages[range];
+    let messages: Vec<(&str, &str, &str)> = window
+        .iter()
+        .map(|m| (m.id.as_str(), m.role.as_str(), m.content.as_str()))
+        .collect();
+    zblade_context::moments::extract(&messages)
+        .into_iter()
+        .map(|m| {
+            let source = format!("{id}/{}/{}", m.message_id, m.content);
+            let digest = hex::encode(Sha256::digest(source.as_bytes()));
+            let references = window
+                .iter()
+                .find(|msg| msg.id == m.message_id)
+                .map(|msg| msg.code_references.clone())
+                .unwrap_or_default();
+            Moment {
+                version: String::new(),
+                id: format!("moment_x{}", &digest[..24]),
+                conversation_id: Some(id.clone()),
+                kind: moment_type(m.moment_type),
+                content: m.content,
+                context: m.context,
+                code_references: references,
+                tags: m.tags,
+                created_at: None,
+                relevance_score: 0.5,
+                extra: Default::default(),
+            }
+        })
+        .collect()
 }

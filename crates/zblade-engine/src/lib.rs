@@ -16,6 +16,7 @@
 //! ```
 
 mod code;
+mod compressor;
 mod context;
 mod extract;
 mod fsck;
@@ -28,10 +29,12 @@ mod search;
 mod semantic;
 mod show;
 mod status;
+mod summaries;
 mod time;
 mod watch;
 
 pub use code::CodeIndexReport;
+pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus, gguf_dir};
 pub use context::{ContextRequest, ContextResult, DEFAULT_BUDGET, MAX_QUERY_CHARS, RECENT_WINDOW};
 pub use extract::ExtractReport;
 pub use fsck::{FsckReport, Problem, ProblemKind};
@@ -44,6 +47,7 @@ pub use semantic::{
 };
 pub use show::{MessageMatch, Shown};
 pub use status::Status;
+pub use summaries::{REFRESH_EVERY, SUMMARY_TOKENS, SessionSummary, SummarizeReport};
 pub use time::parse_time_bound;
 pub use watch::WatchEvent;
 pub use zblade_context::{Format as ContextFormat, Tier as ContextTier};

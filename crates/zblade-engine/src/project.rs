@@ -87,6 +87,8 @@ pub struct Project {
     /// The vector table searches read, kept open across searches (opening one costs a runtime,
     /// a connection and a manifest read), with the model id it belongs to.
     pub(crate) vector_reader: std::sync::Mutex<Option<(String, std::sync::Arc<zblade_search::VectorStore>)>>,
+    /// The compressor model, loaded on first use; `Err` says why there is none.
+    pub(crate) compressor: std::sync::OnceLock<std::result::Result<zblade_llm::Compressor, String>>,
 }
 
 impl Project {
@@ -171,6 +173,7 @@ impl Project {
             embedder: std::sync::OnceLock::new(),
             query_vectors: Default::default(),
             vector_reader: Default::default(),
+            compressor: std::sync::OnceLock::new(),
         })
     }
 

@@ -55,7 +55,9 @@ pub fn read_header(path: &Path) -> Result<GgufHeader, LlmError> {
     let tensors = u64::from_le_bytes(header[8..16].try_into().expect("8 bytes"));
     let metadata = u64::from_le_bytes(header[16..24].try_into().expect("8 bytes"));
     if !(2..=3).contains(&version) {
-        return Err(not_gguf(format!("GGUF version {version} (llama.cpp reads versions 2 and 3)")));
+        return Err(not_gguf(format!(
+            "GGUF version {version} (llama.cpp reads versions 2 and 3)"
+        )));
     }
     if tensors == 0 || tensors > 1_000_000 || metadata > 1_000_000 {
         return Err(not_gguf(format!(
@@ -79,8 +81,16 @@ mod tests {
         let cases: [(&str, &[u8], &str); 4] = [
             ("text.gguf", b"hello, this is not a model", "magic"),
             ("short.gguf", b"GGUF\x03\0\0\0", "cut off"),
-            ("future.gguf", b"GGUF\x09\0\0\0\x01\0\0\0\0\0\0\0\x01\0\0\0\0\0\0\0", "version 9"),
-            ("empty.gguf", b"GGUF\x03\0\0\0\0\0\0\0\0\0\0\0\x01\0\0\0\0\0\0\0", "0 tensors"),
+            (
+                "future.gguf",
+                b"GGUF\x09\0\0\0\x01\0\0\0\0\0\0\0\x01\0\0\0\0\0\0\0",
+                "version 9",
+            ),
+            (
+                "empty.gguf",
+                b"GGUF\x03\0\0\0\0\0\0\0\0\0\0\0\x01\0\0\0\0\0\0\0",
+                "0 tensors",
+            ),
         ];
         for (name, bytes, why) in cases {
             let path = dir.path().join(name);

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{Generation, LlmError, Request, Stop};
 
@@ -42,7 +42,7 @@ pub fn moments_max_tokens() -> u32 {
 }
 
 /// One moment as the model returned it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExtractedMoment {
     /// `decision`, `pattern`, `solution` or `context`.
     #[serde(rename = "type")]
@@ -100,7 +100,9 @@ pub fn parse_moments(generation: &Generation) -> Result<Vec<ExtractedMoment>, Ll
             return Err(LlmError::BadOutput(format!("unknown moment type {:?}", moment.kind)));
         }
         moment.tags.retain(|t| !t.is_empty());
-        moment.files.retain(|f| !f.is_empty() && !f.starts_with('/') && !f.split('/').any(|p| p == ".."));
+        moment
+            .files
+            .retain(|f| !f.is_empty() && !f.starts_with('/') && !f.split('/').any(|p| p == ".."));
         out.push(moment);
     }
     Ok(out)
@@ -162,7 +164,11 @@ mod tests {
         let moments = parse_moments(&answer(good, Stop::End)).unwrap();
         assert_eq!(moments.len(), 1, "empty moments are skipped");
         assert_eq!(moments[0].content, "Use JWT with 15 min expiry");
-        assert_eq!(moments[0].files, vec!["src/auth.rs"], "paths outside the project are dropped");
+        assert_eq!(
+            moments[0].files,
+            vec!["src/auth.rs"],
+            "paths outside the project are dropped"
+        );
 
         let cut = parse_moments(&answer(r#"{"moments": [{"type""#, Stop::MaxTokens)).unwrap_err();
         assert!(cut.to_string().contains("cut off"), "{cut}");
@@ -177,7 +183,10 @@ mod tests {
     #[test]
     fn the_moment_grammar_bounds_the_answer() {
         let grammar = moments_grammar();
-        assert!(grammar.contains("char{1,200}") && grammar.contains("){0,4}"), "{grammar}");
+        assert!(
+            grammar.contains("char{1,200}") && grammar.contains("){0,4}"),
+            "{grammar}"
+        );
         assert!(moments_max_tokens() < 4096, "{}", moments_max_tokens());
     }
 }

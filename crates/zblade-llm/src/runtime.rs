@@ -279,6 +279,14 @@ impl Compressor {
     }
 }
 
+impl std::fmt::Debug for Compressor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compressor")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Drop for Compressor {
     fn drop(&mut self) {
         // Closing the channel ends the worker's loop once its current job is done.

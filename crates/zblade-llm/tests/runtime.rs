@@ -28,9 +28,17 @@ fn generates_text_and_reports_both_timings() {
     let generation = compressor
         .generate(Request::new("Summarise.", "The build uses cmake and clang.", 24))
         .unwrap();
-    assert_eq!(generation.stop, Stop::MaxTokens, "random weights rarely pick the end token");
+    assert_eq!(
+        generation.stop,
+        Stop::MaxTokens,
+        "random weights rarely pick the end token"
+    );
     assert_eq!(generation.generated_tokens, 24);
-    assert_eq!(generation.llama.generated_tokens as usize, 24 - 1, "the last token is not decoded");
+    assert_eq!(
+        generation.llama.generated_tokens as usize,
+        24 - 1,
+        "the last token is not decoded"
+    );
     assert!(generation.prompt_tokens > 20, "{}", generation.prompt_tokens);
     assert_eq!(generation.llama.prompt_tokens as usize, generation.prompt_tokens);
     assert!(generation.prompt_ms > 0.0 && generation.llama.prompt_ms > 0.0);
@@ -57,11 +65,18 @@ fn grammar_constrained_moments_are_valid_json() {
         request.temperature = 1.0;
         request.seed = seed;
         let generation = compressor.generate(request.clone()).unwrap();
-        assert_eq!(generation.stop, Stop::End, "the grammar bounds the answer: {}", generation.text);
-        let value: serde_json::Value = serde_json::from_str(&generation.text)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", generation.text));
+        assert_eq!(
+            generation.stop,
+            Stop::End,
+            "the grammar bounds the answer: {}",
+            generation.text
+        );
+        let value: serde_json::Value =
+            serde_json::from_str(&generation.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", generation.text));
         assert!(value["moments"].is_array(), "{value}");
-        found += jobs::parse_moments(&generation).expect("the grammar's shape parses").len();
+        found += jobs::parse_moments(&generation)
+            .expect("the grammar's shape parses")
+            .len();
     }
     assert!(found > 0, "some seeds lead the random model into non-empty moments");
 }
@@ -89,7 +104,13 @@ fn cancel_timeout_and_oversized_prompts_are_errors() {
     let mut bad = Request::new("", "hello", 4);
     bad.grammar = Some("root ::= (".into());
     assert!(matches!(compressor.generate(bad).unwrap_err(), LlmError::Grammar(_)));
-    assert_eq!(compressor.generate(Request::new("", "still works", 2)).unwrap().generated_tokens, 2);
+    assert_eq!(
+        compressor
+            .generate(Request::new("", "still works", 2))
+            .unwrap()
+            .generated_tokens,
+        2
+    );
 }
 
 #[test]
