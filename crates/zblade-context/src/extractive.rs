@@ -80,14 +80,28 @@ pub fn shrink(text: &str, max_tokens: usize, query: &str, counter: &dyn TokenCou
             .total_cmp(&sentence_score(pieces[a], a, &query))
             .then(a.cmp(&b))
     });
+    // Each sentence is counted once; a join costs about the sum of its sentences and marks.
+    // Best sentences first while the estimate fits, then the joined text is counted and the
+    // weakest kept sentence dropped until it truly fits (BPE merges at the seams).
+    let mark = counter.count(ELISION).max(1);
+    let mut estimate = 2 * mark;
     let mut kept: Vec<usize> = Vec::new();
-    for i in order {
-        let mut trial = kept.clone();
-        trial.push(i);
-        trial.sort_unstable();
-        if counter.count(&join(&pieces, &trial, pieces.len())) <= max_tokens {
-            kept = trial;
+    for &i in &order {
+        let cost = counter.count(pieces[i]) + mark;
+        if estimate + cost <= max_tokens {
+            estimate += cost;
+            kept.push(i);
         }
+    }
+    // `kept` is in score order here: the last one is the weakest.
+    loop {
+        let mut in_text_order = kept.clone();
+        in_text_order.sort_unstable();
+        if kept.is_empty() || counter.count(&join(&pieces, &in_text_order, pieces.len())) <= max_tokens {
+            kept = in_text_order;
+            break;
+        }
+        kept.pop();
     }
     if kept.is_empty() {
         return truncate(pieces.first().copied().unwrap_or(text), max_tokens, counter);

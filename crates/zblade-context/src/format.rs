@@ -45,6 +45,35 @@ fn time_attr(c: &Candidate) -> String {
         .unwrap_or_default()
 }
 
+/// A packed text as `format` prints it inside its wrapper (escaped for XML and JSON), so its
+/// tokens can be counted once, apart from the wrapper.
+pub(crate) fn rendered_body(text: &str, format: Format) -> std::borrow::Cow<'_, str> {
+    match format {
+        Format::Xml if text.contains(['&', '<', '>']) => escape(text).into(),
+        Format::Json => {
+            let quoted = serde_json::to_string(text).expect("a string serialises");
+            if quoted.len() == text.len() + 2 {
+                text.into()
+            } else {
+                quoted[1..quoted.len() - 1].to_string().into()
+            }
+        }
+        _ => text.into(),
+    }
+}
+
+/// At most about how many tokens escaping adds to `text` in `format` (2 per XML entity, 1 per
+/// JSON escape), so a text's count can be reused without counting its escaped copy. It errs
+/// high: the rendered pack is counted exactly at the end, and an estimate that was too low
+/// would drop a whole entry there.
+pub(crate) fn escape_overhead(text: &str, format: Format) -> usize {
+    match format {
+        Format::Xml => 2 * text.matches(['&', '<', '>']).count(),
+        Format::Json => text.matches(|c: char| c == '"' || c == '\\' || c.is_control()).count(),
+        Format::Markdown => 0,
+    }
+}
+
 /// Renders `entries` (in packing order) in `format`.
 pub fn render(entries: &[Entry], format: Format) -> String {
     match format {

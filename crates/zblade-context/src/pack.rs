@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::candidate::{Candidate, Item, Source};
 use crate::extractive;
-use crate::format::{Entry, Format, render};
+use crate::format::{self, Entry, Format, render};
 use crate::rerank::{RerankWeights, ScoreParts, rerank};
 use crate::tokens::TokenCounter;
 
@@ -178,23 +178,43 @@ pub fn pack(
 ) -> Result<Pack, PackError> {
     let format = options.format;
     let empty = counter.count(&render(&[], format));
-    // What adding `entry` costs: alone, it pays for its conversation's wrapper too; next to
-    // a turn of the same conversation already packed, only for itself.
-    let cost = |entry: &Entry, packed: &[Entry]| {
+    // What adding `entry` costs: its text as printed, plus its wrapper — alone, it pays for its
+    // conversation's wrapper too; next to a turn of the same conversation already packed, only
+    // for its own. Wrappers are counted on stubs without text, so each text is counted once
+    // here; the sum is checked against the rendered pack at the end.
+    let stub = |entry: &Entry| Entry {
+        candidate: Candidate {
+            key: entry.candidate.key.clone(),
+            cid: String::new(),
+            source: entry.candidate.source,
+            item: entry.candidate.item.clone(),
+            text: String::new(),
+            time: entry.candidate.time,
+            retrieval: entry.candidate.retrieval,
+        },
+        packed: String::new(),
+        pointer: entry.pointer,
+    };
+    let wrapper = |entry: &Entry, packed: &[Entry]| {
         let sibling = entry
             .candidate
             .conversation()
             .and_then(|conv| packed.iter().find(|e| e.candidate.conversation() == Some(conv)));
         match sibling {
             Some(sibling) => {
-                let pair = [sibling.clone(), entry.clone()];
+                let pair = [stub(sibling), stub(entry)];
                 counter
                     .count(&render(&pair, format))
-                    .saturating_sub(counter.count(&render(std::slice::from_ref(sibling), format)))
+                    .saturating_sub(counter.count(&render(&pair[..1], format)))
             }
-            None => counter
-                .count(&render(std::slice::from_ref(entry), format))
-                .saturating_sub(empty),
+            None => counter.count(&render(&[stub(entry)], format)).saturating_sub(empty),
+        }
+    };
+    let body = |entry: &Entry, full_tokens: usize| {
+        if entry.packed == entry.candidate.text {
+            full_tokens + format::escape_overhead(&entry.packed, format)
+        } else {
+            counter.count(&format::rendered_body(&entry.packed, format))
         }
     };
 
@@ -300,7 +320,7 @@ pub fn pack(
             packed,
             pointer: as_pointer,
         };
-        let mut tokens = cost(&entry, &entries);
+        let mut tokens = wrapper(&entry, &entries) + body(&entry, full_tokens);
         let free = options.budget.saturating_sub(used);
         let mut shrunk = false;
         if tokens > free {
@@ -311,10 +331,10 @@ pub fn pack(
                 });
             }
             // Room for a useful excerpt: shrink to what is free, minus the wrapper's share.
-            let wrapper = tokens.saturating_sub(counter.count(&entry.packed));
-            if free >= MIN_SHRINK_TOKENS + wrapper {
-                entry.packed = compressor.shrink(&entry.packed, free - wrapper, options.query, counter);
-                tokens = cost(&entry, &entries);
+            let around = wrapper(&entry, &entries);
+            if free >= MIN_SHRINK_TOKENS + around {
+                entry.packed = compressor.shrink(&entry.packed, free - around, options.query, counter);
+                tokens = around + body(&entry, full_tokens);
                 shrunk = true;
             }
         }

@@ -2,8 +2,6 @@
 //! conversation and for the kinds of moment that matter most; then maximal marginal relevance
 //! (MMR), so that near-duplicates do not fill the budget.
 
-use std::collections::HashSet;
-
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -76,19 +74,36 @@ pub struct Ranked {
     pub duplicate_of: Option<String>,
 }
 
-fn words(text: &str) -> HashSet<String> {
-    text.split(|c: char| !c.is_alphanumeric() && c != '_')
+/// The distinct words (3+ characters, lowercased) of `text`, as sorted hashes: comparing two
+/// texts is then one merge of two sorted lists, with no allocation.
+fn words(text: &str) -> Vec<u64> {
+    let mut out: Vec<u64> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
         .filter(|w| w.chars().count() >= 3)
-        .map(str::to_lowercase)
-        .collect()
+        .map(|w| xxhash_rust::xxh3::xxh3_64(w.to_lowercase().as_bytes()))
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
-fn jaccard(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
+fn jaccard(a: &[u64], b: &[u64]) -> f64 {
     if a.is_empty() && b.is_empty() {
         return 1.0;
     }
-    let shared = a.intersection(b).count() as f64;
-    shared / ((a.len() + b.len()) as f64 - shared)
+    let (mut i, mut j, mut shared) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                shared += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    shared as f64 / (a.len() + b.len() - shared) as f64
 }
 
 /// Reranks `candidates` (retrieved ones) asked at `now`, with `active` the conversation the
@@ -129,18 +144,18 @@ pub fn rerank(
             }
         })
         .collect();
-    let word_sets: Vec<HashSet<String>> = candidates.iter().map(|c| words(&c.text)).collect();
+    let word_sets: Vec<Vec<u64>> = candidates.iter().map(|c| words(&c.text)).collect();
     let mut remaining: Vec<usize> = (0..candidates.len()).collect();
     let mut chosen: Vec<Ranked> = Vec::new();
     let mut duplicates: Vec<Ranked> = Vec::new();
+    // Per candidate: its highest similarity to a chosen one, and which. Updated as each
+    // candidate is chosen, so every pair is compared once.
+    let mut most_similar_chosen: Vec<(f64, Option<usize>)> = vec![(0.0, None); candidates.len()];
     while !remaining.is_empty() {
         // The candidate with the best MMR score: relevant, and unlike what was chosen.
         let mut best: Option<(usize, f64, f64, Option<usize>)> = None;
         for (slot, &i) in remaining.iter().enumerate() {
-            let (redundancy, most_similar) = chosen
-                .iter()
-                .map(|r| (jaccard(&word_sets[i], &word_sets[r.index]), r.index))
-                .fold((0.0, None), |acc, (s, j)| if s > acc.0 { (s, Some(j)) } else { acc });
+            let (redundancy, most_similar) = most_similar_chosen[i];
             let mmr = weights.mmr_lambda * scored[i].relevance - (1.0 - weights.mmr_lambda) * redundancy;
             let better = match best {
                 None => true,
@@ -163,6 +178,12 @@ pub fn rerank(
         if duplicate {
             duplicates.push(ranked);
         } else {
+            for &i in &remaining {
+                let similarity = jaccard(&word_sets[i], &word_sets[index]);
+                if similarity > most_similar_chosen[i].0 {
+                    most_similar_chosen[i] = (similarity, Some(index));
+                }
+            }
             chosen.push(ranked);
         }
     }

@@ -2,7 +2,8 @@
 //! loaded, otherwise OpenAI's `cl100k_base` BPE (what most assistants' models count in, give
 //! or take a few percent) — never characters divided by four.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 /// Counts the tokens of a text.
 pub trait TokenCounter: Send + Sync {
@@ -33,9 +34,36 @@ impl Default for Cl100k {
     }
 }
 
+/// Texts at least this long have their counts remembered: memory texts come back in assembly
+/// after assembly, and BPE over them is most of what packing costs.
+const REMEMBER_FROM_BYTES: usize = 256;
+/// Remembered counts, at most; the table starts over when full.
+const REMEMBERED: usize = 100_000;
+
+/// Counts remembered by the text's 64-bit hash (a collision would only skew one budget by a
+/// few tokens; the rendered pack is counted exactly anyway).
+fn remembered() -> &'static Mutex<HashMap<u64, u32>> {
+    static COUNTS: OnceLock<Mutex<HashMap<u64, u32>>> = OnceLock::new();
+    COUNTS.get_or_init(Default::default)
+}
+
 impl TokenCounter for Cl100k {
     fn count(&self, text: &str) -> usize {
-        self.bpe.encode_ordinary(text).len()
+        if text.len() < REMEMBER_FROM_BYTES {
+            return self.bpe.encode_ordinary(text).len();
+        }
+        let key = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
+        if let Some(&count) = remembered().lock().ok().as_ref().and_then(|m| m.get(&key)) {
+            return count as usize;
+        }
+        let count = self.bpe.encode_ordinary(text).len();
+        if let Ok(mut counts) = remembered().lock() {
+            if counts.len() >= REMEMBERED {
+                counts.clear();
+            }
+            counts.insert(key, count as u32);
+        }
+        count
     }
 
     fn name(&self) -> &str {
