@@ -514,6 +514,52 @@ impl zblade_context::Compressor for ModelShrinker<'_> {
 mod tests {
     use super::*;
 
+    fn tiny_model() -> PathBuf {
+        let path = std::env::var_os("ZBLADE_TEST_GGUF")
+            .map(PathBuf::from)
+            .expect("ZBLADE_TEST_GGUF is not set: source scripts/env.sh (scripts/setup.sh builds the model)");
+        assert!(path.is_file(), "{} is missing: run scripts/setup.sh", path.display());
+        path
+    }
+
+    #[test]
+    fn an_unusable_answer_is_retried_once_then_given_up_and_never_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let (project, _) = Project::init(dir.path()).unwrap();
+        let compressor = Compressor::load(&tiny_model(), &Options::default()).unwrap();
+        let attempts = std::cell::Cell::new(0);
+        let request = Request::new("Summarise.", "We chose SQLite.", 8);
+        let refuse = |_: &Generation| -> std::result::Result<String, LlmError> {
+            attempts.set(attempts.get() + 1);
+            Err(LlmError::BadOutput("not what was asked".into()))
+        };
+        let err = project
+            .run_model_job(&compressor, "test", request.clone(), refuse)
+            .unwrap_err();
+        assert!(matches!(err, LlmError::BadOutput(_)), "{err}");
+        assert_eq!(attempts.get(), 2, "one retry");
+        assert!(
+            project
+                .cached_model_output::<String>(&compressor, "test", &request)
+                .is_none()
+        );
+
+        // A usable answer is cached: the second call runs nothing.
+        let accept = |g: &Generation| {
+            attempts.set(attempts.get() + 1);
+            Ok(g.text.clone())
+        };
+        let (first, hit) = project
+            .run_model_job(&compressor, "test", request.clone(), accept)
+            .unwrap();
+        assert!(!hit);
+        let (again, hit) = project
+            .run_model_job(&compressor, "test", request.clone(), accept)
+            .unwrap();
+        assert!(hit && again == first);
+        assert_eq!(attempts.get(), 3);
+    }
+
     #[test]
     fn names_come_from_files_and_urls_and_bad_ones_are_refused() {
         assert_eq!(
