@@ -59,8 +59,11 @@ printf '\n\033[1m# the code moves: two lines are inserted at the top of src/auth
 { printf '// Auth helpers\n// (see docs/auth.md)\n'; git show HEAD:src/auth.ts; } > src/auth.ts
 step refs check
 step search "refresh token" --kind messages --limit 2
+step compressor status
 step moments extract
-step context "how do we refresh tokens?" --budget 800 --receipt
+step summarize
+conv="$("$zblade" --json list conversations | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["id"])')"
+step context "how do we refresh tokens?" --conversation "$conv" --budget 800 --receipt
 step reindex
 step fsck
 step status

@@ -180,8 +180,12 @@ impl Project {
             for turn in index.recent_messages(conversation, RECENT_WINDOW)? {
                 candidates.push(memory_candidate(&turn, Source::Recent, 0.0));
             }
-            // What came before the recent turns, when `zblade summarize` wrote it.
-            if let Some(summary) = self.conversation_summary(conversation) {
+            // What came before the recent turns, when `zblade summarize` wrote it — only when
+            // there was something before them: a short conversation is all recent turns.
+            if let Some(summary) = self
+                .conversation_summary(conversation)
+                .filter(|s| s.messages > request.tier.recent_turns())
+            {
                 candidates.push(Candidate {
                     key: format!("summary:{conversation}"),
                     cid: cid(&summary.summary),
