@@ -119,6 +119,23 @@ pub fn referencing_conversation(id: &str, file: &str, start: u32, end: u32) -> S
     .to_string()
 }
 
+/// What a command printed on stderr.
+pub fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The JSON a successful command printed on stdout; panics with its stderr when it failed.
+pub fn json(out: &std::process::Output) -> serde_json::Value {
+    assert!(out.status.success(), "zblade failed: {}", stderr(out));
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
+/// The tiny random-weight llama GGUF model (`scripts/models/build_tiny_gguf.py`), which
+/// scripts/setup.sh builds at `$ZBLADE_TEST_GGUF`.
+pub fn tiny_gguf() -> PathBuf {
+    zblade_llm::test_model()
+}
+
 /// A tiny real embedding model (random-weight BERT, 32 dimensions) built once per test process
 /// by `scripts/models/build_bert_onnx.py --tiny`, with the Python environment `scripts/setup.sh`
 /// creates. Returns the model directory.

@@ -8,15 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use zblade_tests::{HubFault, HubServer, zblade_bin};
-
-fn tiny_gguf() -> PathBuf {
-    let path = std::env::var_os("ZBLADE_TEST_GGUF")
-        .map(PathBuf::from)
-        .expect("ZBLADE_TEST_GGUF is not set: source scripts/env.sh (scripts/setup.sh builds the model)");
-    assert!(path.is_file(), "{} is missing: run scripts/setup.sh", path.display());
-    path
-}
+use zblade_tests::{HubFault, HubServer, json, stderr, tiny_gguf, zblade_bin};
 
 struct Setup {
     project: tempfile::TempDir,
@@ -68,15 +60,6 @@ impl Setup {
         files.sort();
         files
     }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn json(out: &Output) -> Value {
-    assert!(out.status.success(), "{}", stderr(out));
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn fails(out: &Output, needles: &[&str]) {

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use zblade_tests::{GitFixture, zblade_bin};
+use zblade_tests::{GitFixture, json, zblade_bin};
 
 const AUTH: &str = "//! Authentication.\n\npub fn refresh_jwt(expired: &str) -> String {\n    rotate_signing_key(expired)\n}\n\npub fn logout() {}\n";
 
@@ -17,15 +17,6 @@ fn zblade(root: &Path, args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("zblade runs")
-}
-
-fn json(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "zblade failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
 }
 
 fn add(root: &Path, kind: &str, name: &str, body: &Value) {

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use zblade_tests::{HubFault, HubServer, tiny_model, zblade_bin};
+use zblade_tests::{HubFault, HubServer, json, stderr, tiny_model, zblade_bin};
 
 const REPO: &str = "acme/Tiny-Embed";
 
@@ -43,15 +43,6 @@ impl Setup {
         names.sort();
         names
     }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn json(out: &Output) -> Value {
-    assert!(out.status.success(), "{}", stderr(out));
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn same_files(a: &Path, b: &Path) {

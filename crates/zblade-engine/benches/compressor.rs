@@ -22,9 +22,7 @@ fn bench_model(full: bool) -> PathBuf {
     if let Some(path) = std::env::var_os("ZBLADE_BENCH_GGUF") {
         return PathBuf::from(path);
     }
-    let test = std::env::var_os("ZBLADE_TEST_GGUF")
-        .map(PathBuf::from)
-        .expect("ZBLADE_TEST_GGUF is not set: source scripts/env.sh");
+    let test = zblade_llm::test_model();
     if !full {
         return test;
     }

@@ -488,18 +488,23 @@ impl zblade_context::Compressor for ModelShrinker<'_> {
         let cached = self.project.cached_model_output(self.compressor, "shrink", &request);
         let result = match cached {
             Some(text) => Ok(text),
-            None if remaining.is_zero() => Err(LlmError::TimedOut(Duration::ZERO)),
+            None if remaining.is_zero() => Err(format!(
+                "the model's time for shrinking in one assembly ({} s, context.compression.shrink_budget_secs) \
+                 ran out",
+                self.project.settings.context.compression.shrink_budget_secs
+            )),
             None => self
                 .project
                 .run_model_job(self.compressor, "shrink", request, zblade_llm::jobs::parse_text)
-                .map(|(text, _)| text),
+                .map(|(text, _)| text)
+                .map_err(|e| format!("the model could not shrink some material ({e})")),
         };
         match result {
             // The model may overshoot; cut what it wrote to the budget.
             Ok(short) => zblade_context::extractive::truncate(&short, max_tokens, counter),
-            Err(e) => {
+            Err(why) => {
                 if let Ok(mut notices) = self.notices.lock() {
-                    let notice = format!("the model could not shrink some material ({e}); shrunk extractively");
+                    let notice = format!("{why}; the rest was shrunk extractively");
                     if !notices.contains(&notice) {
                         notices.push(notice);
                     }
@@ -514,19 +519,11 @@ impl zblade_context::Compressor for ModelShrinker<'_> {
 mod tests {
     use super::*;
 
-    fn tiny_model() -> PathBuf {
-        let path = std::env::var_os("ZBLADE_TEST_GGUF")
-            .map(PathBuf::from)
-            .expect("ZBLADE_TEST_GGUF is not set: source scripts/env.sh (scripts/setup.sh builds the model)");
-        assert!(path.is_file(), "{} is missing: run scripts/setup.sh", path.display());
-        path
-    }
-
     #[test]
     fn an_unusable_answer_is_retried_once_then_given_up_and_never_cached() {
         let dir = tempfile::tempdir().unwrap();
         let (project, _) = Project::init(dir.path()).unwrap();
-        let compressor = Compressor::load(&tiny_model(), &Options::default()).unwrap();
+        let compressor = Compressor::load(&zblade_llm::test_model(), &Options::default()).unwrap();
         let attempts = std::cell::Cell::new(0);
         let request = Request::new("Summarise.", "We chose SQLite.", 8);
         let refuse = |_: &Generation| -> std::result::Result<String, LlmError> {

@@ -19,6 +19,17 @@ pub use runtime::{Compressor, Generation, JobHandle, LlamaTimings, ModelInfo, Op
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The tiny random-weight GGUF model that tests and smoke benchmarks run through llama.cpp:
+/// `$ZBLADE_TEST_GGUF`, which `scripts/setup.sh` builds with
+/// `scripts/models/build_tiny_gguf.py`. Panics with what to run when it is missing.
+pub fn test_model() -> PathBuf {
+    let path = std::env::var_os("ZBLADE_TEST_GGUF")
+        .map(PathBuf::from)
+        .expect("ZBLADE_TEST_GGUF is not set: source scripts/env.sh (scripts/setup.sh builds the model)");
+    assert!(path.is_file(), "{} is missing: run scripts/setup.sh", path.display());
+    path
+}
+
 /// What can go wrong loading or running a model.
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {

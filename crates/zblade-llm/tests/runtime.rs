@@ -2,21 +2,12 @@
 //! `scripts/models/build_tiny_gguf.py` writes (scripts/setup.sh puts it at $ZBLADE_TEST_GGUF).
 //! Its words are nonsense, so these tests check structure, never wording.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use zblade_llm::{Compressor, LlmError, Options, Request, Stop, jobs};
 
-fn tiny_model() -> PathBuf {
-    let path = std::env::var_os("ZBLADE_TEST_GGUF")
-        .map(PathBuf::from)
-        .expect("ZBLADE_TEST_GGUF is not set: source scripts/env.sh (scripts/setup.sh builds the model)");
-    assert!(path.is_file(), "{} is missing: run scripts/setup.sh", path.display());
-    path
-}
-
 fn load() -> Compressor {
-    Compressor::load(&tiny_model(), &Options::default()).expect("the tiny model loads")
+    Compressor::load(&zblade_llm::test_model(), &Options::default()).expect("the tiny model loads")
 }
 
 #[test]
@@ -122,7 +113,7 @@ fn files_that_are_not_models_are_refused_with_their_name() {
     assert!(err.contains("notes.gguf") && err.contains("not a GGUF"), "{err}");
 
     // A real header with the tensors cut off: llama.cpp itself refuses it.
-    let bytes = std::fs::read(tiny_model()).unwrap();
+    let bytes = std::fs::read(zblade_llm::test_model()).unwrap();
     let cut = dir.path().join("cut.gguf");
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
     let err = Compressor::load(&cut, &Options::default()).err().unwrap().to_string();
