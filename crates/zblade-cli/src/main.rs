@@ -296,6 +296,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
                 let what = match stage {
                     IndexStage::Files => "files",
                     IndexStage::Embedding => "embedding",
+                    IndexStage::Summaries => "summaries",
                 };
                 bar.update(what, done, total);
             })?;

@@ -581,6 +581,17 @@ impl<W: Write> Out<W> {
                 s.elapsed.as_secs_f64()
             )?;
         }
+        let m = &r.summaries;
+        line!(
+            self,
+            "Summaries ({}): {} written, {} still fresh.",
+            m.summarizer,
+            m.refreshed.len(),
+            m.unchanged
+        )?;
+        for notice in &m.notices {
+            eprintln!("zblade: note: {notice}");
+        }
         Ok(())
     }
 

@@ -13,7 +13,7 @@ use zblade_search::chunk::{cid, split_text};
 use zblade_search::fusion::relative_score_fusion;
 use zblade_search::{EmbedError, Embedder, LocalModel, VectorStore};
 
-use crate::Project;
+use crate::{Project, SummarizeReport};
 use crate::code::CodeIndexReport;
 
 /// How to search.
@@ -57,6 +57,8 @@ pub struct IndexReport {
     pub semantic: Option<EmbedReport>,
     /// Why embeddings were not computed, if they were not.
     pub notice: Option<String>,
+    /// Conversation summaries brought up to date (those 10+ messages behind, or missing).
+    pub summaries: SummarizeReport,
 }
 
 /// Where a long index run is.
@@ -66,6 +68,8 @@ pub enum IndexStage {
     Files,
     /// Embedding chunks.
     Embedding,
+    /// Summarising conversations that grew (see [`crate::REFRESH_EVERY`]).
+    Summaries,
 }
 
 pub(crate) fn secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -166,21 +170,24 @@ impl Project {
 
     /// Brings the whole search index up to date: project files, then embeddings of every
     /// chunk that has none yet (when a model is available; otherwise keyword search still
-    /// covers everything and the report says why embeddings were skipped).
+    /// covers everything and the report says why embeddings were skipped), then the
+    /// summaries of conversations that grew by [`crate::REFRESH_EVERY`] messages.
     pub fn update_search_index(&mut self, progress: &mut dyn FnMut(IndexStage, usize, usize)) -> Result<IndexReport> {
         let code = self.index_code(&mut |done, total| progress(IndexStage::Files, done, total))?;
-        if let Err(e) = self.embedder() {
-            return Ok(IndexReport {
-                code,
-                semantic: None,
-                notice: Some(format!("{e}; only keyword search is indexed")),
-            });
-        }
-        let semantic = self.index_semantic(&mut |done, total| progress(IndexStage::Embedding, done, total))?;
+        let (semantic, notice) = match self.embedder() {
+            Err(e) => (None, Some(format!("{e}; only keyword search is indexed"))),
+            Ok(_) => {
+                let report = self.index_semantic(&mut |done, total| progress(IndexStage::Embedding, done, total))?;
+                (Some(report), None)
+            }
+        };
+        let summaries =
+            self.summarize_with_progress(None, false, &mut |done, total| progress(IndexStage::Summaries, done, total))?;
         Ok(IndexReport {
             code,
-            semantic: Some(semantic),
-            notice: None,
+            semantic,
+            notice,
+            summaries,
         })
     }
 

@@ -109,7 +109,18 @@ impl Project {
     /// Writes summaries for `conversation` (or every conversation) that have none, or whose
     /// conversation grew by [`REFRESH_EVERY`] messages since; `force` rewrites them all.
     pub fn summarize(&mut self, conversation: Option<&str>, force: bool) -> Result<SummarizeReport> {
+        self.summarize_with_progress(conversation, force, &mut |_, _| {})
+    }
+
+    /// [`Project::summarize`], reporting (conversations done, total) as it goes.
+    pub fn summarize_with_progress(
+        &mut self,
+        conversation: Option<&str>,
+        force: bool,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<SummarizeReport> {
         let ids = self.conversation_ids(conversation)?;
+        let total = ids.len();
         let model = self.local_compressor();
         let mut report = SummarizeReport {
             summarizer: match &model {
@@ -123,7 +134,8 @@ impl Project {
         {
             report.notices.push(why.clone());
         }
-        for id in ids {
+        for (done, id) in ids.into_iter().enumerate() {
+            progress(done, total);
             report.conversations += 1;
             let conv = self.load_conversation(&id)?;
             let messages = conv.messages.len();
@@ -161,6 +173,7 @@ impl Project {
             fsio::write_atomic(&path, &serde_json::to_vec_pretty(&entry).expect("a summary serialises"))?;
             report.refreshed.push(id);
         }
+        progress(total, total);
         Ok(report)
     }
 
