@@ -395,10 +395,10 @@ impl<W: Write> Out<W> {
         }
         line!(
             self,
-            "{} summary(ies) written for {} conversation(s) ({} still fresh; {}).",
+            "Summaries: {} written, {} still fresh, of {} conversation(s) ({}).",
             report.refreshed.len(),
-            report.conversations,
             report.unchanged,
+            report.conversations,
             report.summarizer
         )?;
         for id in &report.refreshed {
