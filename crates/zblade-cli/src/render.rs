@@ -857,6 +857,15 @@ impl<W: Write> Out<W> {
             None => "nothing embedded yet (run `zblade index`)".into(),
         };
         line!(self, "embeddings    {}: {vectors}", s.embedding_model)?;
+        if s.compressor_model.is_empty() {
+            line!(self, "compressor    extractive (no model configured)")?;
+        } else {
+            line!(
+                self,
+                "compressor    {} (`zblade compressor status` checks it loads)",
+                s.compressor_model
+            )?;
+        }
         line!(self, "cache         {}", human_bytes(s.cache_bytes))?;
         line!(self, "index health  {}", s.index_health)?;
         let refs: Vec<String> = health.iter().map(|(k, v)| format!("{v} {k}")).collect();

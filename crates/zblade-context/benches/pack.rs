@@ -76,7 +76,11 @@ fn main() {
     let counter = Cl100k::new();
     let bpe = tiktoken_rs::cl100k_base().unwrap();
     // `cargo bench` passes --bench; under `cargo test` this is a quick smoke run.
-    let rounds = if std::env::args().any(|a| a == "--bench") { 40 } else { 2 };
+    let rounds = if std::env::args().any(|a| a == "--bench") {
+        40
+    } else {
+        2
+    };
     // Cold: every text is new to the process (a first assembly, or a one-shot CLI call).
     let (mut cold, mut bare, mut tokens, mut packed) = (Vec::new(), Vec::new(), 0, 0);
     for round in 0..rounds {

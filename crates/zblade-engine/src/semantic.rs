@@ -13,8 +13,8 @@ use zblade_search::chunk::{cid, split_text};
 use zblade_search::fusion::relative_score_fusion;
 use zblade_search::{EmbedError, Embedder, LocalModel, VectorStore};
 
-use crate::{Project, SummarizeReport};
 use crate::code::CodeIndexReport;
+use crate::{Project, SummarizeReport};
 
 /// How to search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -181,8 +181,9 @@ impl Project {
                 (Some(report), None)
             }
         };
-        let summaries =
-            self.summarize_with_progress(None, false, &mut |done, total| progress(IndexStage::Summaries, done, total))?;
+        let summaries = self.summarize_with_progress(None, false, &mut |done, total| {
+            progress(IndexStage::Summaries, done, total)
+        })?;
         Ok(IndexReport {
             code,
             semantic,

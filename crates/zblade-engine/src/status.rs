@@ -37,6 +37,9 @@ pub struct Status {
     pub embedding_model: String,
     /// See `embedding_model`.
     pub vectors: Option<usize>,
+    /// The compressor model configured (`context.compression.local_model`); empty: the
+    /// extractive compressor. Not loaded here: `zblade compressor status` checks it loads.
+    pub compressor_model: String,
     /// Bytes under `cache/`.
     pub cache_bytes: u64,
     /// `ok`, `stale: …` (artifact and index counts differ; run fsck) or `corrupt: …`.
@@ -86,6 +89,7 @@ impl Project {
             code_files,
             code_chunks,
             embedding_model: self.settings.search.embedding_model.clone(),
+            compressor_model: self.settings.context.compression.local_model.clone(),
             vectors,
             cache_bytes: dir_size(&layout.cache_dir()),
             index_health,
