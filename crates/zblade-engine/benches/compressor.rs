@@ -134,9 +134,9 @@ fn main() {
          | Generation under the moments grammar ({} jobs, {:.0} tokens) | {grammar_gen:.1} tokens/s | {grammar_llama:.1} tokens/s | {:.3} |\n\n\
          The wrapper's clock covers everything between submitting a job and its result: tokenizing, the \
          channel to the worker thread, batching, sampling, detokenizing and the cancellation checks; \
-         llama.cpp's counters cover evaluation alone. Grammar-constrained sampling costs time outside \
-         llama.cpp's counters (the grammar filters every candidate token), so its ratio is lower by design; \
-         it is reported, not targeted.\n",
+         llama.cpp's counters cover evaluation alone. Grammar-constrained sampling (the grammar filters \
+         every candidate token) runs outside llama.cpp's evaluation counters, so its cost shows in the \
+         wrapper's column only; that row is reported, not targeted.\n",
         info.name,
         info.parameters,
         info.size_bytes as f64 / 1e6,
