@@ -352,6 +352,15 @@ impl Project {
             .map_err(Clone::clone)
     }
 
+    /// Why the configured model cannot be used, when one is configured and cannot (the jobs
+    /// then run extractively); `None` when it loads or none is configured.
+    pub(crate) fn compressor_notice(&self) -> Option<String> {
+        match self.local_compressor() {
+            Err(why) if !self.settings.context.compression.local_model.is_empty() => Some(why),
+            _ => None,
+        }
+    }
+
     /// What the compressor is and whether its model loads.
     pub fn compressor_status(&self) -> CompressorStatus {
         let configured = self.settings.context.compression.local_model.clone();
@@ -362,8 +371,8 @@ impl Project {
                 compressor: format!("llama:{}", compressor.info().name),
                 notice: None,
             },
-            Err(why) => CompressorStatus {
-                notice: (!configured.is_empty()).then_some(why),
+            Err(_) => CompressorStatus {
+                notice: self.compressor_notice(),
                 configured,
                 model: None,
                 compressor: "extractive".into(),

@@ -297,11 +297,7 @@ impl Project {
         // With a compressor model, budgets are counted in its tokens and it shrinks what does
         // not fit (within a time budget); otherwise cl100k_base and the extractive compressor.
         let model = self.local_compressor();
-        if let Err(why) = &model
-            && !self.settings.context.compression.local_model.is_empty()
-        {
-            notices.push(why.clone());
-        }
+        notices.extend(self.compressor_notice());
         let pack = match model {
             Ok(compressor) => {
                 let shrinker = ModelShrinker {

@@ -16,8 +16,6 @@ use crate::compressor::ModelTokens;
 
 /// Bumped when the extractor changes what it finds, so cached results are redone.
 const EXTRACTOR: &str = "extractive-1";
-/// A message enters the model's transcript with at most this many characters.
-const MESSAGE_CHARS: usize = 1_500;
 
 /// What extraction did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -57,11 +55,7 @@ impl Project {
             extractor: extractor.clone(),
             ..ExtractReport::default()
         };
-        if let Err(why) = &model
-            && !self.settings.context.compression.local_model.is_empty()
-        {
-            report.notices.push(why.clone());
-        }
+        report.notices.extend(self.compressor_notice());
         let mut batches = Vec::new();
         for id in ids {
             let conv = self.load_conversation(&id)?;
@@ -111,14 +105,7 @@ impl Project {
     /// twice is extracted deterministically instead, with a notice.
     fn model_moments(&self, compressor: &Compressor, conv: &Conversation) -> (Vec<Moment>, Vec<String>) {
         let counter = ModelTokens(compressor);
-        let lines: Vec<String> = conv
-            .messages
-            .iter()
-            .map(|m| {
-                let text: String = m.content.chars().take(MESSAGE_CHARS).collect();
-                format!("{}: {}", m.role.as_str(), text.trim())
-            })
-            .collect();
+        let lines = crate::summaries::transcript_lines(conv);
         // Room for the instructions and the longest answer the grammar allows.
         let room = (compressor.info().context_tokens as usize)
             .saturating_sub(zblade_llm::jobs::moments_max_tokens() as usize + 400)

@@ -51,8 +51,9 @@ pub struct SummarizeReport {
     pub notices: Vec<String>,
 }
 
-/// `role: text` lines, each message cut to [`MESSAGE_CHARS`].
-fn transcript_lines(conversation: &Conversation) -> Vec<String> {
+/// `role: text` lines, each message cut to [`MESSAGE_CHARS`]: what the model reads of a
+/// conversation (summaries and moment extraction).
+pub(crate) fn transcript_lines(conversation: &Conversation) -> Vec<String> {
     conversation
         .messages
         .iter()
@@ -129,11 +130,7 @@ impl Project {
             },
             ..SummarizeReport::default()
         };
-        if let Err(why) = &model
-            && !self.settings.context.compression.local_model.is_empty()
-        {
-            report.notices.push(why.clone());
-        }
+        report.notices.extend(self.compressor_notice());
         for (done, id) in ids.into_iter().enumerate() {
             progress(done, total);
             report.conversations += 1;
