@@ -131,15 +131,26 @@ impl Project {
             ..SummarizeReport::default()
         };
         report.notices.extend(self.compressor_notice());
+        let is_fresh = |summary: Option<SessionSummary>, messages: usize| {
+            summary.is_some_and(|s| messages >= s.messages && messages < s.messages + REFRESH_EVERY)
+        };
+        // Message counts from the index decide which conversations are still fresh, so a run
+        // over a project whose summaries are current (what `zblade index` does each time)
+        // reads no artifact.
+        let indexed = self.indexed_message_counts()?;
         for (done, id) in ids.into_iter().enumerate() {
             progress(done, total);
             report.conversations += 1;
+            if !force
+                && let Some(&count) = indexed.get(&id)
+                && is_fresh(self.conversation_summary(&id), count)
+            {
+                report.unchanged += 1;
+                continue;
+            }
             let conv = self.load_conversation(&id)?;
             let messages = conv.messages.len();
-            let fresh = self
-                .conversation_summary(&id)
-                .is_some_and(|s| messages >= s.messages && messages < s.messages + REFRESH_EVERY);
-            if (fresh && !force) || messages == 0 {
+            if (!force && is_fresh(self.conversation_summary(&id), messages)) || messages == 0 {
                 report.unchanged += 1;
                 continue;
             }
@@ -189,6 +200,19 @@ impl Project {
             SUMMARY_TOKENS,
             &ModelTokens(compressor),
         ))
+    }
+
+    /// Messages per conversation, as the index counts them.
+    fn indexed_message_counts(&self) -> Result<std::collections::HashMap<String, usize>> {
+        let mut counts = std::collections::HashMap::new();
+        loop {
+            let page = self.list_conversations(500, counts.len())?;
+            if page.is_empty() {
+                break;
+            }
+            counts.extend(page.into_iter().map(|c| (c.id, c.message_count.max(0) as usize)));
+        }
+        Ok(counts)
     }
 
     /// Ids of `conversation`, or of every conversation in the project.
