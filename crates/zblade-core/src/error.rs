@@ -67,6 +67,10 @@ pub enum Error {
     /// The SQLite index failed in a way the user did not cause.
     #[error("index: {0}")]
     Index(String),
+    /// Long work stopped between two complete steps because the caller asked it to (the app
+    /// quitting or pausing its indexer); what was written before is whole and consistent.
+    #[error("interrupted")]
+    Interrupted,
     /// The SQLite index file is damaged; `zblade reindex` rebuilds it from artifacts.
     #[error("index {}: {message}; run `zblade reindex` to rebuild it from the artifacts", .path.display())]
     IndexCorrupt {
@@ -97,6 +101,7 @@ impl Error {
             Error::Network(_) => "network",
             Error::Index(_) => "index",
             Error::IndexCorrupt { .. } => "index_corrupt",
+            Error::Interrupted => "interrupted",
         }
     }
 

@@ -150,6 +150,7 @@ impl Project {
         };
         progress(0, paths.len());
         for (batch_no, batch) in paths.chunks(FILES_PER_WRITE).enumerate() {
+            self.check_interrupt()?;
             let mut updates = Vec::new();
             let mut removed = Vec::new();
             for rel in batch {

@@ -89,6 +89,8 @@ pub struct Project {
     pub(crate) vector_reader: std::sync::Mutex<Option<(String, std::sync::Arc<zblade_search::VectorStore>)>>,
     /// The compressor model, loaded on first use; `Err` says why there is none.
     pub(crate) compressor: std::sync::OnceLock<std::result::Result<zblade_llm::Compressor, String>>,
+    /// Set by the owner (the app's indexer) to stop long work between two complete batches.
+    pub(crate) interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Project {
@@ -174,7 +176,24 @@ impl Project {
             query_vectors: Default::default(),
             vector_reader: Default::default(),
             compressor: std::sync::OnceLock::new(),
+            interrupt: None,
         })
+    }
+
+    /// Makes indexing (files, embeddings, summaries) and the watch loop's re-indexing stop
+    /// with [`Error::Interrupted`] between two complete batches once `flag` is set. Every
+    /// batch is written whole (one SQLite transaction, one LanceDB append), so a stop never
+    /// leaves a half-written index, and the next run picks up where this one stopped.
+    pub fn set_interrupt(&mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+        self.interrupt = Some(flag);
+    }
+
+    /// `Err(Interrupted)` once the flag given to [`Project::set_interrupt`] is set.
+    pub(crate) fn check_interrupt(&self) -> Result<()> {
+        match &self.interrupt {
+            Some(flag) if flag.load(std::sync::atomic::Ordering::Relaxed) => Err(Error::Interrupted),
+            _ => Ok(()),
+        }
     }
 
     /// Opens the project that contains `start`: the nearest ancestor with a `.zblade/` folder.

@@ -236,6 +236,7 @@ impl Project {
         progress(0, total);
         let mut done = 0;
         for batch in todo.chunks(EMBED_BATCH) {
+            self.check_interrupt()?;
             let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
             let vectors = embedder
                 .lock()

@@ -139,6 +139,7 @@ impl Project {
         // reads no artifact.
         let indexed = self.indexed_message_counts()?;
         for (done, id) in ids.into_iter().enumerate() {
+            self.check_interrupt()?;
             progress(done, total);
             report.conversations += 1;
             if !force

@@ -85,6 +85,8 @@ impl PathFilter {
         let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
         let mut builder = GitignoreBuilder::new(&root);
         builder.add(root.join(".gitignore"));
+        // zblade's own ignore file (gitignore syntax): paths the user keeps out of zblade only.
+        builder.add(root.join(".zbladeignore"));
         if let Some(git_dir) = git_dir {
             builder.add(git_dir.join("info/exclude"));
         }

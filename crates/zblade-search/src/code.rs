@@ -130,14 +130,16 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<String, Skip> {
 }
 
 /// The files of a project worth indexing, relative to `root`, sorted: `.gitignore`,
-/// `.git/info/exclude` and global git ignores are honoured, hidden files and `.zblade/` are
-/// left out. Size, binary and generated checks happen when a file is read ([`decode`]).
+/// `.git/info/exclude`, global git ignores and `.zbladeignore` (same syntax; what the user keeps
+/// out of zblade only, edited from the app's settings) are honoured, hidden files and `.zblade/`
+/// are left out. Size, binary and generated checks happen when a file is read ([`decode`]).
 pub fn project_files(root: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = ignore::WalkBuilder::new(root)
         .hidden(true)
         .git_ignore(true)
         .git_exclude(true)
         .require_git(false)
+        .add_custom_ignore_filename(".zbladeignore")
         .build()
         .filter_map(|entry| entry.ok())
         .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
@@ -359,6 +361,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::write(root.join(".gitignore"), "target/\n*.log\n").unwrap();
+        std::fs::write(root.join(".zbladeignore"), "fixtures/\n").unwrap();
         for file in [
             "src/main.rs",
             "target/debug/x.rs",
@@ -366,6 +369,7 @@ mod tests {
             ".zblade/index/x.txt",
             "Cargo.lock",
             "README.md",
+            "fixtures/big.json",
         ] {
             let path = root.join(file);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -1,0 +1,475 @@
+//! The commands the UI calls. Each delegates to the engine; engine work runs on Tauri's
+//! blocking pool (never on the UI or async threads), on the open project.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use tauri::{AppHandle, Manager};
+use tauri_specta::Event;
+use zblade_engine::{
+    ContextFormat, ContextRequest, ContextTier, Project, SearchFilter, SearchKind, SearchMode, SearchQuery, Shown,
+};
+
+use crate::error::{AppError, AppResult, ErrorCode};
+use crate::events::{DownloadProgress, IndexerStatus};
+use crate::state::AppState;
+use crate::views::*;
+
+/// Most conversations the list loads (the UI virtualizes it).
+const MAX_LIST: usize = 100_000;
+
+/// Runs `work` on the blocking pool with the app's state.
+async fn blocking<T: Send + 'static>(
+    app: AppHandle,
+    work: impl FnOnce(&AppHandle, &AppState) -> AppResult<T> + Send + 'static,
+) -> AppResult<T> {
+    tauri::async_runtime::spawn_blocking(move || {
+        let state = app.state::<AppState>();
+        work(&app, &state)
+    })
+    .await
+    .map_err(AppError::internal)?
+}
+
+/// Runs `work` on the blocking pool with the open project.
+async fn with_project<T: Send + 'static>(
+    app: AppHandle,
+    work: impl FnOnce(&mut Project) -> AppResult<T> + Send + 'static,
+) -> AppResult<T> {
+    blocking(app, move |_, state| {
+        let mut guard = state.project.lock().map_err(AppError::internal)?;
+        let project = guard.as_mut().ok_or_else(AppError::no_project)?;
+        work(project)
+    })
+    .await
+}
+
+/// Everything the UI needs to start: version, settings, the open project, the indexer.
+#[tauri::command]
+#[specta::specta]
+pub async fn app_info(app: AppHandle) -> AppResult<AppInfo> {
+    blocking(app, |_, state| {
+        Ok(AppInfo {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            config: state.config(),
+            notice: state.config_notice.lock().map_err(AppError::internal)?.take(),
+            project: state.project_info(),
+            indexer: state.indexer_status.lock().map_err(AppError::internal)?.clone(),
+        })
+    })
+    .await
+}
+
+/// Records the first-run wizard's choices. Until this runs, nothing uses the network.
+#[tauri::command]
+#[specta::specta]
+pub async fn complete_wizard(app: AppHandle, choice: WizardChoice) -> AppResult<crate::config::AppConfig> {
+    if choice.storage_mode != "local" && choice.storage_mode != "server" {
+        return Err(AppError::new(
+            ErrorCode::InvalidInput,
+            format!("storage mode {:?}: expected local or server", choice.storage_mode),
+        ));
+    }
+    blocking(app, move |_, state| {
+        state.update_config(|c| {
+            c.wizard_completed = true;
+            c.storage_mode = choice.storage_mode;
+            c.allow_network = choice.allow_network;
+        })
+    })
+    .await
+}
+
+/// Allows or forbids network use from now on.
+#[tauri::command]
+#[specta::specta]
+pub async fn set_allow_network(app: AppHandle, allow: bool) -> AppResult<crate::config::AppConfig> {
+    blocking(app, move |_, state| state.update_config(|c| c.allow_network = allow)).await
+}
+
+/// Opens the project at `path`; with `init`, creates its `.zblade/` first. A folder without
+/// `.zblade/` and no `init` fails with `not_initialized`, so the UI can offer to create it.
+#[tauri::command]
+#[specta::specta]
+pub async fn open_project(app: AppHandle, path: String, init: bool) -> AppResult<ProjectInfo> {
+    if path.trim().is_empty() {
+        return Err(AppError::new(ErrorCode::InvalidInput, "Choose a folder first."));
+    }
+    blocking(app, move |app, state| {
+        state.open_project(&PathBuf::from(path.trim()), init, crate::indexer_sink(app.clone()))
+    })
+    .await
+}
+
+/// Counts, models and index health of the open project.
+#[tauri::command]
+#[specta::specta]
+pub async fn project_status(app: AppHandle) -> AppResult<ProjectStatus> {
+    with_project(app, |project| {
+        let status = project.status()?;
+        Ok(ProjectStatus {
+            conversations: status.indexed.conversations.max(0) as u32,
+            messages: status.indexed.messages.max(0) as u32,
+            moments: status.indexed.moments.max(0) as u32,
+            references: status.indexed.code_references.max(0) as u32,
+            code_files: status.code_files.max(0) as u32,
+            code_chunks: status.code_chunks.max(0) as u32,
+            embedding_model: status.embedding_model,
+            vectors: status.vectors.map(|v| v as u32),
+            compressor_model: status.compressor_model,
+            index_health: status.index_health,
+            search_notice: project.semantic_unavailable(),
+        })
+    })
+    .await
+}
+
+/// Conversations, newest first (up to `limit`).
+#[tauri::command]
+#[specta::specta]
+pub async fn list_conversations(app: AppHandle, limit: u32) -> AppResult<Vec<ConversationRow>> {
+    with_project(app, move |project| {
+        let rows = project.list_conversations((limit as usize).min(MAX_LIST), 0)?;
+        Ok(rows.into_iter().map(ConversationRow::from).collect())
+    })
+    .await
+}
+
+/// One conversation with every message and each reference's live status.
+#[tauri::command]
+#[specta::specta]
+pub async fn conversation_detail(app: AppHandle, id: String) -> AppResult<ConversationDetail> {
+    with_project(app, move |project| match project.show(&id)? {
+        Shown::Conversation {
+            conversation,
+            references,
+        } => Ok(ConversationDetail {
+            id: conversation.conversation_id.clone(),
+            title: conversation.title.clone(),
+            created_at: conversation.created_at.map(rfc3339).unwrap_or_default(),
+            updated_at: conversation.updated_at.map(rfc3339).unwrap_or_default(),
+            tags: conversation.tags().to_vec(),
+            messages: conversation
+                .messages
+                .iter()
+                .map(|m| MessageView::of(&conversation.conversation_id, m, &references))
+                .collect(),
+        }),
+        _ => Err(AppError::new(ErrorCode::InvalidInput, format!("{id} is not a conversation"))),
+    })
+    .await
+}
+
+/// Moments, newest first, optionally of one type.
+#[tauri::command]
+#[specta::specta]
+pub async fn list_moments(app: AppHandle, kind: Option<String>) -> AppResult<Vec<MomentRow>> {
+    with_project(app, move |project| {
+        let rows = project.list_moments(MAX_LIST, 0, kind.as_deref().filter(|k| !k.is_empty()))?;
+        Ok(rows.into_iter().map(MomentRow::from).collect())
+    })
+    .await
+}
+
+/// Hybrid search (keyword-only, with a notice, when no embedding model is installed).
+#[tauri::command]
+#[specta::specta]
+pub async fn search(app: AppHandle, request: SearchRequest) -> AppResult<SearchResultsView> {
+    let kind = match request.kind.as_str() {
+        "" | "all" => SearchKind::All,
+        "messages" => SearchKind::Messages,
+        "moments" => SearchKind::Moments,
+        "conversations" => SearchKind::Conversations,
+        "code" => SearchKind::Code,
+        other => {
+            return Err(AppError::new(
+                ErrorCode::InvalidInput,
+                format!("search kind {other:?}: expected all, messages, moments, conversations or code"),
+            ));
+        }
+    };
+    with_project(app, move |project| {
+        let started = Instant::now();
+        let filter = SearchFilter {
+            path_prefix: request.path_prefix.filter(|p| !p.trim().is_empty()),
+            ..Default::default()
+        };
+        let query = SearchQuery::new(request.text, request.limit.clamp(1, 200) as usize, kind).with_filter(filter);
+        let results = project.search_with(&query, None)?;
+        Ok(SearchResultsView {
+            mode: mode_name(results.mode).to_string(),
+            notice: results.notice,
+            hits: results.hits.iter().map(SearchHitView::from).collect(),
+            elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+        })
+    })
+    .await
+}
+
+fn mode_name(mode: SearchMode) -> &'static str {
+    match mode {
+        SearchMode::Keyword => "keyword",
+        SearchMode::Semantic => "semantic",
+        SearchMode::Hybrid => "hybrid",
+    }
+}
+
+/// Assembles the context for a query within a budget, with the receipt.
+#[tauri::command]
+#[specta::specta]
+pub async fn context_preview(app: AppHandle, request: ContextRequestView) -> AppResult<ContextView> {
+    let tier = match request.tier.as_str() {
+        "smart" => ContextTier::Smart,
+        "" | "balanced" => ContextTier::Balanced,
+        "fast" => ContextTier::Fast,
+        other => {
+            return Err(AppError::new(
+                ErrorCode::InvalidInput,
+                format!("tier {other:?}: expected smart, balanced or fast"),
+            ));
+        }
+    };
+    let format = match request.format.as_str() {
+        "" | "xml" => ContextFormat::Xml,
+        "markdown" => ContextFormat::Markdown,
+        "json" => ContextFormat::Json,
+        other => {
+            return Err(AppError::new(
+                ErrorCode::InvalidInput,
+                format!("format {other:?}: expected xml, markdown or json"),
+            ));
+        }
+    };
+    if request.budget < 64 {
+        return Err(AppError::new(ErrorCode::InvalidInput, "The budget must be at least 64 tokens."));
+    }
+    with_project(app, move |project| {
+        let result = project.context(&ContextRequest {
+            query: request.query,
+            budget: request.budget as usize,
+            conversation: request.conversation.filter(|c| !c.is_empty()),
+            format,
+            tier,
+            mode: None,
+        })?;
+        let pack = result.pack;
+        Ok(ContextView {
+            text: pack.text,
+            tokens: pack.tokens as u32,
+            budget: pack.budget as u32,
+            tokenizer: pack.tokenizer,
+            compressor: pack.compressor,
+            receipt: pack
+                .receipt
+                .into_iter()
+                .map(|line| ReceiptView {
+                    key: line.key,
+                    label: line.label,
+                    source: serde_json::to_value(line.source)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default(),
+                    tokens: line.tokens as u32,
+                    full_tokens: line.full_tokens as u32,
+                    rank: line.rank.map(|r| r as u32),
+                    score: line.score.map(|s| ScoreView {
+                        retrieval: s.retrieval,
+                        recency: s.recency,
+                        affinity: s.affinity,
+                        type_weight: s.type_weight,
+                        relevance: s.relevance,
+                        redundancy: s.redundancy,
+                    }),
+                    included: line.included,
+                    reason: line.reason,
+                })
+                .collect(),
+            notices: result.notices,
+            elapsed_ms: result.elapsed_ms,
+        })
+    })
+    .await
+}
+
+/// Reference health: every reference checked against the working tree now.
+#[tauri::command]
+#[specta::specta]
+pub async fn reference_health(app: AppHandle) -> AppResult<HealthView> {
+    with_project(app, |project| {
+        let reports = project.check_references()?;
+        let views: Vec<ReferenceView> = reports.iter().map(|r| ReferenceView::of(r, false)).collect();
+        Ok(HealthView {
+            counts: crate::health_counts(project)?,
+            drifted: views.iter().filter(|r| r.drift && r.status == "ok").cloned().collect(),
+            problems: views.into_iter().filter(|r| r.status != "ok").collect(),
+        })
+    })
+    .await
+}
+
+/// One reference with the code at its live location, read now.
+#[tauri::command]
+#[specta::specta]
+pub async fn reference_code(app: AppHandle, key: String) -> AppResult<ReferenceView> {
+    with_project(app, move |project| Ok(ReferenceView::of(&project.reference(&key)?, true))).await
+}
+
+/// The settings view: app settings, models, compressor, ignored paths.
+#[tauri::command]
+#[specta::specta]
+pub async fn settings_view(app: AppHandle) -> AppResult<SettingsView> {
+    blocking(app, |_, state| {
+        let config = state.config();
+        let guard = state.project.lock().map_err(AppError::internal)?;
+        let Some(project) = guard.as_ref() else {
+            return Ok(SettingsView {
+                app: config,
+                project_storage_mode: None,
+                embedding_models: Vec::new(),
+                compressor_models: Vec::new(),
+                compressor: "extractive".into(),
+                compressor_notice: None,
+                ignored_paths: Vec::new(),
+            });
+        };
+        let compressor = project.compressor_status();
+        let ignore_file = project.layout().root().join(".zbladeignore");
+        Ok(SettingsView {
+            app: config,
+            project_storage_mode: Some(project.settings().storage.mode.to_string()),
+            embedding_models: project
+                .list_models()
+                .into_iter()
+                .map(|m| EmbeddingModelView {
+                    installed: m.dir.is_some(),
+                    name: m.name,
+                    active: m.active,
+                    repo: m.repo,
+                })
+                .collect(),
+            compressor_models: project
+                .compressor_models()
+                .into_iter()
+                .map(|m| CompressorModelView {
+                    name: m.name,
+                    size_mb: m.size_bytes as f64 / 1_048_576.0,
+                    active: m.active,
+                    problem: m.problem,
+                })
+                .collect(),
+            compressor: compressor.compressor,
+            compressor_notice: compressor.notice,
+            ignored_paths: std::fs::read_to_string(ignore_file)
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_string)
+                .collect(),
+        })
+    })
+    .await
+}
+
+/// Imports a GGUF compressor model from a file (checked to load first) and uses it.
+#[tauri::command]
+#[specta::specta]
+pub async fn import_compressor_model(app: AppHandle, path: String) -> AppResult<CompressorModelView> {
+    with_project(app, move |project| {
+        let installed = project.import_compressor_model(std::path::Path::new(&path), None, false, true)?;
+        Ok(CompressorModelView {
+            name: installed.model.name,
+            size_mb: installed.model.size_bytes as f64 / 1_048_576.0,
+            active: installed.model.active,
+            problem: installed.model.problem,
+        })
+    })
+    .await
+}
+
+/// Makes the compressor use an installed model, or none (`"none"`: extractive).
+#[tauri::command]
+#[specta::specta]
+pub async fn use_compressor_model(app: AppHandle, name: String) -> AppResult<()> {
+    with_project(app, move |project| Ok(project.use_compressor_model(&name)?)).await
+}
+
+/// Downloads an embedding model by name and makes search use it, reporting progress as
+/// `DownloadProgress` events. Refused, before any request is made, unless the user allowed
+/// network use in the wizard or in Settings.
+#[tauri::command]
+#[specta::specta]
+pub async fn download_embedding_model(app: AppHandle, name: String) -> AppResult<String> {
+    blocking(app, move |app, state| {
+        let config = state.config();
+        let mut guard = state.project.lock().map_err(AppError::internal)?;
+        let project = guard.as_mut().ok_or_else(AppError::no_project)?;
+        let emitter = app.clone();
+        let report = crate::network::download_embedding_model(&config, project, &name, &mut |file, done, total| {
+            let _ = DownloadProgress {
+                name: name.clone(),
+                file: file.to_string(),
+                done: done as f64,
+                total: total.unwrap_or(0) as f64,
+            }
+            .emit(&emitter);
+        })?;
+        Ok(report.dir)
+    })
+    .await
+}
+
+/// Pauses or resumes the background indexer.
+#[tauri::command]
+#[specta::specta]
+pub async fn set_indexer_paused(app: AppHandle, paused: bool) -> AppResult<IndexerStatus> {
+    blocking(app, move |app, state| Ok(crate::set_paused(app, state, paused)?)).await
+}
+
+/// Replaces the project's `.zbladeignore` (paths zblade leaves out, gitignore syntax) and
+/// re-indexes so the change takes effect.
+#[tauri::command]
+#[specta::specta]
+pub async fn set_ignored_paths(app: AppHandle, lines: Vec<String>) -> AppResult<Vec<String>> {
+    blocking(app, move |app, state| {
+        let root = state.project_root().ok_or_else(AppError::no_project)?;
+        let cleaned: Vec<String> = lines
+            .iter()
+            .map(|l| l.trim().to_string())
+            .filter(|l| !l.is_empty())
+            .collect();
+        let mut text = cleaned.join("\n");
+        text.push('\n');
+        let file = root.join(".zbladeignore");
+        let tmp = root.join(".zbladeignore.tmp");
+        std::fs::write(&tmp, text)
+            .and_then(|_| std::fs::rename(&tmp, &file))
+            .map_err(|e| AppError::internal(format!("{}: {e}", file.display())))?;
+        if !state.config().indexer_paused {
+            state.start_indexer(root, crate::indexer_sink(app.clone()));
+        }
+        Ok(cleaned)
+    })
+    .await
+}
+
+/// Called by the UI once its first view is on screen; returns milliseconds since the process
+/// started. With `ZBLADE_STARTUP_REPORT=FILE` the time is also written there (the startup
+/// benchmark reads it).
+#[tauri::command]
+#[specta::specta]
+pub async fn ui_ready(app: AppHandle) -> AppResult<f64> {
+    let state = app.state::<AppState>();
+    let ms = state.started.elapsed().as_secs_f64() * 1000.0;
+    if let Some(file) = std::env::var_os("ZBLADE_STARTUP_REPORT") {
+        let _ = std::fs::write(file, format!("{ms:.1}\n"));
+    }
+    Ok(ms)
+}
+
+/// The indexer's state now.
+#[tauri::command]
+#[specta::specta]
+pub async fn indexer_status(app: AppHandle) -> AppResult<IndexerStatus> {
+    let state = app.state::<AppState>();
+    let status = state.indexer_status.lock().map_err(AppError::internal)?.clone();
+    Ok(status)
+}

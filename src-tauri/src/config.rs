@@ -1,0 +1,177 @@
+//! The app's own settings (not a project's): whether the first-run privacy wizard was
+//! completed and what it decided, recent projects, and the indexer switches. Kept in
+//! `$ZBLADE_CONFIG_DIR/app.json` (default `$XDG_CONFIG_HOME/zblade`, else `~/.config/zblade`),
+//! written atomically; a damaged file is moved aside (never deleted) and the wizard runs again.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use specta::Type;
+
+/// How many recent projects the Projects view remembers.
+const MAX_RECENT: usize = 12;
+
+/// What the first-run wizard decided and what the app remembers between runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+#[serde(default)]
+pub struct AppConfig {
+    /// The first-run privacy wizard was completed: until then nothing else is shown and
+    /// nothing may use the network.
+    pub wizard_completed: bool,
+    /// Where new projects keep memory: `local` (the default) or `server`.
+    pub storage_mode: String,
+    /// The user allowed network use (model downloads; a sync server). Off until they say so.
+    pub allow_network: bool,
+    /// Recently opened projects, newest first.
+    pub recent_projects: Vec<RecentProject>,
+    /// The background indexer is paused.
+    pub indexer_paused: bool,
+}
+
+impl Default for AppConfig {
+    fn default() -> Self {
+        AppConfig {
+            wizard_completed: false,
+            storage_mode: "local".into(),
+            allow_network: false,
+            recent_projects: Vec::new(),
+            indexer_paused: false,
+        }
+    }
+}
+
+/// A project opened before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct RecentProject {
+    /// Its root folder.
+    pub path: String,
+    /// The folder's name.
+    pub name: String,
+    /// When it was last opened (RFC 3339).
+    pub opened_at: String,
+}
+
+/// The directory holding `app.json`.
+pub fn config_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("ZBLADE_CONFIG_DIR") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir).join("zblade");
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    home.join(".config/zblade")
+}
+
+/// Reads the config at `path`. A missing file gives the defaults (first run). A damaged one is
+/// renamed to `app.json.damaged-TIMESTAMP` and the defaults are used; the notice says so.
+pub fn load(path: &Path) -> (AppConfig, Option<String>) {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (AppConfig::default(), None),
+        Err(e) => return (AppConfig::default(), Some(format!("{}: {e}; using defaults", path.display()))),
+    };
+    match serde_json::from_slice::<AppConfig>(&bytes) {
+        Ok(config) => (config, None),
+        Err(e) => {
+            let stamp = chrono_stamp();
+            let aside = path.with_extension(format!("json.damaged-{stamp}"));
+            let moved = std::fs::rename(path, &aside).is_ok();
+            let notice = format!(
+                "{}:{}:{}: {e}; the app settings were reset{}",
+                path.display(),
+                e.line(),
+                e.column(),
+                if moved { format!(" (the old file is kept as {})", aside.display()) } else { String::new() }
+            );
+            (AppConfig::default(), Some(notice))
+        }
+    }
+}
+
+/// Writes the config atomically (temp file in the same directory, then rename).
+pub fn save(path: &Path, config: &AppConfig) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(".app.json.{}.tmp", std::process::id()));
+    let mut bytes = serde_json::to_vec_pretty(config).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    std::fs::write(&tmp, &bytes)?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+impl AppConfig {
+    /// Puts `root` first in the recent list (once).
+    pub fn remember(&mut self, root: &Path) {
+        let path = root.to_string_lossy().into_owned();
+        self.recent_projects.retain(|p| p.path != path);
+        let name = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.clone());
+        self.recent_projects.insert(
+            0,
+            RecentProject {
+                path,
+                name,
+                opened_at: now_rfc3339(),
+            },
+        );
+        self.recent_projects.truncate(MAX_RECENT);
+    }
+}
+
+fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn chrono_stamp() -> String {
+    now_rfc3339().replace([':', '.'], "-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_file_is_a_first_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let (config, notice) = load(&dir.path().join("app.json"));
+        assert!(!config.wizard_completed);
+        assert!(!config.allow_network);
+        assert_eq!(config.storage_mode, "local");
+        assert!(notice.is_none());
+    }
+
+    #[test]
+    fn round_trip_and_recent_projects_are_deduplicated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/app.json");
+        let mut config = AppConfig::default();
+        config.remember(Path::new("/tmp/a"));
+        config.remember(Path::new("/tmp/b"));
+        config.remember(Path::new("/tmp/a"));
+        assert_eq!(config.recent_projects.len(), 2);
+        assert_eq!(config.recent_projects[0].name, "a");
+        save(&path, &config).unwrap();
+        assert_eq!(load(&path).0, config);
+        let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temp file left behind");
+    }
+
+    #[test]
+    fn damaged_file_is_moved_aside_and_named_in_the_notice() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.json");
+        std::fs::write(&path, "{\n  \"wizard_completed\": tru\n}").unwrap();
+        let (config, notice) = load(&path);
+        assert!(!config.wizard_completed);
+        let notice = notice.unwrap();
+        assert!(notice.contains("app.json:2:"), "{notice}");
+        assert!(!path.exists());
+        let kept: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert_eq!(kept.len(), 1);
+        assert!(kept[0].file_name().to_string_lossy().contains("damaged"));
+    }
+}

@@ -1,0 +1,135 @@
+//! What the app holds while it runs: its settings, the open project (the UI's handle on it) and
+//! the background indexer of that project.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use zblade_engine::Project;
+
+use crate::config::{self, AppConfig};
+use crate::error::{AppError, AppResult};
+use crate::events::{IndexerState, IndexerStatus};
+use crate::indexer::{Indexer, Sink};
+use crate::views::ProjectInfo;
+
+/// The app's state, shared by every command.
+pub struct AppState {
+    /// Where the app's settings live.
+    pub config_path: PathBuf,
+    /// The app's settings.
+    pub config: Mutex<AppConfig>,
+    /// A problem reading the settings, shown once.
+    pub config_notice: Mutex<Option<String>>,
+    /// The open project, for the UI's reads and writes.
+    pub project: Mutex<Option<Project>>,
+    /// The indexer of the open project.
+    pub indexer: Mutex<Option<Indexer>>,
+    /// The indexer's last reported status.
+    pub indexer_status: Mutex<IndexerStatus>,
+    /// When the process started (for the startup benchmark).
+    pub started: Instant,
+}
+
+impl AppState {
+    /// Loads the app's settings from the config directory.
+    pub fn load(started: Instant) -> AppState {
+        let config_path = config::config_dir().join("app.json");
+        let (config, notice) = config::load(&config_path);
+        AppState {
+            config_path,
+            config: Mutex::new(config),
+            config_notice: Mutex::new(notice),
+            project: Mutex::new(None),
+            indexer: Mutex::new(None),
+            indexer_status: Mutex::new(IndexerStatus::of(IndexerState::Idle)),
+            started,
+        }
+    }
+
+    /// A copy of the settings.
+    pub fn config(&self) -> AppConfig {
+        self.config.lock().expect("config lock").clone()
+    }
+
+    /// Changes the settings and writes them.
+    pub fn update_config(&self, change: impl FnOnce(&mut AppConfig)) -> AppResult<AppConfig> {
+        let mut config = self.config.lock().expect("config lock");
+        let mut next = config.clone();
+        change(&mut next);
+        config::save(&self.config_path, &next)
+            .map_err(|e| AppError::internal(format!("{}: {e}", self.config_path.display())))?;
+        *config = next.clone();
+        Ok(next)
+    }
+
+    /// Opens (or, with `init`, first creates `.zblade/` in) the project at `root`, makes it the
+    /// open project, remembers it, and restarts the indexer on it unless indexing is paused.
+    pub fn open_project(&self, root: &Path, init: bool, sink: Sink) -> AppResult<ProjectInfo> {
+        let root = root
+            .canonicalize()
+            .map_err(|e| AppError::new(crate::error::ErrorCode::NotFound, format!("{}: {e}", root.display())))?;
+        if !root.is_dir() {
+            return Err(AppError::new(
+                crate::error::ErrorCode::InvalidInput,
+                format!("{} is not a folder", root.display()),
+            ));
+        }
+        let project = if init {
+            Project::init(&root)?.0
+        } else {
+            Project::open(&root)?
+        };
+        let info = project_info(&project);
+        self.stop_indexer();
+        *self.project.lock().expect("project lock") = Some(project);
+        let config = self.update_config(|c| c.remember(&root))?;
+        if !config.indexer_paused {
+            self.start_indexer(root, sink);
+        } else {
+            *self.indexer_status.lock().expect("status lock") = IndexerStatus::of(IndexerState::Paused);
+        }
+        Ok(info)
+    }
+
+    /// The open project's info.
+    pub fn project_info(&self) -> Option<ProjectInfo> {
+        self.project.lock().expect("project lock").as_ref().map(project_info)
+    }
+
+    /// The open project's root.
+    pub fn project_root(&self) -> Option<PathBuf> {
+        self.project
+            .lock()
+            .expect("project lock")
+            .as_ref()
+            .map(|p| p.layout().root().to_path_buf())
+    }
+
+    /// Starts the indexer on `root` (stopping any other first).
+    pub fn start_indexer(&self, root: PathBuf, sink: Sink) {
+        self.stop_indexer();
+        *self.indexer.lock().expect("indexer lock") = Some(Indexer::start(root, sink));
+    }
+
+    /// Stops the indexer, waiting for it to finish the batch it is writing.
+    pub fn stop_indexer(&self) {
+        let indexer = self.indexer.lock().expect("indexer lock").take();
+        if let Some(indexer) = indexer {
+            indexer.stop();
+        }
+    }
+}
+
+fn project_info(project: &Project) -> ProjectInfo {
+    let root = project.layout().root();
+    ProjectInfo {
+        root: root.to_string_lossy().into_owned(),
+        name: root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        project_id: project.settings().project.id.clone(),
+        storage_mode: project.settings().storage.mode.to_string(),
+    }
+}

@@ -1,0 +1,75 @@
+// Small pure helpers the views share; tested in format.test.ts.
+
+/** "3 min ago", "yesterday", "12 Mar 2026" — relative for recent times, a date otherwise. */
+export function timeAgo(iso: string, now: Date = new Date()): string {
+  if (!iso) return "";
+  const then = new Date(iso);
+  if (Number.isNaN(then.getTime())) return iso;
+  const seconds = Math.round((now.getTime() - then.getTime()) / 1000);
+  if (seconds < 0) return then.toLocaleDateString(undefined, { day: "numeric", month: "short", year: "numeric" });
+  if (seconds < 60) return "just now";
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 24) return `${hours} h ago`;
+  const days = Math.floor(hours / 24);
+  if (days === 1) return "yesterday";
+  if (days < 7) return `${days} days ago`;
+  return then.toLocaleDateString(undefined, { day: "numeric", month: "short", year: "numeric" });
+}
+
+/** A piece of a search snippet: plain text, or a matched word (the engine wraps those in « »). */
+export type SnippetPart = { text: string; match: boolean };
+
+/** Splits a snippet on the engine's « » match markers, so matches can be highlighted safely
+ *  (as text nodes, never as HTML). An unbalanced marker is kept as text. */
+export function snippetParts(snippet: string): SnippetPart[] {
+  const parts: SnippetPart[] = [];
+  let rest = snippet;
+  while (rest.length > 0) {
+    const open = rest.indexOf("«");
+    const close = open >= 0 ? rest.indexOf("»", open + 1) : -1;
+    if (open < 0 || close < 0) {
+      parts.push({ text: rest, match: false });
+      break;
+    }
+    if (open > 0) parts.push({ text: rest.slice(0, open), match: false });
+    parts.push({ text: rest.slice(open + 1, close), match: true });
+    rest = rest.slice(close + 1);
+  }
+  return parts.filter((p) => p.text.length > 0);
+}
+
+/** What a reference status means, in a few words, for chips and tooltips. */
+export function statusLabel(status: string, drift: boolean): string {
+  const base: Record<string, string> = {
+    ok: "ok",
+    shifted: "shifted",
+    modified: "modified",
+    moved: "moved",
+    missing: "missing",
+    unreadable: "unreadable",
+    unchecked: "not checked yet",
+  };
+  const label = base[status] ?? status;
+  return drift && status === "ok" ? "drift" : label;
+}
+
+/** A severity class for a status: good, warn or bad. */
+export function statusTone(status: string, drift: boolean): "good" | "warn" | "bad" {
+  if (status === "missing" || status === "unreadable") return "bad";
+  if (status === "ok" && !drift) return "good";
+  return "warn";
+}
+
+/** `src/auth.ts:10-25`, or just the path for a one-line range. */
+export function location(file: string | null | undefined, lines: [number, number] | null | undefined): string {
+  if (!file) return "";
+  if (!lines) return file;
+  return lines[0] === lines[1] ? `${file}:${lines[0]}` : `${file}:${lines[0]}-${lines[1]}`;
+}
+
+/** Thousands separators. */
+export function count(n: number): string {
+  return n.toLocaleString("en-US");
+}
