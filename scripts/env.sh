@@ -1,6 +1,8 @@
 # Shared settings for zblade's scripts; sourced, not run.
 ZBLADE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export ZBLADE_ROOT
+# tauri-driver (installed by setup.sh with cargo install) lives here.
+export PATH="$HOME/.cargo/bin:$PATH"
 # Build outputs live outside the work tree so a fresh clone (and CI) reuses earlier builds.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/zblade-target}"
 # The Python environment holding ONNX Runtime and the offline model builder.

@@ -1,75 +1,39 @@
 #!/usr/bin/env bash
-# Builds zblade and walks through it on a demo project: a small git repository with code, two
-# conversations and a moment. Usage: scripts/run.sh [DEMO_DIR]   (default: a new temp dir)
+# Builds zblade (CLI, UI and desktop app) and launches the desktop app on the embedded defaults
+# (local mode, SQLite, LanceDB) with a demo project: a small git repository with code, two
+# conversations that reference it and a moment. On the first launch the privacy wizard comes first.
+# Usage: scripts/run.sh [DEMO_DIR]   (default: ~/zblade-demo; kept between runs)
+# Without a display (an SSH session, a container) the app runs under Xvfb and a screenshot is saved.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ZBLADE_ROOT"
 
-bash scripts/setup.sh
+bash scripts/setup.sh   # also builds the UI (ui/dist), which the app embeds
 # The dev profile over the whole workspace: the same build the tests use, so nothing is built
 # twice (a release build of LanceDB alone takes ~20 minutes on two cores).
-cargo build --workspace --locked --bin zblade
-zblade="$CARGO_TARGET_DIR/debug/zblade"
+cargo build --workspace --locked --bin zblade --bin zblade-app
+bin="$CARGO_TARGET_DIR/debug"
 
-demo="${1:-$(mktemp -d -t zblade-demo.XXXXXX)}"
-mkdir -p "$demo/src"
-cd "$demo"
-if [ ! -d .git ]; then
-  git init -q
-  cat > src/auth.ts <<'TS'
-import { sign } from "jsonwebtoken";
+demo="${1:-$HOME/zblade-demo}"
+bash scripts/demo-project.sh "$demo" "$bin/zblade"
+echo "run: demo project in $demo (the CLI walkthrough: scripts/demo-cli.sh)"
 
-export function generateToken(user: User): string {
-  return sign({ sub: user.id }, SECRET, { algorithm: "HS256", expiresIn: "15m" });
-}
-
-export function refreshCookie(token: string): string {
-  return `refresh=${token}; HttpOnly; Secure; SameSite=Strict`;
-}
-
-export async function storeRefreshToken(userId: string, token: string) {
-  await redis.set(`refresh:${userId}`, token, "EX", 7 * 24 * 3600);
-}
-TS
-  cat > src/cache.ts <<'TS'
-import { LRUCache } from "lru-cache";
-
-export const catalogue = new LRUCache<string, Product>({
-  max: 10_000,
-  ttl: 5 * 60 * 1000,
-});
-TS
-  git add -A && git -c user.name=demo -c user.email=demo@example.com commit -qm "demo project"
+if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+  exec "$bin/zblade-app" "$demo"
 fi
 
-step() { printf '\n\033[1m$ zblade %s\033[0m\n' "$*"; "$zblade" "$@"; }
-
-step init
-step add conversation "$ZBLADE_ROOT/examples/conversations/jwt-auth.json" "$ZBLADE_ROOT/examples/conversations/cache-eviction.json"
-step add moment "$ZBLADE_ROOT/examples/moments/refresh-token-store.json"
-step list conversations
-step list moments
-step search jwt --mode keyword
-step index
-step search "how long do sessions last before the user must log in again" --limit 3
-step search "how do we revoke refresh tokens" --kind conversations
-step refs check
-
-printf '\n\033[1m# the code moves: two lines are inserted at the top of src/auth.ts\033[0m\n'
-{ printf '// Auth helpers\n// (see docs/auth.md)\n'; git show HEAD:src/auth.ts; } > src/auth.ts
-step refs check
-step search "refresh token" --kind messages --limit 2
-step compressor status
-step moments extract
-step summarize
-conv="$("$zblade" --json list conversations | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["id"])')"
-step context "how do we refresh tokens?" --conversation "$conv" --budget 800 --receipt
-step reindex
-step fsck
-step status
-
-cat <<MSG
-
-Demo project: $demo
-Try more:   cd "$demo" && "$zblade" --help
-MSG
+display=":$((70 + RANDOM % 20))"
+echo "run: no display found; starting the app under Xvfb on $display"
+Xvfb "$display" -screen 0 1360x860x24 -nolisten tcp &
+xvfb=$!
+trap 'kill $xvfb 2>/dev/null || true' EXIT
+sleep 1
+DISPLAY="$display" "$bin/zblade-app" "$demo" &
+app=$!
+sleep 8
+shot="$demo/zblade-app.png"
+if DISPLAY="$display" import -window root "$shot" 2>/dev/null; then
+  echo "run: the app is running; a screenshot of its window: $shot"
+fi
+echo "run: Ctrl-C quits"
+wait $app

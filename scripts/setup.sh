@@ -17,6 +17,15 @@ command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 command -v clang >/dev/null 2>&1 || missing+=(clang)
 ls /usr/lib/llvm-*/lib/libclang.so* >/dev/null 2>&1 || ls /usr/lib/*/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
+# The desktop app (Tauri 2 on WebKitGTK), its tray, and its end-to-end tests (Xvfb, WebKitWebDriver).
+pkg-config --exists webkit2gtk-4.1 2>/dev/null || missing+=(libwebkit2gtk-4.1-dev pkg-config)
+pkg-config --exists ayatana-appindicator3-0.1 2>/dev/null || missing+=(libayatana-appindicator3-dev)
+pkg-config --exists librsvg-2.0 2>/dev/null || missing+=(librsvg2-dev)
+[ -e /usr/include/xdo.h ] || missing+=(libxdo-dev)
+command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb xauth)
+command -v import >/dev/null 2>&1 || missing+=(imagemagick)
+command -v WebKitWebDriver >/dev/null 2>&1 || missing+=(webkit2gtk-driver)
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2
@@ -51,3 +60,13 @@ fi
 if [ ! -f "$ZBLADE_TEST_GGUF" ]; then
   "$ZBLADE_PYTHON" "$ZBLADE_ROOT/scripts/models/build_tiny_gguf.py" "$ZBLADE_TEST_GGUF" >/dev/null
 fi
+
+# tauri-driver: the WebDriver server the app's end-to-end test drives the window through.
+if ! command -v tauri-driver >/dev/null 2>&1; then
+  echo "setup: installing tauri-driver (cargo install)" >&2
+  cargo install --locked --quiet tauri-driver
+fi
+
+# The UI (Svelte + Vite): dependencies from the lockfile, then the build the app embeds.
+# The Tauri build embeds ui/dist, so it must exist before cargo compiles zblade-app.
+bash "$ZBLADE_ROOT/scripts/build-ui.sh"

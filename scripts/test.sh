@@ -23,6 +23,26 @@ trap 'rm -f "$log"' EXIT
 cargo test --workspace --all-targets --locked 2>&1 | tee "$log"
 cargo test --workspace --doc --locked 2>&1 | tee -a "$log"
 
-# One closing line with the totals of every test binary above.
+# The generated TypeScript bindings must be committed exactly as the app generates them (the
+# zblade-app test above regenerates ui/src/lib/bindings.ts; new or changed means stale).
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1 && [ -n "$(git status --porcelain ui/src/lib/bindings.ts)" ]; then
+  echo "test: ui/src/lib/bindings.ts changed when regenerated; commit the regenerated file" >&2
+  git --no-pager diff --stat ui/src/lib/bindings.ts >&2
+  exit 1
+fi
+
+# The UI: type check (svelte-check, warnings fail) and unit tests (vitest).
+(cd ui && npm run --silent check && npm test --silent) 2>&1 | tee -a "$log"
+
+# End to end in the real app window (WebKitGTK under Xvfb, through tauri-driver); screenshots
+# of every view are kept in $CARGO_TARGET_DIR/e2e-screenshots.
+cargo build --workspace --locked --bin zblade --bin zblade-app
+ZBLADE_APP="$CARGO_TARGET_DIR/debug/zblade-app" ZBLADE="$CARGO_TARGET_DIR/debug/zblade" \
+  ZBLADE_E2E_OUT="$CARGO_TARGET_DIR/e2e-screenshots" node --test ui/e2e/ 2>&1 | tee -a "$log"
+
+# One closing line with the totals of every test run above: cargo's test binaries, vitest's
+# ("Tests  12 passed") and node --test's ("# pass 1").
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     /^ +Tests +[0-9]+ passed/ { p += $2 } /^ +Tests .*failed/ { f += 1 }
+     /^# pass [0-9]+/ { p += $3 } /^# fail [1-9]/ { f += $3 }
      END { printf "tests: %d passed, %d failed\n", p, f; exit (f > 0 || p == 0) }' "$log"

@@ -70,12 +70,17 @@ pub async fn complete_wizard(app: AppHandle, choice: WizardChoice) -> AppResult<
             format!("storage mode {:?}: expected local or server", choice.storage_mode),
         ));
     }
-    blocking(app, move |_, state| {
+    blocking(app, move |app, state| {
         state.update_config(|c| {
             c.wizard_completed = true;
             c.storage_mode = choice.storage_mode;
             c.allow_network = choice.allow_network;
-        })
+        })?;
+        let pending = state.pending_open.lock().map_err(AppError::internal)?.take();
+        if let Some(root) = pending {
+            state.open_project(&root, false, crate::indexer_sink(app.clone()))?;
+        }
+        Ok(state.config())
     })
     .await
 }
@@ -403,7 +408,8 @@ pub async fn download_embedding_model(app: AppHandle, name: String) -> AppResult
         let mut guard = state.project.lock().map_err(AppError::internal)?;
         let project = guard.as_mut().ok_or_else(AppError::no_project)?;
         let emitter = app.clone();
-        let report = crate::network::download_embedding_model(&config, project, &name, &mut |file, done, total| {
+        let hub = crate::network::model_hub();
+        let report = crate::network::download_embedding_model(&config, project, &name, &hub, &mut |file, done, total| {
             let _ = DownloadProgress {
                 name: name.clone(),
                 file: file.to_string(),

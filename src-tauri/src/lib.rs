@@ -153,6 +153,8 @@ pub fn run() {
     let builder = specta_builder();
     let state = AppState::load(started);
     let hidden = std::env::args().any(|a| a == "--hidden");
+    // `zblade-app [--hidden] [PROJECT_DIR]`: open that project (after the wizard on a first run).
+    let open_arg = std::env::args().skip(1).find(|a| !a.starts_with("--")).map(std::path::PathBuf::from);
 
     let app = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
@@ -169,14 +171,21 @@ pub fn run() {
             if hidden && let Some(window) = app.get_webview_window("main") {
                 let _ = window.hide();
             }
-            // Reopen the last project, so the tray indexer keeps it current from the start.
+            // Open the project named on the command line, else reopen the last one, so the tray
+            // indexer keeps it current from the start.
             let state = app.state::<AppState>();
             let config = state.config();
-            if config.wizard_completed
-                && let Some(last) = config.recent_projects.first()
-                && let Err(error) = state.open_project(std::path::Path::new(&last.path), false, indexer_sink(handle.clone()))
-            {
-                eprintln!("zblade: could not reopen {}: {error}", last.path);
+            let target = open_arg
+                .clone()
+                .or_else(|| config.recent_projects.first().map(|p| std::path::PathBuf::from(&p.path)));
+            if let Some(target) = target {
+                if config.wizard_completed {
+                    if let Err(error) = state.open_project(&target, false, indexer_sink(handle.clone())) {
+                        eprintln!("zblade: could not open {}: {error}", target.display());
+                    }
+                } else {
+                    *state.pending_open.lock().expect("pending lock") = Some(target);
+                }
             }
             Ok(())
         })

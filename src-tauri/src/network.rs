@@ -28,13 +28,15 @@ pub fn require_consent(config: &AppConfig, what: &str) -> AppResult<()> {
     }
 }
 
-/// Downloads the embedding model `name` and makes search use it, if the user allowed it.
+/// Downloads the embedding model `name` from `hub` and makes search use it, if the user
+/// allowed network use.
 pub fn download_embedding_model(
     config: &AppConfig,
     project: &mut Project,
     name: &str,
+    hub: &str,
     progress: &mut dyn FnMut(&str, u64, Option<u64>),
 ) -> AppResult<ModelDownload> {
     require_consent(config, &format!("Downloading the model {name}"))?;
-    Ok(project.download_model(name, &model_hub(), true, false, true, progress)?)
+    Ok(project.download_model(name, hub, true, false, true, progress)?)
 }

@@ -29,6 +29,8 @@ pub struct AppState {
     pub indexer_status: Mutex<IndexerStatus>,
     /// When the process started (for the startup benchmark).
     pub started: Instant,
+    /// A project named on the command line, opened once the first-run wizard is completed.
+    pub pending_open: Mutex<Option<PathBuf>>,
 }
 
 impl AppState {
@@ -44,6 +46,7 @@ impl AppState {
             indexer: Mutex::new(None),
             indexer_status: Mutex::new(IndexerStatus::of(IndexerState::Idle)),
             started,
+            pending_open: Mutex::new(None),
         }
     }
 

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the UI's npm dependencies (from package-lock.json, only when it changed) and builds
+# ui/dist, which the desktop app embeds at compile time.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$ZBLADE_ROOT/ui"
+stamp="node_modules/.zblade-lock-sha"
+want="$(sha256sum package-lock.json | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "build-ui: installing npm dependencies" >&2
+  npm ci --no-audit --no-fund --loglevel=error
+  echo "$want" > "$stamp"
+fi
+npm run --silent build -- --logLevel warn

@@ -1,0 +1,185 @@
+// End-to-end journey in the real app window: WebKitGTK under Xvfb, driven through tauri-driver
+// and WebKitWebDriver with WebdriverIO. First-run wizard → open the fixture project → search →
+// open a conversation → the test edits the referenced file on disk → the chip's status changes
+// without a reload; then every other view. A screenshot of each step goes to $ZBLADE_E2E_OUT.
+//
+// Also proves the privacy promise: a counting HTTP server stands in for the model hub, and it
+// must see no request at all before the user allows network use, and one after.
+//
+// Run by scripts/test.sh (needs ZBLADE_APP, ZBLADE and a built ui/dist).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, createWriteStream } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import http from "node:http";
+import net from "node:net";
+import { remote } from "webdriverio";
+
+const app = process.env.ZBLADE_APP;
+const cli = process.env.ZBLADE;
+const repo = new URL("../..", import.meta.url).pathname;
+const out = process.env.ZBLADE_E2E_OUT ?? join(tmpdir(), "zblade-e2e");
+mkdirSync(out, { recursive: true });
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port, ms) {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const ok = await new Promise((resolve) => {
+      const socket = net.connect(port, "127.0.0.1", () => { socket.end(); resolve(true); });
+      socket.on("error", () => resolve(false));
+    });
+    if (ok) return;
+    await sleep(100);
+  }
+  throw new Error(`nothing listens on ${port} after ${ms} ms`);
+}
+
+test("desktop journey", { timeout: 240_000 }, async (t) => {
+  assert.ok(app && cli, "ZBLADE_APP and ZBLADE must name the built binaries");
+  const work = mkdtempSync(join(tmpdir(), "zblade-e2e-"));
+  const project = join(work, "demo");
+  execFileSync("bash", [join(repo, "scripts/demo-project.sh"), project, cli], { stdio: "inherit" });
+
+  const children = [];
+  t.after(() => children.forEach((c) => c.kill("SIGTERM")));
+
+  // A display: Xvfb unless one is given.
+  const env = { ...process.env };
+  if (!env.DISPLAY) {
+    const display = `:${90 + Math.floor(Math.random() * 100)}`;
+    const xvfb = spawn("Xvfb", [display, "-screen", "0", "1360x860x24", "-nolisten", "tcp"], { stdio: "ignore" });
+    children.push(xvfb);
+    env.DISPLAY = display;
+    await sleep(800);
+  }
+
+  // The stand-in model hub, counting every request it gets.
+  const requests = [];
+  const hub = http.createServer((req, res) => { requests.push(req.url); res.writeHead(404).end(); });
+  await new Promise((r) => hub.listen(0, "127.0.0.1", r));
+  t.after(() => hub.close());
+
+  env.ZBLADE_CONFIG_DIR = join(work, "config");
+  env.ZBLADE_MODELS_DIR = join(work, "models"); // empty: no model installed, downloads offered
+  env.ZBLADE_MODEL_HUB = `http://127.0.0.1:${hub.address().port}`;
+  env.WEBKIT_DISABLE_COMPOSITING_MODE = "1";
+  const port = await freePort();
+  const driverLog = createWriteStream(join(out, "tauri-driver.log"));
+  const driver = spawn("tauri-driver", ["--port", String(port), "--native-port", String(await freePort())], { env });
+  driver.stdout.pipe(driverLog);
+  driver.stderr.pipe(driverLog);
+  children.push(driver);
+  await waitForPort(port, 15_000);
+
+  const browser = await remote({
+    hostname: "127.0.0.1",
+    port,
+    logLevel: "warn",
+    capabilities: { "tauri:options": { application: app } },
+  });
+  t.after(() => browser.deleteSession().catch(() => {}));
+  const shot = (name) => browser.saveScreenshot(join(out, `${name}.png`));
+  const byTest = (id) => browser.$(`[data-testid="${id}"]`);
+
+  // 1. First run: the privacy wizard comes before anything else.
+  await (await byTest("wizard-next")).waitForDisplayed({ timeout: 30_000 });
+  await shot("01-wizard");
+  await (await byTest("wizard-next")).click();
+  await (await byTest("wizard-next")).click();
+  const allow = await byTest("allow-network");
+  assert.equal(await allow.isSelected(), false, "network use is off by default");
+  await shot("02-wizard-network");
+  await (await byTest("wizard-finish")).click();
+
+  // 2. Open the fixture project by path.
+  const pathInput = await byTest("project-path");
+  await pathInput.waitForDisplayed({ timeout: 10_000 });
+  await shot("03-projects");
+  await pathInput.setValue(project);
+  await (await byTest("project-open")).click();
+  const row = await byTest("conversation-row");
+  await row.waitForDisplayed({ timeout: 15_000 });
+  await shot("04-conversations");
+
+  // 3. Search from anywhere with Ctrl-K, open the hit.
+  await browser.keys(["Control", "k"]);
+  const palette = await byTest("palette-input");
+  await palette.waitForDisplayed({ timeout: 5_000 });
+  await palette.setValue("refresh token");
+  await browser.waitUntil(async () => (await browser.$$(".palette-results button")).length > 0, { timeout: 10_000 });
+  await shot("05-palette");
+  await browser.keys(["Enter"]);
+
+  // 4. The conversation, with its reference chips.
+  const detail = await byTest("conversation-detail");
+  await detail.waitForDisplayed({ timeout: 10_000 });
+  const chip = await browser.$('[data-testid="ref-chip"][data-key$="/0"]');
+  await chip.waitForDisplayed({ timeout: 10_000 });
+  await browser.waitUntil(async () => (await chip.getAttribute("data-status")) === "ok", {
+    timeout: 20_000,
+    timeoutMsg: "the chip never showed ok",
+  });
+  await chip.click();
+  await (await byTest("ref-code")).waitForDisplayed({ timeout: 10_000 });
+  await shot("06-conversation");
+
+  // 5. The code moves on disk; the chip follows without a reload.
+  const file = join(project, "src/auth.ts");
+  writeFileSync(file, "// Auth helpers\n// (see docs/auth.md)\n" + readFileSync(file, "utf8"));
+  await browser.waitUntil(
+    async () => (await browser.$('[data-testid="ref-chip"][data-key$="/0"]').getAttribute("data-status")) === "shifted",
+    { timeout: 20_000, interval: 200, timeoutMsg: "the chip did not change to shifted after the file was edited" },
+  );
+  await shot("07-chip-shifted");
+
+  // 6. The other views.
+  const view = async (id) => {
+    await (await browser.$(`button[data-view="${id}"]`)).click();
+    await sleep(700);
+  };
+  await view("search");
+  const search = await byTest("search-input");
+  await search.setValue("cache eviction");
+  await browser.waitUntil(async () => (await browser.$$('[data-testid="search-hit"]')).length > 0, { timeout: 10_000 });
+  await shot("08-search");
+  await view("moments");
+  await shot("09-moments");
+  await view("context");
+  await (await byTest("context-query")).setValue("how do we refresh tokens?");
+  await (await byTest("context-run")).click();
+  await (await byTest("token-meter")).waitForDisplayed({ timeout: 20_000 });
+  await shot("10-context");
+  await view("health");
+  await browser.waitUntil(async () => (await browser.$$(".stat").length) > 0, { timeout: 10_000 });
+  await shot("11-health");
+
+  // 7. Privacy: a download before consent is refused without a single request.
+  await view("settings");
+  const download = await browser.$('[data-testid="download-model"]');
+  await download.waitForDisplayed({ timeout: 10_000 });
+  await download.click();
+  const toast = await byTest("toast");
+  await toast.waitForDisplayed({ timeout: 10_000 });
+  assert.match(await toast.getText(), /not allowed/);
+  await shot("12-settings-consent");
+  assert.deepEqual(requests, [], "no request may reach the network before consent");
+  // After consent, the same click does reach the (stand-in) hub.
+  await (await byTest("settings-allow-network")).click();
+  await sleep(500);
+  await (await browser.$('[data-testid="download-model"]')).click();
+  await browser.waitUntil(async () => requests.length > 0, { timeout: 15_000, timeoutMsg: "no request after consent" });
+  await shot("13-settings-after-consent");
+});
