@@ -9,8 +9,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ZBLADE_ROOT"
 
 bash scripts/setup.sh   # also builds the UI (ui/dist), which the app embeds
-# The dev profile over the whole workspace: the same build the tests use, so nothing is built
-# twice (a release build of LanceDB alone takes ~20 minutes on two cores).
+# The dev profile: a release build of LanceDB alone takes ~20 minutes on two cores.
 cargo build --workspace --locked --bin zblade --bin zblade-app
 bin="$CARGO_TARGET_DIR/debug"
 

@@ -35,8 +35,9 @@ fi
 (cd ui && npm run --silent check && npm test --silent) 2>&1 | tee -a "$log"
 
 # End to end in the real app window (WebKitGTK under Xvfb, through tauri-driver); screenshots
-# of every view are kept in $CARGO_TARGET_DIR/e2e-screenshots.
-cargo build --workspace --locked --bin zblade --bin zblade-app
+# of every view are kept in $CARGO_TARGET_DIR/e2e-screenshots. `cargo test` above already built
+# both binaries (their packages have integration tests); a separate `cargo build` would build
+# LanceDB a second time, with the features of a build without dev-dependencies.
 ZBLADE_APP="$CARGO_TARGET_DIR/debug/zblade-app" ZBLADE="$CARGO_TARGET_DIR/debug/zblade" \
   ZBLADE_E2E_OUT="$CARGO_TARGET_DIR/e2e-screenshots" node --test ui/e2e/ 2>&1 | tee -a "$log"
 

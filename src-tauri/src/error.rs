@@ -69,8 +69,8 @@ impl From<Error> for AppError {
                 ErrorCode::InvalidInput
             }
             Error::NotFound(_) => ErrorCode::NotFound,
-            Error::Usage(message) if message.contains("no .zblade/ folder") => ErrorCode::NotInitialized,
-            Error::Usage(message) if message.contains("--allow-network") => ErrorCode::ConsentRequired,
+            Error::NotInitialized(_) => ErrorCode::NotInitialized,
+            Error::ConsentRequired(_) => ErrorCode::ConsentRequired,
             Error::Usage(_) => ErrorCode::InvalidInput,
             Error::Network(_) => ErrorCode::Network,
             Error::IndexCorrupt { .. } => ErrorCode::IndexDamaged,

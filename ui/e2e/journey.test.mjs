@@ -91,8 +91,14 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
     capabilities: { "tauri:options": { application: app } },
   });
   t.after(() => browser.deleteSession().catch(() => {}));
-  const shot = (name) => browser.saveScreenshot(join(out, `${name}.png`));
+  // Screenshots of the whole X display with ImageMagick: WebKitWebDriver's own screenshot
+  // command hangs under Xvfb.
+  const shot = async (name) => {
+    await sleep(300); // let the last change paint
+    execFileSync("import", ["-window", "root", join(out, `${name}.png`)], { env });
+  };
   const byTest = (id) => browser.$(`[data-testid="${id}"]`);
+  try {
 
   // 1. First run: the privacy wizard comes before anything else.
   await (await byTest("wizard-next")).waitForDisplayed({ timeout: 30_000 });
@@ -163,7 +169,7 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   await (await byTest("token-meter")).waitForDisplayed({ timeout: 20_000 });
   await shot("10-context");
   await view("health");
-  await browser.waitUntil(async () => (await browser.$$(".stat").length) > 0, { timeout: 10_000 });
+  await browser.waitUntil(async () => (await browser.$$(".stat")).length > 0, { timeout: 10_000 });
   await shot("11-health");
 
   // 7. Privacy: a download before consent is refused without a single request.
@@ -182,4 +188,9 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   await (await browser.$('[data-testid="download-model"]')).click();
   await browser.waitUntil(async () => requests.length > 0, { timeout: 15_000, timeoutMsg: "no request after consent" });
   await shot("13-settings-after-consent");
+  } catch (e) {
+    // What the window showed when the journey failed.
+    await shot("failure").catch(() => {});
+    throw e;
+  }
 });

@@ -52,6 +52,12 @@ pub enum Error {
     /// The user asked for something that cannot be done as asked.
     #[error("{0}")]
     Usage(String),
+    /// The folder is not a zblade project yet (no `.zblade/`); `zblade init` makes it one.
+    #[error("{0}")]
+    NotInitialized(String),
+    /// The action needs the network and the user has not consented (privacy.allow_network).
+    #[error("{0}")]
+    ConsentRequired(String),
     /// A file-system operation failed.
     #[error("{}: {source}", .path.display())]
     Io {
@@ -97,6 +103,8 @@ impl Error {
             Error::UnsupportedVersion { .. } => "unsupported_version",
             Error::NotFound(_) => "not_found",
             Error::Usage(_) => "usage",
+            Error::NotInitialized(_) => "not_initialized",
+            Error::ConsentRequired(_) => "consent_required",
             Error::Io { .. } => "io",
             Error::Network(_) => "network",
             Error::Index(_) => "index",
@@ -114,6 +122,8 @@ impl Error {
                 | Error::UnsupportedVersion { .. }
                 | Error::NotFound(_)
                 | Error::Usage(_)
+                | Error::NotInitialized(_)
+                | Error::ConsentRequired(_)
                 | Error::Network(_)
         ) || matches!(self, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
     }

@@ -249,7 +249,7 @@ impl Project {
             )));
         }
         if !(allow_network || self.settings.privacy.allow_network) {
-            return Err(Error::Usage(format!(
+            return Err(Error::ConsentRequired(format!(
                 "downloading {url} needs the network, which this project does not allow yet: pass \
                  --allow-network for this download, or set privacy.allow_network to true in {}",
                 self.layout.relative(&self.layout.settings())

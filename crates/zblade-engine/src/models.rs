@@ -105,7 +105,7 @@ impl Project {
         progress: &mut dyn FnMut(&str, u64, Option<u64>),
     ) -> Result<ModelDownload> {
         if !(allow_network || self.settings.privacy.allow_network) {
-            return Err(Error::Usage(format!(
+            return Err(Error::ConsentRequired(format!(
                 "downloading {name:?} needs the network, which this project does not allow yet: pass \
                  --allow-network for this download, or set privacy.allow_network to true in {}",
                 self.layout.relative(&self.layout.settings())

@@ -153,7 +153,7 @@ impl Project {
     pub fn open(root: &Path) -> Result<Project> {
         let layout = Layout::new(root);
         if !layout.dir().is_dir() {
-            return Err(Error::Usage(format!(
+            return Err(Error::NotInitialized(format!(
                 "{} has no .zblade/ folder; run `zblade init` there first",
                 root.display()
             )));
@@ -200,7 +200,7 @@ impl Project {
     pub fn discover(start: &Path) -> Result<Project> {
         match Layout::discover(start) {
             Some(layout) => Project::open(layout.root()),
-            None => Err(Error::Usage(format!(
+            None => Err(Error::NotInitialized(format!(
                 "no .zblade/ folder in {} or any parent; run `zblade init` or pass --project DIR",
                 start.display()
             ))),
