@@ -160,7 +160,10 @@ pub async fn conversation_detail(app: AppHandle, id: String) -> AppResult<Conver
                 .map(|m| MessageView::of(&conversation.conversation_id, m, &references))
                 .collect(),
         }),
-        _ => Err(AppError::new(ErrorCode::InvalidInput, format!("{id} is not a conversation"))),
+        _ => Err(AppError::new(
+            ErrorCode::InvalidInput,
+            format!("{id} is not a conversation"),
+        )),
     })
     .await
 }
@@ -246,7 +249,10 @@ pub async fn context_preview(app: AppHandle, request: ContextRequestView) -> App
         }
     };
     if request.budget < 64 {
-        return Err(AppError::new(ErrorCode::InvalidInput, "The budget must be at least 64 tokens."));
+        return Err(AppError::new(
+            ErrorCode::InvalidInput,
+            "The budget must be at least 64 tokens.",
+        ));
     }
     with_project(app, move |project| {
         let result = project.context(&ContextRequest {
@@ -316,7 +322,10 @@ pub async fn reference_health(app: AppHandle) -> AppResult<HealthView> {
 #[tauri::command]
 #[specta::specta]
 pub async fn reference_code(app: AppHandle, key: String) -> AppResult<ReferenceView> {
-    with_project(app, move |project| Ok(ReferenceView::of(&project.reference(&key)?, true))).await
+    with_project(app, move |project| {
+        Ok(ReferenceView::of(&project.reference(&key)?, true))
+    })
+    .await
 }
 
 /// The settings view: app settings, models, compressor, ignored paths.
@@ -409,15 +418,16 @@ pub async fn download_embedding_model(app: AppHandle, name: String) -> AppResult
         let project = guard.as_mut().ok_or_else(AppError::no_project)?;
         let emitter = app.clone();
         let hub = crate::network::model_hub();
-        let report = crate::network::download_embedding_model(&config, project, &name, &hub, &mut |file, done, total| {
-            let _ = DownloadProgress {
-                name: name.clone(),
-                file: file.to_string(),
-                done: done as f64,
-                total: total.unwrap_or(0) as f64,
-            }
-            .emit(&emitter);
-        })?;
+        let report =
+            crate::network::download_embedding_model(&config, project, &name, &hub, &mut |file, done, total| {
+                let _ = DownloadProgress {
+                    name: name.clone(),
+                    file: file.to_string(),
+                    done: done as f64,
+                    total: total.unwrap_or(0) as f64,
+                }
+                .emit(&emitter);
+            })?;
         Ok(report.dir)
     })
     .await

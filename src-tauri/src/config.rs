@@ -69,7 +69,12 @@ pub fn load(path: &Path) -> (AppConfig, Option<String>) {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (AppConfig::default(), None),
-        Err(e) => return (AppConfig::default(), Some(format!("{}: {e}; using defaults", path.display()))),
+        Err(e) => {
+            return (
+                AppConfig::default(),
+                Some(format!("{}: {e}; using defaults", path.display())),
+            );
+        }
     };
     match serde_json::from_slice::<AppConfig>(&bytes) {
         Ok(config) => (config, None),
@@ -77,12 +82,19 @@ pub fn load(path: &Path) -> (AppConfig, Option<String>) {
             let stamp = chrono_stamp();
             let aside = path.with_extension(format!("json.damaged-{stamp}"));
             let moved = std::fs::rename(path, &aside).is_ok();
+            // serde_json's message ends with its own " at line L column C"; we lead with it.
+            let message = e.to_string();
+            let message = message.split(" at line ").next().unwrap_or_default();
             let notice = format!(
-                "{}:{}:{}: {e}; the app settings were reset{}",
+                "{}:{}:{}: {message}; the app settings were reset{}",
                 path.display(),
                 e.line(),
                 e.column(),
-                if moved { format!(" (the old file is kept as {})", aside.display()) } else { String::new() }
+                if moved {
+                    format!(" (the old file is kept as {})", aside.display())
+                } else {
+                    String::new()
+                }
             );
             (AppConfig::default(), Some(notice))
         }
@@ -164,11 +176,12 @@ mod tests {
     fn damaged_file_is_moved_aside_and_named_in_the_notice() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("app.json");
-        std::fs::write(&path, "{\n  \"wizard_completed\": tru\n}").unwrap();
+        std::fs::write(&path, "{\n  \"wizard_completed\": 12\n}").unwrap();
         let (config, notice) = load(&path);
         assert!(!config.wizard_completed);
         let notice = notice.unwrap();
         assert!(notice.contains("app.json:2:"), "{notice}");
+        assert!(notice.contains("expected a boolean"), "{notice}");
         assert!(!path.exists());
         let kept: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
         assert_eq!(kept.len(), 1);

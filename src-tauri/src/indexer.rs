@@ -130,9 +130,11 @@ fn index_then_watch(root: &std::path::Path, stop: &Arc<AtomicBool>, sink: &Sink)
         // so references stay current and keyword search keeps working.
         Err(error) => Some(format!("indexing failed: {error}")),
     };
-    sink(status(IndexerState::Watching, notice));
-
+    // "Watching" only once the watcher is registered (Ready): a change made before then is
+    // caught by the watch's initial reference check, not reported as an event.
+    let mut notice = notice;
     project.watch(WatchOptions::default(), stop, |event| match event {
+        WatchEvent::Ready { .. } => sink(status(IndexerState::Watching, notice.take())),
         WatchEvent::Updated { changed, trigger, .. } if !changed.is_empty() => {
             sink(IndexerUpdate::References { changed, trigger });
         }

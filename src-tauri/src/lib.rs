@@ -61,7 +61,11 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::indexer_status,
             commands::ui_ready,
         ])
-        .events(collect_events![IndexerStatus, ReferencesChanged, events::DownloadProgress])
+        .events(collect_events![
+            IndexerStatus,
+            ReferencesChanged,
+            events::DownloadProgress
+        ])
 }
 
 /// Writes the TypeScript bindings to `path`.
@@ -93,10 +97,7 @@ pub fn indexer_sink(app: AppHandle) -> Sink {
             // The UI's project handle may be busy with a long command; the UI refetches
             // health when it is not sent.
             let health = match state.project.try_lock() {
-                Ok(guard) => guard
-                    .as_ref()
-                    .and_then(|p| health_counts(p).ok())
-                    .unwrap_or_default(),
+                Ok(guard) => guard.as_ref().and_then(|p| health_counts(p).ok()).unwrap_or_default(),
                 Err(_) => Vec::new(),
             };
             let _ = ReferencesChanged {
@@ -154,7 +155,10 @@ pub fn run() {
     let state = AppState::load(started);
     let hidden = std::env::args().any(|a| a == "--hidden");
     // `zblade-app [--hidden] [PROJECT_DIR]`: open that project (after the wizard on a first run).
-    let open_arg = std::env::args().skip(1).find(|a| !a.starts_with("--")).map(std::path::PathBuf::from);
+    let open_arg = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with("--"))
+        .map(std::path::PathBuf::from);
 
     let app = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
@@ -175,9 +179,12 @@ pub fn run() {
             // indexer keeps it current from the start.
             let state = app.state::<AppState>();
             let config = state.config();
-            let target = open_arg
-                .clone()
-                .or_else(|| config.recent_projects.first().map(|p| std::path::PathBuf::from(&p.path)));
+            let target = open_arg.clone().or_else(|| {
+                config
+                    .recent_projects
+                    .first()
+                    .map(|p| std::path::PathBuf::from(&p.path))
+            });
             if let Some(target) = target {
                 if config.wizard_completed {
                     if let Err(error) = state.open_project(&target, false, indexer_sink(handle.clone())) {

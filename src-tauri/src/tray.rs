@@ -65,7 +65,9 @@ impl Tray {
         let _ = self.icon.set_tooltip(Some(format!("zblade — {line}")));
         let _ = self.status.set_text(line);
         let paused = status.state == IndexerState::Paused;
-        let _ = self.pause.set_text(if paused { "Resume indexing" } else { "Pause indexing" });
+        let _ = self
+            .pause
+            .set_text(if paused { "Resume indexing" } else { "Pause indexing" });
         if let Ok(image) = Image::from_bytes(if paused { ICON_PAUSED } else { ICON }) {
             let _ = self.icon.set_icon(Some(image));
         }

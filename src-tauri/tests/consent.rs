@@ -43,8 +43,9 @@ fn downloads_are_refused_without_a_request_until_the_user_allows_the_network() {
     let mut project = Project::open(dir.path()).unwrap();
 
     let first_run = AppConfig::default();
-    let refused = zblade_app::network::download_embedding_model(&first_run, &mut project, MODEL, &hub, &mut |_, _, _| {})
-        .unwrap_err();
+    let refused =
+        zblade_app::network::download_embedding_model(&first_run, &mut project, MODEL, &hub, &mut |_, _, _| {})
+            .unwrap_err();
     assert_eq!(refused.code, ErrorCode::ConsentRequired, "{}", refused.message);
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert_eq!(requests.load(Ordering::SeqCst), 0, "a request was made before consent");
@@ -54,10 +55,17 @@ fn downloads_are_refused_without_a_request_until_the_user_allows_the_network() {
         allow_network: true,
         ..AppConfig::default()
     };
-    let failed = zblade_app::network::download_embedding_model(&consented, &mut project, MODEL, &hub, &mut |_, _, _| {})
-        .unwrap_err();
-    assert!(requests.load(Ordering::SeqCst) > 0, "after consent the download reaches the server");
+    let failed =
+        zblade_app::network::download_embedding_model(&consented, &mut project, MODEL, &hub, &mut |_, _, _| {})
+            .unwrap_err();
+    assert!(
+        requests.load(Ordering::SeqCst) > 0,
+        "after consent the download reaches the server"
+    );
     assert_eq!(failed.code, ErrorCode::Network, "{}", failed.message);
-    let installed = project.list_models().into_iter().any(|m| m.name == MODEL && m.dir.is_some());
+    let installed = project
+        .list_models()
+        .into_iter()
+        .any(|m| m.name == MODEL && m.dir.is_some());
     assert!(!installed, "a failed download installs nothing");
 }

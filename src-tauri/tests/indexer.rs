@@ -66,7 +66,10 @@ fn stop_in_the_middle_of_indexing_leaves_a_clean_index_and_the_next_run_finishes
     let dir = project_with_files(files);
     let (sink, rx) = collecting();
     let indexer = Indexer::start(dir.path().to_path_buf(), sink);
-    wait_for(&rx, |u| matches!(u, IndexerUpdate::Status(s) if s.state == IndexerState::Indexing && s.done > 0 && s.done < s.total));
+    wait_for(
+        &rx,
+        |u| matches!(u, IndexerUpdate::Status(s) if s.state == IndexerState::Indexing && s.done > 0 && s.done < s.total),
+    );
 
     let asked = Instant::now();
     indexer.stop();
@@ -76,7 +79,10 @@ fn stop_in_the_middle_of_indexing_leaves_a_clean_index_and_the_next_run_finishes
 
     let mut project = Project::open(dir.path()).unwrap();
     let indexed = project.status().unwrap().code_files;
-    assert!(indexed > 0 && (indexed as usize) < files, "stopped mid-way: {indexed} of {files} files indexed");
+    assert!(
+        indexed > 0 && (indexed as usize) < files,
+        "stopped mid-way: {indexed} of {files} files indexed"
+    );
     let report = project.fsck(false).unwrap();
     assert!(report.is_clean(), "fsck after a stop mid-index: {:?}", report.problems);
     drop(project);
@@ -105,9 +111,15 @@ fn watching_reports_a_reference_that_moved() {
     let (sink, rx) = collecting();
     let indexer = Indexer::start(dir.path().to_path_buf(), sink);
     wait_for(&rx, |u| state_is(u, IndexerState::Watching));
-    std::fs::write(dir.path().join("src/auth.ts"), format!("// new header\n// two lines\n{code}")).unwrap();
+    std::fs::write(
+        dir.path().join("src/auth.ts"),
+        format!("// new header\n// two lines\n{code}"),
+    )
+    .unwrap();
     let update = wait_for(&rx, |u| matches!(u, IndexerUpdate::References { .. }));
-    let IndexerUpdate::References { changed, .. } = update else { unreachable!() };
+    let IndexerUpdate::References { changed, .. } = update else {
+        unreachable!()
+    };
     assert_eq!(changed.len(), 1);
     assert_eq!(changed[0].status, "shifted");
     assert_eq!(changed[0].live.as_ref().unwrap().lines, [7, 11]);
