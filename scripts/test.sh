@@ -41,6 +41,9 @@ fi
 ZBLADE_APP="$CARGO_TARGET_DIR/debug/zblade-app" ZBLADE="$CARGO_TARGET_DIR/debug/zblade" \
   ZBLADE_E2E_OUT="$CARGO_TARGET_DIR/e2e-screenshots" node --test ui/e2e/ 2>&1 | tee -a "$log"
 
+# The desktop app's benchmark in its smoke version (small project, writes nothing), so it cannot rot.
+ZBLADE_APP="$CARGO_TARGET_DIR/debug/zblade-app" ZBLADE="$CARGO_TARGET_DIR/debug/zblade" node ui/bench/app.mjs
+
 # One closing line with the totals of every test run above: cargo's test binaries, vitest's
 # ("Tests  12 passed") and node --test's ("# pass 1").
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }

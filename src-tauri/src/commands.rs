@@ -437,7 +437,7 @@ pub async fn download_embedding_model(app: AppHandle, name: String) -> AppResult
 #[tauri::command]
 #[specta::specta]
 pub async fn set_indexer_paused(app: AppHandle, paused: bool) -> AppResult<IndexerStatus> {
-    blocking(app, move |app, state| Ok(crate::set_paused(app, state, paused)?)).await
+    blocking(app, move |app, state| crate::set_paused(app, state, paused)).await
 }
 
 /// Replaces the project's `.zbladeignore` (paths zblade leaves out, gitignore syntax) and

@@ -57,7 +57,7 @@ impl IndexerStatus {
 
     /// One line for the tray menu and tooltip.
     pub fn line(&self) -> String {
-        let base = match self.state {
+        match self.state {
             IndexerState::Idle => "No project open".to_string(),
             IndexerState::Starting => "Starting…".to_string(),
             IndexerState::Indexing => {
@@ -72,8 +72,7 @@ impl IndexerStatus {
             IndexerState::Paused => "Indexing paused".to_string(),
             IndexerState::Stopped => "Indexer stopped".to_string(),
             IndexerState::Error => format!("Indexer error: {}", self.message.as_deref().unwrap_or("unknown")),
-        };
-        base
+        }
     }
 }
 

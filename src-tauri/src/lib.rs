@@ -148,6 +148,12 @@ pub fn quit(app: &AppHandle) {
     app.exit(0);
 }
 
+/// Whether a tray icon is shown (a desktop without a status-notifier host has none).
+fn has_tray(app: &AppHandle) -> bool {
+    app.try_state::<Mutex<Option<tray::Tray>>>()
+        .is_some_and(|t| t.lock().expect("tray lock").is_some())
+}
+
 /// Runs the app.
 pub fn run() {
     let started = Instant::now();
@@ -172,8 +178,10 @@ pub fn run() {
                 Ok(tray) => *app.state::<Mutex<Option<tray::Tray>>>().lock().expect("tray lock") = Some(tray),
                 Err(error) => eprintln!("zblade: no system tray ({error}); closing the window will quit"),
             }
-            if hidden && let Some(window) = app.get_webview_window("main") {
-                let _ = window.hide();
+            // The window is not created by the config (`create: false`): with `--hidden` the
+            // app starts in the tray only, without a web view.
+            if !hidden {
+                tray::show_window(&handle);
             }
             // Open the project named on the command line, else reopen the last one, so the tray
             // indexer keeps it current from the start.
@@ -197,16 +205,12 @@ pub fn run() {
             Ok(())
         })
         .on_window_event(|window, event| {
-            if let WindowEvent::CloseRequested { api, .. } = event {
+            if let WindowEvent::CloseRequested { .. } = event {
                 let app = window.app_handle();
-                let has_tray = app
-                    .try_state::<Mutex<Option<tray::Tray>>>()
-                    .is_some_and(|t| t.lock().expect("tray lock").is_some());
-                if has_tray {
-                    // Closing hides: the tray indexer keeps running.
-                    api.prevent_close();
-                    let _ = window.hide();
-                } else {
+                // With a tray the window closes (and its web view is freed) while the indexer
+                // keeps running; `ExitRequested` below keeps the app alive. Without one,
+                // closing the window quits.
+                if !has_tray(app) {
                     app.state::<AppState>().stop_indexer();
                 }
             }
@@ -214,10 +218,11 @@ pub fn run() {
         .build(tauri::generate_context!())
         .expect("zblade: could not start the app");
 
-    app.run(|app, event| {
-        if let RunEvent::Exit = event {
-            app.state::<AppState>().stop_indexer();
-        }
+    app.run(|app, event| match event {
+        // The last window closed (no exit code; `quit` passes one): stay in the tray.
+        RunEvent::ExitRequested { code: None, api, .. } if has_tray(app) => api.prevent_exit(),
+        RunEvent::Exit => app.state::<AppState>().stop_indexer(),
+        _ => {}
     });
 }
 

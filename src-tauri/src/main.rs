@@ -1,4 +1,4 @@
-// The desktop app's entry point; everything lives in the library so tests can reach it.
+//! The desktop app's entry point; everything lives in the library so tests can reach it.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 fn main() {

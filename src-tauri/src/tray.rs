@@ -74,11 +74,24 @@ impl Tray {
     }
 }
 
-/// Shows and focuses the main window.
+/// Shows and focuses the main window, creating it (from `tauri.conf.json`) when there is none:
+/// the window exists only while it is on screen. Closing it destroys it and its WebKit web
+/// process, so the tray indexer runs without a browser engine's memory.
 pub fn show_window(app: &AppHandle) {
     if let Some(window) = app.get_webview_window("main") {
         let _ = window.show();
         let _ = window.unminimize();
         let _ = window.set_focus();
+        return;
+    }
+    let Some(config) = app.config().app.windows.iter().find(|w| w.label == "main") else {
+        eprintln!("zblade: tauri.conf.json has no window labelled main");
+        return;
+    };
+    match tauri::WebviewWindowBuilder::from_config(app, config).and_then(|builder| builder.build()) {
+        Ok(window) => {
+            let _ = window.set_focus();
+        }
+        Err(error) => eprintln!("zblade: could not open the window: {error}"),
     }
 }

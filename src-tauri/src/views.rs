@@ -163,7 +163,7 @@ impl MessageView {
         let owner = format!("{conversation}/{}/", message.id);
         MessageView {
             id: message.id.clone(),
-            role: serde_json::to_value(&message.role)
+            role: serde_json::to_value(message.role)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default(),

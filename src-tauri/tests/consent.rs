@@ -35,7 +35,7 @@ const MODEL: &str = "bge-small-en-v1.5";
 fn downloads_are_refused_without_a_request_until_the_user_allows_the_network() {
     let (hub, requests) = counting_server();
     let dir = tempfile::tempdir().unwrap();
-    let (mut project, _) = Project::init(dir.path()).unwrap();
+    let (project, _) = Project::init(dir.path()).unwrap();
     // Even a project whose own settings allow the network does not open the app's door.
     let mut settings = project.settings().clone();
     settings.privacy.allow_network = true;
