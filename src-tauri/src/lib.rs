@@ -15,6 +15,7 @@ pub mod config;
 pub mod error;
 pub mod events;
 pub mod indexer;
+pub mod instance;
 pub mod network;
 pub mod state;
 pub mod tray;
@@ -166,6 +167,20 @@ pub fn run() {
         .find(|a| !a.starts_with("--"))
         .map(std::path::PathBuf::from);
 
+    // One app per user: a second launch shows the running app's window and exits.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let launches = match instance::claim(&config::config_dir().join("app.sock"), &args) {
+        Ok(instance::Claim::Forwarded) => {
+            eprintln!("zblade: already running; its window is shown");
+            return;
+        }
+        Ok(instance::Claim::First(listener)) => Some(listener),
+        Err(error) => {
+            eprintln!("zblade: could not check for a running zblade ({error}); starting anyway");
+            None
+        }
+    };
+
     let app = tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
         .manage(state)
@@ -182,6 +197,15 @@ pub fn run() {
             // app starts in the tray only, without a web view.
             if !hidden {
                 tray::show_window(&handle);
+            }
+            if let Some(listener) = launches {
+                let handle = handle.clone();
+                instance::serve(listener, move |args| {
+                    if !args.iter().any(|a| a == "--hidden") {
+                        let shown = handle.clone();
+                        let _ = handle.run_on_main_thread(move || tray::show_window(&shown));
+                    }
+                });
             }
             // Open the project named on the command line, else reopen the last one, so the tray
             // indexer keeps it current from the start.

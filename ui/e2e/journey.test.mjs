@@ -188,6 +188,17 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   await (await browser.$('[data-testid="download-model"]')).click();
   await browser.waitUntil(async () => requests.length > 0, { timeout: 15_000, timeoutMsg: "no request after consent" });
   await shot("13-settings-after-consent");
+
+  // 8. One app per user: a second launch hands over to the running one and exits.
+  const second = spawn(app, [], { env, stdio: ["ignore", "ignore", "pipe"] });
+  let said = "";
+  second.stderr.on("data", (d) => (said += d));
+  const code = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("a second launch kept running")), 15_000);
+    second.once("exit", (c) => (clearTimeout(timer), resolve(c)));
+  });
+  assert.equal(code, 0);
+  assert.match(said, /already running/);
   } catch (e) {
     // What the window showed when the journey failed.
     await shot("failure").catch(() => {});

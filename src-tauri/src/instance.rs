@@ -1,0 +1,86 @@
+//! One app per user. Closing the window leaves zblade running in the tray — and on a desktop
+//! whose tray is not shown (GNOME without an AppIndicator extension) that running app would be
+//! out of reach, and a second launch would start a second indexer. So a launch first knocks on
+//! a Unix socket next to `app.json`: when a running app answers, the launch hands it its
+//! arguments (the running app shows its window) and exits; otherwise this launch owns the socket.
+
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::time::Duration;
+
+/// What a launch found.
+pub enum Claim {
+    /// No other app runs: this one listens on the socket for later launches.
+    First(UnixListener),
+    /// A running app took the arguments; this launch should exit.
+    Forwarded,
+}
+
+/// Hands `args` to the app listening on `socket`, or, when none answers, listens there.
+pub fn claim(socket: &Path, args: &[String]) -> std::io::Result<Claim> {
+    match UnixStream::connect(socket) {
+        Ok(mut stream) => {
+            stream.set_write_timeout(Some(Duration::from_secs(2)))?;
+            stream.write_all(args.join("\0").as_bytes())?;
+            return Ok(Claim::Forwarded);
+        }
+        // Nothing there, or a socket file left by an app that crashed: take it over.
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::ConnectionRefused) => {}
+        Err(e) => return Err(e),
+    }
+    if let Some(dir) = socket.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    match std::fs::remove_file(socket) {
+        Err(e) if e.kind() != ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    Ok(Claim::First(UnixListener::bind(socket)?))
+}
+
+/// Serves later launches on a thread: `on_launch` gets each one's arguments.
+pub fn serve(listener: UnixListener, on_launch: impl Fn(Vec<String>) + Send + 'static) {
+    std::thread::Builder::new()
+        .name("zblade-instance".into())
+        .spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut text = String::new();
+                if stream.read_to_string(&mut text).is_ok() {
+                    on_launch(text.split('\0').filter(|a| !a.is_empty()).map(str::to_string).collect());
+                }
+            }
+        })
+        .expect("zblade: could not start the single-instance thread");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    #[test]
+    fn a_second_launch_hands_its_arguments_to_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("sub/app.sock");
+        let Claim::First(listener) = claim(&socket, &[]).unwrap() else {
+            panic!("the first launch must own the socket");
+        };
+        let (tx, rx) = mpsc::channel();
+        serve(listener, move |args| tx.send(args).unwrap());
+        let args = vec!["--hidden".to_string(), "/tmp/project".to_string()];
+        assert!(matches!(claim(&socket, &args).unwrap(), Claim::Forwarded));
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), args);
+    }
+
+    #[test]
+    fn a_socket_left_by_a_crashed_app_is_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("app.sock");
+        drop(UnixListener::bind(&socket).unwrap()); // the file stays; nobody listens
+        assert!(socket.exists());
+        assert!(matches!(claim(&socket, &[]).unwrap(), Claim::First(_)));
+    }
+}
