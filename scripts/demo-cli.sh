@@ -6,41 +6,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ZBLADE_ROOT"
 
 bash scripts/setup.sh
-# The dev profile over the whole workspace: the same build the tests use, so nothing is built
-# twice (a release build of LanceDB alone takes ~20 minutes on two cores).
+# The dev profile, as scripts/run.sh builds it (a release build of LanceDB alone takes ~20
+# minutes on two cores).
 cargo build --workspace --locked --bin zblade
 zblade="$CARGO_TARGET_DIR/debug/zblade"
 
 demo="${1:-$(mktemp -d -t zblade-demo.XXXXXX)}"
-mkdir -p "$demo/src"
+bash scripts/demo-project.sh "$demo" "$zblade" --code-only
 cd "$demo"
-if [ ! -d .git ]; then
-  git init -q
-  cat > src/auth.ts <<'TS'
-import { sign } from "jsonwebtoken";
-
-export function generateToken(user: User): string {
-  return sign({ sub: user.id }, SECRET, { algorithm: "HS256", expiresIn: "15m" });
-}
-
-export function refreshCookie(token: string): string {
-  return `refresh=${token}; HttpOnly; Secure; SameSite=Strict`;
-}
-
-export async function storeRefreshToken(userId: string, token: string) {
-  await redis.set(`refresh:${userId}`, token, "EX", 7 * 24 * 3600);
-}
-TS
-  cat > src/cache.ts <<'TS'
-import { LRUCache } from "lru-cache";
-
-export const catalogue = new LRUCache<string, Product>({
-  max: 10_000,
-  ttl: 5 * 60 * 1000,
-});
-TS
-  git add -A && git -c user.name=demo -c user.email=demo@example.com commit -qm "demo project"
-fi
 
 step() { printf '\n\033[1m$ zblade %s\033[0m\n' "$*"; "$zblade" "$@"; }
 
