@@ -433,6 +433,19 @@ pub async fn download_embedding_model(app: AppHandle, name: String) -> AppResult
     .await
 }
 
+/// Installs an embedding model from a folder on this machine (no network) and makes search
+/// use it; returns where it was installed.
+#[tauri::command]
+#[specta::specta]
+pub async fn import_embedding_model(app: AppHandle, path: String) -> AppResult<String> {
+    with_project(app, move |project| {
+        Ok(project
+            .import_model(std::path::Path::new(&path), None, false, true)?
+            .dir)
+    })
+    .await
+}
+
 /// Pauses or resumes the background indexer.
 #[tauri::command]
 #[specta::specta]

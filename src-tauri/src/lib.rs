@@ -56,6 +56,7 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::settings_view,
             commands::import_compressor_model,
             commands::use_compressor_model,
+            commands::import_embedding_model,
             commands::download_embedding_model,
             commands::set_indexer_paused,
             commands::set_ignored_paths,

@@ -189,3 +189,60 @@ fn failed_downloads_say_why_and_install_nothing() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("unknown model"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_model_folder_is_imported_checked_and_used_without_the_network() {
+    let setup = Setup::new();
+    let report = json(&setup.zblade(&[
+        "models",
+        "import",
+        tiny_model().to_str().unwrap(),
+        "--name",
+        "tiny-local",
+        "--use",
+        "--json",
+    ]));
+    assert_eq!(report["name"], "tiny-local");
+    assert_eq!(report["active"], true);
+    assert_eq!(setup.installed(), vec!["tiny-local"], "no staging left behind");
+    same_files(&setup.models.path().join("tiny-local"), &tiny_model());
+    let indexed = json(&setup.zblade(&["index", "--json"]));
+    assert!(
+        indexed["semantic"].is_object(),
+        "search embeds with the imported model: {indexed}"
+    );
+
+    // Installed already: refused without --force.
+    let again = setup.zblade(&[
+        "models",
+        "import",
+        tiny_model().to_str().unwrap(),
+        "--name",
+        "tiny-local",
+    ]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(stderr(&again).contains("--force"), "{}", stderr(&again));
+
+    // A folder that is not a model: the missing files are named, nothing is installed.
+    let empty = tempfile::tempdir().unwrap();
+    std::fs::write(empty.path().join("model.onnx"), b"not onnx").unwrap();
+    let out = setup.zblade(&["models", "import", empty.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("tokenizer.json"), "{}", stderr(&out));
+
+    // All files there but the model is garbage: it does not load, nothing is installed.
+    let broken = tempfile::tempdir().unwrap();
+    for name in zblade_search::embed::MODEL_FILES {
+        std::fs::copy(tiny_model().join(name), broken.path().join(name)).unwrap();
+    }
+    std::fs::write(broken.path().join("model.onnx"), b"not onnx").unwrap();
+    let out = setup.zblade(&["models", "import", broken.path().to_str().unwrap(), "--name", "broken"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("does not load"), "{}", stderr(&out));
+    assert_eq!(setup.installed(), vec!["tiny-local"]);
+
+    // A missing folder.
+    let out = setup.zblade(&["models", "import", "/no/such/folder"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no such folder"), "{}", stderr(&out));
+}

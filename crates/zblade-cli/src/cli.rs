@@ -182,6 +182,21 @@ pub enum ModelsCommand {
         #[arg(long = "use")]
         activate: bool,
     },
+    /// Install an embedding model from a folder on this machine (model.onnx plus its tokenizer
+    /// files, as a Hugging Face ONNX export has them); checked to load first. No network.
+    Import {
+        /// The model's folder.
+        dir: std::path::PathBuf,
+        /// Install under this name (default: the folder's name).
+        #[arg(long)]
+        name: Option<String>,
+        /// Replace an installed model of the same name.
+        #[arg(long)]
+        force: bool,
+        /// Make search use this model (then run `zblade index`).
+        #[arg(long = "use")]
+        activate: bool,
+    },
 }
 
 /// `zblade compressor …`

@@ -214,6 +214,15 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             bar.finish();
             out.downloaded(&report)?;
         }
+        Command::Models(ModelsCommand::Import {
+            dir,
+            name,
+            force,
+            activate,
+        }) => {
+            let mut project = Project::open(&root)?;
+            out.imported(&project.import_model(&dir, name.as_deref(), force, activate)?)?;
+        }
         Command::Summarize { conversation, force } => {
             let mut project = Project::open(&root)?;
             out.summarized(&project.summarize(conversation.as_deref(), force)?)?;

@@ -5,8 +5,8 @@ use std::io::Write;
 use serde::Serialize;
 use zblade_engine::{
     AddOutcome, CompressorInstall, CompressorModel, CompressorStatus, ContextResult, ConversationSummary, Error,
-    ExtractReport, FsckReport, Hit, IndexReport, InitReport, ModelDownload, ModelEntry, MomentSummary, ReferenceReport,
-    ReindexReport, SearchResults, Shown, Status, SummarizeReport, WatchEvent,
+    ExtractReport, FsckReport, Hit, IndexReport, InitReport, ModelDownload, ModelEntry, ModelImport, MomentSummary,
+    ReferenceReport, ReindexReport, SearchResults, Shown, Status, SummarizeReport, WatchEvent,
 };
 
 /// Lines of code shown under a search hit's reference (`zblade show` prints them all).
@@ -529,6 +529,24 @@ impl<W: Write> Out<W> {
             d.dir,
             human_bytes(d.bytes),
             if d.active {
+                " Search uses it now; run `zblade index` to embed with it."
+            } else {
+                ""
+            }
+        )
+    }
+
+    pub fn imported(&mut self, i: &ModelImport) -> R {
+        if self.json {
+            return self.json(i);
+        }
+        line!(
+            self,
+            "Installed {} in {} ({} files).{}",
+            i.name,
+            i.dir,
+            i.files.len(),
+            if i.active {
                 " Search uses it now; run `zblade index` to embed with it."
             } else {
                 ""

@@ -38,7 +38,7 @@ pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus, gguf_
 pub use context::{ContextRequest, ContextResult, DEFAULT_BUDGET, MAX_QUERY_CHARS, RECENT_WINDOW};
 pub use extract::ExtractReport;
 pub use fsck::{FsckReport, Problem, ProblemKind};
-pub use models::{ModelDownload, ModelEntry, models_dir};
+pub use models::{ModelDownload, ModelEntry, ModelImport, models_dir};
 pub use project::{AddOutcome, InitReport, Project, ReindexReport};
 pub use refs::{Location, ReferenceReport};
 pub use search::{Hit, SearchResults};

@@ -1,5 +1,6 @@
 //! Embedding models for a project: which are installed, downloading one by name (only with
-//! the user's consent to use the network), and choosing the one search uses.
+//! the user's consent to use the network), importing one from a folder, and choosing the one
+//! search uses.
 
 use std::path::{Path, PathBuf};
 
@@ -44,6 +45,19 @@ pub fn models_dir() -> PathBuf {
             let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
             home.join(".cache/zblade/models")
         })
+}
+
+/// What an import from a folder did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelImport {
+    /// The installed model's name.
+    pub name: String,
+    /// Where it was installed.
+    pub dir: String,
+    /// The files copied.
+    pub files: Vec<String>,
+    /// Whether search now uses it.
+    pub active: bool,
 }
 
 fn is_model_dir(dir: &Path) -> bool {
@@ -117,13 +131,7 @@ impl Project {
             files,
         } = zblade_models::resolve(name)?;
         let target = models_dir().join(&dir_name);
-        if target.exists() && !replace {
-            return Err(Error::Usage(format!(
-                "{} is already installed at {}; pass --force to download it again",
-                dir_name,
-                target.display()
-            )));
-        }
+        refuse_overwrite(&target, &dir_name, replace)?;
         let client = zblade_models::client()?;
         let mut fetched = Vec::new();
         let mut bytes = 0;
@@ -140,32 +148,7 @@ impl Project {
             }
             Ok(())
         };
-        let check = |staging: &Path| -> Result<()> {
-            // Load it when ONNX Runtime is here; otherwise it is checked on first use.
-            if zblade_search::embed::find_onnx_runtime().is_some_and(|p| p.exists()) {
-                zblade_search::LocalModel::load(staging, &dir_name)
-                    .map(drop)
-                    .map_err(|e| Error::Usage(format!("the downloaded model does not load: {e}")))?;
-            }
-            Ok(())
-        };
-        if replace && target.exists() {
-            // Fetch and check first; swap only when the new copy is good.
-            let old = target.with_file_name(format!(".{dir_name}.old-{}", std::process::id()));
-            let fresh = target.with_file_name(format!(".{dir_name}.new-{}", std::process::id()));
-            zblade_models::install_dir(&fresh, staged, check)?;
-            std::fs::rename(&target, &old).map_err(|e| Error::io(&target, e))?;
-            std::fs::rename(&fresh, &target).map_err(|e| Error::io(&target, e))?;
-            let _ = std::fs::remove_dir_all(&old);
-        } else {
-            zblade_models::install_dir(&target, staged, check)?;
-        }
-        if activate {
-            self.settings.search.embedding_model = dir_name.clone();
-            self.settings.save(&self.layout.settings())?;
-            self.embedder = std::sync::OnceLock::new();
-            self.query_vectors = Default::default();
-        }
+        self.install_model(&dir_name, replace, activate, staged)?;
         Ok(ModelDownload {
             name: dir_name,
             dir: target.display().to_string(),
@@ -174,4 +157,123 @@ impl Project {
             active: activate,
         })
     }
+
+    /// Imports an embedding model from a local folder (ONNX model and tokenizer files, as
+    /// [`zblade_search::embed::MODEL_FILES`] lists) into [`models_dir`] as `name` (default: the
+    /// folder's name): the folder's files are copied, the copy is checked to load, and only
+    /// then installed. Nothing uses the network.
+    pub fn import_model(
+        &mut self,
+        source: &Path,
+        name: Option<&str>,
+        replace: bool,
+        activate: bool,
+    ) -> Result<ModelImport> {
+        if !source.is_dir() {
+            return Err(Error::NotFound(format!("{}: no such folder", source.display())));
+        }
+        let missing: Vec<&str> = zblade_search::embed::MODEL_FILES
+            .iter()
+            .copied()
+            .filter(|f| !source.join(f).is_file())
+            .collect();
+        if !missing.is_empty() {
+            return Err(Error::Usage(format!(
+                "{} is not an embedding model folder: {} missing (it needs {})",
+                source.display(),
+                missing.join(", "),
+                zblade_search::embed::MODEL_FILES.join(", ")
+            )));
+        }
+        let dir_name = match name {
+            Some(name) => name.to_string(),
+            None => source
+                .canonicalize()
+                .map_err(|e| Error::io(source, e))?
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        };
+        if dir_name.is_empty()
+            || dir_name.starts_with('.')
+            || !dir_name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(Error::Usage(format!(
+                "{dir_name:?} cannot name a model: use letters, digits, '-', '_' and '.'"
+            )));
+        }
+        let target = models_dir().join(&dir_name);
+        refuse_overwrite(&target, &dir_name, replace)?;
+        let mut files = Vec::new();
+        let copy = |staging: &Path| -> Result<()> {
+            // The folder's own files (configs included); sub-folders are not models' business.
+            for entry in std::fs::read_dir(source).map_err(|e| Error::io(source, e))? {
+                let entry = entry.map_err(|e| Error::io(source, e))?;
+                if entry.file_type().map_err(|e| Error::io(entry.path(), e))?.is_file() {
+                    std::fs::copy(entry.path(), staging.join(entry.file_name()))
+                        .map_err(|e| Error::io(entry.path(), e))?;
+                    files.push(entry.file_name().to_string_lossy().into_owned());
+                }
+            }
+            Ok(())
+        };
+        self.install_model(&dir_name, replace, activate, copy)?;
+        files.sort();
+        Ok(ModelImport {
+            name: dir_name,
+            dir: target.display().to_string(),
+            files,
+            active: activate,
+        })
+    }
+
+    /// Installs the model `dir_name` from files `fetch` puts in a staging folder: checked to
+    /// load (when ONNX Runtime is present) before it replaces anything; with `activate`,
+    /// search uses it from now on.
+    fn install_model(
+        &mut self,
+        dir_name: &str,
+        replace: bool,
+        activate: bool,
+        fetch: impl FnOnce(&Path) -> Result<()>,
+    ) -> Result<()> {
+        let target = models_dir().join(dir_name);
+        let check = |staging: &Path| -> Result<()> {
+            // Load it when ONNX Runtime is here; otherwise it is checked on first use.
+            if zblade_search::embed::find_onnx_runtime().is_some_and(|p| p.exists()) {
+                zblade_search::LocalModel::load(staging, dir_name)
+                    .map(drop)
+                    .map_err(|e| Error::Usage(format!("the model does not load: {e}")))?;
+            }
+            Ok(())
+        };
+        if replace && target.exists() {
+            // Fetch and check first; swap only when the new copy is good.
+            let old = target.with_file_name(format!(".{dir_name}.old-{}", std::process::id()));
+            let fresh = target.with_file_name(format!(".{dir_name}.new-{}", std::process::id()));
+            zblade_models::install_dir(&fresh, fetch, check)?;
+            std::fs::rename(&target, &old).map_err(|e| Error::io(&target, e))?;
+            std::fs::rename(&fresh, &target).map_err(|e| Error::io(&target, e))?;
+            let _ = std::fs::remove_dir_all(&old);
+        } else {
+            zblade_models::install_dir(&target, fetch, check)?;
+        }
+        if activate {
+            self.settings.search.embedding_model = dir_name.to_string();
+            self.settings.save(&self.layout.settings())?;
+            self.embedder = std::sync::OnceLock::new();
+            self.query_vectors = Default::default();
+        }
+        Ok(())
+    }
+}
+
+fn refuse_overwrite(target: &Path, name: &str, replace: bool) -> Result<()> {
+    if target.exists() && !replace {
+        return Err(Error::Usage(format!(
+            "{name} is already installed at {}; pass --force to install it again",
+            target.display()
+        )));
+    }
+    Ok(())
 }

@@ -173,6 +173,18 @@ async useCompressorModel(name: string) : Promise<Result<null, AppError>> {
 }
 },
 /**
+ * Installs an embedding model from a folder on this machine (no network) and makes search
+ * use it; returns where it was installed.
+ */
+async importEmbeddingModel(path: string) : Promise<Result<string, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("import_embedding_model", { path }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
  * Downloads an embedding model by name and makes search use it, reporting progress as
  * `DownloadProgress` events. Refused, before any request is made, unless the user allowed
  * network use in the wizard or in Settings.
