@@ -528,11 +528,7 @@ impl<W: Write> Out<W> {
             d.name,
             d.dir,
             human_bytes(d.bytes),
-            if d.active {
-                " Search uses it now; run `zblade index` to embed with it."
-            } else {
-                ""
-            }
+            model_activation_note(d.active)
         )
     }
 
@@ -546,11 +542,7 @@ impl<W: Write> Out<W> {
             i.name,
             i.dir,
             i.files.len(),
-            if i.active {
-                " Search uses it now; run `zblade index` to embed with it."
-            } else {
-                ""
-            }
+            model_activation_note(i.active)
         )
     }
 
@@ -891,5 +883,14 @@ impl<W: Write> Out<W> {
             line!(self, "references    {}", refs.join(", "))?;
         }
         Ok(())
+    }
+}
+
+/// What follows "Installed …" when a newly installed embedding model was made the active one.
+fn model_activation_note(active: bool) -> &'static str {
+    if active {
+        " Search uses it now; run `zblade index` to embed with it."
+    } else {
+        ""
     }
 }
