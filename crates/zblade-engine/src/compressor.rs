@@ -61,8 +61,9 @@ pub struct CompressorInstall {
     pub verified: bool,
 }
 
-/// Model names: letters, digits, `.`, `_`, `-`; what file names and settings can hold safely.
-fn check_name(name: &str) -> Result<()> {
+/// Model names (compressor and embedding): letters, digits, `.`, `_`, `-`; what file names and
+/// settings can hold safely.
+pub(crate) fn check_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name.len() <= 100
         && !name.starts_with('.')

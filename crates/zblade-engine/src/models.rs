@@ -131,7 +131,6 @@ impl Project {
             files,
         } = zblade_models::resolve(name)?;
         let target = models_dir().join(&dir_name);
-        refuse_overwrite(&target, &dir_name, replace)?;
         let client = zblade_models::client()?;
         let mut fetched = Vec::new();
         let mut bytes = 0;
@@ -194,16 +193,8 @@ impl Project {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
         };
-        if dir_name.is_empty()
-            || dir_name.starts_with('.')
-            || !dir_name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        {
-            return Err(Error::Usage(format!(
-                "{dir_name:?} cannot name a model: use letters, digits, '-', '_' and '.'"
-            )));
-        }
+        crate::compressor::check_name(&dir_name)?;
         let target = models_dir().join(&dir_name);
-        refuse_overwrite(&target, &dir_name, replace)?;
         let mut files = Vec::new();
         let copy = |staging: &Path| -> Result<()> {
             // The folder's own files (configs included); sub-folders are not models' business.
@@ -227,8 +218,8 @@ impl Project {
         })
     }
 
-    /// Installs the model `dir_name` from files `fetch` puts in a staging folder: checked to
-    /// load (when ONNX Runtime is present) before it replaces anything; with `activate`,
+    /// Installs the model `dir_name` from files `fetch` puts in a staging folder (refused,
+    /// before `fetch` runs, when it is installed and `replace` is not set): checked to load (when ONNX Runtime is present) before it replaces anything; with `activate`,
     /// search uses it from now on.
     fn install_model(
         &mut self,
@@ -238,6 +229,7 @@ impl Project {
         fetch: impl FnOnce(&Path) -> Result<()>,
     ) -> Result<()> {
         let target = models_dir().join(dir_name);
+        refuse_overwrite(&target, dir_name, replace)?;
         let check = |staging: &Path| -> Result<()> {
             // Load it when ONNX Runtime is here; otherwise it is checked on first use.
             if zblade_search::embed::find_onnx_runtime().is_some_and(|p| p.exists()) {
