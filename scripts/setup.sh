@@ -26,6 +26,9 @@ command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb xauth)
 command -v import >/dev/null 2>&1 || missing+=(imagemagick)
 command -v WebKitWebDriver >/dev/null 2>&1 || missing+=(webkit2gtk-driver)
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+# The sync server's PostgreSQL backend is tested against a private cluster (scripts/pg.sh).
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2

@@ -1,0 +1,570 @@
+//! API v0: the routes under `/api/v0/`, their JSON, and how every failure becomes a 4xx with a
+//! reason (a 5xx only when the database itself fails). docs/SERVER.md documents each route.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Extension, Json, Router};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::auth::{RateLimiter, hash_token};
+use crate::store::{Kind, MetadataRecord, NewRecord, Store, StoreError, User};
+
+/// Most items one page returns.
+pub const MAX_PAGE: usize = 1_000;
+/// Items per page when `limit` is not given.
+pub const DEFAULT_PAGE: usize = 100;
+/// The header a client may send with the sha256 it computed of the body; a mismatch (a body
+/// damaged on the way) is refused.
+pub const HASH_HEADER: &str = "x-zblade-sha256";
+
+/// A failure, as the client sees it: a status and `{"error": code, "reason": text}`.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    reason: String,
+    retry_after: Option<Duration>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, reason: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            reason: reason.into(),
+            retry_after: None,
+        }
+    }
+
+    fn bad_request(reason: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", reason)
+    }
+
+    fn not_found(reason: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", reason)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, Json(json!({ "error": self.code, "reason": self.reason }))).into_response();
+        if let Some(after) = self.retry_after {
+            let secs = after.as_secs_f64().ceil().max(1.0) as u64;
+            if let Ok(value) = HeaderValue::from_str(&secs.to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+        }
+        response
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> ApiError {
+        match e {
+            StoreError::NotFound(why) => ApiError::not_found(why),
+            StoreError::Conflict(why) => ApiError::new(StatusCode::CONFLICT, "conflict", why),
+            StoreError::Backend(why) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "database", why),
+        }
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(e: PathRejection) -> ApiError {
+        ApiError::bad_request(format!("URL path: {}", e.body_text()))
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(e: QueryRejection) -> ApiError {
+        ApiError::bad_request(format!("query string: {}", e.body_text()))
+    }
+}
+
+impl From<BytesRejection> for ApiError {
+    fn from(e: BytesRejection) -> ApiError {
+        let status = e.status();
+        if status == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(status, "too_large", "the body is larger than the server accepts")
+        } else {
+            ApiError::bad_request(format!("body: {}", e.body_text()))
+        }
+    }
+}
+
+/// `Path` with our error body.
+#[derive(FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(ApiError))]
+struct ApiPath<T>(T);
+
+/// `Query` with our error body.
+#[derive(FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(ApiError))]
+struct ApiQuery<T>(T);
+
+/// A JSON body of `T`, read from the bytes whatever the content type says; unknown fields
+/// and syntax errors come back as 400 with the position.
+fn parse_body<T: serde::de::DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+    let body = body?;
+    serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(format!("body: {e}")))
+}
+
+/// What every handler shares.
+pub struct AppState<S> {
+    /// The storage.
+    pub store: S,
+    /// Requests per user and second.
+    pub limiter: RateLimiter,
+}
+
+/// An id from a URL, by the artifact format's own rule (ASCII letters, digits, `_`, `-`; at
+/// most 128): nothing that could be read as a path.
+fn check_id(what: &str, id: &str) -> Result<(), ApiError> {
+    zblade_core::ids::check_id(id, None).map_err(|why| ApiError::bad_request(format!("{what} id {why}")))
+}
+
+fn kind_of(segment: &str) -> Result<Kind, ApiError> {
+    match segment {
+        "conversations" => Ok(Kind::Conversation),
+        "moments" => Ok(Kind::Moment),
+        other => Err(ApiError::not_found(format!(
+            "no collection {other:?}; use conversations, moments, metadata or search"
+        ))),
+    }
+}
+
+/// Builds the router over `store`.
+pub fn router<S: Store>(state: Arc<AppState<S>>, max_body: usize) -> Router {
+    let api = Router::new()
+        .route("/me", get(me))
+        .route("/projects", get(list_projects::<S>))
+        .route(
+            "/projects/{project}",
+            get(get_project::<S>).put(put_project::<S>).delete(delete_project::<S>),
+        )
+        .route("/projects/{project}/search", get(search::<S>))
+        .route("/projects/{project}/metadata", get(list_metadata::<S>))
+        .route(
+            "/projects/{project}/metadata/{id}",
+            axum::routing::put(put_metadata::<S>),
+        )
+        .route("/projects/{project}/{collection}", get(list_records::<S>))
+        .route(
+            "/projects/{project}/{collection}/{id}",
+            get(get_record::<S>).put(put_record::<S>).delete(delete_record::<S>),
+        )
+        .fallback(|| async { ApiError::not_found("no such route in API v0 (see docs/SERVER.md)") })
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), authenticate::<S>));
+    Router::new()
+        .route("/healthz", get(healthz::<S>))
+        .nest("/api/v0", api)
+        .fallback(|| async { ApiError::not_found("no such route; the API lives under /api/v0/") })
+        .layer(axum::extract::DefaultBodyLimit::max(max_body))
+        .with_state(state)
+}
+
+/// Every `/api/v0/` request: a bearer token of a user, within that user's rate.
+async fn authenticate<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    mut request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let unauthorized = |why: &str| {
+        let mut e = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", why);
+        e.retry_after = None;
+        e
+    };
+    let header = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .ok_or_else(|| unauthorized("missing Authorization: Bearer <token>"))?;
+    let token = header
+        .to_str()
+        .ok()
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| unauthorized("the Authorization header must be 'Bearer <token>'"))?;
+    let user = state
+        .store
+        .user_for_token(&hash_token(token))
+        .await?
+        .ok_or_else(|| unauthorized("unknown or revoked token"))?;
+    if let Err(wait) = state.limiter.check(user.id) {
+        let mut e = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            "too many requests; slow down",
+        );
+        e.retry_after = Some(wait);
+        return Err(e);
+    }
+    request.extensions_mut().insert(user);
+    Ok(next.run(request).await)
+}
+
+async fn healthz<S: Store>(State(state): State<Arc<AppState<S>>>) -> Response {
+    // A cheap query proves the database answers.
+    match state.store.user_for_token("-").await {
+        Ok(_) => Json(json!({ "status": "ok", "backend": state.store.backend(), "api": "v0" })).into_response(),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "status": "unavailable", "backend": state.store.backend(), "reason": e.to_string() })),
+        )
+            .into_response(),
+    }
+}
+
+async fn me(Extension(user): Extension<User>) -> Json<serde_json::Value> {
+    Json(json!({ "user": user.name }))
+}
+
+async fn list_projects<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+) -> Result<Response, ApiError> {
+    let projects = state.store.list_projects(user.id).await?;
+    Ok(Json(json!({ "projects": projects })).into_response())
+}
+
+async fn get_project<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath(project): ApiPath<String>,
+) -> Result<Response, ApiError> {
+    check_id("project", &project)?;
+    let found = state.store.get_project(user.id, &project).await?;
+    let project = found.ok_or_else(|| ApiError::not_found(format!("no project {project}")))?;
+    Ok(Json(project).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProjectBody {
+    #[serde(default)]
+    name: String,
+}
+
+async fn put_project<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath(project): ApiPath<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    check_id("project", &project)?;
+    let body: ProjectBody = parse_body(body)?;
+    if body.name.len() > 256 {
+        return Err(ApiError::bad_request("name: longer than 256 bytes"));
+    }
+    let name = if body.name.trim().is_empty() {
+        project.clone()
+    } else {
+        body.name.trim().to_string()
+    };
+    let created = state.store.put_project(user.id, &project, &name).await?;
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((
+        status,
+        Json(json!({ "id": project, "name": name, "status": if created { "created" } else { "updated" } })),
+    )
+        .into_response())
+}
+
+async fn delete_project<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath(project): ApiPath<String>,
+) -> Result<Response, ApiError> {
+    check_id("project", &project)?;
+    if !state.store.delete_project(user.id, &project).await? {
+        return Err(ApiError::not_found(format!("no project {project}")));
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `?after=ID&limit=N`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PageParams {
+    #[serde(default)]
+    after: String,
+    limit: Option<usize>,
+}
+
+fn page_limit(limit: Option<usize>) -> Result<usize, ApiError> {
+    match limit.unwrap_or(DEFAULT_PAGE) {
+        0 => Err(ApiError::bad_request("limit: must be at least 1")),
+        n if n > MAX_PAGE => Err(ApiError::bad_request(format!("limit: at most {MAX_PAGE}"))),
+        n => Ok(n),
+    }
+}
+
+async fn list_records<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath((project, collection)): ApiPath<(String, String)>,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> Result<Response, ApiError> {
+    check_id("project", &project)?;
+    let kind = kind_of(&collection)?;
+    let limit = page_limit(params.limit)?;
+    let page = state
+        .store
+        .list_records(user.id, &project, kind, &params.after, limit)
+        .await?;
+    Ok(Json(page).into_response())
+}
+
+async fn get_record<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath((project, collection, id)): ApiPath<(String, String, String)>,
+) -> Result<Response, ApiError> {
+    check_id("project", &project)?;
+    let kind = kind_of(&collection)?;
+    check_id(kind.as_str(), &id)?;
+    let record = state
+        .store
+        .get_record(user.id, &project, kind, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no {} {id} in project {project}", kind.as_str())))?;
+    // The artifact goes back byte for byte; what lists show rides in headers.
+    let mut headers = HeaderMap::new();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    for (name, value) in [
+        (HASH_HEADER, record.meta.hash.clone()),
+        ("x-zblade-version", record.meta.version.to_string()),
+    ] {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(name, value);
+        }
+    }
+    Ok((headers, record.body).into_response())
+}
+
+/// The artifact's title, tags, time and searchable text, after checking it is a valid
+/// artifact of the kind and id the URL names.
+fn describe(kind: Kind, id: &str, project: &str, body: &[u8]) -> Result<NewRecord, ApiError> {
+    let source = "request body";
+    let invalid = |e: zblade_core::Error| ApiError::bad_request(e.to_string());
+    let text = std::str::from_utf8(body).map_err(|e| ApiError::bad_request(format!("body: not UTF-8 ({e})")))?;
+    let hash = zblade_core::sha256_hex(body);
+    match kind {
+        Kind::Conversation => {
+            let conv = zblade_core::parse_conversation(body, source).map_err(invalid)?;
+            conv.validate(source).map_err(invalid)?;
+            if conv.conversation_id != id {
+                return Err(ApiError::bad_request(format!(
+                    "conversation_id: the body says {:?}, the URL {id:?}",
+                    conv.conversation_id
+                )));
+            }
+            if !conv.project_id.is_empty() && conv.project_id != project {
+                return Err(ApiError::bad_request(format!(
+                    "project_id: the body says {:?}, the URL {project:?}",
+                    conv.project_id
+                )));
+            }
+            let mut search_text = String::new();
+            for message in &conv.messages {
+                search_text.push_str(&message.content);
+                search_text.push('\n');
+            }
+            let time = conv.updated_at.or(conv.created_at);
+            Ok(NewRecord {
+                kind,
+                id: id.to_string(),
+                hash,
+                title: conv.title.clone(),
+                tags: conv.metadata.tags.clone(),
+                updated_at: time.map(|t| t.to_rfc3339()).unwrap_or_default(),
+                body: text.to_string(),
+                search_text,
+            })
+        }
+        Kind::Moment => {
+            let moment = zblade_core::parse_moment(body, source).map_err(invalid)?;
+            moment.validate(source).map_err(invalid)?;
+            if moment.id != id {
+                return Err(ApiError::bad_request(format!(
+                    "id: the body says {:?}, the URL {id:?}",
+                    moment.id
+                )));
+            }
+            let title: String = moment
+                .content
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(120)
+                .collect();
+            let search_text = format!(
+                "{}\n{}\n{}",
+                moment.content,
+                moment.context.as_deref().unwrap_or_default(),
+                moment.tags.join(" ")
+            );
+            Ok(NewRecord {
+                kind,
+                id: id.to_string(),
+                hash,
+                title,
+                tags: moment.tags.clone(),
+                updated_at: moment.created_at.map(|t| t.to_rfc3339()).unwrap_or_default(),
+                body: text.to_string(),
+                search_text,
+            })
+        }
+    }
+}
+
+async fn put_record<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath((project, collection, id)): ApiPath<(String, String, String)>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    check_id("project", &project)?;
+    let kind = kind_of(&collection)?;
+    check_id(kind.as_str(), &id)?;
+    let body = body?;
+    let record = describe(kind, &id, &project, &body)?;
+    if let Some(claimed) = headers.get(HASH_HEADER)
+        && claimed.as_bytes() != record.hash.as_bytes()
+    {
+        return Err(ApiError::bad_request(format!(
+            "{HASH_HEADER}: the body's sha256 is {}, the header says {}; the body was damaged on the way",
+            record.hash,
+            String::from_utf8_lossy(claimed.as_bytes())
+        )));
+    }
+    let outcome = state.store.put_record(user.id, &project, &record).await?;
+    let status = match outcome.status {
+        crate::store::PutStatus::Created => StatusCode::CREATED,
+        _ => StatusCode::OK,
+    };
+    Ok((
+        status,
+        Json(json!({
+            "id": id,
+            "kind": kind,
+            "status": outcome.status,
+            "version": outcome.version,
+            "hash": record.hash,
+            "size": record.body.len(),
+        })),
+    )
+        .into_response())
+}
+
+async fn delete_record<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath((project, collection, id)): ApiPath<(String, String, String)>,
+) -> Result<Response, ApiError> {
+    check_id("project", &project)?;
+    let kind = kind_of(&collection)?;
+    check_id(kind.as_str(), &id)?;
+    if !state.store.delete_record(user.id, &project, kind, &id).await? {
+        return Err(ApiError::not_found(format!(
+            "no {} {id} in project {project}",
+            kind.as_str()
+        )));
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `?q=WORDS&kind=conversation|moment&limit=N`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchParams {
+    q: String,
+    #[serde(default)]
+    kind: Option<String>,
+    limit: Option<usize>,
+}
+
+async fn search<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath(project): ApiPath<String>,
+    ApiQuery(params): ApiQuery<SearchParams>,
+) -> Result<Response, ApiError> {
+    check_id("project", &project)?;
+    if params.q.len() > 2_000 {
+        return Err(ApiError::bad_request("q: longer than 2000 bytes"));
+    }
+    let kind = match params.kind.as_deref() {
+        None | Some("") => None,
+        Some(name) => Some(
+            Kind::parse(name)
+                .ok_or_else(|| ApiError::bad_request(format!("kind: {name:?} is not conversation or moment")))?,
+        ),
+    };
+    let limit = match params.limit.unwrap_or(20) {
+        0 => return Err(ApiError::bad_request("limit: must be at least 1")),
+        n => n.min(100),
+    };
+    let hits = state.store.search(user.id, &project, &params.q, kind, limit).await?;
+    Ok(Json(json!({ "query": params.q, "hits": hits })).into_response())
+}
+
+async fn put_metadata<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath((project, id)): ApiPath<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    check_id("project", &project)?;
+    check_id("id", &id)?;
+    let mut record: MetadataRecord = parse_body(body)?;
+    if Kind::parse(&record.kind).is_none() {
+        return Err(ApiError::bad_request(format!(
+            "kind: {:?} is not conversation or moment",
+            record.kind
+        )));
+    }
+    if !record.id.is_empty() && record.id != id {
+        return Err(ApiError::bad_request(format!(
+            "id: the body says {:?}, the URL {id:?}",
+            record.id
+        )));
+    }
+    if record.title.len() > 1_000 || record.tags.len() > 100 || record.tags.iter().any(|t| t.len() > 100) {
+        return Err(ApiError::bad_request(
+            "metadata is titles and tags only: title ≤ 1000 bytes, ≤ 100 tags of ≤ 100 bytes",
+        ));
+    }
+    record.id = id.clone();
+    let status = state.store.put_metadata(user.id, &project, &record).await?;
+    let code = match status {
+        crate::store::PutStatus::Created => StatusCode::CREATED,
+        _ => StatusCode::OK,
+    };
+    Ok((code, Json(json!({ "id": id, "status": status }))).into_response())
+}
+
+async fn list_metadata<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath(project): ApiPath<String>,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> Result<Response, ApiError> {
+    check_id("project", &project)?;
+    let limit = page_limit(params.limit)?;
+    let page = state
+        .store
+        .list_metadata(user.id, &project, &params.after, limit)
+        .await?;
+    Ok(Json(page).into_response())
+}

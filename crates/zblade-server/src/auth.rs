@@ -1,0 +1,89 @@
+//! Bearer tokens and the per-user rate limit. A token is shown once, when it is made; the
+//! server keeps only its sha256, so a leaked database does not leak working tokens.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+
+/// Prefix of every token, so a token pasted in the wrong place is recognisable.
+pub const TOKEN_PREFIX: &str = "zbt_";
+
+/// A new token: (its id, for `token revoke`; the secret the client sends).
+pub fn new_token() -> (String, String) {
+    let mut rng = rand::rng();
+    let mut id = [0u8; 6];
+    let mut secret = [0u8; 32];
+    rng.fill_bytes(&mut id);
+    rng.fill_bytes(&mut secret);
+    (
+        format!("tok_{}", hex::encode(id)),
+        format!("{TOKEN_PREFIX}{}", hex::encode(secret)),
+    )
+}
+
+/// What the database stores of a token.
+pub fn hash_token(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+/// A token bucket per user: `rate` requests per second on average, bursts up to `burst`.
+pub struct RateLimiter {
+    rate: f64,
+    burst: f64,
+    buckets: Mutex<HashMap<i64, (f64, Instant)>>,
+}
+
+impl RateLimiter {
+    /// A limiter allowing `rate` requests per second per user, in bursts of `burst`.
+    pub fn new(rate: f64, burst: f64) -> RateLimiter {
+        RateLimiter {
+            rate: rate.max(0.001),
+            burst: burst.max(1.0),
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Takes one request from `user`'s bucket, or says how long until one is free.
+    pub fn check(&self, user: i64) -> Result<(), Duration> {
+        let now = Instant::now();
+        let mut buckets = self.buckets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (tokens, last) = buckets.entry(user).or_insert((self.burst, now));
+        *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * self.rate).min(self.burst);
+        *last = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - *tokens) / self.rate))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_distinct_and_only_their_hash_is_kept() {
+        let (id1, t1) = new_token();
+        let (id2, t2) = new_token();
+        assert_ne!(t1, t2);
+        assert_ne!(id1, id2);
+        assert!(t1.starts_with(TOKEN_PREFIX) && t1.len() == TOKEN_PREFIX.len() + 64);
+        assert_eq!(hash_token(&t1).len(), 64);
+        assert_ne!(hash_token(&t1), hash_token(&t2));
+    }
+
+    #[test]
+    fn a_burst_is_allowed_then_requests_wait() {
+        let limiter = RateLimiter::new(1.0, 3.0);
+        assert!((0..3).all(|_| limiter.check(7).is_ok()));
+        let wait = limiter.check(7).unwrap_err();
+        assert!(wait > Duration::from_millis(500) && wait <= Duration::from_secs(1));
+        // Another user has a bucket of their own.
+        assert!(limiter.check(8).is_ok());
+    }
+}

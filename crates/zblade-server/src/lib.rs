@@ -1,0 +1,72 @@
+//! zblade-server: the sync server of RFC-002's server storage mode.
+//!
+//! An axum HTTP service with API v0 under `/api/v0/` ([`api`]), storage behind one trait with
+//! a SQLite and a PostgreSQL implementation ([`store`]), per-user bearer tokens kept only as
+//! hashes and a per-user rate limit ([`auth`]). Every query is scoped to the token's user;
+//! malformed input gets a 4xx with a reason. docs/SERVER.md documents the routes.
+
+pub mod api;
+pub mod auth;
+pub mod store;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::StatusCode;
+use tower_http::timeout::TimeoutLayer;
+
+pub use api::AppState;
+pub use store::{AnyStore, Store};
+
+/// How the server limits what it accepts.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest request body, in bytes.
+    pub max_body: usize,
+    /// Requests per second per user, on average.
+    pub rate: f64,
+    /// Requests a user may make in a burst.
+    pub burst: f64,
+    /// Longest a request may take before it is answered 408.
+    pub timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body: 8 * 1024 * 1024,
+            rate: 50.0,
+            burst: 200.0,
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The whole HTTP application over `store`.
+pub fn app<S: Store>(store: S, limits: &Limits) -> Router {
+    let state = Arc::new(AppState {
+        store,
+        limiter: auth::RateLimiter::new(limits.rate, limits.burst),
+    });
+    api::router(state, limits.max_body).layer(TimeoutLayer::with_status_code(
+        StatusCode::REQUEST_TIMEOUT,
+        limits.timeout,
+    ))
+}
+
+/// Serves `store` on `listener` until `shutdown` resolves; in-flight requests finish first.
+pub async fn serve<S: Store>(
+    listener: tokio::net::TcpListener,
+    store: S,
+    limits: &Limits,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(
+        listener,
+        app(store, limits).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+}

@@ -1,0 +1,238 @@
+//! `zblade-server`: run the sync server and manage its users and tokens.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use zblade_server::auth::{hash_token, new_token};
+use zblade_server::{Limits, Store, store};
+
+/// The zblade sync server (API v0). Memory of server-mode projects lives here; local-mode
+/// projects may send titles and tags only, when their owner allows it.
+#[derive(Parser)]
+#[command(name = "zblade-server", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args)]
+struct Db {
+    /// The database: a SQLite file path (created when missing) or a postgres:// URL.
+    #[arg(long, env = "ZBLADE_SERVER_DB", default_value = "zblade-server.db")]
+    db: String,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve API v0 over HTTP until Ctrl-C (or SIGTERM).
+    Serve {
+        #[command(flatten)]
+        db: Db,
+        /// Address to listen on; keep it on loopback unless a TLS proxy is in front.
+        #[arg(long, default_value = "127.0.0.1:7400")]
+        listen: String,
+        /// Largest request body in bytes.
+        #[arg(long, default_value_t = Limits::default().max_body)]
+        max_body: usize,
+        /// Requests per second per user, on average (429 beyond it).
+        #[arg(long, default_value_t = Limits::default().rate)]
+        rate: f64,
+        /// Requests a user may make in one burst.
+        #[arg(long, default_value_t = Limits::default().burst)]
+        burst: f64,
+        /// Seconds a request may take before it is answered 408.
+        #[arg(long, default_value_t = 30)]
+        timeout: u64,
+    },
+    /// Manage users.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+    /// Manage tokens.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+    /// Apply the database migrations (serve does this too) and exit.
+    Migrate {
+        #[command(flatten)]
+        db: Db,
+    },
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Add a user and print their first token (shown once; only its hash is stored).
+    Add {
+        /// The user's name (unique).
+        name: String,
+        #[command(flatten)]
+        db: Db,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List users and how many tokens each has.
+    List {
+        #[command(flatten)]
+        db: Db,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Make another token for a user (shown once).
+    Add {
+        /// The user's name.
+        user: String,
+        #[command(flatten)]
+        db: Db,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token by its id (`tok_…`, printed when it was made).
+    Revoke {
+        /// The token's id.
+        id: String,
+        #[command(flatten)]
+        db: Db,
+    },
+}
+
+async fn open(db: &Db) -> Result<store::AnyStore, String> {
+    let store = store::open(&db.db).await.map_err(|e| e.to_string())?;
+    store.migrate().await.map_err(|e| e.to_string())?;
+    Ok(store)
+}
+
+async fn make_token(store: &store::AnyStore, user: &str, json: bool) -> Result<(), String> {
+    let (id, secret) = new_token();
+    store
+        .add_token(user, &id, &hash_token(&secret))
+        .await
+        .map_err(|e| e.to_string())?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({ "user": user, "token_id": id, "token": secret })
+        );
+    } else {
+        println!("token for {user} (id {id}; shown only now, keep it safe):\n{secret}");
+    }
+    Ok(())
+}
+
+async fn run(cli: Cli) -> Result<(), String> {
+    match cli.command {
+        Command::Serve {
+            db,
+            listen,
+            max_body,
+            rate,
+            burst,
+            timeout,
+        } => {
+            let store = open(&db).await?;
+            let listener = tokio::net::TcpListener::bind(&listen)
+                .await
+                .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+            let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            eprintln!(
+                "zblade-server: API v0 on http://{addr}/api/v0/ ({} database {})",
+                store.backend(),
+                if store.backend() == "sqlite" {
+                    db.db.as_str()
+                } else {
+                    "at the given URL"
+                }
+            );
+            let limits = Limits {
+                max_body,
+                rate,
+                burst,
+                timeout: Duration::from_secs(timeout.max(1)),
+            };
+            let shutdown = async {
+                let ctrl_c = tokio::signal::ctrl_c();
+                #[cfg(unix)]
+                {
+                    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                        .expect("SIGTERM handler");
+                    tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
+                }
+                #[cfg(not(unix))]
+                let _ = ctrl_c.await;
+                eprintln!("zblade-server: stopping (finishing requests in flight)");
+            };
+            zblade_server::serve(listener, store, &limits, shutdown)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        Command::User { command } => match command {
+            UserCommand::Add { name, db, json } => {
+                if name.trim().is_empty() || name.len() > 64 || name.chars().any(char::is_control) {
+                    return Err("a user name is 1-64 printable characters".into());
+                }
+                let store = open(&db).await?;
+                store.add_user(&name).await.map_err(|e| e.to_string())?;
+                make_token(&store, &name, json).await
+            }
+            UserCommand::List { db, json } => {
+                let store = open(&db).await?;
+                let users = store.list_users().await.map_err(|e| e.to_string())?;
+                if json {
+                    println!("{}", serde_json::json!({ "users": users }));
+                } else if users.is_empty() {
+                    println!("no users yet; add one with `zblade-server user add NAME`");
+                } else {
+                    println!("{:<24} {:<26} {:>7} {:>8}", "USER", "ADDED", "TOKENS", "REVOKED");
+                    for u in users {
+                        println!(
+                            "{:<24} {:<26} {:>7} {:>8}",
+                            u.name, u.created_at, u.active_tokens, u.revoked_tokens
+                        );
+                    }
+                }
+                Ok(())
+            }
+        },
+        Command::Token { command } => match command {
+            TokenCommand::Add { user, db, json } => {
+                let store = open(&db).await?;
+                make_token(&store, &user, json).await
+            }
+            TokenCommand::Revoke { id, db } => {
+                let store = open(&db).await?;
+                if store.revoke_token(&id).await.map_err(|e| e.to_string())? {
+                    println!("revoked {id}");
+                    Ok(())
+                } else {
+                    Err(format!("no active token {id}"))
+                }
+            }
+        },
+        Command::Migrate { db } => {
+            let store = store::open(&db.db).await.map_err(|e| e.to_string())?;
+            let ran = store.migrate().await.map_err(|e| e.to_string())?;
+            println!("{ran} migration(s) applied");
+            Ok(())
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run(Cli::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("zblade-server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,458 @@
+//! Where the server keeps its data: one [`Store`] trait, two implementations — SQLite (the
+//! embedded default, a file path) and PostgreSQL (a `postgres://` URL, for many users). Both
+//! run the same numbered migrations ([`MIGRATIONS`], one SQL text per dialect) and every query
+//! that touches user data takes the user's id, so scoping is not left to the caller.
+
+mod postgres;
+mod sqlite;
+
+use std::future::Future;
+
+use serde::Serialize;
+
+pub use postgres::PostgresStore;
+pub use sqlite::SqliteStore;
+
+/// A failure of the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The thing named does not exist (for this user).
+    #[error("{0}")]
+    NotFound(String),
+    /// The request conflicts with what is stored (a name taken).
+    #[error("{0}")]
+    Conflict(String),
+    /// The database failed or could not be reached.
+    #[error("database: {0}")]
+    Backend(String),
+}
+
+/// Store results.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The two record kinds the API stores with content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// A conversation artifact.
+    Conversation,
+    /// A moment artifact.
+    Moment,
+}
+
+impl Kind {
+    /// The name stored in the database and used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Conversation => "conversation",
+            Kind::Moment => "moment",
+        }
+    }
+
+    /// The kind a stored name stands for.
+    pub fn parse(name: &str) -> Option<Kind> {
+        match name {
+            "conversation" => Some(Kind::Conversation),
+            "moment" => Some(Kind::Moment),
+            _ => None,
+        }
+    }
+}
+
+/// An account.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct User {
+    /// Database id (never shown to other users).
+    pub id: i64,
+    /// Unique name.
+    pub name: String,
+}
+
+/// An account with its token counts, for `user list`.
+#[derive(Debug, Clone, Serialize)]
+pub struct UserSummary {
+    /// Name.
+    pub name: String,
+    /// When it was added (RFC 3339).
+    pub created_at: String,
+    /// Tokens that still work.
+    pub active_tokens: i64,
+    /// Tokens revoked.
+    pub revoked_tokens: i64,
+}
+
+/// A project of a user.
+#[derive(Debug, Clone, Serialize)]
+pub struct Project {
+    /// The project's id (the local `proj_…` id).
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// When it was created on the server (RFC 3339).
+    pub created_at: String,
+    /// Conversations stored.
+    pub conversations: i64,
+    /// Moments stored.
+    pub moments: i64,
+    /// Metadata-only records stored.
+    pub metadata: i64,
+}
+
+/// A record as the API stores it: the artifact's bytes plus what lists and search need.
+#[derive(Debug, Clone)]
+pub struct NewRecord {
+    /// Conversation or moment.
+    pub kind: Kind,
+    /// Its id.
+    pub id: String,
+    /// sha256 (hex) of `body`'s bytes.
+    pub hash: String,
+    /// Title (conversations) or the first line of the content (moments).
+    pub title: String,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// When it last changed (RFC 3339), from the artifact.
+    pub updated_at: String,
+    /// The artifact, byte for byte as uploaded.
+    pub body: String,
+    /// The text keyword search reads.
+    pub search_text: String,
+}
+
+/// What a record list shows: everything but the content.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecordMeta {
+    /// Conversation or moment.
+    pub kind: Kind,
+    /// Its id.
+    pub id: String,
+    /// 1 when first stored; +1 for every changed body.
+    pub version: i64,
+    /// sha256 (hex) of the stored bytes.
+    pub hash: String,
+    /// Size of the stored bytes.
+    pub size: i64,
+    /// Title.
+    pub title: String,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// When the artifact says it last changed.
+    pub updated_at: String,
+}
+
+/// A record with its content.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// Everything but the content.
+    pub meta: RecordMeta,
+    /// The artifact's bytes.
+    pub body: String,
+}
+
+/// What a PUT did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PutStatus {
+    /// Nothing was stored under this id before.
+    Created,
+    /// The same bytes were already stored: nothing changed.
+    Unchanged,
+    /// Different bytes: stored as a new version.
+    Updated,
+}
+
+/// The result of a PUT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PutOutcome {
+    /// What happened.
+    pub status: PutStatus,
+    /// The version now stored.
+    pub version: i64,
+}
+
+/// One page of a list, in id order.
+#[derive(Debug, Clone, Serialize)]
+pub struct Page<T> {
+    /// The items.
+    pub items: Vec<T>,
+    /// The id to pass as `after` for the next page; `None` on the last page.
+    pub next: Option<String>,
+}
+
+impl<T> Page<T> {
+    /// A page from `limit + 1` fetched items: the extra one only says that more exist.
+    pub(crate) fn from_fetched(mut items: Vec<T>, limit: usize, id: impl Fn(&T) -> String) -> Page<T> {
+        let next = if items.len() > limit {
+            items.truncate(limit);
+            items.last().map(id)
+        } else {
+            None
+        };
+        Page { items, next }
+    }
+}
+
+/// A keyword search hit.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchHit {
+    /// Conversation or moment.
+    pub kind: Kind,
+    /// Its id.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Relevance, higher is better (backend-specific scale).
+    pub score: f64,
+    /// The matched words in context, with `[` `]` around them.
+    pub snippet: String,
+}
+
+/// A metadata-only record (local mode with `sync_metadata` on): no content at all.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetadataRecord {
+    /// `conversation` or `moment`.
+    #[serde(default)]
+    pub kind: String,
+    /// Its id (from the URL).
+    #[serde(default)]
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Messages in the conversation.
+    #[serde(default)]
+    pub message_count: i64,
+    /// When it last changed (RFC 3339).
+    #[serde(default)]
+    pub updated_at: String,
+}
+
+/// The numbered schema migrations, as (version, SQLite text, PostgreSQL text). Both dialects
+/// describe the same tables; the tests run the same story against each.
+pub const MIGRATIONS: &[(i64, &str, &str)] = &[(1, sqlite::SCHEMA_V1, postgres::SCHEMA_V1)];
+
+/// The server's storage. Every method that reads or writes user data takes the user's id and
+/// touches only that user's rows.
+pub trait Store: Send + Sync + 'static {
+    /// `sqlite` or `postgresql`.
+    fn backend(&self) -> &'static str;
+
+    /// Applies the migrations not applied yet; returns how many ran.
+    fn migrate(&self) -> impl Future<Output = StoreResult<usize>> + Send;
+
+    /// Adds a user (the name must be new).
+    fn add_user(&self, name: &str) -> impl Future<Output = StoreResult<User>> + Send;
+    /// All users with their token counts.
+    fn list_users(&self) -> impl Future<Output = StoreResult<Vec<UserSummary>>> + Send;
+    /// Records a new token (only its hash) for the named user.
+    fn add_token(&self, user: &str, token_id: &str, hash: &str) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Revokes a token by its id; false when there is no such active token.
+    fn revoke_token(&self, token_id: &str) -> impl Future<Output = StoreResult<bool>> + Send;
+    /// The user a token hash belongs to, if the token exists and is not revoked.
+    fn user_for_token(&self, hash: &str) -> impl Future<Output = StoreResult<Option<User>>> + Send;
+
+    /// Creates the project, or renames it; true when it was created.
+    fn put_project(&self, user: i64, id: &str, name: &str) -> impl Future<Output = StoreResult<bool>> + Send;
+    /// The user's projects with their counts.
+    fn list_projects(&self, user: i64) -> impl Future<Output = StoreResult<Vec<Project>>> + Send;
+    /// One project.
+    fn get_project(&self, user: i64, id: &str) -> impl Future<Output = StoreResult<Option<Project>>> + Send;
+    /// Deletes a project and everything in it; false when there was none.
+    fn delete_project(&self, user: i64, id: &str) -> impl Future<Output = StoreResult<bool>> + Send;
+
+    /// Stores a record: a replay of the same bytes changes nothing, other bytes make a new
+    /// version. The project must exist.
+    fn put_record(
+        &self,
+        user: i64,
+        project: &str,
+        record: &NewRecord,
+    ) -> impl Future<Output = StoreResult<PutOutcome>> + Send;
+    /// One record with its content.
+    fn get_record(
+        &self,
+        user: i64,
+        project: &str,
+        kind: Kind,
+        id: &str,
+    ) -> impl Future<Output = StoreResult<Option<Record>>> + Send;
+    /// A page of records of one kind, ids after `after`, at most `limit`.
+    fn list_records(
+        &self,
+        user: i64,
+        project: &str,
+        kind: Kind,
+        after: &str,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<Page<RecordMeta>>> + Send;
+    /// Deletes a record; false when there was none.
+    fn delete_record(
+        &self,
+        user: i64,
+        project: &str,
+        kind: Kind,
+        id: &str,
+    ) -> impl Future<Output = StoreResult<bool>> + Send;
+    /// Keyword search over the user's records in a project, best first.
+    fn search(
+        &self,
+        user: i64,
+        project: &str,
+        query: &str,
+        kind: Option<Kind>,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<Vec<SearchHit>>> + Send;
+
+    /// Stores a metadata-only record; the project must exist.
+    fn put_metadata(
+        &self,
+        user: i64,
+        project: &str,
+        record: &MetadataRecord,
+    ) -> impl Future<Output = StoreResult<PutStatus>> + Send;
+    /// A page of metadata-only records.
+    fn list_metadata(
+        &self,
+        user: i64,
+        project: &str,
+        after: &str,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<Page<MetadataRecord>>> + Send;
+}
+
+/// Turns words into a query both backends read the same way: each word must occur (AND),
+/// matched as a whole token or prefix-free. Characters that are query syntax are dropped.
+pub(crate) fn query_words(query: &str) -> Vec<String> {
+    query
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty())
+        .take(32)
+        .map(|w| w.to_lowercase())
+        .collect()
+}
+
+/// Tags as stored: a JSON array.
+pub(crate) fn tags_to_json(tags: &[String]) -> String {
+    serde_json::to_string(tags).unwrap_or_else(|_| "[]".into())
+}
+
+/// Tags read back; a damaged value reads as no tags rather than failing the whole list.
+pub(crate) fn tags_from_json(text: &str) -> Vec<String> {
+    serde_json::from_str(text).unwrap_or_default()
+}
+
+/// Now, as stored.
+pub(crate) fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Opens the store a `--db` argument names: a `postgres://` (or `postgresql://`) URL, or a
+/// SQLite file path (optionally written `sqlite://PATH`).
+pub async fn open(db: &str) -> StoreResult<AnyStore> {
+    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+        Ok(AnyStore::Postgres(PostgresStore::connect(db).await?))
+    } else {
+        let path = db.strip_prefix("sqlite://").unwrap_or(db);
+        Ok(AnyStore::Sqlite(SqliteStore::open(std::path::Path::new(path))?))
+    }
+}
+
+/// Either backend, chosen at run time from the `--db` argument.
+pub enum AnyStore {
+    /// The embedded default.
+    Sqlite(SqliteStore),
+    /// For many users.
+    Postgres(PostgresStore),
+}
+
+macro_rules! delegate {
+    ($self:ident, $store:ident => $call:expr) => {
+        match $self {
+            AnyStore::Sqlite($store) => $call.await,
+            AnyStore::Postgres($store) => $call.await,
+        }
+    };
+}
+
+impl Store for AnyStore {
+    fn backend(&self) -> &'static str {
+        match self {
+            AnyStore::Sqlite(s) => s.backend(),
+            AnyStore::Postgres(s) => s.backend(),
+        }
+    }
+    async fn migrate(&self) -> StoreResult<usize> {
+        delegate!(self, s => s.migrate())
+    }
+    async fn add_user(&self, name: &str) -> StoreResult<User> {
+        delegate!(self, s => s.add_user(name))
+    }
+    async fn list_users(&self) -> StoreResult<Vec<UserSummary>> {
+        delegate!(self, s => s.list_users())
+    }
+    async fn add_token(&self, user: &str, token_id: &str, hash: &str) -> StoreResult<()> {
+        delegate!(self, s => s.add_token(user, token_id, hash))
+    }
+    async fn revoke_token(&self, token_id: &str) -> StoreResult<bool> {
+        delegate!(self, s => s.revoke_token(token_id))
+    }
+    async fn user_for_token(&self, hash: &str) -> StoreResult<Option<User>> {
+        delegate!(self, s => s.user_for_token(hash))
+    }
+    async fn put_project(&self, user: i64, id: &str, name: &str) -> StoreResult<bool> {
+        delegate!(self, s => s.put_project(user, id, name))
+    }
+    async fn list_projects(&self, user: i64) -> StoreResult<Vec<Project>> {
+        delegate!(self, s => s.list_projects(user))
+    }
+    async fn get_project(&self, user: i64, id: &str) -> StoreResult<Option<Project>> {
+        delegate!(self, s => s.get_project(user, id))
+    }
+    async fn delete_project(&self, user: i64, id: &str) -> StoreResult<bool> {
+        delegate!(self, s => s.delete_project(user, id))
+    }
+    async fn put_record(&self, user: i64, project: &str, record: &NewRecord) -> StoreResult<PutOutcome> {
+        delegate!(self, s => s.put_record(user, project, record))
+    }
+    async fn get_record(&self, user: i64, project: &str, kind: Kind, id: &str) -> StoreResult<Option<Record>> {
+        delegate!(self, s => s.get_record(user, project, kind, id))
+    }
+    async fn list_records(
+        &self,
+        user: i64,
+        project: &str,
+        kind: Kind,
+        after: &str,
+        limit: usize,
+    ) -> StoreResult<Page<RecordMeta>> {
+        delegate!(self, s => s.list_records(user, project, kind, after, limit))
+    }
+    async fn delete_record(&self, user: i64, project: &str, kind: Kind, id: &str) -> StoreResult<bool> {
+        delegate!(self, s => s.delete_record(user, project, kind, id))
+    }
+    async fn search(
+        &self,
+        user: i64,
+        project: &str,
+        query: &str,
+        kind: Option<Kind>,
+        limit: usize,
+    ) -> StoreResult<Vec<SearchHit>> {
+        delegate!(self, s => s.search(user, project, query, kind, limit))
+    }
+    async fn put_metadata(&self, user: i64, project: &str, record: &MetadataRecord) -> StoreResult<PutStatus> {
+        delegate!(self, s => s.put_metadata(user, project, record))
+    }
+    async fn list_metadata(
+        &self,
+        user: i64,
+        project: &str,
+        after: &str,
+        limit: usize,
+    ) -> StoreResult<Page<MetadataRecord>> {
+        delegate!(self, s => s.list_metadata(user, project, after, limit))
+    }
+}

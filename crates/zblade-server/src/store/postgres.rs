@@ -1,0 +1,560 @@
+//! The PostgreSQL store, for servers with many users: a few pipelined connections, reopened
+//! when the database restarts; a generated `tsvector` column with a GIN index for search.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::sync::Mutex;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, NoTls, Row};
+
+use super::{
+    Kind, MetadataRecord, NewRecord, Page, Project, PutOutcome, PutStatus, Record, RecordMeta, SearchHit, Store,
+    StoreError, StoreResult, User, UserSummary, now, query_words, tags_from_json, tags_to_json,
+};
+
+/// Version 1 of the schema, PostgreSQL dialect (the same tables as SQLite's).
+pub(super) const SCHEMA_V1: &str = "
+CREATE TABLE users (
+    id BIGSERIAL PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE tokens (
+    id TEXT PRIMARY KEY,
+    user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    hash TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+);
+CREATE TABLE projects (
+    user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (user_id, id)
+);
+CREATE TABLE records (
+    seq BIGSERIAL PRIMARY KEY,
+    user_id BIGINT NOT NULL,
+    project_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    id TEXT NOT NULL,
+    version BIGINT NOT NULL,
+    hash TEXT NOT NULL,
+    size BIGINT NOT NULL,
+    title TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    body TEXT NOT NULL,
+    search_text TEXT NOT NULL,
+    search tsvector GENERATED ALWAYS AS
+        (setweight(to_tsvector('simple', title), 'A') || to_tsvector('simple', search_text)) STORED,
+    UNIQUE (user_id, project_id, kind, id),
+    FOREIGN KEY (user_id, project_id) REFERENCES projects(user_id, id) ON DELETE CASCADE
+);
+CREATE INDEX records_search ON records USING GIN (search);
+CREATE TABLE metadata (
+    user_id BIGINT NOT NULL,
+    project_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    message_count BIGINT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (user_id, project_id, kind, id),
+    FOREIGN KEY (user_id, project_id) REFERENCES projects(user_id, id) ON DELETE CASCADE
+);
+";
+
+/// Connections kept open; tokio-postgres pipelines the queries of concurrent requests on each.
+const CONNECTIONS: usize = 8;
+
+fn backend(e: tokio_postgres::Error) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+/// A missing project shows up as a foreign key violation on insert.
+fn no_project(project: &str) -> impl Fn(tokio_postgres::Error) -> StoreError + '_ {
+    move |e| match e.code() {
+        Some(code) if *code == SqlState::FOREIGN_KEY_VIOLATION => StoreError::NotFound(format!("no project {project}")),
+        _ => backend(e),
+    }
+}
+
+/// The PostgreSQL store.
+pub struct PostgresStore {
+    url: String,
+    slots: Vec<Mutex<Option<Arc<Client>>>>,
+    next: AtomicUsize,
+}
+
+async fn connect(url: &str) -> StoreResult<Client> {
+    let (client, connection) = tokio_postgres::connect(url, NoTls)
+        .await
+        .map_err(|e| StoreError::Backend(format!("cannot connect to PostgreSQL: {e}")))?;
+    // The connection object does the socket I/O; it ends when the client is dropped or the
+    // server goes away (the slot then reconnects).
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` (`postgres://user@host:port/db`).
+    pub async fn connect(url: &str) -> StoreResult<PostgresStore> {
+        let first = connect(url).await?;
+        let mut slots = vec![Mutex::new(Some(Arc::new(first)))];
+        slots.extend((1..CONNECTIONS).map(|_| Mutex::new(None)));
+        Ok(PostgresStore {
+            url: url.to_string(),
+            slots,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    /// A live connection, round robin; a closed one (the server restarted) is reopened.
+    async fn client(&self) -> StoreResult<Arc<Client>> {
+        let slot = &self.slots[self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len()];
+        let mut slot = slot.lock().await;
+        if let Some(client) = slot.as_ref().filter(|c| !c.is_closed()) {
+            return Ok(client.clone());
+        }
+        let client = Arc::new(connect(&self.url).await?);
+        *slot = Some(client.clone());
+        Ok(client)
+    }
+
+    async fn project_exists(&self, client: &Client, user: i64, project: &str) -> StoreResult<()> {
+        let row = client
+            .query_opt(
+                "SELECT 1 FROM projects WHERE user_id = $1 AND id = $2",
+                &[&user, &project],
+            )
+            .await
+            .map_err(backend)?;
+        match row {
+            Some(_) => Ok(()),
+            None => Err(StoreError::NotFound(format!("no project {project}"))),
+        }
+    }
+}
+
+fn record_meta(row: &Row) -> RecordMeta {
+    let kind: String = row.get("kind");
+    RecordMeta {
+        kind: Kind::parse(&kind).unwrap_or(Kind::Conversation),
+        id: row.get("id"),
+        version: row.get("version"),
+        hash: row.get("hash"),
+        size: row.get("size"),
+        title: row.get("title"),
+        tags: tags_from_json(&row.get::<_, String>("tags")),
+        updated_at: row.get("updated_at"),
+    }
+}
+
+const PROJECT_COLUMNS: &str = "p.id, p.name, p.created_at,
+    (SELECT count(*) FROM records r WHERE r.user_id = p.user_id AND r.project_id = p.id AND r.kind = 'conversation'),
+    (SELECT count(*) FROM records r WHERE r.user_id = p.user_id AND r.project_id = p.id AND r.kind = 'moment'),
+    (SELECT count(*) FROM metadata m WHERE m.user_id = p.user_id AND m.project_id = p.id)";
+
+fn project_row(row: &Row) -> Project {
+    Project {
+        id: row.get(0),
+        name: row.get(1),
+        created_at: row.get(2),
+        conversations: row.get(3),
+        moments: row.get(4),
+        metadata: row.get(5),
+    }
+}
+
+fn metadata_row(row: &Row) -> MetadataRecord {
+    MetadataRecord {
+        kind: row.get(0),
+        id: row.get(1),
+        title: row.get(2),
+        tags: tags_from_json(&row.get::<_, String>(3)),
+        message_count: row.get(4),
+        updated_at: row.get(5),
+    }
+}
+
+impl Store for PostgresStore {
+    fn backend(&self) -> &'static str {
+        "postgresql"
+    }
+
+    async fn migrate(&self) -> StoreResult<usize> {
+        // A connection of its own: a transaction needs exclusive use of it.
+        let mut client = connect(&self.url).await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        // Two servers starting at once must not both run a migration.
+        tx.execute("SELECT pg_advisory_xact_lock(7262431)", &[])
+            .await
+            .map_err(backend)?;
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS zblade_schema (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
+        )
+        .await
+        .map_err(backend)?;
+        let current: i64 = tx
+            .query_one("SELECT coalesce(max(version), 0)::BIGINT FROM zblade_schema", &[])
+            .await
+            .map_err(backend)?
+            .get(0);
+        let mut ran = 0;
+        for (version, _, sql) in super::MIGRATIONS.iter().filter(|m| m.0 > current) {
+            tx.batch_execute(sql)
+                .await
+                .map_err(|e| StoreError::Backend(format!("migration {version}: {e}")))?;
+            tx.execute(
+                "INSERT INTO zblade_schema (version, applied_at) VALUES ($1, $2)",
+                &[version, &now()],
+            )
+            .await
+            .map_err(backend)?;
+            ran += 1;
+        }
+        tx.commit().await.map_err(backend)?;
+        Ok(ran)
+    }
+
+    async fn add_user(&self, name: &str) -> StoreResult<User> {
+        let client = self.client().await?;
+        let row = client
+            .query_one(
+                "INSERT INTO users (name, created_at) VALUES ($1, $2) RETURNING id",
+                &[&name, &now()],
+            )
+            .await
+            .map_err(|e| match e.code() {
+                Some(code) if *code == SqlState::UNIQUE_VIOLATION => {
+                    StoreError::Conflict(format!("a user named {name} exists already"))
+                }
+                _ => backend(e),
+            })?;
+        Ok(User {
+            id: row.get(0),
+            name: name.to_string(),
+        })
+    }
+
+    async fn list_users(&self) -> StoreResult<Vec<UserSummary>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT u.name, u.created_at,
+                    (SELECT count(*) FROM tokens t WHERE t.user_id = u.id AND t.revoked_at IS NULL),
+                    (SELECT count(*) FROM tokens t WHERE t.user_id = u.id AND t.revoked_at IS NOT NULL)
+                 FROM users u ORDER BY u.name",
+                &[],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(rows
+            .iter()
+            .map(|r| UserSummary {
+                name: r.get(0),
+                created_at: r.get(1),
+                active_tokens: r.get(2),
+                revoked_tokens: r.get(3),
+            })
+            .collect())
+    }
+
+    async fn add_token(&self, user: &str, token_id: &str, hash: &str) -> StoreResult<()> {
+        let client = self.client().await?;
+        let changed = client
+            .execute(
+                "INSERT INTO tokens (id, user_id, hash, created_at) SELECT $1, id, $2, $3 FROM users WHERE name = $4",
+                &[&token_id, &hash, &now(), &user],
+            )
+            .await
+            .map_err(backend)?;
+        if changed == 0 {
+            return Err(StoreError::NotFound(format!("no user named {user}")));
+        }
+        Ok(())
+    }
+
+    async fn revoke_token(&self, token_id: &str) -> StoreResult<bool> {
+        let client = self.client().await?;
+        let changed = client
+            .execute(
+                "UPDATE tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL",
+                &[&now(), &token_id],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(changed > 0)
+    }
+
+    async fn user_for_token(&self, hash: &str) -> StoreResult<Option<User>> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT u.id, u.name FROM tokens t JOIN users u ON u.id = t.user_id
+                 WHERE t.hash = $1 AND t.revoked_at IS NULL",
+                &[&hash],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(row.map(|r| User {
+            id: r.get(0),
+            name: r.get(1),
+        }))
+    }
+
+    async fn put_project(&self, user: i64, id: &str, name: &str) -> StoreResult<bool> {
+        let client = self.client().await?;
+        // `xmax = 0` only on a row this statement inserted.
+        let row = client
+            .query_one(
+                "INSERT INTO projects (user_id, id, name, created_at) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (user_id, id) DO UPDATE SET name = EXCLUDED.name
+                 RETURNING (xmax = 0)",
+                &[&user, &id, &name, &now()],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(row.get(0))
+    }
+
+    async fn list_projects(&self, user: i64) -> StoreResult<Vec<Project>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &format!("SELECT {PROJECT_COLUMNS} FROM projects p WHERE p.user_id = $1 ORDER BY p.id"),
+                &[&user],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(rows.iter().map(project_row).collect())
+    }
+
+    async fn get_project(&self, user: i64, id: &str) -> StoreResult<Option<Project>> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                &format!("SELECT {PROJECT_COLUMNS} FROM projects p WHERE p.user_id = $1 AND p.id = $2"),
+                &[&user, &id],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(row.as_ref().map(project_row))
+    }
+
+    async fn delete_project(&self, user: i64, id: &str) -> StoreResult<bool> {
+        let client = self.client().await?;
+        let changed = client
+            .execute("DELETE FROM projects WHERE user_id = $1 AND id = $2", &[&user, &id])
+            .await
+            .map_err(backend)?;
+        Ok(changed > 0)
+    }
+
+    async fn put_record(&self, user: i64, project: &str, r: &NewRecord) -> StoreResult<PutOutcome> {
+        let client = self.client().await?;
+        let size = r.body.len() as i64;
+        let tags = tags_to_json(&r.tags);
+        // One statement: insert, or update only when the bytes differ; no row back means the
+        // same bytes were there already.
+        let row = client
+            .query_opt(
+                "INSERT INTO records (user_id, project_id, kind, id, version, hash, size, title, tags,
+                     updated_at, body, search_text)
+                 VALUES ($1, $2, $3, $4, 1, $5, $6, $7, $8, $9, $10, $11)
+                 ON CONFLICT (user_id, project_id, kind, id) DO UPDATE SET
+                     version = records.version + 1, hash = EXCLUDED.hash, size = EXCLUDED.size,
+                     title = EXCLUDED.title, tags = EXCLUDED.tags, updated_at = EXCLUDED.updated_at,
+                     body = EXCLUDED.body, search_text = EXCLUDED.search_text
+                 WHERE records.hash <> EXCLUDED.hash
+                 RETURNING version",
+                &[
+                    &user,
+                    &project,
+                    &r.kind.as_str(),
+                    &r.id,
+                    &r.hash,
+                    &size,
+                    &r.title,
+                    &tags,
+                    &r.updated_at,
+                    &r.body,
+                    &r.search_text,
+                ],
+            )
+            .await
+            .map_err(no_project(project))?;
+        if let Some(row) = row {
+            let version: i64 = row.get(0);
+            let status = if version == 1 {
+                PutStatus::Created
+            } else {
+                PutStatus::Updated
+            };
+            return Ok(PutOutcome { status, version });
+        }
+        let row = client
+            .query_one(
+                "SELECT version FROM records WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id = $4",
+                &[&user, &project, &r.kind.as_str(), &r.id],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(PutOutcome {
+            status: PutStatus::Unchanged,
+            version: row.get(0),
+        })
+    }
+
+    async fn get_record(&self, user: i64, project: &str, kind: Kind, id: &str) -> StoreResult<Option<Record>> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT kind, id, version, hash, size, title, tags, updated_at, body FROM records
+                 WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id = $4",
+                &[&user, &project, &kind.as_str(), &id],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(row.map(|row| Record {
+            meta: record_meta(&row),
+            body: row.get("body"),
+        }))
+    }
+
+    async fn list_records(
+        &self,
+        user: i64,
+        project: &str,
+        kind: Kind,
+        after: &str,
+        limit: usize,
+    ) -> StoreResult<Page<RecordMeta>> {
+        let client = self.client().await?;
+        self.project_exists(&client, user, project).await?;
+        let rows = client
+            .query(
+                "SELECT kind, id, version, hash, size, title, tags, updated_at FROM records
+                 WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id COLLATE \"C\" > $4
+                 ORDER BY id COLLATE \"C\" LIMIT $5",
+                &[&user, &project, &kind.as_str(), &after, &(limit as i64 + 1)],
+            )
+            .await
+            .map_err(backend)?;
+        let items = rows.iter().map(record_meta).collect();
+        Ok(Page::from_fetched(items, limit, |m| m.id.clone()))
+    }
+
+    async fn delete_record(&self, user: i64, project: &str, kind: Kind, id: &str) -> StoreResult<bool> {
+        let client = self.client().await?;
+        let changed = client
+            .execute(
+                "DELETE FROM records WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id = $4",
+                &[&user, &project, &kind.as_str(), &id],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(changed > 0)
+    }
+
+    async fn search(
+        &self,
+        user: i64,
+        project: &str,
+        query: &str,
+        kind: Option<Kind>,
+        limit: usize,
+    ) -> StoreResult<Vec<SearchHit>> {
+        let words = query_words(query).join(" ");
+        if words.is_empty() {
+            return Ok(Vec::new());
+        }
+        let client = self.client().await?;
+        self.project_exists(&client, user, project).await?;
+        let rows = client
+            .query(
+                "SELECT kind, id, title, ts_rank(search, q)::float8,
+                    ts_headline('simple', search_text, q, 'StartSel=[, StopSel=], MaxWords=24, MinWords=8')
+                 FROM records, plainto_tsquery('simple', $3) q
+                 WHERE user_id = $1 AND project_id = $2 AND search @@ q AND ($4 = '' OR kind = $4)
+                 ORDER BY 4 DESC, id LIMIT $5",
+                &[&user, &project, &words, &kind.map_or("", Kind::as_str), &(limit as i64)],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let kind: String = r.get(0);
+                SearchHit {
+                    kind: Kind::parse(&kind).unwrap_or(Kind::Conversation),
+                    id: r.get(1),
+                    title: r.get(2),
+                    score: r.get(3),
+                    snippet: r.get(4),
+                }
+            })
+            .collect())
+    }
+
+    async fn put_metadata(&self, user: i64, project: &str, m: &MetadataRecord) -> StoreResult<PutStatus> {
+        let client = self.client().await?;
+        let tags = tags_to_json(&m.tags);
+        let row = client
+            .query_opt(
+                "INSERT INTO metadata (user_id, project_id, kind, id, title, tags, message_count, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                 ON CONFLICT (user_id, project_id, kind, id) DO UPDATE SET
+                     title = EXCLUDED.title, tags = EXCLUDED.tags,
+                     message_count = EXCLUDED.message_count, updated_at = EXCLUDED.updated_at
+                 WHERE (metadata.title, metadata.tags, metadata.message_count, metadata.updated_at)
+                     IS DISTINCT FROM (EXCLUDED.title, EXCLUDED.tags, EXCLUDED.message_count, EXCLUDED.updated_at)
+                 RETURNING (xmax = 0)",
+                &[
+                    &user,
+                    &project,
+                    &m.kind,
+                    &m.id,
+                    &m.title,
+                    &tags,
+                    &m.message_count,
+                    &m.updated_at,
+                ],
+            )
+            .await
+            .map_err(no_project(project))?;
+        Ok(match row {
+            Some(row) if row.get::<_, bool>(0) => PutStatus::Created,
+            Some(_) => PutStatus::Updated,
+            None => PutStatus::Unchanged,
+        })
+    }
+
+    async fn list_metadata(
+        &self,
+        user: i64,
+        project: &str,
+        after: &str,
+        limit: usize,
+    ) -> StoreResult<Page<MetadataRecord>> {
+        let client = self.client().await?;
+        self.project_exists(&client, user, project).await?;
+        let rows = client
+            .query(
+                "SELECT kind, id, title, tags, message_count, updated_at FROM metadata
+                 WHERE user_id = $1 AND project_id = $2 AND id COLLATE \"C\" > $3
+                 ORDER BY id COLLATE \"C\", kind LIMIT $4",
+                &[&user, &project, &after, &(limit as i64 + 1)],
+            )
+            .await
+            .map_err(backend)?;
+        let items = rows.iter().map(metadata_row).collect();
+        Ok(Page::from_fetched(items, limit, |m| m.id.clone()))
+    }
+}

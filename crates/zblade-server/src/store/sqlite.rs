@@ -1,0 +1,651 @@
+//! The embedded SQLite store: one file, WAL, a small pool of connections used from tokio's
+//! blocking threads, FTS5 for keyword search.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{
+    Kind, MetadataRecord, NewRecord, Page, Project, PutOutcome, PutStatus, Record, RecordMeta, SearchHit, Store,
+    StoreError, StoreResult, User, UserSummary, now, query_words, tags_from_json, tags_to_json,
+};
+
+/// Version 1 of the schema, SQLite dialect.
+pub(super) const SCHEMA_V1: &str = "
+CREATE TABLE users (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE tokens (
+    id TEXT PRIMARY KEY,
+    user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    hash TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+);
+CREATE TABLE projects (
+    user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (user_id, id)
+);
+CREATE TABLE records (
+    seq INTEGER PRIMARY KEY,
+    user_id INTEGER NOT NULL,
+    project_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    body TEXT NOT NULL,
+    search_text TEXT NOT NULL,
+    UNIQUE (user_id, project_id, kind, id),
+    FOREIGN KEY (user_id, project_id) REFERENCES projects(user_id, id) ON DELETE CASCADE
+);
+CREATE VIRTUAL TABLE records_fts USING fts5(
+    title, search_text, content='records', content_rowid='seq', tokenize='unicode61'
+);
+CREATE TRIGGER records_ai AFTER INSERT ON records BEGIN
+    INSERT INTO records_fts(rowid, title, search_text) VALUES (new.seq, new.title, new.search_text);
+END;
+CREATE TRIGGER records_ad AFTER DELETE ON records BEGIN
+    INSERT INTO records_fts(records_fts, rowid, title, search_text)
+        VALUES ('delete', old.seq, old.title, old.search_text);
+END;
+CREATE TRIGGER records_au AFTER UPDATE ON records BEGIN
+    INSERT INTO records_fts(records_fts, rowid, title, search_text)
+        VALUES ('delete', old.seq, old.title, old.search_text);
+    INSERT INTO records_fts(rowid, title, search_text) VALUES (new.seq, new.title, new.search_text);
+END;
+CREATE TABLE metadata (
+    user_id INTEGER NOT NULL,
+    project_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    message_count INTEGER NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (user_id, project_id, kind, id),
+    FOREIGN KEY (user_id, project_id) REFERENCES projects(user_id, id) ON DELETE CASCADE
+);
+";
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+/// The SQLite store.
+pub struct SqliteStore {
+    path: PathBuf,
+    /// Idle connections; more are opened when all are busy (WAL lets readers run beside the
+    /// one writer; writers wait on each other through `busy_timeout`).
+    idle: Arc<Mutex<Vec<Connection>>>,
+}
+
+fn connect(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
+    Ok(conn)
+}
+
+impl SqliteStore {
+    /// Opens (creating when missing) the database file at `path`.
+    pub fn open(path: &Path) -> StoreResult<SqliteStore> {
+        let conn = connect(path).map_err(|e| StoreError::Backend(format!("{}: {e}", path.display())))?;
+        Ok(SqliteStore {
+            path: path.to_path_buf(),
+            idle: Arc::new(Mutex::new(vec![conn])),
+        })
+    }
+
+    /// Runs `work` with a connection on a blocking thread.
+    async fn with<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        let idle = self.idle.clone();
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || {
+            let pooled = idle.lock().map_err(backend)?.pop();
+            let mut conn = match pooled {
+                Some(conn) => conn,
+                None => connect(&path).map_err(backend)?,
+            };
+            let result = work(&mut conn);
+            if let Ok(mut idle) = idle.lock()
+                && idle.len() < 16
+            {
+                idle.push(conn);
+            }
+            result
+        })
+        .await
+        .map_err(backend)?
+    }
+}
+
+fn record_meta(row: &rusqlite::Row<'_>) -> rusqlite::Result<RecordMeta> {
+    let kind: String = row.get("kind")?;
+    Ok(RecordMeta {
+        kind: Kind::parse(&kind).unwrap_or(Kind::Conversation),
+        id: row.get("id")?,
+        version: row.get("version")?,
+        hash: row.get("hash")?,
+        size: row.get("size")?,
+        title: row.get("title")?,
+        tags: tags_from_json(&row.get::<_, String>("tags")?),
+        updated_at: row.get("updated_at")?,
+    })
+}
+
+fn project_exists(conn: &Connection, user: i64, project: &str) -> StoreResult<()> {
+    let found: Option<i64> = conn
+        .query_row(
+            "SELECT 1 FROM projects WHERE user_id = ?1 AND id = ?2",
+            params![user, project],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(backend)?;
+    match found {
+        Some(_) => Ok(()),
+        None => Err(StoreError::NotFound(format!("no project {project}"))),
+    }
+}
+
+const PROJECT_COLUMNS: &str = "p.id, p.name, p.created_at,
+    (SELECT count(*) FROM records r WHERE r.user_id = p.user_id AND r.project_id = p.id AND r.kind = 'conversation'),
+    (SELECT count(*) FROM records r WHERE r.user_id = p.user_id AND r.project_id = p.id AND r.kind = 'moment'),
+    (SELECT count(*) FROM metadata m WHERE m.user_id = p.user_id AND m.project_id = p.id)";
+
+fn project_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Project> {
+    Ok(Project {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        created_at: row.get(2)?,
+        conversations: row.get(3)?,
+        moments: row.get(4)?,
+        metadata: row.get(5)?,
+    })
+}
+
+impl Store for SqliteStore {
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
+    async fn migrate(&self) -> StoreResult<usize> {
+        self.with(|conn| {
+            let tx = conn.transaction().map_err(backend)?;
+            tx.execute_batch(
+                "CREATE TABLE IF NOT EXISTS zblade_schema (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
+            )
+            .map_err(backend)?;
+            let current: i64 = tx
+                .query_row("SELECT coalesce(max(version), 0) FROM zblade_schema", [], |r| r.get(0))
+                .map_err(backend)?;
+            let mut ran = 0;
+            for (version, sql, _) in super::MIGRATIONS.iter().filter(|m| m.0 > current) {
+                tx.execute_batch(sql)
+                    .map_err(|e| StoreError::Backend(format!("migration {version}: {e}")))?;
+                tx.execute(
+                    "INSERT INTO zblade_schema (version, applied_at) VALUES (?1, ?2)",
+                    params![version, now()],
+                )
+                .map_err(backend)?;
+                ran += 1;
+            }
+            tx.commit().map_err(backend)?;
+            Ok(ran)
+        })
+        .await
+    }
+
+    async fn add_user(&self, name: &str) -> StoreResult<User> {
+        let name = name.to_string();
+        self.with(move |conn| {
+            match conn.execute(
+                "INSERT INTO users (name, created_at) VALUES (?1, ?2)",
+                params![name, now()],
+            ) {
+                Ok(_) => Ok(User {
+                    id: conn.last_insert_rowid(),
+                    name,
+                }),
+                Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == rusqlite::ErrorCode::ConstraintViolation => {
+                    Err(StoreError::Conflict(format!("a user named {name} exists already")))
+                }
+                Err(e) => Err(backend(e)),
+            }
+        })
+        .await
+    }
+
+    async fn list_users(&self) -> StoreResult<Vec<UserSummary>> {
+        self.with(|conn| {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT u.name, u.created_at,
+                        (SELECT count(*) FROM tokens t WHERE t.user_id = u.id AND t.revoked_at IS NULL),
+                        (SELECT count(*) FROM tokens t WHERE t.user_id = u.id AND t.revoked_at IS NOT NULL)
+                     FROM users u ORDER BY u.name",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map([], |r| {
+                    Ok(UserSummary {
+                        name: r.get(0)?,
+                        created_at: r.get(1)?,
+                        active_tokens: r.get(2)?,
+                        revoked_tokens: r.get(3)?,
+                    })
+                })
+                .map_err(backend)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(backend)
+        })
+        .await
+    }
+
+    async fn add_token(&self, user: &str, token_id: &str, hash: &str) -> StoreResult<()> {
+        let (user, token_id, hash) = (user.to_string(), token_id.to_string(), hash.to_string());
+        self.with(move |conn| {
+            let changed = conn
+                .execute(
+                    "INSERT INTO tokens (id, user_id, hash, created_at)
+                     SELECT ?1, id, ?2, ?3 FROM users WHERE name = ?4",
+                    params![token_id, hash, now(), user],
+                )
+                .map_err(backend)?;
+            if changed == 0 {
+                return Err(StoreError::NotFound(format!("no user named {user}")));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn revoke_token(&self, token_id: &str) -> StoreResult<bool> {
+        let token_id = token_id.to_string();
+        self.with(move |conn| {
+            let changed = conn
+                .execute(
+                    "UPDATE tokens SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL",
+                    params![now(), token_id],
+                )
+                .map_err(backend)?;
+            Ok(changed > 0)
+        })
+        .await
+    }
+
+    async fn user_for_token(&self, hash: &str) -> StoreResult<Option<User>> {
+        let hash = hash.to_string();
+        self.with(move |conn| {
+            conn.query_row(
+                "SELECT u.id, u.name FROM tokens t JOIN users u ON u.id = t.user_id
+                 WHERE t.hash = ?1 AND t.revoked_at IS NULL",
+                params![hash],
+                |r| {
+                    Ok(User {
+                        id: r.get(0)?,
+                        name: r.get(1)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(backend)
+        })
+        .await
+    }
+
+    async fn put_project(&self, user: i64, id: &str, name: &str) -> StoreResult<bool> {
+        let (id, name) = (id.to_string(), name.to_string());
+        self.with(move |conn| {
+            let created = conn
+                .execute(
+                    "INSERT INTO projects (user_id, id, name, created_at) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (user_id, id) DO NOTHING",
+                    params![user, id, name, now()],
+                )
+                .map_err(backend)?;
+            if created == 0 {
+                conn.execute(
+                    "UPDATE projects SET name = ?3 WHERE user_id = ?1 AND id = ?2",
+                    params![user, id, name],
+                )
+                .map_err(backend)?;
+            }
+            Ok(created > 0)
+        })
+        .await
+    }
+
+    async fn list_projects(&self, user: i64) -> StoreResult<Vec<Project>> {
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare(&format!(
+                    "SELECT {PROJECT_COLUMNS} FROM projects p WHERE p.user_id = ?1 ORDER BY p.id"
+                ))
+                .map_err(backend)?;
+            let rows = stmt.query_map(params![user], project_row).map_err(backend)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(backend)
+        })
+        .await
+    }
+
+    async fn get_project(&self, user: i64, id: &str) -> StoreResult<Option<Project>> {
+        let id = id.to_string();
+        self.with(move |conn| {
+            conn.query_row(
+                &format!("SELECT {PROJECT_COLUMNS} FROM projects p WHERE p.user_id = ?1 AND p.id = ?2"),
+                params![user, id],
+                project_row,
+            )
+            .optional()
+            .map_err(backend)
+        })
+        .await
+    }
+
+    async fn delete_project(&self, user: i64, id: &str) -> StoreResult<bool> {
+        let id = id.to_string();
+        self.with(move |conn| {
+            let changed = conn
+                .execute("DELETE FROM projects WHERE user_id = ?1 AND id = ?2", params![user, id])
+                .map_err(backend)?;
+            Ok(changed > 0)
+        })
+        .await
+    }
+
+    async fn put_record(&self, user: i64, project: &str, record: &NewRecord) -> StoreResult<PutOutcome> {
+        let (project, r) = (project.to_string(), record.clone());
+        self.with(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            project_exists(&tx, user, &project)?;
+            let current: Option<(i64, String)> = tx
+                .query_row(
+                    "SELECT version, hash FROM records WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4",
+                    params![user, project, r.kind.as_str(), r.id],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()
+                .map_err(backend)?;
+            let outcome = match current {
+                Some((version, hash)) if hash == r.hash => PutOutcome {
+                    status: PutStatus::Unchanged,
+                    version,
+                },
+                Some((version, _)) => {
+                    tx.execute(
+                        "UPDATE records SET version = ?5, hash = ?6, size = ?7, title = ?8, tags = ?9,
+                             updated_at = ?10, body = ?11, search_text = ?12
+                         WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4",
+                        params![
+                            user,
+                            project,
+                            r.kind.as_str(),
+                            r.id,
+                            version + 1,
+                            r.hash,
+                            r.body.len() as i64,
+                            r.title,
+                            tags_to_json(&r.tags),
+                            r.updated_at,
+                            r.body,
+                            r.search_text
+                        ],
+                    )
+                    .map_err(backend)?;
+                    PutOutcome {
+                        status: PutStatus::Updated,
+                        version: version + 1,
+                    }
+                }
+                None => {
+                    tx.execute(
+                        "INSERT INTO records (user_id, project_id, kind, id, version, hash, size, title, tags,
+                             updated_at, body, search_text)
+                         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                        params![
+                            user,
+                            project,
+                            r.kind.as_str(),
+                            r.id,
+                            r.hash,
+                            r.body.len() as i64,
+                            r.title,
+                            tags_to_json(&r.tags),
+                            r.updated_at,
+                            r.body,
+                            r.search_text
+                        ],
+                    )
+                    .map_err(backend)?;
+                    PutOutcome {
+                        status: PutStatus::Created,
+                        version: 1,
+                    }
+                }
+            };
+            tx.commit().map_err(backend)?;
+            Ok(outcome)
+        })
+        .await
+    }
+
+    async fn get_record(&self, user: i64, project: &str, kind: Kind, id: &str) -> StoreResult<Option<Record>> {
+        let (project, id) = (project.to_string(), id.to_string());
+        self.with(move |conn| {
+            conn.query_row(
+                "SELECT kind, id, version, hash, size, title, tags, updated_at, body FROM records
+                 WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4",
+                params![user, project, kind.as_str(), id],
+                |row| {
+                    Ok(Record {
+                        meta: record_meta(row)?,
+                        body: row.get("body")?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(backend)
+        })
+        .await
+    }
+
+    async fn list_records(
+        &self,
+        user: i64,
+        project: &str,
+        kind: Kind,
+        after: &str,
+        limit: usize,
+    ) -> StoreResult<Page<RecordMeta>> {
+        let (project, after) = (project.to_string(), after.to_string());
+        self.with(move |conn| {
+            project_exists(conn, user, &project)?;
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT kind, id, version, hash, size, title, tags, updated_at FROM records
+                     WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id > ?4
+                     ORDER BY id LIMIT ?5",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(
+                    params![user, project, kind.as_str(), after, limit as i64 + 1],
+                    record_meta,
+                )
+                .map_err(backend)?;
+            let items = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(backend)?;
+            Ok(Page::from_fetched(items, limit, |m| m.id.clone()))
+        })
+        .await
+    }
+
+    async fn delete_record(&self, user: i64, project: &str, kind: Kind, id: &str) -> StoreResult<bool> {
+        let (project, id) = (project.to_string(), id.to_string());
+        self.with(move |conn| {
+            let changed = conn
+                .execute(
+                    "DELETE FROM records WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4",
+                    params![user, project, kind.as_str(), id],
+                )
+                .map_err(backend)?;
+            Ok(changed > 0)
+        })
+        .await
+    }
+
+    async fn search(
+        &self,
+        user: i64,
+        project: &str,
+        query: &str,
+        kind: Option<Kind>,
+        limit: usize,
+    ) -> StoreResult<Vec<SearchHit>> {
+        let words = query_words(query);
+        if words.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Every word quoted: FTS5 reads them as plain terms, never as query syntax.
+        let fts = words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(" ");
+        let project = project.to_string();
+        self.with(move |conn| {
+            project_exists(conn, user, &project)?;
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT r.kind, r.id, r.title, -bm25(records_fts, 2.0, 1.0),
+                        snippet(records_fts, 1, '[', ']', '…', 12)
+                     FROM records_fts JOIN records r ON r.seq = records_fts.rowid
+                     WHERE records_fts MATCH ?1 AND r.user_id = ?2 AND r.project_id = ?3
+                       AND (?4 = '' OR r.kind = ?4)
+                     ORDER BY bm25(records_fts, 2.0, 1.0) LIMIT ?5",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(
+                    params![fts, user, project, kind.map_or("", Kind::as_str), limit as i64],
+                    |r| {
+                        let kind: String = r.get(0)?;
+                        Ok(SearchHit {
+                            kind: Kind::parse(&kind).unwrap_or(Kind::Conversation),
+                            id: r.get(1)?,
+                            title: r.get(2)?,
+                            score: r.get(3)?,
+                            snippet: r.get(4)?,
+                        })
+                    },
+                )
+                .map_err(backend)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(backend)
+        })
+        .await
+    }
+
+    async fn put_metadata(&self, user: i64, project: &str, record: &MetadataRecord) -> StoreResult<PutStatus> {
+        let (project, m) = (project.to_string(), record.clone());
+        self.with(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            project_exists(&tx, user, &project)?;
+            let current = tx
+                .query_row(
+                    "SELECT title, tags, message_count, updated_at FROM metadata
+                     WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4",
+                    params![user, project, m.kind, m.id],
+                    |r| {
+                        Ok(MetadataRecord {
+                            kind: m.kind.clone(),
+                            id: m.id.clone(),
+                            title: r.get(0)?,
+                            tags: tags_from_json(&r.get::<_, String>(1)?),
+                            message_count: r.get(2)?,
+                            updated_at: r.get(3)?,
+                        })
+                    },
+                )
+                .optional()
+                .map_err(backend)?;
+            let status = match current {
+                Some(existing) if existing == m => PutStatus::Unchanged,
+                existing => {
+                    tx.execute(
+                        "INSERT INTO metadata (user_id, project_id, kind, id, title, tags, message_count, updated_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                         ON CONFLICT (user_id, project_id, kind, id) DO UPDATE SET
+                             title = excluded.title, tags = excluded.tags,
+                             message_count = excluded.message_count, updated_at = excluded.updated_at",
+                        params![
+                            user,
+                            project,
+                            m.kind,
+                            m.id,
+                            m.title,
+                            tags_to_json(&m.tags),
+                            m.message_count,
+                            m.updated_at
+                        ],
+                    )
+                    .map_err(backend)?;
+                    if existing.is_some() {
+                        PutStatus::Updated
+                    } else {
+                        PutStatus::Created
+                    }
+                }
+            };
+            tx.commit().map_err(backend)?;
+            Ok(status)
+        })
+        .await
+    }
+
+    async fn list_metadata(
+        &self,
+        user: i64,
+        project: &str,
+        after: &str,
+        limit: usize,
+    ) -> StoreResult<Page<MetadataRecord>> {
+        let (project, after) = (project.to_string(), after.to_string());
+        self.with(move |conn| {
+            project_exists(conn, user, &project)?;
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT kind, id, title, tags, message_count, updated_at FROM metadata
+                     WHERE user_id = ?1 AND project_id = ?2 AND id > ?3 ORDER BY id, kind LIMIT ?4",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![user, project, after, limit as i64 + 1], |r| {
+                    Ok(MetadataRecord {
+                        kind: r.get(0)?,
+                        id: r.get(1)?,
+                        title: r.get(2)?,
+                        tags: tags_from_json(&r.get::<_, String>(3)?),
+                        message_count: r.get(4)?,
+                        updated_at: r.get(5)?,
+                    })
+                })
+                .map_err(backend)?;
+            let items = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(backend)?;
+            Ok(Page::from_fetched(items, limit, |m| m.id.clone()))
+        })
+        .await
+    }
+}
