@@ -217,7 +217,8 @@ impl Project {
                 ..SearchFilter::default()
             };
             let query = SearchQuery::new(search_text.clone(), CANDIDATES, SearchKind::All).with_filter(filter);
-            let results = self.search_with(&query, request.mode)?;
+            // No snippets: the candidates' whole texts are read below.
+            let results = self.search_with_snippets(&query, request.mode, false)?;
             mode = Some(results.mode);
             notices.extend(results.notice);
             if !results.stale_files.is_empty() {

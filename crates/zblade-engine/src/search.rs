@@ -42,7 +42,17 @@ impl Project {
     /// Search in `mode` (`None`: hybrid when semantic search is available, else keyword),
     /// with code references hydrated.
     pub fn search_with(&self, query: &SearchQuery, mode: Option<SearchMode>) -> Result<SearchResults> {
-        let (hits, mode, notice) = self.search_mode(query, mode)?;
+        self.search_with_snippets(query, mode, true)
+    }
+
+    /// [`Project::search_with`], with or without snippets for message hits.
+    pub(crate) fn search_with_snippets(
+        &self,
+        query: &SearchQuery,
+        mode: Option<SearchMode>,
+        snippets: bool,
+    ) -> Result<SearchResults> {
+        let (hits, mode, notice) = self.search_mode_snippets(query, mode, snippets)?;
         let (hits, stale_files) = self.with_references(hits)?;
         Ok(SearchResults {
             mode,

@@ -372,38 +372,55 @@ impl Project {
         Ok((dropped, removed))
     }
 
-    /// Messages, moments and code chunks nearest to `text` in meaning that pass the query's
-    /// kind and filter, as (key, similarity), best first.
     /// The embedding of a query text, from the cache of recent queries or the model.
     pub fn query_vector(&self, text: &str) -> Result<Vec<f32>> {
-        if let Some(vector) = self.query_vectors.lock().expect("query cache lock").get(text) {
-            return Ok(vector.clone());
-        }
         let embedder = self.embedder().map_err(|e| Error::Usage(e.to_string()))?;
-        let vector = {
-            let mut model = embedder.lock().expect("embedder lock");
-            model.embed(&[text]).map_err(search_error)?.remove(0)
-        };
-        let mut cache = self.query_vectors.lock().expect("query cache lock");
-        if cache.len() >= QUERY_CACHE_SIZE {
-            cache.clear();
-        }
-        cache.insert(text.to_string(), vector.clone());
-        Ok(vector)
+        embed_query(embedder, &self.query_vectors, text)
     }
 
+    /// How many neighbours the first vector query asks for, so that usually `limit` pass the
+    /// query's kind and filter.
+    fn first_fetch(query: &SearchQuery, limit: usize) -> usize {
+        // Unfiltered, every neighbour counts (a few CIDs may have no owner until `gc`); with
+        // a kind or filter, most may not, so start wider.
+        if query.filter.is_empty() && query.kind == SearchKind::All {
+            limit + limit / 4 + 5
+        } else {
+            (limit * 4).max(20)
+        }
+    }
+
+    /// Messages, moments and code chunks nearest to the query in meaning that pass its kind
+    /// and filter, as (key, similarity), best first.
     fn semantic_keys(&self, query: &SearchQuery, limit: usize) -> Result<Vec<(String, f64)>> {
-        let vector = self.query_vector(&query.text)?;
-        let Some(store) = self.vector_reader()? else {
+        let embedder = self.embedder().map_err(|e| Error::Usage(e.to_string()))?;
+        let first = first_neighbours(
+            embedder,
+            &self.query_vectors,
+            self.vector_reader()?,
+            &query.text,
+            Self::first_fetch(query, limit),
+        )?;
+        self.keys_of_neighbours(query, limit, first)
+    }
+
+    /// The owners (messages, moments, code chunks) of `first`'s neighbours that pass the
+    /// query's kind and filter; asks for more neighbours while fewer than `limit` pass.
+    fn keys_of_neighbours(
+        &self,
+        query: &SearchQuery,
+        limit: usize,
+        first: Option<Neighbours>,
+    ) -> Result<Vec<(String, f64)>> {
+        let Some(Neighbours {
+            vector,
+            store,
+            mut fetched,
+            mut list,
+        }) = first
+        else {
             return Ok(Vec::new());
         };
-        if store.dim() != vector.len() {
-            return Err(search_error(format!(
-                "the model makes {} dimensions, its vector table holds {}; run `zblade index` again",
-                vector.len(),
-                store.dim()
-            )));
-        }
         let index = self.index()?;
         let wanted_kind = |key: &str| {
             let is_code = key.starts_with("code:");
@@ -419,30 +436,23 @@ impl Project {
         // occurs), so kinds and filters are applied after the search: fetch more neighbours
         // until enough pass, or every vector has been seen.
         let total = store.len().map_err(search_error)?;
-        // Unfiltered, every neighbour counts (a few CIDs may have no owner until `gc`); with
-        // a kind or filter, most may not, so start wider.
-        let mut fetch = if query.filter.is_empty() && query.kind == SearchKind::All {
-            limit + limit / 4 + 5
-        } else {
-            (limit * 4).max(20)
-        };
         loop {
-            let neighbours = store.nearest(&vector, fetch).map_err(search_error)?;
-            let cids: Vec<String> = neighbours.iter().map(|n| n.cid.clone()).collect();
+            let cids: Vec<String> = list.iter().map(|n| n.cid.clone()).collect();
             let owners = index.keys_for_cids(&cids)?;
             let mut out: Vec<(String, f64)> = Vec::new();
-            for n in &neighbours {
+            for n in &list {
                 for key in owners.get(&n.cid).into_iter().flatten() {
                     if wanted_kind(key) && !out.iter().any(|(k, _)| k == key) && index.key_passes(key, &query.filter)? {
                         out.push((key.clone(), 1.0 - n.distance as f64));
                     }
                 }
             }
-            if out.len() >= limit || fetch >= total {
+            if out.len() >= limit || fetched >= total {
                 out.truncate(limit);
                 return Ok(out);
             }
-            fetch *= 8;
+            fetched *= 8;
+            list = store.nearest(&vector, fetched).map_err(search_error)?;
         }
     }
 
@@ -475,6 +485,17 @@ impl Project {
         query: &SearchQuery,
         mode: Option<SearchMode>,
     ) -> Result<(Vec<SearchHit>, SearchMode, Option<String>)> {
+        self.search_mode_snippets(query, mode, true)
+    }
+
+    /// [`Project::search_mode`]; without `snippets`, message hits come with an empty snippet
+    /// (context assembly reads the whole texts, and highlighting fifty hits is not free).
+    pub(crate) fn search_mode_snippets(
+        &self,
+        query: &SearchQuery,
+        mode: Option<SearchMode>,
+        snippets: bool,
+    ) -> Result<(Vec<SearchHit>, SearchMode, Option<String>)> {
         let unavailable = match mode {
             Some(SearchMode::Keyword) => None,
             _ => self.semantic_unavailable(),
@@ -492,7 +513,8 @@ impl Project {
         };
         let index = self.index()?;
         let hits = match effective {
-            SearchMode::Keyword => index.search(query)?,
+            SearchMode::Keyword if snippets => index.search(query)?,
+            SearchMode::Keyword => index.search_candidates(query)?,
             SearchMode::Semantic => {
                 let keys = self.semantic_keys(query, query.limit)?;
                 let mut hits = Vec::new();
@@ -506,8 +528,25 @@ impl Project {
                     limit: CANDIDATES,
                     ..query.clone()
                 };
-                let keyword = index.search_candidates(&wide)?;
-                let semantic = self.semantic_keys(query, CANDIDATES)?;
+                // The vector half (embedding the query, nearest neighbours) runs on a thread of
+                // its own while SQLite runs the keyword half: they share nothing until the
+                // neighbours' owners are looked up, and the search then takes the slower
+                // half's time instead of the sum.
+                let embedder = self.embedder().map_err(|e| Error::Usage(e.to_string()))?;
+                let store = self.vector_reader()?;
+                let fetch = Self::first_fetch(query, CANDIDATES);
+                // Only what is safe to share goes to the thread (not `self`: SQLite stays here).
+                let (cache, text) = (&self.query_vectors, &query.text);
+                let (keyword, first) = std::thread::scope(|scope| {
+                    let vectors = scope.spawn(move || first_neighbours(embedder, cache, store, text, fetch));
+                    let keyword = index.search_candidates(&wide);
+                    let first = vectors
+                        .join()
+                        .unwrap_or_else(|_| Err(search_error("the vector search thread panicked")));
+                    (keyword, first)
+                });
+                let keyword = keyword?;
+                let semantic = self.keys_of_neighbours(query, CANDIDATES, first?)?;
                 let keyword_scores: Vec<(String, f64)> = keyword.iter().map(|h| (hit_key(h), h.score)).collect();
                 let lists = [
                     (keyword_scores.as_slice(), 1.0 - HYBRID_SEMANTIC_WEIGHT),
@@ -523,7 +562,9 @@ impl Project {
                     hits.extend(hit);
                 }
                 // Snippets for the hits shown only, not for every candidate.
-                index.highlight(&mut hits, &query.text)?;
+                if snippets {
+                    index.highlight(&mut hits, &query.text)?;
+                }
                 hits
             }
         };
@@ -533,4 +574,62 @@ impl Project {
         };
         Ok((hits, effective, notice))
     }
+}
+
+/// The first neighbours of a query, with what asking for more needs.
+struct Neighbours {
+    vector: Vec<f32>,
+    store: Arc<VectorStore>,
+    fetched: usize,
+    list: Vec<zblade_search::vectors::Neighbour>,
+}
+
+/// The query's embedding (cached) and its first `fetch` neighbours; `None` when nothing is
+/// embedded yet. Touches no SQLite, so it can run on another thread.
+fn first_neighbours(
+    embedder: &Mutex<LocalModel>,
+    cache: &Mutex<std::collections::HashMap<String, Vec<f32>>>,
+    store: Option<Arc<VectorStore>>,
+    text: &str,
+    fetch: usize,
+) -> Result<Option<Neighbours>> {
+    let vector = embed_query(embedder, cache, text)?;
+    let Some(store) = store else {
+        return Ok(None);
+    };
+    if store.dim() != vector.len() {
+        return Err(search_error(format!(
+            "the model makes {} dimensions, its vector table holds {}; run `zblade index` again",
+            vector.len(),
+            store.dim()
+        )));
+    }
+    let list = store.nearest(&vector, fetch).map_err(search_error)?;
+    Ok(Some(Neighbours {
+        vector,
+        store,
+        fetched: fetch,
+        list,
+    }))
+}
+
+/// The embedding of a query text, from the cache of recent queries or the model.
+fn embed_query(
+    embedder: &Mutex<LocalModel>,
+    cache: &Mutex<std::collections::HashMap<String, Vec<f32>>>,
+    text: &str,
+) -> Result<Vec<f32>> {
+    if let Some(vector) = cache.lock().expect("query cache lock").get(text) {
+        return Ok(vector.clone());
+    }
+    let vector = {
+        let mut model = embedder.lock().expect("embedder lock");
+        model.embed(&[text]).map_err(search_error)?.remove(0)
+    };
+    let mut cache = cache.lock().expect("query cache lock");
+    if cache.len() >= QUERY_CACHE_SIZE {
+        cache.clear();
+    }
+    cache.insert(text.to_string(), vector.clone());
+    Ok(vector)
 }
