@@ -245,3 +245,100 @@ impl HubServer {
         self.requests.lock().unwrap().clone()
     }
 }
+
+/// The `zblade-server` binary. `cargo test -p zblade-server` builds it (scripts/test.sh runs
+/// that first: the server is built apart from the rest, see there).
+pub fn server_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
+    let bin = profile_dir.join(format!("zblade-server{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.exists(),
+        "{} is missing: `cargo test -p zblade-server` (or scripts/test.sh) builds it",
+        bin.display()
+    );
+    bin
+}
+
+/// A `zblade-server` process on a loopback port over a SQLite file; killed when dropped.
+pub struct ServerProcess {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// A token of user `tester`.
+    pub token: String,
+    /// The database file.
+    pub db: PathBuf,
+    port: u16,
+    child: Option<std::process::Child>,
+    _dir: tempfile::TempDir,
+}
+
+impl ServerProcess {
+    /// Starts a server with a fresh database and one user.
+    pub fn start() -> ServerProcess {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("server.db");
+        let out = std::process::Command::new(server_bin())
+            .args(["user", "add", "tester", "--json", "--db"])
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let user: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        // A free port: bind, read it, let go (the server binds it again at once).
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut server = ServerProcess {
+            url: format!("http://127.0.0.1:{port}"),
+            token: user["token"].as_str().unwrap().to_string(),
+            db,
+            port,
+            child: None,
+            _dir: dir,
+        };
+        server.restart();
+        server
+    }
+
+    /// Starts the process again (after [`ServerProcess::kill`]) on the same port and database.
+    pub fn restart(&mut self) {
+        let child = std::process::Command::new(server_bin())
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{}", self.port),
+                "--rate",
+                "100000",
+                "--burst",
+                "100000",
+                "--db",
+            ])
+            .arg(&self.db)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let started = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(started.elapsed().as_secs() < 20, "zblade-server did not start");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// Kills the process (SIGKILL).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -131,6 +131,12 @@ pub enum Command {
     /// Embedding models: list the installed and known ones, download one by name.
     #[command(subcommand)]
     Models(ModelsCommand),
+    /// Move memory between local storage and a zblade sync server without losing any: plan,
+    /// copy, verify (hashes read back from the destination), and only then switch
+    /// storage.mode. A journal under .zblade/migration/ makes it resumable: after an
+    /// interruption (even kill -9) run the same command again.
+    #[command(subcommand)]
+    Migrate(MigrateCommand),
     /// Rebuild the index from the artifacts alone.
     Reindex,
     /// Compare artifacts with the index and report every difference.
@@ -150,6 +156,42 @@ pub enum Command {
         #[arg(long, default_value_t = 100)]
         debounce_ms: u64,
     },
+}
+
+/// Where a migration goes and how it asks.
+#[derive(Debug, clap::Args)]
+pub struct MigrateArgs {
+    /// The sync server (http://host:port). to-local defaults to storage.server_url.
+    #[arg(long, value_name = "URL")]
+    pub server: Option<String>,
+    /// The bearer token `zblade-server user add` printed. Default: ZBLADE_TOKEN, else the
+    /// token saved for that server by an earlier migration.
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Show the plan (counts and sizes) and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask: copy, verify and switch.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// After a verified switch, also remove the copies left at the source (asked separately
+    /// when interactive; never done without this flag or a yes to that question).
+    #[arg(long)]
+    pub cleanup: bool,
+}
+
+/// `zblade migrate …`
+#[derive(Debug, Subcommand)]
+pub enum MigrateCommand {
+    /// Upload this project's conversations and moments to a sync server, verify them there,
+    /// then switch storage.mode to server.
+    ToServer(MigrateArgs),
+    /// Download the project's memory from the server into .zblade/artifacts/ (code blocks
+    /// found in the working tree become references), rebuild the index, verify, then switch
+    /// storage.mode to local.
+    ToLocal(MigrateArgs),
+    /// Show an unfinished migration, if there is one.
+    Status,
 }
 
 /// `zblade models …`

@@ -10,13 +10,13 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use zblade_engine::{
-    ContextFormat, ContextRequest, ContextTier, Error, IndexStage, Project, SearchFilter, SearchKind, SearchMode,
-    SearchQuery, WatchOptions, parse_conversation, parse_moment,
+    ContextFormat, ContextRequest, ContextTier, Error, IndexStage, MigrationDirection, MigrationPhase, Project,
+    SearchFilter, SearchKind, SearchMode, SearchQuery, WatchOptions, parse_conversation, parse_moment,
 };
 
 use crate::cli::{
-    AddCommand, Cli, Command, CompressorCommand, FormatArg, KindArg, ListCommand, ModeArg, ModelsCommand,
-    MomentsCommand, RefsCommand, TierArg,
+    AddCommand, Cli, Command, CompressorCommand, FormatArg, KindArg, ListCommand, MigrateArgs, MigrateCommand, ModeArg,
+    ModelsCommand, MomentsCommand, RefsCommand, TierArg,
 };
 use crate::render::Out;
 
@@ -192,6 +192,27 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             let mut project = Project::open(&root)?;
             let report = project.extract_moments(conversation.as_deref())?;
             out.extracted(&report)?;
+        }
+        Command::Migrate(MigrateCommand::Status) => {
+            let project = Project::open(&root)?;
+            match project.pending_migration()? {
+                Some((plan, phase)) if json => out.value(&serde_json::json!({"pending": plan, "phase": phase}))?,
+                Some((plan, phase)) => out.note(&format!(
+                    "unfinished migration {} to {} ({} items), stopped in phase {phase:?}; run `zblade migrate {}` again to finish it",
+                    plan.direction,
+                    plan.server,
+                    plan.items.len(),
+                    plan.direction
+                ))?,
+                None if json => out.value(&serde_json::json!({"pending": null}))?,
+                None => out.note("no migration in progress")?,
+            }
+        }
+        Command::Migrate(MigrateCommand::ToServer(args)) => {
+            migrate(&root, MigrationDirection::ToServer, args, json, &mut out)?;
+        }
+        Command::Migrate(MigrateCommand::ToLocal(args)) => {
+            migrate(&root, MigrationDirection::ToLocal, args, json, &mut out)?;
         }
         Command::Models(ModelsCommand::List) => {
             let project = Project::open(&root)?;
@@ -415,4 +436,145 @@ impl<W: Write> Out<W> {
 /// A `--since`/`--until` value as an index timestamp.
 fn parse_time(text: &str, what: &str) -> Result<String, Error> {
     zblade_engine::parse_time_bound(text, what, std::time::SystemTime::now().into())
+}
+
+/// Asks a yes/no question on the terminal; anything but y/yes is no.
+fn ask(question: &str) -> Result<bool, Error> {
+    eprint!("{question} [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|e| Error::Usage(format!("cannot read the answer: {e}")))?;
+    Ok(matches!(answer.trim().to_lowercase().as_str(), "y" | "yes"))
+}
+
+/// `zblade migrate to-server|to-local`: plan, ask, copy, verify, flip, and cleanup if asked.
+fn migrate(
+    root: &Path,
+    direction: MigrationDirection,
+    args: MigrateArgs,
+    json: bool,
+    out: &mut Out<std::io::StdoutLock<'_>>,
+) -> Result<(), Error> {
+    let mut project = Project::open(root)?;
+    let pending = project.pending_migration()?;
+    let server = match (&args.server, &pending) {
+        (Some(url), _) => url.trim_end_matches('/').to_string(),
+        (None, Some((plan, _))) => plan.server.clone(),
+        (None, None) if !project.settings().storage.server_url.is_empty() => {
+            project.settings().storage.server_url.clone()
+        }
+        (None, None) => return Err(Error::Usage("name the server with --server http://HOST:PORT".into())),
+    };
+    let token = match args.token.clone() {
+        Some(token) => token,
+        None => zblade_sync::credentials::token(&server)?.ok_or_else(|| {
+            Error::Usage(format!(
+                "no token for {server}: pass --token (from `zblade-server user add`) or set ZBLADE_TOKEN"
+            ))
+        })?,
+    };
+    let client = zblade_sync::Client::new(&server, &token)?;
+    let interactive = std::io::stdin().is_terminal() && !json;
+    let target = match direction {
+        MigrationDirection::ToServer => zblade_engine::StorageMode::Server,
+        MigrationDirection::ToLocal => zblade_engine::StorageMode::Local,
+    };
+    if pending.is_none() && args.cleanup && project.settings().storage.mode == target {
+        // The migration finished earlier; only the cleanup is left.
+        let removed = project.cleanup_migration_source(&client)?;
+        if json {
+            return out.value(&serde_json::json!({"cleaned_up": removed}));
+        }
+        return out.note(&format!("cleanup: removed {removed} copy(ies) at the source"));
+    }
+    if pending.is_none() {
+        let plan = project.plan_migration(direction, &client)?;
+        let (conversations, moments) = plan.counts();
+        if args.dry_run {
+            if json {
+                return out.value(&serde_json::json!({"plan": plan, "bytes": plan.bytes()}));
+            }
+            out.note(&format!(
+                "plan {direction} ({server}, project {}): {conversations} conversation(s), {moments} moment(s), {} bytes; {} file(s) skipped",
+                plan.project,
+                plan.bytes(),
+                plan.skipped.len()
+            ))?;
+            for (path, why) in &plan.skipped {
+                out.note(&format!("  skipped {path}: {why}"))?;
+            }
+            return Ok(());
+        }
+        if !args.yes {
+            if !interactive {
+                return Err(Error::Usage(
+                    "a migration asks before it starts; pass --yes to run it without asking (or --dry-run to see the plan)".into(),
+                ));
+            }
+            let question = format!(
+                "Copy {conversations} conversation(s) and {moments} moment(s) ({} bytes) {} {server}, verify, then switch storage.mode?",
+                plan.bytes(),
+                if direction == MigrationDirection::ToServer {
+                    "to"
+                } else {
+                    "from"
+                }
+            );
+            if !ask(&question)? {
+                return out.note("nothing was changed");
+            }
+        }
+    } else if args.dry_run {
+        return out.note("a migration is in progress; run it without --dry-run to finish it");
+    }
+    let mut bar = progress::Bar::new(std::io::stderr().is_terminal() && !json);
+    let report = project.migrate(direction, &client, &mut |phase, done, total| {
+        let stage = match phase {
+            MigrationPhase::Copy => "copy",
+            MigrationPhase::Verify => "verify",
+            _ => "switch",
+        };
+        bar.update(stage, done, total);
+    })?;
+    bar.finish();
+    if direction == MigrationDirection::ToServer {
+        // Server mode reads and writes with this token from now on.
+        zblade_sync::credentials::save(&server, &token)?;
+    }
+    let cleanup = args.cleanup && (args.yes || !interactive || ask("Remove the copies left at the source?")?);
+    let removed = if cleanup {
+        Some(project.cleanup_migration_source(&client)?)
+    } else {
+        None
+    };
+    if json {
+        return out.value(&serde_json::json!({"migration": report, "cleaned_up": removed}));
+    }
+    out.note(&format!(
+        "{}: {} item(s) verified at the destination ({} copied by this run{}); storage.mode is now {}",
+        if report.resumed {
+            "resumed and finished"
+        } else {
+            "finished"
+        },
+        report.verified,
+        report.copied,
+        if report.code_blocks_to_references > 0 {
+            format!(
+                ", {} code block(s) turned into references",
+                report.code_blocks_to_references
+            )
+        } else {
+            String::new()
+        },
+        report.mode
+    ))?;
+    match removed {
+        Some(n) => out.note(&format!("cleanup: removed {n} copy(ies) at the source")),
+        None => out.note(
+            "the source still holds its copies; `zblade migrate ... --cleanup` removes them after a finished migration",
+        ),
+    }
 }

@@ -69,6 +69,10 @@ pub struct StorageSettings {
     /// Sync titles and tags (no content) to a server in local mode. Off until the user opts in:
     /// no byte leaves the machine before consent.
     pub sync_metadata: bool,
+    /// The sync server (`http://host:port`) of server mode, or the one metadata is sent to;
+    /// empty when none was set up. Its token is kept outside the project (see zblade-sync).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub server_url: String,
     /// The hot cache under `.zblade/cache/`.
     pub cache: CacheSettings,
     /// Unknown fields.
@@ -81,6 +85,7 @@ impl Default for StorageSettings {
         StorageSettings {
             mode: StorageMode::Local,
             sync_metadata: false,
+            server_url: String::new(),
             cache: CacheSettings::default(),
             extra: Map::new(),
         }

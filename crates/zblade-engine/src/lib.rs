@@ -16,11 +16,13 @@
 //! ```
 
 mod code;
+mod codeblocks;
 mod compressor;
 mod context;
 mod extract;
 mod fsck;
 mod lock;
+mod migrate;
 mod models;
 mod project;
 mod refs;
@@ -38,6 +40,9 @@ pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus, gguf_
 pub use context::{ContextRequest, ContextResult, DEFAULT_BUDGET, MAX_QUERY_CHARS, RECENT_WINDOW};
 pub use extract::ExtractReport;
 pub use fsck::{FsckReport, Problem, ProblemKind};
+pub use migrate::{
+    Direction as MigrationDirection, MigrationReport, Phase as MigrationPhase, Plan as MigrationPlan, PlannedItem,
+};
 pub use models::{ModelDownload, ModelEntry, ModelImport, models_dir};
 pub use project::{AddOutcome, InitReport, Project, ReindexReport};
 pub use refs::{Location, ReferenceReport};
@@ -51,7 +56,9 @@ pub use summaries::{REFRESH_EVERY, SUMMARY_TOKENS, SessionSummary, SummarizeRepo
 pub use time::parse_time_bound;
 pub use watch::WatchEvent;
 pub use zblade_context::{Format as ContextFormat, Tier as ContextTier};
-pub use zblade_core::{CodeReference, Conversation, Error, Message, Moment, Result, parse_conversation, parse_moment};
+pub use zblade_core::{
+    CodeReference, Conversation, Error, Message, Moment, Result, StorageMode, parse_conversation, parse_moment,
+};
 pub use zblade_index::{
     ConversationSummary, HitKind, LiveLocation, MomentSummary, SearchFilter, SearchHit, SearchKind, SearchQuery,
     StoredReference,

@@ -1,0 +1,563 @@
+//! Moving a project's memory between local storage and a sync server without losing any of
+//! it (RFC-002, "Switching Between Modes"): plan → copy → verify → flip `storage.mode` →
+//! (separately, on request) clean up the source.
+//!
+//! Every step is recorded in a journal under `.zblade/migration/`: the plan (every item with
+//! its hash) is written before anything is copied, each copied item is appended to a log and
+//! synced, and `storage.mode` changes only after every planned item was read back from the
+//! destination with the expected hash. Killed at any moment, the next run reads the journal
+//! and goes on; copies are idempotent (a PUT of the same bytes changes nothing, a local file
+//! is replaced atomically), so an item copied twice is still there once.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::path::PathBuf;
+
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+use zblade_core::{Error, Result, StorageMode, fsio, parse_conversation, parse_moment, sha256_hex};
+use zblade_sync::{Client, Kind};
+
+use crate::Project;
+use crate::lock::WriteLock;
+
+/// Which way memory moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Direction {
+    /// Local artifacts up to the server.
+    ToServer,
+    /// Server records down into local artifacts.
+    ToLocal,
+}
+
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Direction::ToServer => "to-server",
+            Direction::ToLocal => "to-local",
+        })
+    }
+}
+
+/// Where a migration stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Copying planned items.
+    Copy,
+    /// Reading them back from the destination.
+    Verify,
+    /// Switching `storage.mode`.
+    Flip,
+    /// Finished.
+    Done,
+}
+
+/// One item to move.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedItem {
+    /// Conversation or moment.
+    pub kind: Kind,
+    /// Its id.
+    pub id: String,
+    /// sha256 of its bytes at the source.
+    pub hash: String,
+    /// Size at the source.
+    pub size: u64,
+}
+
+/// What a migration will do (or did).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    /// Which way.
+    pub direction: Direction,
+    /// The server.
+    pub server: String,
+    /// The project id on the server (the local `project.id`).
+    pub project: String,
+    /// The items, in copy order.
+    pub items: Vec<PlannedItem>,
+    /// Source files that cannot be moved (unreadable or invalid), with why; they stay where
+    /// they are and are never cleaned up.
+    pub skipped: Vec<(String, String)>,
+}
+
+impl Plan {
+    /// (conversations, moments).
+    pub fn counts(&self) -> (usize, usize) {
+        let conversations = self.items.iter().filter(|i| i.kind == Kind::Conversation).count();
+        (conversations, self.items.len() - conversations)
+    }
+
+    /// Bytes to move.
+    pub fn bytes(&self) -> u64 {
+        self.items.iter().map(|i| i.size).sum()
+    }
+}
+
+/// The journal: the plan and the phase, rewritten atomically at each phase change.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Journal {
+    plan: Plan,
+    phase: Phase,
+    started_at: String,
+}
+
+/// What a finished (or resumed and finished) migration did.
+#[derive(Debug, Clone, Serialize)]
+pub struct MigrationReport {
+    /// The plan carried out.
+    pub plan: Plan,
+    /// Whether this run picked up a migration an earlier run had started.
+    pub resumed: bool,
+    /// Items copied by this run (the rest were copied before it was interrupted).
+    pub copied: usize,
+    /// Items read back from the destination with the expected hash.
+    pub verified: usize,
+    /// Code blocks turned into references to the working tree (to-local).
+    pub code_blocks_to_references: usize,
+    /// `storage.mode` now.
+    pub mode: StorageMode,
+}
+
+/// Progress callbacks: (phase, done, total).
+pub type Progress<'a> = &'a mut dyn FnMut(Phase, usize, usize);
+
+fn journal_dir(project: &Project) -> PathBuf {
+    project.layout.dir().join("migration")
+}
+
+fn journal_path(project: &Project) -> PathBuf {
+    journal_dir(project).join("journal.json")
+}
+
+fn copied_log(project: &Project) -> PathBuf {
+    journal_dir(project).join("copied.log")
+}
+
+/// Items the log says were copied: `kind id hash` per line, where `hash` is what the
+/// destination holds. A torn last line (killed mid-write) is ignored: that item is copied again.
+fn read_copied(project: &Project) -> Result<HashMap<(Kind, String), String>> {
+    let path = copied_log(project);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    let mut copied = HashMap::new();
+    for line in text.lines() {
+        let parts: Vec<&str> = line.split(' ').collect();
+        let [kind, id, hash] = parts[..] else { continue };
+        let kind = match kind {
+            "conversation" => Kind::Conversation,
+            "moment" => Kind::Moment,
+            _ => continue,
+        };
+        if hash.len() == 64 {
+            copied.insert((kind, id.to_string()), hash.to_string());
+        }
+    }
+    Ok(copied)
+}
+
+fn append_copied(log: &mut std::fs::File, path: &std::path::Path, kind: Kind, id: &str, hash: &str) -> Result<()> {
+    let kind = match kind {
+        Kind::Conversation => "conversation",
+        Kind::Moment => "moment",
+    };
+    log.write_all(format!("{kind} {id} {hash}\n").as_bytes())
+        .and_then(|_| log.sync_data())
+        .map_err(|e| Error::io(path, e))
+}
+
+impl Project {
+    /// The migration an earlier run started and did not finish, if any.
+    pub fn pending_migration(&self) -> Result<Option<(Plan, Phase)>> {
+        let path = journal_path(self);
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let journal: Journal = serde_json::from_slice(&bytes).map_err(|e| {
+                    Error::Usage(format!(
+                        "{}: damaged migration journal ({e}); nothing was flipped — delete .zblade/migration/ and run the migration again",
+                        self.layout.relative(&path)
+                    ))
+                })?;
+                Ok(Some((journal.plan, journal.phase)))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(&path, e)),
+        }
+    }
+
+    /// What a migration `direction` would move, without moving anything.
+    pub fn plan_migration(&self, direction: Direction, client: &Client) -> Result<Plan> {
+        let project = self.settings.project.id.clone();
+        let mut plan = Plan {
+            direction,
+            server: client.url().to_string(),
+            project: project.clone(),
+            items: Vec::new(),
+            skipped: Vec::new(),
+        };
+        match direction {
+            Direction::ToServer => {
+                for (kind, dir) in [
+                    (Kind::Conversation, self.layout.conversations_dir()),
+                    (Kind::Moment, self.layout.moments_dir()),
+                ] {
+                    let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+                    let mut files: Vec<PathBuf> = entries
+                        .flatten()
+                        .map(|e| e.path())
+                        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                        .collect();
+                    files.sort();
+                    for path in files {
+                        let name = self.layout.relative(&path);
+                        match read_artifact(kind, &path, &name) {
+                            Ok((id, bytes)) => plan.items.push(PlannedItem {
+                                kind,
+                                id,
+                                hash: sha256_hex(&bytes),
+                                size: bytes.len() as u64,
+                            }),
+                            Err(why) => plan.skipped.push((name, why.to_string())),
+                        }
+                    }
+                }
+            }
+            Direction::ToLocal => {
+                for kind in [Kind::Conversation, Kind::Moment] {
+                    for record in client.list_records(&project, kind)? {
+                        plan.items.push(PlannedItem {
+                            kind,
+                            id: record.id,
+                            hash: record.hash,
+                            size: record.size.max(0) as u64,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Runs (or resumes) a migration `direction` with `client`: copy, verify, flip. A pending
+    /// migration the other way, or to another server, must be finished first.
+    pub fn migrate(
+        &mut self,
+        direction: Direction,
+        client: &Client,
+        progress: Progress<'_>,
+    ) -> Result<MigrationReport> {
+        let (journal, resumed) = match self.pending_migration()? {
+            Some((plan, phase)) => {
+                if plan.direction != direction || plan.server != client.url() {
+                    return Err(Error::Usage(format!(
+                        "a migration {} to {} is not finished; run `zblade migrate {}` with that server first",
+                        plan.direction, plan.server, plan.direction
+                    )));
+                }
+                (
+                    Journal {
+                        plan,
+                        phase,
+                        started_at: String::new(),
+                    },
+                    true,
+                )
+            }
+            None => {
+                let wanted = match direction {
+                    Direction::ToServer => StorageMode::Server,
+                    Direction::ToLocal => StorageMode::Local,
+                };
+                if self.settings.storage.mode == wanted && direction == Direction::ToServer {
+                    return Err(Error::Usage(format!("storage.mode is already {wanted}")));
+                }
+                if direction == Direction::ToLocal && self.settings.storage.mode == StorageMode::Local {
+                    return Err(Error::Usage(
+                        "storage.mode is already local; `zblade migrate to-local` brings a server-mode project home"
+                            .into(),
+                    ));
+                }
+                // The server must answer before a plan is written.
+                client.whoami()?;
+                let plan = self.plan_migration(direction, client)?;
+                let journal = Journal {
+                    plan,
+                    phase: Phase::Copy,
+                    started_at: Utc::now().to_rfc3339(),
+                };
+                std::fs::create_dir_all(journal_dir(self)).map_err(|e| Error::io(journal_dir(self), e))?;
+                // A log from an abandoned earlier journal must not count for this plan.
+                let _ = std::fs::remove_file(copied_log(self));
+                self.write_journal(&journal)?;
+                (journal, false)
+            }
+        };
+        let mut journal = journal;
+        let mut copied = 0;
+        let mut converted = 0;
+        if journal.phase == Phase::Copy {
+            let (n, c) = self.copy_items(&journal.plan, client, progress)?;
+            copied = n;
+            converted = c;
+            journal.phase = Phase::Verify;
+            self.write_journal(&journal)?;
+        }
+        let mut verified = 0;
+        if journal.phase == Phase::Verify {
+            verified = self.verify_items(&journal.plan, client, progress)?;
+            if direction == Direction::ToLocal {
+                // The index is rebuilt from the artifacts now on disk.
+                self.reindex()?;
+            }
+            journal.phase = Phase::Flip;
+            self.write_journal(&journal)?;
+        }
+        if journal.phase == Phase::Flip {
+            self.settings.storage.mode = match direction {
+                Direction::ToServer => StorageMode::Server,
+                Direction::ToLocal => StorageMode::Local,
+            };
+            self.settings.storage.server_url = client.url().to_string();
+            self.settings.save(&self.layout.settings())?;
+            journal.phase = Phase::Done;
+            self.write_journal(&journal)?;
+        }
+        if verified == 0 {
+            verified = journal.plan.items.len();
+        }
+        // Kept as the record of the last migration (cleanup reads it); the log goes.
+        let last = journal_dir(self).join("last.json");
+        fsio::write_atomic(&last, &serde_json::to_vec_pretty(&journal).expect("journal serializes"))?;
+        std::fs::remove_file(journal_path(self)).map_err(|e| Error::io(journal_path(self), e))?;
+        let _ = std::fs::remove_file(copied_log(self));
+        Ok(MigrationReport {
+            plan: journal.plan,
+            resumed,
+            copied,
+            verified,
+            code_blocks_to_references: converted,
+            mode: self.settings.storage.mode,
+        })
+    }
+
+    fn write_journal(&self, journal: &Journal) -> Result<()> {
+        let bytes = serde_json::to_vec_pretty(journal).expect("journal serializes");
+        fsio::write_atomic(&journal_path(self), &bytes)
+    }
+
+    /// Copies the planned items the log does not list yet; returns (copied, code blocks
+    /// turned into references).
+    fn copy_items(&mut self, plan: &Plan, client: &Client, progress: Progress<'_>) -> Result<(usize, usize)> {
+        let done = read_copied(self)?;
+        let log_path = copied_log(self);
+        let mut log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|e| Error::io(&log_path, e))?;
+        if plan.direction == Direction::ToServer {
+            let name = self
+                .layout
+                .root()
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            client.put_project(&plan.project, &name)?;
+        }
+        let _lock = WriteLock::acquire(&self.layout)?;
+        let mut tree = None;
+        let (mut copied, mut converted) = (0, 0);
+        for (n, item) in plan.items.iter().enumerate() {
+            progress(Phase::Copy, n, plan.items.len());
+            if done.contains_key(&(item.kind, item.id.clone())) {
+                continue;
+            }
+            let written_hash = match plan.direction {
+                Direction::ToServer => {
+                    let path = self.artifact_path(item.kind, &item.id);
+                    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+                    if sha256_hex(&bytes) != item.hash {
+                        return Err(Error::Usage(format!(
+                            "{} changed since the migration was planned; finish editing, delete .zblade/migration/ and run it again",
+                            self.layout.relative(&path)
+                        )));
+                    }
+                    client.put_record(&plan.project, item.kind, &item.id, &bytes)?.hash
+                }
+                Direction::ToLocal => {
+                    let bytes = client.get_record(&plan.project, item.kind, &item.id)?.ok_or_else(|| {
+                        Error::NotFound(format!("{} vanished from the server during the migration", item.id))
+                    })?;
+                    let bytes = match item.kind {
+                        Kind::Conversation => {
+                            let tree = tree.get_or_insert_with(|| crate::codeblocks::TreeLines::load(self));
+                            let (bytes, n) = self.references_for_code_blocks(&bytes, &item.id, tree)?;
+                            converted += n;
+                            bytes
+                        }
+                        Kind::Moment => bytes,
+                    };
+                    let path = self.artifact_path(item.kind, &item.id);
+                    if let Some(dir) = path.parent() {
+                        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+                    }
+                    fsio::write_atomic(&path, &bytes)?;
+                    sha256_hex(&bytes)
+                }
+            };
+            append_copied(&mut log, &log_path, item.kind, &item.id, &written_hash)?;
+            copied += 1;
+        }
+        progress(Phase::Copy, plan.items.len(), plan.items.len());
+        Ok((copied, converted))
+    }
+
+    /// Reads every planned item back from the destination and compares hashes with what the
+    /// copy wrote; returns how many matched, or an error naming those that did not.
+    fn verify_items(&self, plan: &Plan, client: &Client, progress: Progress<'_>) -> Result<usize> {
+        let written = read_copied(self)?;
+        let mut at_destination: HashMap<(Kind, String), String> = HashMap::new();
+        match plan.direction {
+            Direction::ToServer => {
+                for kind in [Kind::Conversation, Kind::Moment] {
+                    for record in client.list_records(&plan.project, kind)? {
+                        at_destination.insert((kind, record.id), record.hash);
+                    }
+                }
+            }
+            Direction::ToLocal => {
+                for item in &plan.items {
+                    let path = self.artifact_path(item.kind, &item.id);
+                    if let Ok(bytes) = std::fs::read(&path) {
+                        at_destination.insert((item.kind, item.id.clone()), sha256_hex(&bytes));
+                    }
+                }
+            }
+        }
+        let mut bad = Vec::new();
+        let mut bad_ids = HashSet::new();
+        let mut seen = HashSet::new();
+        for (n, item) in plan.items.iter().enumerate() {
+            progress(Phase::Verify, n, plan.items.len());
+            let key = (item.kind, item.id.clone());
+            if !seen.insert(key.clone()) {
+                bad.push(format!("{} is planned twice", item.id));
+                continue;
+            }
+            let expected = written.get(&key).cloned().unwrap_or_else(|| item.hash.clone());
+            match at_destination.get(&key) {
+                Some(hash) if *hash == expected => continue,
+                Some(_) => bad.push(format!("{} differs at the destination", item.id)),
+                None => bad.push(format!("{} is missing at the destination", item.id)),
+            }
+            bad_ids.insert(item.id.clone());
+        }
+        progress(Phase::Verify, plan.items.len(), plan.items.len());
+        if !bad.is_empty() {
+            // Back to copying those: the log no longer counts them as done.
+            let keep: Vec<String> = std::fs::read_to_string(copied_log(self))
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.split(' ').nth(1).is_some_and(|id| !bad_ids.contains(id)))
+                .map(str::to_string)
+                .collect();
+            fsio::write_atomic(&copied_log(self), (keep.join("\n") + "\n").as_bytes())?;
+            self.write_journal(&Journal {
+                plan: plan.clone(),
+                phase: Phase::Copy,
+                started_at: String::new(),
+            })?;
+            return Err(Error::Usage(format!(
+                "verification failed, storage.mode unchanged ({} of {}): {}; run the migration again to copy them once more",
+                bad.len(),
+                plan.items.len(),
+                bad.iter().take(5).cloned().collect::<Vec<_>>().join("; ")
+            )));
+        }
+        Ok(plan.items.len())
+    }
+
+    fn artifact_path(&self, kind: Kind, id: &str) -> PathBuf {
+        match kind {
+            Kind::Conversation => self.layout.conversation_path(id),
+            Kind::Moment => self.layout.moment_path(id),
+        }
+    }
+
+    /// After a finished migration, removes the copies left at the source: local artifacts
+    /// after to-server, server records after to-local. Only items of the last migration's
+    /// verified plan are touched. Returns how many were removed.
+    pub fn cleanup_migration_source(&mut self, client: &Client) -> Result<usize> {
+        let last = journal_dir(self).join("last.json");
+        let bytes = std::fs::read(&last)
+            .map_err(|_| Error::Usage("no finished migration to clean up after (run `zblade migrate` first)".into()))?;
+        let journal: Journal = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::Usage(format!("{}: {e}", self.layout.relative(&last))))?;
+        if journal.phase != Phase::Done {
+            return Err(Error::Usage(
+                "the last migration did not finish; nothing is cleaned up".into(),
+            ));
+        }
+        let plan = journal.plan;
+        let mut removed = 0;
+        match plan.direction {
+            Direction::ToServer => {
+                if self.settings.storage.mode != StorageMode::Server {
+                    return Err(Error::Usage("storage.mode is not server; local memory is kept".into()));
+                }
+                let _lock = WriteLock::acquire(&self.layout)?;
+                for item in &plan.items {
+                    let path = self.artifact_path(item.kind, &item.id);
+                    // Only the bytes that were verified on the server: a file changed since stays.
+                    if std::fs::read(&path).is_ok_and(|b| sha256_hex(&b) == item.hash) {
+                        std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
+                        removed += 1;
+                    }
+                }
+            }
+            Direction::ToLocal => {
+                if self.settings.storage.mode != StorageMode::Local {
+                    return Err(Error::Usage("storage.mode is not local; server memory is kept".into()));
+                }
+                for item in &plan.items {
+                    if client.delete_record(&plan.project, item.kind, &item.id)? {
+                        removed += 1;
+                    }
+                }
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// An artifact file's id (checked against its name) and bytes; invalid files are refused.
+fn read_artifact(kind: Kind, path: &std::path::Path, name: &str) -> Result<(String, Vec<u8>)> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let id = match kind {
+        Kind::Conversation => {
+            let conv = parse_conversation(&bytes, name)?;
+            conv.validate(name)?;
+            conv.conversation_id
+        }
+        Kind::Moment => {
+            let moment = parse_moment(&bytes, name)?;
+            moment.validate(name)?;
+            moment.id
+        }
+    };
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if stem != id {
+        return Err(Error::Usage(format!(
+            "{name}: its id is {id}, its file name says {stem}"
+        )));
+    }
+    Ok((id, bytes))
+}
