@@ -137,6 +137,13 @@ pub enum Command {
     /// interruption (even kill -9) run the same command again.
     #[command(subcommand)]
     Migrate(MigrateCommand),
+    /// Local mode with storage.sync_metadata on: send the titles, tags and message counts of
+    /// this project's conversations and moments (never their content) to storage.server_url.
+    SyncMetadata {
+        /// The bearer token for that server (else ZBLADE_TOKEN or the saved one).
+        #[arg(long, value_name = "TOKEN")]
+        token: Option<String>,
+    },
     /// Rebuild the index from the artifacts alone.
     Reindex,
     /// Compare artifacts with the index and report every difference.

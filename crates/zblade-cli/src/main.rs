@@ -193,6 +193,26 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             let report = project.extract_moments(conversation.as_deref())?;
             out.extracted(&report)?;
         }
+        Command::SyncMetadata { token } => {
+            let project = Project::open(&root)?;
+            if let Some(token) = token {
+                let url = project.settings().storage.server_url.clone();
+                if url.is_empty() {
+                    return Err(Error::Usage(
+                        "set storage.server_url in .zblade/config/settings.json first".into(),
+                    ));
+                }
+                zblade_sync::credentials::save(&url, &token)?;
+            }
+            let sent = project.sync_metadata()?;
+            if json {
+                out.value(&serde_json::json!({"sent": sent}))?;
+            } else {
+                out.note(&format!(
+                    "sent titles and tags of {sent} record(s); no content left this machine"
+                ))?;
+            }
+        }
         Command::Migrate(MigrateCommand::Status) => {
             let project = Project::open(&root)?;
             match project.pending_migration()? {

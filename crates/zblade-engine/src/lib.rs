@@ -26,6 +26,7 @@ mod migrate;
 mod models;
 mod project;
 mod refs;
+mod remote;
 mod scan;
 mod search;
 mod semantic;

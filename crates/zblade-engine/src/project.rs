@@ -6,8 +6,7 @@ use std::time::{Duration, Instant};
 use chrono::{SubsecRound, Utc};
 use serde::Serialize;
 use zblade_core::{
-    Conversation, Error, Layout, Moment, Result, Settings, StorageMode, fsio, parse_conversation, parse_moment,
-    sha256_hex,
+    Conversation, Error, Layout, Moment, Result, Settings, fsio, parse_conversation, parse_moment, sha256_hex,
 };
 use zblade_index::{ConversationSummary, Index, MomentSummary};
 
@@ -232,17 +231,6 @@ impl Project {
         })
     }
 
-    fn require_local_mode(&self) -> Result<()> {
-        match self.settings.storage.mode {
-            StorageMode::Local => Ok(()),
-            StorageMode::Server => Err(Error::Usage(format!(
-                "{}: storage.mode is \"server\", but this zblade build stores memory locally only; \
-                 set storage.mode to \"local\"",
-                self.layout.relative(&self.layout.settings())
-            ))),
-        }
-    }
-
     /// Adds (or, when its id exists, replaces) a conversation given as RFC-002 JSON.
     /// `source_name` names the input in error messages (a file name or `<stdin>`).
     pub fn add_conversation(&mut self, json: &[u8], source_name: &str) -> Result<AddOutcome> {
@@ -254,7 +242,9 @@ impl Project {
     /// Adds several parsed conversations at once: one lock, one batch of atomic file writes
     /// and one index transaction. Each is validated first; if any is invalid nothing is written.
     pub fn add_conversations(&mut self, conversations: Vec<(Conversation, String)>) -> Result<Vec<AddOutcome>> {
-        self.require_local_mode()?;
+        if self.is_server_mode() {
+            return self.add_conversations_to_server(conversations);
+        }
         let now = Utc::now().trunc_subsecs(3);
         let mut prepared = Vec::with_capacity(conversations.len());
         for (mut conv, source) in conversations {
@@ -304,7 +294,9 @@ impl Project {
     /// Adds several parsed moments; each is validated first, and if any is invalid (or names
     /// a conversation this project lacks, or reuses another artifact's id) nothing is written.
     pub fn add_moments(&mut self, moments: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
-        self.require_local_mode()?;
+        if self.is_server_mode() {
+            return self.add_moments_to_server(moments);
+        }
         let now = Utc::now().trunc_subsecs(3);
         let mut prepared = Vec::with_capacity(moments.len());
         for (mut moment, source) in moments {
@@ -354,6 +346,9 @@ impl Project {
 
     /// Conversations, most recently updated first.
     pub fn list_conversations(&self, limit: usize, offset: usize) -> Result<Vec<ConversationSummary>> {
+        if self.is_server_mode() {
+            return self.list_conversations_on_server(limit, offset);
+        }
         self.index()?.list_conversations(limit, offset)
     }
 

@@ -52,6 +52,21 @@ impl Project {
         mode: Option<SearchMode>,
         snippets: bool,
     ) -> Result<SearchResults> {
+        if self.is_server_mode() {
+            let hits = self.search_on_server(&query.text, query.limit)?;
+            return Ok(SearchResults {
+                mode: SearchMode::Keyword,
+                notice: Some("server mode: keyword search on the sync server".into()),
+                hits: hits
+                    .into_iter()
+                    .map(|hit| Hit {
+                        hit,
+                        references: Vec::new(),
+                    })
+                    .collect(),
+                stale_files: Vec::new(),
+            });
+        }
         let (hits, mode, notice) = self.search_mode_snippets(query, mode, snippets)?;
         let (hits, stale_files) = self.with_references(hits)?;
         Ok(SearchResults {

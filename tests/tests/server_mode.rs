@@ -1,0 +1,215 @@
+//! Server mode through the `zblade` binary, and the privacy line of local mode: a recording
+//! proxy sits between zblade and a real `zblade-server` and keeps every byte zblade sends.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use zblade_engine::Project;
+use zblade_tests::{GitFixture, ServerProcess, conversation_json, zblade_bin};
+
+/// Forwards connections to `target` and records what clients send.
+struct RecordingProxy {
+    url: String,
+    sent: Arc<Mutex<Vec<u8>>>,
+    connections: Arc<Mutex<usize>>,
+}
+
+impl RecordingProxy {
+    fn start(target: &str) -> RecordingProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let target = target.trim_start_matches("http://").to_string();
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let connections = Arc::new(Mutex::new(0));
+        let (sent2, connections2) = (sent.clone(), connections.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                *connections2.lock().unwrap() += 1;
+                let server = TcpStream::connect(&target).unwrap();
+                let (mut c_read, mut s_write) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let (mut s_read, mut c_write) = (server, client);
+                let record = sent2.clone();
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 16384];
+                    while let Ok(n) = c_read.read(&mut buf) {
+                        if n == 0 || s_write.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                        record.lock().unwrap().extend_from_slice(&buf[..n]);
+                    }
+                });
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut s_read, &mut c_write);
+                });
+            }
+        });
+        RecordingProxy { url, sent, connections }
+    }
+
+    fn sent(&self) -> String {
+        String::from_utf8_lossy(&self.sent.lock().unwrap()).into_owned()
+    }
+
+    /// The request lines ("PUT /api/v0/… HTTP/1.1") sent so far.
+    fn requests(&self) -> Vec<String> {
+        self.sent()
+            .lines()
+            .filter(|l| {
+                l.starts_with("GET ") || l.starts_with("PUT ") || l.starts_with("POST ") || l.starts_with("DELETE ")
+            })
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+fn run(root: &Path, config: &Path, args: &[&str]) -> String {
+    let out = Command::new(zblade_bin())
+        .arg("--project")
+        .arg(root)
+        .args(args)
+        .env("ZBLADE_CONFIG_DIR", config)
+        .env_remove("ZBLADE_TOKEN")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "zblade {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn set_storage(root: &Path, server_url: &str, sync_metadata: bool) {
+    let path = root.join(".zblade/config/settings.json");
+    let mut settings: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    settings["storage"]["server_url"] = server_url.into();
+    settings["storage"]["sync_metadata"] = sync_metadata.into();
+    std::fs::write(&path, serde_json::to_vec_pretty(&settings).unwrap()).unwrap();
+}
+
+#[test]
+fn local_mode_sends_nothing_and_metadata_only_when_allowed() {
+    let server = ServerProcess::start();
+    let proxy = RecordingProxy::start(&server.url);
+    let fixture = GitFixture::new(&[("src/lib.rs", "fn a() {}\nfn b() {}\nfn c() {}\n")]);
+    let root = fixture.root();
+    let config = tempfile::tempdir().unwrap();
+    Project::init(root).unwrap();
+    // A server is configured and a token saved, but the project is in local mode.
+    set_storage(root, &proxy.url, false);
+    let conv = conversation_json("conv_secret", "zanzibarpassword", 4);
+    let file = root.join("conv.json");
+    std::fs::write(&file, &conv).unwrap();
+    run(root, config.path(), &["add", "conversation", file.to_str().unwrap()]);
+    let moment = root.join("moment.json");
+    std::fs::write(
+        &moment,
+        r#"{"type": "decision", "content": "Quokkasecret decision: rotate keys daily"}"#,
+    )
+    .unwrap();
+    run(root, config.path(), &["add", "moment", moment.to_str().unwrap()]);
+    for args in [
+        &["list", "conversations"][..],
+        &["search", "zanzibarpassword"],
+        &["context", "zanzibarpassword", "--budget", "2000"],
+        &["show", "conv_secret"],
+        &["reindex"],
+        &["fsck"],
+        &["status"],
+    ] {
+        run(root, config.path(), args);
+    }
+    // Turned off, sync-metadata refuses and sends nothing.
+    let out = Command::new(zblade_bin())
+        .arg("--project")
+        .arg(root)
+        .args(["sync-metadata", "--token", &server.token])
+        .env("ZBLADE_CONFIG_DIR", config.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sync_metadata is off"));
+    assert_eq!(
+        *proxy.connections.lock().unwrap(),
+        0,
+        "local mode opened a connection: {}",
+        proxy.sent()
+    );
+
+    // Allowed: titles, tags and counts go, nothing else.
+    set_storage(root, &proxy.url, true);
+    let out = run(root, config.path(), &["sync-metadata", "--json"]);
+    let sent: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(sent["sent"], 2);
+    let requests = proxy.requests();
+    assert!(!requests.is_empty());
+    for request in &requests {
+        let path = request.split(' ').nth(1).unwrap();
+        let allowed = request.starts_with("PUT ")
+            && (path.contains("/metadata/") || path.split('/').count() == 5/* /api/v0/projects/ID */);
+        assert!(allowed, "local mode sent {request}");
+    }
+    let bytes = proxy.sent();
+    // The title ("About zanzibarpassword") may go; the turns and the moment's content may not.
+    for secret in ["Turn 0 about", "retries and errors", "Quokkasecret", "rotate keys"] {
+        assert!(
+            !bytes.contains(secret),
+            "content left the machine: {secret:?} in {bytes}"
+        );
+    }
+    assert!(
+        bytes.contains("About zanzibarpassword"),
+        "the title is what metadata is"
+    );
+}
+
+#[test]
+fn server_mode_adds_lists_and_searches_through_the_server() {
+    let server = ServerProcess::start();
+    let fixture = GitFixture::new(&[("src/lib.rs", "fn a() {}\nfn b() {}\nfn c() {}\n")]);
+    let root = fixture.root();
+    let config = tempfile::tempdir().unwrap();
+    Project::init(root).unwrap();
+    run(
+        root,
+        config.path(),
+        &[
+            "migrate",
+            "to-server",
+            "--server",
+            &server.url,
+            "--token",
+            &server.token,
+            "--yes",
+        ],
+    );
+    let file = root.join("conv.json");
+    std::fs::write(&file, conversation_json("conv_s1", "wombatcache", 4)).unwrap();
+    let added = run(
+        root,
+        config.path(),
+        &["--json", "add", "conversation", file.to_str().unwrap()],
+    );
+    assert!(added.contains("conv_s1"), "{added}");
+    // Nothing was written locally: the artifact is on the server.
+    assert!(!root.join(".zblade/artifacts/conversations/conv_s1.json").exists());
+    let listed = run(root, config.path(), &["--json", "list", "conversations"]);
+    assert!(listed.contains("conv_s1"), "{listed}");
+    let found = run(root, config.path(), &["--json", "search", "wombatcache"]);
+    assert!(found.contains("conv_s1"), "{found}");
+    // Stop the server: a clear offline error, not a hang or a local write.
+    drop(server);
+    let out = Command::new(zblade_bin())
+        .arg("--project")
+        .arg(root)
+        .args(["search", "wombatcache"])
+        .env("ZBLADE_CONFIG_DIR", config.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach the zblade server"));
+}
