@@ -274,10 +274,18 @@ pub struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Starts a server with a fresh database and one user.
+    /// Starts a server with a fresh SQLite database and one user.
     pub fn start() -> ServerProcess {
+        Self::start_on("sqlite")
+    }
+
+    /// Starts a server on a fresh database of `backend` (`sqlite` or `postgresql`).
+    pub fn start_on(backend: &str) -> ServerProcess {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("server.db");
+        let db = match backend {
+            "sqlite" => dir.path().join("server.db"),
+            _ => PathBuf::from(fresh_postgres_database()),
+        };
         let out = std::process::Command::new(server_bin())
             .args(["user", "add", "tester", "--json", "--db"])
             .arg(&db)
@@ -341,4 +349,38 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// The sync server backends to run a story against: SQLite always, PostgreSQL when
+/// `ZBLADE_TEST_POSTGRES` names a server (scripts/test.sh starts one; with `CI` set it must).
+pub fn server_backends() -> Vec<&'static str> {
+    match std::env::var("ZBLADE_TEST_POSTGRES") {
+        Ok(url) if !url.is_empty() => vec!["sqlite", "postgresql"],
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("ZBLADE_TEST_POSTGRES is not set; scripts/test.sh starts PostgreSQL with scripts/pg.sh")
+        }
+        _ => vec!["sqlite"],
+    }
+}
+
+/// A new, empty database on the `ZBLADE_TEST_POSTGRES` server (made with `psql`); its URL.
+pub fn fresh_postgres_database() -> String {
+    let admin = std::env::var("ZBLADE_TEST_POSTGRES").expect("ZBLADE_TEST_POSTGRES");
+    let name = format!(
+        "zbt_{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let out = std::process::Command::new("psql")
+        .args(["-q", "-X", &admin, "-c", &format!("CREATE DATABASE {name}")])
+        .output()
+        .expect("psql (scripts/setup.sh installs postgresql-client)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    format!(
+        "{}/{name}",
+        &admin[..admin.rfind('/').expect("a URL ending in /DATABASE")]
+    )
 }

@@ -168,8 +168,15 @@ fn local_mode_sends_nothing_and_metadata_only_when_allowed() {
 }
 
 #[test]
-fn server_mode_adds_lists_and_searches_through_the_server() {
-    let server = ServerProcess::start();
+fn server_mode_story_on_every_backend() {
+    for backend in zblade_tests::server_backends() {
+        server_mode_story(backend);
+    }
+}
+
+/// Migrate up, add, list, search through the server, migrate home; then the server goes away.
+fn server_mode_story(backend: &str) {
+    let server = ServerProcess::start_on(backend);
     let fixture = GitFixture::new(&[("src/lib.rs", "fn a() {}\nfn b() {}\nfn c() {}\n")]);
     let root = fixture.root();
     let config = tempfile::tempdir().unwrap();
@@ -201,7 +208,20 @@ fn server_mode_adds_lists_and_searches_through_the_server() {
     assert!(listed.contains("conv_s1"), "{listed}");
     let found = run(root, config.path(), &["--json", "search", "wombatcache"]);
     assert!(found.contains("conv_s1"), "{found}");
-    // Stop the server: a clear offline error, not a hang or a local write.
+    // Home again: what was added in server mode is now a local artifact, found by local search.
+    run(root, config.path(), &["migrate", "to-local", "--yes"]);
+    assert!(
+        root.join(".zblade/artifacts/conversations/conv_s1.json").exists(),
+        "{backend}"
+    );
+    let found = run(root, config.path(), &["--json", "search", "wombatcache"]);
+    assert!(found.contains("conv_s1"), "{backend}: {found}");
+    // Back up, then stop the server: a clear offline error, not a hang or a local write.
+    run(
+        root,
+        config.path(),
+        &["migrate", "to-server", "--server", &server.url, "--yes"],
+    );
     drop(server);
     let out = Command::new(zblade_bin())
         .arg("--project")
