@@ -74,7 +74,8 @@ fn percentiles(times: &mut [f64]) -> String {
 
 fn main() {
     let counter = Cl100k::new();
-    let bpe = tiktoken_rs::cl100k_base().unwrap();
+    let tiktoken = tiktoken_rs::cl100k_base().unwrap();
+    let fast = bpe_openai::cl100k_base();
     // `cargo bench` passes --bench; under `cargo test` this is a quick smoke run.
     let rounds = if std::env::args().any(|a| a == "--bench") {
         40
@@ -82,12 +83,19 @@ fn main() {
         2
     };
     // Cold: every text is new to the process (a first assembly, or a one-shot CLI call).
-    let (mut cold, mut bare, mut tokens, mut packed) = (Vec::new(), Vec::new(), 0, 0);
+    let (mut cold, mut bare, mut bare_fast, mut tokens, mut packed) = (Vec::new(), Vec::new(), Vec::new(), 0, 0);
     for round in 0..rounds {
         let input = candidates(round);
         let started = Instant::now();
-        tokens = input.iter().map(|c| bpe.encode_ordinary(&c.text).len()).sum::<usize>();
+        tokens = input
+            .iter()
+            .map(|c| tiktoken.encode_ordinary(&c.text).len())
+            .sum::<usize>();
         bare.push(started.elapsed().as_secs_f64() * 1000.0);
+        let started = Instant::now();
+        let fast_tokens = input.iter().map(|c| fast.count(&c.text)).sum::<usize>();
+        bare_fast.push(started.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(fast_tokens, tokens, "bpe-openai and tiktoken disagree");
         let input = candidates(round + rounds);
         let started = Instant::now();
         packed = pack(input, &options(), &counter, &Extractive).unwrap().tokens;
@@ -104,5 +112,12 @@ fn main() {
     println!("pack: 71 candidates ({tokens} cl100k tokens) into 8,000 → {packed} tokens");
     println!("  cold (texts new to the process): {}", percentiles(&mut cold));
     println!("  warm (the same texts again):     {}", percentiles(&mut warm));
-    println!("  tiktoken alone, each text counted once: {}", percentiles(&mut bare));
+    println!(
+        "  tiktoken-rs alone, each text counted once: {}",
+        percentiles(&mut bare)
+    );
+    println!(
+        "  bpe-openai alone (what zblade counts with), each text once: {}",
+        percentiles(&mut bare_fast)
+    );
 }

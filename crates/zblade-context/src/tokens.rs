@@ -13,17 +13,18 @@ pub trait TokenCounter: Send + Sync {
     fn name(&self) -> &str;
 }
 
-/// The `cl100k_base` BPE tokenizer (built into the binary; nothing is downloaded).
+/// The `cl100k_base` BPE tokenizer (built into the binary; nothing is downloaded). Counts
+/// with `bpe-openai`, which gives tiktoken's counts several times faster (packing counts tens
+/// of thousands of tokens per assembly).
 pub struct Cl100k {
-    bpe: &'static tiktoken_rs::CoreBPE,
+    bpe: &'static bpe_openai::Tokenizer,
 }
 
 impl Cl100k {
-    /// The shared tokenizer; built once per process (about 100 ms).
+    /// The shared tokenizer; loaded once per process.
     pub fn new() -> Self {
-        static BPE: OnceLock<tiktoken_rs::CoreBPE> = OnceLock::new();
         Cl100k {
-            bpe: BPE.get_or_init(|| tiktoken_rs::cl100k_base().expect("the built-in cl100k_base table loads")),
+            bpe: bpe_openai::cl100k_base(),
         }
     }
 }
@@ -50,13 +51,13 @@ fn remembered() -> &'static Mutex<HashMap<u64, u32>> {
 impl TokenCounter for Cl100k {
     fn count(&self, text: &str) -> usize {
         if text.len() < REMEMBER_FROM_BYTES {
-            return self.bpe.encode_ordinary(text).len();
+            return self.bpe.count(text);
         }
         let key = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
         if let Some(&count) = remembered().lock().ok().as_ref().and_then(|m| m.get(&key)) {
             return count as usize;
         }
-        let count = self.bpe.encode_ordinary(text).len();
+        let count = self.bpe.count(text);
         if let Ok(mut counts) = remembered().lock() {
             if counts.len() >= REMEMBERED {
                 counts.clear();
@@ -87,5 +88,26 @@ mod tests {
         // Code tokenises far from chars/4.
         let code = "fn main() { println!(\"{}\", 1 + 2); }";
         assert_ne!(bpe.count(code), code.len() / 4);
+    }
+
+    /// The fast counter agrees with OpenAI's tiktoken on prose, code, markup, numbers,
+    /// whitespace runs and non-Latin text, long (remembered) and short.
+    #[test]
+    fn counts_exactly_what_tiktoken_counts() {
+        let tiktoken = tiktoken_rs::cl100k_base().unwrap();
+        let fast = Cl100k::new();
+        let samples = [
+            "The refresh handler retries 3 times & logs <warn> after 1500 ms.",
+            "fn main() {\n    let x: Vec<u8> = vec![1, 2, 3];\n\n\n    println!(\"{x:?}\");\n}\n",
+            "<turn role=\"user\">It's what we'd've done; they'll see.</turn>\r\n\t  trailing   ",
+            "数字 12345678 と café, naïve — “quotes” 🚀🚀 ∑x² ",
+            "    indented\n        more\n\n\n\n   \n",
+            "https://example.com/a/b?c=d&e=f#g 0x1F 3.14159 1,000,000",
+        ];
+        for sample in samples {
+            for text in [sample.to_string(), sample.repeat(40)] {
+                assert_eq!(fast.count(&text), tiktoken.encode_ordinary(&text).len(), "{text:?}");
+            }
+        }
     }
 }
