@@ -7,11 +7,12 @@ use std::time::Instant;
 use tauri::{AppHandle, Manager};
 use tauri_specta::Event;
 use zblade_engine::{
-    ContextFormat, ContextRequest, ContextTier, Project, SearchFilter, SearchKind, SearchMode, SearchQuery, Shown,
+    ContextFormat, ContextRequest, ContextTier, MigrationDirection, Project, SearchFilter, SearchKind, SearchMode,
+    SearchQuery, Shown,
 };
 
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::events::{DownloadProgress, IndexerStatus};
+use crate::events::{DownloadProgress, IndexerStatus, MigrationProgress};
 use crate::state::AppState;
 use crate::views::*;
 
@@ -501,4 +502,132 @@ pub async fn indexer_status(app: AppHandle) -> AppResult<IndexerStatus> {
     let state = app.state::<AppState>();
     let status = state.indexer_status.lock().map_err(AppError::internal)?.clone();
     Ok(status)
+}
+
+fn direction_of(name: &str) -> AppResult<MigrationDirection> {
+    match name {
+        "to-server" => Ok(MigrationDirection::ToServer),
+        "to-local" => Ok(MigrationDirection::ToLocal),
+        other => Err(AppError::new(
+            ErrorCode::InvalidInput,
+            format!("{other:?} is not a migration direction (to-server or to-local)"),
+        )),
+    }
+}
+
+/// A client of `url` with `token` (empty: the token saved for that server), after the user's
+/// consent to use the network.
+fn server_client(state: &AppState, url: &str, token: &str) -> AppResult<zblade_sync::Client> {
+    crate::network::require_consent(&state.config(), "Talking to a sync server")?;
+    let url = url.trim().trim_end_matches('/');
+    let token = match token.trim() {
+        "" => zblade_sync::credentials::token(url)?.ok_or_else(|| {
+            AppError::new(
+                ErrorCode::InvalidInput,
+                format!("no token saved for {url}; paste the one `zblade-server user add` printed"),
+            )
+        })?,
+        token => token.to_string(),
+    };
+    Ok(zblade_sync::Client::new(url, &token)?)
+}
+
+/// Checks a server URL and token; returns the user name the token belongs to.
+#[tauri::command]
+#[specta::specta]
+pub async fn server_check(app: AppHandle, url: String, token: String) -> AppResult<String> {
+    blocking(app, move |_, state| Ok(server_client(state, &url, &token)?.whoami()?)).await
+}
+
+/// The migration an earlier run left unfinished, if any.
+#[tauri::command]
+#[specta::specta]
+pub async fn migration_pending(app: AppHandle) -> AppResult<Option<MigrationPendingView>> {
+    with_project(app, |project| {
+        Ok(project.pending_migration()?.map(|(plan, phase)| MigrationPendingView {
+            direction: plan.direction.to_string(),
+            server: plan.server,
+            items: plan.items.len() as u32,
+            phase: format!("{phase:?}").to_lowercase(),
+        }))
+    })
+    .await
+}
+
+/// What a migration would move, without moving anything.
+#[tauri::command]
+#[specta::specta]
+pub async fn migration_plan(
+    app: AppHandle,
+    direction: String,
+    url: String,
+    token: String,
+) -> AppResult<MigrationPlanView> {
+    blocking(app, move |_, state| {
+        let client = server_client(state, &url, &token)?;
+        let mut guard = state.project.lock().map_err(AppError::internal)?;
+        let project = guard.as_mut().ok_or_else(AppError::no_project)?;
+        let plan = project.plan_migration(direction_of(&direction)?, &client)?;
+        let (conversations, moments) = plan.counts();
+        Ok(MigrationPlanView {
+            direction: plan.direction.to_string(),
+            server: plan.server.clone(),
+            conversations: conversations as u32,
+            moments: moments as u32,
+            bytes: plan.bytes() as f64,
+            skipped: plan
+                .skipped
+                .iter()
+                .map(|(path, why)| format!("{path}: {why}"))
+                .collect(),
+        })
+    })
+    .await
+}
+
+/// Runs (or resumes) a migration: copy, verify, switch the storage mode; reports progress
+/// with `MigrationProgress` events.
+#[tauri::command]
+#[specta::specta]
+pub async fn migrate(app: AppHandle, direction: String, url: String, token: String) -> AppResult<MigrationResultView> {
+    blocking(app, move |app, state| {
+        let client = server_client(state, &url, &token)?;
+        let mut guard = state.project.lock().map_err(AppError::internal)?;
+        let project = guard.as_mut().ok_or_else(AppError::no_project)?;
+        let emitter = app.clone();
+        let direction = direction_of(&direction)?;
+        let report = project.migrate(direction, &client, &mut |phase, done, total| {
+            let _ = MigrationProgress {
+                phase: format!("{phase:?}").to_lowercase(),
+                done: done as f64,
+                total: total as f64,
+            }
+            .emit(&emitter);
+        })?;
+        if direction == MigrationDirection::ToServer && !token.trim().is_empty() {
+            // Server mode reads and writes with this token from now on.
+            zblade_sync::credentials::save(client.url(), token.trim())?;
+        }
+        Ok(MigrationResultView {
+            resumed: report.resumed,
+            copied: report.copied as u32,
+            verified: report.verified as u32,
+            code_blocks_to_references: report.code_blocks_to_references as u32,
+            mode: report.mode.to_string(),
+        })
+    })
+    .await
+}
+
+/// After a finished migration, removes the copies left at the source; returns how many.
+#[tauri::command]
+#[specta::specta]
+pub async fn migration_cleanup(app: AppHandle, url: String, token: String) -> AppResult<u32> {
+    blocking(app, move |_, state| {
+        let client = server_client(state, &url, &token)?;
+        let mut guard = state.project.lock().map_err(AppError::internal)?;
+        let project = guard.as_mut().ok_or_else(AppError::no_project)?;
+        Ok(project.cleanup_migration_source(&client)? as u32)
+    })
+    .await
 }

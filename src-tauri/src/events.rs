@@ -99,3 +99,14 @@ pub struct DownloadProgress {
     /// Bytes expected (0 when unknown).
     pub total: f64,
 }
+
+/// Progress of a migration: `copy` or `verify`, items done of total.
+#[derive(Debug, Clone, Serialize, Deserialize, Type, Event)]
+pub struct MigrationProgress {
+    /// `copy` or `verify`.
+    pub phase: String,
+    /// Items done.
+    pub done: f64,
+    /// Items in all.
+    pub total: f64,
+}

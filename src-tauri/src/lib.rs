@@ -58,6 +58,11 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::use_compressor_model,
             commands::import_embedding_model,
             commands::download_embedding_model,
+            commands::server_check,
+            commands::migration_pending,
+            commands::migration_plan,
+            commands::migrate,
+            commands::migration_cleanup,
             commands::set_indexer_paused,
             commands::set_ignored_paths,
             commands::indexer_status,
@@ -66,7 +71,8 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
         .events(collect_events![
             IndexerStatus,
             ReferencesChanged,
-            events::DownloadProgress
+            events::DownloadProgress,
+            events::MigrationProgress
         ])
 }
 

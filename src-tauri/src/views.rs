@@ -463,3 +463,48 @@ pub struct WizardChoice {
     /// Allow network use (model downloads; a sync server).
     pub allow_network: bool,
 }
+
+/// What a migration will move (the wizard's plan step).
+#[derive(Debug, Clone, Serialize, Type)]
+pub struct MigrationPlanView {
+    /// `to-server` or `to-local`.
+    pub direction: String,
+    /// The server.
+    pub server: String,
+    /// Conversations to move.
+    pub conversations: u32,
+    /// Moments to move.
+    pub moments: u32,
+    /// Bytes to move.
+    pub bytes: f64,
+    /// Files that cannot be moved, with why (they stay where they are).
+    pub skipped: Vec<String>,
+}
+
+/// A migration that an earlier run (or a crash) left unfinished.
+#[derive(Debug, Clone, Serialize, Type)]
+pub struct MigrationPendingView {
+    /// `to-server` or `to-local`.
+    pub direction: String,
+    /// The server.
+    pub server: String,
+    /// Items planned.
+    pub items: u32,
+    /// Where it stopped: `copy`, `verify`, `flip` or `done`.
+    pub phase: String,
+}
+
+/// A finished migration.
+#[derive(Debug, Clone, Serialize, Type)]
+pub struct MigrationResultView {
+    /// Whether it finished one an earlier run started.
+    pub resumed: bool,
+    /// Items copied by this run.
+    pub copied: u32,
+    /// Items read back from the destination with the expected hash.
+    pub verified: u32,
+    /// Code blocks turned into references (to-local).
+    pub code_blocks_to_references: u32,
+    /// The storage mode now.
+    pub mode: String,
+}

@@ -198,6 +198,62 @@ async downloadEmbeddingModel(name: string) : Promise<Result<string, AppError>> {
 }
 },
 /**
+ * Checks a server URL and token; returns the user name the token belongs to.
+ */
+async serverCheck(url: string, token: string) : Promise<Result<string, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("server_check", { url, token }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * The migration an earlier run left unfinished, if any.
+ */
+async migrationPending() : Promise<Result<MigrationPendingView | null, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("migration_pending") };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * What a migration would move, without moving anything.
+ */
+async migrationPlan(direction: string, url: string, token: string) : Promise<Result<MigrationPlanView, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("migration_plan", { direction, url, token }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Runs (or resumes) a migration: copy, verify, switch the storage mode; reports progress
+ * with `MigrationProgress` events.
+ */
+async migrate(direction: string, url: string, token: string) : Promise<Result<MigrationResultView, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("migrate", { direction, url, token }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * After a finished migration, removes the copies left at the source; returns how many.
+ */
+async migrationCleanup(url: string, token: string) : Promise<Result<number, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("migration_cleanup", { url, token }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
  * Pauses or resumes the background indexer.
  */
 async setIndexerPaused(paused: boolean) : Promise<Result<IndexerStatus, AppError>> {
@@ -252,10 +308,12 @@ async uiReady() : Promise<Result<number, AppError>> {
 export const events = __makeEvents__<{
 downloadProgress: DownloadProgress,
 indexerStatus: IndexerStatus,
+migrationProgress: MigrationProgress,
 referencesChanged: ReferencesChanged
 }>({
 downloadProgress: "download-progress",
 indexerStatus: "indexer-status",
+migrationProgress: "migration-progress",
 referencesChanged: "references-changed"
 })
 
@@ -630,6 +688,94 @@ timestamp: string;
  * Its code references, checked now.
  */
 references: ReferenceView[] }
+/**
+ * A migration that an earlier run (or a crash) left unfinished.
+ */
+export type MigrationPendingView = { 
+/**
+ * `to-server` or `to-local`.
+ */
+direction: string; 
+/**
+ * The server.
+ */
+server: string; 
+/**
+ * Items planned.
+ */
+items: number; 
+/**
+ * Where it stopped: `copy`, `verify`, `flip` or `done`.
+ */
+phase: string }
+/**
+ * What a migration will move (the wizard's plan step).
+ */
+export type MigrationPlanView = { 
+/**
+ * `to-server` or `to-local`.
+ */
+direction: string; 
+/**
+ * The server.
+ */
+server: string; 
+/**
+ * Conversations to move.
+ */
+conversations: number; 
+/**
+ * Moments to move.
+ */
+moments: number; 
+/**
+ * Bytes to move.
+ */
+bytes: number; 
+/**
+ * Files that cannot be moved, with why (they stay where they are).
+ */
+skipped: string[] }
+/**
+ * Progress of a migration: `copy` or `verify`, items done of total.
+ */
+export type MigrationProgress = { 
+/**
+ * `copy` or `verify`.
+ */
+phase: string; 
+/**
+ * Items done.
+ */
+done: number; 
+/**
+ * Items in all.
+ */
+total: number }
+/**
+ * A finished migration.
+ */
+export type MigrationResultView = { 
+/**
+ * Whether it finished one an earlier run started.
+ */
+resumed: boolean; 
+/**
+ * Items copied by this run.
+ */
+copied: number; 
+/**
+ * Items read back from the destination with the expected hash.
+ */
+verified: number; 
+/**
+ * Code blocks turned into references (to-local).
+ */
+code_blocks_to_references: number; 
+/**
+ * The storage mode now.
+ */
+mode: string }
 /**
  * One moment.
  */

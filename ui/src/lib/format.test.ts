@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { location, snippetParts, statusLabel, statusTone, timeAgo } from "./format";
+import { location, snippetParts, statusLabel, statusTone, timeAgo, formatBytes } from "./format";
 import { scrollToRow, visibleWindow } from "./virtual";
 
 describe("snippetParts", () => {
@@ -66,5 +66,15 @@ describe("virtual list window", () => {
     expect(scrollToRow(0, 50, 100, 300)).toBe(0);
     expect(scrollToRow(3, 50, 100, 300)).toBe(100);
     expect(scrollToRow(10, 50, 100, 300)).toBe(250);
+  });
+});
+
+describe("formatBytes", () => {
+  it("uses the unit that keeps the number short", () => {
+    expect(formatBytes(0)).toBe("0 B");
+    expect(formatBytes(999)).toBe("999 B");
+    expect(formatBytes(4200)).toBe("4.2 KB");
+    expect(formatBytes(13_000_000)).toBe("13.0 MB");
+    expect(formatBytes(2.5e9)).toBe("2.5 GB");
   });
 });

@@ -73,3 +73,11 @@ export function location(file: string | null | undefined, lines: [number, number
 export function count(n: number): string {
   return n.toLocaleString("en-US");
 }
+
+/** A size for people: `812 B`, `4.2 KB`, `13.0 MB` (decimal units, like the CLI). */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1000) return `${Math.round(bytes)} B`;
+  if (bytes < 1e6) return `${(bytes / 1e3).toFixed(1)} KB`;
+  if (bytes < 1e9) return `${(bytes / 1e6).toFixed(1)} MB`;
+  return `${(bytes / 1e9).toFixed(1)} GB`;
+}
