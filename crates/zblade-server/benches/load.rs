@@ -117,7 +117,7 @@ fn run_backend(backend: &'static str, db: String, clients: usize, seconds: u64) 
                     // Half uploads (a third of them replays), a quarter lists, a quarter searches.
                     let (op, request) = match n % 4 {
                         0 | 1 => {
-                            let k = if n % 3 == 0 { n / 3 } else { n };
+                            let k = if n.is_multiple_of(3) { n / 3 } else { n };
                             let id = format!("conv_c{c}_{k}");
                             let body = conversation(&id, project, c * 100_000 + k);
                             (
