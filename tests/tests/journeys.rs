@@ -108,7 +108,8 @@ fn an_artifact_written_without_its_index_rows_is_recovered() {
     );
 }
 
-/// A project switched to server mode by hand is not silently written to locally.
+/// A project switched to server mode by hand, with no server set up, is not silently written
+/// to locally: the error says what is missing.
 #[test]
 fn server_mode_is_refused_plainly_by_local_writes() {
     let dir = tempfile::tempdir().unwrap();
@@ -122,6 +123,6 @@ fn server_mode_is_refused_plainly_by_local_writes() {
         .add_conversation(conversation_json("conv_s", "x", 1).as_bytes(), "s.json")
         .unwrap_err();
     assert!(err.is_user_error());
-    assert!(err.to_string().contains("storage.mode"), "{err}");
+    assert!(err.to_string().contains("storage.server_url"), "{err}");
     assert!(!project.layout().conversation_path("conv_s").exists());
 }
