@@ -273,6 +273,24 @@ impl Project {
                     Direction::ToServer => StorageMode::Server,
                     Direction::ToLocal => StorageMode::Local,
                 };
+                // Run again after it finished (say the process was killed just before it could
+                // report): the same migration is done; say so instead of failing.
+                if self.settings.storage.mode == wanted
+                    && let Some(last) = self.last_migration()
+                    && last.phase == Phase::Done
+                    && last.plan.direction == direction
+                    && last.plan.server == client.url()
+                {
+                    let verified = last.plan.items.len();
+                    return Ok(MigrationReport {
+                        plan: last.plan,
+                        resumed: true,
+                        copied: 0,
+                        verified,
+                        code_blocks_to_references: 0,
+                        mode: wanted,
+                    });
+                }
                 if self.settings.storage.mode == wanted && direction == Direction::ToServer {
                     return Err(Error::Usage(format!("storage.mode is already {wanted}")));
                 }
@@ -343,6 +361,12 @@ impl Project {
             code_blocks_to_references: converted,
             mode: self.settings.storage.mode,
         })
+    }
+
+    /// The record of the last finished migration, if it can be read.
+    fn last_migration(&self) -> Option<Journal> {
+        let bytes = std::fs::read(journal_dir(self).join("last.json")).ok()?;
+        serde_json::from_slice(&bytes).ok()
     }
 
     fn write_journal(&self, journal: &Journal) -> Result<()> {

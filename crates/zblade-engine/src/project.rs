@@ -239,12 +239,12 @@ impl Project {
         Ok(outcomes.remove(0))
     }
 
-    /// Adds several parsed conversations at once: one lock, one batch of atomic file writes
-    /// and one index transaction. Each is validated first; if any is invalid nothing is written.
-    pub fn add_conversations(&mut self, conversations: Vec<(Conversation, String)>) -> Result<Vec<AddOutcome>> {
-        if self.is_server_mode() {
-            return self.add_conversations_to_server(conversations);
-        }
+    /// Validates conversations and fills in what `add` fills in (ids, project, times, title,
+    /// anchors of code references), the same in local and server mode.
+    pub(crate) fn prepare_conversations(
+        &self,
+        conversations: Vec<(Conversation, String)>,
+    ) -> Result<Vec<Conversation>> {
         let now = Utc::now().trunc_subsecs(3);
         let mut prepared = Vec::with_capacity(conversations.len());
         for (mut conv, source) in conversations {
@@ -257,6 +257,16 @@ impl Project {
                 .flat_map(|c| c.messages.iter_mut())
                 .flat_map(|m| m.code_references.iter_mut()),
         );
+        Ok(prepared)
+    }
+
+    /// Adds several parsed conversations at once: one lock, one batch of atomic file writes
+    /// and one index transaction. Each is validated first; if any is invalid nothing is written.
+    pub fn add_conversations(&mut self, conversations: Vec<(Conversation, String)>) -> Result<Vec<AddOutcome>> {
+        let prepared = self.prepare_conversations(conversations)?;
+        if self.is_server_mode() {
+            return self.add_conversations_to_server(prepared);
+        }
         let _lock = WriteLock::acquire(&self.layout)?;
         let mut files = Vec::with_capacity(prepared.len());
         let mut outcomes = Vec::with_capacity(prepared.len());

@@ -33,25 +33,10 @@ impl Project {
         Client::new(url, &token)
     }
 
-    /// Server mode's `add`: the same preparation as local mode (ids, project, times, anchors
-    /// of code references), then a PUT per artifact; nothing is written under `.zblade/`.
-    pub(crate) fn add_conversations_to_server(
-        &mut self,
-        conversations: Vec<(Conversation, String)>,
-    ) -> Result<Vec<AddOutcome>> {
+    /// Server mode's `add`: conversations prepared as in local mode
+    /// ([`Project::prepare_conversations`]), then a PUT each; nothing is written under `.zblade/`.
+    pub(crate) fn add_conversations_to_server(&mut self, prepared: Vec<Conversation>) -> Result<Vec<AddOutcome>> {
         let client = self.server_client()?;
-        let now = Utc::now().trunc_subsecs(3);
-        let mut prepared = Vec::with_capacity(conversations.len());
-        for (mut conv, source) in conversations {
-            conv.prepare_for_store(&self.settings.project.id, self.layout.root(), &source, now)?;
-            prepared.push(conv);
-        }
-        self.capture_references(
-            prepared
-                .iter_mut()
-                .flat_map(|c| c.messages.iter_mut())
-                .flat_map(|m| m.code_references.iter_mut()),
-        );
         let project = &self.settings.project.id;
         let mut outcomes = Vec::with_capacity(prepared.len());
         for conv in &prepared {
