@@ -301,12 +301,9 @@ impl Project {
         Ok(outcomes.remove(0))
     }
 
-    /// Adds several parsed moments; each is validated first, and if any is invalid (or names
-    /// a conversation this project lacks, or reuses another artifact's id) nothing is written.
-    pub fn add_moments(&mut self, moments: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
-        if self.is_server_mode() {
-            return self.add_moments_to_server(moments);
-        }
+    /// Validates moments and fills in what `add` fills in (ids, times, anchors of code
+    /// references), the same in local and server mode; each keeps its source name.
+    pub(crate) fn prepare_moments(&self, moments: Vec<(Moment, String)>) -> Result<Vec<(Moment, String)>> {
         let now = Utc::now().trunc_subsecs(3);
         let mut prepared = Vec::with_capacity(moments.len());
         for (mut moment, source) in moments {
@@ -314,6 +311,16 @@ impl Project {
             prepared.push((moment, source));
         }
         self.capture_references(prepared.iter_mut().flat_map(|(m, _)| m.code_references.iter_mut()));
+        Ok(prepared)
+    }
+
+    /// Adds several parsed moments; each is validated first, and if any is invalid (or names
+    /// a conversation this project lacks, or reuses another artifact's id) nothing is written.
+    pub fn add_moments(&mut self, moments: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
+        let prepared = self.prepare_moments(moments)?;
+        if self.is_server_mode() {
+            return self.add_moments_to_server(prepared.into_iter().map(|(m, _)| m).collect());
+        }
         let _lock = WriteLock::acquire(&self.layout)?;
         let mut outcomes = Vec::with_capacity(prepared.len());
         for (moment, source) in &prepared {

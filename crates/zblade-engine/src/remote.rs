@@ -4,7 +4,6 @@
 //! there, only titles and tags may leave the machine, and only with `sync_metadata` on
 //! ([`Project::sync_metadata`]).
 
-use chrono::{SubsecRound, Utc};
 use zblade_core::{Conversation, Error, Moment, Result, StorageMode};
 use zblade_index::{ConversationSummary, HitKind, SearchHit};
 use zblade_sync::{Client, Kind, Metadata};
@@ -60,16 +59,9 @@ impl Project {
         Ok(outcomes)
     }
 
-    /// Server mode's `add` for moments.
-    pub(crate) fn add_moments_to_server(&mut self, moments: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
+    /// Server mode's `add` for moments prepared as in local mode ([`Project::prepare_moments`]).
+    pub(crate) fn add_moments_to_server(&mut self, prepared: Vec<Moment>) -> Result<Vec<AddOutcome>> {
         let client = self.server_client()?;
-        let now = Utc::now().trunc_subsecs(3);
-        let mut prepared = Vec::with_capacity(moments.len());
-        for (mut moment, source) in moments {
-            moment.prepare_for_store(self.layout.root(), &source, now)?;
-            prepared.push(moment);
-        }
-        self.capture_references(prepared.iter_mut().flat_map(|m| m.code_references.iter_mut()));
         let project = &self.settings.project.id;
         let mut outcomes = Vec::with_capacity(prepared.len());
         for moment in &prepared {
