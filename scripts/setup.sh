@@ -24,6 +24,9 @@ pkg-config --exists librsvg-2.0 2>/dev/null || missing+=(librsvg2-dev)
 [ -e /usr/include/xdo.h ] || missing+=(libxdo-dev)
 command -v Xvfb >/dev/null 2>&1 || missing+=(xvfb xauth)
 command -v import >/dev/null 2>&1 || missing+=(imagemagick)
+command -v xwininfo >/dev/null 2>&1 || missing+=(x11-utils)
+# The tray test compiles a tiny X11 client that asks the window to close (ui/e2e/close-window.c).
+[ -e /usr/include/X11/Xlib.h ] || missing+=(libx11-dev)
 command -v WebKitWebDriver >/dev/null 2>&1 || missing+=(webkit2gtk-driver)
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 # The sync server's PostgreSQL backend is tested against a private cluster (scripts/pg.sh).

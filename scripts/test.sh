@@ -47,7 +47,7 @@ fi
 # both binaries (their packages have integration tests); a separate `cargo build` would build
 # LanceDB a second time, with the features of a build without dev-dependencies.
 ZBLADE_APP="$CARGO_TARGET_DIR/debug/zblade-app" ZBLADE="$CARGO_TARGET_DIR/debug/zblade" \
-  ZBLADE_E2E_OUT="$CARGO_TARGET_DIR/e2e-screenshots" node --test ui/e2e/ 2>&1 | tee -a "$log"
+  ZBLADE_SERVER="$CARGO_TARGET_DIR/debug/zblade-server" ZBLADE_E2E_OUT="$CARGO_TARGET_DIR/e2e-screenshots" node --test ui/e2e/ 2>&1 | tee -a "$log"
 
 # The desktop app's benchmark in its smoke version (small project, writes nothing), so it cannot rot.
 ZBLADE_APP="$CARGO_TARGET_DIR/debug/zblade-app" ZBLADE="$CARGO_TARGET_DIR/debug/zblade" node ui/bench/app.mjs

@@ -4,7 +4,8 @@
 //!   generated from [`specta_builder`] by the `bindings_are_current` test and committed.
 //! - [`indexer`]: the background indexer (index, then watch) that keeps running in the tray
 //!   while the window is closed.
-//! - [`tray`]: the tray icon and menu. [`config`]: the app's own settings (first-run wizard
+//! - [`tray`]: the tray icon and menu; [`relaunch`]: the light tray shape the app takes while
+//!   its window is closed, and the window shape it takes to show it. [`config`]: the app's own settings (first-run wizard
 //!   answers, recent projects). [`network`]: the consent gate every network use passes.
 //!
 //! The window shows the Svelte UI from `ui/dist` under a strict CSP; the only capability is the
@@ -17,6 +18,7 @@ pub mod events;
 pub mod indexer;
 pub mod instance;
 pub mod network;
+pub mod relaunch;
 pub mod state;
 pub mod tray;
 pub mod views;
@@ -127,11 +129,17 @@ fn publish_status(app: &AppHandle, status: IndexerStatus) {
         status
     };
     *state.indexer_status.lock().expect("status lock") = status.clone();
-    if let Some(tray) = app.try_state::<Mutex<Option<tray::Tray>>>()
-        && let Some(tray) = tray.lock().expect("tray lock").as_ref()
-    {
-        tray.show_status(&status);
-    }
+    // The tray lives on the main thread, and Tauri makes other threads wait for it there. The
+    // indexer must never wait for the main thread — which itself waits for the indexer when it
+    // stops it (Quit, Pause, switching shape) — so the update is posted, not awaited.
+    let (handle, shown) = (app.clone(), status.clone());
+    let _ = app.run_on_main_thread(move || {
+        if let Some(tray) = handle.try_state::<Mutex<Option<tray::Tray>>>()
+            && let Some(tray) = tray.lock().expect("tray lock").as_ref()
+        {
+            tray.show_status(&shown);
+        }
+    });
     let _ = status.emit(app);
 }
 
@@ -173,6 +181,12 @@ pub fn run() {
         .skip(1)
         .find(|a| !a.starts_with("--"))
         .map(std::path::PathBuf::from);
+
+    // In the tray the app runs in its light shape (see `relaunch`).
+    if hidden && !relaunch::in_light_tray() {
+        let error = relaunch::exec_tray(open_arg.as_deref());
+        eprintln!("zblade: could not restart in the light tray shape ({error}); going on as is");
+    }
 
     // One app per user: a second launch shows the running app's window and exits.
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -238,11 +252,22 @@ pub fn run() {
         .on_window_event(|window, event| {
             if let WindowEvent::CloseRequested { .. } = event {
                 let app = window.app_handle();
-                // With a tray the window closes (and its web view is freed) while the indexer
-                // keeps running; `ExitRequested` below keeps the app alive. Without one,
-                // closing the window quits.
-                if !has_tray(app) {
-                    app.state::<AppState>().stop_indexer();
+                // With a tray the app goes back to its light tray shape, the indexer started
+                // again there; should that fail, the window closes (its web view freed) and
+                // `ExitRequested` below keeps the app alive. Without a tray, closing quits.
+                let state = app.state::<AppState>();
+                if has_tray(app) {
+                    let project = state.project_root();
+                    state.stop_indexer();
+                    let error = relaunch::exec_tray(project.as_deref());
+                    eprintln!("zblade: could not return to the light tray shape ({error})");
+                    if let Some(root) = project
+                        && !state.config().indexer_paused
+                    {
+                        state.start_indexer(root, indexer_sink(app.clone()));
+                    }
+                } else {
+                    state.stop_indexer();
                 }
             }
         })

@@ -78,6 +78,19 @@ impl Tray {
 /// the window exists only while it is on screen. Closing it destroys it and its WebKit web
 /// process, so the tray indexer runs without a browser engine's memory.
 pub fn show_window(app: &AppHandle) {
+    // The light tray shape has no OpenGL for a web view: become the window shape instead.
+    if crate::relaunch::in_light_tray() {
+        let state = app.state::<crate::state::AppState>();
+        let project = state.project_root();
+        state.stop_indexer();
+        let error = crate::relaunch::exec_window(project.as_deref());
+        eprintln!("zblade: could not restart with a window ({error}); opening it here");
+        if let Some(root) = project
+            && !state.config().indexer_paused
+        {
+            state.start_indexer(root, crate::indexer_sink(app.clone()));
+        }
+    }
     if let Some(window) = app.get_webview_window("main") {
         let _ = window.show();
         let _ = window.unminimize();

@@ -208,6 +208,14 @@ fn server_mode_story(backend: &str) {
     assert!(listed.contains("conv_s1"), "{listed}");
     let found = run(root, config.path(), &["--json", "search", "wombatcache"]);
     assert!(found.contains("conv_s1"), "{found}");
+    let hits: serde_json::Value = serde_json::from_str(&found).unwrap();
+    assert!(
+        hits["hits"][0]["timestamp"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("2026-")),
+        "server hits carry their time: {found}"
+    );
+    server_mode_readers(root, config.path(), backend);
     // Home again: what was added in server mode is now a local artifact, found by local search.
     run(root, config.path(), &["migrate", "to-local", "--yes"]);
     assert!(
@@ -232,4 +240,94 @@ fn server_mode_story(backend: &str) {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach the zblade server"));
+}
+
+/// `show`, `list moments`, `context`, `moments extract` and `summarize` in server mode read
+/// the server (nothing local holds memory), and code references are checked here.
+fn server_mode_readers(root: &Path, config: &Path, backend: &str) {
+    let file = root.join("decision.json");
+    let decision = serde_json::json!({
+        "conversation_id": "conv_s2",
+        "title": "Retry policy",
+        "messages": [
+            {"role": "user", "content": "How should the quokkasync client retry?"},
+            {"role": "assistant",
+             "content": "We decided to use exponential backoff in the quokkasync client because the upstream limits bursts.",
+             "code_references": [{"file": "src/lib.rs", "lines": [1, 2]}]},
+            {"role": "user", "content": "Unrelated: lunch at noon."}
+        ]
+    });
+    std::fs::write(&file, decision.to_string()).unwrap();
+    run(root, config, &["add", "conversation", file.to_str().unwrap()]);
+
+    // show: the artifact from the server, its reference checked against the working tree.
+    let shown: serde_json::Value = serde_json::from_str(&run(root, config, &["--json", "show", "conv_s2"])).unwrap();
+    assert_eq!(shown["kind"], "conversation", "{backend}: {shown}");
+    assert_eq!(shown["conversation"]["messages"].as_array().unwrap().len(), 3);
+    assert_eq!(shown["references"][0]["status"], "ok", "{shown}");
+    assert_eq!(shown["references"][0]["code"][0], "fn a() {}", "{shown}");
+    let out = Command::new(zblade_bin())
+        .arg("--project")
+        .arg(root)
+        .args(["show", "msg_0"])
+        .env("ZBLADE_CONFIG_DIR", config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("server mode"));
+
+    // context: the matching turn (not the unrelated one) and its code, read now.
+    let context: serde_json::Value = serde_json::from_str(&run(
+        root,
+        config,
+        &["context", "quokkasync backoff", "--json", "--budget", "2000"],
+    ))
+    .unwrap();
+    let text = context["text"].as_str().unwrap();
+    assert!(
+        text.contains("exponential backoff in the quokkasync client"),
+        "{backend}: {text}"
+    );
+    assert!(!text.contains("lunch at noon"), "{text}");
+    assert!(
+        text.contains("fn b() {}"),
+        "the referenced code, from the working tree: {text}"
+    );
+    assert!(context["tokens"].as_u64().unwrap() <= 2000);
+    let recent: serde_json::Value = serde_json::from_str(&run(
+        root,
+        config,
+        &["context", "anything", "--conversation", "conv_s2", "--json"],
+    ))
+    .unwrap();
+    assert!(recent["text"].as_str().unwrap().contains("lunch at noon"), "{recent}");
+
+    // moments extract: read from the server, moments written there; list and show find them.
+    let extracted: serde_json::Value =
+        serde_json::from_str(&run(root, config, &["--json", "moments", "extract", "conv_s2"])).unwrap();
+    let written = extracted["written"].as_array().unwrap();
+    assert!(!written.is_empty(), "{backend}: {extracted}");
+    assert!(
+        !root.join(".zblade/artifacts/moments").exists()
+            || std::fs::read_dir(root.join(".zblade/artifacts/moments"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+    let moments: serde_json::Value = serde_json::from_str(&run(root, config, &["--json", "list", "moments"])).unwrap();
+    let listed = moments.as_array().or_else(|| moments["moments"].as_array()).unwrap();
+    assert!(
+        listed
+            .iter()
+            .any(|m| m["type"] == "decision" && m["content"].as_str().unwrap().contains("quokkasync")),
+        "{moments}"
+    );
+    let id = written[0].as_str().unwrap();
+    let moment: serde_json::Value = serde_json::from_str(&run(root, config, &["--json", "show", id])).unwrap();
+    assert_eq!(moment["kind"], "moment", "{moment}");
+    assert_eq!(moment["references"][0]["status"], "ok", "{moment}");
+
+    // summarize: the conversation read from the server, the summary kept in the cache.
+    run(root, config, &["summarize", "conv_s2"]);
+    assert!(root.join(".zblade/cache/summaries/conv_s2.json").exists());
 }

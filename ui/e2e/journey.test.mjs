@@ -1,12 +1,12 @@
 // End-to-end journey in the real app window: WebKitGTK under Xvfb, driven through tauri-driver
 // and WebKitWebDriver with WebdriverIO. First-run wizard → open the fixture project → search →
 // open a conversation → the test edits the referenced file on disk → the chip's status changes
-// without a reload; then every other view. A screenshot of each step goes to $ZBLADE_E2E_OUT.
+// without a reload; then every other view, and the migration wizard against a real sync server. A screenshot of each step goes to $ZBLADE_E2E_OUT.
 //
 // Also proves the privacy promise: a counting HTTP server stands in for the model hub, and it
 // must see no request at all before the user allows network use, and one after.
 //
-// Run by scripts/test.sh (needs ZBLADE_APP, ZBLADE and a built ui/dist).
+// Run by scripts/test.sh (needs ZBLADE_APP, ZBLADE, ZBLADE_SERVER and a built ui/dist).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
@@ -19,6 +19,7 @@ import { remote } from "webdriverio";
 
 const app = process.env.ZBLADE_APP;
 const cli = process.env.ZBLADE;
+const server = process.env.ZBLADE_SERVER;
 const repo = new URL("../..", import.meta.url).pathname;
 const out = process.env.ZBLADE_E2E_OUT ?? join(tmpdir(), "zblade-e2e");
 mkdirSync(out, { recursive: true });
@@ -48,7 +49,7 @@ async function waitForPort(port, ms) {
 }
 
 test("desktop journey", { timeout: 240_000 }, async (t) => {
-  assert.ok(app && cli, "ZBLADE_APP and ZBLADE must name the built binaries");
+  assert.ok(app && cli && server, "ZBLADE_APP, ZBLADE and ZBLADE_SERVER must name the built binaries");
   const work = mkdtempSync(join(tmpdir(), "zblade-e2e-"));
   const project = join(work, "demo");
   execFileSync("bash", [join(repo, "scripts/demo-project.sh"), project, cli], { stdio: "inherit" });
@@ -189,7 +190,35 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   await browser.waitUntil(async () => requests.length > 0, { timeout: 15_000, timeoutMsg: "no request after consent" });
   await shot("13-settings-after-consent");
 
-  // 8. One app per user: a second launch hands over to the running one and exits.
+  // 8. The migration wizard, against a real zblade-server: test the server, see the plan,
+  // migrate, see the verification.
+  const db = join(work, "server.db");
+  const token = JSON.parse(execFileSync(server, ["user", "add", "e2e", "--db", db, "--json"], { encoding: "utf8" })).token;
+  const serverPort = await freePort();
+  const sync = spawn(server, ["serve", "--db", db, "--listen", `127.0.0.1:${serverPort}`], { stdio: "ignore" });
+  children.push(sync);
+  await waitForPort(serverPort, 15_000);
+  const url = await byTest("migration-url");
+  await url.scrollIntoView();
+  await url.setValue(`http://127.0.0.1:${serverPort}`);
+  await (await byTest("migration-token")).setValue(token);
+  await (await byTest("migration-test")).click();
+  await browser.waitUntil(async () => (await (await byTest("migration-wizard")).getText()).includes("Connected as e2e"), {
+    timeout: 15_000,
+    timeoutMsg: "the server test did not say who is connected",
+  });
+  await (await byTest("migration-plan")).click();
+  const planText = await byTest("migration-plan-text");
+  await planText.waitForDisplayed({ timeout: 15_000 });
+  assert.match(await planText.getText(), /[1-9]\d* conversation\(s\)/);
+  await shot("14-migration-plan");
+  await (await byTest("migration-start")).click();
+  const migrated = await byTest("migration-result");
+  await migrated.waitForDisplayed({ timeout: 60_000 });
+  assert.match(await migrated.getText(), /verified at the destination; storage is now server/);
+  await shot("15-migration-done");
+
+  // 9. One app per user: a second launch hands over to the running one and exits.
   const second = spawn(app, [], { env, stdio: ["ignore", "ignore", "pipe"] });
   let said = "";
   second.stderr.on("data", (d) => (said += d));

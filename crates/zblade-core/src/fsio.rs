@@ -15,9 +15,32 @@ pub const TEMP_MARKER: &str = ".zblade-tmp-";
 
 /// Writes `bytes` to `path` atomically and durably (temp file, fsync, rename, fsync dir).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_as(path, bytes, false)
+}
+
+/// [`write_atomic`] for secrets: on Unix the file is readable and writable by its owner only
+/// from the moment it is created, never with the umask's mode in between.
+pub fn write_atomic_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_as(path, bytes, true)
+}
+
+fn create_temp(tmp: &Path, private: bool) -> std::io::Result<File> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    if private {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    #[cfg(not(unix))]
+    let _ = private;
+    options.open(tmp)
+}
+
+fn write_atomic_as(path: &Path, bytes: &[u8], private: bool) -> Result<()> {
     let tmp = temp_path_for(path);
     let result = (|| {
-        let mut file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        let mut file = create_temp(&tmp, private).map_err(|e| Error::io(&tmp, e))?;
         file.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
         file.sync_all().map_err(|e| Error::io(&tmp, e))?;
         fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
@@ -122,6 +145,19 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 1, "leftover files: {names:?}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn private_writes_are_owner_only_over_a_readable_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("credentials.json");
+        write_atomic(&target, b"{}").unwrap();
+        fs::set_permissions(&target, fs::Permissions::from_mode(0o644)).unwrap();
+        write_atomic_private(&target, b"{\"k\": \"secret\"}").unwrap();
+        assert_eq!(fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(fs::read(&target).unwrap(), b"{\"k\": \"secret\"}");
     }
 
     #[test]

@@ -38,7 +38,7 @@ mod watch;
 
 pub use code::CodeIndexReport;
 pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus, gguf_dir};
-pub use context::{ContextRequest, ContextResult, DEFAULT_BUDGET, MAX_QUERY_CHARS, RECENT_WINDOW};
+pub use context::{ContextRequest, ContextResult, ContextTimings, DEFAULT_BUDGET, MAX_QUERY_CHARS, RECENT_WINDOW};
 pub use extract::ExtractReport;
 pub use fsck::{FsckReport, Problem, ProblemKind};
 pub use migrate::{

@@ -371,6 +371,9 @@ impl Project {
 
     /// Moments, newest first; optionally of one type (`decision`, `pattern`, ...).
     pub fn list_moments(&self, limit: usize, offset: usize, kind: Option<&str>) -> Result<Vec<MomentSummary>> {
+        if self.is_server_mode() {
+            return self.list_moments_on_server(limit, offset, kind);
+        }
         self.index()?.list_moments(limit, offset, kind)
     }
 

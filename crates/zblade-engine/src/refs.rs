@@ -3,7 +3,7 @@
 
 use chrono::{SecondsFormat, Utc};
 use serde::Serialize;
-use zblade_core::{CodeReference, Error, Result};
+use zblade_core::{CodeReference, Conversation, Error, Moment, Result};
 use zblade_index::{LiveLocation, StoredReference};
 use zblade_refs::{Checked, Checker, GitRepo, RefRecord};
 
@@ -46,6 +46,65 @@ pub struct ReferenceReport {
     /// The code at the live location, read from the working tree now (when hydrated).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<Vec<String>>,
+}
+
+/// The references an artifact carries, keyed as the index keys them (`conv_…/msg_…/N`,
+/// `moment_…/N`): server mode has no index, and checks them straight from the artifact.
+pub(crate) fn references_in_conversation(conv: &Conversation) -> Vec<StoredReference> {
+    conv.messages
+        .iter()
+        .flat_map(|message| {
+            message.code_references.iter().enumerate().map(|(i, reference)| {
+                stored_reference(
+                    format!("{}/{}/{i}", conv.conversation_id, message.id),
+                    Some(&conv.conversation_id),
+                    Some(&message.id),
+                    None,
+                    reference,
+                )
+            })
+        })
+        .collect()
+}
+
+/// See [`references_in_conversation`].
+pub(crate) fn references_in_moment(moment: &Moment) -> Vec<StoredReference> {
+    moment
+        .code_references
+        .iter()
+        .enumerate()
+        .map(|(i, reference)| {
+            stored_reference(
+                format!("{}/{i}", moment.id),
+                moment.conversation_id.as_deref(),
+                None,
+                Some(&moment.id),
+                reference,
+            )
+        })
+        .collect()
+}
+
+/// A reference as captured in an artifact, under `key`.
+pub(crate) fn stored_reference(
+    key: String,
+    conversation_id: Option<&str>,
+    message_id: Option<&str>,
+    moment_id: Option<&str>,
+    reference: &CodeReference,
+) -> StoredReference {
+    StoredReference {
+        key,
+        conversation_id: conversation_id.map(str::to_string),
+        message_id: message_id.map(str::to_string),
+        moment_id: moment_id.map(str::to_string),
+        file: reference.file.clone(),
+        lines: reference.lines,
+        context: reference.context.clone().or_else(|| reference.purpose.clone()),
+        git_hash: reference.git_hash.clone(),
+        commit: reference.commit.clone(),
+        anchor: reference.anchor.clone(),
+    }
 }
 
 fn record(stored: &StoredReference) -> RefRecord {

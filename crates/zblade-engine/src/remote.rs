@@ -4,11 +4,15 @@
 //! there, only titles and tags may leave the machine, and only with `sync_metadata` on
 //! ([`Project::sync_metadata`]).
 
-use zblade_core::{Conversation, Error, Moment, Result, StorageMode};
-use zblade_index::{ConversationSummary, HitKind, SearchHit};
+use zblade_core::{Conversation, Error, Moment, Result, StorageMode, artifact};
+use zblade_index::{ConversationSummary, HitKind, MomentSummary, SearchHit};
 use zblade_sync::{Client, Kind, Metadata};
 
 use crate::{AddOutcome, Project};
+
+/// Server mode reads moments one GET each (the list carries no content); a listing reads at
+/// most this many, newest first.
+pub const MAX_LISTED_MOMENTS: usize = 2_000;
 
 impl Project {
     /// Whether memory lives on a sync server.
@@ -96,6 +100,77 @@ impl Project {
             .collect())
     }
 
+    /// Server mode: one conversation artifact, read from the server.
+    pub(crate) fn conversation_from_server(&self, id: &str) -> Result<Conversation> {
+        let client = self.server_client()?;
+        let bytes = client
+            .get_record(&self.settings.project.id, Kind::Conversation, id)?
+            .ok_or_else(|| Error::NotFound(format!("no conversation {id} on the sync server")))?;
+        artifact::parse_conversation(&bytes, &format!("{}: conversation {id}", client.url()))
+    }
+
+    /// Server mode: one moment artifact, read from the server (`None` when it has none).
+    pub(crate) fn moment_from_server(&self, id: &str) -> Result<Option<Moment>> {
+        let client = self.server_client()?;
+        let Some(bytes) = client.get_record(&self.settings.project.id, Kind::Moment, id)? else {
+            return Ok(None);
+        };
+        artifact::parse_moment(&bytes, &format!("{}: moment {id}", client.url())).map(Some)
+    }
+
+    /// Server mode's moment list, newest first, optionally of one type. The server's list has
+    /// no content, so each moment on the page is read (and, with a type filter, each moment
+    /// until the page is full); a moment that no longer parses is skipped, not fatal.
+    pub(crate) fn list_moments_on_server(
+        &self,
+        limit: usize,
+        offset: usize,
+        kind: Option<&str>,
+    ) -> Result<Vec<MomentSummary>> {
+        let client = self.server_client()?;
+        let project = &self.settings.project.id;
+        let mut records = client.list_records(project, Kind::Moment)?;
+        // RFC 3339 in UTC sorts as text.
+        records.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
+        let mut matching = 0;
+        let mut page = Vec::new();
+        for record in records.iter().take(MAX_LISTED_MOMENTS) {
+            if page.len() == limit {
+                break;
+            }
+            // Without a filter, the moments before the page need not be read.
+            if kind.is_none() && matching < offset {
+                matching += 1;
+                continue;
+            }
+            let Some(bytes) = client.get_record(project, Kind::Moment, &record.id)? else {
+                continue; // deleted meanwhile
+            };
+            let Ok(moment) = artifact::parse_moment(&bytes, &record.id) else {
+                continue;
+            };
+            if kind.is_some_and(|k| k != moment.kind.as_str()) {
+                continue;
+            }
+            matching += 1;
+            if matching <= offset {
+                continue;
+            }
+            page.push(MomentSummary {
+                artifact_path: format!("server:{}", moment.id),
+                kind: moment.kind.as_str().to_string(),
+                content: moment.content,
+                tags: moment.tags,
+                conversation_id: moment.conversation_id,
+                created_at: record.updated_at.clone(),
+                relevance_score: moment.relevance_score,
+                inline: false,
+                id: moment.id,
+            });
+        }
+        Ok(page)
+    }
+
     /// Server mode's search: the server's keyword search, as hits of conversations and moments.
     pub(crate) fn search_on_server(&self, text: &str, limit: usize) -> Result<Vec<SearchHit>> {
         let client = self.server_client()?;
@@ -111,7 +186,7 @@ impl Project {
                 id: h.id,
                 title: Some(h.title),
                 label: None,
-                timestamp: String::new(),
+                timestamp: h.updated_at,
                 // The server marks matches with [ ]; the CLI highlights « ».
                 snippet: h.snippet.replace('[', "«").replace(']', "»"),
                 score: h.score,

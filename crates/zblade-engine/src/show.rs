@@ -3,7 +3,7 @@
 use serde::Serialize;
 use zblade_core::{Conversation, Error, InlineMoment, Message, Moment, Result, ids};
 
-use crate::{Project, ReferenceReport, scan};
+use crate::{Project, ReferenceReport, refs, scan};
 
 /// What an id named.
 #[derive(Debug, Clone, Serialize)]
@@ -54,6 +54,9 @@ impl Project {
     /// Finds a conversation (`conv_…`), moment (`moment_…`) or message by id.
     pub fn show(&self, id: &str) -> Result<Shown> {
         ids::check_id(id, None).map_err(|why| Error::Usage(format!("invalid id: {why}")))?;
+        if self.is_server_mode() {
+            return self.show_from_server(id);
+        }
         if id.starts_with(ids::CONVERSATION) {
             let conversation = self.load_conversation(id)?;
             let owners: Vec<String> = conversation.messages.iter().map(|m| format!("{id}/{}", m.id)).collect();
@@ -109,7 +112,39 @@ impl Project {
         Ok(Shown::Messages { matches })
     }
 
+    /// Server mode's `show`: the artifact from the server, its references checked against
+    /// the working tree here. Messages are found through search (the server keeps no
+    /// per-message index).
+    fn show_from_server(&self, id: &str) -> Result<Shown> {
+        if id.starts_with(ids::CONVERSATION) {
+            let conversation = self.conversation_from_server(id)?;
+            let references = self.hydrate(&refs::references_in_conversation(&conversation));
+            return Ok(Shown::Conversation {
+                conversation: Box::new(conversation),
+                references,
+            });
+        }
+        if id.starts_with(ids::MOMENT) {
+            let moment = self
+                .moment_from_server(id)?
+                .ok_or_else(|| Error::NotFound(format!("no moment {id} on the sync server")))?;
+            let references = self.hydrate(&refs::references_in_moment(&moment));
+            return Ok(Shown::Moment {
+                moment: Box::new(moment),
+                references,
+            });
+        }
+        Err(Error::Usage(format!(
+            "{id} is not a conversation or moment id; in server mode `zblade show` takes those \
+             (find messages with `zblade search`)"
+        )))
+    }
+
+    /// A conversation artifact: from `.zblade/`, or in server mode from the server.
     pub(crate) fn load_conversation(&self, id: &str) -> Result<Conversation> {
+        if self.is_server_mode() {
+            return self.conversation_from_server(id);
+        }
         let path = self.layout.conversation_path(id);
         if !path.exists() {
             return Err(Error::NotFound(format!("no conversation {id} in this project")));

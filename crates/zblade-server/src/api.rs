@@ -123,6 +123,8 @@ pub struct AppState<S> {
     pub store: S,
     /// Requests per user and second.
     pub limiter: RateLimiter,
+    /// Failed sign-ins per client address.
+    pub failed_auth: RateLimiter<std::net::IpAddr>,
 }
 
 /// An id from a URL, by the artifact format's own rule (ASCII letters, digits, `_`, `-`; at
@@ -171,33 +173,51 @@ pub fn router<S: Store>(state: Arc<AppState<S>>, max_body: usize) -> Router {
         .with_state(state)
 }
 
-/// Every `/api/v0/` request: a bearer token of a user, within that user's rate.
+/// Every `/api/v0/` request: a bearer token of a user, within that user's rate. An address
+/// that keeps sending bad tokens is refused (429) before its tokens are looked up.
 async fn authenticate<S: Store>(
     State(state): State<Arc<AppState<S>>>,
     mut request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
+    let address = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|info| info.0.ip());
+    if let Some(address) = address
+        && let Err(wait) = state.failed_auth.peek(address)
+    {
+        let mut e = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            "too many failed sign-ins from this address; wait, then use a valid token",
+        );
+        e.retry_after = Some(wait);
+        return Err(e);
+    }
     let unauthorized = |why: &str| {
+        if let Some(address) = address {
+            let _ = state.failed_auth.check(address);
+        }
         let mut e = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", why);
         e.retry_after = None;
         e
     };
-    let header = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .ok_or_else(|| unauthorized("missing Authorization: Bearer <token>"))?;
-    let token = header
+    let Some(header) = request.headers().get(header::AUTHORIZATION) else {
+        return Err(unauthorized("missing Authorization: Bearer <token>"));
+    };
+    let Some(token) = header
         .to_str()
         .ok()
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| unauthorized("the Authorization header must be 'Bearer <token>'"))?;
-    let user = state
-        .store
-        .user_for_token(&hash_token(token))
-        .await?
-        .ok_or_else(|| unauthorized("unknown or revoked token"))?;
+    else {
+        return Err(unauthorized("the Authorization header must be 'Bearer <token>'"));
+    };
+    let Some(user) = state.store.user_for_token(&hash_token(token)).await? else {
+        return Err(unauthorized("unknown or revoked token"));
+    };
     if let Err(wait) = state.limiter.check(user.id) {
         let mut e = ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,

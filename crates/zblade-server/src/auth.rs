@@ -2,6 +2,7 @@
 //! server keeps only its sha256, so a leaked database does not leak working tokens.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -29,16 +30,21 @@ pub fn hash_token(secret: &str) -> String {
     hex::encode(Sha256::digest(secret.as_bytes()))
 }
 
-/// A token bucket per user: `rate` requests per second on average, bursts up to `burst`.
-pub struct RateLimiter {
+/// A token bucket per key (a user id; an address for failed sign-ins): `rate` events per
+/// second on average, bursts up to `burst`.
+pub struct RateLimiter<K = i64> {
     rate: f64,
     burst: f64,
-    buckets: Mutex<HashMap<i64, (f64, Instant)>>,
+    buckets: Mutex<HashMap<K, (f64, Instant)>>,
 }
 
-impl RateLimiter {
-    /// A limiter allowing `rate` requests per second per user, in bursts of `burst`.
-    pub fn new(rate: f64, burst: f64) -> RateLimiter {
+/// Buckets are forgotten once this many keys are held and they are full again, so a flood of
+/// addresses cannot grow the map without bound.
+const PRUNE_AT: usize = 10_000;
+
+impl<K: Hash + Eq + Clone> RateLimiter<K> {
+    /// A limiter allowing `rate` events per second per key, in bursts of `burst`.
+    pub fn new(rate: f64, burst: f64) -> RateLimiter<K> {
         RateLimiter {
             rate: rate.max(0.001),
             burst: burst.max(1.0),
@@ -46,15 +52,34 @@ impl RateLimiter {
         }
     }
 
-    /// Takes one request from `user`'s bucket, or says how long until one is free.
-    pub fn check(&self, user: i64) -> Result<(), Duration> {
+    /// Takes one event from `key`'s bucket, or says how long until one is free.
+    pub fn check(&self, key: K) -> Result<(), Duration> {
+        self.with_bucket(key, |tokens| {
+            if *tokens >= 1.0 {
+                *tokens -= 1.0;
+                true
+            } else {
+                false
+            }
+        })
+    }
+
+    /// Whether `key` has an event left, without taking it.
+    pub fn peek(&self, key: K) -> Result<(), Duration> {
+        self.with_bucket(key, |tokens| *tokens >= 1.0)
+    }
+
+    fn with_bucket(&self, key: K, take: impl FnOnce(&mut f64) -> bool) -> Result<(), Duration> {
         let now = Instant::now();
         let mut buckets = self.buckets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let (tokens, last) = buckets.entry(user).or_insert((self.burst, now));
+        if buckets.len() >= PRUNE_AT {
+            let (rate, burst) = (self.rate, self.burst);
+            buckets.retain(|_, (tokens, last)| *tokens + now.duration_since(*last).as_secs_f64() * rate < burst);
+        }
+        let (tokens, last) = buckets.entry(key).or_insert((self.burst, now));
         *tokens = (*tokens + now.duration_since(*last).as_secs_f64() * self.rate).min(self.burst);
         *last = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
+        if take(tokens) {
             Ok(())
         } else {
             Err(Duration::from_secs_f64((1.0 - *tokens) / self.rate))
@@ -85,5 +110,14 @@ mod tests {
         assert!(wait > Duration::from_millis(500) && wait <= Duration::from_secs(1));
         // Another user has a bucket of their own.
         assert!(limiter.check(8).is_ok());
+    }
+
+    #[test]
+    fn peeking_takes_nothing() {
+        let limiter = RateLimiter::<&str>::new(0.01, 1.0);
+        assert!(limiter.peek("a").is_ok());
+        assert!(limiter.peek("a").is_ok());
+        assert!(limiter.check("a").is_ok());
+        assert!(limiter.peek("a").is_err());
     }
 }

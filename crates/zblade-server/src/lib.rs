@@ -2,7 +2,7 @@
 //!
 //! An axum HTTP service with API v0 under `/api/v0/` ([`api`]), storage behind one trait with
 //! a SQLite and a PostgreSQL implementation ([`store`]), per-user bearer tokens kept only as
-//! hashes and a per-user rate limit ([`auth`]). Every query is scoped to the token's user;
+//! hashes, a per-user rate limit and a per-address limit on failed sign-ins ([`auth`]). Every query is scoped to the token's user;
 //! malformed input gets a 4xx with a reason. docs/SERVER.md documents the routes.
 
 pub mod api;
@@ -31,6 +31,11 @@ pub struct Limits {
     pub burst: f64,
     /// Longest a request may take before it is answered 408.
     pub timeout: Duration,
+    /// Failed sign-ins (unknown, revoked or malformed tokens) an address may make in a burst;
+    /// after that its requests get 429 until the bucket refills.
+    pub failed_auth_burst: f64,
+    /// Failed sign-ins per minute an address earns back.
+    pub failed_auth_per_minute: f64,
 }
 
 impl Default for Limits {
@@ -40,6 +45,8 @@ impl Default for Limits {
             rate: 50.0,
             burst: 200.0,
             timeout: Duration::from_secs(30),
+            failed_auth_burst: 30.0,
+            failed_auth_per_minute: 10.0,
         }
     }
 }
@@ -49,6 +56,7 @@ pub fn app<S: Store>(store: S, limits: &Limits) -> Router {
     let state = Arc::new(AppState {
         store,
         limiter: auth::RateLimiter::new(limits.rate, limits.burst),
+        failed_auth: auth::RateLimiter::new(limits.failed_auth_per_minute / 60.0, limits.failed_auth_burst),
     });
     api::router(state, limits.max_body).layer(TimeoutLayer::with_status_code(
         StatusCode::REQUEST_TIMEOUT,

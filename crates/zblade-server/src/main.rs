@@ -44,6 +44,13 @@ enum Command {
         /// Seconds a request may take before it is answered 408.
         #[arg(long, default_value_t = 30)]
         timeout: u64,
+        /// Failed sign-ins (bad tokens) one client address may make in a burst; after that
+        /// its requests get 429 until it earns them back.
+        #[arg(long, default_value_t = Limits::default().failed_auth_burst)]
+        failed_auth_burst: f64,
+        /// Failed sign-ins per minute an address earns back.
+        #[arg(long, default_value_t = Limits::default().failed_auth_per_minute)]
+        failed_auth_per_minute: f64,
     },
     /// Manage users.
     User {
@@ -137,6 +144,8 @@ async fn run(cli: Cli) -> Result<(), String> {
             rate,
             burst,
             timeout,
+            failed_auth_burst,
+            failed_auth_per_minute,
         } => {
             let store = open(&db).await?;
             let listener = tokio::net::TcpListener::bind(&listen)
@@ -157,6 +166,8 @@ async fn run(cli: Cli) -> Result<(), String> {
                 rate,
                 burst,
                 timeout: Duration::from_secs(timeout.max(1)),
+                failed_auth_burst,
+                failed_auth_per_minute,
             };
             let shutdown = async {
                 let ctrl_c = tokio::signal::ctrl_c();

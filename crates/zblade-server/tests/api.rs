@@ -541,3 +541,37 @@ fn a_user_over_the_rate_gets_429_then_recovers() {
     let again = http.get(server.url("/api/v0/me")).bearer_auth(&token).send().unwrap();
     assert_eq!(again.status(), StatusCode::OK);
 }
+
+#[test]
+fn an_address_sending_bad_tokens_is_slowed_down() {
+    let limits = Limits {
+        failed_auth_burst: 3.0,
+        failed_auth_per_minute: 600.0, // one back every 100 ms
+        ..Limits::default()
+    };
+    let server = TestServer::start("sqlite", limits);
+    let token = server.user("frank");
+    let http = client();
+    let me = |token: &str| http.get(server.url("/api/v0/me")).bearer_auth(token).send().unwrap();
+    // Good tokens cost nothing.
+    for _ in 0..10 {
+        assert_eq!(me(&token).status(), StatusCode::OK);
+    }
+    for guess in 0..3 {
+        assert_eq!(
+            me(&format!("zbt_{guess}")).status(),
+            StatusCode::UNAUTHORIZED,
+            "guess {guess}"
+        );
+    }
+    // Out of failures: refused before the token is looked up, whatever it is.
+    let limited = me("zbt_guess");
+    assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(limited.headers().contains_key("retry-after"));
+    let body = json_of(limited);
+    assert!(body["reason"].as_str().unwrap().contains("failed sign-ins"), "{body}");
+    assert_eq!(me(&token).status(), StatusCode::TOO_MANY_REQUESTS);
+    // Once a failure is earned back, a valid token works again.
+    std::thread::sleep(Duration::from_millis(250));
+    assert_eq!(me(&token).status(), StatusCode::OK);
+}

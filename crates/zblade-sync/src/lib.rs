@@ -80,6 +80,9 @@ pub struct SearchHit {
     pub score: f64,
     /// Matched words in context, `[` `]` around them.
     pub snippet: String,
+    /// When the artifact says it last changed (absent from servers before it was added).
+    #[serde(default)]
+    pub updated_at: String,
 }
 
 #[derive(Deserialize)]
@@ -469,12 +472,6 @@ pub mod credentials {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         }
         let bytes = serde_json::to_vec_pretty(&all).expect("a map of strings serializes");
-        fsio::write_atomic(&path, &bytes)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(|e| Error::io(&path, e))?;
-        }
-        Ok(())
+        fsio::write_atomic_private(&path, &bytes)
     }
 }

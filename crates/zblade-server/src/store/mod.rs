@@ -205,6 +205,8 @@ pub struct SearchHit {
     pub score: f64,
     /// The matched words in context, with `[` `]` around them.
     pub snippet: String,
+    /// When the artifact says it last changed.
+    pub updated_at: String,
 }
 
 /// A metadata-only record (local mode with `sync_metadata` on): no content at all.

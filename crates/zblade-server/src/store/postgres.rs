@@ -479,8 +479,10 @@ impl Store for PostgresStore {
         self.project_exists(&client, user, project).await?;
         let rows = client
             .query(
+                // ts_headline is costly; PostgreSQL evaluates it after the sort and limit.
                 "SELECT kind, id, title, ts_rank(search, q)::float8,
-                    ts_headline('simple', search_text, q, 'StartSel=[, StopSel=], MaxWords=24, MinWords=8')
+                    ts_headline('simple', search_text, q, 'StartSel=[, StopSel=], MaxWords=24, MinWords=8'),
+                    updated_at
                  FROM records, plainto_tsquery('simple', $3) q
                  WHERE user_id = $1 AND project_id = $2 AND search @@ q AND ($4 = '' OR kind = $4)
                  ORDER BY 4 DESC, id LIMIT $5",
@@ -498,6 +500,7 @@ impl Store for PostgresStore {
                     title: r.get(2),
                     score: r.get(3),
                     snippet: r.get(4),
+                    updated_at: r.get(5),
                 }
             })
             .collect())

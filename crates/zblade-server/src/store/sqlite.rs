@@ -528,12 +528,20 @@ impl Store for SqliteStore {
             project_exists(conn, user, &project)?;
             let mut stmt = conn
                 .prepare_cached(
-                    "SELECT r.kind, r.id, r.title, -bm25(records_fts, 2.0, 1.0),
-                        snippet(records_fts, 1, '[', ']', '…', 12)
-                     FROM records_fts JOIN records r ON r.seq = records_fts.rowid
-                     WHERE records_fts MATCH ?1 AND r.user_id = ?2 AND r.project_id = ?3
-                       AND (?4 = '' OR r.kind = ?4)
-                     ORDER BY bm25(records_fts, 2.0, 1.0) LIMIT ?5",
+                    // Ranked first, snippets after: SQLite computes a query's result columns
+                    // before it sorts, so one query would build a snippet for every match.
+                    "WITH top AS (
+                        SELECT records_fts.rowid AS seq, bm25(records_fts, 2.0, 1.0) AS rank
+                        FROM records_fts JOIN records r ON r.seq = records_fts.rowid
+                        WHERE records_fts MATCH ?1 AND r.user_id = ?2 AND r.project_id = ?3
+                          AND (?4 = '' OR r.kind = ?4)
+                        ORDER BY rank LIMIT ?5)
+                     SELECT r.kind, r.id, r.title, -top.rank,
+                        snippet(records_fts, 1, '[', ']', '…', 12), r.updated_at
+                     FROM top JOIN records r ON r.seq = top.seq
+                       JOIN records_fts ON records_fts.rowid = top.seq
+                     WHERE records_fts MATCH ?1
+                     ORDER BY top.rank",
                 )
                 .map_err(backend)?;
             let rows = stmt
@@ -547,6 +555,7 @@ impl Store for SqliteStore {
                             title: r.get(2)?,
                             score: r.get(3)?,
                             snippet: r.get(4)?,
+                            updated_at: r.get(5)?,
                         })
                     },
                 )
