@@ -3,7 +3,7 @@
 # results at 100,000 chunks) on the real app under Xvfb; rewrites the "desktop-app" section of
 # docs/BENCHMARKS.md. Usage: scripts/bench-app.sh [--smoke] [--release]
 #   --smoke    a small, quick version that writes nothing (scripts/test.sh runs it)
-#   --release  build and measure the release binaries (LanceDB alone takes ~20 min to build)
+#   --release  build and measure the release binaries (LanceDB alone takes ~70 min to build on 2 cores)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ZBLADE_ROOT"
@@ -17,10 +17,12 @@ for arg in "$@"; do
   esac
 done
 if [ "$profile" = release ]; then
-  cargo build --release --locked -p zblade-app -p zblade-cli
+  # The same selection as for the engine's benchmarks, so LanceDB is built once for both.
+  cargo build --release --locked -p zblade-engine -p zblade-app -p zblade-cli --bins --benches
 else
-  # The binaries scripts/test.sh builds (same features: nothing is rebuilt after a test run).
-  cargo test --workspace --all-targets --locked --no-run
+  # The binaries scripts/test.sh builds (same features: nothing is rebuilt after a test run;
+  # the sync server is built apart there, and must be here too).
+  cargo test --workspace --exclude zblade-server --all-targets --locked --no-run
 fi
 ZBLADE_APP="$CARGO_TARGET_DIR/$profile/zblade-app" ZBLADE="$CARGO_TARGET_DIR/$profile/zblade" \
   node ui/bench/app.mjs $mode
