@@ -158,6 +158,22 @@ pub fn set_paused(app: &AppHandle, state: &AppState, paused: bool) -> AppResult<
     Ok(state.indexer_status.lock().expect("status lock").clone())
 }
 
+/// Replaces the process with the other shape (`exec` is [`relaunch::exec_tray`] or
+/// [`relaunch::exec_window`]) on the open project, the indexer stopped cleanly first. Returns
+/// only when that failed, with the indexer running again unless indexing is paused.
+pub fn switch_shape(app: &AppHandle, exec: fn(Option<&std::path::Path>) -> std::io::Error, what: &str) {
+    let state = app.state::<AppState>();
+    let project = state.project_root();
+    state.stop_indexer();
+    let error = exec(project.as_deref());
+    eprintln!("zblade: could not {what} ({error})");
+    if let Some(root) = project
+        && !state.config().indexer_paused
+    {
+        state.start_indexer(root, indexer_sink(app.clone()));
+    }
+}
+
 /// Stops the indexer cleanly (it finishes the batch it is writing) and exits.
 pub fn quit(app: &AppHandle) {
     app.state::<AppState>().stop_indexer();
@@ -255,19 +271,10 @@ pub fn run() {
                 // With a tray the app goes back to its light tray shape, the indexer started
                 // again there; should that fail, the window closes (its web view freed) and
                 // `ExitRequested` below keeps the app alive. Without a tray, closing quits.
-                let state = app.state::<AppState>();
                 if has_tray(app) {
-                    let project = state.project_root();
-                    state.stop_indexer();
-                    let error = relaunch::exec_tray(project.as_deref());
-                    eprintln!("zblade: could not return to the light tray shape ({error})");
-                    if let Some(root) = project
-                        && !state.config().indexer_paused
-                    {
-                        state.start_indexer(root, indexer_sink(app.clone()));
-                    }
+                    switch_shape(app, relaunch::exec_tray, "return to the light tray shape");
                 } else {
-                    state.stop_indexer();
+                    app.state::<AppState>().stop_indexer();
                 }
             }
         })

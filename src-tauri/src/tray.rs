@@ -80,16 +80,11 @@ impl Tray {
 pub fn show_window(app: &AppHandle) {
     // The light tray shape has no OpenGL for a web view: become the window shape instead.
     if crate::relaunch::in_light_tray() {
-        let state = app.state::<crate::state::AppState>();
-        let project = state.project_root();
-        state.stop_indexer();
-        let error = crate::relaunch::exec_window(project.as_deref());
-        eprintln!("zblade: could not restart with a window ({error}); opening it here");
-        if let Some(root) = project
-            && !state.config().indexer_paused
-        {
-            state.start_indexer(root, crate::indexer_sink(app.clone()));
-        }
+        crate::switch_shape(
+            app,
+            crate::relaunch::exec_window,
+            "restart with a window; opening it here",
+        );
     }
     if let Some(window) = app.get_webview_window("main") {
         let _ = window.show();
