@@ -381,10 +381,10 @@ impl Project {
     /// How many neighbours the first vector query asks for, so that usually `limit` pass the
     /// query's kind and filter.
     fn first_fetch(query: &SearchQuery, limit: usize) -> usize {
-        // Unfiltered, every neighbour counts (a few CIDs may have no owner until `gc`); with
-        // a kind or filter, most may not, so start wider.
+        // Unfiltered, every neighbour counts (a few CIDs may have no owner until `gc`, and
+        // asking again covers that); with a kind or filter, most may not, so start wider.
         if query.filter.is_empty() && query.kind == SearchKind::All {
-            limit + limit / 4 + 5
+            limit + 5
         } else {
             (limit * 4).max(20)
         }
@@ -528,23 +528,27 @@ impl Project {
                     limit: CANDIDATES,
                     ..query.clone()
                 };
-                // The vector half (embedding the query, nearest neighbours) runs on a thread of
-                // its own while SQLite runs the keyword half: they share nothing until the
-                // neighbours' owners are looked up, and the search then takes the slower
-                // half's time instead of the sum.
                 let embedder = self.embedder().map_err(|e| Error::Usage(e.to_string()))?;
                 let store = self.vector_reader()?;
                 let fetch = Self::first_fetch(query, CANDIDATES);
-                // Only what is safe to share goes to the thread (not `self`: SQLite stays here).
                 let (cache, text) = (&self.query_vectors, &query.text);
-                let (keyword, first) = std::thread::scope(|scope| {
-                    let vectors = scope.spawn(move || first_neighbours(embedder, cache, store, text, fetch));
+                let (keyword, first) = if halves_in_parallel() {
+                    // The vector half (embedding the query, nearest neighbours) runs on a thread
+                    // of its own while SQLite runs the keyword half: they share nothing until
+                    // the neighbours' owners are looked up. Only what is safe to share goes to
+                    // the thread (not `self`: SQLite stays here).
+                    std::thread::scope(|scope| {
+                        let vectors = scope.spawn(move || first_neighbours(embedder, cache, store, text, fetch));
+                        let keyword = index.search_candidates(&wide);
+                        let first = vectors
+                            .join()
+                            .unwrap_or_else(|_| Err(search_error("the vector search thread panicked")));
+                        (keyword, first)
+                    })
+                } else {
                     let keyword = index.search_candidates(&wide);
-                    let first = vectors
-                        .join()
-                        .unwrap_or_else(|_| Err(search_error("the vector search thread panicked")));
-                    (keyword, first)
-                });
+                    (keyword, first_neighbours(embedder, cache, store, text, fetch))
+                };
                 let keyword = keyword?;
                 let semantic = self.keys_of_neighbours(query, CANDIDATES, first?)?;
                 let keyword_scores: Vec<(String, f64)> = keyword.iter().map(|h| (hit_key(h), h.score)).collect();
@@ -574,6 +578,16 @@ impl Project {
         };
         Ok((hits, effective, notice))
     }
+}
+
+/// Cores from which the two halves of a hybrid search run at the same time. LanceDB already
+/// spreads one ANN query over every core; on 2 cores SQLite running beside it slowed both
+/// down (keyword half 4.7 → 9.0 ms, vector half 19 → 30 ms, p50 at 118k chunks), so the
+/// halves took longer together than one after the other.
+const PARALLEL_HALVES_FROM_CORES: usize = 4;
+
+fn halves_in_parallel() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() >= PARALLEL_HALVES_FROM_CORES)
 }
 
 /// The first neighbours of a query, with what asking for more needs.

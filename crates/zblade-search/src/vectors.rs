@@ -25,8 +25,21 @@ pub const WRITE_BATCH: usize = 2048;
 /// their exact distance. Chosen with the semantic benchmark (docs/BENCHMARKS.md, "Semantic and hybrid
 /// search"): 32 probes gave recall@10 0.949 on 118k vectors, short of the 0.95 target.
 pub const ANN_NPROBES: usize = 64;
-/// See [`ANN_NPROBES`].
+/// See [`ANN_NPROBES`]: the refine factor for small `k` (a top 10 re-ranks 100 rows).
 pub const ANN_REFINE_FACTOR: u32 = 10;
+/// At most about this many rows are re-ranked by exact distance, and at least 2 per result.
+/// Each is a random read of a full vector: a hybrid search's 55 neighbours took 20.6 ms
+/// (p50) at factor 10 and 16.9 ms at factor 5, for recall@50 0.92 and 0.86 (docs/BENCHMARKS.md,
+/// "Semantic and hybrid search"); the vector list weighs 0.3 in hybrid ranking, and what it
+/// misses is mostly near the end of its 50.
+pub const ANN_REFINED_ROWS: usize = 250;
+
+/// The refine factor for a top `k`: [`ANN_REFINE_FACTOR`], lowered so about
+/// [`ANN_REFINED_ROWS`] rows are re-ranked, never below 2.
+pub fn refine_factor(k: usize) -> u32 {
+    let bounded = ANN_REFINED_ROWS.div_ceil(k.max(1)) as u32;
+    bounded.clamp(2, ANN_REFINE_FACTOR)
+}
 
 /// The vector table of one model.
 pub struct VectorStore {
@@ -334,16 +347,28 @@ impl VectorStore {
     pub fn nearest(&self, query: &[f32], k: usize) -> Result<Vec<Neighbour>, String> {
         // Not `self.indexed`: another process may have built the index since this store was
         // opened. Without an index LanceDB searches exactly and ignores the ANN settings.
-        self.nearest_with(query, k, true)
+        self.nearest_with(query, k, Some((ANN_NPROBES, refine_factor(k))))
+    }
+
+    /// [`VectorStore::nearest`] with the ANN settings given (benchmarks compare them).
+    pub fn nearest_tuned(
+        &self,
+        query: &[f32],
+        k: usize,
+        nprobes: usize,
+        refine: u32,
+    ) -> Result<Vec<Neighbour>, String> {
+        self.nearest_with(query, k, Some((nprobes, refine)))
     }
 
     /// Exact search even when an ANN index exists: the reference the index's recall is
     /// measured against.
     pub fn nearest_exact(&self, query: &[f32], k: usize) -> Result<Vec<Neighbour>, String> {
-        self.nearest_with(query, k, false)
+        self.nearest_with(query, k, None)
     }
 
-    fn nearest_with(&self, query: &[f32], k: usize, ann: bool) -> Result<Vec<Neighbour>, String> {
+    /// `ann`: the probes and refine factor, or `None` for exact search.
+    fn nearest_with(&self, query: &[f32], k: usize, ann: Option<(usize, u32)>) -> Result<Vec<Neighbour>, String> {
         self.runtime.block_on(async {
             let mut search = self
                 .table
@@ -353,11 +378,8 @@ impl VectorStore {
                 .distance_type(DistanceType::Cosine)
                 .limit(k)
                 .select(Select::columns(&["cid"]));
-            search = if ann {
-                search
-                    .nprobes(ANN_NPROBES)
-                    .map_err(err)?
-                    .refine_factor(ANN_REFINE_FACTOR)
+            search = if let Some((nprobes, refine)) = ann {
+                search.nprobes(nprobes).map_err(err)?.refine_factor(refine)
             } else {
                 search.bypass_vector_index()
             };
@@ -395,5 +417,18 @@ impl VectorStore {
                 .map_err(err)?;
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refine_factor_bounds_the_rows_re_ranked() {
+        assert_eq!(refine_factor(10), ANN_REFINE_FACTOR);
+        assert_eq!(refine_factor(55), 5);
+        assert_eq!(refine_factor(200), 2);
+        assert_eq!(refine_factor(0), ANN_REFINE_FACTOR);
     }
 }
