@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { location, snippetParts, statusLabel, statusTone, timeAgo, formatBytes } from "./format";
+import { location, snippetParts, statusLabel, statusTone, timeAgo, formatBytes, hitTitle } from "./format";
 import { scrollToRow, visibleWindow } from "./virtual";
 
 describe("snippetParts", () => {
@@ -76,5 +76,19 @@ describe("formatBytes", () => {
     expect(formatBytes(4200)).toBe("4.2 KB");
     expect(formatBytes(13_000_000)).toBe("13.0 MB");
     expect(formatBytes(2.5e9)).toBe("2.5 GB");
+  });
+});
+
+describe("hitTitle", () => {
+  const hit = { kind: "moment", id: "moment_01M84", title: null, label: "decision", path: null };
+  it("names a moment outside any conversation by its type, not its id", () => {
+    expect(hitTitle(hit)).toBe("Decision");
+  });
+  it("prefers the conversation's title, then the file", () => {
+    expect(hitTitle({ ...hit, title: "Auth refactor" })).toBe("Auth refactor");
+    expect(hitTitle({ ...hit, kind: "code", label: null, path: "src/auth.rs" })).toBe("src/auth.rs");
+  });
+  it("falls back to the id when nothing else says what it is", () => {
+    expect(hitTitle({ ...hit, kind: "message", label: null })).toBe("moment_01M84");
   });
 });

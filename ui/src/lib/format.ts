@@ -81,3 +81,13 @@ export function formatBytes(bytes: number): string {
   if (bytes < 1e9) return `${(bytes / 1e6).toFixed(1)} MB`;
   return `${(bytes / 1e9).toFixed(1)} GB`;
 }
+
+/** The bold name of a search hit: its conversation's title, a code hit's file, or for a moment
+ *  kept outside any conversation its type ("Decision"); the raw id only when nothing else says
+ *  what it is. */
+export function hitTitle(hit: { kind: string; id: string; title: string | null; label: string | null; path?: string | null }): string {
+  if (hit.title) return hit.title;
+  if (hit.path) return hit.path;
+  if (hit.kind === "moment" && hit.label) return hit.label.charAt(0).toUpperCase() + hit.label.slice(1);
+  return hit.id;
+}
