@@ -26,6 +26,7 @@ use zblade_search::{Embedder, VectorStore};
 
 mod common;
 use common::text::TextGen;
+use common::vectors::ClusteredVectors;
 use common::{Stats, full_run, raw_insert, write_section};
 
 const MODEL: &str = "all-minilm-l6-v2";
@@ -173,49 +174,6 @@ fn indexing_throughput(count: usize, rounds: usize) -> String {
     )
 }
 
-/// Synthetic unit vectors in clusters, as sentence embeddings are: `centres` random
-/// directions, each vector a centre plus noise, normalised.
-struct ClusteredVectors {
-    rng: TextGen,
-    centres: Vec<Vec<f32>>,
-    dim: usize,
-}
-
-impl ClusteredVectors {
-    fn new(dim: usize, centres: usize) -> Self {
-        let mut rng = TextGen::new(99);
-        let centres = (0..centres).map(|_| unit(gaussian(&mut rng, dim, 1.0))).collect();
-        ClusteredVectors { rng, centres, dim }
-    }
-
-    fn next(&mut self) -> Vec<f32> {
-        let centre = self.centres[self.rng.below(self.centres.len())].clone();
-        self.near(&centre, 0.06)
-    }
-
-    /// A unit vector near `v` (noise of `sigma` per dimension).
-    fn near(&mut self, v: &[f32], sigma: f32) -> Vec<f32> {
-        let noise = gaussian(&mut self.rng, self.dim, sigma);
-        unit(v.iter().zip(noise).map(|(a, b)| a + b).collect())
-    }
-}
-
-fn gaussian(rng: &mut TextGen, dim: usize, sigma: f32) -> Vec<f32> {
-    (0..dim)
-        .map(|_| {
-            // Box–Muller.
-            let (u, v) = (rng.unit().max(1e-12), rng.unit());
-            ((-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32 * sigma
-        })
-        .collect()
-}
-
-fn unit(mut v: Vec<f32>) -> Vec<f32> {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    v.iter_mut().for_each(|x| *x /= norm);
-    v
-}
-
 /// A project of `messages` messages with one synthetic vector per chunk; hybrid query
 /// latency, index size and ANN recall; and context assembly on the same project (issue 5).
 fn search_at_scale(messages: usize, query_count: usize) -> (String, String) {
@@ -277,13 +235,11 @@ fn search_at_scale(messages: usize, query_count: usize) -> (String, String) {
         recall += found as f64 / exact.len() as f64;
     }
     let recall = recall / query_count as f64;
-    // The hybrid search's vector half: top 55 (50 candidates and a margin), its refine factor
-    // bounded by `ANN_REFINED_ROWS`, next to the full factor, alternating query by query;
-    // recall@50 against exact search.
+    // The hybrid search's vector half: top 55 (50 candidates and a margin); recall@50
+    // against exact search.
     let hybrid_k = zblade_engine::CANDIDATES + 5;
-    let hybrid_refine = zblade_search::vectors::refine_factor(hybrid_k);
-    let (mut bounded_times, mut full_times) = (Vec::new(), Vec::new());
-    let (mut bounded_recall, mut full_recall) = (0.0, 0.0);
+    let mut hybrid_ann_times = Vec::new();
+    let mut hybrid_recall = 0.0;
     for i in 0..query_count {
         let query = generator.near(&sample[(i * 7 + 3) % sample.len()].clone(), 0.08);
         let exact: Vec<String> = store
@@ -292,27 +248,13 @@ fn search_at_scale(messages: usize, query_count: usize) -> (String, String) {
             .into_iter()
             .map(|n| n.cid)
             .collect();
-        let recall_of = |found: &[zblade_search::vectors::Neighbour]| {
-            found.iter().take(50).filter(|n| exact.contains(&n.cid)).count() as f64 / exact.len() as f64
-        };
         let started = Instant::now();
         let found = store.nearest(&query, hybrid_k).unwrap();
-        bounded_times.push(started.elapsed());
-        bounded_recall += recall_of(&found);
-        let started = Instant::now();
-        let found = store
-            .nearest_tuned(
-                &query,
-                hybrid_k,
-                zblade_search::vectors::ANN_NPROBES,
-                zblade_search::vectors::ANN_REFINE_FACTOR,
-            )
-            .unwrap();
-        full_times.push(started.elapsed());
-        full_recall += recall_of(&found);
+        hybrid_ann_times.push(started.elapsed());
+        hybrid_recall += found.iter().take(50).filter(|n| exact.contains(&n.cid)).count() as f64 / exact.len() as f64;
     }
-    let (bounded_recall, full_recall) = (bounded_recall / query_count as f64, full_recall / query_count as f64);
-    let (bounded_ann, full_ann) = (Stats::of(&mut bounded_times), Stats::of(&mut full_times));
+    let hybrid_recall = hybrid_recall / query_count as f64;
+    let hybrid_ann = Stats::of(&mut hybrid_ann_times);
 
     // Hybrid queries through the engine. Each query is embedded once first (timed on its own),
     // then searched with its embedding cached, so the search time excludes the model.
@@ -443,7 +385,7 @@ fn search_at_scale(messages: usize, query_count: usize) -> (String, String) {
     let search_report = format!(
         "### Search at {} chunks\n\n\
          {messages} messages in {} conversations (the foundation benchmark's generator), {} chunks, {} distinct \
-         CIDs, one synthetic 384-dimension vector per CID (clustered unit vectors), IVF-PQ index built in \
+         CIDs, one synthetic 384-dimension vector per CID (clustered unit vectors), {:?} index built in \
          {:.1} s. {query_count} queries of 1–3 words (a third phrased as questions), embedded by the real \
          all-MiniLM-L6-v2; all kinds, limit 10.\n\n\
          | measure | p50 / p95 / p99 | baseline, same run | ratio or target |\n|---|---|---|---|\n\
@@ -451,8 +393,8 @@ fn search_at_scale(messages: usize, query_count: usize) -> (String, String) {
          | query embedding (all-MiniLM-L6-v2, one text) | {embed} | – | reported separately |\n\
          | semantic search, embedding excluded | {semantic} | {lance} (LanceDB ANN top 50) | – |\n\
          | keyword search | {keyword} | {fts} (bare FTS5 top 50) | – |\n\
-         | ANN query (top 10, nprobes {}, refine ×{}) | {ann} | {exact} (exact search, same table) | – |\n\
-         | ANN query as hybrid search asks (top {hybrid_k}, refine ×{hybrid_refine}); recall@50 {bounded_recall:.3} | {bounded_ann} | {full_ann}, recall@50 {full_recall:.3} (refine ×{}) | – |\n\n\
+         | ANN query (top 10, nprobes {}) | {ann} | {exact} (exact search, same table) | – |\n\
+         | ANN query as hybrid search asks (top {hybrid_k}); recall@50 {hybrid_recall:.3} | {hybrid_ann} | – | – |\n\n\
          | measure | zblade | raw | ratio (target) |\n|---|---|---|---|\n\
          | ANN recall@10 against exact search | {recall:.3} | 1 | (≥ 0.95) |\n\
          | index on disk: LanceDB {} + SQLite {} | {} | {} vectors ({} × {dim} × 4 B) + {} text and FTS5 table | {size_ratio:.2} (≤ 2) |\n\n",
@@ -460,12 +402,11 @@ fn search_at_scale(messages: usize, query_count: usize) -> (String, String) {
         parsed.len(),
         chunks.len(),
         cids.len(),
+        zblade_search::vectors::ANN_KIND,
         ann_build.as_secs_f64(),
         lance.p95_ms(),
         fts.p95_ms(),
         zblade_search::vectors::ANN_NPROBES,
-        zblade_search::vectors::ANN_REFINE_FACTOR,
-        zblade_search::vectors::ANN_REFINE_FACTOR,
         mb(vector_bytes),
         mb(sqlite_bytes),
         mb(vector_bytes + sqlite_bytes),

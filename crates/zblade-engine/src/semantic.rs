@@ -434,8 +434,9 @@ impl Project {
         };
         // Vector rows carry no metadata (one row per CID, shared by every place the text
         // occurs), so kinds and filters are applied after the search: fetch more neighbours
-        // until enough pass, or every vector has been seen.
-        let total = store.len().map_err(search_error)?;
+        // until enough pass, or every vector has been seen. The table's size is asked only
+        // then: each LanceDB call checks for a newer table version, which is not free.
+        let mut total = None;
         loop {
             let cids: Vec<String> = list.iter().map(|n| n.cid.clone()).collect();
             let owners = index.keys_for_cids(&cids)?;
@@ -447,8 +448,15 @@ impl Project {
                     }
                 }
             }
-            if out.len() >= limit || fetched >= total {
+            if out.len() >= limit {
                 out.truncate(limit);
+                return Ok(out);
+            }
+            let total = match total {
+                Some(total) => total,
+                None => *total.insert(store.len().map_err(search_error)?),
+            };
+            if fetched >= total {
                 return Ok(out);
             }
             fetched *= 8;

@@ -14,31 +14,52 @@ use arrow_array::{Array, FixedSizeListArray, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use futures::TryStreamExt;
 use lancedb::DistanceType;
-use lancedb::index::Index;
-use lancedb::index::vector::IvfPqIndexBuilder;
+use lancedb::index::vector::{IvfHnswSqIndexBuilder, IvfPqIndexBuilder, IvfRqIndexBuilder, IvfSqIndexBuilder};
+use lancedb::index::{Index, IndexType};
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
 
 /// Rows written per LanceDB append: fewer, larger fragments keep the table fast and small.
 pub const WRITE_BATCH: usize = 2048;
 
-/// IVF partitions probed per ANN query, and the factor of extra candidates re-ranked by
-/// their exact distance. Chosen with the semantic benchmark (docs/BENCHMARKS.md, "Semantic and hybrid
-/// search"): 32 probes gave recall@10 0.949 on 118k vectors, short of the 0.95 target.
+/// The ANN index zblade builds: IVF partitions of one-byte-per-dimension codes. Its distances
+/// are close enough to the exact ones that no re-ranking is needed: at 118k vectors it found
+/// 0.98 of the exact top 10 and top 50 in 5 ms, where IVF-PQ (zblade's index before) needed
+/// exact re-ranking and still found 0.92 of the top 50 in 10 ms; it also builds in about a
+/// second instead of 43 (docs/BENCHMARKS.md, "ANN index types").
+pub const ANN_KIND: AnnKind = AnnKind::IvfSq;
+/// IVF partitions probed per ANN query. LanceDB makes one partition per 8,192 vectors, so up
+/// to half a million vectors every partition is probed (the codes are scanned in full); past
+/// that, the 64 nearest partitions.
 pub const ANN_NPROBES: usize = 64;
-/// See [`ANN_NPROBES`]: the refine factor for small `k` (a top 10 re-ranks 100 rows).
-pub const ANN_REFINE_FACTOR: u32 = 10;
-/// At most about this many rows are re-ranked by exact distance, and at least 2 per result.
-/// Each is a random read of a full vector: a hybrid search's 55 neighbours took 20.6 ms
-/// (p50) at factor 10 and 16.9 ms at factor 5, for recall@50 0.92 and 0.86 (docs/BENCHMARKS.md,
-/// "Semantic and hybrid search"); the vector list weighs 0.3 in hybrid ranking, and what it
-/// misses is mostly near the end of its 50.
-pub const ANN_REFINED_ROWS: usize = 250;
+/// Re-ranking factor for an IVF-PQ index built by an earlier zblade, until the next `zblade
+/// index` replaces it with [`ANN_KIND`]: its distances alone found 0.58 of the top 50.
+pub const LEGACY_PQ_REFINE_FACTOR: u32 = 10;
 
-/// The refine factor for a top `k`: [`ANN_REFINE_FACTOR`], lowered so about
-/// [`ANN_REFINED_ROWS`] rows are re-ranked, never below 2.
-pub fn refine_factor(k: usize) -> u32 {
-    let bounded = ANN_REFINED_ROWS.div_ceil(k.max(1)) as u32;
-    bounded.clamp(2, ANN_REFINE_FACTOR)
+/// The kinds of ANN index LanceDB builds that zblade can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnnKind {
+    /// IVF partitions, vectors product-quantised (48 bytes at 384 dimensions); distances are
+    /// rough, so candidates are re-ranked by exact distance.
+    IvfPq,
+    /// IVF partitions, one byte per dimension.
+    IvfSq,
+    /// IVF partitions, an HNSW graph in each, one byte per dimension.
+    IvfHnswSq,
+    /// IVF partitions, RaBitQ codes (one bit per dimension).
+    IvfRq,
+    /// Any other kind (made by another tool); replaced by the next `zblade index`.
+    Other,
+}
+
+/// How one ANN query searches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnnQuery {
+    /// IVF partitions probed.
+    pub nprobes: usize,
+    /// Re-rank `refine × k` candidates by exact distance (`None`: the index's distances).
+    pub refine: Option<u32>,
+    /// HNSW candidate list size (`None`: LanceDB's default, 1.5 × k).
+    pub ef: Option<usize>,
 }
 
 /// The vector table of one model.
@@ -46,7 +67,8 @@ pub struct VectorStore {
     runtime: tokio::runtime::Runtime,
     table: lancedb::Table,
     dim: usize,
-    indexed: bool,
+    /// The table's ANN index when it was opened or last built here (`None`: none).
+    index: Option<AnnKind>,
 }
 
 fn err(e: impl std::fmt::Display) -> String {
@@ -67,12 +89,20 @@ fn connect(dir: &Path) -> Result<(tokio::runtime::Runtime, lancedb::Connection),
     Ok((runtime, db))
 }
 
-fn has_vector_index(runtime: &tokio::runtime::Runtime, table: &lancedb::Table) -> Result<bool, String> {
-    Ok(runtime
-        .block_on(table.list_indices())
-        .map_err(err)?
-        .iter()
-        .any(|i| i.columns == ["vector"]))
+/// The kind of the vector column's ANN index, if it has one (`Err` names a kind zblade does
+/// not build, which [`VectorStore::ensure_ann_index`] replaces).
+fn vector_index(runtime: &tokio::runtime::Runtime, table: &lancedb::Table) -> Result<Option<AnnKind>, String> {
+    let indices = runtime.block_on(table.list_indices()).map_err(err)?;
+    let Some(config) = indices.iter().find(|i| i.columns == ["vector"]) else {
+        return Ok(None);
+    };
+    Ok(Some(match config.index_type {
+        IndexType::IvfPq => AnnKind::IvfPq,
+        IndexType::IvfSq => AnnKind::IvfSq,
+        IndexType::IvfHnswSq => AnnKind::IvfHnswSq,
+        IndexType::IvfRq => AnnKind::IvfRq,
+        _ => AnnKind::Other,
+    }))
 }
 
 /// The table name for a model id: letters, digits and `_` only.
@@ -115,7 +145,7 @@ impl std::fmt::Debug for VectorStore {
         f.debug_struct("VectorStore")
             .field("table", &self.table.name())
             .field("dim", &self.dim)
-            .field("indexed", &self.indexed)
+            .field("index", &self.index)
             .finish()
     }
 }
@@ -134,12 +164,12 @@ impl VectorStore {
                 db.create_table(&name, empty).execute().await.map_err(err)
             }
         })?;
-        let indexed = has_vector_index(&runtime, &table)?;
+        let index = vector_index(&runtime, &table)?;
         Ok(VectorStore {
             runtime,
             table,
             dim,
-            indexed,
+            index,
         })
     }
 
@@ -166,12 +196,12 @@ impl VectorStore {
             Ok(DataType::FixedSizeList(_, n)) => n as usize,
             _ => return Err(format!("table {name} has no vector column")),
         };
-        let indexed = has_vector_index(&runtime, &table)?;
+        let index = vector_index(&runtime, &table)?;
         Ok(Some(VectorStore {
             runtime,
             table,
             dim,
-            indexed,
+            index,
         }))
     }
 
@@ -312,53 +342,102 @@ impl VectorStore {
 
     /// Whether queries go through an ANN index.
     pub fn has_ann_index(&self) -> bool {
-        self.indexed
+        self.index.is_some()
     }
 
-    /// Builds an IVF-PQ index on the vectors once the table holds `threshold` rows (later
-    /// additions are folded in by [`VectorStore::compact`]). Returns whether an index exists.
+    /// The kind of the table's ANN index, as seen when it was opened or last built here.
+    pub fn ann_index(&self) -> Option<AnnKind> {
+        self.index
+    }
+
+    /// Builds an [`ANN_KIND`] index on the vectors once the table holds `threshold` rows, and
+    /// replaces an index of another kind (an earlier zblade's IVF-PQ); later additions are
+    /// folded in by [`VectorStore::compact`]. Returns whether an index exists.
     pub fn ensure_ann_index(&mut self, threshold: usize) -> Result<bool, String> {
-        if self.indexed || self.len()? < threshold {
-            return Ok(self.indexed);
+        match self.index {
+            Some(kind) if kind == ANN_KIND => Ok(true),
+            Some(_) => {
+                self.build_ann_index()?;
+                Ok(true)
+            }
+            None if self.len()? >= threshold => {
+                self.build_ann_index()?;
+                Ok(true)
+            }
+            None => Ok(false),
         }
-        self.build_ann_index()?;
-        Ok(true)
     }
 
-    /// Builds (or rebuilds) the IVF-PQ index now, whatever the table's size.
+    /// Builds (or rebuilds) the [`ANN_KIND`] index now, whatever the table's size.
     pub fn build_ann_index(&mut self) -> Result<(), String> {
-        let pq = IvfPqIndexBuilder::default()
-            .distance_type(DistanceType::Cosine)
-            .num_sub_vectors((self.dim / 8).max(1) as u32);
+        self.build_ann_index_of(ANN_KIND, None)
+    }
+
+    /// Builds (or rebuilds) an ANN index of `kind` now; `partitions` overrides LanceDB's
+    /// default IVF partition count (rows / 8192 for IVF-PQ and IVF-SQ, rows / 4096 for IVF-RQ,
+    /// one partition up to a million rows for IVF-HNSW).
+    pub fn build_ann_index_of(&mut self, kind: AnnKind, partitions: Option<u32>) -> Result<(), String> {
+        let index = match kind {
+            AnnKind::IvfPq => {
+                let mut b = IvfPqIndexBuilder::default()
+                    .distance_type(DistanceType::Cosine)
+                    .num_sub_vectors((self.dim / 8).max(1) as u32);
+                if let Some(n) = partitions {
+                    b = b.num_partitions(n);
+                }
+                Index::IvfPq(b)
+            }
+            AnnKind::IvfSq => {
+                let mut b = IvfSqIndexBuilder::default().distance_type(DistanceType::Cosine);
+                if let Some(n) = partitions {
+                    b = b.num_partitions(n);
+                }
+                Index::IvfSq(b)
+            }
+            AnnKind::IvfHnswSq => {
+                let mut b = IvfHnswSqIndexBuilder::default().distance_type(DistanceType::Cosine);
+                if let Some(n) = partitions {
+                    b = b.num_partitions(n);
+                }
+                Index::IvfHnswSq(b)
+            }
+            AnnKind::IvfRq => {
+                let mut b = IvfRqIndexBuilder::default().distance_type(DistanceType::Cosine);
+                if let Some(n) = partitions {
+                    b = b.num_partitions(n);
+                }
+                Index::IvfRq(b)
+            }
+            AnnKind::Other => return Err("zblade builds IVF-PQ, IVF-SQ, IVF-HNSW-SQ and IVF-RQ indexes".into()),
+        };
         self.runtime
-            .block_on(
-                self.table
-                    .create_index(&["vector"], Index::IvfPq(pq))
-                    .replace(true)
-                    .execute(),
-            )
+            .block_on(self.table.create_index(&["vector"], index).replace(true).execute())
             .map_err(err)?;
-        self.indexed = true;
+        self.index = Some(kind);
         Ok(())
     }
 
     /// The `k` nearest vectors to `query` by cosine distance: through the ANN index when
-    /// there is one (candidates re-ranked by exact distance), else by exact search.
+    /// there is one, else by exact search.
     pub fn nearest(&self, query: &[f32], k: usize) -> Result<Vec<Neighbour>, String> {
-        // Not `self.indexed`: another process may have built the index since this store was
-        // opened. Without an index LanceDB searches exactly and ignores the ANN settings.
-        self.nearest_with(query, k, Some((ANN_NPROBES, refine_factor(k))))
+        // The settings go with every query, not only when `self.index` says there is an index:
+        // another process may have built one since this store was opened. Without an index
+        // LanceDB searches exactly and ignores them.
+        let refine = (self.index == Some(AnnKind::IvfPq)).then_some(LEGACY_PQ_REFINE_FACTOR);
+        self.nearest_with(
+            query,
+            k,
+            Some(AnnQuery {
+                nprobes: ANN_NPROBES,
+                refine,
+                ef: None,
+            }),
+        )
     }
 
-    /// [`VectorStore::nearest`] with the ANN settings given (benchmarks compare them).
-    pub fn nearest_tuned(
-        &self,
-        query: &[f32],
-        k: usize,
-        nprobes: usize,
-        refine: u32,
-    ) -> Result<Vec<Neighbour>, String> {
-        self.nearest_with(query, k, Some((nprobes, refine)))
+    /// [`VectorStore::nearest`] with every ANN query setting given (benchmarks compare them).
+    pub fn nearest_ann(&self, query: &[f32], k: usize, ann: AnnQuery) -> Result<Vec<Neighbour>, String> {
+        self.nearest_with(query, k, Some(ann))
     }
 
     /// Exact search even when an ANN index exists: the reference the index's recall is
@@ -367,8 +446,8 @@ impl VectorStore {
         self.nearest_with(query, k, None)
     }
 
-    /// `ann`: the probes and refine factor, or `None` for exact search.
-    fn nearest_with(&self, query: &[f32], k: usize, ann: Option<(usize, u32)>) -> Result<Vec<Neighbour>, String> {
+    /// `ann`: the ANN query settings, or `None` for exact search.
+    fn nearest_with(&self, query: &[f32], k: usize, ann: Option<AnnQuery>) -> Result<Vec<Neighbour>, String> {
         self.runtime.block_on(async {
             let mut search = self
                 .table
@@ -378,10 +457,18 @@ impl VectorStore {
                 .distance_type(DistanceType::Cosine)
                 .limit(k)
                 .select(Select::columns(&["cid"]));
-            search = if let Some((nprobes, refine)) = ann {
-                search.nprobes(nprobes).map_err(err)?.refine_factor(refine)
-            } else {
-                search.bypass_vector_index()
+            search = match ann {
+                Some(ann) => {
+                    search = search.nprobes(ann.nprobes).map_err(err)?;
+                    if let Some(refine) = ann.refine {
+                        search = search.refine_factor(refine);
+                    }
+                    if let Some(ef) = ann.ef {
+                        search = search.ef(ef);
+                    }
+                    search
+                }
+                None => search.bypass_vector_index(),
             };
             let batches: Vec<RecordBatch> = search.execute().await.map_err(err)?.try_collect().await.map_err(err)?;
             let mut out = Vec::new();
@@ -424,11 +511,52 @@ impl VectorStore {
 mod tests {
     use super::*;
 
+    /// Random unit vectors, `n` of them, named `c0`, `c1`, ….
+    fn random_rows(n: usize, dim: usize) -> Vec<(String, Vec<f32>)> {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f32 / (1u64 << 53) as f32 - 0.5
+        };
+        (0..n)
+            .map(|i| {
+                let v: Vec<f32> = (0..dim).map(|_| next()).collect();
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                (format!("c{i}"), v.into_iter().map(|x| x / norm).collect())
+            })
+            .collect()
+    }
+
     #[test]
-    fn refine_factor_bounds_the_rows_re_ranked() {
-        assert_eq!(refine_factor(10), ANN_REFINE_FACTOR);
-        assert_eq!(refine_factor(55), 5);
-        assert_eq!(refine_factor(200), 2);
-        assert_eq!(refine_factor(0), ANN_REFINE_FACTOR);
+    fn an_earlier_ivf_pq_index_is_replaced_and_search_stays_right() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = random_rows(600, 16);
+        let mut store = VectorStore::open(dir.path(), "m", 16).unwrap();
+        store.add(&rows).unwrap();
+        assert!(
+            !store.ensure_ann_index(1_000).unwrap(),
+            "below the threshold: exact search"
+        );
+        assert_eq!(store.ann_index(), None);
+        // What an earlier zblade built.
+        store.build_ann_index_of(AnnKind::IvfPq, Some(2)).unwrap();
+        let mut store = VectorStore::open(dir.path(), "m", 16).unwrap();
+        assert_eq!(store.ann_index(), Some(AnnKind::IvfPq));
+        // Searching through it re-ranks, so the nearest vector to a stored one is itself.
+        assert_eq!(store.nearest(&rows[7].1, 5).unwrap()[0].cid, "c7");
+        assert!(
+            store.ensure_ann_index(1_000).unwrap(),
+            "an index of another kind is replaced"
+        );
+        let store = VectorStore::open(dir.path(), "m", 16).unwrap();
+        assert_eq!(store.ann_index(), Some(ANN_KIND));
+        for i in [0, 123, 599] {
+            let found = store.nearest(&rows[i].1, 10).unwrap();
+            assert_eq!(found[0].cid, format!("c{i}"));
+            assert!(found[0].distance.abs() < 0.01, "{found:?}");
+            assert!(found.windows(2).all(|w| w[0].distance <= w[1].distance));
+        }
     }
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod text;
+pub mod vectors;
 
 use std::time::{Duration, Instant};
 
