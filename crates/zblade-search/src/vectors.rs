@@ -89,8 +89,8 @@ fn connect(dir: &Path) -> Result<(tokio::runtime::Runtime, lancedb::Connection),
     Ok((runtime, db))
 }
 
-/// The kind of the vector column's ANN index, if it has one (`Err` names a kind zblade does
-/// not build, which [`VectorStore::ensure_ann_index`] replaces).
+/// The kind of the vector column's ANN index, if it has one (a kind zblade does not build is
+/// [`AnnKind::Other`], which [`VectorStore::ensure_ann_index`] replaces).
 fn vector_index(runtime: &tokio::runtime::Runtime, table: &lancedb::Table) -> Result<Option<AnnKind>, String> {
     let indices = runtime.block_on(table.list_indices()).map_err(err)?;
     let Some(config) = indices.iter().find(|i| i.columns == ["vector"]) else {
