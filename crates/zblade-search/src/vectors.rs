@@ -377,37 +377,24 @@ impl VectorStore {
     /// default IVF partition count (rows / 8192 for IVF-PQ and IVF-SQ, rows / 4096 for IVF-RQ,
     /// one partition up to a million rows for IVF-HNSW).
     pub fn build_ann_index_of(&mut self, kind: AnnKind, partitions: Option<u32>) -> Result<(), String> {
+        // The builders share their IVF settings but no trait: one macro sets them on each.
+        macro_rules! ivf {
+            ($builder:expr) => {{
+                let builder = $builder.distance_type(DistanceType::Cosine);
+                match partitions {
+                    Some(n) => builder.num_partitions(n),
+                    None => builder,
+                }
+            }};
+        }
         let index = match kind {
             AnnKind::IvfPq => {
-                let mut b = IvfPqIndexBuilder::default()
-                    .distance_type(DistanceType::Cosine)
-                    .num_sub_vectors((self.dim / 8).max(1) as u32);
-                if let Some(n) = partitions {
-                    b = b.num_partitions(n);
-                }
-                Index::IvfPq(b)
+                let sub_vectors = (self.dim / 8).max(1) as u32;
+                Index::IvfPq(ivf!(IvfPqIndexBuilder::default().num_sub_vectors(sub_vectors)))
             }
-            AnnKind::IvfSq => {
-                let mut b = IvfSqIndexBuilder::default().distance_type(DistanceType::Cosine);
-                if let Some(n) = partitions {
-                    b = b.num_partitions(n);
-                }
-                Index::IvfSq(b)
-            }
-            AnnKind::IvfHnswSq => {
-                let mut b = IvfHnswSqIndexBuilder::default().distance_type(DistanceType::Cosine);
-                if let Some(n) = partitions {
-                    b = b.num_partitions(n);
-                }
-                Index::IvfHnswSq(b)
-            }
-            AnnKind::IvfRq => {
-                let mut b = IvfRqIndexBuilder::default().distance_type(DistanceType::Cosine);
-                if let Some(n) = partitions {
-                    b = b.num_partitions(n);
-                }
-                Index::IvfRq(b)
-            }
+            AnnKind::IvfSq => Index::IvfSq(ivf!(IvfSqIndexBuilder::default())),
+            AnnKind::IvfHnswSq => Index::IvfHnswSq(ivf!(IvfHnswSqIndexBuilder::default())),
+            AnnKind::IvfRq => Index::IvfRq(ivf!(IvfRqIndexBuilder::default())),
             AnnKind::Other => return Err("zblade builds IVF-PQ, IVF-SQ, IVF-HNSW-SQ and IVF-RQ indexes".into()),
         };
         self.runtime
