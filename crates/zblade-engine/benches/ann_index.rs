@@ -133,7 +133,7 @@ fn main() {
         count_times.push(started.elapsed());
     }
     let body = format!(
-        "{rows} synthetic clustered 384-dimension unit vectors (the semantic benchmark's generator and size), \
+        "{rows} synthetic clustered 384-dimension unit vectors (the semantic benchmark's generator; its size in the full run), \
          {query_count} queries near stored vectors; recall against exact search on the same table; LanceDB makes \
          one partition per 8,192 vectors for IVF-PQ and IVF-SQ, per 4,096 for IVF-RQ, one up to a million for \
          IVF-HNSW (exact top 55: {}; counting the rows, which only \
