@@ -72,10 +72,12 @@ pub async fn complete_wizard(app: AppHandle, choice: WizardChoice) -> AppResult<
         ));
     }
     blocking(app, move |app, state| {
+        // The page asks; the person confirms natively, or the network stays off.
+        let allow_network = choice.allow_network && confirm_network(app);
         state.update_config(|c| {
             c.wizard_completed = true;
             c.storage_mode = choice.storage_mode;
-            c.allow_network = choice.allow_network;
+            c.allow_network = allow_network;
         })?;
         let pending = state.pending_open.lock().map_err(AppError::internal)?.take();
         if let Some(root) = pending {
@@ -86,11 +88,37 @@ pub async fn complete_wizard(app: AppHandle, choice: WizardChoice) -> AppResult<
     .await
 }
 
-/// Allows or forbids network use from now on.
+/// Allows or forbids network use from now on. Allowing it takes a yes in a native dialog (the
+/// page alone cannot turn it on); a no leaves it off and is not an error.
 #[tauri::command]
 #[specta::specta]
 pub async fn set_allow_network(app: AppHandle, allow: bool) -> AppResult<crate::config::AppConfig> {
-    blocking(app, move |_, state| state.update_config(|c| c.allow_network = allow)).await
+    blocking(app, move |app, state| {
+        if allow && !state.config().allow_network && !confirm_network(app) {
+            return Ok(state.config());
+        }
+        state.update_config(|c| c.allow_network = allow)
+    })
+    .await
+}
+
+/// The native question before network use is allowed.
+fn confirm_network(app: &AppHandle) -> bool {
+    crate::guard::confirm(
+        app,
+        "Allow network use?",
+        "zblade will be allowed to use the network: to download models you choose and to talk to a sync server you set up. \
+         Nothing else is sent, and there is no telemetry. You can turn this off again in Settings → Privacy.",
+        "Allow network use",
+    )
+}
+
+/// Opens a link from a message in the system browser, after a native confirmation; false
+/// when the person said no. Only http, https and mailto links are opened.
+#[tauri::command]
+#[specta::specta]
+pub async fn open_link(app: AppHandle, url: String) -> AppResult<bool> {
+    blocking(app, move |app, _| crate::guard::open_link(app, &url)).await
 }
 
 /// Opens the project at `path`; with `init`, creates its `.zblade/` first. A folder without
@@ -516,8 +544,9 @@ fn direction_of(name: &str) -> AppResult<MigrationDirection> {
 }
 
 /// A client of `url` with `token` (empty: the token saved for that server), after the user's
-/// consent to use the network.
-fn server_client(state: &AppState, url: &str, token: &str) -> AppResult<zblade_sync::Client> {
+/// consent to use the network. Plain http to another machine only with `allow_insecure_http`
+/// (the wizard's box, shown with its warning).
+fn server_client(state: &AppState, url: &str, token: &str, allow_insecure_http: bool) -> AppResult<zblade_sync::Client> {
     crate::network::require_consent(&state.config(), "Talking to a sync server")?;
     let url = url.trim().trim_end_matches('/');
     let token = match token.trim() {
@@ -529,14 +558,19 @@ fn server_client(state: &AppState, url: &str, token: &str) -> AppResult<zblade_s
         })?,
         token => token.to_string(),
     };
-    Ok(zblade_sync::Client::new(url, &token)?)
+    let transport = if allow_insecure_http {
+        zblade_sync::Transport::AllowPlainHttp
+    } else {
+        zblade_sync::Transport::TlsOrLoopback
+    };
+    Ok(zblade_sync::Client::with_transport(url, &token, transport)?)
 }
 
 /// Checks a server URL and token; returns the user name the token belongs to.
 #[tauri::command]
 #[specta::specta]
-pub async fn server_check(app: AppHandle, url: String, token: String) -> AppResult<String> {
-    blocking(app, move |_, state| Ok(server_client(state, &url, &token)?.whoami()?)).await
+pub async fn server_check(app: AppHandle, url: String, token: String, allow_insecure_http: bool) -> AppResult<String> {
+    blocking(app, move |_, state| Ok(server_client(state, &url, &token, allow_insecure_http)?.whoami()?)).await
 }
 
 /// The migration an earlier run left unfinished, if any.
@@ -562,9 +596,10 @@ pub async fn migration_plan(
     direction: String,
     url: String,
     token: String,
+    allow_insecure_http: bool,
 ) -> AppResult<MigrationPlanView> {
     blocking(app, move |_, state| {
-        let client = server_client(state, &url, &token)?;
+        let client = server_client(state, &url, &token, allow_insecure_http)?;
         let mut guard = state.project.lock().map_err(AppError::internal)?;
         let project = guard.as_mut().ok_or_else(AppError::no_project)?;
         let plan = project.plan_migration(direction_of(&direction)?, &client)?;
@@ -589,9 +624,15 @@ pub async fn migration_plan(
 /// with `MigrationProgress` events.
 #[tauri::command]
 #[specta::specta]
-pub async fn migrate(app: AppHandle, direction: String, url: String, token: String) -> AppResult<MigrationResultView> {
+pub async fn migrate(
+    app: AppHandle,
+    direction: String,
+    url: String,
+    token: String,
+    allow_insecure_http: bool,
+) -> AppResult<MigrationResultView> {
     blocking(app, move |app, state| {
-        let client = server_client(state, &url, &token)?;
+        let client = server_client(state, &url, &token, allow_insecure_http)?;
         let mut guard = state.project.lock().map_err(AppError::internal)?;
         let project = guard.as_mut().ok_or_else(AppError::no_project)?;
         let emitter = app.clone();
@@ -619,15 +660,25 @@ pub async fn migrate(app: AppHandle, direction: String, url: String, token: Stri
     .await
 }
 
-/// After a finished migration, removes the copies left at the source; returns how many.
+/// After a finished migration, removes the copies left at the source that still have the
+/// verified hash; says how many, and which changed items were kept.
 #[tauri::command]
 #[specta::specta]
-pub async fn migration_cleanup(app: AppHandle, url: String, token: String) -> AppResult<u32> {
+pub async fn migration_cleanup(
+    app: AppHandle,
+    url: String,
+    token: String,
+    allow_insecure_http: bool,
+) -> AppResult<CleanupView> {
     blocking(app, move |_, state| {
-        let client = server_client(state, &url, &token)?;
+        let client = server_client(state, &url, &token, allow_insecure_http)?;
         let mut guard = state.project.lock().map_err(AppError::internal)?;
         let project = guard.as_mut().ok_or_else(AppError::no_project)?;
-        Ok(project.cleanup_migration_source(&client)? as u32)
+        let report = project.cleanup_migration_source(&client)?;
+        Ok(CleanupView {
+            removed: report.removed as u32,
+            kept_changed: report.kept_changed,
+        })
     })
     .await
 }

@@ -7,6 +7,8 @@
 //! - [`tray`]: the tray icon and menu; [`relaunch`]: the light tray shape the app takes while
 //!   its window is closed, and the window shape it takes to show it. [`config`]: the app's own settings (first-run wizard
 //!   answers, recent projects). [`network`]: the consent gate every network use passes.
+//!   [`guard`]: what the page may not do on its own word (leave the app's origin, open a link,
+//!   turn network use on) without a native confirmation.
 //!
 //! The window shows the Svelte UI from `ui/dist` under a strict CSP; the only capability is the
 //! main window's (see `capabilities/main.json`).
@@ -15,6 +17,7 @@ pub mod commands;
 pub mod config;
 pub mod error;
 pub mod events;
+pub mod guard;
 pub mod indexer;
 pub mod instance;
 pub mod network;
@@ -46,6 +49,7 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::app_info,
             commands::complete_wizard,
             commands::set_allow_network,
+            commands::open_link,
             commands::open_project,
             commands::project_status,
             commands::list_conversations,

@@ -96,7 +96,10 @@ pub fn show_window(app: &AppHandle) {
         eprintln!("zblade: tauri.conf.json has no window labelled main");
         return;
     };
-    match tauri::WebviewWindowBuilder::from_config(app, config).and_then(|builder| builder.build()) {
+    // The page never leaves the app's own origin (messages may carry hostile links).
+    let built = tauri::WebviewWindowBuilder::from_config(app, config)
+        .and_then(|builder| builder.on_navigation(crate::guard::allow_navigation).build());
+    match built {
         Ok(window) => {
             let _ = window.set_focus();
         }

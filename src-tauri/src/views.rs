@@ -508,3 +508,13 @@ pub struct MigrationResultView {
     /// The storage mode now.
     pub mode: String,
 }
+
+/// What a cleanup after a migration did.
+#[derive(Debug, Clone, Serialize, Type)]
+pub struct CleanupView {
+    /// Copies removed at the source.
+    pub removed: u32,
+    /// Items kept because they changed after they were verified (their newer version is not
+    /// at the destination).
+    pub kept_changed: Vec<String>,
+}

@@ -312,6 +312,26 @@ fn migration_killed_at_random_points_both_ways_loses_and_duplicates_nothing() {
         hits.iter()
             .any(|h| h.hit.conversation_id.as_deref() == Some("conv_m042"))
     );
+    drop(project);
+
+    // Another device writes a newer conv_m000 to the server after the verification: the
+    // cleanup removes every verified copy on the server but that one, and says so.
+    let newer = conversation_json("conv_m000", "written later elsewhere", 2).replace(
+        "\"conversation_id\"",
+        &format!("\"version\": \"1.0\", \"project_id\": \"{project_id}\", \"conversation_id\""),
+    );
+    client
+        .put_record(&project_id, Kind::Conversation, "conv_m000", newer.as_bytes())
+        .unwrap();
+    let out = zblade(root, config.path(), &["migrate", "to-local", "--cleanup", "--yes", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cleanup: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cleanup["kept_changed"], serde_json::json!(["conv_m000"]), "{cleanup}");
+    let left = server_manifest(&client, &project_id, Kind::Conversation);
+    assert_eq!(left.keys().collect::<Vec<_>>(), vec!["conv_m000"], "only the newer version stays");
+    assert!(server_manifest(&client, &project_id, Kind::Moment).is_empty());
 }
 
 #[test]

@@ -77,6 +77,9 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   env.ZBLADE_MODELS_DIR = join(work, "models"); // empty: no model installed, downloads offered
   env.ZBLADE_MODEL_HUB = `http://127.0.0.1:${hub.address().port}`;
   env.WEBKIT_DISABLE_COMPOSITING_MODE = "1";
+  // Turning network use on asks in a native GTK dialog, which WebDriver cannot click: the app
+  // answers its own confirmations yes in this run (a page cannot set this; see guard.rs).
+  env.ZBLADE_TEST_ANSWER_DIALOGS = "yes";
   const port = await freePort();
   const driverLog = createWriteStream(join(out, "tauri-driver.log"));
   const driver = spawn("tauri-driver", ["--port", String(port), "--native-port", String(await freePort())], { env });

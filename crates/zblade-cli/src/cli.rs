@@ -168,9 +168,15 @@ pub enum Command {
 /// Where a migration goes and how it asks.
 #[derive(Debug, clap::Args)]
 pub struct MigrateArgs {
-    /// The sync server (http://host:port). to-local defaults to storage.server_url.
+    /// The sync server: https://host, or http://127.0.0.1:PORT on this machine. to-local
+    /// defaults to storage.server_url.
     #[arg(long, value_name = "URL")]
     pub server: Option<String>,
+    /// Allow plain http:// to a server on another machine. Dangerous: the token and all memory
+    /// cross the network readable and changeable by anyone on the path. Use https instead
+    /// (docs/SERVER.md shows TLS termination); this choice is saved in storage.allow_insecure_http.
+    #[arg(long)]
+    pub allow_insecure_http: bool,
     /// The bearer token `zblade-server user add` printed. Default: ZBLADE_TOKEN, else the
     /// token saved for that server by an earlier migration.
     #[arg(long, value_name = "TOKEN")]

@@ -469,6 +469,19 @@ fn ask(question: &str) -> Result<bool, Error> {
     Ok(matches!(answer.trim().to_lowercase().as_str(), "y" | "yes"))
 }
 
+/// Says what a cleanup removed and which changed items it kept.
+fn note_cleanup(out: &mut Out<std::io::StdoutLock<'_>>, cleanup: &zblade_engine::CleanupReport) -> Result<(), Error> {
+    out.note(&format!("cleanup: removed {} copy(ies) at the source", cleanup.removed))?;
+    if !cleanup.kept_changed.is_empty() {
+        out.note(&format!(
+            "cleanup: kept {} item(s) that changed after they were verified (a newer version, not at the destination): {}",
+            cleanup.kept_changed.len(),
+            cleanup.kept_changed.join(", ")
+        ))?;
+    }
+    Ok(())
+}
+
 /// `zblade migrate to-server|to-local`: plan, ask, copy, verify, flip, and cleanup if asked.
 fn migrate(
     root: &Path,
@@ -495,7 +508,19 @@ fn migrate(
             ))
         })?,
     };
-    let client = zblade_sync::Client::new(&server, &token)?;
+    let transport = if args.allow_insecure_http {
+        zblade_sync::Transport::AllowPlainHttp
+    } else if server == project.settings().storage.server_url {
+        project.transport()
+    } else {
+        zblade_sync::Transport::TlsOrLoopback
+    };
+    let client = zblade_sync::Client::with_transport(&server, &token, transport)?;
+    if client.is_plain_http_to_another_machine() {
+        eprintln!(
+            "warning: {server} is plain http to another machine; anyone on the network path can read and change what crosses it, the token included. Use https where you can (docs/SERVER.md)."
+        );
+    }
     let interactive = std::io::stdin().is_terminal() && !json;
     let target = match direction {
         MigrationDirection::ToServer => zblade_engine::StorageMode::Server,
@@ -503,11 +528,11 @@ fn migrate(
     };
     if pending.is_none() && args.cleanup && project.settings().storage.mode == target {
         // The migration finished earlier; only the cleanup is left.
-        let removed = project.cleanup_migration_source(&client)?;
+        let cleanup = project.cleanup_migration_source(&client)?;
         if json {
-            return out.value(&serde_json::json!({"cleaned_up": removed}));
+            return out.value(&serde_json::json!({"cleaned_up": cleanup.removed, "kept_changed": cleanup.kept_changed}));
         }
-        return out.note(&format!("cleanup: removed {removed} copy(ies) at the source"));
+        return note_cleanup(out, &cleanup);
     }
     if pending.is_none() {
         let plan = project.plan_migration(direction, &client)?;
@@ -570,7 +595,11 @@ fn migrate(
         None
     };
     if json {
-        return out.value(&serde_json::json!({"migration": report, "cleaned_up": removed}));
+        return out.value(&serde_json::json!({
+            "migration": report,
+            "cleaned_up": removed.as_ref().map(|c| c.removed),
+            "kept_changed": removed.as_ref().map(|c| c.kept_changed.clone()),
+        }));
     }
     out.note(&format!(
         "{}: {} item(s) verified at the destination ({} copied by this run{}); storage.mode is now {}",
@@ -592,7 +621,7 @@ fn migrate(
         report.mode
     ))?;
     match removed {
-        Some(n) => out.note(&format!("cleanup: removed {n} copy(ies) at the source")),
+        Some(cleanup) => note_cleanup(out, &cleanup),
         None => out.note(
             "the source still holds its copies; `zblade migrate ... --cleanup` removes them after a finished migration",
         ),

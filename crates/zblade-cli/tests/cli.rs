@@ -603,3 +603,55 @@ fn one_bad_file_among_several_adds_nothing() {
     );
     assert_eq!(artifact_count(dir.path()), 0);
 }
+
+#[test]
+fn secrets_are_never_captured_or_shown() {
+    let dir = project();
+    let root = dir.path();
+    write(root, ".env", "API_KEY=sk-live-zanzibar\n");
+    write(root, "deploy/server.pem", "-----BEGIN PRIVATE KEY-----\nzanzibar\n");
+    write(root, ".git/config", "[remote \"origin\"]\nurl = https://zanzibar:token@example.com/x\n");
+    write(root, "src/app.rs", "fn zanzibar_handler() {}\n");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(root.join(".env"), root.join("notes.txt")).unwrap();
+
+    // Capture: a conversation naming a secret is refused with the field, and nothing is added.
+    for file in [".env", "deploy/server.pem", ".git/config", ".zblade/config/settings.json"] {
+        let conv = format!(
+            r#"{{"title": "t", "messages": [{{"role": "user", "content": "see", "code_references": [{{"file": "{file}", "lines": [1, 1]}}]}}]}}"#
+        );
+        write(root, "c.json", &conv);
+        let run = zblade(root, &["add", "conversation", "c.json"]);
+        assert_eq!(run.code, 1, "{file}: {}", run.stderr);
+        assert!(run.stderr.contains("code_references[0].file"), "{file}: {}", run.stderr);
+        assert_eq!(artifact_count(root), 0);
+    }
+
+    // An artifact that arrived some other way (an older zblade, a hand edit) still never shows them.
+    let artifact = r#"{"version": "1.0", "conversation_id": "conv_SECRETS", "project_id": "", "title": "Secrets",
+      "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+      "messages": [{"id": "msg_1", "role": "user", "content": "look at these", "timestamp": "2026-01-01T00:00:00Z",
+        "code_references": [{"file": ".env", "lines": [1, 1]}, {"file": "notes.txt", "lines": [1, 1]},
+                            {"file": "deploy/server.pem", "lines": [1, 2]}, {"file": "src/app.rs", "lines": [1, 1]}]}]}"#;
+    write(root, ".zblade/artifacts/conversations/conv_SECRETS.json", artifact);
+    ok(root, &["reindex"]);
+    ok(root, &["index"]);
+    let mut seen = String::new();
+    for args in [
+        &["show", "conv_SECRETS"][..],
+        &["--json", "show", "conv_SECRETS"],
+        &["search", "zanzibar", "--mode", "keyword"],
+        &["search", "zanzibar", "--kind", "code", "--mode", "keyword"],
+        &["context", "zanzibar @file:.env @file:notes.txt @file:deploy/server.pem", "--budget", "4000"],
+        &["refs", "check"],
+    ] {
+        let run = zblade(root, args);
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        seen.push_str(&run.stdout);
+        for secret in ["sk-live", "BEGIN PRIVATE KEY", "token@example"] {
+            assert!(!run.stdout.contains(secret), "{args:?} showed {secret}: {}", run.stdout);
+        }
+    }
+    // The project's own code is still there.
+    assert!(seen.contains("zanzibar_handler"), "{seen}");
+}

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::{Error, Result, ids, paths};
+use crate::{Error, PathGuard, Result, ids, paths};
 
 /// The artifact version this build writes.
 pub const ARTIFACT_VERSION: &str = "1.0";
@@ -349,11 +349,15 @@ fn check_references(
     root: Option<&Path>,
     normalize: bool,
 ) -> Result<()> {
+    let mut guard: Option<PathGuard> = None;
     for (i, reference) in refs.iter_mut().enumerate() {
         let here = format!("{field}[{i}]");
         let normal = paths::normalize_relative(&reference.file)
             .map_err(|why| Error::field(source, format!("{here}.file"), why))?;
         if let Some(root) = root {
+            // Capture: a reference may not point at a secret or into `.git/` / `.zblade/`.
+            let guard = guard.get_or_insert_with(|| PathGuard::for_project(root));
+            guard.check(&normal).map_err(|why| Error::field(source, format!("{here}.file"), why))?;
             paths::check_inside(root, &normal).map_err(|why| Error::field(source, format!("{here}.file"), why))?;
         }
         if normalize {

@@ -70,6 +70,11 @@ pub enum Error {
     /// A download or server request failed (offline, refused, not found, bad status).
     #[error("network: {0}")]
     Network(String),
+    /// Something from outside (a sync server's answer, a transcript) broke the rules it must
+    /// keep — a path-like id, a hash that does not match, an endless listing — and was refused
+    /// before it touched the disk, the index or a prompt.
+    #[error("refused: {0}")]
+    Untrusted(String),
     /// The SQLite index failed in a way the user did not cause.
     #[error("index: {0}")]
     Index(String),
@@ -107,6 +112,7 @@ impl Error {
             Error::ConsentRequired(_) => "consent_required",
             Error::Io { .. } => "io",
             Error::Network(_) => "network",
+            Error::Untrusted(_) => "untrusted",
             Error::Index(_) => "index",
             Error::IndexCorrupt { .. } => "index_corrupt",
             Error::Interrupted => "interrupted",
@@ -125,6 +131,7 @@ impl Error {
                 | Error::NotInitialized(_)
                 | Error::ConsentRequired(_)
                 | Error::Network(_)
+                | Error::Untrusted(_)
         ) || matches!(self, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
     }
 

@@ -21,6 +21,7 @@ pub mod fsio;
 pub mod ids;
 pub mod layout;
 pub mod paths;
+pub mod protected;
 pub mod settings;
 
 pub use artifact::{
@@ -29,4 +30,5 @@ pub use artifact::{
 };
 pub use error::{Error, Result};
 pub use layout::Layout;
+pub use protected::PathGuard;
 pub use settings::{Settings, StorageMode};

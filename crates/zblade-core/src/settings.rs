@@ -73,6 +73,11 @@ pub struct StorageSettings {
     /// empty when none was set up. Its token is kept outside the project (see zblade-sync).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub server_url: String,
+    /// Plain `http://` to a `server_url` on another machine: false unless the user passed
+    /// `--allow-insecure-http` (or ticked it in the app), since the token and all memory then
+    /// cross the network readable by anyone on the path. Loopback http is always allowed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_insecure_http: bool,
     /// The hot cache under `.zblade/cache/`.
     pub cache: CacheSettings,
     /// Unknown fields.
@@ -86,6 +91,7 @@ impl Default for StorageSettings {
             mode: StorageMode::Local,
             sync_metadata: false,
             server_url: String::new(),
+            allow_insecure_http: false,
             cache: CacheSettings::default(),
             extra: Map::new(),
         }
@@ -183,6 +189,11 @@ pub struct PrivacySettings {
     /// Whether zblade may use the network at all (model downloads, a sync server). False
     /// until the user agrees; a single command can be allowed with `--allow-network`.
     pub allow_network: bool,
+    /// Files zblade must never read as project code, on top of the built-in ones (`.env*`,
+    /// private keys, `.git/`, `.zblade/`; see [`crate::protected`]): gitignore-like patterns,
+    /// `*.secret` (a file name anywhere) or `config/prod/*` (a path from the project root).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secret_files: Vec<String>,
     /// Unknown fields.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -192,6 +192,8 @@ impl Project {
     /// The text of a code chunk as the working tree holds it now, if it still has the CID it
     /// was indexed with; `None` means the file changed and the chunk must be re-indexed.
     pub fn verified_code(&self, path: &str, lines: (u32, u32), cid: &str) -> Option<String> {
+        // An index built before a file was marked secret still lists its chunks: never read them.
+        self.path_guard().check(path).ok()?;
         let full = self.layout.root().join(path);
         code::verify(&full, lines.0, lines.1, cid)
     }

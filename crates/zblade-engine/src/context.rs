@@ -4,7 +4,6 @@
 //! now — and `zblade-context` reranks and packs them, with a receipt.
 
 use std::collections::HashMap;
-use std::path::Component;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -573,37 +572,22 @@ impl Project {
         Ok(Some(SearchMode::Keyword))
     }
 
-    /// A file (or lines of it) named with `@file:`, read from the working tree now. Paths
-    /// must stay inside the project and out of `.zblade/`.
+    /// A file (or lines of it) named with `@file:`, read from the working tree now through the
+    /// one validated reader: paths must stay inside the project, out of `.git/` and `.zblade/`,
+    /// and away from secrets; huge and binary files are refused.
     fn file_candidate(&self, file: &FileRef) -> std::result::Result<Candidate, String> {
-        let relative = std::path::Path::new(&file.path);
-        let escapes = relative.is_absolute()
-            || relative
-                .components()
-                .any(|c| matches!(c, Component::ParentDir | Component::RootDir | Component::Prefix(_)));
-        if escapes {
-            return Err("only paths inside the project can be named".into());
+        let read = zblade_refs::read_project_file_guarded(self.layout.root(), &file.path, &self.path_guard());
+        let source = match read {
+            Ok(source) => source,
+            Err(zblade_refs::ReadError::TooLarge(size)) => {
+                return Err(format!("it is {} MB; name a line range instead", size / (1024 * 1024)));
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        if source.bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(format!("it is {} MB; name a line range instead", source.bytes.len() / (1024 * 1024)));
         }
-        if relative.components().next() == Some(Component::Normal(".zblade".as_ref())) {
-            return Err("zblade's own folder is not project code".into());
-        }
-        let root = self.layout.root();
-        let path = root.join(relative);
-        // Symbolic links may point anywhere: the real path must still be inside the project.
-        let real = path.canonicalize().map_err(|e| format!("cannot read it: {e}"))?;
-        let real_root = root.canonicalize().map_err(|e| e.to_string())?;
-        if !real.starts_with(&real_root) {
-            return Err("it leads outside the project".into());
-        }
-        let size = std::fs::metadata(&real).map_err(|e| e.to_string())?.len();
-        if size > MAX_FILE_BYTES {
-            return Err(format!("it is {} MB; name a line range instead", size / (1024 * 1024)));
-        }
-        let bytes = std::fs::read(&real).map_err(|e| format!("cannot read it: {e}"))?;
-        if bytes.contains(&0) {
-            return Err("it is a binary file".into());
-        }
-        let text = String::from_utf8_lossy(&bytes);
+        let text = String::from_utf8_lossy(&source.bytes);
         let lines: Vec<&str> = text.lines().collect();
         let (start, end) = match file.lines {
             Some((start, _)) if start as usize > lines.len() => {

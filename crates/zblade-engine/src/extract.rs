@@ -158,6 +158,7 @@ impl Project {
         found: zblade_llm::jobs::ExtractedMoment,
     ) -> Moment {
         let mut references: Vec<CodeReference> = Vec::new();
+        let guard = self.path_guard();
         for file in &found.files {
             let held: Vec<&CodeReference> = conv.messages[window.clone()]
                 .iter()
@@ -168,13 +169,15 @@ impl Project {
                 references.extend(held.into_iter().cloned());
                 continue;
             }
-            let path = self.layout.root().join(file);
-            if let Ok(text) = std::fs::read_to_string(&path)
-                && !file.starts_with(".zblade")
-            {
-                let lines = text.lines().count().max(1) as u32;
+            // The model's output names the file: read it only through the validated reader
+            // (inside the project, no symlink escape, no secrets or tool folders, size cap).
+            let Ok(normal) = zblade_core::paths::normalize_relative(file) else {
+                continue;
+            };
+            if let Ok(source) = zblade_refs::read_project_file_guarded(self.layout.root(), &normal, &guard) {
+                let lines = source.line_count().max(1) as u32;
                 references.push(CodeReference {
-                    file: file.clone(),
+                    file: normal,
                     lines: [1, lines],
                     git_hash: None,
                     commit: None,

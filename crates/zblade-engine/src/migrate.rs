@@ -121,6 +121,16 @@ pub struct MigrationReport {
     pub mode: StorageMode,
 }
 
+/// What a cleanup did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CleanupReport {
+    /// Copies removed at the source.
+    pub removed: usize,
+    /// Items kept because they changed after they were verified (written since by another
+    /// device or edited): their newer version is not at the destination.
+    pub kept_changed: Vec<String>,
+}
+
 /// Progress callbacks: (phase, done, total).
 pub type Progress<'a> = &'a mut dyn FnMut(Phase, usize, usize);
 
@@ -137,16 +147,21 @@ fn copied_log(project: &Project) -> PathBuf {
 }
 
 /// Items the log says were copied: `kind id hash` per line, where `hash` is what the
-/// destination holds. A torn last line (killed mid-write) is ignored: that item is copied again.
+/// destination holds. Only whole lines count: a torn last line (killed mid-write, no `\n`) is
+/// ignored, and that item is copied again.
 fn read_copied(project: &Project) -> Result<HashMap<(Kind, String), String>> {
-    let path = copied_log(project);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
+    read_copied_at(&copied_log(project))
+}
+
+fn read_copied_at(path: &std::path::Path) -> Result<HashMap<(Kind, String), String>> {
+    let text = match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
-        Err(e) => return Err(Error::io(&path, e)),
+        Err(e) => return Err(Error::io(path, e)),
     };
+    let whole = text.rfind('\n').map_or("", |end| &text[..end]);
     let mut copied = HashMap::new();
-    for line in text.lines() {
+    for line in whole.lines() {
         let parts: Vec<&str> = line.split(' ').collect();
         let [kind, id, hash] = parts[..] else { continue };
         let kind = match kind {
@@ -154,11 +169,29 @@ fn read_copied(project: &Project) -> Result<HashMap<(Kind, String), String>> {
             "moment" => Kind::Moment,
             _ => continue,
         };
-        if hash.len() == 64 {
+        if hash.len() == 64 && zblade_core::ids::check_id(id, None).is_ok() {
             copied.insert((kind, id.to_string()), hash.to_string());
         }
     }
     Ok(copied)
+}
+
+/// Opens the log for appending, first cutting off a torn last line (a run killed mid-write),
+/// so the next line never glues onto it.
+fn open_copied_log(path: &std::path::Path) -> Result<std::fs::File> {
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(&mut log, &mut text).map_err(|e| Error::io(path, e))?;
+    if !text.is_empty() && !text.ends_with(b"\n") {
+        let whole = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        log.set_len(whole as u64).and_then(|_| log.sync_data()).map_err(|e| Error::io(path, e))?;
+    }
+    Ok(log)
 }
 
 fn append_copied(log: &mut std::fs::File, path: &std::path::Path, kind: Kind, id: &str, hash: &str) -> Result<()> {
@@ -341,6 +374,9 @@ impl Project {
                 Direction::ToLocal => StorageMode::Local,
             };
             self.settings.storage.server_url = client.url().to_string();
+            // The user's explicit choice of plain http to another machine is kept for the reads
+            // and writes of server mode; otherwise it stays off.
+            self.settings.storage.allow_insecure_http = client.is_plain_http_to_another_machine();
             self.settings.save(&self.layout.settings())?;
             journal.phase = Phase::Done;
             self.write_journal(&journal)?;
@@ -379,11 +415,7 @@ impl Project {
     fn copy_items(&mut self, plan: &Plan, client: &Client, progress: Progress<'_>) -> Result<(usize, usize)> {
         let done = read_copied(self)?;
         let log_path = copied_log(self);
-        let mut log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
-            .map_err(|e| Error::io(&log_path, e))?;
+        let mut log = open_copied_log(&log_path)?;
         if plan.direction == Direction::ToServer {
             let name = self
                 .layout
@@ -403,7 +435,7 @@ impl Project {
             }
             let written_hash = match plan.direction {
                 Direction::ToServer => {
-                    let path = self.artifact_path(item.kind, &item.id);
+                    let path = self.artifact_path(item.kind, &item.id)?;
                     let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
                     if sha256_hex(&bytes) != item.hash {
                         return Err(Error::Usage(format!(
@@ -414,9 +446,13 @@ impl Project {
                     client.put_record(&plan.project, item.kind, &item.id, &bytes)?.hash
                 }
                 Direction::ToLocal => {
-                    let bytes = client.get_record(&plan.project, item.kind, &item.id)?.ok_or_else(|| {
-                        Error::NotFound(format!("{} vanished from the server during the migration", item.id))
-                    })?;
+                    // Checked before anything is written: the id, the bytes against the hash
+                    // the listing gave (the plan's), and that they are the artifact asked for.
+                    let bytes = client
+                        .get_listed_record(&plan.project, item.kind, &item.id, &item.hash)?
+                        .ok_or_else(|| {
+                            Error::NotFound(format!("{} vanished from the server during the migration", item.id))
+                        })?;
                     let bytes = match item.kind {
                         Kind::Conversation => {
                             let tree = tree.get_or_insert_with(|| crate::codeblocks::TreeLines::load(self));
@@ -426,10 +462,7 @@ impl Project {
                         }
                         Kind::Moment => bytes,
                     };
-                    let path = self.artifact_path(item.kind, &item.id);
-                    if let Some(dir) = path.parent() {
-                        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-                    }
+                    let path = self.artifact_path(item.kind, &item.id)?;
                     fsio::write_atomic(&path, &bytes)?;
                     sha256_hex(&bytes)
                 }
@@ -456,7 +489,7 @@ impl Project {
             }
             Direction::ToLocal => {
                 for item in &plan.items {
-                    let path = self.artifact_path(item.kind, &item.id);
+                    let path = self.artifact_path(item.kind, &item.id)?;
                     if let Ok(bytes) = std::fs::read(&path) {
                         at_destination.insert((item.kind, item.id.clone()), sha256_hex(&bytes));
                     }
@@ -506,17 +539,36 @@ impl Project {
         Ok(plan.items.len())
     }
 
-    fn artifact_path(&self, kind: Kind, id: &str) -> PathBuf {
-        match kind {
-            Kind::Conversation => self.layout.conversation_path(id),
-            Kind::Moment => self.layout.moment_path(id),
+    /// The artifact file of a planned item, proven to lie directly inside its artifacts folder:
+    /// the id follows the id rules (ids in a plan came from a server or a journal on disk), and
+    /// the folder, created if need be, resolves inside `.zblade/` (no symlink out of it).
+    fn artifact_path(&self, kind: Kind, id: &str) -> Result<PathBuf> {
+        let (dir, prefix) = match kind {
+            Kind::Conversation => (self.layout.conversations_dir(), zblade_core::ids::CONVERSATION),
+            Kind::Moment => (self.layout.moments_dir(), zblade_core::ids::MOMENT),
+        };
+        zblade_core::ids::check_id(id, Some(prefix))
+            .map_err(|why| Error::Untrusted(format!("migration item id {why}")))?;
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let real_dir = dir.canonicalize().map_err(|e| Error::io(&dir, e))?;
+        let real_zblade = self.layout.dir().canonicalize().map_err(|e| Error::io(self.layout.dir(), e))?;
+        if !real_dir.starts_with(&real_zblade) {
+            return Err(Error::Untrusted(format!(
+                "{} leads outside .zblade/ (to {}); nothing is written there",
+                self.layout.relative(&dir),
+                real_dir.display()
+            )));
         }
+        let path = dir.join(format!("{id}.json"));
+        debug_assert_eq!(path.parent(), Some(dir.as_path()));
+        Ok(path)
     }
 
     /// After a finished migration, removes the copies left at the source: local artifacts
     /// after to-server, server records after to-local. Only items of the last migration's
-    /// verified plan are touched. Returns how many were removed.
-    pub fn cleanup_migration_source(&mut self, client: &Client) -> Result<usize> {
+    /// verified plan are touched, and only while they still have the hash that was verified:
+    /// a version written since (by another device, or an edit) is kept and reported.
+    pub fn cleanup_migration_source(&mut self, client: &Client) -> Result<CleanupReport> {
         let last = journal_dir(self).join("last.json");
         let bytes = std::fs::read(&last)
             .map_err(|_| Error::Usage("no finished migration to clean up after (run `zblade migrate` first)".into()))?;
@@ -528,7 +580,7 @@ impl Project {
             ));
         }
         let plan = journal.plan;
-        let mut removed = 0;
+        let mut report = CleanupReport::default();
         match plan.direction {
             Direction::ToServer => {
                 if self.settings.storage.mode != StorageMode::Server {
@@ -536,11 +588,15 @@ impl Project {
                 }
                 let _lock = WriteLock::acquire(&self.layout)?;
                 for item in &plan.items {
-                    let path = self.artifact_path(item.kind, &item.id);
+                    let path = self.artifact_path(item.kind, &item.id)?;
                     // Only the bytes that were verified on the server: a file changed since stays.
-                    if std::fs::read(&path).is_ok_and(|b| sha256_hex(&b) == item.hash) {
-                        std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
-                        removed += 1;
+                    match std::fs::read(&path) {
+                        Ok(bytes) if sha256_hex(&bytes) == item.hash => {
+                            std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
+                            report.removed += 1;
+                        }
+                        Ok(_) => report.kept_changed.push(item.id.clone()),
+                        Err(_) => {}
                     }
                 }
             }
@@ -549,13 +605,16 @@ impl Project {
                     return Err(Error::Usage("storage.mode is not local; server memory is kept".into()));
                 }
                 for item in &plan.items {
-                    if client.delete_record(&plan.project, item.kind, &item.id)? {
-                        removed += 1;
+                    // The server deletes only while the record has the verified hash.
+                    match client.delete_record_if(&plan.project, item.kind, &item.id, &item.hash)? {
+                        zblade_sync::Deleted::Yes => report.removed += 1,
+                        zblade_sync::Deleted::Changed => report.kept_changed.push(item.id.clone()),
+                        zblade_sync::Deleted::NotFound => {}
                     }
                 }
             }
         }
-        Ok(removed)
+        Ok(report)
     }
 }
 
@@ -584,4 +643,38 @@ fn read_artifact(kind: Kind, path: &std::path::Path, name: &str) -> Result<(Stri
         )));
     }
     Ok((id, bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_torn_log_line_never_glues_onto_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("copied.log");
+        let hash = "a".repeat(64);
+        // Killed in the middle of the second line: its hash is cut short, no newline.
+        std::fs::write(&path, format!("conversation conv_A {hash}\nmoment moment_B {}", &hash[..20])).unwrap();
+        assert_eq!(read_copied_at(&path).unwrap().len(), 1, "a torn line does not count");
+        let mut log = open_copied_log(&path).unwrap();
+        append_copied(&mut log, &path, Kind::Moment, "moment_C", &hash).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, format!("conversation conv_A {hash}\nmoment moment_C {hash}\n"));
+        let copied = read_copied_at(&path).unwrap();
+        assert_eq!(copied.len(), 2);
+        assert!(copied.contains_key(&(Kind::Moment, "moment_C".to_string())));
+        assert!(!copied.contains_key(&(Kind::Moment, "moment_B".to_string())), "B is copied again");
+    }
+
+    #[test]
+    fn a_complete_last_line_without_its_newline_is_copied_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("copied.log");
+        let hash = "b".repeat(64);
+        std::fs::write(&path, format!("conversation conv_A {hash}")).unwrap();
+        assert!(read_copied_at(&path).unwrap().is_empty());
+        drop(open_copied_log(&path).unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), b"");
+    }
 }

@@ -216,6 +216,12 @@ impl Project {
         &self.settings
     }
 
+    /// The rules for files zblade never reads as project code: built-in secrets and tool
+    /// folders plus this project's `privacy.secret_files` ([`zblade_core::protected`]).
+    pub(crate) fn path_guard(&self) -> zblade_core::PathGuard {
+        zblade_core::PathGuard::new(&self.settings.privacy.secret_files)
+    }
+
     pub(crate) fn index(&self) -> Result<&Index> {
         self.index.as_ref().map_err(|message| Error::IndexCorrupt {
             path: self.layout.database(),

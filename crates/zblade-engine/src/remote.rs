@@ -33,7 +33,16 @@ impl Project {
                 "no token for {url}; set ZBLADE_TOKEN or run `zblade migrate to-server --server {url} --token TOKEN`"
             ))
         })?;
-        Client::new(url, &token)
+        Client::with_transport(url, &token, self.transport())
+    }
+
+    /// Whether plain http to another machine was allowed for this project's server.
+    pub fn transport(&self) -> zblade_sync::Transport {
+        if self.settings.storage.allow_insecure_http {
+            zblade_sync::Transport::AllowPlainHttp
+        } else {
+            zblade_sync::Transport::TlsOrLoopback
+        }
     }
 
     /// Server mode's `add`: conversations prepared as in local mode

@@ -13,7 +13,9 @@ use zblade_core::Anchor;
 
 use crate::drift::{Drift, GitRepo, blob_hash, drift_without_git};
 use crate::resolve::{Found, Status, resolve};
-use crate::source::{ReadError, SourceFile, read_project_file};
+use zblade_core::PathGuard;
+
+use crate::source::{ReadError, SourceFile, read_project_file_guarded};
 
 /// Below this similarity a hit in another file does not count as the reference having moved.
 const MOVED_MIN_SIMILARITY: f32 = 0.6;
@@ -75,6 +77,8 @@ impl Checked {
 /// Checks references against the working tree, reading each file at most once.
 pub struct Checker<'a> {
     root: PathBuf,
+    /// Secrets and tool folders are never read ([`zblade_core::protected`]).
+    guard: PathGuard,
     git: Option<&'a GitRepo>,
     files: HashMap<String, Result<SourceFile, ReadError>>,
     renames: HashMap<String, String>,
@@ -91,6 +95,7 @@ impl<'a> Checker<'a> {
     pub fn new(root: &Path, git: Option<&'a GitRepo>) -> Self {
         Checker {
             root: root.to_path_buf(),
+            guard: PathGuard::for_project(root),
             git,
             files: HashMap::new(),
             renames: HashMap::new(),
@@ -126,10 +131,10 @@ impl<'a> Checker<'a> {
 
     /// Reads (once) a project file.
     pub fn file(&mut self, relative: &str) -> Result<&SourceFile, ReadError> {
-        let root = &self.root;
+        let (root, guard) = (&self.root, &self.guard);
         self.files
             .entry(relative.to_string())
-            .or_insert_with(|| read_project_file(root, relative))
+            .or_insert_with(|| read_project_file_guarded(root, relative, guard))
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -181,7 +186,7 @@ impl<'a> Checker<'a> {
                     return checked;
                 }
             }
-            Err(err @ (ReadError::Binary | ReadError::TooLarge(_) | ReadError::OutsideProject(_))) => {
+            Err(err @ (ReadError::Binary | ReadError::TooLarge(_) | ReadError::OutsideProject(_) | ReadError::Protected(_))) => {
                 self.explain(&mut checked, err);
                 return checked;
             }
@@ -282,6 +287,7 @@ impl<'a> Checker<'a> {
     /// The project's text files (honouring .gitignore), listed once per checker.
     fn candidates(&mut self) -> &[String] {
         let root = self.root.clone();
+        let guard = &self.guard;
         self.candidates.get_or_insert_with(|| {
             let mut files = Vec::new();
             let walker = ignore::WalkBuilder::new(&root)
@@ -293,7 +299,11 @@ impl<'a> Checker<'a> {
                     && entry.metadata().is_ok_and(|m| m.len() <= crate::MAX_FILE_BYTES)
                     && let Ok(rel) = entry.path().strip_prefix(&root)
                 {
-                    files.push(rel.to_string_lossy().replace('\\', "/"));
+                    let rel = rel.to_string_lossy().replace('\\', "/");
+                    // A reference never "moves" into a secret.
+                    if guard.check(&rel).is_ok() {
+                        files.push(rel);
+                    }
                 }
             }
             files.sort();

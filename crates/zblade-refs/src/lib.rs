@@ -29,5 +29,5 @@ pub mod watcher;
 pub use checker::{Checked, Checker, RefRecord};
 pub use drift::{Drift, GitRepo, blob_hash};
 pub use resolve::{Found, Status, resolve};
-pub use source::{MAX_FILE_BYTES, SourceFile, read_project_file};
+pub use source::{MAX_FILE_BYTES, ReadError, SourceFile, read_project_file, read_project_file_guarded};
 pub use zblade_core::Anchor;

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use zblade_core::paths;
+use zblade_core::{PathGuard, paths};
 
 /// Files larger than this are not read (a reference into a 50 MB log is refused cleanly).
 pub const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
@@ -24,6 +24,9 @@ pub enum ReadError {
     NotFound,
     /// The path leads outside the project (absolute, `..`, or a symlink out).
     OutsideProject(String),
+    /// A secret or a tool's folder (`.env`, a private key, `.git/`, `.zblade/`; see
+    /// [`zblade_core::protected`]), named directly or reached through a symlink.
+    Protected(String),
     /// Larger than [`MAX_FILE_BYTES`].
     TooLarge(u64),
     /// Contains NUL bytes: not text.
@@ -36,7 +39,7 @@ impl std::fmt::Display for ReadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ReadError::NotFound => write!(f, "file not found"),
-            ReadError::OutsideProject(why) => write!(f, "refused: {why}"),
+            ReadError::OutsideProject(why) | ReadError::Protected(why) => write!(f, "refused: {why}"),
             ReadError::TooLarge(n) => write!(f, "file is {:.1} MB; files over 10 MB are not read", *n as f64 / 1e6),
             ReadError::Binary => write!(f, "binary file"),
             ReadError::Io(e) => write!(f, "{e}"),
@@ -81,11 +84,27 @@ impl SourceFile {
     }
 }
 
-/// Reads `relative` inside `root`, refusing paths that leave the project, huge and binary files.
+/// Reads `relative` inside `root`, refusing paths that leave the project, secrets, huge and
+/// binary files, with the project's own secret patterns ([`PathGuard::for_project`]).
 pub fn read_project_file(root: &Path, relative: &str) -> Result<SourceFile, ReadError> {
+    read_project_file_guarded(root, relative, &PathGuard::for_project(root))
+}
+
+/// [`read_project_file`] with rules already loaded (callers reading many files load them once).
+pub fn read_project_file_guarded(root: &Path, relative: &str, guard: &PathGuard) -> Result<SourceFile, ReadError> {
     let normal = paths::normalize_relative(relative).map_err(ReadError::OutsideProject)?;
+    guard.check(&normal).map_err(ReadError::Protected)?;
     paths::check_inside(root, &normal).map_err(ReadError::OutsideProject)?;
     let path = root.join(&normal);
+    // A symlink inside the project may point at a secret inside it (`notes.txt -> .env`).
+    if let (Ok(real), Ok(real_root)) = (path.canonicalize(), root.canonicalize())
+        && let Ok(inner) = real.strip_prefix(&real_root)
+    {
+        let inner = inner.to_string_lossy().replace('\\', "/");
+        if inner != normal {
+            guard.check(&inner).map_err(ReadError::Protected)?;
+        }
+    }
     let meta = match std::fs::metadata(&path) {
         Ok(meta) if meta.is_file() => meta,
         Ok(_) => return Err(ReadError::NotFound),
@@ -137,5 +156,27 @@ mod tests {
             read_project_file(dir.path(), "nope.rs").unwrap_err(),
             ReadError::NotFound
         );
+    }
+
+    #[test]
+    fn refuses_secrets_named_directly_or_through_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".env"), "API_KEY=sk-live\n").unwrap();
+        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+        std::fs::write(dir.path().join(".git/config"), "[remote]\n").unwrap();
+        for bad in [".env", ".git/config", "./.env"] {
+            assert!(
+                matches!(read_project_file(dir.path(), bad), Err(ReadError::Protected(_))),
+                "{bad} was read"
+            );
+        }
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(dir.path().join(".env"), dir.path().join("notes.txt")).unwrap();
+            assert!(matches!(
+                read_project_file(dir.path(), "notes.txt"),
+                Err(ReadError::Protected(_))
+            ));
+        }
     }
 }

@@ -94,7 +94,8 @@ pub fn is_candidate(rel: &Path) -> bool {
     let hidden = rel
         .components()
         .any(|c| c.as_os_str().to_string_lossy().starts_with('.'));
-    !hidden && !generated_by_name(rel)
+    let secret = zblade_core::protected::check_builtin(&rel.to_string_lossy().replace('\\', "/")).is_err();
+    !hidden && !secret && !generated_by_name(rel)
 }
 
 /// Decodes a file's bytes for indexing, or says why it is skipped. Text that is not valid
@@ -134,6 +135,8 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<String, Skip> {
 /// out of zblade only, edited from the app's settings) are honoured, hidden files and `.zblade/`
 /// are left out. Size, binary and generated checks happen when a file is read ([`decode`]).
 pub fn project_files(root: &Path) -> Vec<PathBuf> {
+    // Secrets are never indexed: their chunks would be read back into search hits and context.
+    let guard = zblade_core::PathGuard::for_project(root);
     let mut out: Vec<PathBuf> = ignore::WalkBuilder::new(root)
         .hidden(true)
         .git_ignore(true)
@@ -144,7 +147,7 @@ pub fn project_files(root: &Path) -> Vec<PathBuf> {
         .filter_map(|entry| entry.ok())
         .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
         .filter_map(|entry| entry.path().strip_prefix(root).ok().map(Path::to_path_buf))
-        .filter(|rel| is_candidate(rel))
+        .filter(|rel| is_candidate(rel) && guard.check(&rel.to_string_lossy().replace('\\', "/")).is_ok())
         .collect();
     out.sort();
     out

@@ -64,7 +64,7 @@ fn run_backend(backend: &'static str, db: String, clients: usize, seconds: u64) 
         store.migrate().await.unwrap();
         store.add_user("load").await.unwrap();
         let (id, token) = new_token();
-        store.add_token("load", &id, &hash_token(&token)).await.unwrap();
+        store.add_token("load", &id, &hash_token(&token), None).await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         (store, listener, token)
     });

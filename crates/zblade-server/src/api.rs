@@ -15,8 +15,8 @@ use axum::{Extension, Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::{RateLimiter, hash_token};
-use crate::store::{Kind, MetadataRecord, NewRecord, Store, StoreError, User};
+use crate::auth::{RateLimiter, client_address, hash_token};
+use crate::store::{Deleted, Kind, MetadataRecord, NewRecord, Store, StoreError, User};
 
 /// Most items one page returns.
 pub const MAX_PAGE: usize = 1_000;
@@ -72,7 +72,16 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::NotFound(why) => ApiError::not_found(why),
             StoreError::Conflict(why) => ApiError::new(StatusCode::CONFLICT, "conflict", why),
-            StoreError::Backend(why) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "database", why),
+            // The database's own words (table names, SQL, file paths, connection strings) stay
+            // in the server's log; the client learns only that the database failed.
+            StoreError::Backend(why) => {
+                eprintln!("zblade-server: database error: {why}");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "database",
+                    "the server's database failed; try again later (the server's log has the details)",
+                )
+            }
         }
     }
 }
@@ -123,8 +132,10 @@ pub struct AppState<S> {
     pub store: S,
     /// Requests per user and second.
     pub limiter: RateLimiter,
-    /// Failed sign-ins per client address.
+    /// Failed sign-ins per client address (see [`crate::auth::client_address`]).
     pub failed_auth: RateLimiter<std::net::IpAddr>,
+    /// Reverse proxies whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 /// An id from a URL, by the artifact format's own rule (ASCII letters, digits, `_`, `-`; at
@@ -180,10 +191,14 @@ async fn authenticate<S: Store>(
     mut request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
+    let forwarded_for = request
+        .headers()
+        .get("x-forwarded-for")
+        .and_then(|v| v.to_str().ok());
     let address = request
         .extensions()
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .map(|info| info.0.ip());
+        .map(|info| client_address(info.0.ip(), forwarded_for, &state.trusted_proxies));
     if let Some(address) = address
         && let Err(wait) = state.failed_auth.peek(address)
     {
@@ -235,11 +250,15 @@ async fn healthz<S: Store>(State(state): State<Arc<AppState<S>>>) -> Response {
     // A cheap query proves the database answers.
     match state.store.user_for_token("-").await {
         Ok(_) => Json(json!({ "status": "ok", "backend": state.store.backend(), "api": "v0" })).into_response(),
-        Err(e) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({ "status": "unavailable", "backend": state.store.backend(), "reason": e.to_string() })),
-        )
-            .into_response(),
+        Err(e) => {
+            // Unauthenticated: the reason goes to the log only.
+            eprintln!("zblade-server: health check failed: {e}");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({ "status": "unavailable", "backend": state.store.backend() })),
+            )
+                .into_response()
+        }
     }
 }
 
@@ -487,21 +506,30 @@ async fn put_record<S: Store>(
         .into_response())
 }
 
+/// `DELETE …/ID`, with an optional `x-zblade-sha256` header: delete only while the stored bytes
+/// still have that hash (412 otherwise), so a cleanup never removes a version it did not verify.
 async fn delete_record<S: Store>(
     State(state): State<Arc<AppState<S>>>,
     Extension(user): Extension<User>,
     ApiPath((project, collection, id)): ApiPath<(String, String, String)>,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     check_id("project", &project)?;
     let kind = kind_of(&collection)?;
     check_id(kind.as_str(), &id)?;
-    if !state.store.delete_record(user.id, &project, kind, &id).await? {
-        return Err(ApiError::not_found(format!(
+    let if_hash = headers.get(HASH_HEADER).and_then(|v| v.to_str().ok());
+    match state.store.delete_record(user.id, &project, kind, &id, if_hash).await? {
+        Deleted::Yes => Ok(StatusCode::NO_CONTENT.into_response()),
+        Deleted::NotFound => Err(ApiError::not_found(format!(
             "no {} {id} in project {project}",
             kind.as_str()
-        )));
+        ))),
+        Deleted::Changed => Err(ApiError::new(
+            StatusCode::PRECONDITION_FAILED,
+            "changed",
+            format!("{} {id} no longer has the hash given; it was kept", kind.as_str()),
+        )),
     }
-    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// `?q=WORDS&kind=conversation|moment&limit=N`.

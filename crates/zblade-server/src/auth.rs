@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
+use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -69,6 +70,24 @@ impl<K: Hash + Eq + Clone> RateLimiter<K> {
         self.with_bucket(key, |tokens| *tokens >= 1.0)
     }
 
+    /// Forgets the keys whose buckets have filled up again (they would start full anyway).
+    pub fn prune(&self) {
+        let now = Instant::now();
+        let mut buckets = self.buckets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (rate, burst) = (self.rate, self.burst);
+        buckets.retain(|_, (tokens, last)| *tokens + now.duration_since(*last).as_secs_f64() * rate < burst);
+    }
+
+    /// Keys held now (for tests and diagnostics).
+    pub fn len(&self) -> usize {
+        self.buckets.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).len()
+    }
+
+    /// Whether no key is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     fn with_bucket(&self, key: K, take: impl FnOnce(&mut f64) -> bool) -> Result<(), Duration> {
         let now = Instant::now();
         let mut buckets = self.buckets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -87,9 +106,89 @@ impl<K: Hash + Eq + Clone> RateLimiter<K> {
     }
 }
 
+/// The address failed sign-ins are counted against. A request from a trusted proxy carries
+/// the client's address in `X-Forwarded-For` (each proxy appends the address it saw): the
+/// right-most entry that is not itself a trusted proxy is the client. From anyone else the
+/// header is ignored, since a client can write what it likes there. IPv6 addresses count by
+/// their /64 (one machine usually holds a whole /64), IPv4-mapped IPv6 as IPv4.
+pub fn client_address(peer: IpAddr, forwarded_for: Option<&str>, trusted: &[IpAddr]) -> IpAddr {
+    let mut client = peer;
+    if trusted.contains(&peer)
+        && let Some(header) = forwarded_for
+    {
+        for hop in header.rsplit(',') {
+            match hop.trim().parse::<IpAddr>() {
+                Ok(ip) if trusted.contains(&ip) => continue,
+                Ok(ip) => {
+                    client = ip;
+                    break;
+                }
+                // A malformed entry: stop at the last address a trusted hop vouched for.
+                Err(_) => break,
+            }
+        }
+    }
+    group(client)
+}
+
+/// IPv6 to its /64, IPv4-mapped IPv6 to IPv4.
+fn group(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let s = v6.segments();
+                IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+            }
+        },
+        v4 => v4,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn forwarded_for_counts_only_from_a_trusted_proxy() {
+        let proxy: IpAddr = "10.0.0.2".parse().unwrap();
+        let peer: IpAddr = "203.0.113.9".parse().unwrap();
+        // Straight from the internet: the header is the client's own words, ignored.
+        assert_eq!(client_address(peer, Some("1.2.3.4"), &[proxy]), peer);
+        // Through the proxy: the right-most address that is not a trusted proxy.
+        assert_eq!(
+            client_address(proxy, Some("6.6.6.6, 198.51.100.7"), &[proxy]),
+            "198.51.100.7".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            client_address(proxy, Some("198.51.100.7, 10.0.0.2"), &[proxy]),
+            "198.51.100.7".parse::<IpAddr>().unwrap()
+        );
+        // The proxy without a header, or with garbage: the proxy itself.
+        assert_eq!(client_address(proxy, None, &[proxy]), proxy);
+        assert_eq!(client_address(proxy, Some("not-an-ip"), &[proxy]), proxy);
+    }
+
+    #[test]
+    fn ipv6_counts_by_its_64() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:bbbb::2".parse().unwrap();
+        let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(client_address(a, None, &[]), client_address(b, None, &[]));
+        assert_ne!(client_address(a, None, &[]), client_address(c, None, &[]));
+        let mapped: IpAddr = "::ffff:192.0.2.1".parse().unwrap();
+        assert_eq!(client_address(mapped, None, &[]), "192.0.2.1".parse::<IpAddr>().unwrap());
+    }
+
+    #[test]
+    fn pruning_forgets_full_buckets_only() {
+        let limiter = RateLimiter::<&str>::new(0.001, 2.0);
+        limiter.check("spent").unwrap();
+        limiter.peek("untouched").unwrap();
+        assert_eq!(limiter.len(), 2);
+        limiter.prune();
+        assert_eq!(limiter.len(), 1, "the full bucket is forgotten, the spent one kept");
+    }
 
     #[test]
     fn tokens_are_distinct_and_only_their_hash_is_kept() {

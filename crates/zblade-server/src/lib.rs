@@ -36,6 +36,9 @@ pub struct Limits {
     pub failed_auth_burst: f64,
     /// Failed sign-ins per minute an address earns back.
     pub failed_auth_per_minute: f64,
+    /// Reverse proxies in front of the server: for requests from these addresses, the client
+    /// address is read from `X-Forwarded-For` (see [`auth::client_address`]).
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 impl Default for Limits {
@@ -47,9 +50,13 @@ impl Default for Limits {
             timeout: Duration::from_secs(30),
             failed_auth_burst: 30.0,
             failed_auth_per_minute: 10.0,
+            trusted_proxies: Vec::new(),
         }
     }
 }
+
+/// How often the rate limiters forget clients whose buckets are full again.
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 /// The whole HTTP application over `store`.
 pub fn app<S: Store>(store: S, limits: &Limits) -> Router {
@@ -57,7 +64,23 @@ pub fn app<S: Store>(store: S, limits: &Limits) -> Router {
         store,
         limiter: auth::RateLimiter::new(limits.rate, limits.burst),
         failed_auth: auth::RateLimiter::new(limits.failed_auth_per_minute / 60.0, limits.failed_auth_burst),
+        trusted_proxies: limits.trusted_proxies.clone(),
     });
+    // Buckets that have filled up again are forgotten once a minute, so the limiters' memory
+    // follows the clients of the last minutes, not every address ever seen.
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        let state = Arc::downgrade(&state);
+        runtime.spawn(async move {
+            let mut tick = tokio::time::interval(PRUNE_EVERY);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let Some(state) = state.upgrade() else { break };
+                state.limiter.prune();
+                state.failed_auth.prune();
+            }
+        });
+    }
     api::router(state, limits.max_body).layer(TimeoutLayer::with_status_code(
         StatusCode::REQUEST_TIMEOUT,
         limits.timeout,

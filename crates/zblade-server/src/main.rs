@@ -51,6 +51,11 @@ enum Command {
         /// Failed sign-ins per minute an address earns back.
         #[arg(long, default_value_t = Limits::default().failed_auth_per_minute)]
         failed_auth_per_minute: f64,
+        /// The address of a reverse proxy (the TLS terminator) in front of this server;
+        /// repeatable. Only for requests from these addresses is the client address read from
+        /// `X-Forwarded-For` (for the failed sign-in limit); anyone else could forge it.
+        #[arg(long = "trusted-proxy", value_name = "IP")]
+        trusted_proxies: Vec<std::net::IpAddr>,
     },
     /// Manage users.
     User {
@@ -89,6 +94,20 @@ enum UserCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Disable a user: every token of theirs is refused at once; their data is kept.
+    Disable {
+        /// The user's name.
+        name: String,
+        #[command(flatten)]
+        db: Db,
+    },
+    /// Enable a disabled user again (their tokens that are not revoked or expired work again).
+    Enable {
+        /// The user's name.
+        name: String,
+        #[command(flatten)]
+        db: Db,
+    },
 }
 
 #[derive(Subcommand)]
@@ -97,6 +116,20 @@ enum TokenCommand {
     Add {
         /// The user's name.
         user: String,
+        /// Days until the token stops working (default: it does not expire).
+        #[arg(long, value_name = "DAYS")]
+        expires_in_days: Option<u32>,
+        #[command(flatten)]
+        db: Db,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List tokens (ids, owners, dates; never the secrets), of one user or all.
+    List {
+        /// Only this user's tokens.
+        #[arg(long)]
+        user: Option<String>,
         #[command(flatten)]
         db: Db,
         /// Print JSON.
@@ -118,20 +151,36 @@ async fn open(db: &Db) -> Result<store::AnyStore, String> {
     Ok(store)
 }
 
-async fn make_token(store: &store::AnyStore, user: &str, json: bool) -> Result<(), String> {
+async fn make_token(store: &store::AnyStore, user: &str, expires_in_days: Option<u32>, json: bool) -> Result<(), String> {
     let (id, secret) = new_token();
+    let expires_at = expires_in_days.map(|days| {
+        (chrono::Utc::now() + chrono::Duration::days(i64::from(days))).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    });
     store
-        .add_token(user, &id, &hash_token(&secret))
+        .add_token(user, &id, &hash_token(&secret), expires_at.as_deref())
         .await
         .map_err(|e| e.to_string())?;
     if json {
         println!(
             "{}",
-            serde_json::json!({ "user": user, "token_id": id, "token": secret })
+            serde_json::json!({ "user": user, "token_id": id, "token": secret, "expires_at": expires_at })
         );
     } else {
-        println!("token for {user} (id {id}; shown only now, keep it safe):\n{secret}");
+        let until = expires_at.map_or_else(String::new, |at| format!("; expires {at}"));
+        println!("token for {user} (id {id}{until}; shown only now, keep it safe):\n{secret}");
     }
+    Ok(())
+}
+
+async fn set_disabled(db: &Db, name: &str, disabled: bool) -> Result<(), String> {
+    let store = open(db).await?;
+    if !store.set_user_disabled(name, disabled).await.map_err(|e| e.to_string())? {
+        return Err(format!("no user named {name}"));
+    }
+    println!(
+        "{name} is {}",
+        if disabled { "disabled: their tokens are refused" } else { "enabled" }
+    );
     Ok(())
 }
 
@@ -146,6 +195,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             timeout,
             failed_auth_burst,
             failed_auth_per_minute,
+            trusted_proxies,
         } => {
             let store = open(&db).await?;
             let listener = tokio::net::TcpListener::bind(&listen)
@@ -168,6 +218,7 @@ async fn run(cli: Cli) -> Result<(), String> {
                 timeout: Duration::from_secs(timeout.max(1)),
                 failed_auth_burst,
                 failed_auth_per_minute,
+                trusted_proxies,
             };
             let shutdown = async {
                 let ctrl_c = tokio::signal::ctrl_c();
@@ -192,7 +243,7 @@ async fn run(cli: Cli) -> Result<(), String> {
                 }
                 let store = open(&db).await?;
                 store.add_user(&name).await.map_err(|e| e.to_string())?;
-                make_token(&store, &name, json).await
+                make_token(&store, &name, None, json).await
             }
             UserCommand::List { db, json } => {
                 let store = open(&db).await?;
@@ -202,21 +253,54 @@ async fn run(cli: Cli) -> Result<(), String> {
                 } else if users.is_empty() {
                     println!("no users yet; add one with `zblade-server user add NAME`");
                 } else {
-                    println!("{:<24} {:<26} {:>7} {:>8}", "USER", "ADDED", "TOKENS", "REVOKED");
+                    println!("{:<24} {:<26} {:>7} {:>8}  STATE", "USER", "ADDED", "TOKENS", "REVOKED");
                     for u in users {
                         println!(
-                            "{:<24} {:<26} {:>7} {:>8}",
-                            u.name, u.created_at, u.active_tokens, u.revoked_tokens
+                            "{:<24} {:<26} {:>7} {:>8}  {}",
+                            u.name,
+                            u.created_at,
+                            u.active_tokens,
+                            u.revoked_tokens,
+                            u.disabled_at.map_or_else(|| "active".to_string(), |at| format!("disabled {at}"))
                         );
                     }
                 }
                 Ok(())
             }
+            UserCommand::Disable { name, db } => set_disabled(&db, &name, true).await,
+            UserCommand::Enable { name, db } => set_disabled(&db, &name, false).await,
         },
         Command::Token { command } => match command {
-            TokenCommand::Add { user, db, json } => {
+            TokenCommand::Add {
+                user,
+                expires_in_days,
+                db,
+                json,
+            } => {
                 let store = open(&db).await?;
-                make_token(&store, &user, json).await
+                make_token(&store, &user, expires_in_days, json).await
+            }
+            TokenCommand::List { user, db, json } => {
+                let store = open(&db).await?;
+                let tokens = store.list_tokens(user.as_deref()).await.map_err(|e| e.to_string())?;
+                if json {
+                    println!("{}", serde_json::json!({ "tokens": tokens }));
+                } else if tokens.is_empty() {
+                    println!("no tokens; make one with `zblade-server token add USER`");
+                } else {
+                    println!("{:<40} {:<24} {:<26} STATE", "TOKEN", "USER", "MADE");
+                    let now = zblade_server::store::now();
+                    for t in tokens {
+                        let state = match (&t.revoked_at, &t.expires_at) {
+                            (Some(at), _) => format!("revoked {at}"),
+                            (None, Some(at)) if *at <= now => format!("expired {at}"),
+                            (None, Some(at)) => format!("expires {at}"),
+                            (None, None) => "active".into(),
+                        };
+                        println!("{:<40} {:<24} {:<26} {state}", t.id, t.user, t.created_at);
+                    }
+                }
+                Ok(())
             }
             TokenCommand::Revoke { id, db } => {
                 let store = open(&db).await?;

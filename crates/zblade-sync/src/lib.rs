@@ -4,6 +4,13 @@
 //! backoff for what is worth retrying (no connection, 5xx, 429 with its `Retry-After`), and
 //! errors that say what to do: an unreachable server, a refused token and a refused body each
 //! read differently. Callers decide whether the network may be used at all.
+//!
+//! Nothing a server sends is trusted ([`check`]): listed ids follow the local id rules, hashes
+//! are checked on the bytes received, records must parse and carry the id asked for, listings
+//! must advance, every answer is size-capped, and plain `http://` is refused for servers that
+//! are not on this machine unless the caller opts in ([`Transport::AllowPlainHttp`]).
+
+pub mod check;
 
 use std::time::Duration;
 
@@ -11,6 +18,8 @@ use reqwest::StatusCode;
 use reqwest::blocking::{RequestBuilder, Response};
 use serde::Deserialize;
 use zblade_core::{Error, Result};
+
+pub use check::AnswerLimits;
 
 /// The header carrying the sha256 of an artifact's bytes, both ways.
 pub const HASH_HEADER: &str = "x-zblade-sha256";
@@ -54,6 +63,47 @@ pub struct RecordMeta {
     pub tags: Vec<String>,
     /// When the artifact says it last changed.
     pub updated_at: String,
+}
+
+impl RecordMeta {
+    /// The listed text fields with escape sequences removed and lengths bounded (the id, kind
+    /// and hash are checked separately and refused when wrong).
+    fn cleaned(self) -> RecordMeta {
+        RecordMeta {
+            title: check::clean(&self.title, 500),
+            tags: self.tags.iter().take(100).map(|t| check::clean(t, 100)).collect(),
+            updated_at: check::clean(&self.updated_at, 64),
+            ..self
+        }
+    }
+}
+
+/// Refuses what is not an http(s) URL, and plain http to another machine unless allowed.
+fn check_url(base: &str, transport: Transport) -> Result<()> {
+    let parsed = reqwest::Url::parse(base).ok().filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some());
+    let Some(url) = parsed else {
+        return Err(Error::Usage(format!(
+            "{base:?} is not a server URL; it should look like https://zblade.example.com or http://127.0.0.1:7400"
+        )));
+    };
+    if url.scheme() == "http" && !check::is_loopback(&url) && transport != Transport::AllowPlainHttp {
+        return Err(Error::Usage(format!(
+            "{base} is plain http to another machine: the token and all memory would cross the network readable (and changeable) by anyone on the path. \
+             Use https:// (docs/SERVER.md shows TLS termination in front of zblade-server), or pass --allow-insecure-http if this network is yours alone"
+        )));
+    }
+    Ok(())
+}
+
+/// What a conditional delete did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deleted {
+    /// The record is gone.
+    Yes,
+    /// The server had no such record.
+    NotFound,
+    /// The record changed since (another hash); the server kept it.
+    Changed,
 }
 
 /// What a PUT did.
@@ -112,12 +162,25 @@ impl Default for Retry {
     }
 }
 
+/// Whether plain `http://` may be used for a server on another machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// `https://`, or `http://` to this machine only (loopback): the default.
+    #[default]
+    TlsOrLoopback,
+    /// `http://` to another machine too: the token and every byte of memory cross the network
+    /// readable and changeable by anyone on the path. Only on the user's explicit request.
+    AllowPlainHttp,
+}
+
 /// A client of one server, as one user.
 pub struct Client {
     base: String,
     token: String,
     http: reqwest::blocking::Client,
     retry: Retry,
+    limits: AnswerLimits,
+    transport: Transport,
 }
 
 /// The error body the server sends.
@@ -128,18 +191,22 @@ struct ServerError {
 }
 
 impl Client {
-    /// A client of the server at `url` (`http://host:port`) with `token`.
+    /// A client of the server at `url` (`https://host`, or `http://127.0.0.1:7400` on this
+    /// machine) with `token`; plain http to another machine is refused ([`Transport`]).
     pub fn new(url: &str, token: &str) -> Result<Client> {
+        Client::with_transport(url, token, Transport::TlsOrLoopback)
+    }
+
+    /// [`Client::new`] with an explicit choice about plain http.
+    pub fn with_transport(url: &str, token: &str, transport: Transport) -> Result<Client> {
         let base = url.trim_end_matches('/').to_string();
-        if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(Error::Usage(format!(
-                "{url:?} is not a server URL; it should look like http://127.0.0.1:7400"
-            )));
-        }
+        check_url(&base, transport)?;
         let http = reqwest::blocking::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(60))
             .user_agent(concat!("zblade/", env!("CARGO_PKG_VERSION")))
+            // A redirect could carry the token to another host, or from https down to http.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| Error::Network(e.to_string()))?;
         Ok(Client {
@@ -147,7 +214,15 @@ impl Client {
             token: token.to_string(),
             http,
             retry: Retry::default(),
+            limits: AnswerLimits::default(),
+            transport,
         })
+    }
+
+    /// Replaces the caps on what the server may send.
+    pub fn with_limits(mut self, limits: AnswerLimits) -> Client {
+        self.limits = limits;
+        self
     }
 
     /// Replaces the retry policy.
@@ -161,12 +236,24 @@ impl Client {
         &self.base
     }
 
+    /// Whether this client talks plain http to another machine (allowed with
+    /// [`Transport::AllowPlainHttp`] only); callers warn the user.
+    pub fn is_plain_http_to_another_machine(&self) -> bool {
+        self.base.starts_with("http://")
+            && reqwest::Url::parse(&self.base).is_ok_and(|u| !check::is_loopback(&u))
+    }
+
+    /// The transport choice this client was made with.
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
     fn api(&self, path: &str) -> String {
         format!("{}/api/v0{path}", self.base)
     }
 
-    /// Sends what `build` makes, retrying what is worth retrying; any 2xx or 404 is returned
-    /// (the caller knows what a 404 means), other statuses become errors.
+    /// Sends what `build` makes, retrying what is worth retrying; any 2xx, 404 or 412 is
+    /// returned (the caller knows what they mean), other statuses become errors.
     fn send(&self, what: &str, build: impl Fn() -> RequestBuilder) -> Result<Response> {
         let mut wait = self.retry.first_wait;
         let mut attempt = 1;
@@ -212,13 +299,18 @@ impl Client {
             }
         })?;
         let status = response.status();
-        if status.is_success() || status == StatusCode::NOT_FOUND {
+        // 412 answers only a conditional request (`delete_record_if`), which reads it.
+        if status.is_success() || status == StatusCode::NOT_FOUND || status == StatusCode::PRECONDITION_FAILED {
             return Ok(response);
         }
-        let body = response.text().unwrap_or_default();
+        // The reason is the server's text: bounded, and cleaned of escape sequences before it
+        // reaches a terminal.
+        let body = check::read_capped(what, response, self.limits.small_bytes).unwrap_or_default();
+        let body = String::from_utf8_lossy(&body);
         let reason = serde_json::from_str::<ServerError>(&body)
             .map(|e| format!("{} ({})", e.reason, e.error))
-            .unwrap_or(body);
+            .unwrap_or_else(|_| body.into_owned());
+        let reason = check::clean(&reason, 300);
         Err(match status {
             StatusCode::UNAUTHORIZED => Error::Usage(format!(
                 "the zblade server at {} refused the token: {reason}; ask its admin for one (`zblade-server user add`)",
@@ -229,16 +321,17 @@ impl Client {
         })
     }
 
-    fn json<T: for<'de> Deserialize<'de>>(what: &str, response: Response) -> Result<T> {
-        let bytes = response.bytes().map_err(|e| Error::Network(format!("{what}: {e}")))?;
-        serde_json::from_slice(&bytes).map_err(|e| Error::Network(format!("{what}: unexpected answer: {e}")))
+    /// A JSON answer of at most `cap` bytes.
+    fn json<T: for<'de> Deserialize<'de>>(what: &str, response: Response, cap: u64) -> Result<T> {
+        let bytes = check::read_capped(what, response, cap)?;
+        serde_json::from_slice(&bytes).map_err(|e| Error::Untrusted(format!("{what}: unexpected answer: {e}")))
     }
 
     /// The name of the token's user (a cheap check that the URL and token work).
     pub fn whoami(&self) -> Result<String> {
         let response = self.send("checking the token", || self.http.get(self.api("/me")))?;
-        let value: serde_json::Value = Self::json("checking the token", response)?;
-        Ok(value["user"].as_str().unwrap_or_default().to_string())
+        let value: serde_json::Value = Self::json("checking the token", response, self.limits.small_bytes)?;
+        Ok(check::clean(value["user"].as_str().unwrap_or_default(), 200))
     }
 
     /// Creates the project (or renames it).
@@ -261,6 +354,7 @@ impl Client {
 
     /// Stores an artifact's bytes; the server checks them against their sha256 on arrival.
     pub fn put_record(&self, project: &str, kind: Kind, id: &str, bytes: &[u8]) -> Result<PutResult> {
+        check::record_id(&format!("uploading {id}"), kind, id)?;
         let hash = zblade_core::sha256_hex(bytes);
         let what = format!("uploading {id}");
         let response = self.send(&what, || {
@@ -273,7 +367,7 @@ impl Client {
         if response.status() == StatusCode::NOT_FOUND {
             return Err(Error::NotFound(format!("{what}: no project {project} on the server")));
         }
-        let result: PutResult = Self::json(&what, response)?;
+        let result: PutResult = Self::json(&what, response, self.limits.small_bytes)?;
         if result.hash != hash {
             return Err(Error::Network(format!(
                 "{what}: the server stored sha256 {}, we sent {hash}",
@@ -283,10 +377,23 @@ impl Client {
         Ok(result)
     }
 
-    /// An artifact's bytes, checked against the hash the server sends with them; `None` when
-    /// the server has no such record.
+    /// An artifact's bytes, checked before they are returned: the id asked for follows the id
+    /// rules, the bytes (at most [`AnswerLimits::record_bytes`]) hash to what the server says,
+    /// and they parse as a valid `kind` artifact carrying that id. `None` when the server has
+    /// no such record.
     pub fn get_record(&self, project: &str, kind: Kind, id: &str) -> Result<Option<Vec<u8>>> {
+        self.fetch_record(project, kind, id, None)
+    }
+
+    /// [`Client::get_record`] for a record a listing named with `listed_hash`: the bytes must
+    /// hash to it too (the listing and the download must agree).
+    pub fn get_listed_record(&self, project: &str, kind: Kind, id: &str, listed_hash: &str) -> Result<Option<Vec<u8>>> {
+        self.fetch_record(project, kind, id, Some(listed_hash))
+    }
+
+    fn fetch_record(&self, project: &str, kind: Kind, id: &str, listed_hash: Option<&str>) -> Result<Option<Vec<u8>>> {
         let what = format!("downloading {id}");
+        check::record_id(&what, kind, id)?;
         let response = self.send(&what, || {
             self.http
                 .get(self.api(&format!("/projects/{project}/{}/{id}", kind.collection())))
@@ -299,27 +406,35 @@ impl Client {
             .get(HASH_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        let bytes = response
-            .bytes()
-            .map_err(|e| Error::Network(format!("{what}: {e}")))?
-            .to_vec();
+        let bytes = check::read_capped(&what, response, self.limits.record_bytes)?;
         let hash = zblade_core::sha256_hex(&bytes);
         if claimed.as_deref() != Some(hash.as_str()) {
-            return Err(Error::Network(format!(
+            return Err(Error::Untrusted(format!(
                 "{what}: the bytes received hash to {hash}, the server says {}",
-                claimed.unwrap_or_else(|| "nothing".into())
+                claimed.map_or_else(|| "nothing".into(), |c| check::clean(&c, 80))
             )));
         }
+        if let Some(listed) = listed_hash
+            && listed != hash
+        {
+            return Err(Error::Untrusted(format!(
+                "{what}: the bytes received hash to {hash}, the server listed {listed}"
+            )));
+        }
+        check::record_bytes(&self.base, kind, id, &bytes)?;
         Ok(Some(bytes))
     }
 
     /// Every record of `kind` in the project, page by page; empty when the project does not
-    /// exist on the server.
+    /// exist on the server. Each listed record is checked (id rules and prefix, kind, sha256,
+    /// size), ids must come in increasing order past the last page's, each page's `next` must
+    /// be its last id (so a listing always advances), and at most
+    /// [`AnswerLimits::listed_records`] are accepted.
     pub fn list_records(&self, project: &str, kind: Kind) -> Result<Vec<RecordMeta>> {
-        let mut all = Vec::new();
+        let mut all: Vec<RecordMeta> = Vec::new();
         let mut after = String::new();
+        let what = format!("listing {} of {project}", kind.collection());
         loop {
-            let what = format!("listing {} of {project}", kind.collection());
             let response = self.send(&what, || {
                 self.http
                     .get(self.api(&format!("/projects/{project}/{}", kind.collection())))
@@ -328,22 +443,75 @@ impl Client {
             if response.status() == StatusCode::NOT_FOUND {
                 return Ok(all);
             }
-            let page: Page<RecordMeta> = Self::json(&what, response)?;
-            all.extend(page.items);
+            let page: Page<RecordMeta> = Self::json(&what, response, self.limits.page_bytes)?;
+            for record in &page.items {
+                check::record_id(&what, kind, &record.id)?;
+                if record.kind != kind {
+                    return Err(Error::Untrusted(format!(
+                        "{what}: the server listed {} as a {:?}",
+                        record.id, record.kind
+                    )));
+                }
+                check::sha256(&format!("{what}: {}", record.id), &record.hash)?;
+                if record.size < 0 || record.size as u64 > self.limits.record_bytes {
+                    return Err(Error::Untrusted(format!(
+                        "{what}: {} is listed with size {}",
+                        record.id, record.size
+                    )));
+                }
+                if record.id.as_str() <= after.as_str() {
+                    return Err(Error::Untrusted(format!(
+                        "{what}: {} comes after {after:?} in the listing; ids must increase (a listing that does not advance never ends)",
+                        record.id
+                    )));
+                }
+                after = record.id.clone();
+            }
+            if all.len() + page.items.len() > self.limits.listed_records {
+                return Err(Error::Untrusted(format!(
+                    "{what}: the server lists more than {} records",
+                    self.limits.listed_records
+                )));
+            }
+            all.extend(page.items.into_iter().map(RecordMeta::cleaned));
             match page.next {
-                Some(next) => after = next,
                 None => return Ok(all),
+                Some(next) if next == after && !next.is_empty() => {}
+                Some(next) => {
+                    return Err(Error::Untrusted(format!(
+                        "{what}: the next page is to start after {:?}, but this page ended at {after:?}",
+                        check::clean(&next, 140)
+                    )));
+                }
             }
         }
     }
 
     /// Deletes a record; false when there was none.
     pub fn delete_record(&self, project: &str, kind: Kind, id: &str) -> Result<bool> {
+        check::record_id(&format!("deleting {id}"), kind, id)?;
         let response = self.send(&format!("deleting {id}"), || {
             self.http
                 .delete(self.api(&format!("/projects/{project}/{}/{id}", kind.collection())))
         })?;
         Ok(response.status() != StatusCode::NOT_FOUND)
+    }
+
+    /// Deletes a record only while its stored bytes still hash to `hash` (the server keeps a
+    /// version written since and answers 412).
+    pub fn delete_record_if(&self, project: &str, kind: Kind, id: &str, hash: &str) -> Result<Deleted> {
+        let what = format!("deleting {id}");
+        check::record_id(&what, kind, id)?;
+        let outcome = self.send(&what, || {
+            self.http
+                .delete(self.api(&format!("/projects/{project}/{}/{id}", kind.collection())))
+                .header(HASH_HEADER, hash)
+        });
+        Ok(match outcome?.status() {
+            StatusCode::NOT_FOUND => Deleted::NotFound,
+            StatusCode::PRECONDITION_FAILED => Deleted::Changed,
+            _ => Deleted::Yes,
+        })
     }
 
     /// Keyword search on the server.
@@ -369,7 +537,22 @@ impl Client {
         struct Hits {
             hits: Vec<SearchHit>,
         }
-        Ok(Self::json::<Hits>(&what, response)?.hits)
+        let hits = Self::json::<Hits>(&what, response, self.limits.page_bytes)?.hits;
+        // A hit names a record the caller may open next: the same id rules as a listing.
+        let mut checked = Vec::with_capacity(hits.len());
+        for hit in hits.into_iter().take(limit) {
+            check::record_id(&what, hit.kind, &hit.id)?;
+            if !hit.score.is_finite() {
+                return Err(Error::Untrusted(format!("{what}: {} has score {}", hit.id, hit.score)));
+            }
+            checked.push(SearchHit {
+                title: check::clean(&hit.title, 500),
+                snippet: check::clean(&hit.snippet, 2_000),
+                updated_at: check::clean(&hit.updated_at, 64),
+                ..hit
+            });
+        }
+        Ok(checked)
     }
 
     /// Stores a metadata-only record (title, tags, counts; never content).
@@ -473,5 +656,25 @@ pub mod credentials {
         }
         let bytes = serde_json::to_vec_pretty(&all).expect("a map of strings serializes");
         fsio::write_atomic_private(&path, &bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_http_to_another_machine_needs_an_explicit_choice() {
+        assert!(Client::new("http://127.0.0.1:7400", "t").is_ok());
+        assert!(Client::new("http://localhost:7400/", "t").is_ok());
+        assert!(Client::new("https://zblade.example.com", "t").is_ok());
+        let refused = Client::new("http://10.0.0.5:7400", "t").err().unwrap();
+        assert!(refused.to_string().contains("--allow-insecure-http"), "{refused}");
+        let allowed = Client::with_transport("http://10.0.0.5:7400", "t", Transport::AllowPlainHttp).unwrap();
+        assert!(allowed.is_plain_http_to_another_machine());
+        assert!(!Client::new("http://127.0.0.1:1", "t").unwrap().is_plain_http_to_another_machine());
+        for bad in ["ftp://x", "127.0.0.1:7400", "http://", "file:///tmp/x"] {
+            assert!(Client::new(bad, "t").is_err(), "{bad}");
+        }
     }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { location, snippetParts, statusLabel, statusTone, timeAgo, formatBytes, hitTitle } from "./format";
+import { location, snippetParts, statusLabel, statusTone, timeAgo, formatBytes, hitTitle, isPlainHttpElsewhere } from "./format";
 import { scrollToRow, visibleWindow } from "./virtual";
 
 describe("snippetParts", () => {
@@ -90,5 +90,17 @@ describe("hitTitle", () => {
   });
   it("falls back to the id when nothing else says what it is", () => {
     expect(hitTitle({ ...hit, kind: "message", label: null })).toBe("moment_01M84");
+  });
+});
+
+describe("isPlainHttpElsewhere", () => {
+  it("flags plain http to other machines only", () => {
+    expect(isPlainHttpElsewhere("http://10.0.0.5:7400")).toBe(true);
+    expect(isPlainHttpElsewhere("http://sync.example.com")).toBe(true);
+    expect(isPlainHttpElsewhere("http://127.0.0.1:7400")).toBe(false);
+    expect(isPlainHttpElsewhere("http://localhost:7400")).toBe(false);
+    expect(isPlainHttpElsewhere("http://[::1]:7400")).toBe(false);
+    expect(isPlainHttpElsewhere("https://sync.example.com")).toBe(false);
+    expect(isPlainHttpElsewhere("not a url")).toBe(false);
   });
 });

@@ -91,3 +91,20 @@ export function hitTitle(hit: { kind: string; id: string; title: string | null; 
   if (hit.kind === "moment" && hit.label) return hit.label.charAt(0).toUpperCase() + hit.label.slice(1);
   return hit.id;
 }
+
+/**
+ * Whether `url` is plain http to another machine (the migration wizard then warns and asks for
+ * an explicit yes; the engine refuses it otherwise). Loopback hosts cross no network.
+ */
+export function isPlainHttpElsewhere(url: string): boolean {
+  let parsed: URL;
+  try {
+    parsed = new URL(url.trim());
+  } catch {
+    return false;
+  }
+  if (parsed.protocol !== "http:") return false;
+  const host = parsed.hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  const loopback = host === "localhost" || host.endsWith(".localhost") || /^127\.\d+\.\d+\.\d+$/.test(host) || host === "::1";
+  return !loopback;
+}

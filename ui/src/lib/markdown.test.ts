@@ -15,6 +15,17 @@ describe("renderMarkdown", () => {
     expect(html).not.toContain('href="javascript');
     expect(html).toContain("<a>x</a>");
   });
+  it("removes style attributes, forms and buttons that could fake the app's own controls", () => {
+    const html = renderMarkdown(
+      '<div style="position:fixed;inset:0;background:white">Session expired</div><button>Sign in</button><form><input name="t"></form>',
+    );
+    expect(html).not.toContain("style=");
+    expect(html).not.toContain("position:fixed");
+    expect(html).not.toContain("<button");
+    expect(html).not.toContain("<form");
+    expect(html).not.toContain("<input");
+    expect(html).toContain("Session expired");
+  });
   it("knows languages by extension", () => {
     expect(languageOf("src/auth.ts")).toBe("typescript");
     expect(languageOf("Makefile")).toBeNull();

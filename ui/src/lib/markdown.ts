@@ -60,5 +60,21 @@ const marked = new Marked({
 /** Renders Markdown to sanitized HTML. */
 export function renderMarkdown(source: string): string {
   const html = marked.parse(source, { async: false }) as string;
-  return DOMPurify.sanitize(html, { USE_PROFILES: { html: true }, FORBID_TAGS: ["style", "form", "input"] });
+  // `style` attributes are forbidden too: a message could otherwise draw a fake dialog over the
+  // app or hide text (the CSP allows inline styles for the app's own components).
+  return DOMPurify.sanitize(html, {
+    USE_PROFILES: { html: true },
+    FORBID_TAGS: ["style", "form", "input", "button", "textarea", "select"],
+    FORBID_ATTR: ["style"],
+  });
+}
+
+/**
+ * The link a click in rendered Markdown landed on, if any: the caller stops the web view from
+ * following it and asks the app to open it in the browser after a native confirmation.
+ */
+export function clickedLink(event: MouseEvent): string | null {
+  const target = event.target as Element | null;
+  const anchor = target?.closest?.("a[href]") as HTMLAnchorElement | null;
+  return anchor ? anchor.getAttribute("href") : null;
 }

@@ -79,6 +79,23 @@ pub struct UserSummary {
     pub active_tokens: i64,
     /// Tokens revoked.
     pub revoked_tokens: i64,
+    /// When the user was disabled (their tokens stop working), if they are.
+    pub disabled_at: Option<String>,
+}
+
+/// A token as `token list` shows it: never the secret, never the hash.
+#[derive(Debug, Clone, Serialize)]
+pub struct TokenSummary {
+    /// `tok_…`.
+    pub id: String,
+    /// Whose it is.
+    pub user: String,
+    /// When it was made (RFC 3339).
+    pub created_at: String,
+    /// When it stops working, if it does.
+    pub expires_at: Option<String>,
+    /// When it was revoked, if it was.
+    pub revoked_at: Option<String>,
 }
 
 /// A project of a user.
@@ -192,6 +209,17 @@ impl<T> Page<T> {
     }
 }
 
+/// What a (conditional) delete did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deleted {
+    /// The record is gone.
+    Yes,
+    /// There was no such record.
+    NotFound,
+    /// The record's hash was not the one asked for; it was kept.
+    Changed,
+}
+
 /// A keyword search hit.
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchHit {
@@ -234,7 +262,16 @@ pub struct MetadataRecord {
 
 /// The numbered schema migrations, as (version, SQLite text, PostgreSQL text). Both dialects
 /// describe the same tables; the tests run the same story against each.
-pub const MIGRATIONS: &[(i64, &str, &str)] = &[(1, sqlite::SCHEMA_V1, postgres::SCHEMA_V1)];
+pub const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, sqlite::SCHEMA_V1, postgres::SCHEMA_V1),
+    (2, SCHEMA_V2, SCHEMA_V2),
+];
+
+/// Version 2, the same in both dialects: tokens that expire and users that can be disabled.
+const SCHEMA_V2: &str = "
+ALTER TABLE tokens ADD COLUMN expires_at TEXT;
+ALTER TABLE users ADD COLUMN disabled_at TEXT;
+";
 
 /// The server's storage. Every method that reads or writes user data takes the user's id and
 /// touches only that user's rows.
@@ -249,11 +286,24 @@ pub trait Store: Send + Sync + 'static {
     fn add_user(&self, name: &str) -> impl Future<Output = StoreResult<User>> + Send;
     /// All users with their token counts.
     fn list_users(&self) -> impl Future<Output = StoreResult<Vec<UserSummary>>> + Send;
-    /// Records a new token (only its hash) for the named user.
-    fn add_token(&self, user: &str, token_id: &str, hash: &str) -> impl Future<Output = StoreResult<()>> + Send;
+    /// Records a new token (only its hash) for the named user, valid until `expires_at`
+    /// (RFC 3339, UTC) when given.
+    fn add_token(
+        &self,
+        user: &str,
+        token_id: &str,
+        hash: &str,
+        expires_at: Option<&str>,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
     /// Revokes a token by its id; false when there is no such active token.
     fn revoke_token(&self, token_id: &str) -> impl Future<Output = StoreResult<bool>> + Send;
-    /// The user a token hash belongs to, if the token exists and is not revoked.
+    /// Tokens, of one user or of all, newest first.
+    fn list_tokens(&self, user: Option<&str>) -> impl Future<Output = StoreResult<Vec<TokenSummary>>> + Send;
+    /// Disables (or enables again) a user: a disabled user's tokens are refused. False when
+    /// there is no such user.
+    fn set_user_disabled(&self, name: &str, disabled: bool) -> impl Future<Output = StoreResult<bool>> + Send;
+    /// The user a token hash belongs to, if the token exists, is not revoked or expired, and
+    /// its user is not disabled.
     fn user_for_token(&self, hash: &str) -> impl Future<Output = StoreResult<Option<User>>> + Send;
 
     /// Creates the project, or renames it; true when it was created.
@@ -290,14 +340,16 @@ pub trait Store: Send + Sync + 'static {
         after: &str,
         limit: usize,
     ) -> impl Future<Output = StoreResult<Page<RecordMeta>>> + Send;
-    /// Deletes a record; false when there was none.
+    /// Deletes a record; with `if_hash`, only while its bytes still hash to that (a version
+    /// another device wrote since is kept).
     fn delete_record(
         &self,
         user: i64,
         project: &str,
         kind: Kind,
         id: &str,
-    ) -> impl Future<Output = StoreResult<bool>> + Send;
+        if_hash: Option<&str>,
+    ) -> impl Future<Output = StoreResult<Deleted>> + Send;
     /// Keyword search over the user's records in a project, best first.
     fn search(
         &self,
@@ -346,8 +398,8 @@ pub(crate) fn tags_from_json(text: &str) -> Vec<String> {
     serde_json::from_str(text).unwrap_or_default()
 }
 
-/// Now, as stored.
-pub(crate) fn now() -> String {
+/// Now as the store writes times (RFC 3339, UTC, milliseconds): such strings sort as text.
+pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
@@ -395,11 +447,17 @@ impl Store for AnyStore {
     async fn list_users(&self) -> StoreResult<Vec<UserSummary>> {
         delegate!(self, s => s.list_users())
     }
-    async fn add_token(&self, user: &str, token_id: &str, hash: &str) -> StoreResult<()> {
-        delegate!(self, s => s.add_token(user, token_id, hash))
+    async fn add_token(&self, user: &str, token_id: &str, hash: &str, expires_at: Option<&str>) -> StoreResult<()> {
+        delegate!(self, s => s.add_token(user, token_id, hash, expires_at))
     }
     async fn revoke_token(&self, token_id: &str) -> StoreResult<bool> {
         delegate!(self, s => s.revoke_token(token_id))
+    }
+    async fn list_tokens(&self, user: Option<&str>) -> StoreResult<Vec<TokenSummary>> {
+        delegate!(self, s => s.list_tokens(user))
+    }
+    async fn set_user_disabled(&self, name: &str, disabled: bool) -> StoreResult<bool> {
+        delegate!(self, s => s.set_user_disabled(name, disabled))
     }
     async fn user_for_token(&self, hash: &str) -> StoreResult<Option<User>> {
         delegate!(self, s => s.user_for_token(hash))
@@ -432,8 +490,15 @@ impl Store for AnyStore {
     ) -> StoreResult<Page<RecordMeta>> {
         delegate!(self, s => s.list_records(user, project, kind, after, limit))
     }
-    async fn delete_record(&self, user: i64, project: &str, kind: Kind, id: &str) -> StoreResult<bool> {
-        delegate!(self, s => s.delete_record(user, project, kind, id))
+    async fn delete_record(
+        &self,
+        user: i64,
+        project: &str,
+        kind: Kind,
+        id: &str,
+        if_hash: Option<&str>,
+    ) -> StoreResult<Deleted> {
+        delegate!(self, s => s.delete_record(user, project, kind, id, if_hash))
     }
     async fn search(
         &self,

@@ -9,8 +9,8 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Row};
 
 use super::{
-    Kind, MetadataRecord, NewRecord, Page, Project, PutOutcome, PutStatus, Record, RecordMeta, SearchHit, Store,
-    StoreError, StoreResult, User, UserSummary, now, query_words, tags_from_json, tags_to_json,
+    Deleted, Kind, MetadataRecord, NewRecord, Page, Project, PutOutcome, PutStatus, Record, RecordMeta, SearchHit,
+    Store, StoreError, StoreResult, TokenSummary, User, UserSummary, now, query_words, tags_from_json, tags_to_json,
 };
 
 /// Version 1 of the schema, PostgreSQL dialect (the same tables as SQLite's).
@@ -249,7 +249,8 @@ impl Store for PostgresStore {
             .query(
                 "SELECT u.name, u.created_at,
                     (SELECT count(*) FROM tokens t WHERE t.user_id = u.id AND t.revoked_at IS NULL),
-                    (SELECT count(*) FROM tokens t WHERE t.user_id = u.id AND t.revoked_at IS NOT NULL)
+                    (SELECT count(*) FROM tokens t WHERE t.user_id = u.id AND t.revoked_at IS NOT NULL),
+                    u.disabled_at
                  FROM users u ORDER BY u.name",
                 &[],
             )
@@ -262,16 +263,18 @@ impl Store for PostgresStore {
                 created_at: r.get(1),
                 active_tokens: r.get(2),
                 revoked_tokens: r.get(3),
+                disabled_at: r.get(4),
             })
             .collect())
     }
 
-    async fn add_token(&self, user: &str, token_id: &str, hash: &str) -> StoreResult<()> {
+    async fn add_token(&self, user: &str, token_id: &str, hash: &str, expires_at: Option<&str>) -> StoreResult<()> {
         let client = self.client().await?;
         let changed = client
             .execute(
-                "INSERT INTO tokens (id, user_id, hash, created_at) SELECT $1, id, $2, $3 FROM users WHERE name = $4",
-                &[&token_id, &hash, &now(), &user],
+                "INSERT INTO tokens (id, user_id, hash, created_at, expires_at)
+                 SELECT $1, id, $2, $3, $5 FROM users WHERE name = $4",
+                &[&token_id, &hash, &now(), &user, &expires_at],
             )
             .await
             .map_err(backend)?;
@@ -293,13 +296,49 @@ impl Store for PostgresStore {
         Ok(changed > 0)
     }
 
+    async fn list_tokens(&self, user: Option<&str>) -> StoreResult<Vec<TokenSummary>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT t.id, u.name, t.created_at, t.expires_at, t.revoked_at
+                 FROM tokens t JOIN users u ON u.id = t.user_id
+                 WHERE $1::text IS NULL OR u.name = $1 ORDER BY t.created_at DESC, t.id",
+                &[&user],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(rows
+            .iter()
+            .map(|r| TokenSummary {
+                id: r.get(0),
+                user: r.get(1),
+                created_at: r.get(2),
+                expires_at: r.get(3),
+                revoked_at: r.get(4),
+            })
+            .collect())
+    }
+
+    async fn set_user_disabled(&self, name: &str, disabled: bool) -> StoreResult<bool> {
+        let client = self.client().await?;
+        let changed = client
+            .execute(
+                "UPDATE users SET disabled_at = CASE WHEN $2 THEN coalesce(disabled_at, $3) END WHERE name = $1",
+                &[&name, &disabled, &now()],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(changed > 0)
+    }
+
     async fn user_for_token(&self, hash: &str) -> StoreResult<Option<User>> {
         let client = self.client().await?;
         let row = client
             .query_opt(
                 "SELECT u.id, u.name FROM tokens t JOIN users u ON u.id = t.user_id
-                 WHERE t.hash = $1 AND t.revoked_at IS NULL",
-                &[&hash],
+                 WHERE t.hash = $1 AND t.revoked_at IS NULL AND u.disabled_at IS NULL
+                   AND (t.expires_at IS NULL OR t.expires_at > $2)",
+                &[&hash, &now()],
             )
             .await
             .map_err(backend)?;
@@ -451,16 +490,35 @@ impl Store for PostgresStore {
         Ok(Page::from_fetched(items, limit, |m| m.id.clone()))
     }
 
-    async fn delete_record(&self, user: i64, project: &str, kind: Kind, id: &str) -> StoreResult<bool> {
+    async fn delete_record(
+        &self,
+        user: i64,
+        project: &str,
+        kind: Kind,
+        id: &str,
+        if_hash: Option<&str>,
+    ) -> StoreResult<Deleted> {
         let client = self.client().await?;
         let changed = client
             .execute(
-                "DELETE FROM records WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id = $4",
-                &[&user, &project, &kind.as_str(), &id],
+                "DELETE FROM records WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id = $4
+                   AND ($5::text IS NULL OR hash = $5)",
+                &[&user, &project, &kind.as_str(), &id, &if_hash],
             )
             .await
             .map_err(backend)?;
-        Ok(changed > 0)
+        if changed > 0 {
+            return Ok(Deleted::Yes);
+        }
+        let exists: bool = client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM records WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id = $4)",
+                &[&user, &project, &kind.as_str(), &id],
+            )
+            .await
+            .map_err(backend)?
+            .get(0);
+        Ok(if exists { Deleted::Changed } else { Deleted::NotFound })
     }
 
     async fn search(

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    Kind, MetadataRecord, NewRecord, Page, Project, PutOutcome, PutStatus, Record, RecordMeta, SearchHit, Store,
-    StoreError, StoreResult, User, UserSummary, now, query_words, tags_from_json, tags_to_json,
+    Deleted, Kind, MetadataRecord, NewRecord, Page, Project, PutOutcome, PutStatus, Record, RecordMeta, SearchHit,
+    Store, StoreError, StoreResult, TokenSummary, User, UserSummary, now, query_words, tags_from_json, tags_to_json,
 };
 
 /// Version 1 of the schema, SQLite dialect.
@@ -236,7 +236,8 @@ impl Store for SqliteStore {
                 .prepare(
                     "SELECT u.name, u.created_at,
                         (SELECT count(*) FROM tokens t WHERE t.user_id = u.id AND t.revoked_at IS NULL),
-                        (SELECT count(*) FROM tokens t WHERE t.user_id = u.id AND t.revoked_at IS NOT NULL)
+                        (SELECT count(*) FROM tokens t WHERE t.user_id = u.id AND t.revoked_at IS NOT NULL),
+                        u.disabled_at
                      FROM users u ORDER BY u.name",
                 )
                 .map_err(backend)?;
@@ -247,6 +248,7 @@ impl Store for SqliteStore {
                         created_at: r.get(1)?,
                         active_tokens: r.get(2)?,
                         revoked_tokens: r.get(3)?,
+                        disabled_at: r.get(4)?,
                     })
                 })
                 .map_err(backend)?;
@@ -255,14 +257,15 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn add_token(&self, user: &str, token_id: &str, hash: &str) -> StoreResult<()> {
+    async fn add_token(&self, user: &str, token_id: &str, hash: &str, expires_at: Option<&str>) -> StoreResult<()> {
         let (user, token_id, hash) = (user.to_string(), token_id.to_string(), hash.to_string());
+        let expires_at = expires_at.map(str::to_string);
         self.with(move |conn| {
             let changed = conn
                 .execute(
-                    "INSERT INTO tokens (id, user_id, hash, created_at)
-                     SELECT ?1, id, ?2, ?3 FROM users WHERE name = ?4",
-                    params![token_id, hash, now(), user],
+                    "INSERT INTO tokens (id, user_id, hash, created_at, expires_at)
+                     SELECT ?1, id, ?2, ?3, ?5 FROM users WHERE name = ?4",
+                    params![token_id, hash, now(), user, expires_at],
                 )
                 .map_err(backend)?;
             if changed == 0 {
@@ -287,13 +290,54 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn list_tokens(&self, user: Option<&str>) -> StoreResult<Vec<TokenSummary>> {
+        let user = user.map(str::to_string);
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT t.id, u.name, t.created_at, t.expires_at, t.revoked_at
+                     FROM tokens t JOIN users u ON u.id = t.user_id
+                     WHERE ?1 IS NULL OR u.name = ?1 ORDER BY t.created_at DESC, t.id",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![user], |r| {
+                    Ok(TokenSummary {
+                        id: r.get(0)?,
+                        user: r.get(1)?,
+                        created_at: r.get(2)?,
+                        expires_at: r.get(3)?,
+                        revoked_at: r.get(4)?,
+                    })
+                })
+                .map_err(backend)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(backend)
+        })
+        .await
+    }
+
+    async fn set_user_disabled(&self, name: &str, disabled: bool) -> StoreResult<bool> {
+        let name = name.to_string();
+        self.with(move |conn| {
+            let changed = conn
+                .execute(
+                    "UPDATE users SET disabled_at = CASE WHEN ?2 THEN coalesce(disabled_at, ?3) END WHERE name = ?1",
+                    params![name, disabled, now()],
+                )
+                .map_err(backend)?;
+            Ok(changed > 0)
+        })
+        .await
+    }
+
     async fn user_for_token(&self, hash: &str) -> StoreResult<Option<User>> {
         let hash = hash.to_string();
         self.with(move |conn| {
             conn.query_row(
                 "SELECT u.id, u.name FROM tokens t JOIN users u ON u.id = t.user_id
-                 WHERE t.hash = ?1 AND t.revoked_at IS NULL",
-                params![hash],
+                 WHERE t.hash = ?1 AND t.revoked_at IS NULL AND u.disabled_at IS NULL
+                   AND (t.expires_at IS NULL OR t.expires_at > ?2)",
+                params![hash, now()],
                 |r| {
                     Ok(User {
                         id: r.get(0)?,
@@ -495,16 +539,34 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn delete_record(&self, user: i64, project: &str, kind: Kind, id: &str) -> StoreResult<bool> {
-        let (project, id) = (project.to_string(), id.to_string());
+    async fn delete_record(
+        &self,
+        user: i64,
+        project: &str,
+        kind: Kind,
+        id: &str,
+        if_hash: Option<&str>,
+    ) -> StoreResult<Deleted> {
+        let (project, id, if_hash) = (project.to_string(), id.to_string(), if_hash.map(str::to_string));
         self.with(move |conn| {
             let changed = conn
                 .execute(
-                    "DELETE FROM records WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4",
-                    params![user, project, kind.as_str(), id],
+                    "DELETE FROM records WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4
+                       AND (?5 IS NULL OR hash = ?5)",
+                    params![user, project, kind.as_str(), id, if_hash],
                 )
                 .map_err(backend)?;
-            Ok(changed > 0)
+            if changed > 0 {
+                return Ok(Deleted::Yes);
+            }
+            let exists: bool = conn
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM records WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4)",
+                    params![user, project, kind.as_str(), id],
+                    |r| r.get(0),
+                )
+                .map_err(backend)?;
+            Ok(if exists { Deleted::Changed } else { Deleted::NotFound })
         })
         .await
     }
@@ -536,7 +598,7 @@ impl Store for SqliteStore {
                         WHERE records_fts MATCH ?1 AND r.user_id = ?2 AND r.project_id = ?3
                           AND (?4 = '' OR r.kind = ?4)
                         ORDER BY rank LIMIT ?5)
-                     SELECT r.kind, r.id, r.title, -top.rank,
+                     SELECT r.kind, r.id, r.title, 0.0,
                         snippet(records_fts, 1, '[', ']', '…', 12), r.updated_at
                      FROM top JOIN records r ON r.seq = top.seq
                        JOIN records_fts ON records_fts.rowid = top.seq
@@ -560,7 +622,14 @@ impl Store for SqliteStore {
                     },
                 )
                 .map_err(backend)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(backend)
+            let mut hits = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(backend)?;
+            // FTS5's BM25 weighs words by how rare they are in the whole table, every user's
+            // records included: its raw value would tell one user something about the others'
+            // text. Only the order is kept, as a score that falls with the rank.
+            for (rank, hit) in hits.iter_mut().enumerate() {
+                hit.score = 1.0 / (rank as f64 + 1.0);
+            }
+            Ok(hits)
         })
         .await
     }

@@ -112,7 +112,7 @@ impl TestServer {
         self.block_on(async {
             let store = store::open(&self.db).await.unwrap();
             store.add_user(name).await.unwrap();
-            store.add_token(name, &id, &hash_token(&secret)).await.unwrap();
+            store.add_token(name, &id, &hash_token(&secret), None).await.unwrap();
         });
         secret
     }
@@ -122,7 +122,7 @@ impl TestServer {
         let (id, secret) = new_token();
         self.block_on(async {
             let store = store::open(&self.db).await.unwrap();
-            store.add_token(name, &id, &hash_token(&secret)).await.unwrap();
+            store.add_token(name, &id, &hash_token(&secret), None).await.unwrap();
         });
         (id, secret)
     }
