@@ -546,7 +546,12 @@ fn direction_of(name: &str) -> AppResult<MigrationDirection> {
 /// A client of `url` with `token` (empty: the token saved for that server), after the user's
 /// consent to use the network. Plain http to another machine only with `allow_insecure_http`
 /// (the wizard's box, shown with its warning).
-fn server_client(state: &AppState, url: &str, token: &str, allow_insecure_http: bool) -> AppResult<zblade_sync::Client> {
+fn server_client(
+    state: &AppState,
+    url: &str,
+    token: &str,
+    allow_insecure_http: bool,
+) -> AppResult<zblade_sync::Client> {
     crate::network::require_consent(&state.config(), "Talking to a sync server")?;
     let url = url.trim().trim_end_matches('/');
     let token = match token.trim() {
@@ -570,7 +575,10 @@ fn server_client(state: &AppState, url: &str, token: &str, allow_insecure_http: 
 #[tauri::command]
 #[specta::specta]
 pub async fn server_check(app: AppHandle, url: String, token: String, allow_insecure_http: bool) -> AppResult<String> {
-    blocking(app, move |_, state| Ok(server_client(state, &url, &token, allow_insecure_http)?.whoami()?)).await
+    blocking(app, move |_, state| {
+        Ok(server_client(state, &url, &token, allow_insecure_http)?.whoami()?)
+    })
+    .await
 }
 
 /// The migration an earlier run left unfinished, if any.

@@ -49,7 +49,10 @@ pub fn confirm(app: &AppHandle, title: &str, message: &str, yes: &str) -> bool {
         .message(message)
         .title(title)
         .kind(MessageDialogKind::Warning)
-        .buttons(MessageDialogButtons::OkCancelCustom(yes.to_string(), "Cancel".to_string()))
+        .buttons(MessageDialogButtons::OkCancelCustom(
+            yes.to_string(),
+            "Cancel".to_string(),
+        ))
         .blocking_show()
 }
 
@@ -90,7 +93,12 @@ pub fn open_link(app: &AppHandle, link: &str) -> AppResult<bool> {
     std::process::Command::new(opener)
         .arg(url.as_str())
         .spawn()
-        .map_err(|e| AppError::new(ErrorCode::Internal, format!("cannot start {opener} to open the link: {e}")))?;
+        .map_err(|e| {
+            AppError::new(
+                ErrorCode::Internal,
+                format!("cannot start {opener} to open the link: {e}"),
+            )
+        })?;
     Ok(true)
 }
 
@@ -100,7 +108,11 @@ mod tests {
 
     #[test]
     fn only_the_apps_own_origin_is_navigable() {
-        for ok in ["tauri://localhost/", "tauri://localhost/index.html#/search", "http://tauri.localhost/"] {
+        for ok in [
+            "tauri://localhost/",
+            "tauri://localhost/index.html#/search",
+            "http://tauri.localhost/",
+        ] {
             assert!(is_app_origin(&Url::parse(ok).unwrap()), "{ok}");
         }
         for bad in [
@@ -119,7 +131,13 @@ mod tests {
     fn links_are_checked_before_any_confirmation() {
         assert!(checked_link("https://docs.rs/rmcp").is_ok());
         assert!(checked_link("mailto:a@example.com").is_ok());
-        for bad in ["javascript:alert(1)", "file:///etc/passwd", "https://user:pw@example.com/", "not a url", "smb://host/share"] {
+        for bad in [
+            "javascript:alert(1)",
+            "file:///etc/passwd",
+            "https://user:pw@example.com/",
+            "not a url",
+            "smb://host/share",
+        ] {
             assert!(checked_link(bad).is_err(), "{bad}");
         }
     }

@@ -118,7 +118,10 @@ fn serve(stream: TcpStream, lie: Lie, seen: &Mutex<Vec<String>>) -> std::io::Res
     let query = target.split_once('?').map_or("", |(_, q)| q);
     let mut out = stream;
     let respond = |out: &mut TcpStream, status: &str, headers: &[(&str, String)], body: &[u8]| {
-        let mut head = format!("HTTP/1.1 {status}\r\nconnection: close\r\ncontent-length: {}\r\n", body.len());
+        let mut head = format!(
+            "HTTP/1.1 {status}\r\nconnection: close\r\ncontent-length: {}\r\n",
+            body.len()
+        );
         for (k, v) in headers {
             head.push_str(&format!("{k}: {v}\r\n"));
         }
@@ -130,14 +133,21 @@ fn serve(stream: TcpStream, lie: Lie, seen: &Mutex<Vec<String>>) -> std::io::Res
     let segments: Vec<&str> = path.trim_start_matches("/api/v0/").split('/').collect();
     match (method, segments.as_slice()) {
         ("GET", ["me"]) => respond(&mut out, "200 OK", &[], &json(serde_json::json!({"user": "mallory"}))),
-        ("GET", ["projects", _, "moments"]) => {
-            respond(&mut out, "200 OK", &[], &json(serde_json::json!({"items": [], "next": null})))
-        }
+        ("GET", ["projects", _, "moments"]) => respond(
+            &mut out,
+            "200 OK",
+            &[],
+            &json(serde_json::json!({"items": [], "next": null})),
+        ),
         ("GET", ["projects", _, "conversations"]) => {
             if lie == Lie::HugeStreamed {
                 // No length: the client must stop reading at its cap.
                 out.write_all(b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n{\"items\": [")?;
-                let filler = format!("{{\"kind\":\"conversation\",\"id\":\"{GOOD_ID}\",\"version\":1,\"hash\":\"{}\",\"size\":1,\"title\":\"{}\",\"tags\":[],\"updated_at\":\"x\"}},", "a".repeat(64), "x".repeat(4000));
+                let filler = format!(
+                    "{{\"kind\":\"conversation\",\"id\":\"{GOOD_ID}\",\"version\":1,\"hash\":\"{}\",\"size\":1,\"title\":\"{}\",\"tags\":[],\"updated_at\":\"x\"}},",
+                    "a".repeat(64),
+                    "x".repeat(4000)
+                );
                 for _ in 0..5_000 {
                     out.write_all(filler.as_bytes())?;
                 }
@@ -155,17 +165,33 @@ fn serve(stream: TcpStream, lie: Lie, seen: &Mutex<Vec<String>>) -> std::io::Res
             respond(&mut out, "200 OK", &[("x-zblade-sha256", header)], &bytes)
         }
         ("GET", ["projects", _, "search"]) => {
-            let title = if lie == Lie::EscapeSequences { "\u{1b}]0;owned\u{7}\u{1b}[2J evil" } else { "ok" };
+            let title = if lie == Lie::EscapeSequences {
+                "\u{1b}]0;owned\u{7}\u{1b}[2J evil"
+            } else {
+                "ok"
+            };
             let id = hostile_id(lie).unwrap_or(GOOD_ID);
             respond(
                 &mut out,
                 "200 OK",
                 &[],
-                &json(serde_json::json!({"hits": [{"kind": "conversation", "id": id, "title": title, "score": 1.0, "snippet": format!("[hostile] {title}"), "updated_at": "2026-01-01T00:00:00Z"}]})),
+                &json(
+                    serde_json::json!({"hits": [{"kind": "conversation", "id": id, "title": title, "score": 1.0, "snippet": format!("[hostile] {title}"), "updated_at": "2026-01-01T00:00:00Z"}]}),
+                ),
             )
         }
-        ("PUT", _) => respond(&mut out, "200 OK", &[], &json(serde_json::json!({"status": "created", "version": 1, "hash": sha(&body)}))),
-        _ => respond(&mut out, "404 Not Found", &[], &json(serde_json::json!({"error": "not_found", "reason": "no"}))),
+        ("PUT", _) => respond(
+            &mut out,
+            "200 OK",
+            &[],
+            &json(serde_json::json!({"status": "created", "version": 1, "hash": sha(&body)})),
+        ),
+        _ => respond(
+            &mut out,
+            "404 Not Found",
+            &[],
+            &json(serde_json::json!({"error": "not_found", "reason": "no"})),
+        ),
     }
 }
 
@@ -182,8 +208,16 @@ fn hostile_id(lie: Lie) -> Option<&'static str> {
 fn listing(lie: Lie, query: &str) -> serde_json::Value {
     let id = hostile_id(lie).unwrap_or(GOOD_ID);
     let (bytes, _) = record(lie, id);
-    let listed_hash = if lie == Lie::ListedHashMismatch { sha(b"something else") } else { sha(&bytes) };
-    let title = if lie == Lie::EscapeSequences { "\u{1b}[31mred\u{1b}[0m\u{202e}txt.exe" } else { "Listed" };
+    let listed_hash = if lie == Lie::ListedHashMismatch {
+        sha(b"something else")
+    } else {
+        sha(&bytes)
+    };
+    let title = if lie == Lie::EscapeSequences {
+        "\u{1b}[31mred\u{1b}[0m\u{202e}txt.exe"
+    } else {
+        "Listed"
+    };
     let item = serde_json::json!({
         "kind": "conversation", "id": id, "version": 1, "hash": listed_hash,
         "size": bytes.len(), "title": title, "tags": [], "updated_at": "2026-01-01T00:00:00Z",
@@ -207,7 +241,11 @@ fn record(lie: Lie, id: &str) -> (Vec<u8>, String) {
         _ if hostile_id(lie).is_some() => artifact(id, "Hostile"),
         _ => artifact(GOOD_ID, "Listed"),
     };
-    let header = if lie == Lie::HeaderHashMismatch { sha(b"not these bytes") } else { sha(&bytes) };
+    let header = if lie == Lie::HeaderHashMismatch {
+        sha(b"not these bytes")
+    } else {
+        sha(&bytes)
+    };
     (bytes, header)
 }
 
@@ -268,7 +306,11 @@ fn zblade(root: &Path, args: &[&str]) -> Output {
 }
 
 fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// Runs `migrate to-local` against `lie`; checks that it failed with a message containing
@@ -283,7 +325,10 @@ fn migration_refuses(lie: Lie, expected: &str) {
     let said = text(&out);
     assert_eq!(out.status.code(), Some(1), "{lie:?}: {said}");
     assert!(said.contains(expected), "{lie:?}: expected {expected:?} in: {said}");
-    assert!(!said.contains('\u{1b}'), "{lie:?}: an escape sequence reached the terminal: {said:?}");
+    assert!(
+        !said.contains('\u{1b}'),
+        "{lie:?}: an escape sequence reached the terminal: {said:?}"
+    );
     let after = snapshot(root);
     for (path, bytes) in &before {
         assert_eq!(after.get(path), Some(bytes), "{lie:?}: {path} was changed or lost");
@@ -293,11 +338,17 @@ fn migration_refuses(lie: Lie, expected: &str) {
             before.contains_key(path) || path.starts_with(".zblade/artifacts/"),
             "{lie:?}: {path} was written"
         );
-        assert!(!path.contains("package") || before.contains_key(path), "{lie:?}: {path}");
+        assert!(
+            !path.contains("package") || before.contains_key(path),
+            "{lie:?}: {path}"
+        );
     }
     assert!(!Path::new("/tmp/zblade-hostile-absolute.json").exists());
     let settings = std::fs::read_to_string(root.join(".zblade/config/settings.json")).unwrap();
-    assert!(settings.contains("\"server\""), "{lie:?}: storage.mode changed: {settings}");
+    assert!(
+        settings.contains("\"server\""),
+        "{lie:?}: storage.mode changed: {settings}"
+    );
     assert!(!server.requests().is_empty());
 }
 
@@ -322,13 +373,26 @@ fn an_honest_server_still_migrates_home() {
     let root = fixture.root();
     let out = zblade(root, &["migrate", "to-local", "--yes"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(root.join(format!(".zblade/artifacts/conversations/{GOOD_ID}.json")).exists());
-    assert_eq!(std::fs::read_to_string(root.join("package.json")).unwrap(), "{\"name\": \"victim\"}\n");
+    assert!(
+        root.join(format!(".zblade/artifacts/conversations/{GOOD_ID}.json"))
+            .exists()
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("package.json")).unwrap(),
+        "{\"name\": \"victim\"}\n"
+    );
 }
 
 #[test]
 fn server_mode_reads_refuse_lies_and_never_print_escape_sequences() {
-    for lie in [Lie::PathId, Lie::SettingsId, Lie::ListedHashMismatch, Lie::OtherRecord, Lie::EndlessPagination, Lie::HugeAnnounced] {
+    for lie in [
+        Lie::PathId,
+        Lie::SettingsId,
+        Lie::ListedHashMismatch,
+        Lie::OtherRecord,
+        Lie::EndlessPagination,
+        Lie::HugeAnnounced,
+    ] {
         let server = LyingServer::start(lie);
         let fixture = project(&server.url);
         let root = fixture.root();
@@ -349,7 +413,10 @@ fn server_mode_reads_refuse_lies_and_never_print_escape_sequences() {
                         assert!(!said.contains(bad), "{lie:?} {args:?} showed {bad}: {said}");
                     }
                 }
-                Some(1) => assert!(said.contains("refused") || said.contains("error"), "{lie:?} {args:?}: {said}"),
+                Some(1) => assert!(
+                    said.contains("refused") || said.contains("error"),
+                    "{lie:?} {args:?}: {said}"
+                ),
                 other => panic!("{lie:?} {args:?}: exit {other:?}: {said}"),
             }
         }
@@ -366,7 +433,10 @@ fn titles_and_snippets_from_a_server_lose_their_escape_sequences() {
         let out = zblade(root, args);
         let said = text(&out);
         assert!(out.status.success(), "{args:?}: {said}");
-        assert!(!said.contains('\u{1b}') && !said.contains('\u{202e}') && !said.contains('\u{7}'), "{args:?}: {said:?}");
+        assert!(
+            !said.contains('\u{1b}') && !said.contains('\u{202e}') && !said.contains('\u{7}'),
+            "{args:?}: {said:?}"
+        );
     }
 }
 
@@ -376,10 +446,19 @@ fn plain_http_to_another_machine_needs_an_explicit_flag() {
     let root = fixture.root();
     Project::init(root).unwrap();
     // 192.0.2.0/24 is TEST-NET-1: nothing answers there, and the refusal comes before any try.
-    let out = zblade(root, &["migrate", "to-server", "--server", "http://192.0.2.7:7400", "--yes"]);
+    let out = zblade(
+        root,
+        &["migrate", "to-server", "--server", "http://192.0.2.7:7400", "--yes"],
+    );
     let said = text(&out);
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("plain http") && said.contains("--allow-insecure-http"), "{said}");
-    let out = zblade(root, &["migrate", "to-server", "--server", "ftp://example.com", "--yes"]);
+    assert!(
+        said.contains("plain http") && said.contains("--allow-insecure-http"),
+        "{said}"
+    );
+    let out = zblade(
+        root,
+        &["migrate", "to-server", "--server", "ftp://example.com", "--yes"],
+    );
     assert!(text(&out).contains("is not a server URL"), "{}", text(&out));
 }

@@ -323,14 +323,22 @@ fn migration_killed_at_random_points_both_ways_loses_and_duplicates_nothing() {
     client
         .put_record(&project_id, Kind::Conversation, "conv_m000", newer.as_bytes())
         .unwrap();
-    let out = zblade(root, config.path(), &["migrate", "to-local", "--cleanup", "--yes", "--json"])
-        .output()
-        .unwrap();
+    let out = zblade(
+        root,
+        config.path(),
+        &["migrate", "to-local", "--cleanup", "--yes", "--json"],
+    )
+    .output()
+    .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let cleanup: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(cleanup["kept_changed"], serde_json::json!(["conv_m000"]), "{cleanup}");
     let left = server_manifest(&client, &project_id, Kind::Conversation);
-    assert_eq!(left.keys().collect::<Vec<_>>(), vec!["conv_m000"], "only the newer version stays");
+    assert_eq!(
+        left.keys().collect::<Vec<_>>(),
+        vec!["conv_m000"],
+        "only the newer version stays"
+    );
     assert!(server_manifest(&client, &project_id, Kind::Moment).is_empty());
 }
 

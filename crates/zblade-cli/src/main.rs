@@ -530,7 +530,8 @@ fn migrate(
         // The migration finished earlier; only the cleanup is left.
         let cleanup = project.cleanup_migration_source(&client)?;
         if json {
-            return out.value(&serde_json::json!({"cleaned_up": cleanup.removed, "kept_changed": cleanup.kept_changed}));
+            return out
+                .value(&serde_json::json!({"cleaned_up": cleanup.removed, "kept_changed": cleanup.kept_changed}));
         }
         return note_cleanup(out, &cleanup);
     }

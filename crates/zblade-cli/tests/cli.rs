@@ -610,13 +610,22 @@ fn secrets_are_never_captured_or_shown() {
     let root = dir.path();
     write(root, ".env", "API_KEY=sk-live-zanzibar\n");
     write(root, "deploy/server.pem", "-----BEGIN PRIVATE KEY-----\nzanzibar\n");
-    write(root, ".git/config", "[remote \"origin\"]\nurl = https://zanzibar:token@example.com/x\n");
+    write(
+        root,
+        ".git/config",
+        "[remote \"origin\"]\nurl = https://zanzibar:token@example.com/x\n",
+    );
     write(root, "src/app.rs", "fn zanzibar_handler() {}\n");
     #[cfg(unix)]
     std::os::unix::fs::symlink(root.join(".env"), root.join("notes.txt")).unwrap();
 
     // Capture: a conversation naming a secret is refused with the field, and nothing is added.
-    for file in [".env", "deploy/server.pem", ".git/config", ".zblade/config/settings.json"] {
+    for file in [
+        ".env",
+        "deploy/server.pem",
+        ".git/config",
+        ".zblade/config/settings.json",
+    ] {
         let conv = format!(
             r#"{{"title": "t", "messages": [{{"role": "user", "content": "see", "code_references": [{{"file": "{file}", "lines": [1, 1]}}]}}]}}"#
         );
@@ -642,7 +651,12 @@ fn secrets_are_never_captured_or_shown() {
         &["--json", "show", "conv_SECRETS"],
         &["search", "zanzibar", "--mode", "keyword"],
         &["search", "zanzibar", "--kind", "code", "--mode", "keyword"],
-        &["context", "zanzibar @file:.env @file:notes.txt @file:deploy/server.pem", "--budget", "4000"],
+        &[
+            "context",
+            "zanzibar @file:.env @file:notes.txt @file:deploy/server.pem",
+            "--budget",
+            "4000",
+        ],
         &["refs", "check"],
     ] {
         let run = zblade(root, args);

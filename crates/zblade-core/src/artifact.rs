@@ -357,7 +357,9 @@ fn check_references(
         if let Some(root) = root {
             // Capture: a reference may not point at a secret or into `.git/` / `.zblade/`.
             let guard = guard.get_or_insert_with(|| PathGuard::for_project(root));
-            guard.check(&normal).map_err(|why| Error::field(source, format!("{here}.file"), why))?;
+            guard
+                .check(&normal)
+                .map_err(|why| Error::field(source, format!("{here}.file"), why))?;
             paths::check_inside(root, &normal).map_err(|why| Error::field(source, format!("{here}.file"), why))?;
         }
         if normalize {

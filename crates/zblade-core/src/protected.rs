@@ -52,7 +52,11 @@ impl PathGuard {
     /// The built-in rules plus `extra` patterns (`*.secret`, `config/prod/*`, `**/vault.yml`).
     pub fn new(extra: &[String]) -> PathGuard {
         PathGuard {
-            extra: extra.iter().map(|p| p.trim().trim_start_matches("./").to_string()).filter(|p| !p.is_empty()).collect(),
+            extra: extra
+                .iter()
+                .map(|p| p.trim().trim_start_matches("./").to_string())
+                .filter(|p| !p.is_empty())
+                .collect(),
         }
     }
 
@@ -65,7 +69,10 @@ impl PathGuard {
             .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
             .and_then(|v| {
                 v.get("privacy")?.get("secret_files")?.as_array().map(|items| {
-                    items.iter().filter_map(|i| i.as_str().map(str::to_string)).collect::<Vec<_>>()
+                    items
+                        .iter()
+                        .filter_map(|i| i.as_str().map(str::to_string))
+                        .collect::<Vec<_>>()
                 })
             })
             .unwrap_or_default();
@@ -76,14 +83,16 @@ impl PathGuard {
     pub fn check(&self, relative: &str) -> Result<(), String> {
         let parts: Vec<&str> = relative.split('/').filter(|p| !p.is_empty()).collect();
         if let Some(dir) = parts.iter().find(|p| PROTECTED_DIRS.contains(p)) {
-            return Err(format!("{relative:?} is inside `{dir}/`, which zblade never reads as project code"));
+            return Err(format!(
+                "{relative:?} is inside `{dir}/`, which zblade never reads as project code"
+            ));
         }
         let name = parts.last().copied().unwrap_or_default();
         let template = TEMPLATE_SUFFIXES.iter().any(|s| name.ends_with(s));
-        if !template
-            && let Some(pattern) = SECRET_NAMES.iter().find(|p| glob(p.as_bytes(), name.as_bytes()))
-        {
-            return Err(format!("{relative:?} looks like a secret (`{pattern}`); zblade never reads it"));
+        if !template && let Some(pattern) = SECRET_NAMES.iter().find(|p| glob(p.as_bytes(), name.as_bytes())) {
+            return Err(format!(
+                "{relative:?} looks like a secret (`{pattern}`); zblade never reads it"
+            ));
         }
         for pattern in &self.extra {
             // A pattern with a `/` names a path from the project root; one without, a file name

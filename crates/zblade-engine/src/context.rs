@@ -585,7 +585,10 @@ impl Project {
             Err(e) => return Err(e.to_string()),
         };
         if source.bytes.len() as u64 > MAX_FILE_BYTES {
-            return Err(format!("it is {} MB; name a line range instead", source.bytes.len() / (1024 * 1024)));
+            return Err(format!(
+                "it is {} MB; name a line range instead",
+                source.bytes.len() / (1024 * 1024)
+            ));
         }
         let text = String::from_utf8_lossy(&source.bytes);
         let lines: Vec<&str> = text.lines().collect();

@@ -42,7 +42,8 @@ pub use context::{ContextRequest, ContextResult, ContextTimings, DEFAULT_BUDGET,
 pub use extract::ExtractReport;
 pub use fsck::{FsckReport, Problem, ProblemKind};
 pub use migrate::{
-    CleanupReport, Direction as MigrationDirection, MigrationReport, Phase as MigrationPhase, Plan as MigrationPlan, PlannedItem,
+    CleanupReport, Direction as MigrationDirection, MigrationReport, Phase as MigrationPhase, Plan as MigrationPlan,
+    PlannedItem,
 };
 pub use models::{ModelDownload, ModelEntry, ModelImport, models_dir};
 pub use project::{AddOutcome, InitReport, Project, ReindexReport};

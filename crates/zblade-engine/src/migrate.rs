@@ -189,7 +189,9 @@ fn open_copied_log(path: &std::path::Path) -> Result<std::fs::File> {
     std::io::Read::read_to_end(&mut log, &mut text).map_err(|e| Error::io(path, e))?;
     if !text.is_empty() && !text.ends_with(b"\n") {
         let whole = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-        log.set_len(whole as u64).and_then(|_| log.sync_data()).map_err(|e| Error::io(path, e))?;
+        log.set_len(whole as u64)
+            .and_then(|_| log.sync_data())
+            .map_err(|e| Error::io(path, e))?;
     }
     Ok(log)
 }
@@ -551,7 +553,11 @@ impl Project {
             .map_err(|why| Error::Untrusted(format!("migration item id {why}")))?;
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let real_dir = dir.canonicalize().map_err(|e| Error::io(&dir, e))?;
-        let real_zblade = self.layout.dir().canonicalize().map_err(|e| Error::io(self.layout.dir(), e))?;
+        let real_zblade = self
+            .layout
+            .dir()
+            .canonicalize()
+            .map_err(|e| Error::io(self.layout.dir(), e))?;
         if !real_dir.starts_with(&real_zblade) {
             return Err(Error::Untrusted(format!(
                 "{} leads outside .zblade/ (to {}); nothing is written there",
@@ -655,7 +661,11 @@ mod tests {
         let path = dir.path().join("copied.log");
         let hash = "a".repeat(64);
         // Killed in the middle of the second line: its hash is cut short, no newline.
-        std::fs::write(&path, format!("conversation conv_A {hash}\nmoment moment_B {}", &hash[..20])).unwrap();
+        std::fs::write(
+            &path,
+            format!("conversation conv_A {hash}\nmoment moment_B {}", &hash[..20]),
+        )
+        .unwrap();
         assert_eq!(read_copied_at(&path).unwrap().len(), 1, "a torn line does not count");
         let mut log = open_copied_log(&path).unwrap();
         append_copied(&mut log, &path, Kind::Moment, "moment_C", &hash).unwrap();
@@ -664,7 +674,10 @@ mod tests {
         let copied = read_copied_at(&path).unwrap();
         assert_eq!(copied.len(), 2);
         assert!(copied.contains_key(&(Kind::Moment, "moment_C".to_string())));
-        assert!(!copied.contains_key(&(Kind::Moment, "moment_B".to_string())), "B is copied again");
+        assert!(
+            !copied.contains_key(&(Kind::Moment, "moment_B".to_string())),
+            "B is copied again"
+        );
     }
 
     #[test]

@@ -186,7 +186,12 @@ impl<'a> Checker<'a> {
                     return checked;
                 }
             }
-            Err(err @ (ReadError::Binary | ReadError::TooLarge(_) | ReadError::OutsideProject(_) | ReadError::Protected(_))) => {
+            Err(
+                err @ (ReadError::Binary
+                | ReadError::TooLarge(_)
+                | ReadError::OutsideProject(_)
+                | ReadError::Protected(_)),
+            ) => {
                 self.explain(&mut checked, err);
                 return checked;
             }

@@ -191,10 +191,7 @@ async fn authenticate<S: Store>(
     mut request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    let forwarded_for = request
-        .headers()
-        .get("x-forwarded-for")
-        .and_then(|v| v.to_str().ok());
+    let forwarded_for = request.headers().get("x-forwarded-for").and_then(|v| v.to_str().ok());
     let address = request
         .extensions()
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()

@@ -80,7 +80,10 @@ impl<K: Hash + Eq + Clone> RateLimiter<K> {
 
     /// Keys held now (for tests and diagnostics).
     pub fn len(&self) -> usize {
-        self.buckets.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).len()
+        self.buckets
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .len()
     }
 
     /// Whether no key is held.
@@ -177,7 +180,10 @@ mod tests {
         assert_eq!(client_address(a, None, &[]), client_address(b, None, &[]));
         assert_ne!(client_address(a, None, &[]), client_address(c, None, &[]));
         let mapped: IpAddr = "::ffff:192.0.2.1".parse().unwrap();
-        assert_eq!(client_address(mapped, None, &[]), "192.0.2.1".parse::<IpAddr>().unwrap());
+        assert_eq!(
+            client_address(mapped, None, &[]),
+            "192.0.2.1".parse::<IpAddr>().unwrap()
+        );
     }
 
     #[test]

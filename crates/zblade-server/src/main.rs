@@ -151,10 +151,16 @@ async fn open(db: &Db) -> Result<store::AnyStore, String> {
     Ok(store)
 }
 
-async fn make_token(store: &store::AnyStore, user: &str, expires_in_days: Option<u32>, json: bool) -> Result<(), String> {
+async fn make_token(
+    store: &store::AnyStore,
+    user: &str,
+    expires_in_days: Option<u32>,
+    json: bool,
+) -> Result<(), String> {
     let (id, secret) = new_token();
     let expires_at = expires_in_days.map(|days| {
-        (chrono::Utc::now() + chrono::Duration::days(i64::from(days))).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        (chrono::Utc::now() + chrono::Duration::days(i64::from(days)))
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
     });
     store
         .add_token(user, &id, &hash_token(&secret), expires_at.as_deref())
@@ -174,12 +180,20 @@ async fn make_token(store: &store::AnyStore, user: &str, expires_in_days: Option
 
 async fn set_disabled(db: &Db, name: &str, disabled: bool) -> Result<(), String> {
     let store = open(db).await?;
-    if !store.set_user_disabled(name, disabled).await.map_err(|e| e.to_string())? {
+    if !store
+        .set_user_disabled(name, disabled)
+        .await
+        .map_err(|e| e.to_string())?
+    {
         return Err(format!("no user named {name}"));
     }
     println!(
         "{name} is {}",
-        if disabled { "disabled: their tokens are refused" } else { "enabled" }
+        if disabled {
+            "disabled: their tokens are refused"
+        } else {
+            "enabled"
+        }
     );
     Ok(())
 }
@@ -261,7 +275,8 @@ async fn run(cli: Cli) -> Result<(), String> {
                             u.created_at,
                             u.active_tokens,
                             u.revoked_tokens,
-                            u.disabled_at.map_or_else(|| "active".to_string(), |at| format!("disabled {at}"))
+                            u.disabled_at
+                                .map_or_else(|| "active".to_string(), |at| format!("disabled {at}"))
                         );
                     }
                 }

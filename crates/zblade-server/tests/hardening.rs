@@ -40,7 +40,10 @@ fn put(server: &TestServer, token: &str, id: &str, body: &str) {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 #[test]
@@ -64,11 +67,24 @@ fn a_delete_with_a_hash_keeps_a_record_that_changed() {
             .unwrap();
         assert_eq!(kept.status(), StatusCode::PRECONDITION_FAILED, "{backend}");
         assert_eq!(json_of(kept)["error"], "changed");
-        assert_eq!(http.get(&url).bearer_auth(&token).send().unwrap().status(), StatusCode::OK);
+        assert_eq!(
+            http.get(&url).bearer_auth(&token).send().unwrap().status(),
+            StatusCode::OK
+        );
         let current = zblade_core::sha256_hex(newer.as_bytes());
-        let gone = http.delete(&url).bearer_auth(&token).header("x-zblade-sha256", &current).send().unwrap();
+        let gone = http
+            .delete(&url)
+            .bearer_auth(&token)
+            .header("x-zblade-sha256", &current)
+            .send()
+            .unwrap();
         assert_eq!(gone.status(), StatusCode::NO_CONTENT, "{backend}");
-        let again = http.delete(&url).bearer_auth(&token).header("x-zblade-sha256", &current).send().unwrap();
+        let again = http
+            .delete(&url)
+            .bearer_auth(&token)
+            .header("x-zblade-sha256", &current)
+            .send()
+            .unwrap();
         assert_eq!(again.status(), StatusCode::NOT_FOUND, "{backend}");
     }
 }
@@ -84,7 +100,12 @@ fn expired_tokens_and_disabled_users_are_refused() {
         let tokens = rt.block_on(async {
             let store = store::open(&server.db).await.unwrap();
             store
-                .add_token("bob", &expired_id, &hash_token(&expired), Some("2020-01-01T00:00:00.000Z"))
+                .add_token(
+                    "bob",
+                    &expired_id,
+                    &hash_token(&expired),
+                    Some("2020-01-01T00:00:00.000Z"),
+                )
                 .await
                 .unwrap();
             store
@@ -96,7 +117,13 @@ fn expired_tokens_and_disabled_users_are_refused() {
         assert_eq!(tokens.len(), 3, "{backend}: {tokens:?}");
         assert!(tokens.iter().any(|t| t.id == expired_id && t.expires_at.is_some()));
         let http = client();
-        let me = |token: &str| http.get(server.url("/api/v0/me")).bearer_auth(token).send().unwrap().status();
+        let me = |token: &str| {
+            http.get(server.url("/api/v0/me"))
+                .bearer_auth(token)
+                .send()
+                .unwrap()
+                .status()
+        };
         assert_eq!(me(&good), StatusCode::OK);
         assert_eq!(me(&later), StatusCode::OK, "{backend}: not expired yet");
         assert_eq!(me(&expired), StatusCode::UNAUTHORIZED, "{backend}: expired");
@@ -122,18 +149,31 @@ fn the_admin_commands_list_tokens_expire_them_and_disable_users() {
     let db = dir.path().join("admin.db");
     let server_bin = env!("CARGO_BIN_EXE_zblade-server");
     let run = |args: &[&str]| {
-        let out = Command::new(server_bin).args(args).arg("--db").arg(&db).output().unwrap();
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = Command::new(server_bin)
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     run(&["user", "add", "dora", "--json"]);
-    let made: Value = serde_json::from_str(&run(&["token", "add", "dora", "--expires-in-days", "30", "--json"])).unwrap();
+    let made: Value =
+        serde_json::from_str(&run(&["token", "add", "dora", "--expires-in-days", "30", "--json"])).unwrap();
     assert!(made["expires_at"].as_str().unwrap().starts_with("20"), "{made}");
     let listed: Value = serde_json::from_str(&run(&["token", "list", "--json"])).unwrap();
     let tokens = listed["tokens"].as_array().unwrap();
     assert_eq!(tokens.len(), 2);
     let text = serde_json::to_string(&listed).unwrap();
-    assert!(!text.contains(made["token"].as_str().unwrap()), "the secret is never listed");
+    assert!(
+        !text.contains(made["token"].as_str().unwrap()),
+        "the secret is never listed"
+    );
     assert!(run(&["token", "list"]).contains("expires 20"));
     assert!(run(&["user", "disable", "dora"]).contains("disabled"));
     assert!(run(&["user", "list"]).contains("disabled 20"));
@@ -214,7 +254,12 @@ fn a_forged_forwarded_for_is_ignored_without_a_trusted_proxy() {
 fn database_errors_stay_in_the_log() {
     let server = TestServer::start("sqlite", Limits::default());
     let token = server.user("gus");
-    put(&server, &token, "conv_1", &conversation("conv_1", PROJECT, "One", "words"));
+    put(
+        &server,
+        &token,
+        "conv_1",
+        &conversation("conv_1", PROJECT, "One", "words"),
+    );
     // Break the database under the running server.
     let conn = rusqlite::Connection::open(&server.db).unwrap();
     conn.execute_batch("DROP TABLE records_fts").unwrap();
@@ -236,8 +281,18 @@ fn database_errors_stay_in_the_log() {
 fn sqlite_search_scores_do_not_carry_other_users_statistics() {
     let server = TestServer::start("sqlite", Limits::default());
     let alice = server.user("alice");
-    put(&server, &alice, "conv_1", &conversation("conv_1", PROJECT, "Gateway", "the gateway token"));
-    put(&server, &alice, "conv_2", &conversation("conv_2", PROJECT, "Other", "the gateway"));
+    put(
+        &server,
+        &alice,
+        "conv_1",
+        &conversation("conv_1", PROJECT, "Gateway", "the gateway token"),
+    );
+    put(
+        &server,
+        &alice,
+        "conv_2",
+        &conversation("conv_2", PROJECT, "Other", "the gateway"),
+    );
     let search = || {
         json_of(
             client()
@@ -247,14 +302,30 @@ fn sqlite_search_scores_do_not_carry_other_users_statistics() {
                 .unwrap(),
         )
     };
-    let scores = |v: &Value| v["hits"].as_array().unwrap().iter().map(|h| h["score"].as_f64().unwrap()).collect::<Vec<_>>();
+    let scores = |v: &Value| {
+        v["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["score"].as_f64().unwrap())
+            .collect::<Vec<_>>()
+    };
     let before = scores(&search());
     // Another user writes many records with and without the word: BM25 over the whole table
     // would move alice's raw scores; rank-based scores cannot.
     let mallory = server.user("mallory");
     for n in 0..20 {
-        let words = if n % 2 == 0 { "gateway everywhere" } else { "nothing here" };
-        put(&server, &mallory, &format!("conv_m{n}"), &conversation(&format!("conv_m{n}"), PROJECT, "M", words));
+        let words = if n % 2 == 0 {
+            "gateway everywhere"
+        } else {
+            "nothing here"
+        };
+        put(
+            &server,
+            &mallory,
+            &format!("conv_m{n}"),
+            &conversation(&format!("conv_m{n}"), PROJECT, "M", words),
+        );
     }
     let after = scores(&search());
     assert_eq!(before, after);

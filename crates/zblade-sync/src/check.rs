@@ -151,8 +151,18 @@ mod tests {
 
     #[test]
     fn ids_from_the_server_follow_the_local_rules() {
-        for bad in ["../../package", "/etc/passwd", "conv_a/../../x", "moment_x", "conv_\u{e9}", ""] {
-            assert!(record_id("listing", Kind::Conversation, bad).is_err(), "{bad:?} was accepted");
+        for bad in [
+            "../../package",
+            "/etc/passwd",
+            "conv_a/../../x",
+            "moment_x",
+            "conv_\u{e9}",
+            "",
+        ] {
+            assert!(
+                record_id("listing", Kind::Conversation, bad).is_err(),
+                "{bad:?} was accepted"
+            );
         }
         record_id("listing", Kind::Conversation, "conv_01HX").unwrap();
         record_id("listing", Kind::Moment, "moment_01HX").unwrap();
@@ -161,7 +171,12 @@ mod tests {
     #[test]
     fn hashes_must_be_sha256_hex() {
         sha256("x", &"a".repeat(64)).unwrap();
-        for bad in ["", "A".repeat(64).as_str(), "g".repeat(64).as_str(), "a".repeat(63).as_str()] {
+        for bad in [
+            "",
+            "A".repeat(64).as_str(),
+            "g".repeat(64).as_str(),
+            "a".repeat(63).as_str(),
+        ] {
             assert!(sha256("x", bad).is_err());
         }
     }
@@ -174,10 +189,20 @@ mod tests {
 
     #[test]
     fn loopback_hosts() {
-        for url in ["http://127.0.0.1:7400", "http://localhost:1", "http://[::1]:9", "http://127.8.9.1"] {
+        for url in [
+            "http://127.0.0.1:7400",
+            "http://localhost:1",
+            "http://[::1]:9",
+            "http://127.8.9.1",
+        ] {
             assert!(is_loopback(&Url::parse(url).unwrap()), "{url}");
         }
-        for url in ["http://10.0.0.1", "http://example.com", "http://127.0.0.1.evil.com", "http://localhost.evil.com"] {
+        for url in [
+            "http://10.0.0.1",
+            "http://example.com",
+            "http://127.0.0.1.evil.com",
+            "http://localhost.evil.com",
+        ] {
             assert!(!is_loopback(&Url::parse(url).unwrap()), "{url}");
         }
     }

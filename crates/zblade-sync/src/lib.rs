@@ -80,7 +80,9 @@ impl RecordMeta {
 
 /// Refuses what is not an http(s) URL, and plain http to another machine unless allowed.
 fn check_url(base: &str, transport: Transport) -> Result<()> {
-    let parsed = reqwest::Url::parse(base).ok().filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some());
+    let parsed = reqwest::Url::parse(base)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some());
     let Some(url) = parsed else {
         return Err(Error::Usage(format!(
             "{base:?} is not a server URL; it should look like https://zblade.example.com or http://127.0.0.1:7400"
@@ -239,8 +241,7 @@ impl Client {
     /// Whether this client talks plain http to another machine (allowed with
     /// [`Transport::AllowPlainHttp`] only); callers warn the user.
     pub fn is_plain_http_to_another_machine(&self) -> bool {
-        self.base.starts_with("http://")
-            && reqwest::Url::parse(&self.base).is_ok_and(|u| !check::is_loopback(&u))
+        self.base.starts_with("http://") && reqwest::Url::parse(&self.base).is_ok_and(|u| !check::is_loopback(&u))
     }
 
     /// The transport choice this client was made with.
@@ -522,12 +523,12 @@ impl Client {
             Some(Kind::Moment) => "moment",
             None => "",
         };
-        let limit = limit.to_string();
+        let limit_text = limit.to_string();
         let response = self.send(&what, || {
             self.http.get(self.api(&format!("/projects/{project}/search"))).query(&[
                 ("q", query),
                 ("kind", kind),
-                ("limit", limit.as_str()),
+                ("limit", limit_text.as_str()),
             ])
         })?;
         if response.status() == StatusCode::NOT_FOUND {
@@ -672,7 +673,11 @@ mod tests {
         assert!(refused.to_string().contains("--allow-insecure-http"), "{refused}");
         let allowed = Client::with_transport("http://10.0.0.5:7400", "t", Transport::AllowPlainHttp).unwrap();
         assert!(allowed.is_plain_http_to_another_machine());
-        assert!(!Client::new("http://127.0.0.1:1", "t").unwrap().is_plain_http_to_another_machine());
+        assert!(
+            !Client::new("http://127.0.0.1:1", "t")
+                .unwrap()
+                .is_plain_http_to_another_machine()
+        );
         for bad in ["ftp://x", "127.0.0.1:7400", "http://", "file:///tmp/x"] {
             assert!(Client::new(bad, "t").is_err(), "{bad}");
         }

@@ -29,11 +29,24 @@ async completeWizard(choice: WizardChoice) : Promise<Result<AppConfig, AppError>
 }
 },
 /**
- * Allows or forbids network use from now on.
+ * Allows or forbids network use from now on. Allowing it takes a yes in a native dialog (the
+ * page alone cannot turn it on); a no leaves it off and is not an error.
  */
 async setAllowNetwork(allow: boolean) : Promise<Result<AppConfig, AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("set_allow_network", { allow }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Opens a link from a message in the system browser, after a native confirmation; false
+ * when the person said no. Only http, https and mailto links are opened.
+ */
+async openLink(url: string) : Promise<Result<boolean, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("open_link", { url }) };
 } catch (e) {
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
@@ -200,9 +213,9 @@ async downloadEmbeddingModel(name: string) : Promise<Result<string, AppError>> {
 /**
  * Checks a server URL and token; returns the user name the token belongs to.
  */
-async serverCheck(url: string, token: string) : Promise<Result<string, AppError>> {
+async serverCheck(url: string, token: string, allowInsecureHttp: boolean) : Promise<Result<string, AppError>> {
     try {
-    return { status: "ok", data: await TAURI_INVOKE("server_check", { url, token }) };
+    return { status: "ok", data: await TAURI_INVOKE("server_check", { url, token, allowInsecureHttp }) };
 } catch (e) {
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
@@ -222,9 +235,9 @@ async migrationPending() : Promise<Result<MigrationPendingView | null, AppError>
 /**
  * What a migration would move, without moving anything.
  */
-async migrationPlan(direction: string, url: string, token: string) : Promise<Result<MigrationPlanView, AppError>> {
+async migrationPlan(direction: string, url: string, token: string, allowInsecureHttp: boolean) : Promise<Result<MigrationPlanView, AppError>> {
     try {
-    return { status: "ok", data: await TAURI_INVOKE("migration_plan", { direction, url, token }) };
+    return { status: "ok", data: await TAURI_INVOKE("migration_plan", { direction, url, token, allowInsecureHttp }) };
 } catch (e) {
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
@@ -234,20 +247,21 @@ async migrationPlan(direction: string, url: string, token: string) : Promise<Res
  * Runs (or resumes) a migration: copy, verify, switch the storage mode; reports progress
  * with `MigrationProgress` events.
  */
-async migrate(direction: string, url: string, token: string) : Promise<Result<MigrationResultView, AppError>> {
+async migrate(direction: string, url: string, token: string, allowInsecureHttp: boolean) : Promise<Result<MigrationResultView, AppError>> {
     try {
-    return { status: "ok", data: await TAURI_INVOKE("migrate", { direction, url, token }) };
+    return { status: "ok", data: await TAURI_INVOKE("migrate", { direction, url, token, allowInsecureHttp }) };
 } catch (e) {
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
 }
 },
 /**
- * After a finished migration, removes the copies left at the source; returns how many.
+ * After a finished migration, removes the copies left at the source that still have the
+ * verified hash; says how many, and which changed items were kept.
  */
-async migrationCleanup(url: string, token: string) : Promise<Result<number, AppError>> {
+async migrationCleanup(url: string, token: string, allowInsecureHttp: boolean) : Promise<Result<CleanupView, AppError>> {
     try {
-    return { status: "ok", data: await TAURI_INVOKE("migration_cleanup", { url, token }) };
+    return { status: "ok", data: await TAURI_INVOKE("migration_cleanup", { url, token, allowInsecureHttp }) };
 } catch (e) {
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
@@ -384,6 +398,19 @@ project: ProjectInfo | null;
  * The indexer now.
  */
 indexer: IndexerStatus }
+/**
+ * What a cleanup after a migration did.
+ */
+export type CleanupView = { 
+/**
+ * Copies removed at the source.
+ */
+removed: number; 
+/**
+ * Items kept because they changed after they were verified (their newer version is not
+ * at the destination).
+ */
+kept_changed: string[] }
 /**
  * A compressor (GGUF) model.
  */
