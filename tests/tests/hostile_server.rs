@@ -180,6 +180,13 @@ fn serve(stream: TcpStream, lie: Lie, seen: &Mutex<Vec<String>>) -> std::io::Res
                 ),
             )
         }
+        // A client that trusted a path-like id asks for a URL its HTTP library normalized
+        // (`…/conversations/../../../package` becomes `/api/v0/package`): a hostile server
+        // answers that too, with the record it listed.
+        ("GET", _) if hostile_id(lie).is_some() => {
+            let (bytes, header) = record(lie, hostile_id(lie).unwrap_or(GOOD_ID));
+            respond(&mut out, "200 OK", &[("x-zblade-sha256", header)], &bytes)
+        }
         ("PUT", _) => respond(
             &mut out,
             "200 OK",
