@@ -563,11 +563,7 @@ fn server_client(
         })?,
         token => token.to_string(),
     };
-    let transport = if allow_insecure_http {
-        zblade_sync::Transport::AllowPlainHttp
-    } else {
-        zblade_sync::Transport::TlsOrLoopback
-    };
+    let transport = zblade_sync::Transport::allowing_plain_http(allow_insecure_http);
     Ok(zblade_sync::Client::with_transport(url, &token, transport)?)
 }
 

@@ -115,7 +115,6 @@ fn serve(stream: TcpStream, lie: Lie, seen: &Mutex<Vec<String>>) -> std::io::Res
     let mut parts = request.split(' ');
     let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let path = target.split('?').next().unwrap_or("");
-    let query = target.split_once('?').map_or("", |(_, q)| q);
     let mut out = stream;
     let respond = |out: &mut TcpStream, status: &str, headers: &[(&str, String)], body: &[u8]| {
         let mut head = format!(
@@ -153,7 +152,7 @@ fn serve(stream: TcpStream, lie: Lie, seen: &Mutex<Vec<String>>) -> std::io::Res
                 }
                 return Ok(());
             }
-            let listed = listing(lie, query);
+            let listed = listing(lie);
             respond(&mut out, "200 OK", &[], &json(listed))
         }
         ("GET", ["projects", _, "conversations", id]) => {
@@ -212,7 +211,7 @@ fn hostile_id(lie: Lie) -> Option<&'static str> {
     }
 }
 
-fn listing(lie: Lie, query: &str) -> serde_json::Value {
+fn listing(lie: Lie) -> serde_json::Value {
     let id = hostile_id(lie).unwrap_or(GOOD_ID);
     let (bytes, _) = record(lie, id);
     let listed_hash = if lie == Lie::ListedHashMismatch {
@@ -231,7 +230,6 @@ fn listing(lie: Lie, query: &str) -> serde_json::Value {
     });
     let next = if lie == Lie::EndlessPagination {
         // Whatever `after` was asked, the page is the same and promises more.
-        let _ = query;
         serde_json::json!(id)
     } else {
         serde_json::Value::Null

@@ -508,12 +508,11 @@ fn migrate(
             ))
         })?,
     };
-    let transport = if args.allow_insecure_http {
-        zblade_sync::Transport::AllowPlainHttp
-    } else if server == project.settings().storage.server_url {
+    // The flag, else the choice saved with this very server.
+    let transport = if server == project.settings().storage.server_url && !args.allow_insecure_http {
         project.transport()
     } else {
-        zblade_sync::Transport::TlsOrLoopback
+        zblade_sync::Transport::allowing_plain_http(args.allow_insecure_http)
     };
     let client = zblade_sync::Client::with_transport(&server, &token, transport)?;
     if client.is_plain_http_to_another_machine() {

@@ -47,8 +47,15 @@ pub fn normalize_relative(file: &str) -> Result<String, String> {
 /// Checks that the already-normalised `relative` path, resolved inside `root`, does not escape
 /// `root` through a symlink. Parts of the path that do not exist (yet) are fine.
 pub fn check_inside(root: &Path, relative: &str) -> Result<(), String> {
+    resolve_inside(root, relative).map(|_| ())
+}
+
+/// [`check_inside`], which also says where an existing file really is: its path relative to the
+/// resolved root once every symlink is followed (`None` when it does not exist), so a caller can
+/// apply its rules to the real file too (`notes.txt -> .env`).
+pub fn resolve_inside(root: &Path, relative: &str) -> Result<Option<String>, String> {
     let Ok(root) = root.canonicalize() else {
-        return Ok(()); // no project on disk to escape from
+        return Ok(None); // no project on disk to escape from
     };
     // Walk up to the deepest ancestor that exists and resolve it: a symlink anywhere on the way
     // shows up as a canonical path outside the root.
@@ -56,7 +63,10 @@ pub fn check_inside(root: &Path, relative: &str) -> Result<(), String> {
     for candidate in full.ancestors() {
         if candidate.symlink_metadata().is_ok() {
             return match candidate.canonicalize() {
-                Ok(real) if real.starts_with(&root) => Ok(()),
+                Ok(real) if real.starts_with(&root) => {
+                    let inner = real.strip_prefix(&root).unwrap_or(&real);
+                    Ok((candidate == full).then(|| inner.to_string_lossy().replace('\\', "/")))
+                }
                 Ok(real) => Err(format!(
                     "{relative:?} leads outside the project through a symlink (to {})",
                     real.display()
@@ -66,7 +76,7 @@ pub fn check_inside(root: &Path, relative: &str) -> Result<(), String> {
             };
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 #[cfg(test)]

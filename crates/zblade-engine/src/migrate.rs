@@ -428,6 +428,7 @@ impl Project {
             client.put_project(&plan.project, &name)?;
         }
         let _lock = WriteLock::acquire(&self.layout)?;
+        let folders = ArtifactFolders::proven(self)?;
         let mut tree = None;
         let (mut copied, mut converted) = (0, 0);
         for (n, item) in plan.items.iter().enumerate() {
@@ -437,7 +438,7 @@ impl Project {
             }
             let written_hash = match plan.direction {
                 Direction::ToServer => {
-                    let path = self.artifact_path(item.kind, &item.id)?;
+                    let path = folders.path(item.kind, &item.id)?;
                     let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
                     if sha256_hex(&bytes) != item.hash {
                         return Err(Error::Usage(format!(
@@ -464,7 +465,7 @@ impl Project {
                         }
                         Kind::Moment => bytes,
                     };
-                    let path = self.artifact_path(item.kind, &item.id)?;
+                    let path = folders.path(item.kind, &item.id)?;
                     fsio::write_atomic(&path, &bytes)?;
                     sha256_hex(&bytes)
                 }
@@ -490,8 +491,9 @@ impl Project {
                 }
             }
             Direction::ToLocal => {
+                let folders = ArtifactFolders::proven(self)?;
                 for item in &plan.items {
-                    let path = self.artifact_path(item.kind, &item.id)?;
+                    let path = folders.path(item.kind, &item.id)?;
                     if let Ok(bytes) = std::fs::read(&path) {
                         at_destination.insert((item.kind, item.id.clone()), sha256_hex(&bytes));
                     }
@@ -541,35 +543,6 @@ impl Project {
         Ok(plan.items.len())
     }
 
-    /// The artifact file of a planned item, proven to lie directly inside its artifacts folder:
-    /// the id follows the id rules (ids in a plan came from a server or a journal on disk), and
-    /// the folder, created if need be, resolves inside `.zblade/` (no symlink out of it).
-    fn artifact_path(&self, kind: Kind, id: &str) -> Result<PathBuf> {
-        let (dir, prefix) = match kind {
-            Kind::Conversation => (self.layout.conversations_dir(), zblade_core::ids::CONVERSATION),
-            Kind::Moment => (self.layout.moments_dir(), zblade_core::ids::MOMENT),
-        };
-        zblade_core::ids::check_id(id, Some(prefix))
-            .map_err(|why| Error::Untrusted(format!("migration item id {why}")))?;
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        let real_dir = dir.canonicalize().map_err(|e| Error::io(&dir, e))?;
-        let real_zblade = self
-            .layout
-            .dir()
-            .canonicalize()
-            .map_err(|e| Error::io(self.layout.dir(), e))?;
-        if !real_dir.starts_with(&real_zblade) {
-            return Err(Error::Untrusted(format!(
-                "{} leads outside .zblade/ (to {}); nothing is written there",
-                self.layout.relative(&dir),
-                real_dir.display()
-            )));
-        }
-        let path = dir.join(format!("{id}.json"));
-        debug_assert_eq!(path.parent(), Some(dir.as_path()));
-        Ok(path)
-    }
-
     /// After a finished migration, removes the copies left at the source: local artifacts
     /// after to-server, server records after to-local. Only items of the last migration's
     /// verified plan are touched, and only while they still have the hash that was verified:
@@ -593,8 +566,9 @@ impl Project {
                     return Err(Error::Usage("storage.mode is not server; local memory is kept".into()));
                 }
                 let _lock = WriteLock::acquire(&self.layout)?;
+                let folders = ArtifactFolders::proven(self)?;
                 for item in &plan.items {
-                    let path = self.artifact_path(item.kind, &item.id)?;
+                    let path = folders.path(item.kind, &item.id)?;
                     // Only the bytes that were verified on the server: a file changed since stays.
                     match std::fs::read(&path) {
                         Ok(bytes) if sha256_hex(&bytes) == item.hash => {
@@ -621,6 +595,48 @@ impl Project {
             }
         }
         Ok(report)
+    }
+}
+
+/// The two artifact folders, proven once per run to resolve inside `.zblade/` (created if need
+/// be; no symlink out of it). Item paths are built from them and checked ids only, so a planned
+/// id (from a server, or a journal on disk) can never name a file elsewhere.
+struct ArtifactFolders {
+    conversations: PathBuf,
+    moments: PathBuf,
+}
+
+impl ArtifactFolders {
+    fn proven(project: &Project) -> Result<ArtifactFolders> {
+        let layout = &project.layout;
+        let real_zblade = layout.dir().canonicalize().map_err(|e| Error::io(layout.dir(), e))?;
+        let prove = |dir: PathBuf| -> Result<PathBuf> {
+            std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+            let real = dir.canonicalize().map_err(|e| Error::io(&dir, e))?;
+            if !real.starts_with(&real_zblade) {
+                return Err(Error::Untrusted(format!(
+                    "{} leads outside .zblade/ (to {}); nothing is written there",
+                    layout.relative(&dir),
+                    real.display()
+                )));
+            }
+            Ok(dir)
+        };
+        Ok(ArtifactFolders {
+            conversations: prove(layout.conversations_dir())?,
+            moments: prove(layout.moments_dir())?,
+        })
+    }
+
+    /// The artifact file of a planned item: its id must follow the id rules of its kind.
+    fn path(&self, kind: Kind, id: &str) -> Result<PathBuf> {
+        let (dir, prefix) = match kind {
+            Kind::Conversation => (&self.conversations, zblade_core::ids::CONVERSATION),
+            Kind::Moment => (&self.moments, zblade_core::ids::MOMENT),
+        };
+        zblade_core::ids::check_id(id, Some(prefix))
+            .map_err(|why| Error::Untrusted(format!("migration item id {why}")))?;
+        Ok(dir.join(format!("{id}.json")))
     }
 }
 

@@ -38,11 +38,7 @@ impl Project {
 
     /// Whether plain http to another machine was allowed for this project's server.
     pub fn transport(&self) -> zblade_sync::Transport {
-        if self.settings.storage.allow_insecure_http {
-            zblade_sync::Transport::AllowPlainHttp
-        } else {
-            zblade_sync::Transport::TlsOrLoopback
-        }
+        zblade_sync::Transport::allowing_plain_http(self.settings.storage.allow_insecure_http)
     }
 
     /// Server mode's `add`: conversations prepared as in local mode

@@ -94,17 +94,14 @@ pub fn read_project_file(root: &Path, relative: &str) -> Result<SourceFile, Read
 pub fn read_project_file_guarded(root: &Path, relative: &str, guard: &PathGuard) -> Result<SourceFile, ReadError> {
     let normal = paths::normalize_relative(relative).map_err(ReadError::OutsideProject)?;
     guard.check(&normal).map_err(ReadError::Protected)?;
-    paths::check_inside(root, &normal).map_err(ReadError::OutsideProject)?;
-    let path = root.join(&normal);
+    let real = paths::resolve_inside(root, &normal).map_err(ReadError::OutsideProject)?;
     // A symlink inside the project may point at a secret inside it (`notes.txt -> .env`).
-    if let (Ok(real), Ok(real_root)) = (path.canonicalize(), root.canonicalize())
-        && let Ok(inner) = real.strip_prefix(&real_root)
+    if let Some(real) = real
+        && real != normal
     {
-        let inner = inner.to_string_lossy().replace('\\', "/");
-        if inner != normal {
-            guard.check(&inner).map_err(ReadError::Protected)?;
-        }
+        guard.check(&real).map_err(ReadError::Protected)?;
     }
+    let path = root.join(&normal);
     let meta = match std::fs::metadata(&path) {
         Ok(meta) if meta.is_file() => meta,
         Ok(_) => return Err(ReadError::NotFound),

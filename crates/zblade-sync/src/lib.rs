@@ -78,8 +78,9 @@ impl RecordMeta {
     }
 }
 
-/// Refuses what is not an http(s) URL, and plain http to another machine unless allowed.
-fn check_url(base: &str, transport: Transport) -> Result<()> {
+/// Refuses what is not an http(s) URL, and plain http to another machine unless allowed; says
+/// whether the URL is plain http to another machine.
+fn check_url(base: &str, transport: Transport) -> Result<bool> {
     let parsed = reqwest::Url::parse(base)
         .ok()
         .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some());
@@ -88,13 +89,14 @@ fn check_url(base: &str, transport: Transport) -> Result<()> {
             "{base:?} is not a server URL; it should look like https://zblade.example.com or http://127.0.0.1:7400"
         )));
     };
-    if url.scheme() == "http" && !check::is_loopback(&url) && transport != Transport::AllowPlainHttp {
+    let plain_http_elsewhere = url.scheme() == "http" && !check::is_loopback(&url);
+    if plain_http_elsewhere && transport != Transport::AllowPlainHttp {
         return Err(Error::Usage(format!(
             "{base} is plain http to another machine: the token and all memory would cross the network readable (and changeable) by anyone on the path. \
              Use https:// (docs/SERVER.md shows TLS termination in front of zblade-server), or pass --allow-insecure-http if this network is yours alone"
         )));
     }
-    Ok(())
+    Ok(plain_http_elsewhere)
 }
 
 /// What a conditional delete did.
@@ -175,6 +177,18 @@ pub enum Transport {
     AllowPlainHttp,
 }
 
+impl Transport {
+    /// The transport for a user's yes or no to plain http (`--allow-insecure-http`, the app's
+    /// box, `storage.allow_insecure_http`).
+    pub fn allowing_plain_http(allow: bool) -> Transport {
+        if allow {
+            Transport::AllowPlainHttp
+        } else {
+            Transport::TlsOrLoopback
+        }
+    }
+}
+
 /// A client of one server, as one user.
 pub struct Client {
     base: String,
@@ -182,7 +196,8 @@ pub struct Client {
     http: reqwest::blocking::Client,
     retry: Retry,
     limits: AnswerLimits,
-    transport: Transport,
+    /// Plain http to another machine (allowed by the caller); decided once, from the URL.
+    plain_http_elsewhere: bool,
 }
 
 /// The error body the server sends.
@@ -202,7 +217,7 @@ impl Client {
     /// [`Client::new`] with an explicit choice about plain http.
     pub fn with_transport(url: &str, token: &str, transport: Transport) -> Result<Client> {
         let base = url.trim_end_matches('/').to_string();
-        check_url(&base, transport)?;
+        let plain_http_elsewhere = check_url(&base, transport)?;
         let http = reqwest::blocking::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .timeout(Duration::from_secs(60))
@@ -217,7 +232,7 @@ impl Client {
             http,
             retry: Retry::default(),
             limits: AnswerLimits::default(),
-            transport,
+            plain_http_elsewhere,
         })
     }
 
@@ -241,12 +256,7 @@ impl Client {
     /// Whether this client talks plain http to another machine (allowed with
     /// [`Transport::AllowPlainHttp`] only); callers warn the user.
     pub fn is_plain_http_to_another_machine(&self) -> bool {
-        self.base.starts_with("http://") && reqwest::Url::parse(&self.base).is_ok_and(|u| !check::is_loopback(&u))
-    }
-
-    /// The transport choice this client was made with.
-    pub fn transport(&self) -> Transport {
-        self.transport
+        self.plain_http_elsewhere
     }
 
     fn api(&self, path: &str) -> String {
@@ -486,16 +496,6 @@ impl Client {
                 }
             }
         }
-    }
-
-    /// Deletes a record; false when there was none.
-    pub fn delete_record(&self, project: &str, kind: Kind, id: &str) -> Result<bool> {
-        check::record_id(&format!("deleting {id}"), kind, id)?;
-        let response = self.send(&format!("deleting {id}"), || {
-            self.http
-                .delete(self.api(&format!("/projects/{project}/{}/{id}", kind.collection())))
-        })?;
-        Ok(response.status() != StatusCode::NOT_FOUND)
     }
 
     /// Deletes a record only while its stored bytes still hash to `hash` (the server keeps a
