@@ -228,7 +228,7 @@ async fn authenticate<S: Store>(
         return Err(unauthorized("the Authorization header must be 'Bearer <token>'"));
     };
     let Some(user) = state.store.user_for_token(&hash_token(token)).await? else {
-        return Err(unauthorized("unknown or revoked token"));
+        return Err(unauthorized("unknown, revoked or expired token, or a disabled user"));
     };
     if let Err(wait) = state.limiter.check(user.id) {
         let mut e = ApiError::new(
