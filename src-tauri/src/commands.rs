@@ -7,8 +7,7 @@ use std::time::Instant;
 use tauri::{AppHandle, Manager};
 use tauri_specta::Event;
 use zblade_engine::{
-    ContextFormat, ContextRequest, ContextTier, MigrationDirection, Project, SearchFilter, SearchKind, SearchMode,
-    SearchQuery, Shown,
+    ContextRequest, MigrationDirection, Project, ReferenceStatus, SearchFilter, SearchQuery, Shown,
 };
 
 use crate::error::{AppError, AppResult, ErrorCode};
@@ -65,12 +64,6 @@ pub async fn app_info(app: AppHandle) -> AppResult<AppInfo> {
 #[tauri::command]
 #[specta::specta]
 pub async fn complete_wizard(app: AppHandle, choice: WizardChoice) -> AppResult<crate::config::AppConfig> {
-    if choice.storage_mode != "local" && choice.storage_mode != "server" {
-        return Err(AppError::new(
-            ErrorCode::InvalidInput,
-            format!("storage mode {:?}: expected local or server", choice.storage_mode),
-        ));
-    }
     blocking(app, move |app, state| {
         // The page asks; the person confirms natively, or the network stays off.
         let allow_network = choice.allow_network && confirm_network(app);
@@ -212,19 +205,7 @@ pub async fn list_moments(app: AppHandle, kind: Option<String>) -> AppResult<Vec
 #[tauri::command]
 #[specta::specta]
 pub async fn search(app: AppHandle, request: SearchRequest) -> AppResult<SearchResultsView> {
-    let kind = match request.kind.as_str() {
-        "" | "all" => SearchKind::All,
-        "messages" => SearchKind::Messages,
-        "moments" => SearchKind::Moments,
-        "conversations" => SearchKind::Conversations,
-        "code" => SearchKind::Code,
-        other => {
-            return Err(AppError::new(
-                ErrorCode::InvalidInput,
-                format!("search kind {other:?}: expected all, messages, moments, conversations or code"),
-            ));
-        }
-    };
+    let kind = request.kind;
     with_project(app, move |project| {
         let started = Instant::now();
         let filter = SearchFilter {
@@ -234,7 +215,7 @@ pub async fn search(app: AppHandle, request: SearchRequest) -> AppResult<SearchR
         let query = SearchQuery::new(request.text, request.limit.clamp(1, 200) as usize, kind).with_filter(filter);
         let results = project.search_with(&query, None)?;
         Ok(SearchResultsView {
-            mode: mode_name(results.mode).to_string(),
+            mode: results.mode,
             notice: results.notice,
             hits: results.hits.iter().map(SearchHitView::from).collect(),
             elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
@@ -243,40 +224,11 @@ pub async fn search(app: AppHandle, request: SearchRequest) -> AppResult<SearchR
     .await
 }
 
-fn mode_name(mode: SearchMode) -> &'static str {
-    match mode {
-        SearchMode::Keyword => "keyword",
-        SearchMode::Semantic => "semantic",
-        SearchMode::Hybrid => "hybrid",
-    }
-}
-
 /// Assembles the context for a query within a budget, with the receipt.
 #[tauri::command]
 #[specta::specta]
 pub async fn context_preview(app: AppHandle, request: ContextRequestView) -> AppResult<ContextView> {
-    let tier = match request.tier.as_str() {
-        "smart" => ContextTier::Smart,
-        "" | "balanced" => ContextTier::Balanced,
-        "fast" => ContextTier::Fast,
-        other => {
-            return Err(AppError::new(
-                ErrorCode::InvalidInput,
-                format!("tier {other:?}: expected smart, balanced or fast"),
-            ));
-        }
-    };
-    let format = match request.format.as_str() {
-        "" | "xml" => ContextFormat::Xml,
-        "markdown" => ContextFormat::Markdown,
-        "json" => ContextFormat::Json,
-        other => {
-            return Err(AppError::new(
-                ErrorCode::InvalidInput,
-                format!("format {other:?}: expected xml, markdown or json"),
-            ));
-        }
-    };
+    let (tier, format) = (request.tier, request.format);
     if request.budget < 64 {
         return Err(AppError::new(
             ErrorCode::InvalidInput,
@@ -305,10 +257,7 @@ pub async fn context_preview(app: AppHandle, request: ContextRequestView) -> App
                 .map(|line| ReceiptView {
                     key: line.key,
                     label: line.label,
-                    source: serde_json::to_value(line.source)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default(),
+                    source: line.source,
                     tokens: line.tokens as u32,
                     full_tokens: line.full_tokens as u32,
                     rank: line.rank.map(|r| r as u32),
@@ -340,8 +289,8 @@ pub async fn reference_health(app: AppHandle) -> AppResult<HealthView> {
         let views: Vec<ReferenceView> = reports.iter().map(|r| ReferenceView::of(r, false)).collect();
         Ok(HealthView {
             counts: crate::health_counts(project)?,
-            drifted: views.iter().filter(|r| r.drift && r.status == "ok").cloned().collect(),
-            problems: views.into_iter().filter(|r| r.status != "ok").collect(),
+            drifted: views.iter().filter(|r| r.drift && r.status == ReferenceStatus::Ok).cloned().collect(),
+            problems: views.into_iter().filter(|r| r.status != ReferenceStatus::Ok).collect(),
         })
     })
     .await
@@ -379,7 +328,7 @@ pub async fn settings_view(app: AppHandle) -> AppResult<SettingsView> {
         let ignore_file = project.layout().root().join(".zbladeignore");
         Ok(SettingsView {
             app: config,
-            project_storage_mode: Some(project.settings().storage.mode.to_string()),
+            project_storage_mode: Some(project.settings().storage.mode),
             embedding_models: project
                 .list_models()
                 .into_iter()
@@ -583,10 +532,10 @@ pub async fn server_check(app: AppHandle, url: String, token: String, allow_inse
 pub async fn migration_pending(app: AppHandle) -> AppResult<Option<MigrationPendingView>> {
     with_project(app, |project| {
         Ok(project.pending_migration()?.map(|(plan, phase)| MigrationPendingView {
-            direction: plan.direction.to_string(),
+            direction: plan.direction,
             server: plan.server,
             items: plan.items.len() as u32,
-            phase: format!("{phase:?}").to_lowercase(),
+            phase,
         }))
     })
     .await
@@ -609,7 +558,7 @@ pub async fn migration_plan(
         let plan = project.plan_migration(direction_of(&direction)?, &client)?;
         let (conversations, moments) = plan.counts();
         Ok(MigrationPlanView {
-            direction: plan.direction.to_string(),
+            direction: plan.direction,
             server: plan.server.clone(),
             conversations: conversations as u32,
             moments: moments as u32,
@@ -658,7 +607,7 @@ pub async fn migrate(
             copied: report.copied as u32,
             verified: report.verified as u32,
             code_blocks_to_references: report.code_blocks_to_references as u32,
-            mode: report.mode.to_string(),
+            mode: report.mode,
         })
     })
     .await

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use specta::Type;
+use zblade_engine::StorageMode;
 
 /// How many recent projects the Projects view remembers.
 const MAX_RECENT: usize = 12;
@@ -19,7 +20,7 @@ pub struct AppConfig {
     /// nothing may use the network.
     pub wizard_completed: bool,
     /// Where new projects keep memory: `local` (the default) or `server`.
-    pub storage_mode: String,
+    pub storage_mode: StorageMode,
     /// The user allowed network use (model downloads; a sync server). Off until they say so.
     pub allow_network: bool,
     /// Recently opened projects, newest first.
@@ -32,7 +33,7 @@ impl Default for AppConfig {
     fn default() -> Self {
         AppConfig {
             wizard_completed: false,
-            storage_mode: "local".into(),
+            storage_mode: StorageMode::Local,
             allow_network: false,
             recent_projects: Vec::new(),
             indexer_paused: false,
@@ -152,7 +153,7 @@ mod tests {
         let (config, notice) = load(&dir.path().join("app.json"));
         assert!(!config.wizard_completed);
         assert!(!config.allow_network);
-        assert_eq!(config.storage_mode, "local");
+        assert_eq!(config.storage_mode, StorageMode::Local);
         assert!(notice.is_none());
     }
 

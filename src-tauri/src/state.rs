@@ -133,6 +133,6 @@ fn project_info(project: &Project) -> ProjectInfo {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
         project_id: project.settings().project.id.clone(),
-        storage_mode: project.settings().storage.mode.to_string(),
+        storage_mode: project.settings().storage.mode,
     }
 }

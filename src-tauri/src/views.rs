@@ -4,7 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 use specta::Type;
-use zblade_engine::{ConversationSummary, Hit, HitKind, Message, MomentSummary, ReferenceReport};
+use zblade_engine::{
+    ContextFormat, ContextSource as Source, ContextTier, ConversationSummary, Hit, HitKind, Message, MigrationDirection,
+    MigrationPhase, MomentSummary, ReferenceReport, ReferenceStatus, Role, SearchKind, SearchMode, StorageMode,
+};
 
 use crate::config::AppConfig;
 
@@ -17,8 +20,8 @@ pub struct ProjectInfo {
     pub name: String,
     /// `proj_…`
     pub project_id: String,
-    /// `local` or `server`.
-    pub storage_mode: String,
+    /// Where its memory lives.
+    pub storage_mode: StorageMode,
 }
 
 /// A status and how many references have it.
@@ -89,8 +92,8 @@ impl From<ConversationSummary> for ConversationRow {
 pub struct ReferenceView {
     /// Stable key: `conv_…/msg_…/N` or `moment_…/N`.
     pub key: String,
-    /// ok, shifted, modified, moved, missing or unreadable.
-    pub status: String,
+    /// How it fared since capture.
+    pub status: ReferenceStatus,
     /// The file changed since capture (git blob differs).
     pub drift: bool,
     /// Commits that touched the file since capture, when git knows.
@@ -124,7 +127,7 @@ impl ReferenceView {
     pub fn of(report: &ReferenceReport, with_code: bool) -> Self {
         ReferenceView {
             key: report.key.clone(),
-            status: report.status.clone(),
+            status: report.status,
             drift: report.drift.is_some(),
             commits_since: report.drift.as_ref().and_then(|d| d.commits_since),
             captured_file: report.captured.file.clone(),
@@ -147,8 +150,8 @@ impl ReferenceView {
 pub struct MessageView {
     /// `msg_…`
     pub id: String,
-    /// user, assistant, system or tool.
-    pub role: String,
+    /// Who wrote it.
+    pub role: Role,
     /// Markdown text.
     pub content: String,
     /// When it was written (RFC 3339).
@@ -163,10 +166,7 @@ impl MessageView {
         let owner = format!("{conversation}/{}/", message.id);
         MessageView {
             id: message.id.clone(),
-            role: serde_json::to_value(message.role)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
+            role: message.role,
             content: message.content.clone(),
             timestamp: message.timestamp.map(rfc3339).unwrap_or_default(),
             references: references
@@ -235,8 +235,8 @@ impl From<MomentSummary> for MomentRow {
 pub struct SearchRequest {
     /// The words.
     pub text: String,
-    /// all, messages, moments, conversations or code.
-    pub kind: String,
+    /// What to search.
+    pub kind: SearchKind,
     /// Only files under this path (code hits and references).
     pub path_prefix: Option<String>,
     /// Most hits.
@@ -246,8 +246,8 @@ pub struct SearchRequest {
 /// One search hit.
 #[derive(Debug, Clone, Serialize, Type)]
 pub struct SearchHitView {
-    /// message, moment, conversation or code.
-    pub kind: String,
+    /// What was found.
+    pub kind: HitKind,
     /// Its id (`PATH:START-END` for code).
     pub id: String,
     /// Its conversation.
@@ -274,13 +274,7 @@ impl From<&Hit> for SearchHitView {
     fn from(hit: &Hit) -> Self {
         let h = &hit.hit;
         SearchHitView {
-            kind: match h.kind {
-                HitKind::Message => "message",
-                HitKind::Moment => "moment",
-                HitKind::Conversation => "conversation",
-                HitKind::Code => "code",
-            }
-            .to_string(),
+            kind: h.kind,
             id: h.id.clone(),
             conversation_id: h.conversation_id.clone(),
             title: h.title.clone(),
@@ -298,8 +292,8 @@ impl From<&Hit> for SearchHitView {
 /// Search results.
 #[derive(Debug, Clone, Serialize, Type)]
 pub struct SearchResultsView {
-    /// keyword, semantic or hybrid: what ran.
-    pub mode: String,
+    /// What ran.
+    pub mode: SearchMode,
     /// Why hybrid could not run, when it could not.
     pub notice: Option<String>,
     /// Best first.
@@ -317,10 +311,10 @@ pub struct ContextRequestView {
     pub budget: u32,
     /// The conversation the user is in.
     pub conversation: Option<String>,
-    /// smart, balanced or fast.
-    pub tier: String,
-    /// xml, markdown or json.
-    pub format: String,
+    /// The reading model's tier.
+    pub tier: ContextTier,
+    /// The output format.
+    pub format: ContextFormat,
 }
 
 /// Score parts of a ranked candidate.
@@ -347,8 +341,8 @@ pub struct ReceiptView {
     pub key: String,
     /// A readable label.
     pub label: String,
-    /// instructions, explicit, recent, summary or retrieved.
-    pub source: String,
+    /// Where it came from.
+    pub source: Source,
     /// Tokens it takes in the pack (0 when dropped).
     pub tokens: u32,
     /// Tokens it would take whole.
@@ -427,7 +421,7 @@ pub struct SettingsView {
     /// The app's own settings.
     pub app: AppConfig,
     /// The open project's storage mode (`None`: no project open).
-    pub project_storage_mode: Option<String>,
+    pub project_storage_mode: Option<StorageMode>,
     /// Embedding models, installed and known.
     pub embedding_models: Vec<EmbeddingModelView>,
     /// Compressor models installed.
@@ -458,8 +452,8 @@ pub struct AppInfo {
 /// What the wizard decided.
 #[derive(Debug, Clone, Deserialize, Type)]
 pub struct WizardChoice {
-    /// `local` (the default) or `server`.
-    pub storage_mode: String,
+    /// Local (the default) or server.
+    pub storage_mode: StorageMode,
     /// Allow network use (model downloads; a sync server).
     pub allow_network: bool,
 }
@@ -467,8 +461,8 @@ pub struct WizardChoice {
 /// What a migration will move (the wizard's plan step).
 #[derive(Debug, Clone, Serialize, Type)]
 pub struct MigrationPlanView {
-    /// `to-server` or `to-local`.
-    pub direction: String,
+    /// Which way.
+    pub direction: MigrationDirection,
     /// The server.
     pub server: String,
     /// Conversations to move.
@@ -484,14 +478,14 @@ pub struct MigrationPlanView {
 /// A migration that an earlier run (or a crash) left unfinished.
 #[derive(Debug, Clone, Serialize, Type)]
 pub struct MigrationPendingView {
-    /// `to-server` or `to-local`.
-    pub direction: String,
+    /// Which way.
+    pub direction: MigrationDirection,
     /// The server.
     pub server: String,
     /// Items planned.
     pub items: u32,
-    /// Where it stopped: `copy`, `verify`, `flip` or `done`.
-    pub phase: String,
+    /// Where it stopped.
+    pub phase: MigrationPhase,
 }
 
 /// A finished migration.
@@ -506,7 +500,7 @@ pub struct MigrationResultView {
     /// Code blocks turned into references (to-local).
     pub code_blocks_to_references: u32,
     /// The storage mode now.
-    pub mode: String,
+    pub mode: StorageMode,
 }
 
 /// What a cleanup after a migration did.

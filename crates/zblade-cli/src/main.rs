@@ -381,7 +381,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             let mut reports = project.check_references()?;
             let total = reports.len();
             if problems {
-                reports.retain(|r| r.status != "ok" || r.drift.is_some());
+                reports.retain(|r| r.status != zblade_engine::ReferenceStatus::Ok || r.drift.is_some());
             }
             out.references(&reports, total)?;
         }

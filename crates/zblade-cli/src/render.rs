@@ -277,8 +277,8 @@ impl<W: Write> Out<W> {
             Some(live) => format!(" → now {}:{}-{}", live.file, live.lines[0], live.lines[1]),
             None => String::new(),
         };
-        let mut status = r.status.to_uppercase();
-        if r.status == "modified" {
+        let mut status = r.status.as_str().to_uppercase();
+        if r.status == zblade_engine::ReferenceStatus::Modified {
             status = format!("{status} {:.0}%", r.similarity * 100.0);
         }
         if let Some(drift) = &r.drift {
@@ -674,11 +674,11 @@ impl<W: Write> Out<W> {
                 r.key
             )?;
         }
-        let mut counts: Vec<(String, usize)> = Vec::new();
+        let mut counts: Vec<(zblade_engine::ReferenceStatus, usize)> = Vec::new();
         for r in refs {
             match counts.iter_mut().find(|(s, _)| *s == r.status) {
                 Some((_, n)) => *n += 1,
-                None => counts.push((r.status.clone(), 1)),
+                None => counts.push((r.status, 1)),
             }
         }
         let summary: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();

@@ -6,7 +6,8 @@ use serde::Serialize;
 /// Where a candidate came from. The order is the packing priority (seed 004, "Context Budget
 /// Management"): instructions always, then what the query named explicitly, then the active
 /// conversation's recent turns, then retrieved memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// `.zblade/instructions.md`.

@@ -7,7 +7,8 @@ use serde::Serialize;
 use crate::candidate::{Candidate, Item, Source};
 
 /// Output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     /// `<unlimited_context>` with sessions, turns, moments and code.

@@ -14,7 +14,8 @@ use crate::tokens::TokenCounter;
 
 /// How the reading model works (seed 004, "Model Tiers"): smart models can call tools, so
 /// they get pointers to retrieved memory and read what they need; the others get content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "lowercase")]
 pub enum Tier {
     /// Pointers (path, lines, one-line summary, tokens) for retrieved memory; 20 recent turns.

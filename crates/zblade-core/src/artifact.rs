@@ -59,6 +59,7 @@ pub struct Conversation {
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// The person.
@@ -168,6 +169,7 @@ pub struct ReferenceDiff {
 
 /// What kind of knowledge a moment holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "lowercase")]
 pub enum MomentType {
     /// A choice that was made, and why.

@@ -22,7 +22,9 @@ pub mod ids;
 pub mod layout;
 pub mod paths;
 pub mod protected;
+pub mod reference_status;
 pub mod settings;
+pub mod wire;
 
 pub use artifact::{
     ARTIFACT_VERSION, Anchor, CodeReference, Conversation, ConversationMetadata, InlineMoment, Message, Moment,
@@ -31,4 +33,5 @@ pub use artifact::{
 pub use error::{Error, Result};
 pub use layout::Layout;
 pub use protected::PathGuard;
+pub use reference_status::ReferenceStatus;
 pub use settings::{Settings, StorageMode};

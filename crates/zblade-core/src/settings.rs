@@ -12,6 +12,7 @@ use crate::{Error, Result, fsio, ids};
 
 /// Where a project's memory lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "lowercase")]
 pub enum StorageMode {
     /// Artifacts and index under `.zblade/`; nothing leaves the machine.

@@ -112,7 +112,7 @@ fn read_one(root: &Path, rel: &str, known: Option<&CodeFileState>) -> Outcome {
 impl Project {
     /// Indexes every project file worth indexing, reporting (files done, files total). Files
     /// that disappeared or became ignored leave the index.
-    pub fn index_code(&mut self, progress: &mut dyn FnMut(usize, usize)) -> Result<CodeIndexReport> {
+    pub(crate) fn index_code(&mut self, progress: &mut dyn FnMut(usize, usize)) -> Result<CodeIndexReport> {
         let files: Vec<String> = code::project_files(self.layout.root())
             .iter()
             .map(|p| p.to_string_lossy().replace('\\', "/"))
@@ -136,7 +136,7 @@ impl Project {
     /// Re-indexes these project files (relative paths): changed ones are re-chunked, deleted
     /// or now-skipped ones leave the index. Used by the watcher and when a shown chunk no
     /// longer matches its file.
-    pub fn index_code_paths(
+    pub(crate) fn index_code_paths(
         &mut self,
         paths: &[String],
         progress: &mut dyn FnMut(usize, usize),
@@ -191,7 +191,7 @@ impl Project {
 
     /// The text of a code chunk as the working tree holds it now, if it still has the CID it
     /// was indexed with; `None` means the file changed and the chunk must be re-indexed.
-    pub fn verified_code(&self, path: &str, lines: (u32, u32), cid: &str) -> Option<String> {
+    pub(crate) fn verified_code(&self, path: &str, lines: (u32, u32), cid: &str) -> Option<String> {
         // An index built before a file was marked secret still lists its chunks: never read them.
         self.path_guard().check(path).ok()?;
         let full = self.layout.root().join(path);

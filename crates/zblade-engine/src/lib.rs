@@ -31,6 +31,7 @@ mod scan;
 mod search;
 mod semantic;
 mod show;
+mod storage;
 mod status;
 mod summaries;
 mod time;
@@ -57,9 +58,10 @@ pub use status::Status;
 pub use summaries::{REFRESH_EVERY, SUMMARY_TOKENS, SessionSummary, SummarizeReport};
 pub use time::parse_time_bound;
 pub use watch::WatchEvent;
-pub use zblade_context::{Format as ContextFormat, Tier as ContextTier};
+pub use zblade_context::{Format as ContextFormat, Source as ContextSource, Tier as ContextTier};
 pub use zblade_core::{
-    CodeReference, Conversation, Error, Message, Moment, Result, StorageMode, parse_conversation, parse_moment,
+    CodeReference, Conversation, Error, Message, Moment, ReferenceStatus, Result, Role, StorageMode, parse_conversation,
+    parse_moment,
 };
 pub use zblade_index::{
     ConversationSummary, HitKind, LiveLocation, MomentSummary, SearchFilter, SearchHit, SearchKind, SearchQuery,

@@ -23,6 +23,7 @@ use crate::lock::WriteLock;
 
 /// Which way memory moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "kebab-case")]
 pub enum Direction {
     /// Local artifacts up to the server.
@@ -42,6 +43,7 @@ impl std::fmt::Display for Direction {
 
 /// Where a migration stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "kebab-case")]
 pub enum Phase {
     /// Copying planned items.

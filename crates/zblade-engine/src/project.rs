@@ -1,17 +1,19 @@
 //! The [`Project`] handle: init, open, add, list, search, reindex.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{SubsecRound, Utc};
 use serde::Serialize;
 use zblade_core::{
-    Conversation, Error, Layout, Moment, Result, Settings, fsio, parse_conversation, parse_moment, sha256_hex,
+    Conversation, Error, Layout, Moment, Result, Settings, fsio, parse_conversation,
 };
 use zblade_index::{ConversationSummary, Index, MomentSummary};
 
 use crate::lock::WriteLock;
 use crate::scan;
+use crate::storage::{self, Storage};
 
 const DEFAULT_INSTRUCTIONS: &str = "# Project instructions\n\n\
 This file is always included in the context zblade assembles for this project.\n\
@@ -76,10 +78,13 @@ pub struct Project {
     pub(crate) settings: Settings,
     /// `Err` holds why the index could not be opened (damaged file); `reindex` recreates it.
     pub(crate) index: std::result::Result<Index, String>,
-    /// The embedding model, loaded on first use.
+    /// The embedding model: the one given to [`Project::use_embedder`], or else the
+    /// configured local model, loaded on first use.
     pub(crate) embedder: std::sync::OnceLock<
-        std::result::Result<std::sync::Mutex<zblade_search::LocalModel>, zblade_search::EmbedError>,
+        std::result::Result<std::sync::Mutex<Box<dyn zblade_search::Embedder>>, zblade_search::EmbedError>,
     >,
+    /// The id of the embedder given to [`Project::use_embedder`], if one was.
+    pub(crate) given_embedder: Option<String>,
     /// Embeddings of recent query texts: the same question asked again (paging, a re-run
     /// after re-indexing stale files, context assembly) skips the model.
     pub(crate) query_vectors: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
@@ -90,6 +95,8 @@ pub struct Project {
     pub(crate) compressor: std::sync::OnceLock<std::result::Result<zblade_llm::Compressor, String>>,
     /// Set by the owner (the app's indexer) to stop long work between two complete batches.
     pub(crate) interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Where conversations and moments live (`.zblade/` or a sync server), chosen once here.
+    pub(crate) storage: Arc<dyn Storage>,
 }
 
 impl Project {
@@ -168,10 +175,12 @@ impl Project {
             Err(err) => return Err(err),
         };
         Ok(Project {
+            storage: storage::for_settings(&settings),
             layout,
             settings,
             index,
             embedder: std::sync::OnceLock::new(),
+            given_embedder: None,
             query_vectors: Default::default(),
             vector_reader: Default::default(),
             compressor: std::sync::OnceLock::new(),
@@ -185,6 +194,17 @@ impl Project {
     /// leaves a half-written index, and the next run picks up where this one stopped.
     pub fn set_interrupt(&mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
         self.interrupt = Some(flag);
+    }
+
+    /// Embeds with `embedder` instead of the configured local model (a hosted model, or a
+    /// [`zblade_search::FakeEmbedder`] in tests). Its vectors live in a table of their own,
+    /// named by its model id; chunks are still named by content digest, so switching back and
+    /// forth re-embeds nothing twice.
+    pub fn use_embedder(&mut self, embedder: Box<dyn zblade_search::Embedder>) {
+        self.given_embedder = Some(embedder.model_id().to_string());
+        self.embedder = std::sync::OnceLock::from(Ok(std::sync::Mutex::new(embedder)));
+        self.query_vectors = Default::default();
+        self.vector_reader = Default::default();
     }
 
     /// `Err(Interrupted)` once the flag given to [`Project::set_interrupt`] is set.
@@ -270,41 +290,7 @@ impl Project {
     /// and one index transaction. Each is validated first; if any is invalid nothing is written.
     pub fn add_conversations(&mut self, conversations: Vec<(Conversation, String)>) -> Result<Vec<AddOutcome>> {
         let prepared = self.prepare_conversations(conversations)?;
-        if self.is_server_mode() {
-            return self.add_conversations_to_server(prepared);
-        }
-        let _lock = WriteLock::acquire(&self.layout)?;
-        let mut files = Vec::with_capacity(prepared.len());
-        let mut outcomes = Vec::with_capacity(prepared.len());
-        for conv in &prepared {
-            let path = self.layout.conversation_path(&conv.conversation_id);
-            outcomes.push(AddOutcome {
-                id: conv.conversation_id.clone(),
-                created: !path.exists(),
-                artifact_path: self.layout.relative(&path),
-                messages: conv.messages.len(),
-            });
-            files.push((path, conv.to_artifact_json()));
-        }
-        // Artifacts first: they are the truth. If indexing fails below, `fsck --repair` finds
-        // the artifacts that the index lacks.
-        fsio::write_atomic_batch(&files)?;
-        let hashes: Vec<String> = files.iter().map(|(_, bytes)| sha256_hex(bytes)).collect();
-        let items: Vec<(&Conversation, &str, &str)> = prepared
-            .iter()
-            .zip(&outcomes)
-            .zip(&hashes)
-            .map(|((conv, outcome), hash)| (conv, outcome.artifact_path.as_str(), hash.as_str()))
-            .collect();
-        self.index_mut()?.put_conversations(&items)?;
-        Ok(outcomes)
-    }
-
-    /// Adds (or replaces) a standalone moment given as RFC-002 JSON.
-    pub fn add_moment(&mut self, json: &[u8], source_name: &str) -> Result<AddOutcome> {
-        let moment = parse_moment(json, source_name)?;
-        let mut outcomes = self.add_moments(vec![(moment, source_name.to_string())])?;
-        Ok(outcomes.remove(0))
+        Arc::clone(&self.storage).put_conversations(self, prepared)
     }
 
     /// Validates moments and fills in what `add` fills in (ids, times, anchors of code
@@ -324,63 +310,17 @@ impl Project {
     /// a conversation this project lacks, or reuses another artifact's id) nothing is written.
     pub fn add_moments(&mut self, moments: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
         let prepared = self.prepare_moments(moments)?;
-        if self.is_server_mode() {
-            return self.add_moments_to_server(prepared.into_iter().map(|(m, _)| m).collect());
-        }
-        let _lock = WriteLock::acquire(&self.layout)?;
-        let mut outcomes = Vec::with_capacity(prepared.len());
-        for (moment, source) in &prepared {
-            let index = self.index()?;
-            if let Some(conv) = &moment.conversation_id
-                && index.conversation_artifact(conv)?.is_none()
-            {
-                return Err(Error::field(
-                    source,
-                    "conversation_id",
-                    format!("no conversation {conv} in this project; add the conversation first"),
-                ));
-            }
-            let path = self.layout.moment_path(&moment.id);
-            let artifact_path = self.layout.relative(&path);
-            if let Some(owner) = index.moment_artifact(&moment.id)?
-                && owner != artifact_path
-            {
-                return Err(Error::field(
-                    source,
-                    "id",
-                    format!("moment id {:?} is already used by {owner}", moment.id),
-                ));
-            }
-            outcomes.push(AddOutcome {
-                id: moment.id.clone(),
-                created: !path.exists(),
-                artifact_path,
-                messages: 0,
-            });
-        }
-        for ((moment, _), outcome) in prepared.iter().zip(&outcomes) {
-            let bytes = moment.to_artifact_json();
-            fsio::write_atomic(&self.layout.root().join(&outcome.artifact_path), &bytes)?;
-            self.index_mut()?
-                .put_moment(moment, &outcome.artifact_path, &sha256_hex(&bytes))?;
-        }
-        Ok(outcomes)
+        Arc::clone(&self.storage).put_moments(self, prepared)
     }
 
-    /// Conversations, most recently updated first.
+    /// Conversations, most recently updated first (in server mode, in the server's id order).
     pub fn list_conversations(&self, limit: usize, offset: usize) -> Result<Vec<ConversationSummary>> {
-        if self.is_server_mode() {
-            return self.list_conversations_on_server(limit, offset);
-        }
-        self.index()?.list_conversations(limit, offset)
+        self.storage.list_conversations(self, limit, offset)
     }
 
     /// Moments, newest first; optionally of one type (`decision`, `pattern`, ...).
     pub fn list_moments(&self, limit: usize, offset: usize, kind: Option<&str>) -> Result<Vec<MomentSummary>> {
-        if self.is_server_mode() {
-            return self.list_moments_on_server(limit, offset, kind);
-        }
-        self.index()?.list_moments(limit, offset, kind)
+        self.storage.list_moments(self, limit, offset, kind)
     }
 
     /// Rebuilds the index from the artifacts alone. A damaged database file is replaced; an

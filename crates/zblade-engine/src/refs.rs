@@ -35,8 +35,8 @@ pub struct ReferenceReport {
     pub captured: Location,
     /// Where it is now (None when missing or unreadable).
     pub live: Option<Location>,
-    /// ok, shifted, modified, moved, missing or unreadable.
-    pub status: String,
+    /// How it fared since capture.
+    pub status: zblade_core::ReferenceStatus,
     /// 1.0 unless modified.
     pub similarity: f32,
     /// Set when the file changed since capture.
@@ -134,7 +134,7 @@ fn report(stored: &StoredReference, checked: &Checked) -> ReferenceReport {
             .clone()
             .zip(checked.lines)
             .map(|(file, lines)| Location { file, lines }),
-        status: checked.status.as_str().to_string(),
+        status: checked.status,
         similarity: checked.similarity,
         drift: checked.drift.clone(),
         reason: checked.reason.clone(),
@@ -145,7 +145,7 @@ fn report(stored: &StoredReference, checked: &Checked) -> ReferenceReport {
 fn live_row(checked: &Checked, now: &str) -> LiveLocation {
     LiveLocation {
         key: checked.key.clone(),
-        status: checked.status.as_str().to_string(),
+        status: checked.status,
         file: checked.file.clone(),
         lines: checked.lines,
         similarity: checked.similarity as f64,
@@ -223,13 +223,13 @@ impl Project {
     }
 
     /// The references of a message (`conv_…/msg_…`) or moment (`moment_…`), with current code.
-    pub fn references_of(&self, owner: &str) -> Result<Vec<ReferenceReport>> {
+    pub(crate) fn references_of(&self, owner: &str) -> Result<Vec<ReferenceReport>> {
         Ok(self.references_of_many(&[owner.to_string()])?.remove(0))
     }
 
     /// The references of several messages or moments, one list per owner, hydrated together:
     /// the repository is opened and each file read once for all of them.
-    pub fn references_of_many(&self, owners: &[String]) -> Result<Vec<Vec<ReferenceReport>>> {
+    pub(crate) fn references_of_many(&self, owners: &[String]) -> Result<Vec<Vec<ReferenceReport>>> {
         let mut counts = Vec::with_capacity(owners.len());
         let mut stored = Vec::new();
         for owner in owners {

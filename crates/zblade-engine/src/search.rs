@@ -42,39 +42,7 @@ impl Project {
     /// Search in `mode` (`None`: hybrid when semantic search is available, else keyword),
     /// with code references hydrated.
     pub fn search_with(&self, query: &SearchQuery, mode: Option<SearchMode>) -> Result<SearchResults> {
-        self.search_with_snippets(query, mode, true)
-    }
-
-    /// [`Project::search_with`], with or without snippets for message hits.
-    pub(crate) fn search_with_snippets(
-        &self,
-        query: &SearchQuery,
-        mode: Option<SearchMode>,
-        snippets: bool,
-    ) -> Result<SearchResults> {
-        if self.is_server_mode() {
-            let hits = self.search_on_server(&query.text, query.limit)?;
-            return Ok(SearchResults {
-                mode: SearchMode::Keyword,
-                notice: Some("server mode: keyword search on the sync server".into()),
-                hits: hits
-                    .into_iter()
-                    .map(|hit| Hit {
-                        hit,
-                        references: Vec::new(),
-                    })
-                    .collect(),
-                stale_files: Vec::new(),
-            });
-        }
-        let (hits, mode, notice) = self.search_mode_snippets(query, mode, snippets)?;
-        let (hits, stale_files) = self.with_references(hits)?;
-        Ok(SearchResults {
-            mode,
-            notice,
-            hits,
-            stale_files,
-        })
+        self.storage.search(self, query, mode, true)
     }
 
     /// Like [`Project::search_with`], but when a code hit's file changed since it was indexed,
@@ -93,7 +61,7 @@ impl Project {
     /// Hydrates hits: message and moment hits get their code references checked now; code
     /// hits get their text from the working tree, verified against the CID they were indexed
     /// with. Code hits that fail the check are dropped and their files returned.
-    fn with_references(&self, hits: Vec<SearchHit>) -> Result<(Vec<Hit>, Vec<String>)> {
+    pub(crate) fn with_references(&self, hits: Vec<SearchHit>) -> Result<(Vec<Hit>, Vec<String>)> {
         let mut stale = Vec::new();
         let hits: Vec<SearchHit> = hits
             .into_iter()

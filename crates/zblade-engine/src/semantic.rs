@@ -17,7 +17,8 @@ use crate::code::CodeIndexReport;
 use crate::{Project, SummarizeReport};
 
 /// How to search.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
     /// FTS5 and BM25 only.
@@ -103,7 +104,7 @@ fn search_error(e: impl std::fmt::Display) -> Error {
 
 impl Project {
     /// The directory of the configured embedding model.
-    pub fn embedding_model_dir(&self) -> PathBuf {
+    pub(crate) fn embedding_model_dir(&self) -> PathBuf {
         let name = &self.settings.search.embedding_model;
         if PathBuf::from(name).is_absolute() {
             return PathBuf::from(name);
@@ -112,7 +113,11 @@ impl Project {
         base.join(name)
     }
 
+    /// The id vectors are stored under: the given embedder's, or the model directory's name.
     pub(crate) fn model_id(&self) -> String {
+        if let Some(id) = &self.given_embedder {
+            return id.clone();
+        }
         let dir = self.embedding_model_dir();
         dir.file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -120,9 +125,12 @@ impl Project {
     }
 
     /// The embedding model, loaded once; the error says why semantic search is unavailable.
-    pub fn embedder(&self) -> std::result::Result<&Mutex<LocalModel>, EmbedError> {
+    pub fn embedder(&self) -> std::result::Result<&Mutex<Box<dyn Embedder>>, EmbedError> {
         self.embedder
-            .get_or_init(|| LocalModel::load(&self.embedding_model_dir(), &self.model_id()).map(Mutex::new))
+            .get_or_init(|| {
+                LocalModel::load(&self.embedding_model_dir(), &self.model_id())
+                    .map(|model| Mutex::new(Box::new(model) as Box<dyn Embedder>))
+            })
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -308,7 +316,7 @@ impl Project {
 
     /// Embeds the code chunks of these files that have no vector yet; used by the watcher
     /// after re-indexing changed files. Does nothing when no model is available.
-    pub fn embed_code_paths(&mut self, paths: &[String]) -> Result<usize> {
+    pub(crate) fn embed_code_paths(&mut self, paths: &[String]) -> Result<usize> {
         let Ok(embedder) = self.embedder() else {
             return Ok(0);
         };
@@ -475,7 +483,11 @@ impl Project {
             Ok(Some(n)) if n > 0 => {}
             Ok(_) => {
                 // Say the root cause: "run zblade index" does not help without a runtime or model.
-                return Some(match zblade_search::embed::quick_check(&self.embedding_model_dir()) {
+                let local_model_problem = match self.given_embedder {
+                    Some(_) => None,
+                    None => zblade_search::embed::quick_check(&self.embedding_model_dir()),
+                };
+                return Some(match local_model_problem {
                     Some(e) => format!("{e}; using keyword search"),
                     None => "nothing is embedded yet (run `zblade index`); using keyword search".into(),
                 });
@@ -487,18 +499,9 @@ impl Project {
 
     /// Search in the given mode (`None`: hybrid when a model and vectors are there, else
     /// keyword). Returns the hits and, when the requested or default mode could not run, a
-    /// one-line notice saying why.
-    pub fn search_mode(
-        &self,
-        query: &SearchQuery,
-        mode: Option<SearchMode>,
-    ) -> Result<(Vec<SearchHit>, SearchMode, Option<String>)> {
-        self.search_mode_snippets(query, mode, true)
-    }
-
-    /// [`Project::search_mode`]; without `snippets`, message hits come with an empty snippet
+    /// one-line notice saying why. Without `snippets`, message hits come with an empty snippet
     /// (context assembly reads the whole texts, and highlighting fifty hits is not free).
-    pub(crate) fn search_mode_snippets(
+    pub(crate) fn search_in_mode(
         &self,
         query: &SearchQuery,
         mode: Option<SearchMode>,
@@ -609,7 +612,7 @@ struct Neighbours {
 /// The query's embedding (cached) and its first `fetch` neighbours; `None` when nothing is
 /// embedded yet. Touches no SQLite, so it can run on another thread.
 fn first_neighbours(
-    embedder: &Mutex<LocalModel>,
+    embedder: &Mutex<Box<dyn Embedder>>,
     cache: &Mutex<std::collections::HashMap<String, Vec<f32>>>,
     store: Option<Arc<VectorStore>>,
     text: &str,
@@ -637,7 +640,7 @@ fn first_neighbours(
 
 /// The embedding of a query text, from the cache of recent queries or the model.
 fn embed_query(
-    embedder: &Mutex<LocalModel>,
+    embedder: &Mutex<Box<dyn Embedder>>,
     cache: &Mutex<std::collections::HashMap<String, Vec<f32>>>,
     text: &str,
 ) -> Result<Vec<f32>> {
@@ -654,4 +657,55 @@ fn embed_query(
     }
     cache.insert(text.to_string(), vector.clone());
     Ok(vector)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use zblade_index::SearchQuery;
+    use zblade_search::FakeEmbedder;
+
+    use super::*;
+
+    fn conversation(title: &str, text: &str) -> (zblade_core::Conversation, String) {
+        let json = serde_json::json!({"title": title, "messages": [{"role": "user", "content": text}]});
+        (
+            zblade_core::parse_conversation(json.to_string().as_bytes(), title).unwrap(),
+            title.to_string(),
+        )
+    }
+
+    /// The engine embeds with whatever embedder it is given: semantic search runs without
+    /// ONNX Runtime, vectors are cached by content digest, and query vectors are reused.
+    #[test]
+    fn an_injected_embedder_serves_semantic_search_and_content_digests_stay_the_cache_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut project, _) = Project::init(dir.path()).unwrap();
+        let fake = FakeEmbedder::new("fake-64", 64);
+        let embedded = fake.texts_embedded();
+        project.use_embedder(Box::new(fake));
+        project
+            .add_conversations(vec![
+                conversation("keys", "rotate the jwt signing key every month"),
+                conversation("bread", "banana bread needs ripe bananas"),
+            ])
+            .unwrap();
+        let first = project.index_semantic(&mut |_, _| {}).unwrap();
+        assert_eq!(first.model, "fake-64");
+        assert_eq!(first.embedded, 2);
+        assert_eq!(embedded.load(Ordering::Relaxed), 2);
+        // Nothing changed: every chunk's digest has a vector, so the model is not asked again.
+        assert_eq!(project.index_semantic(&mut |_, _| {}).unwrap().embedded, 0);
+        assert_eq!(embedded.load(Ordering::Relaxed), 2);
+
+        let query = SearchQuery::new("signing key rotation", 5, SearchKind::All);
+        let (hits, mode, notice) = project.search_in_mode(&query, Some(SearchMode::Semantic), true).unwrap();
+        assert_eq!((mode, notice), (SearchMode::Semantic, None));
+        assert_eq!(hits[0].title.as_deref(), Some("keys"), "{hits:?}");
+        // The same question again is answered from the query cache.
+        project.search_in_mode(&query, Some(SearchMode::Hybrid), true).unwrap();
+        assert_eq!(embedded.load(Ordering::Relaxed), 3);
+        assert_eq!(project.semantic_unavailable(), None);
+    }
 }

@@ -3,7 +3,8 @@
 use serde::Serialize;
 use zblade_core::{Conversation, Error, InlineMoment, Message, Moment, Result, ids};
 
-use crate::{Project, ReferenceReport, refs, scan};
+use crate::storage::FoundMoment;
+use crate::{Project, ReferenceReport};
 
 /// What an id named.
 #[derive(Debug, Clone, Serialize)]
@@ -54,101 +55,43 @@ impl Project {
     /// Finds a conversation (`conv_…`), moment (`moment_…`) or message by id.
     pub fn show(&self, id: &str) -> Result<Shown> {
         ids::check_id(id, None).map_err(|why| Error::Usage(format!("invalid id: {why}")))?;
-        if self.is_server_mode() {
-            return self.show_from_server(id);
-        }
+        let storage = &self.storage;
         if id.starts_with(ids::CONVERSATION) {
-            let conversation = self.load_conversation(id)?;
-            let owners: Vec<String> = conversation.messages.iter().map(|m| format!("{id}/{}", m.id)).collect();
-            let references = self.references_of_many(&owners)?.into_iter().flatten().collect();
+            let conversation = storage.conversation(self, id)?;
+            let references = storage.conversation_references(self, &conversation)?;
             return Ok(Shown::Conversation {
                 conversation: Box::new(conversation),
                 references,
             });
         }
         if id.starts_with(ids::MOMENT) {
-            let path = self.layout.moment_path(id);
-            if path.exists() {
-                let loaded = scan::load_moment(&self.layout, &path)?;
-                let references = self.references_of(id)?;
-                return Ok(Shown::Moment {
-                    moment: Box::new(loaded.artifact),
-                    references,
-                });
-            }
-            if let Some(artifact) = self.index()?.moment_artifact(id)? {
-                let conv_id = artifact
-                    .rsplit('/')
-                    .next()
-                    .unwrap_or_default()
-                    .trim_end_matches(".json");
-                let conv = self.load_conversation(conv_id)?;
-                if let Some(moment) = conv.moments.into_iter().find(|m| m.id == id) {
-                    return Ok(Shown::InlineMoment {
-                        conversation_id: conv.conversation_id,
-                        moment: Box::new(moment),
-                    });
-                }
-            }
-            return Err(Error::NotFound(format!("no moment {id} in this project")));
+            return match storage.moment(self, id)? {
+                Some(FoundMoment::Standalone(moment)) => Ok(Shown::Moment {
+                    references: storage.moment_references(self, &moment)?,
+                    moment: Box::new(moment),
+                }),
+                Some(FoundMoment::Inline {
+                    conversation_id,
+                    moment,
+                }) => Ok(Shown::InlineMoment {
+                    conversation_id,
+                    moment: Box::new(moment),
+                }),
+                None => Err(Error::NotFound(format!("no moment {id} {}", storage.place()))),
+            };
         }
-        let mut matches = Vec::new();
-        for location in self.index()?.locate_message(id)? {
-            let conv = self.load_conversation(&location.conversation_id)?;
-            if let Some(message) = conv.messages.get(location.seq as usize).filter(|m| m.id == id) {
-                matches.push(MessageMatch {
-                    conversation_id: conv.conversation_id.clone(),
-                    title: conv.title.clone(),
-                    message: message.clone(),
-                    references: self.references_of(&format!("{}/{id}", conv.conversation_id))?,
-                });
-            }
-        }
+        let matches = storage.messages(self, id)?;
         if matches.is_empty() {
             return Err(Error::NotFound(format!(
-                "no conversation, moment or message with id {id} in this project"
+                "no conversation, moment or message with id {id} {}",
+                storage.place()
             )));
         }
         Ok(Shown::Messages { matches })
     }
 
-    /// Server mode's `show`: the artifact from the server, its references checked against
-    /// the working tree here. Messages are found through search (the server keeps no
-    /// per-message index).
-    fn show_from_server(&self, id: &str) -> Result<Shown> {
-        if id.starts_with(ids::CONVERSATION) {
-            let conversation = self.conversation_from_server(id)?;
-            let references = self.hydrate(&refs::references_in_conversation(&conversation));
-            return Ok(Shown::Conversation {
-                conversation: Box::new(conversation),
-                references,
-            });
-        }
-        if id.starts_with(ids::MOMENT) {
-            let moment = self
-                .moment_from_server(id)?
-                .ok_or_else(|| Error::NotFound(format!("no moment {id} on the sync server")))?;
-            let references = self.hydrate(&refs::references_in_moment(&moment));
-            return Ok(Shown::Moment {
-                moment: Box::new(moment),
-                references,
-            });
-        }
-        Err(Error::Usage(format!(
-            "{id} is not a conversation or moment id; in server mode `zblade show` takes those \
-             (find messages with `zblade search`)"
-        )))
-    }
-
-    /// A conversation artifact: from `.zblade/`, or in server mode from the server.
+    /// A conversation artifact, from wherever this project keeps its memory.
     pub(crate) fn load_conversation(&self, id: &str) -> Result<Conversation> {
-        if self.is_server_mode() {
-            return self.conversation_from_server(id);
-        }
-        let path = self.layout.conversation_path(id);
-        if !path.exists() {
-            return Err(Error::NotFound(format!("no conversation {id} in this project")));
-        }
-        Ok(scan::load_conversation(&self.layout, &path)?.artifact)
+        self.storage.conversation(self, id)
     }
 }

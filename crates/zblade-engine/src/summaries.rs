@@ -101,7 +101,7 @@ impl Project {
     }
 
     /// The stored summary of `conversation`, if one was written (a corrupt file counts as none).
-    pub fn conversation_summary(&self, conversation: &str) -> Option<SessionSummary> {
+    pub(crate) fn conversation_summary(&self, conversation: &str) -> Option<SessionSummary> {
         std::fs::read(self.summary_path(conversation))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
@@ -114,7 +114,7 @@ impl Project {
     }
 
     /// [`Project::summarize`], reporting (conversations done, total) as it goes.
-    pub fn summarize_with_progress(
+    pub(crate) fn summarize_with_progress(
         &mut self,
         conversation: Option<&str>,
         force: bool,

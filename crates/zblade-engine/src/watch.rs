@@ -49,12 +49,12 @@ pub enum WatchEvent {
     Notice(String),
 }
 
-type Snapshot = HashMap<String, (String, Option<crate::Location>)>;
+type Snapshot = HashMap<String, (zblade_core::ReferenceStatus, Option<crate::Location>)>;
 
 fn snapshot(reports: &[ReferenceReport]) -> Snapshot {
     reports
         .iter()
-        .map(|r| (r.key.clone(), (r.status.clone(), r.live.clone())))
+        .map(|r| (r.key.clone(), (r.status, r.live.clone())))
         .collect()
 }
 
@@ -90,7 +90,7 @@ impl Project {
         }
         on_event(WatchEvent::Ready {
             references: initial.len(),
-            not_ok: initial.iter().filter(|r| r.status != "ok").count(),
+            not_ok: initial.iter().filter(|r| r.status != zblade_core::ReferenceStatus::Ok).count(),
         });
 
         while !stop.load(Ordering::Relaxed) {
@@ -130,7 +130,7 @@ impl Project {
             };
             let changed: Vec<ReferenceReport> = reports
                 .iter()
-                .filter(|r| known.get(&r.key) != Some(&(r.status.clone(), r.live.clone())))
+                .filter(|r| known.get(&r.key) != Some(&(r.status, r.live.clone())))
                 .cloned()
                 .collect();
             known.extend(snapshot(&reports));
@@ -200,7 +200,7 @@ impl Project {
         if created {
             // A file that appeared may be where a "missing" reference went when the rename
             // pair was lost (a move by delete + create): look for those too.
-            for reference in index.references_with_status("missing")? {
+            for reference in index.references_with_status(zblade_core::ReferenceStatus::Missing)? {
                 if !stored.iter().any(|s| s.key == reference.key) {
                     stored.push(reference);
                 }

@@ -2,7 +2,7 @@
 
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
-use zblade_core::{Anchor, Result};
+use zblade_core::{Anchor, ReferenceStatus, Result};
 
 use crate::Index;
 
@@ -36,8 +36,8 @@ pub struct StoredReference {
 pub struct LiveLocation {
     /// The reference's key.
     pub key: String,
-    /// ok, shifted, modified, moved, missing or unreadable.
-    pub status: String,
+    /// How it fared at the last check.
+    pub status: ReferenceStatus,
     /// Path now.
     pub file: Option<String>,
     /// Lines now.
@@ -76,9 +76,14 @@ fn live_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<LiveLocation> {
     let start: Option<u32> = r.get(3)?;
     let end: Option<u32> = r.get(4)?;
     let drift: Option<String> = r.get(7)?;
+    let status: String = r.get(1)?;
+    // Only this crate writes the column; another word means the file was edited by hand.
+    let status = ReferenceStatus::parse(&status).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, format!("unknown status {status:?}").into())
+    })?;
     Ok(LiveLocation {
         key: r.get(0)?,
-        status: r.get(1)?,
+        status,
         file: r.get(2)?,
         lines: start.zip(end).map(|(s, e)| [s, e]),
         similarity: r.get(5)?,
@@ -137,13 +142,13 @@ impl Index {
     }
 
     /// References whose last recorded live status is `status` (e.g. `missing`).
-    pub fn references_with_status(&self, status: &str) -> Result<Vec<StoredReference>> {
+    pub fn references_with_status(&self, status: ReferenceStatus) -> Result<Vec<StoredReference>> {
         let sql = format!(
             "SELECT {REFERENCE_COLUMNS} FROM code_references
              WHERE ref_key IN (SELECT ref_key FROM reference_status WHERE status = ?1) ORDER BY ref_key"
         );
         let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
-        let rows = stmt.query_map([status], reference_row).map_err(|e| self.err(e))?;
+        let rows = stmt.query_map([status.as_str()], reference_row).map_err(|e| self.err(e))?;
         rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
     }
 
@@ -175,7 +180,7 @@ impl Index {
             for row in rows {
                 stmt.execute(params![
                     row.key,
-                    row.status,
+                    row.status.as_str(),
                     row.file,
                     row.lines.map(|l| l[0]),
                     row.lines.map(|l| l[1]),

@@ -14,7 +14,8 @@ use crate::{Index, SearchFilter, fts};
 pub const HIGHLIGHT: (&str, &str) = ("«", "»");
 
 /// Which kinds of records a search covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "lowercase")]
 pub enum SearchKind {
     /// Messages and moments, merged by score.
@@ -61,7 +62,8 @@ impl SearchQuery {
 }
 
 /// The kind of record a hit points at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "lowercase")]
 pub enum HitKind {
     /// A message; `id` is the message id.

@@ -12,7 +12,9 @@ use serde::Serialize;
 use zblade_core::Anchor;
 
 use crate::drift::{Drift, GitRepo, blob_hash, drift_without_git};
-use crate::resolve::{Found, Status, resolve};
+use zblade_core::ReferenceStatus;
+
+use crate::resolve::{Found, resolve};
 use zblade_core::PathGuard;
 
 use crate::source::{ReadError, SourceFile, read_project_file_guarded};
@@ -43,7 +45,7 @@ pub struct Checked {
     /// The reference's key.
     pub key: String,
     /// How it fared.
-    pub status: Status,
+    pub status: ReferenceStatus,
     /// Its file now (None when missing or unreadable).
     pub file: Option<String>,
     /// Its lines now.
@@ -63,7 +65,7 @@ impl Checked {
     fn missing(key: &str) -> Self {
         Checked {
             key: key.to_string(),
-            status: Status::Missing,
+            status: ReferenceStatus::Missing,
             file: None,
             lines: None,
             similarity: 0.0,
@@ -158,7 +160,7 @@ impl<'a> Checker<'a> {
             // Nothing to search for: judge by the file and the range alone.
             match self.file(&reference.file) {
                 Ok(file) if (reference.lines[0] as usize) <= file.line_count() => {
-                    checked.status = Status::Ok;
+                    checked.status = ReferenceStatus::Ok;
                     checked.file = Some(reference.file.clone());
                     checked.lines = Some([reference.lines[0], reference.lines[1].min(file.line_count() as u32)]);
                     checked.similarity = 1.0;
@@ -210,15 +212,15 @@ impl<'a> Checker<'a> {
 
     fn explain(&self, checked: &mut Checked, err: ReadError) {
         checked.status = match err {
-            ReadError::NotFound | ReadError::Io(_) => Status::Missing,
-            _ => Status::Unreadable,
+            ReadError::NotFound | ReadError::Io(_) => ReferenceStatus::Missing,
+            _ => ReferenceStatus::Unreadable,
         };
         checked.reason = Some(err.to_string());
     }
 
     fn place(&mut self, checked: &mut Checked, reference: &RefRecord, path: &str, found: Found, blob: String) {
         let moved = path != reference.file;
-        checked.status = if moved { Status::Moved } else { found.status };
+        checked.status = if moved { ReferenceStatus::Moved } else { found.status };
         checked.file = Some(path.to_string());
         checked.lines = Some(found.lines);
         checked.similarity = found.similarity;

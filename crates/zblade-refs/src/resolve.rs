@@ -8,43 +8,13 @@ use zblade_core::Anchor;
 use crate::SourceFile;
 use crate::anchor::{context, line_pairs};
 
-/// How a reference fared since it was captured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    /// The same lines at the same place.
-    Ok,
-    /// The same lines at another place in the same file.
-    Shifted,
-    /// Partly changed; the range is the best match and `similarity` says how close.
-    Modified,
-    /// Found in another file (renamed or moved).
-    Moved,
-    /// The file or the lines are gone.
-    Missing,
-    /// The file cannot be read as text (binary, over 10 MB, outside the project).
-    Unreadable,
-}
-
-impl Status {
-    /// The lowercase name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::Shifted => "shifted",
-            Status::Modified => "modified",
-            Status::Moved => "moved",
-            Status::Missing => "missing",
-            Status::Unreadable => "unreadable",
-        }
-    }
-}
+use zblade_core::ReferenceStatus;
 
 /// Where the lines are now.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Found {
     /// Ok, Shifted or Modified (the caller turns a hit in another file into Moved).
-    pub status: Status,
+    pub status: ReferenceStatus,
     /// First and last line now, 1-based, inclusive.
     pub lines: [u32; 2],
     /// 1.0 for exact matches; the share of lines still matching for Modified.
@@ -73,7 +43,7 @@ pub fn resolve(anchor: &Anchor, start: u32, file: &SourceFile) -> Option<Found> 
 
     if matches_at(orig) {
         return Some(Found {
-            status: Status::Ok,
+            status: ReferenceStatus::Ok,
             lines: range(orig, orig + len - 1),
             similarity: 1.0,
         });
@@ -108,7 +78,7 @@ pub fn resolve(anchor: &Anchor, start: u32, file: &SourceFile) -> Option<Found> 
             });
         if let Some(base) = best {
             return Some(Found {
-                status: Status::Shifted,
+                status: ReferenceStatus::Shifted,
                 lines: range(base, base + len - 1),
                 similarity: 1.0,
             });
@@ -139,7 +109,7 @@ pub fn resolve(anchor: &Anchor, start: u32, file: &SourceFile) -> Option<Found> 
             .count();
         let similarity = matched as f32 / pairs.len() as f32;
         (similarity >= MIN_SIMILARITY && base < n).then(|| Found {
-            status: Status::Modified,
+            status: ReferenceStatus::Modified,
             lines: range(base, (base + len - 1).min(n - 1)),
             similarity,
         })
@@ -207,7 +177,7 @@ fn align(pairs: &[(usize, u64)], file: &SourceFile, delta: isize, len: usize) ->
     let new_len = last - first + 1;
     let similarity = 2.0 * lcs as f32 / (m + new_len) as f32;
     (similarity >= MIN_SIMILARITY).then(|| Found {
-        status: Status::Modified,
+        status: ReferenceStatus::Modified,
         lines: [(lo + first) as u32 + 1, (lo + last) as u32 + 1],
         similarity,
     })
@@ -227,7 +197,7 @@ mod tests {
         let file = SourceFile::from_text(&numbered(50));
         let anchor = capture(&file, 10, 20).unwrap();
         let found = resolve(&anchor, 10, &file).unwrap();
-        assert_eq!((found.status, found.lines), (Status::Ok, [10, 20]));
+        assert_eq!((found.status, found.lines), (ReferenceStatus::Ok, [10, 20]));
     }
 
     #[test]
@@ -236,7 +206,7 @@ mod tests {
         let anchor = capture(&before, 10, 20).unwrap();
         let after = SourceFile::from_text(&format!("// header\n// more\n// and more\n{}", numbered(50)));
         let found = resolve(&anchor, 10, &after).unwrap();
-        assert_eq!((found.status, found.lines), (Status::Shifted, [13, 23]));
+        assert_eq!((found.status, found.lines), (ReferenceStatus::Shifted, [13, 23]));
     }
 
     #[test]
@@ -249,7 +219,7 @@ mod tests {
         lines.insert(16, "// an inserted comment".into());
         let after = SourceFile::from_text(&(lines.join("\n") + "\n"));
         let found = resolve(&anchor, 10, &after).unwrap();
-        assert_eq!(found.status, Status::Modified);
+        assert_eq!(found.status, ReferenceStatus::Modified);
         assert_eq!(found.lines, [10, 21]);
         assert!(found.similarity > 0.7 && found.similarity < 1.0, "{}", found.similarity);
     }

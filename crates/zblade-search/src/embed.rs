@@ -37,8 +37,9 @@ impl std::fmt::Display for EmbedError {
 
 impl std::error::Error for EmbedError {}
 
-/// Turns texts into vectors.
-pub trait Embedder {
+/// Turns texts into vectors. The engine receives one as a trait object: the local ONNX model
+/// ([`LocalModel`]) in use, a [`crate::fake::FakeEmbedder`] in tests.
+pub trait Embedder: Send + std::fmt::Debug {
     /// A stable name of the model; vectors of different models never mix.
     fn model_id(&self) -> &str;
     /// Vector length.

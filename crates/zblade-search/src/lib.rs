@@ -16,8 +16,10 @@
 pub mod chunk;
 pub mod code;
 pub mod embed;
+pub mod fake;
 pub mod fusion;
 pub mod vectors;
 
 pub use embed::{EmbedError, Embedder, LocalModel};
+pub use fake::FakeEmbedder;
 pub use vectors::VectorStore;

@@ -14,6 +14,7 @@ use axum::routing::get;
 use axum::{Extension, Json, Router};
 use serde::Deserialize;
 use serde_json::json;
+use zblade_core::wire::{ErrorBody, PutResult, SearchAnswer};
 
 use crate::auth::{RateLimiter, client_address, hash_token};
 use crate::store::{Deleted, Kind, MetadataRecord, NewRecord, Store, StoreError, User};
@@ -56,7 +57,10 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut response = (self.status, Json(json!({ "error": self.code, "reason": self.reason }))).into_response();
+        let mut response = (self.status, Json(ErrorBody {
+                error: self.code.to_string(),
+                reason: self.reason,
+            }),).into_response();
         if let Some(after) = self.retry_after {
             let secs = after.as_secs_f64().ceil().max(1.0) as u64;
             if let Ok(value) = HeaderValue::from_str(&secs.to_string()) {
@@ -491,14 +495,14 @@ async fn put_record<S: Store>(
     };
     Ok((
         status,
-        Json(json!({
-            "id": id,
-            "kind": kind,
-            "status": outcome.status,
-            "version": outcome.version,
-            "hash": record.hash,
-            "size": record.body.len(),
-        })),
+        Json(PutResult {
+            id,
+            kind,
+            status: outcome.status,
+            version: outcome.version,
+            size: record.body.len(),
+            hash: record.hash,
+        }),
     )
         .into_response())
 }
@@ -561,7 +565,7 @@ async fn search<S: Store>(
         n => n.min(100),
     };
     let hits = state.store.search(user.id, &project, &params.q, kind, limit).await?;
-    Ok(Json(json!({ "query": params.q, "hits": hits })).into_response())
+    Ok(Json(SearchAnswer { query: params.q, hits }).into_response())
 }
 
 async fn put_metadata<S: Store>(

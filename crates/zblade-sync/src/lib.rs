@@ -24,57 +24,17 @@ pub use check::AnswerLimits;
 /// The header carrying the sha256 of an artifact's bytes, both ways.
 pub const HASH_HEADER: &str = "x-zblade-sha256";
 
-/// The two kinds of record the server stores with content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    /// A conversation artifact.
-    Conversation,
-    /// A moment artifact.
-    Moment,
-}
+pub use zblade_core::wire::{Kind, PutResult, PutStatus, RecordMeta, SearchHit};
+use zblade_core::wire::{ErrorBody, Page, SearchAnswer};
 
-impl Kind {
-    /// The collection in URLs.
-    pub fn collection(self) -> &'static str {
-        match self {
-            Kind::Conversation => "conversations",
-            Kind::Moment => "moments",
-        }
-    }
-}
-
-/// A record as lists show it (no content).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct RecordMeta {
-    /// Kind.
-    pub kind: Kind,
-    /// Id.
-    pub id: String,
-    /// Version on the server.
-    pub version: i64,
-    /// sha256 of the stored bytes.
-    pub hash: String,
-    /// Size of the stored bytes.
-    pub size: i64,
-    /// Title.
-    pub title: String,
-    /// Tags.
-    pub tags: Vec<String>,
-    /// When the artifact says it last changed.
-    pub updated_at: String,
-}
-
-impl RecordMeta {
-    /// The listed text fields with escape sequences removed and lengths bounded (the id, kind
-    /// and hash are checked separately and refused when wrong).
-    fn cleaned(self) -> RecordMeta {
-        RecordMeta {
-            title: check::clean(&self.title, 500),
-            tags: self.tags.iter().take(100).map(|t| check::clean(t, 100)).collect(),
-            updated_at: check::clean(&self.updated_at, 64),
-            ..self
-        }
+/// Listed text fields with escape sequences removed and lengths bounded (the id, kind and
+/// hash are checked separately and refused when wrong).
+fn cleaned(meta: RecordMeta) -> RecordMeta {
+    RecordMeta {
+        title: check::clean(&meta.title, 500),
+        tags: meta.tags.iter().take(100).map(|t| check::clean(t, 100)).collect(),
+        updated_at: check::clean(&meta.updated_at, 64),
+        ..meta
     }
 }
 
@@ -108,41 +68,6 @@ pub enum Deleted {
     NotFound,
     /// The record changed since (another hash); the server kept it.
     Changed,
-}
-
-/// What a PUT did.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct PutResult {
-    /// `created`, `unchanged` or `updated`.
-    pub status: String,
-    /// Version now stored.
-    pub version: i64,
-    /// sha256 the server computed of the bytes it received.
-    pub hash: String,
-}
-
-/// A keyword search hit.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
-pub struct SearchHit {
-    /// Kind.
-    pub kind: Kind,
-    /// Id.
-    pub id: String,
-    /// Title.
-    pub title: String,
-    /// Relevance (backend-specific scale).
-    pub score: f64,
-    /// Matched words in context, `[` `]` around them.
-    pub snippet: String,
-    /// When the artifact says it last changed (absent from servers before it was added).
-    #[serde(default)]
-    pub updated_at: String,
-}
-
-#[derive(Deserialize)]
-struct Page<T> {
-    items: Vec<T>,
-    next: Option<String>,
 }
 
 /// How hard to try.
@@ -198,13 +123,6 @@ pub struct Client {
     limits: AnswerLimits,
     /// Plain http to another machine (allowed by the caller); decided once, from the URL.
     plain_http_elsewhere: bool,
-}
-
-/// The error body the server sends.
-#[derive(Deserialize)]
-struct ServerError {
-    error: String,
-    reason: String,
 }
 
 impl Client {
@@ -318,7 +236,7 @@ impl Client {
         // reaches a terminal.
         let body = check::read_capped(what, response, self.limits.small_bytes).unwrap_or_default();
         let body = String::from_utf8_lossy(&body);
-        let reason = serde_json::from_str::<ServerError>(&body)
+        let reason = serde_json::from_str::<ErrorBody>(&body)
             .map(|e| format!("{} ({})", e.reason, e.error))
             .unwrap_or_else(|_| body.into_owned());
         let reason = check::clean(&reason, 300);
@@ -484,7 +402,7 @@ impl Client {
                     self.limits.listed_records
                 )));
             }
-            all.extend(page.items.into_iter().map(RecordMeta::cleaned));
+            all.extend(page.items.into_iter().map(cleaned));
             match page.next {
                 None => return Ok(all),
                 Some(next) if next == after && !next.is_empty() => {}
@@ -534,11 +452,7 @@ impl Client {
         if response.status() == StatusCode::NOT_FOUND {
             return Err(Error::NotFound(format!("{what}: no project {project} on the server")));
         }
-        #[derive(Deserialize)]
-        struct Hits {
-            hits: Vec<SearchHit>,
-        }
-        let hits = Self::json::<Hits>(&what, response, self.limits.page_bytes)?.hits;
+        let hits = Self::json::<SearchAnswer>(&what, response, self.limits.page_bytes)?.hits;
         // A hit names a record the caller may open next: the same id rules as a listing.
         let mut checked = Vec::with_capacity(hits.len());
         for hit in hits.into_iter().take(limit) {

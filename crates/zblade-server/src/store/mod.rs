@@ -30,34 +30,7 @@ pub enum StoreError {
 /// Store results.
 pub type StoreResult<T> = Result<T, StoreError>;
 
-/// The two record kinds the API stores with content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    /// A conversation artifact.
-    Conversation,
-    /// A moment artifact.
-    Moment,
-}
-
-impl Kind {
-    /// The name stored in the database and used in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Conversation => "conversation",
-            Kind::Moment => "moment",
-        }
-    }
-
-    /// The kind a stored name stands for.
-    pub fn parse(name: &str) -> Option<Kind> {
-        match name {
-            "conversation" => Some(Kind::Conversation),
-            "moment" => Some(Kind::Moment),
-            _ => None,
-        }
-    }
-}
+pub use zblade_core::wire::{Kind, Page, PutStatus, RecordMeta, SearchHit};
 
 /// An account.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -136,27 +109,6 @@ pub struct NewRecord {
     pub search_text: String,
 }
 
-/// What a record list shows: everything but the content.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RecordMeta {
-    /// Conversation or moment.
-    pub kind: Kind,
-    /// Its id.
-    pub id: String,
-    /// 1 when first stored; +1 for every changed body.
-    pub version: i64,
-    /// sha256 (hex) of the stored bytes.
-    pub hash: String,
-    /// Size of the stored bytes.
-    pub size: i64,
-    /// Title.
-    pub title: String,
-    /// Tags.
-    pub tags: Vec<String>,
-    /// When the artifact says it last changed.
-    pub updated_at: String,
-}
-
 /// A record with its content.
 #[derive(Debug, Clone)]
 pub struct Record {
@@ -164,18 +116,6 @@ pub struct Record {
     pub meta: RecordMeta,
     /// The artifact's bytes.
     pub body: String,
-}
-
-/// What a PUT did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PutStatus {
-    /// Nothing was stored under this id before.
-    Created,
-    /// The same bytes were already stored: nothing changed.
-    Unchanged,
-    /// Different bytes: stored as a new version.
-    Updated,
 }
 
 /// The result of a PUT.
@@ -187,26 +127,15 @@ pub struct PutOutcome {
     pub version: i64,
 }
 
-/// One page of a list, in id order.
-#[derive(Debug, Clone, Serialize)]
-pub struct Page<T> {
-    /// The items.
-    pub items: Vec<T>,
-    /// The id to pass as `after` for the next page; `None` on the last page.
-    pub next: Option<String>,
-}
-
-impl<T> Page<T> {
-    /// A page from `limit + 1` fetched items: the extra one only says that more exist.
-    pub(crate) fn from_fetched(mut items: Vec<T>, limit: usize, id: impl Fn(&T) -> String) -> Page<T> {
-        let next = if items.len() > limit {
-            items.truncate(limit);
-            items.last().map(id)
-        } else {
-            None
-        };
-        Page { items, next }
-    }
+/// A page from `limit + 1` fetched items: the extra one only says that more exist.
+pub(crate) fn page_from_fetched<T>(mut items: Vec<T>, limit: usize, id: impl Fn(&T) -> String) -> Page<T> {
+    let next = if items.len() > limit {
+        items.truncate(limit);
+        items.last().map(id)
+    } else {
+        None
+    };
+    Page { items, next }
 }
 
 /// What a (conditional) delete did.
@@ -218,23 +147,6 @@ pub enum Deleted {
     NotFound,
     /// The record's hash was not the one asked for; it was kept.
     Changed,
-}
-
-/// A keyword search hit.
-#[derive(Debug, Clone, Serialize)]
-pub struct SearchHit {
-    /// Conversation or moment.
-    pub kind: Kind,
-    /// Its id.
-    pub id: String,
-    /// Title.
-    pub title: String,
-    /// Relevance, higher is better (backend-specific scale).
-    pub score: f64,
-    /// The matched words in context, with `[` `]` around them.
-    pub snippet: String,
-    /// When the artifact says it last changed.
-    pub updated_at: String,
 }
 
 /// A metadata-only record (local mode with `sync_metadata` on): no content at all.

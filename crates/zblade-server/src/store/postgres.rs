@@ -487,7 +487,7 @@ impl Store for PostgresStore {
             .await
             .map_err(backend)?;
         let items = rows.iter().map(record_meta).collect();
-        Ok(Page::from_fetched(items, limit, |m| m.id.clone()))
+        Ok(super::page_from_fetched(items, limit, |m| m.id.clone()))
     }
 
     async fn delete_record(
@@ -616,6 +616,6 @@ impl Store for PostgresStore {
             .await
             .map_err(backend)?;
         let items = rows.iter().map(metadata_row).collect();
-        Ok(Page::from_fetched(items, limit, |m| m.id.clone()))
+        Ok(super::page_from_fetched(items, limit, |m| m.id.clone()))
     }
 }

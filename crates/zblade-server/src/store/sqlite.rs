@@ -534,7 +534,7 @@ impl Store for SqliteStore {
                 )
                 .map_err(backend)?;
             let items = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(backend)?;
-            Ok(Page::from_fetched(items, limit, |m| m.id.clone()))
+            Ok(super::page_from_fetched(items, limit, |m| m.id.clone()))
         })
         .await
     }
@@ -722,7 +722,7 @@ impl Store for SqliteStore {
                 })
                 .map_err(backend)?;
             let items = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(backend)?;
-            Ok(Page::from_fetched(items, limit, |m| m.id.clone()))
+            Ok(super::page_from_fetched(items, limit, |m| m.id.clone()))
         })
         .await
     }

@@ -1,0 +1,294 @@
+//! Local storage: artifacts under `.zblade/` are the truth, the SQLite index and the vectors
+//! are caches over them. Writes take the project's write lock and put artifacts on disk
+//! before the index, so `fsck --repair` can always find what an interrupted write left.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use zblade_context::{Candidate, Item, Source};
+use zblade_core::{Conversation, Error, Moment, Result, fsio, sha256_hex};
+use zblade_index::{
+    ConversationSummary, HitKind, MemoryText, MomentSummary, SearchFilter, SearchKind, SearchQuery,
+};
+use zblade_search::chunk::cid;
+
+use super::{FoundMoment, Retrieved, Storage, TimeRange};
+use crate::context::{memory_candidate, millis_since, reference_candidate, retrieval_scale};
+use crate::lock::WriteLock;
+use crate::{AddOutcome, CANDIDATES, MessageMatch, Project, ReferenceReport, SearchMode, SearchResults, scan};
+
+/// Memory in `.zblade/`.
+#[derive(Debug)]
+pub(crate) struct LocalStorage;
+
+impl Storage for LocalStorage {
+    fn place(&self) -> &'static str {
+        "in this project"
+    }
+
+    fn put_conversations(&self, project: &mut Project, prepared: Vec<Conversation>) -> Result<Vec<AddOutcome>> {
+        let layout = project.layout.clone();
+        let _lock = WriteLock::acquire(&layout)?;
+        let mut files = Vec::with_capacity(prepared.len());
+        let mut outcomes = Vec::with_capacity(prepared.len());
+        for conv in &prepared {
+            let path = layout.conversation_path(&conv.conversation_id);
+            outcomes.push(AddOutcome {
+                id: conv.conversation_id.clone(),
+                created: !path.exists(),
+                artifact_path: layout.relative(&path),
+                messages: conv.messages.len(),
+            });
+            files.push((path, conv.to_artifact_json()));
+        }
+        // Artifacts first: they are the truth. If indexing fails below, `fsck --repair` finds
+        // the artifacts that the index lacks.
+        fsio::write_atomic_batch(&files)?;
+        let hashes: Vec<String> = files.iter().map(|(_, bytes)| sha256_hex(bytes)).collect();
+        let items: Vec<(&Conversation, &str, &str)> = prepared
+            .iter()
+            .zip(&outcomes)
+            .zip(&hashes)
+            .map(|((conv, outcome), hash)| (conv, outcome.artifact_path.as_str(), hash.as_str()))
+            .collect();
+        project.index_mut()?.put_conversations(&items)?;
+        Ok(outcomes)
+    }
+
+    fn put_moments(&self, project: &mut Project, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
+        let layout = project.layout.clone();
+        let _lock = WriteLock::acquire(&layout)?;
+        let mut outcomes = Vec::with_capacity(prepared.len());
+        for (moment, source) in &prepared {
+            let index = project.index()?;
+            if let Some(conv) = &moment.conversation_id
+                && index.conversation_artifact(conv)?.is_none()
+            {
+                return Err(Error::field(
+                    source,
+                    "conversation_id",
+                    format!("no conversation {conv} in this project; add the conversation first"),
+                ));
+            }
+            let path = layout.moment_path(&moment.id);
+            let artifact_path = layout.relative(&path);
+            if let Some(owner) = index.moment_artifact(&moment.id)?
+                && owner != artifact_path
+            {
+                return Err(Error::field(
+                    source,
+                    "id",
+                    format!("moment id {:?} is already used by {owner}", moment.id),
+                ));
+            }
+            outcomes.push(AddOutcome {
+                id: moment.id.clone(),
+                created: !path.exists(),
+                artifact_path,
+                messages: 0,
+            });
+        }
+        for ((moment, _), outcome) in prepared.iter().zip(&outcomes) {
+            let bytes = moment.to_artifact_json();
+            fsio::write_atomic(&layout.root().join(&outcome.artifact_path), &bytes)?;
+            project
+                .index_mut()?
+                .put_moment(moment, &outcome.artifact_path, &sha256_hex(&bytes))?;
+        }
+        Ok(outcomes)
+    }
+
+    fn list_conversations(&self, project: &Project, limit: usize, offset: usize) -> Result<Vec<ConversationSummary>> {
+        project.index()?.list_conversations(limit, offset)
+    }
+
+    fn list_moments(
+        &self,
+        project: &Project,
+        limit: usize,
+        offset: usize,
+        kind: Option<&str>,
+    ) -> Result<Vec<MomentSummary>> {
+        project.index()?.list_moments(limit, offset, kind)
+    }
+
+    fn conversation(&self, project: &Project, id: &str) -> Result<Conversation> {
+        let path = project.layout.conversation_path(id);
+        if !path.exists() {
+            return Err(Error::NotFound(format!("no conversation {id} in this project")));
+        }
+        Ok(scan::load_conversation(&project.layout, &path)?.artifact)
+    }
+
+    fn moment(&self, project: &Project, id: &str) -> Result<Option<FoundMoment>> {
+        let path = project.layout.moment_path(id);
+        if path.exists() {
+            let loaded = scan::load_moment(&project.layout, &path)?;
+            return Ok(Some(FoundMoment::Standalone(loaded.artifact)));
+        }
+        // Not a file of its own: the index knows which conversation holds it, if any.
+        let Some(artifact) = project.index()?.moment_artifact(id)? else {
+            return Ok(None);
+        };
+        let conversation_id = artifact
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches(".json");
+        let conversation = self.conversation(project, conversation_id)?;
+        Ok(conversation
+            .moments
+            .into_iter()
+            .find(|m| m.id == id)
+            .map(|moment| FoundMoment::Inline {
+                conversation_id: conversation.conversation_id,
+                moment,
+            }))
+    }
+
+    fn messages(&self, project: &Project, id: &str) -> Result<Vec<MessageMatch>> {
+        let mut matches = Vec::new();
+        for location in project.index()?.locate_message(id)? {
+            let conv = self.conversation(project, &location.conversation_id)?;
+            if let Some(message) = conv.messages.get(location.seq as usize).filter(|m| m.id == id) {
+                matches.push(MessageMatch {
+                    conversation_id: conv.conversation_id.clone(),
+                    title: conv.title.clone(),
+                    message: message.clone(),
+                    references: project.references_of(&format!("{}/{id}", conv.conversation_id))?,
+                });
+            }
+        }
+        Ok(matches)
+    }
+
+    fn conversation_references(&self, project: &Project, conversation: &Conversation) -> Result<Vec<ReferenceReport>> {
+        // The index holds each reference's live location, kept current by the watch loop.
+        let owners: Vec<String> = conversation
+            .messages
+            .iter()
+            .map(|m| format!("{}/{}", conversation.conversation_id, m.id))
+            .collect();
+        Ok(project.references_of_many(&owners)?.into_iter().flatten().collect())
+    }
+
+    fn moment_references(&self, project: &Project, moment: &Moment) -> Result<Vec<ReferenceReport>> {
+        project.references_of(&moment.id)
+    }
+
+    fn search(
+        &self,
+        project: &Project,
+        query: &SearchQuery,
+        mode: Option<SearchMode>,
+        snippets: bool,
+    ) -> Result<SearchResults> {
+        let (hits, mode, notice) = project.search_in_mode(query, mode, snippets)?;
+        let (hits, stale_files) = project.with_references(hits)?;
+        Ok(SearchResults {
+            mode,
+            notice,
+            hits,
+            stale_files,
+        })
+    }
+
+    fn recent_turns(&self, project: &Project, conversation: &str, n: usize) -> Result<Option<(String, Vec<MemoryText>)>> {
+        let index = project.index()?;
+        let Some(title) = index.conversation_title(conversation)? else {
+            return Ok(None);
+        };
+        Ok(Some((title, index.recent_messages(conversation, n)?)))
+    }
+
+    fn moment_text(&self, project: &Project, id: &str) -> Result<Option<MemoryText>> {
+        let texts = project.index()?.memory_texts(&[id.to_string()])?;
+        Ok(texts.into_iter().next().filter(|t| t.kind == HitKind::Moment))
+    }
+
+    /// Hybrid (or the requested mode's) search hits; turns and moments come as their whole
+    /// texts from the index, each followed by the code it references, and code hits as read
+    /// from the working tree.
+    fn retrieve(
+        &self,
+        project: &Project,
+        text: &str,
+        time: Option<TimeRange>,
+        mode: Option<SearchMode>,
+    ) -> Result<Retrieved> {
+        let filter = SearchFilter {
+            since: time.map(|(since, _)| zblade_index::timestamp(since)),
+            until: time.map(|(_, until)| zblade_index::timestamp(until)),
+            ..SearchFilter::default()
+        };
+        let query = SearchQuery::new(text.to_string(), CANDIDATES, SearchKind::All).with_filter(filter);
+        // No snippets: the candidates' whole texts are read below.
+        let searching = Instant::now();
+        let results = self.search(project, &query, mode, false)?;
+        let search_ms = millis_since(searching);
+        let mut notices: Vec<String> = results.notice.into_iter().collect();
+        if !results.stale_files.is_empty() {
+            notices.push(format!(
+                "{} indexed file(s) changed since `zblade index` ran and were left out: {}",
+                results.stale_files.len(),
+                results.stale_files.join(", ")
+            ));
+        }
+        let scale = retrieval_scale(results.hits.iter().map(|h| h.hit.score));
+        let keys: Vec<String> = results
+            .hits
+            .iter()
+            .filter(|h| matches!(h.hit.kind, HitKind::Message | HitKind::Moment))
+            .map(|h| zblade_index::hit_key(&h.hit))
+            .collect();
+        let texts: HashMap<String, MemoryText> = project
+            .index()?
+            .memory_texts(&keys)?
+            .into_iter()
+            .map(|t| (t.key.clone(), t))
+            .collect();
+        let mut candidates = Vec::new();
+        for (position, hit) in results.hits.iter().enumerate() {
+            let retrieval = scale(hit.hit.score, position);
+            match hit.hit.kind {
+                HitKind::Message | HitKind::Moment => {
+                    let text = texts.get(&zblade_index::hit_key(&hit.hit));
+                    if let Some(text) = text {
+                        candidates.push(memory_candidate(text, Source::Retrieved, retrieval));
+                    }
+                    // The code a remembered turn is about, as it is now; it ranks just
+                    // below the turn that points to it.
+                    for reference in &hit.references {
+                        let time = text.and_then(|t| t.time);
+                        candidates.push(reference_candidate(reference, retrieval * 0.9, time));
+                    }
+                }
+                HitKind::Code => {
+                    let (Some(path), Some(lines)) = (&hit.hit.path, hit.hit.lines) else {
+                        continue;
+                    };
+                    candidates.push(Candidate {
+                        key: zblade_index::hit_key(&hit.hit),
+                        cid: cid(&hit.hit.snippet),
+                        source: Source::Retrieved,
+                        item: Item::Code {
+                            path: path.clone(),
+                            lines,
+                            status: "current".into(),
+                        },
+                        text: hit.hit.snippet.clone(),
+                        time: None,
+                        retrieval,
+                    });
+                }
+                HitKind::Conversation => {}
+            }
+        }
+        Ok(Retrieved {
+            mode: results.mode,
+            notices,
+            search_ms,
+            candidates,
+        })
+    }
+}

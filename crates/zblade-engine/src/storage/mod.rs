@@ -1,0 +1,126 @@
+//! The storage seam: where a project's conversations and moments live.
+//!
+//! A project keeps its memory either in `.zblade/` (artifacts, the SQLite index and the
+//! vectors: [`local::LocalStorage`]) or on a sync server (RFC-002 "Server Storage Mode":
+//! [`server::ServerStorage`]). Which one is chosen once, when the project opens
+//! ([`for_settings`]); everything above this trait — add, list, show, search, context,
+//! moments, summaries — is written once and calls it.
+//!
+//! The methods take the [`Project`] they serve: local storage reads the project's index and
+//! working tree through it, and both check code references against the working tree here.
+//! Things only local storage has (reindex, fsck, code indexing, embeddings) are not on the
+//! trait; they belong to local mode and say so.
+
+mod local;
+mod server;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use zblade_context::Candidate;
+use zblade_core::{Conversation, InlineMoment, Moment, Result, Settings, StorageMode};
+use zblade_index::{ConversationSummary, MemoryText, MomentSummary, SearchQuery};
+
+use crate::{AddOutcome, MessageMatch, Project, ReferenceReport, SearchMode, SearchResults};
+
+/// A moment found by id: a file of its own, or one stored inside a conversation.
+pub(crate) enum FoundMoment {
+    /// A standalone moment artifact.
+    Standalone(Moment),
+    /// A moment inside a conversation artifact.
+    Inline {
+        /// The conversation holding it.
+        conversation_id: String,
+        /// The moment.
+        moment: InlineMoment,
+    },
+}
+
+/// What a search for context found: candidates to rerank and pack, and how they were found.
+pub(crate) struct Retrieved {
+    /// The search mode that ran.
+    pub mode: SearchMode,
+    /// Things the user should know (a mode that could not run, files left out).
+    pub notices: Vec<String>,
+    /// Time spent in the search itself, in milliseconds.
+    pub search_ms: f64,
+    /// Remembered turns and moments, and the code they point to, scored for retrieval.
+    pub candidates: Vec<Candidate>,
+}
+
+/// The time range a query named ("last week"), as `[since, until)`.
+pub(crate) type TimeRange = (DateTime<Utc>, DateTime<Utc>);
+
+/// Where memory is kept. See the module documentation.
+pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
+    /// Where memory is, as error messages say it: "in this project", "on the sync server".
+    fn place(&self) -> &'static str;
+
+    /// Stores conversations that [`Project::prepare_conversations`] validated and completed.
+    fn put_conversations(&self, project: &mut Project, prepared: Vec<Conversation>) -> Result<Vec<AddOutcome>>;
+
+    /// Stores moments that [`Project::prepare_moments`] validated, each with its source name.
+    fn put_moments(&self, project: &mut Project, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>>;
+
+    /// A page of conversations.
+    fn list_conversations(&self, project: &Project, limit: usize, offset: usize) -> Result<Vec<ConversationSummary>>;
+
+    /// A page of moments, newest first, optionally of one type.
+    fn list_moments(
+        &self,
+        project: &Project,
+        limit: usize,
+        offset: usize,
+        kind: Option<&str>,
+    ) -> Result<Vec<MomentSummary>>;
+
+    /// One conversation artifact; `Error::NotFound` when there is none.
+    fn conversation(&self, project: &Project, id: &str) -> Result<Conversation>;
+
+    /// One moment by id, standalone or inside a conversation.
+    fn moment(&self, project: &Project, id: &str) -> Result<Option<FoundMoment>>;
+
+    /// Messages with this id, each with its conversation (ids are unique only within one).
+    fn messages(&self, project: &Project, id: &str) -> Result<Vec<MessageMatch>>;
+
+    /// The code references of a conversation's messages, checked against the working tree now.
+    fn conversation_references(&self, project: &Project, conversation: &Conversation) -> Result<Vec<ReferenceReport>>;
+
+    /// The code references of a standalone moment, checked now.
+    fn moment_references(&self, project: &Project, moment: &Moment) -> Result<Vec<ReferenceReport>>;
+
+    /// Search in `mode` (`None`: the best this storage has), with code references hydrated;
+    /// without `snippets`, message hits may come without a highlighted snippet.
+    fn search(
+        &self,
+        project: &Project,
+        query: &SearchQuery,
+        mode: Option<SearchMode>,
+        snippets: bool,
+    ) -> Result<SearchResults>;
+
+    /// A conversation's title and its last `n` turns, newest first; `None` when there is no
+    /// such conversation.
+    fn recent_turns(&self, project: &Project, conversation: &str, n: usize) -> Result<Option<(String, Vec<MemoryText>)>>;
+
+    /// A moment as memory text (its context after its content); `None` when there is none.
+    fn moment_text(&self, project: &Project, id: &str) -> Result<Option<MemoryText>>;
+
+    /// Memory for context assembly: the turns and moments that match `text` (within `time`
+    /// when given), with the code they reference, scored for retrieval.
+    fn retrieve(
+        &self,
+        project: &Project,
+        text: &str,
+        time: Option<TimeRange>,
+        mode: Option<SearchMode>,
+    ) -> Result<Retrieved>;
+}
+
+/// The storage `settings` name: chosen once, when a project opens.
+pub(crate) fn for_settings(settings: &Settings) -> Arc<dyn Storage> {
+    match settings.storage.mode {
+        StorageMode::Server => Arc::new(server::ServerStorage),
+        StorageMode::Local => Arc::new(local::LocalStorage),
+    }
+}

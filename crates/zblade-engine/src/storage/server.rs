@@ -1,0 +1,379 @@
+//! Server storage (RFC-002, "Server Storage Mode"): with `storage.mode = "server"`
+//! conversations and moments are written to and read from the sync server named by
+//! `storage.server_url`, and `.zblade/` keeps only instructions, settings and cache. Every
+//! answer goes through `zblade-sync`'s checks; code references are checked against the
+//! working tree here, as in local mode.
+
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use zblade_context::Source;
+use zblade_core::{Conversation, Error, Message, Moment, Result, artifact};
+use zblade_index::{ConversationSummary, HitKind, MemoryText, MomentSummary, SearchHit, SearchQuery};
+use zblade_sync::Kind;
+
+use super::{FoundMoment, Retrieved, Storage, TimeRange};
+use crate::context::{memory_candidate, millis_since, reference_candidate, retrieval_scale};
+use crate::{AddOutcome, Hit, MessageMatch, Project, ReferenceReport, SearchMode, SearchResults, refs};
+
+/// Server mode reads moments one GET each (the list carries no content); a listing reads at
+/// most this many, newest first.
+const MAX_LISTED_MOMENTS: usize = 2_000;
+/// Context assembly reads at most this many of the server's best hits (one GET each).
+const SERVER_RECORDS: usize = 10;
+/// What search and context say about the mode that ran.
+const KEYWORD_ON_SERVER: &str = "server mode: keyword search on the sync server";
+
+/// Memory on the sync server.
+#[derive(Debug)]
+pub(crate) struct ServerStorage;
+
+impl ServerStorage {
+    fn put(&self, project: &Project, kind: Kind, id: &str, bytes: &[u8], messages: usize) -> Result<AddOutcome> {
+        let client = project.server_client()?;
+        let project_id = &project.settings.project.id;
+        let put = client.put_record(project_id, kind, id, bytes)?;
+        Ok(AddOutcome {
+            id: id.to_string(),
+            created: put.status == zblade_sync::PutStatus::Created,
+            artifact_path: format!("{}/api/v0/projects/{project_id}/{}/{id}", client.url(), kind.collection()),
+            messages,
+        })
+    }
+
+    /// The server's keyword hits for `text`.
+    fn hits(&self, project: &Project, text: &str, limit: usize) -> Result<Vec<SearchHit>> {
+        let client = project.server_client()?;
+        let hits = client.search(&project.settings.project.id, text, None, limit)?;
+        Ok(hits
+            .into_iter()
+            .map(|h| SearchHit {
+                kind: match h.kind {
+                    Kind::Conversation => HitKind::Conversation,
+                    Kind::Moment => HitKind::Moment,
+                },
+                conversation_id: (h.kind == Kind::Conversation).then(|| h.id.clone()),
+                id: h.id,
+                title: Some(h.title),
+                label: None,
+                timestamp: h.updated_at,
+                // The server marks matches with [ ]; the CLI highlights « ».
+                snippet: h.snippet.replace('[', "«").replace(']', "»"),
+                score: h.score,
+                path: None,
+                lines: None,
+                cid: None,
+            })
+            .collect())
+    }
+
+    fn standalone_moment(&self, project: &Project, id: &str) -> Result<Option<Moment>> {
+        let client = project.server_client()?;
+        let Some(bytes) = client.get_record(&project.settings.project.id, Kind::Moment, id)? else {
+            return Ok(None);
+        };
+        artifact::parse_moment(&bytes, &format!("{}: moment {id}", client.url())).map(Some)
+    }
+}
+
+impl Storage for ServerStorage {
+    fn place(&self) -> &'static str {
+        "on the sync server"
+    }
+
+    fn put_conversations(&self, project: &mut Project, prepared: Vec<Conversation>) -> Result<Vec<AddOutcome>> {
+        prepared
+            .iter()
+            .map(|conv| {
+                let bytes = conv.to_artifact_json();
+                self.put(project, Kind::Conversation, &conv.conversation_id, &bytes, conv.messages.len())
+            })
+            .collect()
+    }
+
+    fn put_moments(&self, project: &mut Project, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
+        prepared
+            .iter()
+            .map(|(moment, _)| self.put(project, Kind::Moment, &moment.id, &moment.to_artifact_json(), 0))
+            .collect()
+    }
+
+    /// Id order, as the server pages it.
+    fn list_conversations(&self, project: &Project, limit: usize, offset: usize) -> Result<Vec<ConversationSummary>> {
+        let client = project.server_client()?;
+        let records = client.list_records(&project.settings.project.id, Kind::Conversation)?;
+        Ok(records
+            .into_iter()
+            .skip(offset)
+            .take(limit)
+            .map(|r| ConversationSummary {
+                artifact_path: format!("server:{}", r.id),
+                id: r.id,
+                title: r.title,
+                created_at: r.updated_at.clone(),
+                updated_at: r.updated_at,
+                message_count: 0,
+                tags: r.tags,
+            })
+            .collect())
+    }
+
+    /// The server's list has no content, so each moment on the page is read (and, with a type
+    /// filter, each moment until the page is full); a moment that no longer parses is
+    /// skipped, not fatal.
+    fn list_moments(
+        &self,
+        project: &Project,
+        limit: usize,
+        offset: usize,
+        kind: Option<&str>,
+    ) -> Result<Vec<MomentSummary>> {
+        let client = project.server_client()?;
+        let project_id = &project.settings.project.id;
+        let mut records = client.list_records(project_id, Kind::Moment)?;
+        // RFC 3339 in UTC sorts as text.
+        records.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
+        let mut matching = 0;
+        let mut page = Vec::new();
+        for record in records.iter().take(MAX_LISTED_MOMENTS) {
+            if page.len() == limit {
+                break;
+            }
+            // Without a filter, the moments before the page need not be read.
+            if kind.is_none() && matching < offset {
+                matching += 1;
+                continue;
+            }
+            let Some(bytes) = client.get_record(project_id, Kind::Moment, &record.id)? else {
+                continue; // deleted meanwhile
+            };
+            let Ok(moment) = artifact::parse_moment(&bytes, &record.id) else {
+                continue;
+            };
+            if kind.is_some_and(|k| k != moment.kind.as_str()) {
+                continue;
+            }
+            matching += 1;
+            if matching <= offset {
+                continue;
+            }
+            page.push(MomentSummary {
+                artifact_path: format!("server:{}", moment.id),
+                kind: moment.kind.as_str().to_string(),
+                content: moment.content,
+                tags: moment.tags,
+                conversation_id: moment.conversation_id,
+                created_at: record.updated_at.clone(),
+                relevance_score: moment.relevance_score,
+                inline: false,
+                id: moment.id,
+            });
+        }
+        Ok(page)
+    }
+
+    fn conversation(&self, project: &Project, id: &str) -> Result<Conversation> {
+        let client = project.server_client()?;
+        let bytes = client
+            .get_record(&project.settings.project.id, Kind::Conversation, id)?
+            .ok_or_else(|| Error::NotFound(format!("no conversation {id} on the sync server")))?;
+        artifact::parse_conversation(&bytes, &format!("{}: conversation {id}", client.url()))
+    }
+
+    /// The server stores standalone moments only.
+    fn moment(&self, project: &Project, id: &str) -> Result<Option<FoundMoment>> {
+        Ok(self.standalone_moment(project, id)?.map(FoundMoment::Standalone))
+    }
+
+    /// The server keeps no per-message index: messages are found through search.
+    fn messages(&self, _project: &Project, id: &str) -> Result<Vec<MessageMatch>> {
+        Err(Error::Usage(format!(
+            "{id} is not a conversation or moment id; in server mode `zblade show` takes those \
+             (find messages with `zblade search`)"
+        )))
+    }
+
+    fn conversation_references(&self, project: &Project, conversation: &Conversation) -> Result<Vec<ReferenceReport>> {
+        Ok(project.hydrate(&refs::references_in_conversation(conversation)))
+    }
+
+    fn moment_references(&self, project: &Project, moment: &Moment) -> Result<Vec<ReferenceReport>> {
+        Ok(project.hydrate(&refs::references_in_moment(moment)))
+    }
+
+    /// The server's keyword search, whatever mode was asked for (it has no vectors).
+    fn search(
+        &self,
+        project: &Project,
+        query: &SearchQuery,
+        _mode: Option<SearchMode>,
+        _snippets: bool,
+    ) -> Result<SearchResults> {
+        let hits = self.hits(project, &query.text, query.limit)?;
+        Ok(SearchResults {
+            mode: SearchMode::Keyword,
+            notice: Some(KEYWORD_ON_SERVER.into()),
+            hits: hits
+                .into_iter()
+                .map(|hit| Hit {
+                    hit,
+                    references: Vec::new(),
+                })
+                .collect(),
+            stale_files: Vec::new(),
+        })
+    }
+
+    fn recent_turns(&self, project: &Project, conversation: &str, n: usize) -> Result<Option<(String, Vec<MemoryText>)>> {
+        let conv = match self.conversation(project, conversation) {
+            Ok(conv) => conv,
+            Err(Error::NotFound(_)) => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        let turns = conv.messages.iter().rev().take(n).map(|m| message_text(&conv, m)).collect();
+        Ok(Some((conv.title.clone(), turns)))
+    }
+
+    fn moment_text(&self, project: &Project, id: &str) -> Result<Option<MemoryText>> {
+        Ok(self.standalone_moment(project, id)?.map(|m| moment_text(&m)))
+    }
+
+    /// The server's keyword hits, read as artifacts: a conversation it found contributes the
+    /// turns that contain query words; code references are checked against the working tree
+    /// here, as in local mode.
+    fn retrieve(
+        &self,
+        project: &Project,
+        text: &str,
+        time: Option<TimeRange>,
+        _mode: Option<SearchMode>,
+    ) -> Result<Retrieved> {
+        let searching = Instant::now();
+        let hits = self.hits(project, text, SERVER_RECORDS)?;
+        let search_ms = millis_since(searching);
+        let scale = retrieval_scale(hits.iter().map(|h| h.score));
+        let terms = query_terms(text);
+        let in_time = |at: Option<DateTime<Utc>>| match (time, at) {
+            (Some((since, until)), Some(t)) => t >= since && t < until,
+            (Some(_), None) => false,
+            (None, _) => true,
+        };
+        let mut candidates = Vec::new();
+        // Code references of the chosen turns and moments, checked together at the end.
+        let mut references = Vec::new();
+        let mut owners: Vec<(f64, Option<DateTime<Utc>>)> = Vec::new();
+        for (position, hit) in hits.iter().enumerate() {
+            let retrieval = scale(hit.score, position);
+            match hit.kind {
+                HitKind::Conversation => {
+                    let conv = match self.conversation(project, &hit.id) {
+                        Ok(conv) => conv,
+                        Err(Error::NotFound(_)) => continue, // deleted since the search
+                        Err(error) => return Err(error),
+                    };
+                    for message in conv.messages.iter().filter(|m| in_time(m.timestamp)) {
+                        let share = term_share(&terms, &message.content);
+                        if share == 0.0 {
+                            continue;
+                        }
+                        let score = retrieval * (0.5 + 0.5 * share);
+                        candidates.push(memory_candidate(
+                            &message_text(&conv, message),
+                            Source::Retrieved,
+                            score,
+                        ));
+                        for (i, reference) in message.code_references.iter().enumerate() {
+                            references.push(refs::stored_reference(
+                                format!("{}/{}/{i}", conv.conversation_id, message.id),
+                                Some(&conv.conversation_id),
+                                Some(&message.id),
+                                None,
+                                reference,
+                            ));
+                            owners.push((score * 0.9, message.timestamp));
+                        }
+                    }
+                }
+                HitKind::Moment => {
+                    let Some(moment) = self.standalone_moment(project, &hit.id)? else {
+                        continue;
+                    };
+                    if !in_time(moment.created_at) {
+                        continue;
+                    }
+                    candidates.push(memory_candidate(&moment_text(&moment), Source::Retrieved, retrieval));
+                    for reference in refs::references_in_moment(&moment) {
+                        references.push(reference);
+                        owners.push((retrieval * 0.9, moment.created_at));
+                    }
+                }
+                HitKind::Message | HitKind::Code => {}
+            }
+        }
+        for (reference, (retrieval, time)) in project.hydrate(&references).iter().zip(owners) {
+            candidates.push(reference_candidate(reference, retrieval, time));
+        }
+        Ok(Retrieved {
+            mode: SearchMode::Keyword,
+            notices: vec![KEYWORD_ON_SERVER.into()],
+            search_ms,
+            candidates,
+        })
+    }
+}
+
+/// A message of a conversation artifact as memory text (the server has no index to read
+/// texts from).
+fn message_text(conv: &Conversation, message: &Message) -> MemoryText {
+    MemoryText {
+        key: format!("{}/{}", conv.conversation_id, message.id),
+        kind: HitKind::Message,
+        conversation_id: Some(conv.conversation_id.clone()),
+        title: Some(conv.title.clone()),
+        id: message.id.clone(),
+        label: message.role.as_str().to_string(),
+        text: message.content.clone(),
+        tags: Vec::new(),
+        time: message.timestamp,
+    }
+}
+
+/// A moment artifact as memory text, its context after its content (as the index has it).
+fn moment_text(moment: &Moment) -> MemoryText {
+    MemoryText {
+        key: moment.id.clone(),
+        kind: HitKind::Moment,
+        conversation_id: moment.conversation_id.clone(),
+        title: None,
+        id: moment.id.clone(),
+        label: moment.kind.as_str().to_string(),
+        text: match moment.context.as_deref().filter(|c| !c.trim().is_empty()) {
+            Some(context) => format!("{}\n{context}", moment.content),
+            None => moment.content.clone(),
+        },
+        tags: moment.tags.clone(),
+        time: moment.created_at,
+    }
+}
+
+/// Lowercase words of a query (two characters or more), for matching turns of a conversation
+/// the server found.
+fn query_terms(text: &str) -> Vec<String> {
+    let mut terms: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| w.chars().count() >= 2)
+        .map(str::to_lowercase)
+        .collect();
+    terms.sort();
+    terms.dedup();
+    terms
+}
+
+/// The share of `terms` that occur in `text` (case-insensitive, as substrings).
+fn term_share(terms: &[String], text: &str) -> f64 {
+    if terms.is_empty() {
+        return 0.0;
+    }
+    let text = text.to_lowercase();
+    terms.iter().filter(|t| text.contains(t.as_str())).count() as f64 / terms.len() as f64
+}
