@@ -481,17 +481,6 @@ pub async fn indexer_status(app: AppHandle) -> AppResult<IndexerStatus> {
     Ok(status)
 }
 
-fn direction_of(name: &str) -> AppResult<MigrationDirection> {
-    match name {
-        "to-server" => Ok(MigrationDirection::ToServer),
-        "to-local" => Ok(MigrationDirection::ToLocal),
-        other => Err(AppError::new(
-            ErrorCode::InvalidInput,
-            format!("{other:?} is not a migration direction (to-server or to-local)"),
-        )),
-    }
-}
-
 /// A client of `url` with `token` (empty: the token saved for that server), after the user's
 /// consent to use the network. Plain http to another machine only with `allow_insecure_http`
 /// (the wizard's box, shown with its warning).
@@ -502,18 +491,8 @@ fn server_client(
     allow_insecure_http: bool,
 ) -> AppResult<zblade_sync::Client> {
     crate::network::require_consent(&state.config(), "Talking to a sync server")?;
-    let url = url.trim().trim_end_matches('/');
-    let token = match token.trim() {
-        "" => zblade_sync::credentials::token(url)?.ok_or_else(|| {
-            AppError::new(
-                ErrorCode::InvalidInput,
-                format!("no token saved for {url}; paste the one `zblade-server user add` printed"),
-            )
-        })?,
-        token => token.to_string(),
-    };
     let transport = zblade_sync::Transport::allowing_plain_http(allow_insecure_http);
-    Ok(zblade_sync::Client::with_transport(url, &token, transport)?)
+    Ok(zblade_engine::connect(url, Some(token), transport)?.0)
 }
 
 /// Checks a server URL and token; returns the user name the token belongs to.
@@ -546,7 +525,7 @@ pub async fn migration_pending(app: AppHandle) -> AppResult<Option<MigrationPend
 #[specta::specta]
 pub async fn migration_plan(
     app: AppHandle,
-    direction: String,
+    direction: MigrationDirection,
     url: String,
     token: String,
     allow_insecure_http: bool,
@@ -555,7 +534,7 @@ pub async fn migration_plan(
         let client = server_client(state, &url, &token, allow_insecure_http)?;
         let mut guard = state.project.lock().map_err(AppError::internal)?;
         let project = guard.as_mut().ok_or_else(AppError::no_project)?;
-        let plan = project.plan_migration(direction_of(&direction)?, &client)?;
+        let plan = project.plan_migration(direction, &client)?;
         let (conversations, moments) = plan.counts();
         Ok(MigrationPlanView {
             direction: plan.direction,
@@ -579,7 +558,7 @@ pub async fn migration_plan(
 #[specta::specta]
 pub async fn migrate(
     app: AppHandle,
-    direction: String,
+    direction: MigrationDirection,
     url: String,
     token: String,
     allow_insecure_http: bool,
@@ -589,7 +568,6 @@ pub async fn migrate(
         let mut guard = state.project.lock().map_err(AppError::internal)?;
         let project = guard.as_mut().ok_or_else(AppError::no_project)?;
         let emitter = app.clone();
-        let direction = direction_of(&direction)?;
         let report = project.migrate(direction, &client, &mut |phase, done, total| {
             let _ = MigrationProgress {
                 phase: format!("{phase:?}").to_lowercase(),

@@ -121,7 +121,7 @@ fn watching_reports_a_reference_that_moved() {
         unreachable!()
     };
     assert_eq!(changed.len(), 1);
-    assert_eq!(changed[0].status, "shifted");
+    assert_eq!(changed[0].status, zblade_engine::ReferenceStatus::Shifted);
     assert_eq!(changed[0].live.as_ref().unwrap().lines, [7, 11]);
     indexer.stop();
 }

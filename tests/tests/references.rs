@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use zblade_engine::{Project, ReferenceReport, WatchEvent, WatchOptions};
+use zblade_engine::{Project, ReferenceReport, ReferenceStatus, WatchEvent, WatchOptions};
 use zblade_tests::{GitFixture, code_lines, referencing_conversation};
 
 const KEY: &str = "conv_ref/msg_1/0";
@@ -62,10 +62,10 @@ fn capture_records_anchor_blob_and_commit() {
 #[test]
 fn lines_inserted_above_shift_the_reference() {
     let (repo, mut project) = project_with_reference();
-    assert_eq!(check(&mut project).status, "ok");
+    assert_eq!(check(&mut project).status, ReferenceStatus::Ok);
     repo.write("src/lib.rs", &format!("// one\n// two\n// three\n{}", code_lines(100)));
     let r = check(&mut project);
-    assert_eq!(r.status, "shifted");
+    assert_eq!(r.status, ReferenceStatus::Shifted);
     assert_eq!(live(&r), ("src/lib.rs".into(), [43, 53]));
     let drift = r.drift.expect("the file changed");
     assert_eq!(drift.commits_since, Some(0), "not committed yet");
@@ -82,7 +82,7 @@ fn a_partly_edited_range_is_modified_and_shows_current_code() {
         .replace("compute_45(", "recompute_45(");
     repo.write("src/lib.rs", &text);
     let r = check(&mut project);
-    assert_eq!(r.status, "modified");
+    assert_eq!(r.status, ReferenceStatus::Modified);
     assert_eq!(live(&r).1, [40, 50]);
     assert!(r.similarity > 0.7 && r.similarity < 1.0, "{}", r.similarity);
     // Hydration reads the working tree now: the edited line, never the captured one.
@@ -114,12 +114,12 @@ fn deleting_the_file_makes_the_reference_missing() {
     let (repo, mut project) = project_with_reference();
     std::fs::remove_file(repo.root().join("src/lib.rs")).unwrap();
     let r = check(&mut project);
-    assert_eq!(r.status, "missing");
+    assert_eq!(r.status, ReferenceStatus::Missing);
     assert!(r.live.is_none());
     assert!(r.reason.unwrap().contains("not found"));
     assert_eq!(
         project.live_location(KEY).unwrap().unwrap().status,
-        "missing",
+        ReferenceStatus::Missing,
         "stored in the index"
     );
 }
@@ -152,12 +152,12 @@ fn crlf_files_anchor_like_lf_files() {
             "c.json",
         )
         .unwrap();
-    assert_eq!(check(&mut project).status, "ok");
+    assert_eq!(check(&mut project).status, ReferenceStatus::Ok);
     let code = project.reference(KEY).unwrap().code.unwrap();
     assert_eq!(code[0], "    let value_10 = compute_10(input, 10);", "no stray \\r");
     repo.write("win.cs", &code_lines(60)); // converted to LF: same lines, different bytes
     let r = check(&mut project);
-    assert_eq!(r.status, "ok");
+    assert_eq!(r.status, ReferenceStatus::Ok);
     assert!(r.drift.is_some());
 }
 
@@ -173,11 +173,11 @@ fn binary_huge_and_past_the_end_references_are_refused_cleanly() {
     project.add_conversation(conv.to_string().as_bytes(), "c.json").unwrap();
     let reports = project.check_references().unwrap();
     let by = |file: &str| reports.iter().find(|r| r.captured.file == file).unwrap();
-    assert_eq!(by("logo.png").status, "unreadable");
+    assert_eq!(by("logo.png").status, ReferenceStatus::Unreadable);
     assert_eq!(by("logo.png").reason.as_deref(), Some("binary file"));
-    assert_eq!(by("huge.log").status, "unreadable");
+    assert_eq!(by("huge.log").status, ReferenceStatus::Unreadable);
     assert!(by("huge.log").reason.as_ref().unwrap().contains("10 MB"));
-    assert_eq!(by("small.rs").status, "missing");
+    assert_eq!(by("small.rs").status, ReferenceStatus::Missing);
     assert!(by("small.rs").reason.as_ref().unwrap().contains("past the end"));
 }
 
@@ -243,7 +243,7 @@ impl Watching {
     }
 
     /// Waits until an update reports `key` with the given status.
-    fn until(&self, status: &str) -> ReferenceReport {
+    fn until(&self, status: ReferenceStatus) -> ReferenceReport {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
             if let Ok(WatchEvent::Updated { changed, .. }) = self.events.recv_timeout(Duration::from_millis(200))
@@ -273,25 +273,25 @@ fn the_watcher_keeps_live_locations_current() {
 
     // A save that inserts lines above the range.
     repo.write("src/lib.rs", &format!("// a\n// b\n{}", code_lines(100)));
-    let r = watching.until("shifted");
+    let r = watching.until(ReferenceStatus::Shifted);
     assert_eq!(live(&r).1, [42, 52]);
 
     // An editor that writes a temp file and renames it over the original.
     let tmp = repo.root().join("src/.lib.rs.swp");
     std::fs::write(&tmp, code_lines(100)).unwrap();
     std::fs::rename(&tmp, repo.root().join("src/lib.rs")).unwrap();
-    assert_eq!(live(&watching.until("ok")).1, [40, 50]);
+    assert_eq!(live(&watching.until(ReferenceStatus::Ok)).1, [40, 50]);
 
     // A rename seen by inotify as a pair of events.
     std::fs::rename(repo.root().join("src/lib.rs"), repo.root().join("src/renamed.rs")).unwrap();
-    assert_eq!(live(&watching.until("moved")).0, "src/renamed.rs");
+    assert_eq!(live(&watching.until(ReferenceStatus::Moved)).0, "src/renamed.rs");
 
     // A move across directories by delete + create (the rename pair is lost).
     let text = repo.read("src/renamed.rs");
     std::fs::remove_file(repo.root().join("src/renamed.rs")).unwrap();
-    watching.until("missing");
+    watching.until(ReferenceStatus::Missing);
     repo.write("elsewhere/again.rs", &text);
-    assert_eq!(live(&watching.until("moved")).0, "elsewhere/again.rs");
+    assert_eq!(live(&watching.until(ReferenceStatus::Moved)).0, "elsewhere/again.rs");
 
     // Live locations are in the index, for other processes to read.
     let reader = Project::open(repo.root()).unwrap();
@@ -312,9 +312,9 @@ fn the_watcher_rechecks_everything_when_head_moves() {
     repo.git(&["checkout", "-q", "main"]);
     let watching = Watching::start(repo.root(), WatchOptions::default());
     repo.git(&["checkout", "-q", "other"]);
-    assert_eq!(live(&watching.until("shifted")).1, [41, 51]);
+    assert_eq!(live(&watching.until(ReferenceStatus::Shifted)).1, [41, 51]);
     repo.git(&["checkout", "-q", "main"]);
-    assert_eq!(live(&watching.until("ok")).1, [40, 50]);
+    assert_eq!(live(&watching.until(ReferenceStatus::Ok)).1, [40, 50]);
 }
 
 #[test]
@@ -333,7 +333,7 @@ fn without_live_events_the_watcher_says_so_once_and_rescans() {
         watching.notices
     );
     repo.write("src/lib.rs", &format!("// x\n{}", code_lines(100)));
-    assert_eq!(live(&watching.until("shifted")).1, [41, 51]);
+    assert_eq!(live(&watching.until(ReferenceStatus::Shifted)).1, [41, 51]);
     let notices = watching
         .events
         .try_iter()

@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use zblade_engine::{ContextFormat, ContextTier, SearchKind, SearchMode};
 
 /// zblade: an unlimited, trustworthy memory of a project for AI coding assistants.
 ///
@@ -45,64 +46,13 @@ pub enum Command {
         id: String,
     },
     /// Search messages, moments, conversations and project files: keyword, semantic or hybrid.
-    Search {
-        /// What to look for; any text is safe, including quotes and operators.
-        #[arg(required = true, num_args = 1..)]
-        query: Vec<String>,
-        /// Most results to show.
-        #[arg(long, short = 'n', default_value_t = 10)]
-        limit: usize,
-        /// What to search.
-        #[arg(long, value_enum, default_value_t = KindArg::All)]
-        kind: KindArg,
-        /// keyword (BM25), semantic (embeddings) or hybrid (both, fused). Default: hybrid when
-        /// an embedding model is installed and `zblade index` has run, else keyword.
-        #[arg(long, value_enum)]
-        mode: Option<ModeArg>,
-        /// Only this conversation's messages and moments.
-        #[arg(long, value_name = "ID")]
-        conversation: Option<String>,
-        /// Only code under this path, and messages and moments that reference code under it.
-        #[arg(long, value_name = "PREFIX")]
-        path: Option<String>,
-        /// Only what was written (code: modified) at or after this time: YYYY-MM-DD, an RFC
-        /// 3339 time, or an age like 7d or 12h.
-        #[arg(long, value_name = "TIME")]
-        since: Option<String>,
-        /// Only what was written (code: modified) before this time (same forms as --since).
-        #[arg(long, value_name = "TIME")]
-        until: Option<String>,
-    },
+    Search(SearchArgs),
     /// Assemble the memory most useful for QUERY into a token budget: instructions, what the
     /// query names (@file:PATH[:A-B], @conv:ID, @moment:ID), the active conversation's recent
     /// turns, and hybrid search hits with their code as it is now. Time phrases ("yesterday",
     /// "last week", "in March") narrow the search. Prints the pack; --receipt (always in
     /// --json) lists every candidate, included or dropped, and why.
-    Context {
-        /// What the assistant is being asked now.
-        #[arg(required = true, num_args = 1..)]
-        query: Vec<String>,
-        /// Token budget for the whole pack (cl100k_base tokens). Default: context.max_tokens
-        /// in settings (8000).
-        #[arg(long, value_name = "TOKENS")]
-        budget: Option<usize>,
-        /// The conversation the user is in: its recent turns are working context.
-        #[arg(long, value_name = "ID")]
-        conversation: Option<String>,
-        /// xml (`<unlimited_context>`), markdown or json.
-        #[arg(long, value_enum, default_value_t = FormatArg::Xml)]
-        format: FormatArg,
-        /// smart: pointers (path, lines, summary, size) for long retrieved texts, for models
-        /// that can call tools; balanced and fast: full content, 10 and 5 recent turns.
-        #[arg(long, value_enum, default_value_t = TierArg::Balanced)]
-        tier: TierArg,
-        /// How retrieval searches (default: hybrid when available, else keyword).
-        #[arg(long, value_enum)]
-        mode: Option<ModeArg>,
-        /// Also print the receipt.
-        #[arg(long)]
-        receipt: bool,
-    },
+    Context(ContextArgs),
     /// Moments: find decisions, solutions and patterns in conversations.
     #[command(subcommand)]
     Moments(MomentsCommand),
@@ -450,4 +400,105 @@ pub enum MomentsCommand {
         /// The conversation (default: every conversation).
         conversation: Option<String>,
     },
+}
+
+/// `zblade search` arguments.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// What to look for; any text is safe, including quotes and operators.
+    #[arg(required = true, num_args = 1..)]
+    pub query: Vec<String>,
+    /// Most results to show.
+    #[arg(long, short = 'n', default_value_t = 10)]
+    pub limit: usize,
+    /// What to search.
+    #[arg(long, value_enum, default_value_t = KindArg::All)]
+    pub kind: KindArg,
+    /// keyword (BM25), semantic (embeddings) or hybrid (both, fused). Default: hybrid when
+    /// an embedding model is installed and `zblade index` has run, else keyword.
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Only this conversation's messages and moments.
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// Only code under this path, and messages and moments that reference code under it.
+    #[arg(long, value_name = "PREFIX")]
+    pub path: Option<String>,
+    /// Only what was written (code: modified) at or after this time: YYYY-MM-DD, an RFC
+    /// 3339 time, or an age like 7d or 12h.
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Only what was written (code: modified) before this time (same forms as --since).
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+}
+
+/// `zblade context` arguments.
+#[derive(Debug, Args)]
+pub struct ContextArgs {
+    /// What the assistant is being asked now.
+    #[arg(required = true, num_args = 1..)]
+    pub query: Vec<String>,
+    /// Token budget for the whole pack (cl100k_base tokens). Default: context.max_tokens
+    /// in settings (8000).
+    #[arg(long, value_name = "TOKENS")]
+    pub budget: Option<usize>,
+    /// The conversation the user is in: its recent turns are working context.
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// xml (`<unlimited_context>`), markdown or json.
+    #[arg(long, value_enum, default_value_t = FormatArg::Xml)]
+    pub format: FormatArg,
+    /// smart: pointers (path, lines, summary, size) for long retrieved texts, for models
+    /// that can call tools; balanced and fast: full content, 10 and 5 recent turns.
+    #[arg(long, value_enum, default_value_t = TierArg::Balanced)]
+    pub tier: TierArg,
+    /// How retrieval searches (default: hybrid when available, else keyword).
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Also print the receipt.
+    #[arg(long)]
+    pub receipt: bool,
+}
+
+impl From<KindArg> for SearchKind {
+    fn from(kind: KindArg) -> SearchKind {
+        match kind {
+            KindArg::All => SearchKind::All,
+            KindArg::Messages => SearchKind::Messages,
+            KindArg::Moments => SearchKind::Moments,
+            KindArg::Conversations => SearchKind::Conversations,
+            KindArg::Code => SearchKind::Code,
+        }
+    }
+}
+
+impl From<ModeArg> for SearchMode {
+    fn from(mode: ModeArg) -> SearchMode {
+        match mode {
+            ModeArg::Keyword => SearchMode::Keyword,
+            ModeArg::Semantic => SearchMode::Semantic,
+            ModeArg::Hybrid => SearchMode::Hybrid,
+        }
+    }
+}
+
+impl From<FormatArg> for ContextFormat {
+    fn from(format: FormatArg) -> ContextFormat {
+        match format {
+            FormatArg::Xml => ContextFormat::Xml,
+            FormatArg::Markdown => ContextFormat::Markdown,
+            FormatArg::Json => ContextFormat::Json,
+        }
+    }
+}
+
+impl From<TierArg> for ContextTier {
+    fn from(tier: TierArg) -> ContextTier {
+        match tier {
+            TierArg::Smart => ContextTier::Smart,
+            TierArg::Balanced => ContextTier::Balanced,
+            TierArg::Fast => ContextTier::Fast,
+        }
+    }
 }

@@ -123,7 +123,8 @@ pub struct SearchHit {
 /// The answer to a search.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SearchAnswer {
-    /// The query as the server read it.
+    /// The query as the server read it (the client needs only the hits).
+    #[serde(default)]
     pub query: String,
     /// Best first.
     pub hits: Vec<SearchHit>,

@@ -48,6 +48,7 @@ pub use migrate::{
 };
 pub use models::{ModelDownload, ModelEntry, ModelImport, models_dir};
 pub use project::{AddOutcome, InitReport, Project, ReindexReport};
+pub use remote::connect;
 pub use refs::{Location, ReferenceReport};
 pub use search::{Hit, SearchResults};
 pub use semantic::{

@@ -16,16 +16,20 @@ impl Project {
                 "no sync server is set up (storage.server_url is empty); `zblade migrate to-server --server URL` sets one".into(),
             ));
         }
-        let token = zblade_sync::credentials::token(url)?.ok_or_else(|| {
-            Error::Usage(format!(
-                "no token for {url}; set ZBLADE_TOKEN or run `zblade migrate to-server --server {url} --token TOKEN`"
-            ))
-        })?;
-        Client::with_transport(url, &token, self.transport())
+        Ok(connect(url, None, self.transport())?.0)
+    }
+
+    /// How to reach `server`: plain http elsewhere when `allow_insecure_http` says so, or
+    /// when this project's saved choice for that very server does.
+    pub fn transport_for(&self, server: &str, allow_insecure_http: bool) -> zblade_sync::Transport {
+        if server.trim_end_matches('/') == self.settings.storage.server_url.trim_end_matches('/') && !allow_insecure_http {
+            return self.transport();
+        }
+        zblade_sync::Transport::allowing_plain_http(allow_insecure_http)
     }
 
     /// Whether plain http to another machine was allowed for this project's server.
-    pub fn transport(&self) -> zblade_sync::Transport {
+    pub(crate) fn transport(&self) -> zblade_sync::Transport {
         zblade_sync::Transport::allowing_plain_http(self.settings.storage.allow_insecure_http)
     }
 
@@ -102,4 +106,22 @@ impl Project {
         }
         Ok(sent)
     }
+}
+
+/// A client of the sync server at `url`, as every face connects: the URL without trailing
+/// slashes, `token` when one is given (else `ZBLADE_TOKEN` or the token saved for that
+/// server), and plain http to another machine only when `transport` allows it. Returns the
+/// client and the token it uses (a finished migration to the server saves it).
+pub fn connect(url: &str, token: Option<&str>, transport: zblade_sync::Transport) -> Result<(Client, String)> {
+    let url = url.trim().trim_end_matches('/');
+    let token = match token.map(str::trim).filter(|t| !t.is_empty()) {
+        Some(token) => token.to_string(),
+        None => zblade_sync::credentials::token(url)?.ok_or_else(|| {
+            Error::Usage(format!(
+                "no token for {url}: give the one `zblade-server user add` printed (--token), or set ZBLADE_TOKEN"
+            ))
+        })?,
+    };
+    let client = Client::with_transport(url, &token, transport)?;
+    Ok((client, token))
 }

@@ -349,7 +349,7 @@ wizard_completed: boolean;
 /**
  * Where new projects keep memory: `local` (the default) or `server`.
  */
-storage_mode: string; 
+storage_mode: StorageMode; 
 /**
  * The user allowed network use (model downloads; a sync server). Off until they say so.
  */
@@ -448,13 +448,13 @@ budget: number;
  */
 conversation: string | null; 
 /**
- * smart, balanced or fast.
+ * The reading model's tier.
  */
-tier: string; 
+tier: Tier; 
 /**
- * xml, markdown or json.
+ * The output format.
  */
-format: string }
+format: Format }
 /**
  * An assembled context.
  */
@@ -544,6 +544,18 @@ message_count: number;
  */
 tags: string[] }
 /**
+ * Which way memory moves.
+ */
+export type Direction = 
+/**
+ * Local artifacts up to the server.
+ */
+"to-server" | 
+/**
+ * Server records down into local artifacts.
+ */
+"to-local"
+/**
  * Progress of a model download.
  */
 export type DownloadProgress = { 
@@ -620,6 +632,22 @@ export type ErrorCode =
  */
 "internal"
 /**
+ * Output format.
+ */
+export type Format = 
+/**
+ * `<unlimited_context>` with sessions, turns, moments and code.
+ */
+"xml" | 
+/**
+ * Headings and fenced code.
+ */
+"markdown" | 
+/**
+ * One JSON object.
+ */
+"json"
+/**
  * Reference health: counts and the references that need a look.
  */
 export type HealthView = { 
@@ -635,6 +663,26 @@ drifted: ReferenceView[];
  * Missing, unreadable, moved or modified references.
  */
 problems: ReferenceView[] }
+/**
+ * The kind of record a hit points at.
+ */
+export type HitKind = 
+/**
+ * A message; `id` is the message id.
+ */
+"message" | 
+/**
+ * A moment; `id` is the moment id.
+ */
+"moment" | 
+/**
+ * A conversation; `id` is the conversation id.
+ */
+"conversation" | 
+/**
+ * A chunk of a project file; `id` is `PATH:START-END`.
+ */
+"code"
 /**
  * What the background indexer is doing.
  */
@@ -700,9 +748,9 @@ export type MessageView = {
  */
 id: string; 
 /**
- * user, assistant, system or tool.
+ * Who wrote it.
  */
-role: string; 
+role: Role; 
 /**
  * Markdown text.
  */
@@ -720,9 +768,9 @@ references: ReferenceView[] }
  */
 export type MigrationPendingView = { 
 /**
- * `to-server` or `to-local`.
+ * Which way.
  */
-direction: string; 
+direction: Direction; 
 /**
  * The server.
  */
@@ -732,17 +780,17 @@ server: string;
  */
 items: number; 
 /**
- * Where it stopped: `copy`, `verify`, `flip` or `done`.
+ * Where it stopped.
  */
-phase: string }
+phase: Phase }
 /**
  * What a migration will move (the wizard's plan step).
  */
 export type MigrationPlanView = { 
 /**
- * `to-server` or `to-local`.
+ * Which way.
  */
-direction: string; 
+direction: Direction; 
 /**
  * The server.
  */
@@ -802,7 +850,7 @@ code_blocks_to_references: number;
 /**
  * The storage mode now.
  */
-mode: string }
+mode: StorageMode }
 /**
  * One moment.
  */
@@ -832,6 +880,26 @@ conversation_id: string | null;
  */
 created_at: string }
 /**
+ * Where a migration stands.
+ */
+export type Phase = 
+/**
+ * Copying planned items.
+ */
+"copy" | 
+/**
+ * Reading them back from the destination.
+ */
+"verify" | 
+/**
+ * Switching `storage.mode`.
+ */
+"flip" | 
+/**
+ * Finished.
+ */
+"done"
+/**
  * The open project.
  */
 export type ProjectInfo = { 
@@ -848,9 +916,9 @@ name: string;
  */
 project_id: string; 
 /**
- * `local` or `server`.
+ * Where its memory lives.
  */
-storage_mode: string }
+storage_mode: StorageMode }
 /**
  * The project at a glance, for the status bar and the health view.
  */
@@ -912,9 +980,9 @@ key: string;
  */
 label: string; 
 /**
- * instructions, explicit, recent, summary or retrieved.
+ * Where it came from.
  */
-source: string; 
+source: Source; 
 /**
  * Tokens it takes in the pack (0 when dropped).
  */
@@ -956,6 +1024,34 @@ name: string;
  */
 opened_at: string }
 /**
+ * A code reference's live status.
+ */
+export type ReferenceStatus = 
+/**
+ * The same lines at the same place.
+ */
+"ok" | 
+/**
+ * The same lines at another place in the same file.
+ */
+"shifted" | 
+/**
+ * Partly changed; the range is the best match and a similarity says how close.
+ */
+"modified" | 
+/**
+ * Found in another file (renamed or moved).
+ */
+"moved" | 
+/**
+ * The file or the lines are gone.
+ */
+"missing" | 
+/**
+ * The file cannot be read as text (binary, over 10 MB, outside the project, a secret).
+ */
+"unreadable"
+/**
  * A code reference with its live status.
  */
 export type ReferenceView = { 
@@ -964,9 +1060,9 @@ export type ReferenceView = {
  */
 key: string; 
 /**
- * ok, shifted, modified, moved, missing or unreadable.
+ * How it fared since capture.
  */
-status: string; 
+status: ReferenceStatus; 
 /**
  * The file changed since capture (git blob differs).
  */
@@ -1036,6 +1132,26 @@ trigger: string;
  */
 health: StatusCount[] }
 /**
+ * Who wrote a message.
+ */
+export type Role = 
+/**
+ * The person.
+ */
+"user" | 
+/**
+ * The AI assistant.
+ */
+"assistant" | 
+/**
+ * A system prompt.
+ */
+"system" | 
+/**
+ * Output of a tool call.
+ */
+"tool"
+/**
  * Score parts of a ranked candidate.
  */
 export type ScoreView = { 
@@ -1068,9 +1184,9 @@ redundancy: number }
  */
 export type SearchHitView = { 
 /**
- * message, moment, conversation or code.
+ * What was found.
  */
-kind: string; 
+kind: HitKind; 
 /**
  * Its id (`PATH:START-END` for code).
  */
@@ -1112,6 +1228,46 @@ lines: [number, number] | null;
  */
 references: ReferenceView[] }
 /**
+ * Which kinds of records a search covers.
+ */
+export type SearchKind = 
+/**
+ * Messages and moments, merged by score.
+ */
+"all" | 
+/**
+ * Messages only.
+ */
+"messages" | 
+/**
+ * Moments only.
+ */
+"moments" | 
+/**
+ * Conversations, by title, tags and their best-matching message.
+ */
+"conversations" | 
+/**
+ * Chunks of project files.
+ */
+"code"
+/**
+ * How to search.
+ */
+export type SearchMode = 
+/**
+ * FTS5 and BM25 only.
+ */
+"keyword" | 
+/**
+ * Vectors only.
+ */
+"semantic" | 
+/**
+ * Both, merged by reciprocal rank fusion.
+ */
+"hybrid"
+/**
  * What to search.
  */
 export type SearchRequest = { 
@@ -1120,9 +1276,9 @@ export type SearchRequest = {
  */
 text: string; 
 /**
- * all, messages, moments, conversations or code.
+ * What to search.
  */
-kind: string; 
+kind: SearchKind; 
 /**
  * Only files under this path (code hits and references).
  */
@@ -1136,9 +1292,9 @@ limit: number }
  */
 export type SearchResultsView = { 
 /**
- * keyword, semantic or hybrid: what ran.
+ * What ran.
  */
-mode: string; 
+mode: SearchMode; 
 /**
  * Why hybrid could not run, when it could not.
  */
@@ -1162,7 +1318,7 @@ app: AppConfig;
 /**
  * The open project's storage mode (`None`: no project open).
  */
-project_storage_mode: string | null; 
+project_storage_mode: StorageMode | null; 
 /**
  * Embedding models, installed and known.
  */
@@ -1184,6 +1340,32 @@ compressor_notice: string | null;
  */
 ignored_paths: string[] }
 /**
+ * Where a candidate came from. The order is the packing priority (seed 004, "Context Budget
+ * Management"): instructions always, then what the query named explicitly, then the active
+ * conversation's recent turns, then retrieved memory.
+ */
+export type Source = 
+/**
+ * `.zblade/instructions.md`.
+ */
+"instructions" | 
+/**
+ * An `@file:`, `@conv:` or `@moment:` reference in the query.
+ */
+"explicit" | 
+/**
+ * The recency window of the active conversation.
+ */
+"recent" | 
+/**
+ * The stored summary of the active conversation (what came before its recent turns).
+ */
+"summary" | 
+/**
+ * Found by search (hybrid, or keyword without a model).
+ */
+"retrieved"
+/**
  * A status and how many references have it.
  */
 export type StatusCount = { 
@@ -1196,13 +1378,42 @@ status: string;
  */
 count: number }
 /**
+ * Where a project's memory lives.
+ */
+export type StorageMode = 
+/**
+ * Artifacts and index under `.zblade/`; nothing leaves the machine.
+ */
+"local" | 
+/**
+ * Conversations live on a sync server.
+ */
+"server"
+/**
+ * How the reading model works (seed 004, "Model Tiers"): smart models can call tools, so
+ * they get pointers to retrieved memory and read what they need; the others get content.
+ */
+export type Tier = 
+/**
+ * Pointers (path, lines, one-line summary, tokens) for retrieved memory; 20 recent turns.
+ */
+"smart" | 
+/**
+ * Full content; 10 recent turns.
+ */
+"balanced" | 
+/**
+ * Full content; 5 recent turns.
+ */
+"fast"
+/**
  * What the wizard decided.
  */
 export type WizardChoice = { 
 /**
- * `local` (the default) or `server`.
+ * Local (the default) or server.
  */
-storage_mode: string; 
+storage_mode: StorageMode; 
 /**
  * Allow network use (model downloads; a sync server).
  */

@@ -3,7 +3,7 @@
 // benchmark reads `window.__zbladeSearchTimings`).
 import { tick } from "svelte";
 import { call, commands } from "./api";
-import type { SearchResultsView } from "./bindings";
+import type { SearchKind, SearchResultsView } from "./bindings";
 
 declare global {
   interface Window {
@@ -13,7 +13,7 @@ declare global {
 
 export class LiveSearch {
   text = $state("");
-  kind = $state("all");
+  kind = $state<SearchKind>("all");
   pathPrefix = $state("");
   results = $state<SearchResultsView | null>(null);
   error = $state<string | null>(null);

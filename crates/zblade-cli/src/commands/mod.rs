@@ -1,0 +1,60 @@
+//! One module per `zblade` command. Each takes the parsed arguments and a [`Ctx`] (the
+//! project root, `--json`, standard output) and calls the engine; rendering is in
+//! `render.rs`, so a command file reads as "what this command does".
+
+pub(crate) mod add;
+pub(crate) mod compressor;
+pub(crate) mod context;
+pub(crate) mod fsck;
+pub(crate) mod gc;
+pub(crate) mod index;
+pub(crate) mod init;
+pub(crate) mod list;
+pub(crate) mod migrate;
+pub(crate) mod models;
+pub(crate) mod moments;
+pub(crate) mod refs;
+pub(crate) mod reindex;
+pub(crate) mod search;
+pub(crate) mod show;
+pub(crate) mod status;
+pub(crate) mod summarize;
+pub(crate) mod sync_metadata;
+pub(crate) mod watch;
+
+use std::io::{IsTerminal, StdoutLock};
+use std::path::PathBuf;
+
+use zblade_engine::{Error, Project};
+
+use crate::progress::Bar;
+use crate::render::Out;
+
+/// What every command gets: where the project is, how to print, and whether `--json` is on.
+pub(crate) struct Ctx<'a> {
+    /// The project root (`--project`, or discovered from the current directory).
+    pub root: PathBuf,
+    /// `--json`: machine-readable output, notes off.
+    pub json: bool,
+    /// Standard output, text or JSON.
+    pub out: Out<StdoutLock<'a>>,
+}
+
+impl Ctx<'_> {
+    /// Opens the project at the root.
+    pub fn open(&self) -> Result<Project, Error> {
+        Project::open(&self.root)
+    }
+
+    /// A progress bar on standard error, drawn only for people (a terminal, no `--json`).
+    pub fn bar(&self) -> Bar {
+        Bar::new(std::io::stderr().is_terminal() && !self.json)
+    }
+
+    /// A one-line note on standard error for people; nothing with `--json`.
+    pub fn notice(&self, notice: &str) {
+        if !self.json {
+            eprintln!("zblade: note: {notice}");
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! `zblade status`: counts, sizes, storage mode and index health.
+
+use zblade_engine::Error;
+
+use super::Ctx;
+
+pub(crate) fn run(cx: &mut Ctx) -> Result<(), Error> {
+    let project = cx.open()?;
+    // A damaged index shows in the status itself; reference counts are then unknown.
+    let health = project.reference_health().unwrap_or_default();
+    cx.out.status(&project.status()?, &health)
+}
