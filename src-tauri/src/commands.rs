@@ -6,9 +6,7 @@ use std::time::Instant;
 
 use tauri::{AppHandle, Manager};
 use tauri_specta::Event;
-use zblade_engine::{
-    ContextRequest, MigrationDirection, Project, ReferenceStatus, SearchFilter, SearchQuery, Shown,
-};
+use zblade_engine::{ContextRequest, MigrationDirection, Project, ReferenceStatus, SearchFilter, SearchQuery, Shown};
 
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::events::{DownloadProgress, IndexerStatus, MigrationProgress};
@@ -289,7 +287,11 @@ pub async fn reference_health(app: AppHandle) -> AppResult<HealthView> {
         let views: Vec<ReferenceView> = reports.iter().map(|r| ReferenceView::of(r, false)).collect();
         Ok(HealthView {
             counts: crate::health_counts(project)?,
-            drifted: views.iter().filter(|r| r.drift && r.status == ReferenceStatus::Ok).cloned().collect(),
+            drifted: views
+                .iter()
+                .filter(|r| r.drift && r.status == ReferenceStatus::Ok)
+                .cloned()
+                .collect(),
             problems: views.into_iter().filter(|r| r.status != ReferenceStatus::Ok).collect(),
         })
     })

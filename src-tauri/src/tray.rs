@@ -17,8 +17,8 @@ pub struct Tray {
     pause: MenuItem<Wry>,
 }
 
-const ICON: &[u8] = include_bytes!("../icons/tray.png");
-const ICON_PAUSED: &[u8] = include_bytes!("../icons/tray-paused.png");
+const ICON: &[u8] = include_bytes!("../../icons/tray.png");
+const ICON_PAUSED: &[u8] = include_bytes!("../../icons/tray-paused.png");
 
 /// Builds the tray icon and its menu.
 pub fn build(app: &AppHandle) -> tauri::Result<Tray> {

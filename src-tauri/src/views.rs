@@ -5,8 +5,9 @@
 use serde::{Deserialize, Serialize};
 use specta::Type;
 use zblade_engine::{
-    ContextFormat, ContextSource as Source, ContextTier, ConversationSummary, Hit, HitKind, Message, MigrationDirection,
-    MigrationPhase, MomentSummary, ReferenceReport, ReferenceStatus, Role, SearchKind, SearchMode, StorageMode,
+    ContextFormat, ContextSource as Source, ContextTier, ConversationSummary, Hit, HitKind, Message,
+    MigrationDirection, MigrationPhase, MomentSummary, ReferenceReport, ReferenceStatus, Role, SearchKind, SearchMode,
+    StorageMode,
 };
 
 use crate::config::AppConfig;

@@ -116,4 +116,3 @@ impl<W: Write> Out<W> {
         self.writer().flush().map_err(|e| Error::io("<stdout>", e))
     }
 }
-

@@ -75,9 +75,16 @@ pub enum Error {
     /// before it touched the disk, the index or a prompt.
     #[error("refused: {0}")]
     Untrusted(String),
-    /// The SQLite index failed in a way the user did not cause.
-    #[error("index: {0}")]
-    Index(String),
+    /// The index (SQLite, or the vector table) failed in a way the user did not cause. The
+    /// library's error is kept as the source, for logs and for callers that inspect it.
+    #[error("index: {message}")]
+    Index {
+        /// What failed, with the file it concerned.
+        message: String,
+        /// The library's error.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// Long work stopped between two complete steps because the caller asked it to (the app
     /// quitting or pausing its indexer); what was written before is whole and consistent.
     #[error("interrupted")]
@@ -89,6 +96,9 @@ pub enum Error {
         path: PathBuf,
         /// What SQLite reported.
         message: String,
+        /// SQLite's error, when this came from one.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
 }
 
@@ -113,7 +123,7 @@ impl Error {
             Error::Io { .. } => "io",
             Error::Network(_) => "network",
             Error::Untrusted(_) => "untrusted",
-            Error::Index(_) => "index",
+            Error::Index { .. } => "index",
             Error::IndexCorrupt { .. } => "index_corrupt",
             Error::Interrupted => "interrupted",
         }
@@ -140,6 +150,14 @@ impl Error {
         Error::Io {
             path: path.as_ref().to_path_buf(),
             source,
+        }
+    }
+
+    /// An [`Error::Index`] with the library error that caused it.
+    pub fn index(message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Error::Index {
+            message: message.into(),
+            source: Some(Box::new(source)),
         }
     }
 

@@ -149,7 +149,10 @@ fn main() {
         let started = Instant::now();
         let reports = project.check_references().unwrap();
         switch.push(started.elapsed());
-        let shifted = reports.iter().filter(|r| r.status == zblade_engine::ReferenceStatus::Shifted).count();
+        let shifted = reports
+            .iter()
+            .filter(|r| r.status == zblade_engine::ReferenceStatus::Shifted)
+            .count();
         assert_eq!(shifted, if round % 2 == 0 { total_refs / 2 } else { 0 });
         let started = Instant::now();
         let out = Command::new("git")

@@ -106,7 +106,11 @@ pub(crate) fn memory_candidate(text: &MemoryText, source: Source, retrieval: f64
 
 /// A code reference as a candidate: the code at its live location, with its status; a
 /// reference whose code is gone says so instead of showing what used to be there.
-pub(crate) fn reference_candidate(reference: &ReferenceReport, retrieval: f64, owner_time: Option<DateTime<Utc>>) -> Candidate {
+pub(crate) fn reference_candidate(
+    reference: &ReferenceReport,
+    retrieval: f64,
+    owner_time: Option<DateTime<Utc>>,
+) -> Candidate {
     let location = reference.live.as_ref().unwrap_or(&reference.captured);
     let text = match (&reference.code, reference.status.as_str()) {
         (Some(lines), _) if !lines.is_empty() => lines.join("\n"),
@@ -205,7 +209,14 @@ impl Project {
             search_text = search_text.chars().take(MAX_QUERY_CHARS).collect();
         }
         let mut timings = ContextTimings::default();
-        let mode = self.memory_candidates(&analysis, request, &search_text, &mut candidates, &mut notices, &mut timings)?;
+        let mode = self.memory_candidates(
+            &analysis,
+            request,
+            &search_text,
+            &mut candidates,
+            &mut notices,
+            &mut timings,
+        )?;
         timings.gather_ms = millis_since(started) - timings.search_ms;
         let packing = Instant::now();
 
@@ -270,7 +281,10 @@ impl Project {
                 Some((_, turns)) => {
                     candidates.extend(turns.iter().map(|t| memory_candidate(t, Source::Explicit, 0.0)));
                 }
-                None => notices.push(format!("@conv:{conversation}: no such conversation {}", storage.place())),
+                None => notices.push(format!(
+                    "@conv:{conversation}: no such conversation {}",
+                    storage.place()
+                )),
             }
         }
         for moment in &analysis.moments {

@@ -31,8 +31,8 @@ mod scan;
 mod search;
 mod semantic;
 mod show;
-mod storage;
 mod status;
+mod storage;
 mod summaries;
 mod time;
 mod watch;
@@ -48,8 +48,8 @@ pub use migrate::{
 };
 pub use models::{ModelDownload, ModelEntry, ModelImport, models_dir};
 pub use project::{AddOutcome, InitReport, Project, ReindexReport};
-pub use remote::connect;
 pub use refs::{Location, ReferenceReport};
+pub use remote::connect;
 pub use search::{Hit, SearchResults};
 pub use semantic::{
     ANN_THRESHOLD, CANDIDATES, EmbedReport, HYBRID_SEMANTIC_WEIGHT, IndexReport, IndexStage, SearchMode,
@@ -61,8 +61,8 @@ pub use time::parse_time_bound;
 pub use watch::WatchEvent;
 pub use zblade_context::{Format as ContextFormat, Source as ContextSource, Tier as ContextTier};
 pub use zblade_core::{
-    CodeReference, Conversation, Error, Message, Moment, ReferenceStatus, Result, Role, StorageMode, parse_conversation,
-    parse_moment,
+    CodeReference, Conversation, Error, Message, Moment, ReferenceStatus, Result, Role, StorageMode,
+    parse_conversation, parse_moment,
 };
 pub use zblade_index::{
     ConversationSummary, HitKind, LiveLocation, MomentSummary, SearchFilter, SearchHit, SearchKind, SearchQuery,

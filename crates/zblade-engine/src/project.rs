@@ -6,9 +6,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{SubsecRound, Utc};
 use serde::Serialize;
-use zblade_core::{
-    Conversation, Error, Layout, Moment, Result, Settings, fsio, parse_conversation,
-};
+use zblade_core::{Conversation, Error, Layout, Moment, Result, Settings, fsio, parse_conversation};
 use zblade_index::{ConversationSummary, Index, MomentSummary};
 
 use crate::lock::WriteLock;
@@ -246,6 +244,7 @@ impl Project {
         self.index.as_ref().map_err(|message| Error::IndexCorrupt {
             path: self.layout.database(),
             message: message.clone(),
+            source: None,
         })
     }
 
@@ -254,6 +253,7 @@ impl Project {
         self.index.as_mut().map_err(|message| Error::IndexCorrupt {
             path,
             message: message.clone(),
+            source: None,
         })
     }
 

@@ -22,7 +22,9 @@ impl Project {
     /// How to reach `server`: plain http elsewhere when `allow_insecure_http` says so, or
     /// when this project's saved choice for that very server does.
     pub fn transport_for(&self, server: &str, allow_insecure_http: bool) -> zblade_sync::Transport {
-        if server.trim_end_matches('/') == self.settings.storage.server_url.trim_end_matches('/') && !allow_insecure_http {
+        if server.trim_end_matches('/') == self.settings.storage.server_url.trim_end_matches('/')
+            && !allow_insecure_http
+        {
             return self.transport();
         }
         zblade_sync::Transport::allowing_plain_http(allow_insecure_http)

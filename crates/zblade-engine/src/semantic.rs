@@ -99,7 +99,10 @@ const EMBED_BATCH: usize = 256;
 const QUERY_CACHE_SIZE: usize = 256;
 
 fn search_error(e: impl std::fmt::Display) -> Error {
-    Error::Index(format!("vectors: {e}"))
+    Error::Index {
+        message: format!("vectors: {e}"),
+        source: None,
+    }
 }
 
 impl Project {
@@ -700,7 +703,9 @@ mod tests {
         assert_eq!(embedded.load(Ordering::Relaxed), 2);
 
         let query = SearchQuery::new("signing key rotation", 5, SearchKind::All);
-        let (hits, mode, notice) = project.search_in_mode(&query, Some(SearchMode::Semantic), true).unwrap();
+        let (hits, mode, notice) = project
+            .search_in_mode(&query, Some(SearchMode::Semantic), true)
+            .unwrap();
         assert_eq!((mode, notice), (SearchMode::Semantic, None));
         assert_eq!(hits[0].title.as_deref(), Some("keys"), "{hits:?}");
         // The same question again is answered from the query cache.

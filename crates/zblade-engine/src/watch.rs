@@ -90,7 +90,10 @@ impl Project {
         }
         on_event(WatchEvent::Ready {
             references: initial.len(),
-            not_ok: initial.iter().filter(|r| r.status != zblade_core::ReferenceStatus::Ok).count(),
+            not_ok: initial
+                .iter()
+                .filter(|r| r.status != zblade_core::ReferenceStatus::Ok)
+                .count(),
         });
 
         while !stop.load(Ordering::Relaxed) {

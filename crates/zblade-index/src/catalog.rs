@@ -4,11 +4,11 @@
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 use zblade_core::{CodeReference, Conversation, Error, Moment, Result};
 
-use crate::Index;
+use crate::{Failure, Index};
 
 /// Which kind of artifact file a row came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -125,46 +125,42 @@ impl Index {
 
     /// Indexes several conversation artifacts in one transaction.
     pub fn put_conversations(&mut self, items: &[(&Conversation, &str, &str)]) -> Result<()> {
-        let path = self.path.clone();
-        let tx = self.write_tx()?;
-        let mut files = BTreeSet::new();
-        for (conv, artifact_path, sha) in items {
-            insert_conversation(&tx, conv, artifact_path, sha, &mut files)?;
-        }
-        refresh_file_references(&tx, &files).map_err(|e| crate::sql_error(&path, e))?;
-        tx.commit().map_err(|e| crate::sql_error(&path, e))
+        self.write(|tx| {
+            let mut files = BTreeSet::new();
+            for (conv, artifact_path, sha) in items {
+                insert_conversation(tx, conv, artifact_path, sha, &mut files)?;
+            }
+            Ok(refresh_file_references(tx, &files)?)
+        })
     }
 
     /// Indexes (or re-indexes) one standalone moment artifact.
     pub fn put_moment(&mut self, moment: &Moment, artifact_path: &str, sha256: &str) -> Result<()> {
-        let path = self.path.clone();
-        let tx = self.write_tx()?;
-        let mut files = BTreeSet::new();
-        insert_moment(&tx, moment, artifact_path, sha256, &mut files)?;
-        refresh_file_references(&tx, &files).map_err(|e| crate::sql_error(&path, e))?;
-        tx.commit().map_err(|e| crate::sql_error(&path, e))
+        self.write(|tx| {
+            let mut files = BTreeSet::new();
+            insert_moment(tx, moment, artifact_path, sha256, &mut files)?;
+            Ok(refresh_file_references(tx, &files)?)
+        })
     }
 
     /// Removes a conversation (its messages, inline moments and references); false if absent.
     pub fn remove_conversation(&mut self, id: &str) -> Result<bool> {
-        let path = self.path.clone();
-        let tx = self.write_tx()?;
-        let mut files = BTreeSet::new();
-        let found = delete_conversation_rows(&tx, id, &mut files).map_err(|e| crate::sql_error(&path, e))?;
-        refresh_file_references(&tx, &files).map_err(|e| crate::sql_error(&path, e))?;
-        tx.commit().map_err(|e| crate::sql_error(&path, e))?;
-        Ok(found)
+        self.write(|tx| {
+            let mut files = BTreeSet::new();
+            let found = delete_conversation_rows(tx, id, &mut files)?;
+            refresh_file_references(tx, &files)?;
+            Ok(found)
+        })
     }
 
     /// Removes a standalone moment; false if absent.
     pub fn remove_moment(&mut self, id: &str) -> Result<bool> {
-        let path = self.path.clone();
-        let tx = self.write_tx()?;
-        let mut files = BTreeSet::new();
-        let found = delete_moment_rows(&tx, id, &mut files).map_err(|e| crate::sql_error(&path, e))?;
-        refresh_file_references(&tx, &files).map_err(|e| crate::sql_error(&path, e))?;
-        tx.commit().map_err(|e| crate::sql_error(&path, e))?;
-        Ok(found)
+        self.write(|tx| {
+            let mut files = BTreeSet::new();
+            let found = delete_moment_rows(tx, id, &mut files)?;
+            refresh_file_references(tx, &files)?;
+            Ok(found)
+        })
     }
 
     /// Replaces the whole index with exactly these artifacts, in one transaction: readers see
@@ -175,98 +171,89 @@ impl Index {
         conversations: &[(&'a Conversation, &'a str, &'a str)],
         moments: &[(&'a Moment, &'a str, &'a str)],
     ) -> Result<Vec<(String, Error)>> {
-        let path = self.path.clone();
-        let e = |e| crate::sql_error(&path, e);
-        let tx = self.write_tx()?;
-        // Dropping and recreating the schema is much faster than deleting row by row through
-        // the FTS triggers, and leaves no trace of rows whose artifacts are gone.
-        let objects: Vec<(String, String)> = {
-            let mut stmt = tx
-                .prepare("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'trigger') AND name NOT LIKE 'sqlite_%' AND sql IS NOT NULL")
-                .map_err(e)?;
-            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(e)?
-                .collect::<rusqlite::Result<_>>()
-                .map_err(e)?
-        };
-        for (kind, name) in objects
-            .iter()
-            .filter(|(k, _)| k == "trigger")
-            .chain(objects.iter().filter(|(k, _)| k == "table"))
-        {
-            let sql = format!(
-                "DROP {} IF EXISTS \"{}\"",
-                kind.to_uppercase(),
-                name.replace('"', "\"\"")
-            );
-            tx.execute_batch(&sql).map_err(e)?;
-        }
-        for sql in crate::schema::MIGRATIONS {
-            tx.execute_batch(sql).map_err(e)?;
-        }
-        tx.pragma_update(None, "user_version", crate::schema::SCHEMA_VERSION)
-            .map_err(e)?;
-
-        // Moment ids must be unique across artifacts. Clashes are settled here, before any
-        // insert, so the rebuild needs no per-item savepoints (each would flush FTS5's buffer).
-        // The first artifact in path order keeps the id; later ones are skipped.
-        let mut owners: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
-        let mut skipped = Vec::new();
-        let mut claim = |ids: Vec<&'a str>, path: &'a str, skipped: &mut Vec<(String, Error)>| -> bool {
-            for id in &ids {
-                if let Some(owner) = owners.get(id) {
-                    let err = Error::field(path, "moments", format!("moment id {id:?} is already used by {owner}"));
-                    skipped.push((path.to_string(), err));
-                    return false;
-                }
+        let skipped = self.write(|tx| {
+            // Dropping and recreating the schema is much faster than deleting row by row through
+            // the FTS triggers, and leaves no trace of rows whose artifacts are gone.
+            let objects: Vec<(String, String)> = {
+                let mut stmt = tx
+                    .prepare("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'trigger') AND name NOT LIKE 'sqlite_%' AND sql IS NOT NULL")?;
+                stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?
+            };
+            for (kind, name) in objects
+                .iter()
+                .filter(|(k, _)| k == "trigger")
+                .chain(objects.iter().filter(|(k, _)| k == "table"))
+            {
+                let sql = format!(
+                    "DROP {} IF EXISTS \"{}\"",
+                    kind.to_uppercase(),
+                    name.replace('"', "\"\"")
+                );
+                tx.execute_batch(&sql)?;
             }
-            owners.extend(ids.into_iter().map(|id| (id, path)));
-            true
-        };
-        let conversations: Vec<_> = conversations
-            .iter()
-            .filter(|(c, path, _)| claim(c.moments.iter().map(|m| m.id.as_str()).collect(), path, &mut skipped))
-            .collect();
-        let moments: Vec<_> = moments
-            .iter()
-            .filter(|(m, path, _)| claim(vec![m.id.as_str()], path, &mut skipped))
-            .collect();
-        let mut files = BTreeSet::new();
-        for (conv, artifact_path, sha) in conversations {
-            insert_conversation(&tx, conv, artifact_path, sha, &mut files)?;
-        }
-        for (moment, artifact_path, sha) in moments {
-            insert_moment(&tx, moment, artifact_path, sha, &mut files)?;
-        }
-        refresh_file_references(&tx, &files).map_err(e)?;
-        tx.commit().map_err(e)?;
-        // Merge FTS segments into one b-tree per table (faster queries, smaller file), then
-        // fold the WAL back into the database so the rebuild does not leave a file as large
-        // as the index beside it.
-        for table in ["messages_fts", "moments_fts", "conversations_fts"] {
-            self.conn
-                .execute(&format!("INSERT INTO {table}({table}) VALUES ('optimize')"), [])
-                .map_err(e)?;
-        }
-        self.conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-            .map_err(e)?;
+            for sql in crate::schema::MIGRATIONS {
+                tx.execute_batch(sql)?;
+            }
+            tx.pragma_update(None, "user_version", crate::schema::SCHEMA_VERSION)?;
+
+            // Moment ids must be unique across artifacts. Clashes are settled here, before any
+            // insert, so the rebuild needs no per-item savepoints (each would flush FTS5's buffer).
+            // The first artifact in path order keeps the id; later ones are skipped.
+            let mut owners: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+            let mut skipped = Vec::new();
+            let mut claim = |ids: Vec<&'a str>, path: &'a str, skipped: &mut Vec<(String, Error)>| -> bool {
+                for id in &ids {
+                    if let Some(owner) = owners.get(id) {
+                        let err = Error::field(path, "moments", format!("moment id {id:?} is already used by {owner}"));
+                        skipped.push((path.to_string(), err));
+                        return false;
+                    }
+                }
+                owners.extend(ids.into_iter().map(|id| (id, path)));
+                true
+            };
+            let conversations: Vec<_> = conversations
+                .iter()
+                .filter(|(c, path, _)| claim(c.moments.iter().map(|m| m.id.as_str()).collect(), path, &mut skipped))
+                .collect();
+            let moments: Vec<_> = moments
+                .iter()
+                .filter(|(m, path, _)| claim(vec![m.id.as_str()], path, &mut skipped))
+                .collect();
+            let mut files = BTreeSet::new();
+            for (conv, artifact_path, sha) in conversations {
+                insert_conversation(tx, conv, artifact_path, sha, &mut files)?;
+            }
+            for (moment, artifact_path, sha) in moments {
+                insert_moment(tx, moment, artifact_path, sha, &mut files)?;
+            }
+            refresh_file_references(tx, &files)?;
+            Ok(skipped)
+        })?;
+        self.read(|conn| {
+            // Merge FTS segments into one b-tree per table (faster queries, smaller file), then
+            // fold the WAL back into the database so the rebuild does not leave a file as large
+            // as the index beside it.
+            for table in ["messages_fts", "moments_fts", "conversations_fts"] {
+                conn.execute(&format!("INSERT INTO {table}({table}) VALUES ('optimize')"), [])?;
+            }
+            conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+            Ok(())
+        })?;
         Ok(skipped)
     }
 
     /// Every artifact the index was built from, with the hash it had then.
     pub fn indexed_artifacts(&self) -> Result<Vec<IndexedArtifact>> {
-        let mut stmt = self
-            .conn
-            .prepare(
+        self.read(|conn| {
+            let mut stmt = conn.prepare(
                 "SELECT 'conversation', id, artifact_path, artifact_sha256 FROM conversations
-                 UNION ALL
-                 SELECT 'moment', id, artifact_path, artifact_sha256 FROM moments WHERE inline = 0
-                 ORDER BY 3",
-            )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| {
+                     UNION ALL
+                     SELECT 'moment', id, artifact_path, artifact_sha256 FROM moments WHERE inline = 0
+                     ORDER BY 3",
+            )?;
+            let rows = stmt.query_map([], |r| {
                 let kind: String = r.get(0)?;
                 Ok(IndexedArtifact {
                     kind: if kind == "conversation" {
@@ -278,22 +265,19 @@ impl Index {
                     artifact_path: r.get(2)?,
                     sha256: r.get(3)?,
                 })
-            })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+            })?;
+            rows.collect::<rusqlite::Result<_>>()
+        })
     }
 
     /// Conversations, most recently updated first.
     pub fn list_conversations(&self, limit: usize, offset: usize) -> Result<Vec<ConversationSummary>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(
                 "SELECT id, title, created_at, updated_at, message_count, tags, artifact_path
-                 FROM conversations ORDER BY updated_at DESC, id DESC LIMIT ?1 OFFSET ?2",
-            )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map(params![limit as i64, offset as i64], |r| {
+                     FROM conversations ORDER BY updated_at DESC, id DESC LIMIT ?1 OFFSET ?2",
+            )?;
+            let rows = stmt.query_map(params![limit as i64, offset as i64], |r| {
                 Ok(ConversationSummary {
                     id: r.get(0)?,
                     title: r.get(1)?,
@@ -303,23 +287,20 @@ impl Index {
                     tags: parse_tags(r.get(5)?),
                     artifact_path: r.get(6)?,
                 })
-            })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+            })?;
+            rows.collect::<rusqlite::Result<_>>()
+        })
     }
 
     /// Moments, newest first; optionally only one type.
     pub fn list_moments(&self, limit: usize, offset: usize, kind: Option<&str>) -> Result<Vec<MomentSummary>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(
                 "SELECT id, type, content, tags, conversation_id, created_at, relevance_score, inline, artifact_path
-                 FROM moments WHERE ?3 IS NULL OR type = ?3
-                 ORDER BY created_at DESC, id DESC LIMIT ?1 OFFSET ?2",
-            )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map(params![limit as i64, offset as i64, kind], |r| {
+                     FROM moments WHERE ?3 IS NULL OR type = ?3
+                     ORDER BY created_at DESC, id DESC LIMIT ?1 OFFSET ?2",
+            )?;
+            let rows = stmt.query_map(params![limit as i64, offset as i64, kind], |r| {
                 Ok(MomentSummary {
                     id: r.get(0)?,
                     kind: r.get(1)?,
@@ -331,53 +312,51 @@ impl Index {
                     inline: r.get(7)?,
                     artifact_path: r.get(8)?,
                 })
-            })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+            })?;
+            rows.collect::<rusqlite::Result<_>>()
+        })
     }
 
     /// The artifact path of a conversation, if indexed.
     pub fn conversation_artifact(&self, id: &str) -> Result<Option<String>> {
-        self.conn
-            .query_row("SELECT artifact_path FROM conversations WHERE id = ?1", [id], |r| {
+        self.read(|conn| {
+            conn.query_row("SELECT artifact_path FROM conversations WHERE id = ?1", [id], |r| {
                 r.get(0)
             })
             .optional()
-            .map_err(|e| self.err(e))
+        })
     }
 
     /// The artifact path of a moment (its own file, or its conversation's for inline moments).
     pub fn moment_artifact(&self, id: &str) -> Result<Option<String>> {
-        self.conn
-            .query_row("SELECT artifact_path FROM moments WHERE id = ?1", [id], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.err(e))
+        self.read(|conn| {
+            conn.query_row("SELECT artifact_path FROM moments WHERE id = ?1", [id], |r| r.get(0))
+                .optional()
+        })
     }
 
     /// Every message with this id (message ids are unique only within a conversation).
     pub fn locate_message(&self, id: &str) -> Result<Vec<MessageLocation>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT conversation_id, seq FROM messages WHERE id = ?1 ORDER BY conversation_id")
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([id], |r| {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT conversation_id, seq FROM messages WHERE id = ?1 ORDER BY conversation_id")?;
+            let rows = stmt.query_map([id], |r| {
                 Ok(MessageLocation {
                     conversation_id: r.get(0)?,
                     seq: r.get(1)?,
                 })
-            })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+            })?;
+            rows.collect::<rusqlite::Result<_>>()
+        })
     }
 
     /// Row counts.
     pub fn counts(&self) -> Result<Counts> {
-        self.conn
-            .query_row(
+        self.read(|conn| {
+            conn.query_row(
                 "SELECT (SELECT count(*) FROM conversations), (SELECT count(*) FROM messages),
-                        (SELECT count(*) FROM moments), (SELECT count(*) FROM code_references),
-                        (SELECT count(*) FROM file_references)",
+                            (SELECT count(*) FROM moments), (SELECT count(*) FROM code_references),
+                            (SELECT count(*) FROM file_references)",
                 [],
                 |r| {
                     Ok(Counts {
@@ -389,19 +368,8 @@ impl Index {
                     })
                 },
             )
-            .map_err(|e| self.err(e))
+        })
     }
-
-    fn write_tx(&mut self) -> Result<Transaction<'_>> {
-        let path = self.path.clone();
-        self.conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| crate::sql_error(&path, e))
-    }
-}
-
-fn sql(e: rusqlite::Error) -> Error {
-    Error::Index(e.to_string())
 }
 
 /// Deletes a conversation's rows (messages, inline moments, references, FTS entries); true if
@@ -470,17 +438,16 @@ fn collect_files(conn: &Connection, sql: &str, id: &str, files: &mut BTreeSet<St
 }
 
 /// Refuses a moment id that another artifact already uses.
-fn check_moment_id_free(conn: &Connection, id: &str, owner_path: &str) -> Result<()> {
+fn check_moment_id_free(conn: &Connection, id: &str, owner_path: &str) -> Result<(), Failure> {
     let existing: Option<String> = conn
         .query_row("SELECT artifact_path FROM moments WHERE id = ?1", [id], |r| r.get(0))
-        .optional()
-        .map_err(sql)?;
+        .optional()?;
     match existing {
-        Some(other) if other != owner_path => Err(Error::field(
+        Some(other) if other != owner_path => Err(Failure::Invalid(Error::field(
             owner_path,
             "moments",
             format!("moment id {id:?} is already used by {other}"),
-        )),
+        ))),
         _ => Ok(()),
     }
 }
@@ -491,9 +458,9 @@ fn insert_conversation(
     artifact_path: &str,
     sha256: &str,
     files: &mut BTreeSet<String>,
-) -> Result<()> {
+) -> Result<(), Failure> {
     let id = conv.conversation_id.as_str();
-    delete_conversation_rows(conn, id, files).map_err(sql)?;
+    delete_conversation_rows(conn, id, files)?;
     conn.prepare_cached(
         "INSERT INTO conversations (id, project_id, title, created_at, updated_at, message_count, tags, artifact_path, artifact_sha256)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -510,38 +477,28 @@ fn insert_conversation(
             artifact_path,
             sha256
         ])
-    })
-    .map_err(sql)?;
+    })?;
     conn.prepare_cached("INSERT INTO conversations_fts(rowid, title, tags) VALUES (last_insert_rowid(), ?1, ?2)")
-        .and_then(|mut s| s.execute(params![conv.title, tags_json(conv.tags())]))
-        .map_err(sql)?;
+        .and_then(|mut s| s.execute(params![conv.title, tags_json(conv.tags())]))?;
     {
-        let mut insert_fts = conn
-            .prepare_cached("INSERT INTO messages_fts(rowid, content) VALUES (?1, ?2)")
-            .map_err(sql)?;
-        let mut insert_message = conn
-            .prepare_cached(
-                "INSERT INTO messages (conversation_id, id, seq, role, content, timestamp) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )
-            .map_err(sql)?;
+        let mut insert_fts = conn.prepare_cached("INSERT INTO messages_fts(rowid, content) VALUES (?1, ?2)")?;
+        let mut insert_message = conn.prepare_cached(
+            "INSERT INTO messages (conversation_id, id, seq, role, content, timestamp) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?;
         for (seq, message) in conv.messages.iter().enumerate() {
             let timestamp = ts(message.timestamp.or(conv.created_at));
-            insert_message
-                .execute(params![
-                    id,
-                    message.id,
-                    seq as i64,
-                    message.role.as_str(),
-                    message.content,
-                    timestamp
-                ])
-                .map_err(sql)?;
-            insert_fts
-                .execute(params![conn.last_insert_rowid(), message.content])
-                .map_err(sql)?;
+            insert_message.execute(params![
+                id,
+                message.id,
+                seq as i64,
+                message.role.as_str(),
+                message.content,
+                timestamp
+            ])?;
+            insert_fts.execute(params![conn.last_insert_rowid(), message.content])?;
             for (i, reference) in message.code_references.iter().enumerate() {
                 let key = format!("{id}/{}/{i}", message.id);
-                insert_reference(conn, &key, Some(id), Some(&message.id), None, reference, &timestamp).map_err(sql)?;
+                insert_reference(conn, &key, Some(id), Some(&message.id), None, reference, &timestamp)?;
                 files.insert(reference.file.clone());
             }
         }
@@ -564,20 +521,18 @@ fn insert_conversation(
                 artifact_path,
                 sha256
             ])
-        })
-        .map_err(sql)?;
+        })?;
         index_moment_text(conn, &moment.content, None, &moment.tags)?;
     }
     Ok(())
 }
 
 /// Adds the moment just inserted (the last rowid) to `moments_fts`.
-fn index_moment_text(conn: &Connection, content: &str, context: Option<&str>, tags: &[String]) -> Result<()> {
+fn index_moment_text(conn: &Connection, content: &str, context: Option<&str>, tags: &[String]) -> Result<(), Failure> {
     conn.prepare_cached(
         "INSERT INTO moments_fts(rowid, content, context, tags) VALUES (last_insert_rowid(), ?1, ?2, ?3)",
     )
-    .and_then(|mut s| s.execute(params![content, context, tags_json(tags)]))
-    .map_err(sql)?;
+    .and_then(|mut s| s.execute(params![content, context, tags_json(tags)]))?;
     Ok(())
 }
 
@@ -587,9 +542,9 @@ fn insert_moment(
     artifact_path: &str,
     sha256: &str,
     files: &mut BTreeSet<String>,
-) -> Result<()> {
+) -> Result<(), Failure> {
     check_moment_id_free(conn, &moment.id, artifact_path)?;
-    delete_moment_rows(conn, &moment.id, files).map_err(sql)?;
+    delete_moment_rows(conn, &moment.id, files)?;
     let created = ts(moment.created_at);
     conn.prepare_cached(
         "INSERT INTO moments (id, conversation_id, message_id, type, content, context, tags, created_at, relevance_score, inline, artifact_path, artifact_sha256)
@@ -608,8 +563,7 @@ fn insert_moment(
             artifact_path,
             sha256
         ])
-    })
-    .map_err(sql)?;
+    })?;
     index_moment_text(conn, &moment.content, moment.context.as_deref(), &moment.tags)?;
     for (i, reference) in moment.code_references.iter().enumerate() {
         let key = format!("{}/{i}", moment.id);
@@ -621,8 +575,7 @@ fn insert_moment(
             Some(&moment.id),
             reference,
             &created,
-        )
-        .map_err(sql)?;
+        )?;
         files.insert(reference.file.clone());
     }
     Ok(())

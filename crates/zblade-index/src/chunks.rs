@@ -28,92 +28,71 @@ pub type ChunkSource = (String, &'static str, String);
 impl Index {
     /// Every message and moment with its text, for chunking.
     pub fn chunk_sources(&self) -> Result<Vec<ChunkSource>> {
-        let mut out = Vec::new();
-        let mut stmt = self
-            .conn
-            .prepare("SELECT conversation_id || '/' || id, content FROM messages ORDER BY pk")
-            .map_err(|e| self.err(e))?;
-        for row in stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .map_err(|e| self.err(e))?
-        {
-            let (key, text): (String, String) = row.map_err(|e| self.err(e))?;
-            out.push((key, "message", text));
-        }
-        let mut stmt = self
-            .conn
-            .prepare("SELECT id, content || coalesce(char(10) || char(10) || context, '') FROM moments ORDER BY id")
-            .map_err(|e| self.err(e))?;
-        for row in stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .map_err(|e| self.err(e))?
-        {
-            let (key, text): (String, String) = row.map_err(|e| self.err(e))?;
-            out.push((key, "moment", text));
-        }
-        Ok(out)
+        self.read(|conn| {
+            let mut out = Vec::new();
+            let mut stmt = conn.prepare("SELECT conversation_id || '/' || id, content FROM messages ORDER BY pk")?;
+            for row in stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))? {
+                let (key, text): (String, String) = row?;
+                out.push((key, "message", text));
+            }
+            let mut stmt = conn.prepare(
+                "SELECT id, content || coalesce(char(10) || char(10) || context, '') FROM moments ORDER BY id",
+            )?;
+            for row in stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))? {
+                let (key, text): (String, String) = row?;
+                out.push((key, "moment", text));
+            }
+            Ok(out)
+        })
     }
 
     /// Replaces the whole chunk catalog in one transaction.
     pub fn replace_chunks(&mut self, rows: &[ChunkRow]) -> Result<()> {
-        let path = self.path.clone();
-        let e = |e| crate::sql_error(&path, e);
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(e)?;
-        tx.execute("DELETE FROM chunks", []).map_err(e)?;
-        {
-            let mut insert = tx
-                .prepare("INSERT INTO chunks (key, seq, cid, kind) VALUES (?1, ?2, ?3, ?4)")
-                .map_err(e)?;
-            for row in rows {
-                insert
-                    .execute(params![row.key, row.seq, row.cid, row.kind])
-                    .map_err(e)?;
+        self.write(|tx| {
+            tx.execute("DELETE FROM chunks", [])?;
+            {
+                let mut insert = tx.prepare("INSERT INTO chunks (key, seq, cid, kind) VALUES (?1, ?2, ?3, ?4)")?;
+                for row in rows {
+                    insert.execute(params![row.key, row.seq, row.cid, row.kind])?;
+                }
             }
-        }
-        tx.commit().map_err(e)
+            Ok(())
+        })
     }
 
     /// Every distinct CID in the catalog.
     pub fn chunk_cids(&self) -> Result<Vec<String>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT DISTINCT cid FROM chunks")
-            .map_err(|e| self.err(e))?;
-        let rows = stmt.query_map([], |r| r.get(0)).map_err(|e| self.err(e))?;
-        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+        self.read(|conn| {
+            let mut stmt = conn.prepare("SELECT DISTINCT cid FROM chunks")?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            rows.collect::<rusqlite::Result<_>>()
+        })
     }
 
     /// Number of chunks.
     pub fn chunk_count(&self) -> Result<i64> {
-        self.conn
-            .query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))
-            .map_err(|e| self.err(e))
+        self.read(|conn| conn.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0)))
     }
 
     /// The keys each of these CIDs belongs to: messages and moments, then code chunks
     /// (`code:PATH:START-END`).
     pub fn keys_for_cids(&self, cids: &[String]) -> Result<HashMap<String, Vec<String>>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT key FROM (SELECT key, 0 AS o FROM chunks WHERE cid = ?1
-                 UNION ALL SELECT 'code:' || path || ':' || start_line || '-' || end_line, 1 FROM code_chunks WHERE cid = ?1)
-                 ORDER BY o, key",
-            )
-            .map_err(|e| self.err(e))?;
-        let mut out = HashMap::new();
-        for cid in cids {
-            let keys: Vec<String> = stmt
-                .query_map([cid], |r| r.get(0))
-                .map_err(|e| self.err(e))?
-                .collect::<rusqlite::Result<_>>()
-                .map_err(|e| self.err(e))?;
-            out.insert(cid.clone(), keys);
-        }
-        Ok(out)
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT key FROM (SELECT key, 0 AS o FROM chunks WHERE cid = ?1
+                     UNION ALL SELECT 'code:' || path || ':' || start_line || '-' || end_line, 1 FROM code_chunks WHERE cid = ?1)
+                     ORDER BY o, key",
+                )?;
+            let mut out = HashMap::new();
+            for cid in cids {
+                let keys: Vec<String> = stmt
+                    .query_map([cid], |r| r.get(0))?
+                    .collect::<rusqlite::Result<_>>()?;
+                out.insert(cid.clone(), keys);
+            }
+            Ok(out)
+        })
     }
 
     /// A displayable hit for a key found by vector search: the start of its text as snippet.
@@ -123,35 +102,35 @@ impl Index {
                 .code_chunk_at(path, start, end)?
                 .map(|(chunk, modified)| crate::code::code_hit(chunk, modified, score)));
         }
-        let (kind, sql, args): (HitKind, &str, Vec<&str>) = match key.split_once('/') {
-            Some((conv, msg)) => (
-                HitKind::Message,
-                "SELECT m.id, m.conversation_id, c.title, m.role, m.timestamp, m.content
-                 FROM messages m JOIN conversations c ON c.id = m.conversation_id
-                 WHERE m.conversation_id = ?1 AND m.id = ?2",
-                vec![conv, msg],
-            ),
-            None => (
-                HitKind::Moment,
-                "SELECT m.id, m.conversation_id, c.title, m.type, m.created_at, m.content
-                 FROM moments m LEFT JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?1",
-                vec![key],
-            ),
-        };
-        let hit = self
-            .conn
-            .query_row(sql, rusqlite::params_from_iter(args), |r| hit_from_row(kind, r, score))
-            .optional()
-            .map_err(|e| self.err(e))?;
-        Ok(hit.map(|mut hit| {
-            let flat: String = hit.snippet.split_whitespace().collect::<Vec<_>>().join(" ");
-            hit.snippet = if flat.chars().count() > 200 {
-                flat.chars().take(199).collect::<String>() + "…"
-            } else {
-                flat
+        self.read(|conn| {
+            let (kind, sql, args): (HitKind, &str, Vec<&str>) = match key.split_once('/') {
+                Some((conv, msg)) => (
+                    HitKind::Message,
+                    "SELECT m.id, m.conversation_id, c.title, m.role, m.timestamp, m.content
+                     FROM messages m JOIN conversations c ON c.id = m.conversation_id
+                     WHERE m.conversation_id = ?1 AND m.id = ?2",
+                    vec![conv, msg],
+                ),
+                None => (
+                    HitKind::Moment,
+                    "SELECT m.id, m.conversation_id, c.title, m.type, m.created_at, m.content
+                     FROM moments m LEFT JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?1",
+                    vec![key],
+                ),
             };
-            hit
-        }))
+            let hit = conn
+                .query_row(sql, rusqlite::params_from_iter(args), |r| hit_from_row(kind, r, score))
+                .optional()?;
+            Ok(hit.map(|mut hit| {
+                let flat: String = hit.snippet.split_whitespace().collect::<Vec<_>>().join(" ");
+                hit.snippet = if flat.chars().count() > 200 {
+                    flat.chars().take(199).collect::<String>() + "…"
+                } else {
+                    flat
+                };
+                hit
+            }))
+        })
     }
 }
 

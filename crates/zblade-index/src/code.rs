@@ -81,12 +81,9 @@ pub fn parse_code_key(key: &str) -> Option<(&str, u32, u32)> {
 impl Index {
     /// The state of every indexed file, by path.
     pub fn code_file_states(&self) -> Result<HashMap<String, CodeFileState>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT path, size, mtime_ns, sha256 FROM code_files")
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| {
+        self.read(|conn| {
+            let mut stmt = conn.prepare("SELECT path, size, mtime_ns, sha256 FROM code_files")?;
+            let rows = stmt.query_map([], |r| {
                 Ok((
                     r.get::<_, String>(0)?,
                     CodeFileState {
@@ -95,111 +92,93 @@ impl Index {
                         sha256: r.get(3)?,
                     },
                 ))
-            })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+            })?;
+            rows.collect::<rusqlite::Result<_>>()
+        })
     }
 
     /// Stores new chunks for these files and forgets `removed` ones, in one transaction.
     pub fn put_code_files(&mut self, updates: &[CodeFileUpdate], removed: &[String]) -> Result<()> {
-        let path = self.path.clone();
-        let e = |e| crate::sql_error(&path, e);
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(e)?;
-        {
-            let mut old_chunks = tx
-                .prepare_cached("SELECT pk FROM code_chunks WHERE path = ?1")
-                .map_err(e)?;
-            let mut delete_fts = tx.prepare_cached("DELETE FROM code_fts WHERE rowid = ?1").map_err(e)?;
-            let mut delete_file = tx.prepare_cached("DELETE FROM code_files WHERE path = ?1").map_err(e)?;
-            let mut forget = |file: &str| -> rusqlite::Result<()> {
-                let pks: Vec<i64> = old_chunks
-                    .query_map([file], |r| r.get(0))?
-                    .collect::<rusqlite::Result<_>>()?;
-                for pk in pks {
-                    delete_fts.execute([pk])?;
+        self.write(|tx| {
+            {
+                let mut old_chunks = tx.prepare_cached("SELECT pk FROM code_chunks WHERE path = ?1")?;
+                let mut delete_fts = tx.prepare_cached("DELETE FROM code_fts WHERE rowid = ?1")?;
+                let mut delete_file = tx.prepare_cached("DELETE FROM code_files WHERE path = ?1")?;
+                let mut forget = |file: &str| -> rusqlite::Result<()> {
+                    let pks: Vec<i64> = old_chunks
+                        .query_map([file], |r| r.get(0))?
+                        .collect::<rusqlite::Result<_>>()?;
+                    for pk in pks {
+                        delete_fts.execute([pk])?;
+                    }
+                    // Chunks go with the file (ON DELETE CASCADE).
+                    delete_file.execute([file])?;
+                    Ok(())
+                };
+                for file in removed {
+                    forget(file)?;
                 }
-                // Chunks go with the file (ON DELETE CASCADE).
-                delete_file.execute([file])?;
-                Ok(())
-            };
-            for file in removed {
-                forget(file).map_err(e)?;
-            }
-            let mut insert_file = tx
-                .prepare_cached(
+                let mut insert_file = tx.prepare_cached(
                     "INSERT INTO code_files (path, size, mtime_ns, sha256, indexed_at, modified_at)
                      VALUES (?1, ?2, ?3, ?4, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?5)",
-                )
-                .map_err(e)?;
-            let mut insert_chunk = tx
-                .prepare_cached("INSERT INTO code_chunks (path, start_line, end_line, cid) VALUES (?1, ?2, ?3, ?4)")
-                .map_err(e)?;
-            let mut insert_fts = tx
-                .prepare_cached("INSERT INTO code_fts (rowid, text) VALUES (?1, ?2)")
-                .map_err(e)?;
-            for update in updates {
-                forget(&update.path).map_err(e)?;
-                insert_file
-                    .execute(params![
+                )?;
+                let mut insert_chunk = tx.prepare_cached(
+                    "INSERT INTO code_chunks (path, start_line, end_line, cid) VALUES (?1, ?2, ?3, ?4)",
+                )?;
+                let mut insert_fts = tx.prepare_cached("INSERT INTO code_fts (rowid, text) VALUES (?1, ?2)")?;
+                for update in updates {
+                    forget(&update.path)?;
+                    insert_file.execute(params![
                         update.path,
                         update.state.size as i64,
                         update.state.mtime_ns,
                         update.state.sha256,
                         update.modified_at
-                    ])
-                    .map_err(e)?;
-                for chunk in &update.chunks {
-                    insert_chunk
-                        .execute(params![update.path, chunk.start_line, chunk.end_line, chunk.cid])
-                        .map_err(e)?;
-                    insert_fts
-                        .execute(params![tx.last_insert_rowid(), chunk.searchable])
-                        .map_err(e)?;
+                    ])?;
+                    for chunk in &update.chunks {
+                        insert_chunk.execute(params![update.path, chunk.start_line, chunk.end_line, chunk.cid])?;
+                        insert_fts.execute(params![tx.last_insert_rowid(), chunk.searchable])?;
+                    }
                 }
             }
-        }
-        tx.commit().map_err(e)
+            Ok(())
+        })
     }
 
     /// Every stored code chunk, by path then line.
     pub fn code_chunks(&self) -> Result<Vec<StoredCodeChunk>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT path, start_line, end_line, cid FROM code_chunks ORDER BY path, start_line")
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| {
+        self.read(|conn| {
+            let mut stmt =
+                conn.prepare("SELECT path, start_line, end_line, cid FROM code_chunks ORDER BY path, start_line")?;
+            let rows = stmt.query_map([], |r| {
                 Ok(StoredCodeChunk {
                     path: r.get(0)?,
                     start_line: r.get(1)?,
                     end_line: r.get(2)?,
                     cid: r.get(3)?,
                 })
-            })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+            })?;
+            rows.collect::<rusqlite::Result<_>>()
+        })
     }
 
     /// (files, chunks) indexed.
     pub fn code_counts(&self) -> Result<(i64, i64)> {
-        self.conn
-            .query_row(
+        self.read(|conn| {
+            conn.query_row(
                 "SELECT (SELECT count(*) FROM code_files), (SELECT count(*) FROM code_chunks)",
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
-            .map_err(|e| self.err(e))
+        })
     }
 
     /// The stored chunk at exactly this place, if any.
     pub fn code_chunk_at(&self, path: &str, start: u32, end: u32) -> Result<Option<(StoredCodeChunk, String)>> {
-        self.conn
-            .query_row(
+        self.read(|conn| {
+            conn.query_row(
                 "SELECT c.cid, f.modified_at FROM code_chunks c JOIN code_files f ON f.path = c.path
-                 WHERE c.path = ?1 AND c.start_line = ?2 AND c.end_line = ?3",
+                     WHERE c.path = ?1 AND c.start_line = ?2 AND c.end_line = ?3",
                 params![path, start, end],
                 |r| {
                     Ok((
@@ -214,7 +193,7 @@ impl Index {
                 },
             )
             .optional()
-            .map_err(|e| self.err(e))
+        })
     }
 }
 

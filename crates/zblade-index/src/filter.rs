@@ -104,42 +104,42 @@ impl SearchFilter {
 impl Index {
     /// Whether the message, moment or code chunk named by a search key passes `filter`.
     pub fn key_passes(&self, key: &str, filter: &SearchFilter) -> Result<bool> {
-        if filter.is_empty() {
-            return Ok(true);
-        }
-        let (sql, first, second, clause) = if let Some((path, start, end)) = parse_code_key(key) {
-            let (clause, args) = filter.code_clause();
-            let sql = format!(
-                "SELECT 1 FROM code_chunks c JOIN code_files f ON f.path = c.path
-                 WHERE c.path = ?1 AND c.start_line = {start} AND c.end_line = {end} {clause}"
-            );
-            (sql, path.to_string(), None, args)
-        } else if let Some((conv, msg)) = key.split_once('/') {
-            let (clause, args) = filter.message_clause();
-            // The message id is bound last, after the filter's own arguments.
-            let n = args.len() + 2;
-            let sql = format!("SELECT 1 FROM messages m WHERE m.conversation_id = ?1 AND m.id = ?{n} {clause}");
-            (sql, conv.to_string(), Some(msg.to_string()), args)
-        } else {
-            let (clause, args) = filter.moment_clause();
-            (
-                format!("SELECT 1 FROM moments m WHERE m.id = ?1 {clause}"),
-                key.to_string(),
-                None,
-                args,
-            )
-        };
-        let mut values: Vec<&dyn rusqlite::ToSql> = vec![&first];
-        values.extend(clause.iter().map(|a| a as &dyn rusqlite::ToSql));
-        if let Some(second) = &second {
-            values.push(second);
-        }
-        let found: Option<i64> = self
-            .conn
-            .prepare_cached(&sql)
-            .and_then(|mut stmt| stmt.query_row(values.as_slice(), |r| r.get(0)).optional())
-            .map_err(|e| self.err(e))?;
-        Ok(found.is_some())
+        self.read(|conn| {
+            if filter.is_empty() {
+                return Ok(true);
+            }
+            let (sql, first, second, clause) = if let Some((path, start, end)) = parse_code_key(key) {
+                let (clause, args) = filter.code_clause();
+                let sql = format!(
+                    "SELECT 1 FROM code_chunks c JOIN code_files f ON f.path = c.path
+                     WHERE c.path = ?1 AND c.start_line = {start} AND c.end_line = {end} {clause}"
+                );
+                (sql, path.to_string(), None, args)
+            } else if let Some((conv, msg)) = key.split_once('/') {
+                let (clause, args) = filter.message_clause();
+                // The message id is bound last, after the filter's own arguments.
+                let n = args.len() + 2;
+                let sql = format!("SELECT 1 FROM messages m WHERE m.conversation_id = ?1 AND m.id = ?{n} {clause}");
+                (sql, conv.to_string(), Some(msg.to_string()), args)
+            } else {
+                let (clause, args) = filter.moment_clause();
+                (
+                    format!("SELECT 1 FROM moments m WHERE m.id = ?1 {clause}"),
+                    key.to_string(),
+                    None,
+                    args,
+                )
+            };
+            let mut values: Vec<&dyn rusqlite::ToSql> = vec![&first];
+            values.extend(clause.iter().map(|a| a as &dyn rusqlite::ToSql));
+            if let Some(second) = &second {
+                values.push(second);
+            }
+            let found: Option<i64> = conn
+                .prepare_cached(&sql)
+                .and_then(|mut stmt| stmt.query_row(values.as_slice(), |r| r.get(0)).optional())?;
+            Ok(found.is_some())
+        })
     }
 }
 

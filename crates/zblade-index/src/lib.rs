@@ -30,7 +30,7 @@ mod search;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags};
+use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior};
 use zblade_core::{Error, Result};
 
 pub use catalog::{
@@ -96,46 +96,38 @@ impl Index {
 
     fn migrate(&mut self) -> Result<()> {
         let path = self.path.clone();
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(|e| sql_error(&path, e))?;
-        let version: i64 = tx
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| sql_error(&path, e))?;
-        if version > schema::SCHEMA_VERSION {
-            return Err(Error::IndexCorrupt {
-                path,
-                message: format!(
-                    "schema version {version} is newer than this zblade understands ({})",
-                    schema::SCHEMA_VERSION
-                ),
-            });
-        }
-        for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
-            tx.execute_batch(sql).map_err(|e| sql_error(&path, e))?;
-            tx.pragma_update(None, "user_version", (i + 1) as i64)
-                .map_err(|e| sql_error(&path, e))?;
-        }
-        tx.commit().map_err(|e| sql_error(&path, e))
+        self.write(|tx| {
+            let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            if version > schema::SCHEMA_VERSION {
+                return Err(Failure::Invalid(Error::IndexCorrupt {
+                    path,
+                    source: None,
+                    message: format!(
+                        "schema version {version} is newer than this zblade understands ({})",
+                        schema::SCHEMA_VERSION
+                    ),
+                }));
+            }
+            for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
+                tx.execute_batch(sql)?;
+                tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+            }
+            Ok(())
+        })
     }
 
     /// The schema version stored in the database.
     pub fn schema_version(&self) -> Result<i64> {
-        self.conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| self.err(e))
+        self.read(|conn| conn.query_row("PRAGMA user_version", [], |r| r.get(0)))
     }
 
     /// SQLite's `quick_check`: `"ok"` or a description of the damage.
     pub fn quick_check(&self) -> Result<String> {
-        let mut stmt = self.conn.prepare("PRAGMA quick_check").map_err(|e| self.err(e))?;
-        let rows: Vec<String> = stmt
-            .query_map([], |r| r.get(0))
-            .map_err(|e| self.err(e))?
-            .collect::<rusqlite::Result<_>>()
-            .map_err(|e| self.err(e))?;
-        Ok(rows.join("; "))
+        self.read(|conn| {
+            let mut stmt = conn.prepare("PRAGMA quick_check")?;
+            let rows: Vec<String> = stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+            Ok(rows.join("; "))
+        })
     }
 
     /// Total size of the database files (main file, WAL, shared memory) in bytes.
@@ -151,8 +143,42 @@ impl Index {
             .sum()
     }
 
-    fn err(&self, e: rusqlite::Error) -> Error {
-        sql_error(&self.path, e)
+    /// Runs `read` on the connection. Private code speaks rusqlite; its error is converted
+    /// here, once, into a zblade error that names the file, keeps SQLite's error as its
+    /// source and says so when the file is damaged.
+    pub(crate) fn read<T>(&self, read: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T> {
+        read(&self.conn).map_err(|e| sql_error(&self.path, e))
+    }
+
+    /// Runs `write` in one `IMMEDIATE` transaction (another process's writer is waited for
+    /// up front instead of failing halfway with `SQLITE_BUSY`), committed when `write`
+    /// returns `Ok`, rolled back otherwise. Errors are converted once, as in [`Index::read`].
+    pub(crate) fn write<T>(&mut self, write: impl FnOnce(&Transaction<'_>) -> Result<T, Failure>) -> Result<T> {
+        let run = |conn: &mut Connection| -> Result<T, Failure> {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let value = write(&tx)?;
+            tx.commit()?;
+            Ok(value)
+        };
+        run(&mut self.conn).map_err(|failure| match failure {
+            Failure::Sql(e) => sql_error(&self.path, e),
+            Failure::Invalid(e) => e,
+        })
+    }
+}
+
+/// Why a write failed, before [`Index::write`] converts it: SQLite, or an artifact that cannot
+/// be indexed (an id another artifact owns).
+pub(crate) enum Failure {
+    /// SQLite failed.
+    Sql(rusqlite::Error),
+    /// The input cannot be indexed; the error says why.
+    Invalid(Error),
+}
+
+impl From<rusqlite::Error> for Failure {
+    fn from(e: rusqlite::Error) -> Self {
+        Failure::Sql(e)
     }
 }
 
@@ -162,8 +188,9 @@ fn sql_error(path: &Path, e: rusqlite::Error) -> Error {
         Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => Error::IndexCorrupt {
             path: path.to_path_buf(),
             message: e.to_string(),
+            source: Some(Box::new(e)),
         },
-        _ => Error::Index(format!("{}: {e}", path.display())),
+        _ => Error::index(format!("{}: {e}", path.display()), e),
     }
 }
 

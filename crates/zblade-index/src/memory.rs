@@ -57,66 +57,69 @@ const MESSAGE_COLUMNS: &str = "SELECT m.conversation_id, m.id, c.title, m.role, 
 impl Index {
     /// The title of a conversation, or `None` when it is not in the index.
     pub fn conversation_title(&self, id: &str) -> Result<Option<String>> {
-        self.conn
-            .query_row("SELECT title FROM conversations WHERE id = ?1", [id], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.err(e))
+        self.read(|conn| {
+            conn.query_row("SELECT title FROM conversations WHERE id = ?1", [id], |r| r.get(0))
+                .optional()
+        })
     }
 
     /// The last `n` messages of a conversation, newest first.
     pub fn recent_messages(&self, conversation: &str, n: usize) -> Result<Vec<MemoryText>> {
-        let run = || -> rusqlite::Result<Vec<MemoryText>> {
-            let mut stmt = self.conn.prepare_cached(&format!(
-                "{MESSAGE_COLUMNS} WHERE m.conversation_id = ?1 ORDER BY m.seq DESC LIMIT ?2"
-            ))?;
-            stmt.query_map(params![conversation, n as i64], message_row)?.collect()
-        };
-        run().map_err(|e| self.err(e))
+        self.read(|conn| {
+            let run = || -> rusqlite::Result<Vec<MemoryText>> {
+                let mut stmt = conn.prepare_cached(&format!(
+                    "{MESSAGE_COLUMNS} WHERE m.conversation_id = ?1 ORDER BY m.seq DESC LIMIT ?2"
+                ))?;
+                stmt.query_map(params![conversation, n as i64], message_row)?.collect()
+            };
+            run()
+        })
     }
 
     /// Full texts for keys (`CONV/MSG` or a moment id), in the order given; keys that name
     /// nothing are left out.
     pub fn memory_texts(&self, keys: &[String]) -> Result<Vec<MemoryText>> {
-        let run = || -> rusqlite::Result<Vec<MemoryText>> {
-            let mut message = self
-                .conn
-                .prepare_cached(&format!("{MESSAGE_COLUMNS} WHERE m.conversation_id = ?1 AND m.id = ?2"))?;
-            let mut moment = self.conn.prepare_cached(
-                "SELECT m.conversation_id, c.title, m.type, m.content, m.context, m.tags, m.created_at
-                 FROM moments m LEFT JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?1",
-            )?;
-            let mut out = Vec::with_capacity(keys.len());
-            for key in keys {
-                let found = match key.split_once('/') {
-                    Some((conv, msg)) => message.query_row(params![conv, msg], message_row).optional()?,
-                    None => moment
-                        .query_row([key], |r| {
-                            let content: String = r.get(3)?;
-                            let context: Option<String> = r.get(4)?;
-                            let tags: Option<String> = r.get(5)?;
-                            Ok(MemoryText {
-                                key: key.clone(),
-                                kind: HitKind::Moment,
-                                conversation_id: r.get(0)?,
-                                title: r.get(1)?,
-                                id: key.clone(),
-                                label: r.get(2)?,
-                                text: match context.filter(|c| !c.trim().is_empty()) {
-                                    Some(context) => format!("{content}\n{context}"),
-                                    None => content,
-                                },
-                                tags: tags
-                                    .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
-                                    .unwrap_or_default(),
-                                time: parse_time(&r.get::<_, String>(6)?),
+        self.read(|conn| {
+            let run = || -> rusqlite::Result<Vec<MemoryText>> {
+                let mut message =
+                    conn.prepare_cached(&format!("{MESSAGE_COLUMNS} WHERE m.conversation_id = ?1 AND m.id = ?2"))?;
+                let mut moment = conn.prepare_cached(
+                    "SELECT m.conversation_id, c.title, m.type, m.content, m.context, m.tags, m.created_at
+                     FROM moments m LEFT JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?1",
+                )?;
+                let mut out = Vec::with_capacity(keys.len());
+                for key in keys {
+                    let found = match key.split_once('/') {
+                        Some((conv, msg)) => message.query_row(params![conv, msg], message_row).optional()?,
+                        None => moment
+                            .query_row([key], |r| {
+                                let content: String = r.get(3)?;
+                                let context: Option<String> = r.get(4)?;
+                                let tags: Option<String> = r.get(5)?;
+                                Ok(MemoryText {
+                                    key: key.clone(),
+                                    kind: HitKind::Moment,
+                                    conversation_id: r.get(0)?,
+                                    title: r.get(1)?,
+                                    id: key.clone(),
+                                    label: r.get(2)?,
+                                    text: match context.filter(|c| !c.trim().is_empty()) {
+                                        Some(context) => format!("{content}\n{context}"),
+                                        None => content,
+                                    },
+                                    tags: tags
+                                        .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
+                                        .unwrap_or_default(),
+                                    time: parse_time(&r.get::<_, String>(6)?),
+                                })
                             })
-                        })
-                        .optional()?,
-                };
-                out.extend(found);
-            }
-            Ok(out)
-        };
-        run().map_err(|e| self.err(e))
+                            .optional()?,
+                    };
+                    out.extend(found);
+                }
+                Ok(out)
+            };
+            run()
+        })
     }
 }

@@ -79,7 +79,11 @@ fn live_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<LiveLocation> {
     let status: String = r.get(1)?;
     // Only this crate writes the column; another word means the file was edited by hand.
     let status = ReferenceStatus::parse(&status).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, format!("unknown status {status:?}").into())
+        rusqlite::Error::FromSqlConversionFailure(
+            1,
+            rusqlite::types::Type::Text,
+            format!("unknown status {status:?}").into(),
+        )
     })?;
     Ok(LiveLocation {
         key: r.get(0)?,
@@ -97,86 +101,88 @@ fn live_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<LiveLocation> {
 impl Index {
     /// Every code reference, in key order.
     pub fn references(&self) -> Result<Vec<StoredReference>> {
-        let sql = format!("SELECT {REFERENCE_COLUMNS} FROM code_references ORDER BY ref_key");
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
-        let rows = stmt.query_map([], reference_row).map_err(|e| self.err(e))?;
-        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+        self.read(|conn| {
+            let sql = format!("SELECT {REFERENCE_COLUMNS} FROM code_references ORDER BY ref_key");
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map([], reference_row)?;
+            rows.collect::<rusqlite::Result<_>>()
+        })
     }
 
     /// References whose captured or live file is one of `files`.
     pub fn references_in_files(&self, files: &[String]) -> Result<Vec<StoredReference>> {
-        let sql = format!(
-            "SELECT {REFERENCE_COLUMNS} FROM code_references WHERE file_path = ?1
-             OR ref_key IN (SELECT ref_key FROM reference_status WHERE file_path = ?1)"
-        );
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
-        let mut out: Vec<StoredReference> = Vec::new();
-        for file in files {
-            for row in stmt.query_map([file], reference_row).map_err(|e| self.err(e))? {
-                let row = row.map_err(|e| self.err(e))?;
-                if !out.iter().any(|r| r.key == row.key) {
-                    out.push(row);
+        self.read(|conn| {
+            let sql = format!(
+                "SELECT {REFERENCE_COLUMNS} FROM code_references WHERE file_path = ?1
+                 OR ref_key IN (SELECT ref_key FROM reference_status WHERE file_path = ?1)"
+            );
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let mut out: Vec<StoredReference> = Vec::new();
+            for file in files {
+                for row in stmt.query_map([file], reference_row)? {
+                    let row = row?;
+                    if !out.iter().any(|r| r.key == row.key) {
+                        out.push(row);
+                    }
                 }
             }
-        }
-        out.sort_by(|a, b| a.key.cmp(&b.key));
-        Ok(out)
+            out.sort_by(|a, b| a.key.cmp(&b.key));
+            Ok(out)
+        })
     }
 
     /// The references of one message or moment (`owner` is `conv_…/msg_…` or `moment_…`).
     pub fn references_of(&self, owner: &str) -> Result<Vec<StoredReference>> {
-        let sql =
-            format!("SELECT {REFERENCE_COLUMNS} FROM code_references WHERE ref_key LIKE ?1 ESCAPE '\\' ORDER BY id");
-        let pattern = format!(
-            "{}/%",
-            owner.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
-        );
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
-        let rows = stmt.query_map([pattern], reference_row).map_err(|e| self.err(e))?;
-        let all: Vec<StoredReference> = rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))?;
-        // `conv_a/msg_1/%` must not match `conv_a/msg_1x/…`: keep exactly one more segment.
-        Ok(all
-            .into_iter()
-            .filter(|r| r.key[owner.len() + 1..].chars().all(|c| c.is_ascii_digit()))
-            .collect())
+        self.read(|conn| {
+            let sql = format!(
+                "SELECT {REFERENCE_COLUMNS} FROM code_references WHERE ref_key LIKE ?1 ESCAPE '\\' ORDER BY id"
+            );
+            let pattern = format!(
+                "{}/%",
+                owner.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
+            );
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map([pattern], reference_row)?;
+            let all: Vec<StoredReference> = rows.collect::<rusqlite::Result<_>>()?;
+            // `conv_a/msg_1/%` must not match `conv_a/msg_1x/…`: keep exactly one more segment.
+            Ok(all
+                .into_iter()
+                .filter(|r| r.key[owner.len() + 1..].chars().all(|c| c.is_ascii_digit()))
+                .collect())
+        })
     }
 
     /// References whose last recorded live status is `status` (e.g. `missing`).
     pub fn references_with_status(&self, status: ReferenceStatus) -> Result<Vec<StoredReference>> {
-        let sql = format!(
-            "SELECT {REFERENCE_COLUMNS} FROM code_references
-             WHERE ref_key IN (SELECT ref_key FROM reference_status WHERE status = ?1) ORDER BY ref_key"
-        );
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
-        let rows = stmt.query_map([status.as_str()], reference_row).map_err(|e| self.err(e))?;
-        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+        self.read(|conn| {
+            let sql = format!(
+                "SELECT {REFERENCE_COLUMNS} FROM code_references
+                 WHERE ref_key IN (SELECT ref_key FROM reference_status WHERE status = ?1) ORDER BY ref_key"
+            );
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map([status.as_str()], reference_row)?;
+            rows.collect::<rusqlite::Result<_>>()
+        })
     }
 
     /// One reference by key.
     pub fn reference(&self, key: &str) -> Result<Option<StoredReference>> {
-        let sql = format!("SELECT {REFERENCE_COLUMNS} FROM code_references WHERE ref_key = ?1");
-        self.conn
-            .query_row(&sql, [key], reference_row)
-            .optional()
-            .map_err(|e| self.err(e))
+        self.read(|conn| {
+            let sql = format!("SELECT {REFERENCE_COLUMNS} FROM code_references WHERE ref_key = ?1");
+            conn.query_row(&sql, [key], reference_row).optional()
+        })
     }
 
     /// Stores live locations, replacing earlier ones, in one transaction.
     pub fn put_live_locations(&mut self, rows: &[LiveLocation]) -> Result<()> {
-        let path = self.path.clone();
-        let e = |e| crate::sql_error(&path, e);
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(e)?;
+        self.write(|tx| {
         {
             let mut stmt = tx
                 .prepare_cached(
                     "INSERT OR REPLACE INTO reference_status
                      (ref_key, status, file_path, start_line, end_line, similarity, current_blob, drift_json, reason, checked_at)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                )
-                .map_err(e)?;
+                )?;
             for row in rows {
                 stmt.execute(params![
                     row.key,
@@ -189,49 +195,47 @@ impl Index {
                     row.drift.as_ref().map(|d| d.to_string()),
                     row.reason,
                     row.checked_at
-                ])
-                .map_err(e)?;
+                ])?;
             }
         }
-        tx.commit().map_err(e)
+        Ok(())
+        })
     }
 
     /// Drops live rows of references that no longer exist (after a full check).
     pub fn prune_live_locations(&mut self) -> Result<()> {
-        self.conn
-            .execute(
+        self.read(|conn| {
+            conn.execute(
                 "DELETE FROM reference_status WHERE ref_key NOT IN (SELECT ref_key FROM code_references)",
                 [],
             )
-            .map_err(|e| self.err(e))?;
+        })?;
         Ok(())
     }
 
     /// The live location of one reference, if it was checked.
     pub fn live_location(&self, key: &str) -> Result<Option<LiveLocation>> {
-        self.conn
-            .query_row(
-                "SELECT ref_key, status, file_path, start_line, end_line, similarity, current_blob, drift_json, reason, checked_at
-                 FROM reference_status WHERE ref_key = ?1",
-                [key],
-                live_row,
-            )
-            .optional()
-            .map_err(|e| self.err(e))
+        self.read(|conn| {
+            conn
+                .query_row(
+                    "SELECT ref_key, status, file_path, start_line, end_line, similarity, current_blob, drift_json, reason, checked_at
+                     FROM reference_status WHERE ref_key = ?1",
+                    [key],
+                    live_row,
+                )
+                .optional()
+        })
     }
 
     /// Counts of references by live status; `unchecked` for references never checked.
     pub fn reference_health(&self) -> Result<Vec<(String, i64)>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(
                 "SELECT coalesce(s.status, 'unchecked'), count(*) FROM code_references r
-                 LEFT JOIN reference_status s ON s.ref_key = r.ref_key GROUP BY 1 ORDER BY 1",
-            )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .map_err(|e| self.err(e))?;
-        rows.collect::<rusqlite::Result<_>>().map_err(|e| self.err(e))
+                     LEFT JOIN reference_status s ON s.ref_key = r.ref_key GROUP BY 1 ORDER BY 1",
+            )?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<rusqlite::Result<_>>()
+        })
     }
 }

@@ -122,37 +122,40 @@ impl Index {
     /// Fills in the empty snippets of message hits with the words of `text` highlighted
     /// (« »), as [`Index::search`] would have; a message without those words gets its opening.
     pub fn highlight(&self, hits: &mut [SearchHit], text: &str) -> Result<()> {
-        let Some(terms) = fts::Terms::parse(text) else {
-            return Ok(());
-        };
-        let expr = terms.any();
-        let conn = &self.conn;
-        let mut run = || -> rusqlite::Result<()> {
-            let mut pk_of = conn.prepare_cached("SELECT pk FROM messages WHERE conversation_id = ?1 AND id = ?2")?;
-            let mut opening = conn.prepare_cached("SELECT substr(content, 1, 200) FROM messages WHERE pk = ?1")?;
-            let mut snippet = conn.prepare_cached(
-                "SELECT snippet(messages_fts, 0, '«', '»', '…', 16) FROM messages_fts
-                 WHERE messages_fts MATCH ?1 AND rowid = ?2",
-            )?;
-            for hit in hits.iter_mut() {
-                let (HitKind::Message, Some(conv), true) = (hit.kind, &hit.conversation_id, hit.snippet.is_empty())
-                else {
-                    continue;
-                };
-                let Some(pk) = pk_of
-                    .query_row(params![conv, hit.id], |r| r.get::<_, i64>(0))
-                    .optional()?
-                else {
-                    continue;
-                };
-                hit.snippet = match snippet.query_row(params![expr, pk], |r| r.get(0)).optional()? {
-                    Some(text) => text,
-                    None => opening.query_row([pk], |r| r.get(0))?,
-                };
-            }
-            Ok(())
-        };
-        run().map_err(|e| self.err(e))
+        self.read(|conn| {
+            let Some(terms) = fts::Terms::parse(text) else {
+                return Ok(());
+            };
+            let expr = terms.any();
+            let conn = &conn;
+            let mut run = || -> rusqlite::Result<()> {
+                let mut pk_of =
+                    conn.prepare_cached("SELECT pk FROM messages WHERE conversation_id = ?1 AND id = ?2")?;
+                let mut opening = conn.prepare_cached("SELECT substr(content, 1, 200) FROM messages WHERE pk = ?1")?;
+                let mut snippet = conn.prepare_cached(
+                    "SELECT snippet(messages_fts, 0, '«', '»', '…', 16) FROM messages_fts
+                     WHERE messages_fts MATCH ?1 AND rowid = ?2",
+                )?;
+                for hit in hits.iter_mut() {
+                    let (HitKind::Message, Some(conv), true) = (hit.kind, &hit.conversation_id, hit.snippet.is_empty())
+                    else {
+                        continue;
+                    };
+                    let Some(pk) = pk_of
+                        .query_row(params![conv, hit.id], |r| r.get::<_, i64>(0))
+                        .optional()?
+                    else {
+                        continue;
+                    };
+                    hit.snippet = match snippet.query_row(params![expr, pk], |r| r.get(0)).optional()? {
+                        Some(text) => text,
+                        None => opening.query_row([pk], |r| r.get(0))?,
+                    };
+                }
+                Ok(())
+            };
+            run()
+        })
     }
 
     fn search_snippets(&self, query: &SearchQuery, snippets: bool) -> Result<Vec<SearchHit>> {
@@ -161,9 +164,8 @@ impl Index {
         };
         let expr = terms.any();
         let limit = query.limit.max(1);
-        let conn = &self.conn;
         let filter = &query.filter;
-        let hits = match query.kind {
+        self.read(|conn| match query.kind {
             SearchKind::Messages => search_messages(conn, &terms, limit, filter, snippets),
             SearchKind::Moments => search_moments(conn, &expr, limit, filter),
             SearchKind::Conversations => search_conversations(conn, &expr, limit),
@@ -175,8 +177,7 @@ impl Index {
                 hits.truncate(limit);
                 Ok(hits)
             }),
-        };
-        hits.map_err(|e| self.err(e))
+        })
     }
 }
 

@@ -29,6 +29,6 @@ pub mod watcher;
 pub use checker::{Checked, Checker, RefRecord};
 pub use drift::{Drift, GitRepo, blob_hash};
 pub use resolve::{Found, resolve};
-pub use zblade_core::ReferenceStatus;
 pub use source::{MAX_FILE_BYTES, ReadError, SourceFile, read_project_file, read_project_file_guarded};
 pub use zblade_core::Anchor;
+pub use zblade_core::ReferenceStatus;

@@ -57,10 +57,14 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut response = (self.status, Json(ErrorBody {
+        let mut response = (
+            self.status,
+            Json(ErrorBody {
                 error: self.code.to_string(),
                 reason: self.reason,
-            }),).into_response();
+            }),
+        )
+            .into_response();
         if let Some(after) = self.retry_after {
             let secs = after.as_secs_f64().ceil().max(1.0) as u64;
             if let Ok(value) = HeaderValue::from_str(&secs.to_string()) {

@@ -26,7 +26,10 @@ fn the_client_reads_every_answer_the_server_gives() {
         let put = client
             .put_record(PROJECT, Kind::Conversation, "conv_a", first.as_bytes())
             .unwrap();
-        assert_eq!((put.status, put.version, put.kind), (PutStatus::Created, 1, Kind::Conversation));
+        assert_eq!(
+            (put.status, put.version, put.kind),
+            (PutStatus::Created, 1, Kind::Conversation)
+        );
         assert_eq!(put.hash, zblade_core::sha256_hex(first.as_bytes()), "{backend}");
         let again = client
             .put_record(PROJECT, Kind::Conversation, "conv_a", first.as_bytes())

@@ -24,8 +24,8 @@ pub use check::AnswerLimits;
 /// The header carrying the sha256 of an artifact's bytes, both ways.
 pub const HASH_HEADER: &str = "x-zblade-sha256";
 
-pub use zblade_core::wire::{Kind, PutResult, PutStatus, RecordMeta, SearchHit};
 use zblade_core::wire::{ErrorBody, Page, SearchAnswer};
+pub use zblade_core::wire::{Kind, PutResult, PutStatus, RecordMeta, SearchHit};
 
 /// Listed text fields with escape sequences removed and lengths bounded (the id, kind and
 /// hash are checked separately and refused when wrong).

@@ -9,9 +9,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ContextArgs) -> Result<(), Error> {
     let project = cx.open()?;
     let request = ContextRequest {
         query: args.query.join(" "),
-        budget: args
-            .budget
-            .unwrap_or(project.settings().context.max_tokens as usize),
+        budget: args.budget.unwrap_or(project.settings().context.max_tokens as usize),
         conversation: args.conversation,
         format: args.format.into(),
         tier: args.tier.into(),

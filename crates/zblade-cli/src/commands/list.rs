@@ -8,7 +8,9 @@ use crate::cli::ListCommand;
 pub(crate) fn run(cx: &mut Ctx, list: ListCommand) -> Result<(), Error> {
     let project = cx.open()?;
     match list {
-        ListCommand::Conversations { limit, offset } => cx.out.conversations(&project.list_conversations(limit, offset)?),
+        ListCommand::Conversations { limit, offset } => {
+            cx.out.conversations(&project.list_conversations(limit, offset)?)
+        }
         ListCommand::Moments { kind, limit, offset } => {
             cx.out
                 .moments(&project.list_moments(limit, offset, kind.map(|k| k.as_str()))?)

@@ -7,9 +7,7 @@ use std::time::Instant;
 
 use zblade_context::{Candidate, Item, Source};
 use zblade_core::{Conversation, Error, Moment, Result, fsio, sha256_hex};
-use zblade_index::{
-    ConversationSummary, HitKind, MemoryText, MomentSummary, SearchFilter, SearchKind, SearchQuery,
-};
+use zblade_index::{ConversationSummary, HitKind, MemoryText, MomentSummary, SearchFilter, SearchKind, SearchQuery};
 use zblade_search::chunk::cid;
 
 use super::{FoundMoment, Retrieved, Storage, TimeRange};
@@ -193,7 +191,12 @@ impl Storage for LocalStorage {
         })
     }
 
-    fn recent_turns(&self, project: &Project, conversation: &str, n: usize) -> Result<Option<(String, Vec<MemoryText>)>> {
+    fn recent_turns(
+        &self,
+        project: &Project,
+        conversation: &str,
+        n: usize,
+    ) -> Result<Option<(String, Vec<MemoryText>)>> {
         let index = project.index()?;
         let Some(title) = index.conversation_title(conversation)? else {
             return Ok(None);

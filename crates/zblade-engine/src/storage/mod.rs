@@ -101,7 +101,12 @@ pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
 
     /// A conversation's title and its last `n` turns, newest first; `None` when there is no
     /// such conversation.
-    fn recent_turns(&self, project: &Project, conversation: &str, n: usize) -> Result<Option<(String, Vec<MemoryText>)>>;
+    fn recent_turns(
+        &self,
+        project: &Project,
+        conversation: &str,
+        n: usize,
+    ) -> Result<Option<(String, Vec<MemoryText>)>>;
 
     /// A moment as memory text (its context after its content); `None` when there is none.
     fn moment_text(&self, project: &Project, id: &str) -> Result<Option<MemoryText>>;

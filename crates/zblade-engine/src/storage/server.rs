@@ -36,7 +36,11 @@ impl ServerStorage {
         Ok(AddOutcome {
             id: id.to_string(),
             created: put.status == zblade_sync::PutStatus::Created,
-            artifact_path: format!("{}/api/v0/projects/{project_id}/{}/{id}", client.url(), kind.collection()),
+            artifact_path: format!(
+                "{}/api/v0/projects/{project_id}/{}/{id}",
+                client.url(),
+                kind.collection()
+            ),
             messages,
         })
     }
@@ -86,7 +90,13 @@ impl Storage for ServerStorage {
             .iter()
             .map(|conv| {
                 let bytes = conv.to_artifact_json();
-                self.put(project, Kind::Conversation, &conv.conversation_id, &bytes, conv.messages.len())
+                self.put(
+                    project,
+                    Kind::Conversation,
+                    &conv.conversation_id,
+                    &bytes,
+                    conv.messages.len(),
+                )
             })
             .collect()
     }
@@ -224,13 +234,24 @@ impl Storage for ServerStorage {
         })
     }
 
-    fn recent_turns(&self, project: &Project, conversation: &str, n: usize) -> Result<Option<(String, Vec<MemoryText>)>> {
+    fn recent_turns(
+        &self,
+        project: &Project,
+        conversation: &str,
+        n: usize,
+    ) -> Result<Option<(String, Vec<MemoryText>)>> {
         let conv = match self.conversation(project, conversation) {
             Ok(conv) => conv,
             Err(Error::NotFound(_)) => return Ok(None),
             Err(error) => return Err(error),
         };
-        let turns = conv.messages.iter().rev().take(n).map(|m| message_text(&conv, m)).collect();
+        let turns = conv
+            .messages
+            .iter()
+            .rev()
+            .take(n)
+            .map(|m| message_text(&conv, m))
+            .collect();
         Ok(Some((conv.title.clone(), turns)))
     }
 
