@@ -21,6 +21,13 @@ pub struct Out<W: Write> {
 
 type R = Result<(), Error>;
 
+/// A command's result. `--json` prints its `Serialize` form, so every command has JSON output
+/// for free; text mode prints [`Render::text`], written for people.
+pub trait Render: Serialize {
+    /// The result as text.
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R;
+}
+
 fn io(e: std::io::Error) -> Error {
     Error::io("<stdout>", e)
 }
@@ -60,6 +67,11 @@ impl<W: Write> Out<W> {
         Out { w, json, color }
     }
 
+    /// Prints a command's result: JSON with `--json`, else its text.
+    pub fn print<T: Render + ?Sized>(&mut self, value: &T) -> R {
+        if self.json { self.json(value) } else { value.text(self) }
+    }
+
     /// The underlying writer.
     pub fn writer(&mut self) -> &mut W {
         &mut self.w
@@ -76,183 +88,6 @@ impl<W: Write> Out<W> {
             flat.replace('«', "\x1b[1m").replace('»', "\x1b[0m")
         } else {
             flat
-        }
-    }
-
-    pub fn init(&mut self, report: &InitReport) -> R {
-        if self.json {
-            return self.json(report);
-        }
-        let dir = report.root.join(".zblade");
-        if report.created.is_empty() && !report.settings_completed {
-            line!(
-                self,
-                "zblade memory already set up in {} (nothing changed)",
-                dir.display()
-            )
-        } else {
-            line!(self, "zblade memory ready in {}", dir.display())?;
-            for path in &report.created {
-                line!(self, "  created {path}")?;
-            }
-            if report.settings_completed {
-                line!(
-                    self,
-                    "  added missing fields to .zblade/config/settings.json (your values kept)"
-                )?;
-            }
-            line!(
-                self,
-                "Next: zblade add conversation FILE.json, then zblade search WORDS"
-            )
-        }
-    }
-
-    pub fn added(&mut self, outcomes: &[AddOutcome], is_moment: bool) -> R {
-        if self.json {
-            return self.json(outcomes);
-        }
-        for o in outcomes {
-            let verb = if o.created { "added" } else { "updated" };
-            if is_moment {
-                line!(self, "{verb} {} → {}", o.id, o.artifact_path)?;
-            } else {
-                line!(self, "{verb} {} ({} messages) → {}", o.id, o.messages, o.artifact_path)?;
-            }
-        }
-        Ok(())
-    }
-
-    pub fn conversations(&mut self, rows: &[ConversationSummary]) -> R {
-        if self.json {
-            return self.json(rows);
-        }
-        if rows.is_empty() {
-            return line!(
-                self,
-                "No conversations yet. Add one with: zblade add conversation FILE.json"
-            );
-        }
-        for c in rows {
-            let tags = if c.tags.is_empty() {
-                String::new()
-            } else {
-                format!("  [{}]", c.tags.join(", "))
-            };
-            line!(
-                self,
-                "{}  {}  {:>4} msgs  {}{}",
-                c.id,
-                &c.updated_at[..16.min(c.updated_at.len())],
-                c.message_count,
-                one_line(&c.title, 60),
-                tags
-            )?;
-        }
-        Ok(())
-    }
-
-    pub fn moments(&mut self, rows: &[MomentSummary]) -> R {
-        if self.json {
-            return self.json(rows);
-        }
-        if rows.is_empty() {
-            return line!(self, "No moments yet. Add one with: zblade add moment FILE.json");
-        }
-        for m in rows {
-            let tags = if m.tags.is_empty() {
-                String::new()
-            } else {
-                format!("  [{}]", m.tags.join(", "))
-            };
-            line!(self, "{}  {:<8}  {}{}", m.id, m.kind, one_line(&m.content, 70), tags)?;
-        }
-        Ok(())
-    }
-
-    pub fn shown(&mut self, shown: &Shown) -> R {
-        if self.json {
-            return self.json(shown);
-        }
-        match shown {
-            Shown::Conversation {
-                conversation: c,
-                references,
-            } => {
-                line!(self, "{}", c.title)?;
-                line!(
-                    self,
-                    "{}  ·  {} messages  ·  created {}  ·  updated {}",
-                    c.conversation_id,
-                    c.messages.len(),
-                    c.created_at
-                        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
-                        .unwrap_or_default(),
-                    c.updated_at
-                        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
-                        .unwrap_or_default()
-                )?;
-                if !c.metadata.tags.is_empty() {
-                    line!(self, "tags: {}", c.metadata.tags.join(", "))?;
-                }
-                for m in &c.messages {
-                    line!(self)?;
-                    let refs: Vec<&ReferenceReport> = references
-                        .iter()
-                        .filter(|r| r.message_id.as_deref() == Some(&m.id))
-                        .collect();
-                    self.message(m, &refs, usize::MAX)?;
-                }
-                for m in &c.moments {
-                    line!(self)?;
-                    line!(self, "◆ {} {}: {}", m.kind.as_str(), m.id, m.content)?;
-                }
-                Ok(())
-            }
-            Shown::Moment { moment: m, references } => {
-                line!(
-                    self,
-                    "{} {}  (relevance {:.2})",
-                    m.kind.as_str(),
-                    m.id,
-                    m.relevance_score
-                )?;
-                if let Some(conv) = &m.conversation_id {
-                    line!(self, "from {conv}")?;
-                }
-                if !m.tags.is_empty() {
-                    line!(self, "tags: {}", m.tags.join(", "))?;
-                }
-                line!(self)?;
-                line!(self, "{}", m.content)?;
-                if let Some(context) = &m.context {
-                    line!(self)?;
-                    line!(self, "Context: {context}")?;
-                }
-                for r in references {
-                    self.reference_block(r, usize::MAX)?;
-                }
-                Ok(())
-            }
-            Shown::InlineMoment {
-                conversation_id,
-                moment: m,
-            } => {
-                line!(self, "{} {}  (in {conversation_id})", m.kind.as_str(), m.id)?;
-                line!(self)?;
-                line!(self, "{}", m.content)
-            }
-            Shown::Messages { matches } => {
-                for (i, found) in matches.iter().enumerate() {
-                    if i > 0 {
-                        line!(self)?;
-                    }
-                    line!(self, "in {} — {}", found.conversation_id, found.title)?;
-                    let refs: Vec<&ReferenceReport> = found.references.iter().collect();
-                    self.message(&found.message, &refs, usize::MAX)?;
-                }
-                Ok(())
-            }
         }
     }
 
@@ -312,186 +147,6 @@ impl<W: Write> Out<W> {
         Ok(())
     }
 
-    pub fn results(&mut self, query: &str, results: &SearchResults) -> R {
-        if self.json {
-            return self.json(results);
-        }
-        self.hits(query, &results.hits)
-    }
-
-    /// An assembled context: the pack on stdout; with `receipt`, then the receipt (text mode
-    /// puts it after a `---` line, so the pack can still be cut off by a script).
-    pub fn context(&mut self, result: &ContextResult, receipt: bool) -> R {
-        if self.json {
-            return self.json(result);
-        }
-        let pack = &result.pack;
-        write!(self.w, "{}", pack.text).map_err(io)?;
-        if !receipt {
-            return Ok(());
-        }
-        line!(self, "---")?;
-        line!(
-            self,
-            "{} of {} tokens ({}), {} of {} candidates packed, in {:.1} ms; search: {}",
-            pack.tokens,
-            pack.budget,
-            pack.tokenizer,
-            pack.entries.len(),
-            pack.receipt.len(),
-            result.elapsed_ms,
-            result
-                .mode
-                .map_or("none".to_string(), |m| format!("{m:?}").to_lowercase())
-        )?;
-        for l in &pack.receipt {
-            let mark = if l.included { "+" } else { "-" };
-            let score = l
-                .score
-                .as_ref()
-                .map(|s| {
-                    format!(
-                        " score {:.3} (search {:.2} × recency {:.2} × affinity {:.2} × type {:.2})",
-                        s.relevance, s.retrieval, s.recency, s.affinity, s.type_weight
-                    )
-                })
-                .unwrap_or_default();
-            line!(
-                self,
-                "{mark} {:>5} tok  {:<9} {}  {}{score}",
-                if l.included { l.tokens } else { l.full_tokens },
-                format!("{:?}", l.source).to_lowercase(),
-                one_line(&l.label, 60),
-                l.reason
-            )?;
-        }
-        Ok(())
-    }
-
-    pub fn extracted(&mut self, report: &ExtractReport) -> R {
-        if self.json {
-            return self.json(report);
-        }
-        line!(
-            self,
-            "{} moment(s) written from {} conversation(s) ({} unchanged since the last run; {} extractor).",
-            report.written.len(),
-            report.conversations,
-            report.unchanged,
-            report.extractor
-        )?;
-        for id in &report.written {
-            line!(self, "  {id}")?;
-        }
-        for notice in &report.notices {
-            eprintln!("zblade: note: {notice}");
-        }
-        Ok(())
-    }
-
-    pub fn summarized(&mut self, report: &SummarizeReport) -> R {
-        if self.json {
-            return self.json(report);
-        }
-        line!(
-            self,
-            "Summaries: {} written, {} still fresh, of {} conversation(s) ({}).",
-            report.refreshed.len(),
-            report.unchanged,
-            report.conversations,
-            report.summarizer
-        )?;
-        for id in &report.refreshed {
-            line!(self, "  {id}")?;
-        }
-        for notice in &report.notices {
-            eprintln!("zblade: note: {notice}");
-        }
-        Ok(())
-    }
-
-    pub fn compressor_status(&mut self, status: &CompressorStatus) -> R {
-        if self.json {
-            return self.json(status);
-        }
-        match &status.model {
-            Some(m) => line!(
-                self,
-                "Compressor: {} ({}, {} parameters, {}, context {} tokens{}).",
-                status.compressor,
-                m.path.display(),
-                m.parameters,
-                human_bytes(m.size_bytes),
-                m.context_tokens,
-                if m.chat_template {
-                    ", chat template"
-                } else {
-                    ", no chat template"
-                }
-            ),
-            None => {
-                line!(self, "Compressor: extractive (deterministic; no model is used).")?;
-                if let Some(notice) = &status.notice {
-                    line!(self, "Configured model {:?}: {notice}", status.configured)?;
-                } else {
-                    line!(
-                        self,
-                        "Install a model with `zblade compressor import FILE.gguf --use` (see docs/CONTEXT.md)."
-                    )?;
-                }
-                Ok(())
-            }
-        }
-    }
-
-    pub fn compressor_models(&mut self, models: &[CompressorModel]) -> R {
-        if self.json {
-            return self.json(models);
-        }
-        if models.is_empty() {
-            return line!(
-                self,
-                "No compressor models installed (`zblade compressor import FILE.gguf`)."
-            );
-        }
-        for m in models {
-            let mark = if m.active { "*" } else { " " };
-            let problem = m.problem.as_deref().map(|p| format!("  ({p})")).unwrap_or_default();
-            line!(
-                self,
-                "{mark} {:<32} {:>9}  {}{problem}",
-                m.name,
-                human_bytes(m.size_bytes),
-                m.path
-            )?;
-        }
-        Ok(())
-    }
-
-    pub fn compressor_installed(&mut self, install: &CompressorInstall) -> R {
-        if self.json {
-            return self.json(install);
-        }
-        line!(
-            self,
-            "Installed {} at {} ({}, sha256 {}{}).{}",
-            install.model.name,
-            install.model.path,
-            human_bytes(install.model.size_bytes),
-            install.sha256,
-            if install.verified {
-                ", verified"
-            } else {
-                ", not checked: no --sha256 given"
-            },
-            if install.model.active {
-                " The compressor uses it now."
-            } else {
-                ""
-            }
-        )
-    }
-
     /// Any value as JSON.
     pub fn value(&mut self, value: &serde_json::Value) -> R {
         self.json(value)
@@ -500,109 +155,6 @@ impl<W: Write> Out<W> {
     /// One line of text.
     pub fn note(&mut self, text: &str) -> R {
         line!(self, "{text}")
-    }
-
-    pub fn models(&mut self, models: &[ModelEntry]) -> R {
-        if self.json {
-            return self.json(models);
-        }
-        for m in models {
-            let mark = if m.active { "*" } else { " " };
-            let place = match (&m.dir, &m.repo) {
-                (Some(dir), _) => dir.clone(),
-                (None, Some(repo)) => format!("not installed; `zblade models download {}` fetches {repo}", m.name),
-                (None, None) => "not installed".into(),
-            };
-            line!(self, "{mark} {:<20} {place}", m.name)?;
-        }
-        Ok(())
-    }
-
-    pub fn downloaded(&mut self, d: &ModelDownload) -> R {
-        if self.json {
-            return self.json(d);
-        }
-        line!(
-            self,
-            "Installed {} in {} ({}).{}",
-            d.name,
-            d.dir,
-            human_bytes(d.bytes),
-            model_activation_note(d.active)
-        )
-    }
-
-    pub fn imported(&mut self, i: &ModelImport) -> R {
-        if self.json {
-            return self.json(i);
-        }
-        line!(
-            self,
-            "Installed {} in {} ({} files).{}",
-            i.name,
-            i.dir,
-            i.files.len(),
-            model_activation_note(i.active)
-        )
-    }
-
-    pub fn indexed(&mut self, r: &IndexReport) -> R {
-        if self.json {
-            return self.json(r);
-        }
-        let c = &r.code;
-        line!(
-            self,
-            "Files: {} considered, {} indexed, {} unchanged, {} removed; {} code chunks in the index ({:.1} s).",
-            c.files,
-            c.indexed,
-            c.unchanged,
-            c.removed,
-            c.chunks,
-            c.elapsed.as_secs_f64()
-        )?;
-        for (reason, paths) in &c.skipped {
-            let shown: Vec<&str> = paths.iter().take(3).map(String::as_str).collect();
-            let more = if paths.len() > 3 {
-                format!(" and {} more", paths.len() - 3)
-            } else {
-                String::new()
-            };
-            line!(self, "  skipped ({reason}): {}{more}", shown.join(", "))?;
-        }
-        if c.changed_while_reading > 0 {
-            line!(
-                self,
-                "  {} file(s) changed while being read; they are read again on the next run.",
-                c.changed_while_reading
-            )?;
-        }
-        if let Some(s) = &r.semantic {
-            line!(
-                self,
-                "Embeddings ({}): {} chunks, {} distinct texts, {} embedded now, {} already had vectors, {} stale removed{} ({:.1} s).",
-                s.model,
-                s.chunks,
-                s.distinct,
-                s.embedded,
-                s.distinct - s.embedded.min(s.distinct),
-                s.removed,
-                if s.ann_index { ", ANN index in use" } else { "" },
-                s.elapsed.as_secs_f64()
-            )?;
-        }
-        let m = &r.summaries;
-        line!(
-            self,
-            "Summaries ({}): {} written, {} still fresh.",
-            m.summarizer,
-            m.refreshed.len(),
-            m.unchanged
-        )?;
-        for notice in &m.notices {
-            eprintln!("zblade: note: {notice}");
-        }
-        Ok(())
     }
 
     fn hits(&mut self, query: &str, hits: &[Hit]) -> R {
@@ -644,58 +196,6 @@ impl<W: Write> Out<W> {
             }
         }
         Ok(())
-    }
-
-    pub fn references(&mut self, refs: &[ReferenceReport], total: usize) -> R {
-        if self.json {
-            return self.json(refs);
-        }
-        if total == 0 {
-            return line!(
-                self,
-                "No code references yet. They come with conversations and moments that cite files."
-            );
-        }
-        for r in refs {
-            let live = match &r.live {
-                Some(l) => format!("{}:{}-{}", l.file, l.lines[0], l.lines[1]),
-                None => "—".into(),
-            };
-            let drift = if r.drift.is_some() { "  drift" } else { "" };
-            line!(
-                self,
-                "{:<10} {}:{}-{} → {}{}  {}",
-                r.status,
-                r.captured.file,
-                r.captured.lines[0],
-                r.captured.lines[1],
-                live,
-                drift,
-                r.key
-            )?;
-        }
-        let mut counts: Vec<(zblade_engine::ReferenceStatus, usize)> = Vec::new();
-        for r in refs {
-            match counts.iter_mut().find(|(s, _)| *s == r.status) {
-                Some((_, n)) => *n += 1,
-                None => counts.push((r.status, 1)),
-            }
-        }
-        let summary: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
-        line!(
-            self,
-            "{} of {total} reference(s) listed: {}",
-            refs.len(),
-            summary.join(", ")
-        )
-    }
-
-    pub fn reference(&mut self, r: &ReferenceReport) -> R {
-        if self.json {
-            return self.json(r);
-        }
-        line!(self, "{}", r.key)?;
-        self.reference_block(r, usize::MAX)
     }
 
     pub fn watch_event(&mut self, event: &WatchEvent) -> R {
@@ -760,129 +260,608 @@ impl<W: Write> Out<W> {
             ),
         }
     }
+}
 
-    pub fn reindexed(&mut self, r: &ReindexReport) -> R {
-        if self.json {
-            return self.json(r);
-        }
-        if r.recreated_database {
-            line!(self, "The old index was damaged; it was recreated.")?;
-        }
-        line!(
-            self,
-            "Reindexed {} conversations ({} messages) and {} moments, and checked {} code references, in {:.2} s.",
-            r.conversations,
-            r.messages,
-            r.moments,
-            r.references,
-            r.elapsed.as_secs_f64()
-        )?;
-        if !r.skipped.is_empty() {
+impl Render for InitReport {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        let dir = self.root.join(".zblade");
+        if self.created.is_empty() && !self.settings_completed {
             line!(
-                self,
-                "Skipped {} artifact(s) that could not be indexed (the files are untouched):",
-                r.skipped.len()
-            )?;
-            for (path, why) in &r.skipped {
-                line!(self, "  {path}: {why}")?;
+                out,
+                "zblade memory already set up in {} (nothing changed)",
+                dir.display()
+            )
+        } else {
+            line!(out, "zblade memory ready in {}", dir.display())?;
+            for path in &self.created {
+                line!(out, "  created {path}")?;
+            }
+            if self.settings_completed {
+                line!(
+                    out,
+                    "  added missing fields to .zblade/config/settings.json (your values kept)"
+                )?;
+            }
+            line!(out, "Next: zblade add conversation FILE.json, then zblade search WORDS")
+        }
+    }
+}
+
+/// `added`'s result and what its text needs besides; `--json` prints `outcomes` alone.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct Added<'a> {
+    /// What `--json` prints.
+    pub outcomes: &'a [AddOutcome],
+    /// Text only.
+    #[serde(skip)]
+    pub is_moment: bool,
+}
+
+impl Render for Added<'_> {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        for o in self.outcomes {
+            let verb = if o.created { "added" } else { "updated" };
+            if self.is_moment {
+                line!(out, "{verb} {} → {}", o.id, o.artifact_path)?;
+            } else {
+                line!(out, "{verb} {} ({} messages) → {}", o.id, o.messages, o.artifact_path)?;
             }
         }
         Ok(())
     }
+}
 
-    pub fn fsck(&mut self, report: &FsckReport, repair: bool) -> R {
-        if self.json {
-            return self.json(report);
+impl Render for [ConversationSummary] {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        if self.is_empty() {
+            return line!(
+                out,
+                "No conversations yet. Add one with: zblade add conversation FILE.json"
+            );
         }
-        if report.problems.is_empty() {
-            return line!(self, "ok: {} artifacts, index matches", report.artifacts);
+        for c in self {
+            let tags = if c.tags.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", c.tags.join(", "))
+            };
+            line!(
+                out,
+                "{}  {}  {:>4} msgs  {}{}",
+                c.id,
+                &c.updated_at[..16.min(c.updated_at.len())],
+                c.message_count,
+                one_line(&c.title, 60),
+                tags
+            )?;
         }
-        for p in &report.problems {
+        Ok(())
+    }
+}
+
+impl Render for [MomentSummary] {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        if self.is_empty() {
+            return line!(out, "No moments yet. Add one with: zblade add moment FILE.json");
+        }
+        for m in self {
+            let tags = if m.tags.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", m.tags.join(", "))
+            };
+            line!(out, "{}  {:<8}  {}{}", m.id, m.kind, one_line(&m.content, 70), tags)?;
+        }
+        Ok(())
+    }
+}
+
+impl Render for Shown {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        match self {
+            Shown::Conversation {
+                conversation: c,
+                references,
+            } => {
+                line!(out, "{}", c.title)?;
+                line!(
+                    out,
+                    "{}  ·  {} messages  ·  created {}  ·  updated {}",
+                    c.conversation_id,
+                    c.messages.len(),
+                    c.created_at
+                        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+                        .unwrap_or_default(),
+                    c.updated_at
+                        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+                        .unwrap_or_default()
+                )?;
+                if !c.metadata.tags.is_empty() {
+                    line!(out, "tags: {}", c.metadata.tags.join(", "))?;
+                }
+                for m in &c.messages {
+                    line!(out)?;
+                    let refs: Vec<&ReferenceReport> = references
+                        .iter()
+                        .filter(|r| r.message_id.as_deref() == Some(&m.id))
+                        .collect();
+                    out.message(m, &refs, usize::MAX)?;
+                }
+                for m in &c.moments {
+                    line!(out)?;
+                    line!(out, "◆ {} {}: {}", m.kind.as_str(), m.id, m.content)?;
+                }
+                Ok(())
+            }
+            Shown::Moment { moment: m, references } => {
+                line!(
+                    out,
+                    "{} {}  (relevance {:.2})",
+                    m.kind.as_str(),
+                    m.id,
+                    m.relevance_score
+                )?;
+                if let Some(conv) = &m.conversation_id {
+                    line!(out, "from {conv}")?;
+                }
+                if !m.tags.is_empty() {
+                    line!(out, "tags: {}", m.tags.join(", "))?;
+                }
+                line!(out)?;
+                line!(out, "{}", m.content)?;
+                if let Some(context) = &m.context {
+                    line!(out)?;
+                    line!(out, "Context: {context}")?;
+                }
+                for r in references {
+                    out.reference_block(r, usize::MAX)?;
+                }
+                Ok(())
+            }
+            Shown::InlineMoment {
+                conversation_id,
+                moment: m,
+            } => {
+                line!(out, "{} {}  (in {conversation_id})", m.kind.as_str(), m.id)?;
+                line!(out)?;
+                line!(out, "{}", m.content)
+            }
+            Shown::Messages { matches } => {
+                for (i, found) in matches.iter().enumerate() {
+                    if i > 0 {
+                        line!(out)?;
+                    }
+                    line!(out, "in {} — {}", found.conversation_id, found.title)?;
+                    let refs: Vec<&ReferenceReport> = found.references.iter().collect();
+                    out.message(&found.message, &refs, usize::MAX)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `results`'s result and what its text needs besides; `--json` prints `results` alone.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct Results<'a> {
+    /// What `--json` prints.
+    pub results: &'a SearchResults,
+    /// Text only.
+    #[serde(skip)]
+    pub query: &'a str,
+}
+
+impl Render for Results<'_> {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        out.hits(self.query, &self.results.hits)
+    }
+}
+
+/// `context`'s result and what its text needs besides; `--json` prints `result` alone.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct Assembled<'a> {
+    /// What `--json` prints.
+    pub result: &'a ContextResult,
+    /// Text only.
+    #[serde(skip)]
+    pub receipt: bool,
+}
+
+impl Render for Assembled<'_> {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        let pack = &self.result.pack;
+        write!(out.w, "{}", pack.text).map_err(io)?;
+        if !self.receipt {
+            return Ok(());
+        }
+        line!(out, "---")?;
+        line!(
+            out,
+            "{} of {} tokens ({}), {} of {} candidates packed, in {:.1} ms; search: {}",
+            pack.tokens,
+            pack.budget,
+            pack.tokenizer,
+            pack.entries.len(),
+            pack.receipt.len(),
+            self.result.elapsed_ms,
+            self.result
+                .mode
+                .map_or("none".to_string(), |m| format!("{m:?}").to_lowercase())
+        )?;
+        for l in &pack.receipt {
+            let mark = if l.included { "+" } else { "-" };
+            let score = l
+                .score
+                .as_ref()
+                .map(|s| {
+                    format!(
+                        " score {:.3} (search {:.2} × recency {:.2} × affinity {:.2} × type {:.2})",
+                        s.relevance, s.retrieval, s.recency, s.affinity, s.type_weight
+                    )
+                })
+                .unwrap_or_default();
+            line!(
+                out,
+                "{mark} {:>5} tok  {:<9} {}  {}{score}",
+                if l.included { l.tokens } else { l.full_tokens },
+                format!("{:?}", l.source).to_lowercase(),
+                one_line(&l.label, 60),
+                l.reason
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl Render for ExtractReport {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        line!(
+            out,
+            "{} moment(s) written from {} conversation(s) ({} unchanged since the last run; {} extractor).",
+            self.written.len(),
+            self.conversations,
+            self.unchanged,
+            self.extractor
+        )?;
+        for id in &self.written {
+            line!(out, "  {id}")?;
+        }
+        for notice in &self.notices {
+            eprintln!("zblade: note: {notice}");
+        }
+        Ok(())
+    }
+}
+
+impl Render for SummarizeReport {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        line!(
+            out,
+            "Summaries: {} written, {} still fresh, of {} conversation(s) ({}).",
+            self.refreshed.len(),
+            self.unchanged,
+            self.conversations,
+            self.summarizer
+        )?;
+        for id in &self.refreshed {
+            line!(out, "  {id}")?;
+        }
+        for notice in &self.notices {
+            eprintln!("zblade: note: {notice}");
+        }
+        Ok(())
+    }
+}
+
+impl Render for CompressorStatus {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        match &self.model {
+            Some(m) => line!(
+                out,
+                "Compressor: {} ({}, {} parameters, {}, context {} tokens{}).",
+                self.compressor,
+                m.path.display(),
+                m.parameters,
+                human_bytes(m.size_bytes),
+                m.context_tokens,
+                if m.chat_template {
+                    ", chat template"
+                } else {
+                    ", no chat template"
+                }
+            ),
+            None => {
+                line!(out, "Compressor: extractive (deterministic; no model is used).")?;
+                if let Some(notice) = &self.notice {
+                    line!(out, "Configured model {:?}: {notice}", self.configured)?;
+                } else {
+                    line!(
+                        out,
+                        "Install a model with `zblade compressor import FILE.gguf --use` (see docs/CONTEXT.md)."
+                    )?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Render for [CompressorModel] {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        if self.is_empty() {
+            return line!(
+                out,
+                "No compressor models installed (`zblade compressor import FILE.gguf`)."
+            );
+        }
+        for m in self {
+            let mark = if m.active { "*" } else { " " };
+            let problem = m.problem.as_deref().map(|p| format!("  ({p})")).unwrap_or_default();
+            line!(
+                out,
+                "{mark} {:<32} {:>9}  {}{problem}",
+                m.name,
+                human_bytes(m.size_bytes),
+                m.path
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl Render for CompressorInstall {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        line!(
+            out,
+            "Installed {} at {} ({}, sha256 {}{}).{}",
+            self.model.name,
+            self.model.path,
+            human_bytes(self.model.size_bytes),
+            self.sha256,
+            if self.verified {
+                ", verified"
+            } else {
+                ", not checked: no --sha256 given"
+            },
+            if self.model.active {
+                " The compressor uses it now."
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+impl Render for [ModelEntry] {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        for m in self {
+            let mark = if m.active { "*" } else { " " };
+            let place = match (&m.dir, &m.repo) {
+                (Some(dir), _) => dir.clone(),
+                (None, Some(repo)) => format!("not installed; `zblade models download {}` fetches {repo}", m.name),
+                (None, None) => "not installed".into(),
+            };
+            line!(out, "{mark} {:<20} {place}", m.name)?;
+        }
+        Ok(())
+    }
+}
+
+impl Render for ModelDownload {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        line!(
+            out,
+            "Installed {} in {} ({}).{}",
+            self.name,
+            self.dir,
+            human_bytes(self.bytes),
+            model_activation_note(self.active)
+        )
+    }
+}
+
+impl Render for ModelImport {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        line!(
+            out,
+            "Installed {} in {} ({} files).{}",
+            self.name,
+            self.dir,
+            self.files.len(),
+            model_activation_note(self.active)
+        )
+    }
+}
+
+impl Render for IndexReport {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        let c = &self.code;
+        line!(
+            out,
+            "Files: {} considered, {} indexed, {} unchanged, {} removed; {} code chunks in the index ({:.1} s).",
+            c.files,
+            c.indexed,
+            c.unchanged,
+            c.removed,
+            c.chunks,
+            c.elapsed.as_secs_f64()
+        )?;
+        for (reason, paths) in &c.skipped {
+            let shown: Vec<&str> = paths.iter().take(3).map(String::as_str).collect();
+            let more = if paths.len() > 3 {
+                format!(" and {} more", paths.len() - 3)
+            } else {
+                String::new()
+            };
+            line!(out, "  skipped ({reason}): {}{more}", shown.join(", "))?;
+        }
+        if c.changed_while_reading > 0 {
+            line!(
+                out,
+                "  {} file(s) changed while being read; they are read again on the next run.",
+                c.changed_while_reading
+            )?;
+        }
+        if let Some(s) = &self.semantic {
+            line!(
+                out,
+                "Embeddings ({}): {} chunks, {} distinct texts, {} embedded now, {} already had vectors, {} stale removed{} ({:.1} s).",
+                s.model,
+                s.chunks,
+                s.distinct,
+                s.embedded,
+                s.distinct - s.embedded.min(s.distinct),
+                s.removed,
+                if s.ann_index { ", ANN index in use" } else { "" },
+                s.elapsed.as_secs_f64()
+            )?;
+        }
+        let m = &self.summaries;
+        line!(
+            out,
+            "Summaries ({}): {} written, {} still fresh.",
+            m.summarizer,
+            m.refreshed.len(),
+            m.unchanged
+        )?;
+        for notice in &m.notices {
+            eprintln!("zblade: note: {notice}");
+        }
+        Ok(())
+    }
+}
+
+/// `references`'s result and what its text needs besides; `--json` prints `refs` alone.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct ReferencesChecked<'a> {
+    /// What `--json` prints.
+    pub refs: &'a [ReferenceReport],
+    /// Text only.
+    #[serde(skip)]
+    pub total: usize,
+}
+
+impl Render for ReferencesChecked<'_> {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        if self.total == 0 {
+            return line!(
+                out,
+                "No code references yet. They come with conversations and moments that cite files."
+            );
+        }
+        for r in self.refs {
+            let live = match &r.live {
+                Some(l) => format!("{}:{}-{}", l.file, l.lines[0], l.lines[1]),
+                None => "—".into(),
+            };
+            let drift = if r.drift.is_some() { "  drift" } else { "" };
+            line!(
+                out,
+                "{:<10} {}:{}-{} → {}{}  {}",
+                r.status,
+                r.captured.file,
+                r.captured.lines[0],
+                r.captured.lines[1],
+                live,
+                drift,
+                r.key
+            )?;
+        }
+        let mut counts: Vec<(zblade_engine::ReferenceStatus, usize)> = Vec::new();
+        for r in self.refs {
+            match counts.iter_mut().find(|(s, _)| *s == r.status) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((r.status, 1)),
+            }
+        }
+        let summary: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        line!(
+            out,
+            "{} of {} reference(s) listed: {}",
+            self.refs.len(),
+            self.total,
+            summary.join(", ")
+        )
+    }
+}
+
+impl Render for ReferenceReport {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        line!(out, "{}", self.key)?;
+        out.reference_block(self, usize::MAX)
+    }
+}
+
+impl Render for ReindexReport {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        if self.recreated_database {
+            line!(out, "The old index was damaged; it was recreated.")?;
+        }
+        line!(
+            out,
+            "Reindexed {} conversations ({} messages) and {} moments, and checked {} code references, in {:.2} s.",
+            self.conversations,
+            self.messages,
+            self.moments,
+            self.references,
+            self.elapsed.as_secs_f64()
+        )?;
+        if !self.skipped.is_empty() {
+            line!(
+                out,
+                "Skipped {} artifact(s) that could not be indexed (the files are untouched):",
+                self.skipped.len()
+            )?;
+            for (path, why) in &self.skipped {
+                line!(out, "  {path}: {why}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `fsck`'s result and what its text needs besides; `--json` prints `report` alone.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct FsckOutcome<'a> {
+    /// What `--json` prints.
+    pub report: &'a FsckReport,
+    /// Text only.
+    #[serde(skip)]
+    pub repair: bool,
+}
+
+impl Render for FsckOutcome<'_> {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        if self.report.problems.is_empty() {
+            return line!(out, "ok: {} artifacts, index matches", self.report.artifacts);
+        }
+        for p in &self.report.problems {
             let kind = serde_json::to_value(p.kind)
                 .ok()
                 .and_then(|v| v.as_str().map(String::from))
                 .unwrap_or_default();
             let fixed = if p.repaired { "  [repaired]" } else { "" };
-            line!(self, "{kind:<13} {}  {}{fixed}", p.path, p.detail)?;
+            line!(out, "{kind:<13} {}  {}{fixed}", p.path, p.detail)?;
         }
-        let open = report.problems.iter().filter(|p| !p.repaired).count();
+        let open = self.report.problems.iter().filter(|p| !p.repaired).count();
         if open == 0 {
-            line!(self, "{} problem(s) found and repaired.", report.problems.len())
-        } else if repair {
+            line!(out, "{} problem(s) found and repaired.", self.report.problems.len())
+        } else if self.repair {
             line!(
-                self,
+                out,
                 "{open} problem(s) need you: fix the named files, then run `zblade fsck --repair` again."
             )
         } else {
             line!(
-                self,
+                out,
                 "{open} problem(s). Run `zblade fsck --repair` to bring the index in line with the artifacts."
             )
         }
-    }
-
-    pub fn status(&mut self, s: &Status, health: &[(String, i64)]) -> R {
-        if self.json {
-            let mut value = serde_json::to_value(s).map_err(|e| Error::io("<stdout>", e.into()))?;
-            value["reference_health"] = health
-                .iter()
-                .map(|(k, v)| (k.clone(), serde_json::json!(v)))
-                .collect::<serde_json::Map<_, _>>()
-                .into();
-            return self.json(&value);
-        }
-        line!(self, "project       {}  ({})", s.root, s.project_id)?;
-        line!(self, "storage mode  {}", s.storage_mode)?;
-        line!(
-            self,
-            "artifacts     {} conversations, {} moments  ({})",
-            s.conversation_artifacts,
-            s.moment_artifacts,
-            human_bytes(s.artifacts_bytes)
-        )?;
-        line!(
-            self,
-            "indexed       {} conversations, {} messages, {} moments, {} code references to {} files",
-            s.indexed.conversations,
-            s.indexed.messages,
-            s.indexed.moments,
-            s.indexed.code_references,
-            s.indexed.referenced_files
-        )?;
-        line!(
-            self,
-            "code          {} files, {} chunks indexed for search",
-            s.code_files,
-            s.code_chunks
-        )?;
-        line!(
-            self,
-            "index         {}  (schema v{}; vectors {})",
-            human_bytes(s.index_bytes),
-            s.schema_version,
-            human_bytes(s.vector_bytes)
-        )?;
-        let vectors = match s.vectors {
-            Some(n) => format!("{n} vectors"),
-            None => "nothing embedded yet (run `zblade index`)".into(),
-        };
-        line!(self, "embeddings    {}: {vectors}", s.embedding_model)?;
-        if s.compressor_model.is_empty() {
-            line!(self, "compressor    extractive (no model configured)")?;
-        } else {
-            line!(
-                self,
-                "compressor    {} (`zblade compressor status` checks it loads)",
-                s.compressor_model
-            )?;
-        }
-        line!(self, "cache         {}", human_bytes(s.cache_bytes))?;
-        line!(self, "index health  {}", s.index_health)?;
-        let refs: Vec<String> = health.iter().map(|(k, v)| format!("{v} {k}")).collect();
-        if !refs.is_empty() {
-            line!(self, "references    {}", refs.join(", "))?;
-        }
-        Ok(())
     }
 }
 
@@ -892,5 +871,84 @@ fn model_activation_note(active: bool) -> &'static str {
         " Search uses it now; run `zblade index` to embed with it."
     } else {
         ""
+    }
+}
+
+/// `zblade status`: the status, and reference counts by live status.
+pub struct ProjectStatus<'a> {
+    /// Counts, sizes, storage mode, index health.
+    pub status: &'a Status,
+    /// References by live status (`unchecked` until first checked).
+    pub health: &'a [(String, i64)],
+}
+
+/// JSON: the status with a `reference_health` object added.
+impl Serialize for ProjectStatus<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut value = serde_json::to_value(self.status).map_err(serde::ser::Error::custom)?;
+        value["reference_health"] = self
+            .health
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::json!(v)))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
+        value.serialize(serializer)
+    }
+}
+
+impl Render for ProjectStatus<'_> {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        line!(out, "project       {}  ({})", self.status.root, self.status.project_id)?;
+        line!(out, "storage mode  {}", self.status.storage_mode)?;
+        line!(
+            out,
+            "artifacts     {} conversations, {} moments  ({})",
+            self.status.conversation_artifacts,
+            self.status.moment_artifacts,
+            human_bytes(self.status.artifacts_bytes)
+        )?;
+        line!(
+            out,
+            "indexed       {} conversations, {} messages, {} moments, {} code references to {} files",
+            self.status.indexed.conversations,
+            self.status.indexed.messages,
+            self.status.indexed.moments,
+            self.status.indexed.code_references,
+            self.status.indexed.referenced_files
+        )?;
+        line!(
+            out,
+            "code          {} files, {} chunks indexed for search",
+            self.status.code_files,
+            self.status.code_chunks
+        )?;
+        line!(
+            out,
+            "index         {}  (schema v{}; vectors {})",
+            human_bytes(self.status.index_bytes),
+            self.status.schema_version,
+            human_bytes(self.status.vector_bytes)
+        )?;
+        let vectors = match self.status.vectors {
+            Some(n) => format!("{n} vectors"),
+            None => "nothing embedded yet (run `zblade index`)".into(),
+        };
+        line!(out, "embeddings    {}: {vectors}", self.status.embedding_model)?;
+        if self.status.compressor_model.is_empty() {
+            line!(out, "compressor    extractive (no model configured)")?;
+        } else {
+            line!(
+                out,
+                "compressor    {} (`zblade compressor status` checks it loads)",
+                self.status.compressor_model
+            )?;
+        }
+        line!(out, "cache         {}", human_bytes(self.status.cache_bytes))?;
+        line!(out, "index health  {}", self.status.index_health)?;
+        let refs: Vec<String> = self.health.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        if !refs.is_empty() {
+            line!(out, "references    {}", refs.join(", "))?;
+        }
+        Ok(())
     }
 }

@@ -8,6 +8,7 @@ use zblade_engine::{Error, parse_conversation, parse_moment};
 
 use super::Ctx;
 use crate::cli::AddCommand;
+use crate::render::Added;
 
 pub(crate) fn run(cx: &mut Ctx, add: AddCommand) -> Result<(), Error> {
     let mut project = cx.open()?;
@@ -30,7 +31,10 @@ pub(crate) fn run(cx: &mut Ctx, add: AddCommand) -> Result<(), Error> {
             .map(|(bytes, name)| Ok((parse_conversation(bytes, name)?, name.clone())));
         project.add_conversations(parsed.collect::<Result<_, Error>>()?)?
     };
-    cx.out.added(&outcomes, is_moment)
+    cx.out.print(&Added {
+        outcomes: &outcomes,
+        is_moment,
+    })
 }
 
 /// Reads a file, or standard input for `-`; returns the bytes and the name for error messages.

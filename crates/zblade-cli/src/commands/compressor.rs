@@ -9,11 +9,11 @@ pub(crate) fn run(cx: &mut Ctx, command: CompressorCommand) -> Result<(), Error>
     match command {
         CompressorCommand::Status => {
             let project = cx.open()?;
-            cx.out.compressor_status(&project.compressor_status())
+            cx.out.print(&project.compressor_status())
         }
         CompressorCommand::List => {
             let project = cx.open()?;
-            cx.out.compressor_models(&project.compressor_models())
+            cx.out.print(project.compressor_models().as_slice())
         }
         CompressorCommand::Import {
             file,
@@ -23,7 +23,7 @@ pub(crate) fn run(cx: &mut Ctx, command: CompressorCommand) -> Result<(), Error>
         } => {
             let mut project = cx.open()?;
             let report = project.import_compressor_model(&file, name.as_deref(), force, activate)?;
-            cx.out.compressor_installed(&report)
+            cx.out.print(&report)
         }
         CompressorCommand::Download {
             url,
@@ -49,7 +49,7 @@ pub(crate) fn run(cx: &mut Ctx, command: CompressorCommand) -> Result<(), Error>
                 },
             )?;
             bar.finish();
-            cx.out.compressor_installed(&report)
+            cx.out.print(&report)
         }
         CompressorCommand::Use { name } => {
             let mut project = cx.open()?;

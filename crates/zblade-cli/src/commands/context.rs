@@ -4,6 +4,7 @@ use zblade_engine::{ContextRequest, Error};
 
 use super::Ctx;
 use crate::cli::ContextArgs;
+use crate::render::Assembled;
 
 pub(crate) fn run(cx: &mut Ctx, args: ContextArgs) -> Result<(), Error> {
     let project = cx.open()?;
@@ -19,5 +20,8 @@ pub(crate) fn run(cx: &mut Ctx, args: ContextArgs) -> Result<(), Error> {
     for notice in &result.notices {
         cx.notice(notice);
     }
-    cx.out.context(&result, args.receipt)
+    cx.out.print(&Assembled {
+        result: &result,
+        receipt: args.receipt,
+    })
 }

@@ -6,11 +6,15 @@ use std::process::ExitCode;
 use zblade_engine::Error;
 
 use super::Ctx;
+use crate::render::FsckOutcome;
 
 pub(crate) fn run(cx: &mut Ctx, repair: bool) -> Result<ExitCode, Error> {
     let mut project = cx.open()?;
     let report = project.fsck(repair)?;
-    cx.out.fsck(&report, repair)?;
+    cx.out.print(&FsckOutcome {
+        report: &report,
+        repair,
+    })?;
     Ok(if report.is_clean() {
         ExitCode::SUCCESS
     } else {

@@ -19,5 +19,5 @@ pub(crate) fn run(cx: &mut Ctx) -> Result<(), Error> {
     if let Some(notice) = &report.notice {
         cx.notice(notice);
     }
-    cx.out.indexed(&report)
+    cx.out.print(&report)
 }

@@ -6,5 +6,5 @@ use super::Ctx;
 
 pub(crate) fn run(cx: &mut Ctx) -> Result<(), Error> {
     let (_, report) = Project::init(&cx.root)?;
-    cx.out.init(&report)
+    cx.out.print(&report)
 }

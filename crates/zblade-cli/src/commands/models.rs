@@ -9,7 +9,7 @@ pub(crate) fn run(cx: &mut Ctx, command: ModelsCommand) -> Result<(), Error> {
     match command {
         ModelsCommand::List => {
             let project = cx.open()?;
-            cx.out.models(&project.list_models())
+            cx.out.print(project.list_models().as_slice())
         }
         ModelsCommand::Download {
             name,
@@ -26,7 +26,7 @@ pub(crate) fn run(cx: &mut Ctx, command: ModelsCommand) -> Result<(), Error> {
                     bar.update(file, (done / 1024) as usize, total.map_or(0, |t| (t / 1024) as usize));
                 })?;
             bar.finish();
-            cx.out.downloaded(&report)
+            cx.out.print(&report)
         }
         ModelsCommand::Import {
             dir,
@@ -36,7 +36,7 @@ pub(crate) fn run(cx: &mut Ctx, command: ModelsCommand) -> Result<(), Error> {
         } => {
             let mut project = cx.open()?;
             let report = project.import_model(&dir, name.as_deref(), force, activate)?;
-            cx.out.imported(&report)
+            cx.out.print(&report)
         }
     }
 }

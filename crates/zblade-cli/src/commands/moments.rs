@@ -9,5 +9,5 @@ pub(crate) fn run(cx: &mut Ctx, command: MomentsCommand) -> Result<(), Error> {
     let MomentsCommand::Extract { conversation } = command;
     let mut project = cx.open()?;
     let report = project.extract_moments(conversation.as_deref())?;
-    cx.out.extracted(&report)
+    cx.out.print(&report)
 }

@@ -4,6 +4,7 @@ use zblade_engine::{Error, ReferenceStatus};
 
 use super::Ctx;
 use crate::cli::RefsCommand;
+use crate::render::ReferencesChecked;
 
 pub(crate) fn run(cx: &mut Ctx, command: RefsCommand) -> Result<(), Error> {
     match command {
@@ -14,11 +15,11 @@ pub(crate) fn run(cx: &mut Ctx, command: RefsCommand) -> Result<(), Error> {
             if problems {
                 reports.retain(|r| r.status != ReferenceStatus::Ok || r.drift.is_some());
             }
-            cx.out.references(&reports, total)
+            cx.out.print(&ReferencesChecked { refs: &reports, total })
         }
         RefsCommand::Show { key } => {
             let project = cx.open()?;
-            cx.out.reference(&project.reference(&key)?)
+            cx.out.print(&project.reference(&key)?)
         }
     }
 }

@@ -7,5 +7,5 @@ use super::Ctx;
 pub(crate) fn run(cx: &mut Ctx) -> Result<(), Error> {
     let mut project = cx.open()?;
     let report = project.reindex()?;
-    cx.out.reindexed(&report)
+    cx.out.print(&report)
 }

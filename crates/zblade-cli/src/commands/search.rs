@@ -5,6 +5,7 @@ use zblade_engine::{Error, SearchFilter, SearchQuery};
 
 use super::Ctx;
 use crate::cli::SearchArgs;
+use crate::render::Results;
 
 pub(crate) fn run(cx: &mut Ctx, args: SearchArgs) -> Result<(), Error> {
     let mut project = cx.open()?;
@@ -20,7 +21,10 @@ pub(crate) fn run(cx: &mut Ctx, args: SearchArgs) -> Result<(), Error> {
     if let Some(notice) = &results.notice {
         cx.notice(notice);
     }
-    cx.out.results(&text, &results)
+    cx.out.print(&Results {
+        results: &results,
+        query: &text,
+    })
 }
 
 /// A `--since`/`--until` value as an index timestamp.

@@ -6,5 +6,5 @@ use super::Ctx;
 
 pub(crate) fn run(cx: &mut Ctx, id: &str) -> Result<(), Error> {
     let project = cx.open()?;
-    cx.out.shown(&project.show(id)?)
+    cx.out.print(&project.show(id)?)
 }

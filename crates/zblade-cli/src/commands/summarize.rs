@@ -7,5 +7,5 @@ use super::Ctx;
 pub(crate) fn run(cx: &mut Ctx, conversation: Option<&str>, force: bool) -> Result<(), Error> {
     let mut project = cx.open()?;
     let report = project.summarize(conversation, force)?;
-    cx.out.summarized(&report)
+    cx.out.print(&report)
 }
