@@ -235,7 +235,7 @@ async migrationPending() : Promise<Result<MigrationPendingView | null, AppError>
 /**
  * What a migration would move, without moving anything.
  */
-async migrationPlan(direction: string, url: string, token: string, allowInsecureHttp: boolean) : Promise<Result<MigrationPlanView, AppError>> {
+async migrationPlan(direction: Direction, url: string, token: string, allowInsecureHttp: boolean) : Promise<Result<MigrationPlanView, AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("migration_plan", { direction, url, token, allowInsecureHttp }) };
 } catch (e) {
@@ -247,7 +247,7 @@ async migrationPlan(direction: string, url: string, token: string, allowInsecure
  * Runs (or resumes) a migration: copy, verify, switch the storage mode; reports progress
  * with `MigrationProgress` events.
  */
-async migrate(direction: string, url: string, token: string, allowInsecureHttp: boolean) : Promise<Result<MigrationResultView, AppError>> {
+async migrate(direction: Direction, url: string, token: string, allowInsecureHttp: boolean) : Promise<Result<MigrationResultView, AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("migrate", { direction, url, token, allowInsecureHttp }) };
 } catch (e) {
