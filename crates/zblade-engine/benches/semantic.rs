@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
 use zblade_core::{Conversation, parse_conversation};
 use zblade_engine::{ContextFormat, ContextRequest, ContextTier, Project, SearchKind, SearchMode, SearchQuery};
-use zblade_search::{Embedder, VectorStore};
+use zblade_search::VectorStore;
 
 mod common;
 use common::text::TextGen;

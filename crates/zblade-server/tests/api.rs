@@ -1,11 +1,9 @@
 //! API v0 against a real server, on SQLite and (when given) PostgreSQL: the story (add, list,
 //! search, update, delete), two users who cannot see each other, tokens, and bad input.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{TestServer, backends, client, conversation, moment};
+use crate::common::{TestServer, backends, client, conversation, moment};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use zblade_server::Limits;

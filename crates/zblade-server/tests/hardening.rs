@@ -2,11 +2,9 @@
 //! disabled users, the token list, failed sign-ins seen through a trusted proxy, database errors
 //! kept out of answers, and search scores that say nothing about other users' text.
 
-mod common;
-
 use std::process::Command;
 
-use common::{TestServer, backends, client, conversation};
+use crate::common::{TestServer, backends, client, conversation};
 use reqwest::StatusCode;
 use serde_json::Value;
 use zblade_server::Limits;

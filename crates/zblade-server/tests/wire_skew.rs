@@ -3,9 +3,7 @@
 //! one side fails to compile; this test catches what types cannot — a route answering another
 //! shape, a status word the client does not know, an error body it cannot read.
 
-mod common;
-
-use common::{TestServer, backends, conversation, moment};
+use crate::common::{TestServer, backends, conversation, moment};
 use zblade_core::wire::{Page, RecordMeta};
 use zblade_server::Limits;
 use zblade_sync::{Client, Deleted, Kind, Metadata, PutStatus};
@@ -76,7 +74,7 @@ fn the_client_reads_every_answer_the_server_gives() {
             )
             .unwrap();
         // The metadata list has no client method: its page reads as the wire's `Page`.
-        let page: Page<serde_json::Value> = common::client()
+        let page: Page<serde_json::Value> = crate::common::client()
             .get(server.url(&format!("/api/v0/projects/{PROJECT}/metadata")))
             .bearer_auth(&token)
             .send()
@@ -87,7 +85,7 @@ fn the_client_reads_every_answer_the_server_gives() {
         assert_eq!(page.next, None);
 
         // A raw listing page is the wire's `Page<RecordMeta>`, field for field.
-        let raw: Page<RecordMeta> = common::client()
+        let raw: Page<RecordMeta> = crate::common::client()
             .get(server.url(&format!("/api/v0/projects/{PROJECT}/conversations")))
             .bearer_auth(&token)
             .send()
