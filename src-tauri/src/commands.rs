@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use tauri::{AppHandle, Manager};
 use tauri_specta::Event;
-use zblade_engine::{ContextRequest, MigrationDirection, Project, ReferenceStatus, SearchFilter, SearchQuery, Shown};
+use zblade_engine::{
+    ContextRequest, MigrationDirection, MomentType, Project, ReferenceStatus, SearchFilter, SearchQuery, Shown,
+};
 
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::events::{DownloadProgress, IndexerStatus, MigrationProgress};
@@ -191,9 +193,9 @@ pub async fn conversation_detail(app: AppHandle, id: String) -> AppResult<Conver
 /// Moments, newest first, optionally of one type.
 #[tauri::command]
 #[specta::specta]
-pub async fn list_moments(app: AppHandle, kind: Option<String>) -> AppResult<Vec<MomentRow>> {
+pub async fn list_moments(app: AppHandle, kind: Option<MomentType>) -> AppResult<Vec<MomentRow>> {
     with_project(app, move |project| {
-        let rows = project.list_moments(MAX_LIST, 0, kind.as_deref().filter(|k| !k.is_empty()))?;
+        let rows = project.list_moments(MAX_LIST, 0, kind.map(MomentType::as_str))?;
         Ok(rows.into_iter().map(MomentRow::from).collect())
     })
     .await

@@ -61,7 +61,7 @@ pub use time::parse_time_bound;
 pub use watch::WatchEvent;
 pub use zblade_context::{Format as ContextFormat, Source as ContextSource, Tier as ContextTier};
 pub use zblade_core::{
-    CodeReference, Conversation, Error, Message, Moment, ReferenceStatus, Result, Role, StorageMode,
+    CodeReference, Conversation, Error, Message, Moment, MomentType, ReferenceStatus, Result, Role, StorageMode,
     parse_conversation, parse_moment,
 };
 pub use zblade_index::{

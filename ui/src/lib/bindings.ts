@@ -100,7 +100,7 @@ async conversationDetail(id: string) : Promise<Result<ConversationDetail, AppErr
 /**
  * Moments, newest first, optionally of one type.
  */
-async listMoments(kind: string | null) : Promise<Result<MomentRow[], AppError>> {
+async listMoments(kind: MomentType | null) : Promise<Result<MomentRow[], AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("list_moments", { kind }) };
 } catch (e) {
@@ -879,6 +879,26 @@ conversation_id: string | null;
  * Created (RFC 3339).
  */
 created_at: string }
+/**
+ * What kind of knowledge a moment holds.
+ */
+export type MomentType = 
+/**
+ * A choice that was made, and why.
+ */
+"decision" | 
+/**
+ * A convention the code follows.
+ */
+"pattern" | 
+/**
+ * How a problem was solved.
+ */
+"solution" | 
+/**
+ * Background worth remembering.
+ */
+"context"
 /**
  * Where a migration stands.
  */

@@ -1,7 +1,7 @@
 // The app's choices, typed by the union types generated from the engine's enums
 // (bindings.ts). Each list is a `Record` over its union: a variant added or renamed in Rust
 // fails `svelte-check` here until it gets a label, so no list can drift from the engine.
-import type { Format, SearchKind, Tier } from "./bindings";
+import type { Format, MomentType, SearchKind, Tier } from "./bindings";
 
 /** Search tabs, in the order shown. */
 export const SEARCH_KINDS: Record<SearchKind, string> = {
@@ -10,6 +10,14 @@ export const SEARCH_KINDS: Record<SearchKind, string> = {
   moments: "moments",
   conversations: "conversations",
   code: "code",
+};
+
+/** Moment types, as the Moments view's tabs show them. */
+export const MOMENT_TYPES: Record<MomentType, string> = {
+  decision: "decision",
+  pattern: "pattern",
+  solution: "solution",
+  context: "context",
 };
 
 /** Reading-model tiers for the context preview. */
