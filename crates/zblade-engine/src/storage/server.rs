@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use zblade_context::Source;
 use zblade_core::{Conversation, Error, Message, Moment, Result, artifact};
 use zblade_index::{ConversationSummary, HitKind, MemoryText, MomentSummary, SearchHit, SearchQuery};
-use zblade_sync::Kind;
+use zblade_sync::{Client, Kind};
 
 use super::{FoundMoment, Retrieved, Storage, TimeRange};
 use crate::context::{memory_candidate, millis_since, reference_candidate, retrieval_scale};
@@ -29,9 +29,14 @@ const KEYWORD_ON_SERVER: &str = "server mode: keyword search on the sync server"
 pub(crate) struct ServerStorage;
 
 impl ServerStorage {
-    fn put(&self, project: &Project, kind: Kind, id: &str, bytes: &[u8], messages: usize) -> Result<AddOutcome> {
-        let client = project.server_client()?;
-        let project_id = &project.settings.project.id;
+    fn put(
+        client: &Client,
+        project_id: &str,
+        kind: Kind,
+        id: &str,
+        bytes: &[u8],
+        messages: usize,
+    ) -> Result<AddOutcome> {
         let put = client.put_record(project_id, kind, id, bytes)?;
         Ok(AddOutcome {
             id: id.to_string(),
@@ -46,9 +51,8 @@ impl ServerStorage {
     }
 
     /// The server's keyword hits for `text`.
-    fn hits(&self, project: &Project, text: &str, limit: usize) -> Result<Vec<SearchHit>> {
-        let client = project.server_client()?;
-        let hits = client.search(&project.settings.project.id, text, None, limit)?;
+    fn hits(client: &Client, project_id: &str, text: &str, limit: usize) -> Result<Vec<SearchHit>> {
+        let hits = client.search(project_id, text, None, limit)?;
         Ok(hits
             .into_iter()
             .map(|h| SearchHit {
@@ -71,12 +75,19 @@ impl ServerStorage {
             .collect())
     }
 
-    fn standalone_moment(&self, project: &Project, id: &str) -> Result<Option<Moment>> {
-        let client = project.server_client()?;
-        let Some(bytes) = client.get_record(&project.settings.project.id, Kind::Moment, id)? else {
+    fn standalone_moment(client: &Client, project_id: &str, id: &str) -> Result<Option<Moment>> {
+        let Some(bytes) = client.get_record(project_id, Kind::Moment, id)? else {
             return Ok(None);
         };
         artifact::parse_moment(&bytes, &format!("{}: moment {id}", client.url())).map(Some)
+    }
+
+    /// One conversation artifact, parsed; `NotFound` when the server has none.
+    fn get_conversation(client: &Client, project_id: &str, id: &str) -> Result<Conversation> {
+        let bytes = client
+            .get_record(project_id, Kind::Conversation, id)?
+            .ok_or_else(|| Error::NotFound(format!("no conversation {id} on the sync server")))?;
+        artifact::parse_conversation(&bytes, &format!("{}: conversation {id}", client.url()))
     }
 }
 
@@ -86,12 +97,15 @@ impl Storage for ServerStorage {
     }
 
     fn put_conversations(&self, project: &mut Project, prepared: Vec<Conversation>) -> Result<Vec<AddOutcome>> {
+        let client = project.server_client()?;
+        let project_id = &project.settings.project.id;
         prepared
             .iter()
             .map(|conv| {
                 let bytes = conv.to_artifact_json();
-                self.put(
-                    project,
+                Self::put(
+                    &client,
+                    project_id,
                     Kind::Conversation,
                     &conv.conversation_id,
                     &bytes,
@@ -102,9 +116,20 @@ impl Storage for ServerStorage {
     }
 
     fn put_moments(&self, project: &mut Project, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
+        let client = project.server_client()?;
+        let project_id = &project.settings.project.id;
         prepared
             .iter()
-            .map(|(moment, _)| self.put(project, Kind::Moment, &moment.id, &moment.to_artifact_json(), 0))
+            .map(|(moment, _)| {
+                Self::put(
+                    &client,
+                    project_id,
+                    Kind::Moment,
+                    &moment.id,
+                    &moment.to_artifact_json(),
+                    0,
+                )
+            })
             .collect()
     }
 
@@ -183,16 +208,13 @@ impl Storage for ServerStorage {
     }
 
     fn conversation(&self, project: &Project, id: &str) -> Result<Conversation> {
-        let client = project.server_client()?;
-        let bytes = client
-            .get_record(&project.settings.project.id, Kind::Conversation, id)?
-            .ok_or_else(|| Error::NotFound(format!("no conversation {id} on the sync server")))?;
-        artifact::parse_conversation(&bytes, &format!("{}: conversation {id}", client.url()))
+        Self::get_conversation(&project.server_client()?, &project.settings.project.id, id)
     }
 
     /// The server stores standalone moments only.
     fn moment(&self, project: &Project, id: &str) -> Result<Option<FoundMoment>> {
-        Ok(self.standalone_moment(project, id)?.map(FoundMoment::Standalone))
+        let moment = Self::standalone_moment(&project.server_client()?, &project.settings.project.id, id)?;
+        Ok(moment.map(FoundMoment::Standalone))
     }
 
     /// The server keeps no per-message index: messages are found through search.
@@ -219,7 +241,12 @@ impl Storage for ServerStorage {
         _mode: Option<SearchMode>,
         _snippets: bool,
     ) -> Result<SearchResults> {
-        let hits = self.hits(project, &query.text, query.limit)?;
+        let hits = Self::hits(
+            &project.server_client()?,
+            &project.settings.project.id,
+            &query.text,
+            query.limit,
+        )?;
         Ok(SearchResults {
             mode: SearchMode::Keyword,
             notice: Some(KEYWORD_ON_SERVER.into()),
@@ -256,7 +283,8 @@ impl Storage for ServerStorage {
     }
 
     fn moment_text(&self, project: &Project, id: &str) -> Result<Option<MemoryText>> {
-        Ok(self.standalone_moment(project, id)?.map(|m| moment_text(&m)))
+        let moment = Self::standalone_moment(&project.server_client()?, &project.settings.project.id, id)?;
+        Ok(moment.map(|m| moment_text(&m)))
     }
 
     /// The server's keyword hits, read as artifacts: a conversation it found contributes the
@@ -270,7 +298,10 @@ impl Storage for ServerStorage {
         _mode: Option<SearchMode>,
     ) -> Result<Retrieved> {
         let searching = Instant::now();
-        let hits = self.hits(project, text, SERVER_RECORDS)?;
+        // One client for the search and every record it leads to.
+        let client = project.server_client()?;
+        let project_id = &project.settings.project.id;
+        let hits = Self::hits(&client, project_id, text, SERVER_RECORDS)?;
         let search_ms = millis_since(searching);
         let scale = retrieval_scale(hits.iter().map(|h| h.score));
         let terms = query_terms(text);
@@ -287,7 +318,7 @@ impl Storage for ServerStorage {
             let retrieval = scale(hit.score, position);
             match hit.kind {
                 HitKind::Conversation => {
-                    let conv = match self.conversation(project, &hit.id) {
+                    let conv = match Self::get_conversation(&client, project_id, &hit.id) {
                         Ok(conv) => conv,
                         Err(Error::NotFound(_)) => continue, // deleted since the search
                         Err(error) => return Err(error),
@@ -316,7 +347,7 @@ impl Storage for ServerStorage {
                     }
                 }
                 HitKind::Moment => {
-                    let Some(moment) = self.standalone_moment(project, &hit.id)? else {
+                    let Some(moment) = Self::standalone_moment(&client, project_id, &hit.id)? else {
                         continue;
                     };
                     if !in_time(moment.created_at) {
