@@ -100,6 +100,62 @@ pub struct Message {
     /// Code this message is about, as references into the working tree.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub code_references: Vec<CodeReference>,
+    /// The model that wrote it (assistant messages of imported sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Tools the assistant called in this message, each with its result when one came back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// Fields this version does not know.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Message {
+    /// A message with only a role and text; everything else empty.
+    pub fn new(role: Role, content: impl Into<String>) -> Message {
+        Message {
+            id: String::new(),
+            role,
+            content: content.into(),
+            timestamp: None,
+            code_references: Vec::new(),
+            model: None,
+            tool_calls: Vec::new(),
+            extra: Map::new(),
+        }
+    }
+}
+
+/// One tool call made by an assistant, kept structured rather than flattened into prose.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The source's call id (`toolu_…`, `call_…`), pairing the call with its result.
+    #[serde(default)]
+    pub id: String,
+    /// The tool's name (`Read`, `exec_command`, `apply_patch`, `mcp__server__tool`, ...).
+    pub name: String,
+    /// The arguments as the tool received them (long strings trimmed by importers).
+    #[serde(default)]
+    pub arguments: Value,
+    /// What came back, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ToolResult>,
+    /// Fields this version does not know.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The result of a tool call: its text, trimmed, and the size of the whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The result's text, trimmed to a few kilobytes (head and tail kept).
+    pub text: String,
+    /// Size of the full result in bytes, before trimming.
+    pub size: u64,
+    /// True when the tool reported an error.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
     /// Fields this version does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -231,6 +287,25 @@ pub struct ConversationMetadata {
     pub models_used: Vec<String>,
     /// Tags.
     pub tags: Vec<String>,
+    /// Where an imported conversation came from; `None` for conversations added directly.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<Provenance>,
+    /// Fields this version does not know.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Provenance of an imported conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The tool it came from: `claude-code`, `codex`, `aider`, `continue`, `cline`, `document`.
+    pub tool: String,
+    /// The file it was read from.
+    pub file: String,
+    /// The tool's own id of the session.
+    pub session_id: String,
+    /// When zblade last imported from it.
+    pub imported_at: DateTime<Utc>,
     /// Fields this version does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -28,7 +28,7 @@ pub mod wire;
 
 pub use artifact::{
     ARTIFACT_VERSION, Anchor, CodeReference, Conversation, ConversationMetadata, InlineMoment, Message, Moment,
-    MomentType, ReferenceDiff, Role, parse_conversation, parse_moment, sha256_hex,
+    MomentType, Provenance, ReferenceDiff, Role, ToolCall, ToolResult, parse_conversation, parse_moment, sha256_hex,
 };
 pub use error::{Error, Result};
 pub use layout::Layout;

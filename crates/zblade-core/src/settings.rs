@@ -45,6 +45,8 @@ pub struct Settings {
     pub privacy: PrivacySettings,
     /// Semantic search.
     pub search: SearchSettings,
+    /// Which coding agents' sessions are imported automatically.
+    pub import: ImportSettings,
     /// Fields this version does not know; written back unchanged.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -195,6 +197,20 @@ pub struct PrivacySettings {
     /// `*.secret` (a file name anywhere) or `config/prod/*` (a path from the project root).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub secret_files: Vec<String>,
+    /// Unknown fields.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `import`: the coding agents whose sessions `zblade watch` and the tray follow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct ImportSettings {
+    /// Source names (`claude-code`, `codex`, `aider`, `continue`, `cline`). Empty until the user
+    /// enables one: reading another tool's store is reading outside the project, so it needs
+    /// consent. An explicit `zblade import` is consent for that one run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub enabled: Vec<String>,
     /// Unknown fields.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -1,0 +1,189 @@
+//! Cline (and Roo Code): one folder per task in VS Code's global storage,
+//! `…/globalStorage/saoudrizwan.claude-dev/tasks/<taskId>/api_conversation_history.json`, an
+//! Anthropic `MessageParam` array with `ts` (epoch milliseconds) and `modelInfo`. Tool results
+//! come back as user text blocks that begin `[<tool> for '<path>'] Result:`; they are paired
+//! with the earliest call still waiting for one. `<environment_details>` blocks (file lists,
+//! open tabs) are context Cline adds, not conversation: their working directory is kept and
+//! the rest dropped.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+
+use chrono::{TimeZone, Utc};
+use serde_json::Value;
+use zblade_core::{Message, Role, ToolCall};
+
+use crate::patch::{numbered_listing, search_replace_touches};
+use crate::{Cursor, FileRead, ReadError, Session, Source, Touch, TouchKind, Turn, trim};
+
+pub(crate) fn read(path: &Path) -> Result<FileRead, ReadError> {
+    let bytes = std::fs::read(path).map_err(|e| ReadError::new(path, e.to_string()))?;
+    let value: Value = serde_json::from_slice(&bytes)
+        .or_else(|_| serde_json::from_str(&String::from_utf8_lossy(&bytes)))
+        .map_err(|e| ReadError::new(path, format!("line {}: not a Cline task history ({e})", e.line())))?;
+    let mut read = FileRead {
+        bytes: bytes.len() as u64,
+        cursor: Cursor {
+            offset: bytes.len() as u64,
+            ..Cursor::default()
+        },
+        ..FileRead::default()
+    };
+    let task_id = path
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .unwrap_or("task");
+    let mut session = Session::new(Source::Cline, task_id, path);
+    let Some(messages) = value.as_array() else {
+        read.warn(path, None, "not a list of messages; nothing to import");
+        return Ok(read);
+    };
+    // Calls waiting for a result: (turn, call, tool name, path argument).
+    let mut waiting: VecDeque<(usize, usize, String, Option<String>)> = VecDeque::new();
+    for (i, message) in messages.iter().enumerate() {
+        let at = message
+            .get("ts")
+            .and_then(Value::as_i64)
+            .and_then(|ms| Utc.timestamp_millis_opt(ms).single());
+        if let Some(at) = at {
+            session.started.get_or_insert(at);
+        }
+        let blocks: Vec<Value> = match message.get("content") {
+            Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
+            Some(Value::Array(blocks)) => blocks.clone(),
+            _ => {
+                read.warn(path, None, format!("field `[{i}].content`: missing; message skipped"));
+                continue;
+            }
+        };
+        let assistant = message.get("role").and_then(Value::as_str) == Some("assistant");
+        let mut msg = Message::new(if assistant { Role::Assistant } else { Role::User }, "");
+        msg.id = crate::message_id(Source::Cline, &format!("{task_id}-{i}"));
+        msg.timestamp = at;
+        msg.model = message.pointer("/modelInfo/modelId").and_then(Value::as_str).map(str::to_string);
+        let mut texts = Vec::new();
+        let mut touches = Vec::new();
+        for block in &blocks {
+            match block.get("type").and_then(Value::as_str) {
+                Some("text") => {
+                    let text = block.get("text").and_then(Value::as_str).unwrap_or("");
+                    if !assistant && let Some(result) = tool_result_text(text) {
+                        if let Some((turn, call, tool, file)) = waiting.pop_front() {
+                            let target: &mut Turn = &mut session.turns[turn];
+                            target.message.tool_calls[call].result = Some(trim::result(result, false));
+                            if tool == "read_file"
+                                && let Some(file) = file
+                            {
+                                let body = numbered_listing(result).map_or_else(|| result.to_string(), |(_, t)| t);
+                                target.touches.push(Touch {
+                                    path: file,
+                                    lines: None,
+                                    text: Some(body),
+                                    kind: TouchKind::Read,
+                                });
+                            }
+                        }
+                        continue;
+                    }
+                    let cleaned = strip_environment(text, &mut session.cwd);
+                    if !cleaned.trim().is_empty() {
+                        texts.push(cleaned);
+                    }
+                }
+                Some("tool_use") => {
+                    let name = block.get("name").and_then(Value::as_str).unwrap_or("tool").to_string();
+                    let input = block.get("input").cloned().unwrap_or(Value::Null);
+                    let file = input.get("path").and_then(Value::as_str).map(str::to_string);
+                    touches.extend(edit_touches(&name, &input));
+                    msg.tool_calls.push(ToolCall {
+                        id: block.get("id").and_then(Value::as_str).unwrap_or("").to_string(),
+                        name: name.clone(),
+                        arguments: trim::arguments(input),
+                        result: None,
+                        extra: Default::default(),
+                    });
+                    waiting.push_back((session.turns.len(), msg.tool_calls.len() - 1, name, file));
+                }
+                Some("tool_result") => {
+                    let text = trim::content_text(block.get("content").unwrap_or(&Value::Null));
+                    if let Some((turn, call, ..)) = waiting.pop_front() {
+                        session.turns[turn].message.tool_calls[call].result = Some(trim::result(&text, false));
+                    }
+                }
+                Some("image") => texts.push("[image]".into()),
+                _ => {}
+            }
+        }
+        msg.content = texts.join("\n\n").trim().to_string();
+        if msg.content.starts_with("<task>") {
+            msg.content = msg.content.replace("<task>", "").replace("</task>", "").trim().to_string();
+            if session.title.is_none() {
+                session.title = msg.content.lines().next().map(str::to_string);
+            }
+        }
+        if msg.content.is_empty() && msg.tool_calls.is_empty() {
+            // Only tool results, now attached to their calls. Ids come from positions in the
+            // file, so skipping this one does not change the ids of the messages after it.
+            continue;
+        }
+        session.turns.push(Turn { message: msg, touches });
+    }
+    if !session.turns.is_empty() {
+        read.sessions.push(session);
+    }
+    Ok(read)
+}
+
+/// The result text of a `[tool for 'path'] Result:` block.
+fn tool_result_text(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix('[')?;
+    let close = rest.find("] Result:")?;
+    (!rest[..close].contains('\n')).then(|| rest[close + "] Result:".len()..].trim_start_matches('\n'))
+}
+
+/// Text without `<environment_details>` blocks; their working directory goes into `cwd`.
+fn strip_environment(text: &str, cwd: &mut Option<PathBuf>) -> String {
+    let Some(start) = text.find("<environment_details>") else {
+        return text.to_string();
+    };
+    let end = text[start..]
+        .find("</environment_details>")
+        .map_or(text.len(), |e| start + e + "</environment_details>".len());
+    let details = &text[start..end];
+    if cwd.is_none()
+        && let Some(pos) = details.find("Current Working Directory (")
+    {
+        let rest = &details[pos + "Current Working Directory (".len()..];
+        if let Some(close) = rest.find(')') {
+            *cwd = Some(PathBuf::from(&rest[..close]));
+        }
+    }
+    format!("{}{}", &text[..start], &text[end..])
+}
+
+/// Code written by `write_to_file`, `replace_in_file` (Cline) or `apply_diff` (Roo Code).
+fn edit_touches(name: &str, input: &Value) -> Vec<Touch> {
+    let Some(path) = input.get("path").and_then(Value::as_str) else {
+        return Vec::new();
+    };
+    match name {
+        "write_to_file" => input
+            .get("content")
+            .and_then(Value::as_str)
+            .map(|content| Touch {
+                path: path.to_string(),
+                lines: None,
+                text: Some(content.to_string()),
+                kind: TouchKind::Edit,
+            })
+            .into_iter()
+            .collect(),
+        "replace_in_file" | "apply_diff" => input
+            .get("diff")
+            .and_then(Value::as_str)
+            .map(|diff| search_replace_touches(diff, Some(path)))
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}

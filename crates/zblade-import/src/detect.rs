@@ -1,0 +1,251 @@
+//! Where each agent keeps its sessions on this machine, and which project a session belongs to.
+//!
+//! Locations follow the tools' own code and docs (see docs/IMPORT.md): `$CLAUDE_CONFIG_DIR`
+//! or `~/.claude`, `$CODEX_HOME` or `~/.codex`, `$CONTINUE_GLOBAL_DIR` or `~/.continue`, VS
+//! Code's global storage for Cline and Roo Code, and the project itself for Aider. Symlinked
+//! folders are followed (a depth limit stops loops).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::Source;
+
+/// A store file and the session facts known without reading all of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionFile {
+    /// The agent.
+    pub source: Source,
+    /// The file.
+    pub path: PathBuf,
+    /// The session's working directory, when the file's head says (Aider: its folder).
+    pub cwd: Option<PathBuf>,
+    /// Last modification.
+    pub modified: Option<DateTime<Utc>>,
+}
+
+/// What `zblade import --detect` shows for one source.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Detected {
+    /// The agent.
+    pub source: Source,
+    /// Folders searched.
+    pub stores: Vec<PathBuf>,
+    /// Session files found (all projects).
+    pub sessions: usize,
+    /// Of those, sessions of this project.
+    pub in_project: usize,
+    /// Oldest and newest modification among this project's sessions.
+    pub first: Option<DateTime<Utc>>,
+    /// See `first`.
+    pub last: Option<DateTime<Utc>>,
+}
+
+/// Where a source's stores are: the environment's overrides and the user's home.
+#[derive(Debug, Clone)]
+pub struct Places {
+    /// The user's home folder.
+    pub home: PathBuf,
+    /// `$CLAUDE_CONFIG_DIR`.
+    pub claude_config_dir: Option<PathBuf>,
+    /// `$CODEX_HOME`.
+    pub codex_home: Option<PathBuf>,
+    /// `$CONTINUE_GLOBAL_DIR`.
+    pub continue_dir: Option<PathBuf>,
+    /// `$XDG_CONFIG_HOME`.
+    pub config_home: Option<PathBuf>,
+}
+
+impl Places {
+    /// From this process's environment.
+    pub fn from_env() -> Places {
+        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        Places {
+            home: var("HOME").unwrap_or_else(|| PathBuf::from("/")),
+            claude_config_dir: var("CLAUDE_CONFIG_DIR"),
+            codex_home: var("CODEX_HOME"),
+            continue_dir: var("CONTINUE_GLOBAL_DIR"),
+            config_home: var("XDG_CONFIG_HOME"),
+        }
+    }
+
+    /// The folders a source keeps sessions in (they may not exist). Aider keeps its history
+    /// in the project, so it is looked up from `project`.
+    pub fn stores(&self, source: Source, project: &Path) -> Vec<PathBuf> {
+        match source {
+            Source::ClaudeCode => vec![
+                self.claude_config_dir
+                    .clone()
+                    .unwrap_or_else(|| self.home.join(".claude"))
+                    .join("projects"),
+            ],
+            Source::Codex => {
+                let home = self.codex_home.clone().unwrap_or_else(|| self.home.join(".codex"));
+                vec![home.join("sessions"), home.join("archived_sessions")]
+            }
+            Source::Aider => vec![project.to_path_buf()],
+            Source::Continue => vec![
+                self.continue_dir
+                    .clone()
+                    .unwrap_or_else(|| self.home.join(".continue"))
+                    .join("sessions"),
+            ],
+            Source::Cline => {
+                let config = self.config_home.clone().unwrap_or_else(|| self.home.join(".config"));
+                let mac = self.home.join("Library/Application Support");
+                let mut stores = Vec::new();
+                for base in [config, mac] {
+                    for editor in ["Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf"] {
+                        for extension in ["saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline"] {
+                            stores.push(base.join(editor).join("User/globalStorage").join(extension).join("tasks"));
+                        }
+                    }
+                }
+                stores
+            }
+        }
+    }
+}
+
+/// Every session file of `source` in `stores`, each with its working directory when its head
+/// names one.
+pub fn find_session_files(source: Source, stores: &[PathBuf]) -> Vec<SessionFile> {
+    let mut files = Vec::new();
+    for store in stores {
+        match source {
+            Source::Aider => {
+                let path = store.join(".aider.chat.history.md");
+                if path.is_file() {
+                    files.push(path);
+                }
+            }
+            Source::Cline => {
+                for task in list_dir(store) {
+                    let path = task.join("api_conversation_history.json");
+                    if path.is_file() {
+                        files.push(path);
+                    }
+                }
+            }
+            _ => walk(store, 0, &mut |path| {
+                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                let wanted = match source {
+                    Source::ClaudeCode => name.ends_with(".jsonl"),
+                    Source::Codex => name.starts_with("rollout-") && name.ends_with(".jsonl"),
+                    Source::Continue => name.ends_with(".json") && name != "sessions.json",
+                    _ => false,
+                };
+                if wanted {
+                    files.push(path.to_path_buf());
+                }
+            }),
+        }
+    }
+    files.sort();
+    files.dedup();
+    files
+        .into_iter()
+        .map(|path| SessionFile {
+            source,
+            cwd: session_cwd(source, &path),
+            modified: std::fs::metadata(&path)
+                .and_then(|m| m.modified())
+                .ok()
+                .map(DateTime::<Utc>::from),
+            path,
+        })
+        .collect()
+}
+
+fn list_dir(dir: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    entries
+}
+
+/// Depth-first walk following symlinks, at most six levels deep (Codex uses three).
+fn walk(dir: &Path, depth: usize, found: &mut impl FnMut(&Path)) {
+    if depth > 6 {
+        return;
+    }
+    for path in list_dir(dir) {
+        if path.is_dir() {
+            walk(&path, depth + 1, found);
+        } else if path.is_file() {
+            found(&path);
+        }
+    }
+}
+
+/// The working directory a session file names in its first lines (Claude Code: `cwd` on
+/// message lines; Codex: `session_meta.payload.cwd`; Continue: `workspaceDirectory`; Cline:
+/// the `Current Working Directory` of its first environment details; Aider: its folder).
+pub fn session_cwd(source: Source, path: &Path) -> Option<PathBuf> {
+    match source {
+        Source::Aider => path.parent().map(Path::to_path_buf),
+        Source::ClaudeCode | Source::Codex => {
+            let file = std::fs::File::open(path).ok()?;
+            let reader = BufReader::new(file);
+            for line in reader.split(b'\n').take(200).map_while(Result::ok) {
+                let Ok(value) = serde_json::from_slice::<Value>(&line) else {
+                    continue;
+                };
+                let cwd = value
+                    .get("cwd")
+                    .or_else(|| value.pointer("/payload/cwd"))
+                    .and_then(Value::as_str);
+                if let Some(cwd) = cwd {
+                    return Some(PathBuf::from(cwd));
+                }
+            }
+            None
+        }
+        Source::Continue => {
+            let value: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+            crate::continue_dev::workspace_path(value.get("workspaceDirectory")?.as_str()?)
+        }
+        Source::Cline => {
+            let text = std::fs::read_to_string(path).ok()?;
+            let pos = text.find("Current Working Directory (")?;
+            let rest = &text[pos + "Current Working Directory (".len()..];
+            Some(PathBuf::from(&rest[..rest.find(')')?]))
+        }
+    }
+}
+
+/// True when `cwd` is `root` or inside it. Compared after resolving symlinks when both exist,
+/// and as written otherwise (a session whose folder was since deleted still matches).
+pub fn is_inside(cwd: &Path, root: &Path) -> bool {
+    if cwd.starts_with(root) {
+        return true;
+    }
+    let real_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    match cwd.canonicalize() {
+        Ok(real_cwd) => real_cwd.starts_with(&real_root),
+        Err(_) => cwd.starts_with(&real_root),
+    }
+}
+
+/// Summary of what `find_session_files` found for one source.
+pub fn summarize(source: Source, stores: Vec<PathBuf>, files: &[SessionFile], root: &Path) -> Detected {
+    let mine: Vec<&SessionFile> = files
+        .iter()
+        .filter(|f| f.cwd.as_deref().is_some_and(|cwd| is_inside(cwd, root)))
+        .collect();
+    Detected {
+        source,
+        stores,
+        sessions: files.len(),
+        in_project: mine.len(),
+        first: mine.iter().filter_map(|f| f.modified).min(),
+        last: mine.iter().filter_map(|f| f.modified).max(),
+    }
+}

@@ -1,0 +1,410 @@
+//! Readers of the session stores that coding agents keep on this machine: Claude Code, Codex
+//! CLI, Aider, Continue and Cline (and Roo Code, which shares Cline's layout).
+//!
+//! Each reader turns one store file into [`Session`]s: zblade [`Message`]s with roles, text,
+//! timestamps, model names and structured [`zblade_core::ToolCall`]s, plus the [`Touch`]es the
+//! agent made on files (reads with line ranges, edits, patches, citations). This crate knows
+//! the formats and nothing about projects: the engine decides which sessions belong to a
+//! project, anchors touches against git history, and stores the result.
+//!
+//! Reading is incremental. JSON Lines stores are read from a [`Cursor`] (byte offset and line
+//! number) and a half-written last line is left for the next read; whole-file stores (Continue,
+//! Cline, Aider's markdown) are read again when their size or modification time changed. Every
+//! text leaving a reader has passed [`redact`], so secrets never reach the disk or the index.
+//!
+//! ```
+//! use zblade_import::{Cursor, Source, read_file};
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("0b5c.jsonl");
+//! std::fs::write(&path, concat!(
+//!     r#"{"type":"user","uuid":"u1","sessionId":"0b5c","cwd":"/p","timestamp":"2025-09-03T00:47:19.293Z","message":{"role":"user","content":"Use argon2 for passwords"}}"#, "\n",
+//! )).unwrap();
+//! let read = read_file(Source::ClaudeCode, &path, &Cursor::default()).unwrap();
+//! assert_eq!(read.sessions[0].turns[0].message.content, "Use argon2 for passwords");
+//! ```
+
+mod aider;
+mod claude_code;
+mod cline;
+mod codex;
+mod continue_dev;
+pub mod detect;
+mod jsonl;
+mod patch;
+pub mod redact;
+mod trim;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use zblade_core::{Message, ToolResult};
+
+pub use detect::{Detected, SessionFile, find_session_files};
+pub use jsonl::MAX_LINE_BYTES;
+pub use trim::{MAX_ARGUMENT_CHARS, MAX_RESULT_CHARS};
+
+/// A coding agent whose sessions zblade can import.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// Anthropic's Claude Code (`~/.claude/projects/*/*.jsonl`).
+    ClaudeCode,
+    /// OpenAI's Codex CLI (`~/.codex/sessions/**/rollout-*.jsonl`).
+    Codex,
+    /// Aider (`.aider.chat.history.md` in the project).
+    Aider,
+    /// Continue (`~/.continue/sessions/*.json`).
+    Continue,
+    /// Cline and Roo Code (task folders in VS Code's global storage).
+    Cline,
+}
+
+impl Source {
+    /// Every source, in the order `--detect` lists them.
+    pub const ALL: [Source; 5] = [
+        Source::ClaudeCode,
+        Source::Codex,
+        Source::Aider,
+        Source::Continue,
+        Source::Cline,
+    ];
+
+    /// The name used on the command line, in settings and in provenance.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::ClaudeCode => "claude-code",
+            Source::Codex => "codex",
+            Source::Aider => "aider",
+            Source::Continue => "continue",
+            Source::Cline => "cline",
+        }
+    }
+
+    /// Parses a source name.
+    pub fn parse(name: &str) -> Option<Source> {
+        Source::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// A short tag used in conversation ids (`conv_cc-…`).
+    fn id_tag(self) -> &'static str {
+        match self {
+            Source::ClaudeCode => "cc",
+            Source::Codex => "codex",
+            Source::Aider => "aider",
+            Source::Continue => "continue",
+            Source::Cline => "cline",
+        }
+    }
+
+    /// True for stores of one JSON Lines file per session, read incrementally.
+    pub fn is_incremental(self) -> bool {
+        matches!(self, Source::ClaudeCode | Source::Codex)
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How an agent touched a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TouchKind {
+    /// It read these lines.
+    Read,
+    /// It wrote or edited them (the text is the code after the edit).
+    Edit,
+    /// It cited them in its answer (`src/auth.rs:42`).
+    Cite,
+}
+
+impl TouchKind {
+    /// Words for a reference's `context`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TouchKind::Read => "read by the agent",
+            TouchKind::Edit => "edited by the agent",
+            TouchKind::Cite => "cited by the agent",
+        }
+    }
+}
+
+/// A file the agent read, edited or cited, as the session shows it. The engine turns it into a
+/// code reference when the path is inside the project and the lines can be found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Touch {
+    /// The path as written: absolute, or relative to the session's working directory.
+    pub path: String,
+    /// Lines, 1-based and inclusive, when the session gives them.
+    pub lines: Option<[u32; 2]>,
+    /// The text of those lines (read content, or code after an edit), to find them by.
+    pub text: Option<String>,
+    /// Read, edit or citation.
+    pub kind: TouchKind,
+}
+
+/// One message of a session and the files touched in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    /// The message, with a stable id derived from the source (`msg_…`).
+    pub message: Message,
+    /// Files the message's tool calls (or text) touched.
+    pub touches: Vec<Touch>,
+}
+
+/// A tool result whose call was read earlier (an incremental read resumed between the two).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LateResult {
+    /// The call it answers.
+    pub call_id: String,
+    /// The result.
+    pub result: ToolResult,
+    /// Files the result shows were touched.
+    pub touches: Vec<Touch>,
+}
+
+/// What one read of a store file found for one session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    /// The agent.
+    pub source: Source,
+    /// The agent's own session id.
+    pub id: String,
+    /// The file read.
+    pub file: PathBuf,
+    /// The session's working directory, when known.
+    pub cwd: Option<PathBuf>,
+    /// The session's title, when the store has one.
+    pub title: Option<String>,
+    /// When the session started, when known.
+    pub started: Option<DateTime<Utc>>,
+    /// New turns, in order.
+    pub turns: Vec<Turn>,
+    /// Results of calls made in an earlier read.
+    pub late_results: Vec<LateResult>,
+    /// Secrets replaced by `[REDACTED:…]` in this read.
+    pub redacted: usize,
+}
+
+impl Session {
+    fn new(source: Source, id: &str, file: &Path) -> Session {
+        Session {
+            source,
+            id: id.to_string(),
+            file: file.to_path_buf(),
+            cwd: None,
+            title: None,
+            started: None,
+            turns: Vec::new(),
+            late_results: Vec::new(),
+            redacted: 0,
+        }
+    }
+
+    /// The zblade conversation id of this session: stable, so a re-import updates the same
+    /// conversation instead of adding a copy.
+    pub fn conversation_id(&self) -> String {
+        format!("{}{}-{}", zblade_core::ids::CONVERSATION, self.source.id_tag(), safe_id(&self.id))
+    }
+
+    /// Replaces secrets in every text the session carries; counts them in `redacted`.
+    fn redact(&mut self) {
+        let mut count = 0;
+        let mut scrub = |text: &mut String| count += redact::redact_in_place(text);
+        if let Some(title) = &mut self.title {
+            scrub(title);
+        }
+        for turn in &mut self.turns {
+            scrub(&mut turn.message.content);
+            for call in &mut turn.message.tool_calls {
+                redact::redact_value(&mut call.arguments, &mut scrub);
+                if let Some(result) = &mut call.result {
+                    scrub(&mut result.text);
+                }
+            }
+        }
+        for late in &mut self.late_results {
+            scrub(&mut late.result.text);
+        }
+        self.redacted += count;
+    }
+}
+
+/// An id made safe for zblade ids (ASCII letters, digits, `_`, `-`; at most 80 characters):
+/// unchanged when it already is, else a hash of it.
+pub fn safe_id(raw: &str) -> String {
+    let ok = !raw.is_empty()
+        && raw.len() <= 80
+        && raw.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ok {
+        raw.to_string()
+    } else {
+        format!("h{:016x}", xxhash_rust::xxh3::xxh3_64(raw.as_bytes()))
+    }
+}
+
+/// A message id derived from a source's record id; empty (the engine assigns one) without.
+pub(crate) fn message_id(source: Source, raw: &str) -> String {
+    if raw.is_empty() {
+        return String::new();
+    }
+    format!("{}{}-{}", zblade_core::ids::MESSAGE, source.id_tag(), safe_id(raw))
+}
+
+/// Where a read stopped, so the next one resumes there.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Cursor {
+    /// Bytes consumed: the start of the first line not yet read completely.
+    pub offset: u64,
+    /// Lines consumed (the next line's number is `line + 1`).
+    pub line: u64,
+    /// The id of the last record read, to check that a resumed file is the same file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_record: Option<String>,
+    /// Size of the file when last read (whole-file stores are read again when it changes).
+    pub size: u64,
+    /// Modification time when last read, in milliseconds since the epoch.
+    pub mtime_ms: i64,
+    /// What earlier lines said about the session (Codex names it only on its first line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionContext>,
+}
+
+/// Session facts a resumed read needs from lines it does not read again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionContext {
+    /// The agent's session id.
+    pub id: String,
+    /// Working directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// The model last named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// When the session started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started: Option<DateTime<Utc>>,
+}
+
+/// Something wrong with one record; the rest of the file was still read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Warning {
+    /// The store file.
+    pub file: PathBuf,
+    /// The line (1-based), when the problem is on one.
+    pub line: Option<u64>,
+    /// What was wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: {}", self.file.display(), self.message),
+            None => write!(f, "{}: {}", self.file.display(), self.message),
+        }
+    }
+}
+
+/// The result of reading one store file.
+#[derive(Debug, Clone, Default)]
+pub struct FileRead {
+    /// Sessions with new turns (or late results).
+    pub sessions: Vec<Session>,
+    /// Where to resume next time.
+    pub cursor: Cursor,
+    /// Records that could not be read.
+    pub warnings: Vec<Warning>,
+    /// Records skipped on purpose, by kind (`type: progress`, `event_msg`, unknown types).
+    pub skipped: BTreeMap<String, u64>,
+    /// Bytes read in this call.
+    pub bytes: u64,
+}
+
+impl FileRead {
+    pub(crate) fn warn(&mut self, file: &Path, line: Option<u64>, message: impl Into<String>) {
+        self.warnings.push(Warning {
+            file: file.to_path_buf(),
+            line,
+            message: message.into(),
+        });
+    }
+
+    pub(crate) fn skip(&mut self, what: impl Into<String>) {
+        *self.skipped.entry(what.into()).or_default() += 1;
+    }
+}
+
+/// Why a store file could not be read at all.
+#[derive(Debug)]
+pub struct ReadError {
+    /// The file.
+    pub file: PathBuf,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.file.display(), self.message)
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+impl ReadError {
+    pub(crate) fn new(file: &Path, message: impl Into<String>) -> ReadError {
+        ReadError {
+            file: file.to_path_buf(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The size and modification time of a file, as a cursor records them.
+pub fn file_stamp(path: &Path) -> std::io::Result<(u64, i64)> {
+    let meta = std::fs::metadata(path)?;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as i64);
+    Ok((meta.len(), mtime))
+}
+
+/// True when a read from `cursor` could find something new in `path`.
+pub fn has_news(source: Source, path: &Path, cursor: &Cursor) -> bool {
+    match file_stamp(path) {
+        Ok((size, mtime)) if source.is_incremental() => size != cursor.offset || mtime != cursor.mtime_ms,
+        Ok((size, mtime)) => size != cursor.size || mtime != cursor.mtime_ms,
+        Err(_) => false,
+    }
+}
+
+/// Reads what is new in one store file since `cursor`. Secrets are redacted in everything
+/// returned. Fails only when the file cannot be read at all; bad records become warnings.
+pub fn read_file(source: Source, path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
+    let mut read = match source {
+        Source::ClaudeCode => claude_code::read(path, cursor)?,
+        Source::Codex => codex::read(path, cursor)?,
+        Source::Aider => aider::read(path)?,
+        Source::Continue => continue_dev::read(path)?,
+        Source::Cline => cline::read(path)?,
+    };
+    if let Ok((size, mtime)) = file_stamp(path) {
+        read.cursor.mtime_ms = mtime;
+        if !source.is_incremental() {
+            read.cursor.size = size;
+        }
+    }
+    for session in &mut read.sessions {
+        session.redact();
+    }
+    Ok(read)
+}
