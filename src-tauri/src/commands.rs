@@ -67,10 +67,17 @@ pub async fn complete_wizard(app: AppHandle, choice: WizardChoice) -> AppResult<
     blocking(app, move |app, state| {
         // The page asks; the person confirms natively, or the network stays off.
         let allow_network = choice.allow_network && confirm_network(app);
+        let follow: Vec<String> = choice
+            .follow_sources
+            .iter()
+            .filter(|name| zblade_engine::ImportSource::parse(name).is_some())
+            .cloned()
+            .collect();
         state.update_config(|c| {
             c.wizard_completed = true;
             c.storage_mode = choice.storage_mode;
             c.allow_network = allow_network;
+            c.follow_sources = follow;
         })?;
         let pending = state.pending_open.lock().map_err(AppError::internal)?.take();
         if let Some(root) = pending {
@@ -156,7 +163,7 @@ pub async fn project_status(app: AppHandle) -> AppResult<ProjectStatus> {
 #[specta::specta]
 pub async fn list_conversations(app: AppHandle, limit: u32) -> AppResult<Vec<ConversationRow>> {
     with_project(app, move |project| {
-        let rows = project.list_conversations((limit as usize).min(MAX_LIST), 0)?;
+        let rows = project.list_conversations((limit as usize).min(MAX_LIST), 0, None)?;
         Ok(rows.into_iter().map(ConversationRow::from).collect())
     })
     .await
@@ -614,6 +621,64 @@ pub async fn migration_cleanup(
             removed: report.removed as u32,
             kept_changed: report.kept_changed,
         })
+    })
+    .await
+}
+
+/// The coding agents on this machine: their stores, session counts, and for the open project
+/// its sessions, whether it follows them and what was imported. Works without a project (the
+/// wizard), with no per-project counts.
+#[tauri::command]
+#[specta::specta]
+pub async fn list_sources(app: AppHandle) -> AppResult<Vec<SourceView>> {
+    blocking(app, move |_, state| {
+        let guard = state.project.lock().map_err(AppError::internal)?;
+        Ok(crate::sources::views(guard.as_ref()))
+    })
+    .await
+}
+
+/// Follows an agent live in the open project (or stops); the choice is also remembered for
+/// projects opened later.
+#[tauri::command]
+#[specta::specta]
+pub async fn set_source_followed(app: AppHandle, source: String, followed: bool) -> AppResult<Vec<SourceView>> {
+    blocking(app, move |_, state| {
+        let parsed = crate::sources::parse(&source)?;
+        state.update_config(|c| {
+            c.follow_sources.retain(|s| s != &source);
+            if followed {
+                c.follow_sources.push(source.clone());
+            }
+        })?;
+        let mut guard = state.project.lock().map_err(AppError::internal)?;
+        if let Some(project) = guard.as_mut() {
+            project.set_source_enabled(parsed, followed)?;
+        }
+        Ok(crate::sources::views(guard.as_ref()))
+    })
+    .await
+}
+
+/// Imports what is new from one agent into the open project now ("Import now" is consent for
+/// this run), reporting progress as `ImportProgress` events.
+#[tauri::command]
+#[specta::specta]
+pub async fn import_source(app: AppHandle, source: String) -> AppResult<ImportSummary> {
+    blocking(app, move |app, state| {
+        let parsed = crate::sources::parse(&source)?;
+        let mut guard = state.project.lock().map_err(AppError::internal)?;
+        let project = guard.as_mut().ok_or_else(AppError::no_project)?;
+        let emitter = app.clone();
+        let report = project.import(&zblade_engine::ImportRequest::new(parsed), &mut |done, total, _| {
+            let _ = crate::events::ImportProgress {
+                source: source.clone(),
+                done: done as u32,
+                total: total as u32,
+            }
+            .emit(&emitter);
+        })?;
+        Ok(ImportSummary::from(report))
     })
     .await
 }

@@ -27,6 +27,11 @@ pub struct AppConfig {
     pub recent_projects: Vec<RecentProject>,
     /// The background indexer is paused.
     pub indexer_paused: bool,
+    /// Coding agents whose sessions the user agreed to import (the wizard or Settings →
+    /// Sources): each project opened follows those of them it has sessions of. Empty until the
+    /// user ticks one; reading another tool's store needs consent.
+    #[serde(default)]
+    pub follow_sources: Vec<String>,
 }
 
 impl Default for AppConfig {
@@ -37,6 +42,7 @@ impl Default for AppConfig {
             allow_network: false,
             recent_projects: Vec::new(),
             indexer_paused: false,
+            follow_sources: Vec::new(),
         }
     }
 }

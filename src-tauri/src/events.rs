@@ -110,3 +110,14 @@ pub struct MigrationProgress {
     /// Items in all.
     pub total: f64,
 }
+
+/// Progress of "Import now": `done` of `total` session files of `source`.
+#[derive(Debug, Clone, Serialize, Deserialize, Type, Event)]
+pub struct ImportProgress {
+    /// The agent.
+    pub source: String,
+    /// Files read.
+    pub done: u32,
+    /// Files to read.
+    pub total: u32,
+}

@@ -139,6 +139,10 @@ fn index_then_watch(root: &std::path::Path, stop: &Arc<AtomicBool>, sink: &Sink)
             sink(IndexerUpdate::References { changed, trigger });
         }
         WatchEvent::Notice(message) => sink(status(IndexerState::Watching, Some(message))),
+        WatchEvent::Imported { source, messages, .. } => sink(status(
+            IndexerState::Watching,
+            Some(format!("imported {messages} new message(s) from {source}")),
+        )),
         _ => {}
     })
 }

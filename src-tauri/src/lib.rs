@@ -22,6 +22,7 @@ pub mod indexer;
 pub mod instance;
 pub mod network;
 pub mod relaunch;
+pub mod sources;
 pub mod state;
 pub mod tray;
 pub mod views;
@@ -73,12 +74,16 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::set_ignored_paths,
             commands::indexer_status,
             commands::ui_ready,
+            commands::list_sources,
+            commands::set_source_followed,
+            commands::import_source,
         ])
         .events(collect_events![
             IndexerStatus,
             ReferencesChanged,
             events::DownloadProgress,
-            events::MigrationProgress
+            events::MigrationProgress,
+            events::ImportProgress
         ])
 }
 

@@ -78,11 +78,20 @@ impl AppState {
                 format!("{} is not a folder", root.display()),
             ));
         }
-        let project = if init {
+        let mut project = if init {
             Project::init(&root)?.0
         } else {
             Project::open(&root)?
         };
+        // Agents the user agreed to import from (wizard, Settings → Sources) are followed in
+        // every project they open.
+        for name in self.config().follow_sources {
+            if let Some(source) = zblade_engine::ImportSource::parse(&name)
+                && !project.enabled_sources().contains(&source)
+            {
+                project.set_source_enabled(source, true)?;
+            }
+        }
         let info = project_info(&project);
         self.stop_indexer();
         *self.project.lock().expect("project lock") = Some(project);

@@ -74,6 +74,8 @@ pub struct ConversationRow {
     pub message_count: u32,
     /// Tags.
     pub tags: Vec<String>,
+    /// The coding agent it was imported from (`claude-code`, ...), if imported.
+    pub source: Option<String>,
 }
 
 impl From<ConversationSummary> for ConversationRow {
@@ -84,6 +86,63 @@ impl From<ConversationSummary> for ConversationRow {
             updated_at: c.updated_at,
             message_count: c.message_count.max(0) as u32,
             tags: c.tags,
+            source: c.source,
+        }
+    }
+}
+
+/// A coding agent on this machine, for the wizard and Settings → Sources.
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct SourceView {
+    /// `claude-code`, `codex`, `aider`, `continue` or `cline`.
+    pub source: String,
+    /// Its name for people.
+    pub label: String,
+    /// Where its sessions are (none when the tool is not installed).
+    pub store: Option<String>,
+    /// Session files found, all projects.
+    pub sessions: u32,
+    /// Of those, the open project's.
+    pub in_project: u32,
+    /// Newest session of the open project (RFC 3339).
+    pub last_session: Option<String>,
+    /// The open project imports its new turns live.
+    pub followed: bool,
+    /// Last import into the open project (RFC 3339).
+    pub last_import: Option<String>,
+    /// Conversations imported from it into the open project.
+    pub imported_conversations: u32,
+}
+
+/// What "Import now" did.
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct ImportSummary {
+    /// The agent.
+    pub source: String,
+    /// Messages imported.
+    pub messages: u32,
+    /// Conversations created or extended.
+    pub conversations: u32,
+    /// Code references made from the agent's reads and edits.
+    pub references: u32,
+    /// Secrets redacted.
+    pub redacted: u32,
+    /// Moments extracted.
+    pub moments: u32,
+    /// Problems, each naming its file; the rest was imported.
+    pub warnings: Vec<String>,
+}
+
+impl From<zblade_engine::ImportReport> for ImportSummary {
+    fn from(r: zblade_engine::ImportReport) -> Self {
+        ImportSummary {
+            source: r.source,
+            messages: r.messages as u32,
+            conversations: r.conversations.len() as u32,
+            references: r.references as u32,
+            redacted: r.redacted as u32,
+            moments: r.moments as u32,
+            warnings: r.warnings,
         }
     }
 }
@@ -457,6 +516,9 @@ pub struct WizardChoice {
     pub storage_mode: StorageMode,
     /// Allow network use (model downloads; a sync server).
     pub allow_network: bool,
+    /// Coding agents whose sessions may be imported (none unless ticked).
+    #[serde(default)]
+    pub follow_sources: Vec<String>,
 }
 
 /// What a migration will move (the wizard's plan step).

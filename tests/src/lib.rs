@@ -99,6 +99,32 @@ impl GitFixture {
         self.git(&["add", "-A"]);
         self.git(&["commit", "-q", "--allow-empty", "-m", message]);
     }
+
+    /// Commits everything with author and committer date `date` (RFC 3339).
+    pub fn commit_at(&self, message: &str, date: &str) {
+        self.git(&["add", "-A"]);
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=zblade", "-c", "user.email=zblade@example.com", "-c", "commit.gpgsign=false"])
+            .args(["commit", "-q", "--allow-empty", "-m", message])
+            .env("GIT_AUTHOR_DATE", date)
+            .env("GIT_COMMITTER_DATE", date)
+            .current_dir(self.root())
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git commit: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+/// A session file from `crates/zblade-import/tests/fixtures` (written from each agent's
+/// format), with `__ROOT__` replaced by `root`, written to `dest`.
+pub fn install_session(fixture: &str, dest: &Path, root: &Path) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/zblade-import/tests/fixtures");
+    let text = std::fs::read_to_string(dir.join(fixture)).unwrap();
+    let root = root.display().to_string();
+    let text = text.replace("__ROOT_URI__", &root).replace("__ROOT__", &root);
+    std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+    std::fs::write(dest, text).unwrap();
+    dest.to_path_buf()
 }
 
 /// `n` distinct lines of plausible code.

@@ -10,7 +10,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, createWriteStream } from "node:fs";
+import { mkdtempSync, mkdirSync, readFileSync, realpathSync, writeFileSync, createWriteStream } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import http from "node:http";
@@ -77,6 +77,15 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   env.ZBLADE_MODELS_DIR = join(work, "models"); // empty: no model installed, downloads offered
   env.ZBLADE_MODEL_HUB = `http://127.0.0.1:${hub.address().port}`;
   env.WEBKIT_DISABLE_COMPOSITING_MODE = "1";
+  // A Claude Code store holding one session recorded in the demo project (the importers'
+  // fixture); the wizard is asked to follow Claude Code, so the tray imports it.
+  env.CLAUDE_CONFIG_DIR = join(work, "claude");
+  const fixture = readFileSync(join(repo, "crates/zblade-import/tests/fixtures/claude/0b5c1d2e-7f40-4c1a-9d51-3a7e2c9b8f10.jsonl"), "utf8");
+  mkdirSync(join(work, "claude/projects/-demo"), { recursive: true });
+  writeFileSync(
+    join(work, "claude/projects/-demo/0b5c1d2e-7f40-4c1a-9d51-3a7e2c9b8f10.jsonl"),
+    fixture.replaceAll("__ROOT__", realpathSync(project)),
+  );
   // Turning network use on asks in a native GTK dialog, which WebDriver cannot click: the app
   // answers its own confirmations yes in this run (a page cannot set this; see guard.rs).
   env.ZBLADE_TEST_ANSWER_DIALOGS = "yes";
@@ -112,6 +121,12 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   const allow = await byTest("allow-network");
   assert.equal(await allow.isSelected(), false, "network use is off by default");
   await shot("02-wizard-network");
+  await (await byTest("wizard-next")).click();
+  const agent = await byTest("wizard-agent-claude-code");
+  await agent.waitForDisplayed({ timeout: 10_000 });
+  assert.equal(await agent.isSelected(), false, "no agent is imported from by default");
+  await agent.click();
+  await shot("02b-wizard-agents");
   await (await byTest("wizard-finish")).click();
 
   // 2. Open the fixture project by path.
@@ -192,6 +207,24 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   await (await browser.$('[data-testid="download-model"]')).click();
   await browser.waitUntil(async () => requests.length > 0, { timeout: 15_000, timeoutMsg: "no request after consent" });
   await shot("13-settings-after-consent");
+
+  // 7b. Sources: Claude Code, ticked in the wizard, is followed, and the tray imported its
+  // session of this project while we looked at other views.
+  await (await byTest("settings-sources")).scrollIntoView();
+  await browser.waitUntil(async () => (await byTest("follow-claude-code")).isSelected(), {
+    timeout: 10_000,
+    timeoutMsg: "Claude Code is not followed after the wizard",
+  });
+  await shot("13b-settings-sources");
+  await browser.waitUntil(
+    async () => {
+      await view("conversations");
+      return (await browser.$$('[data-testid="conversation-source"]')).length > 0;
+    },
+    { timeout: 90_000, interval: 3_000, timeoutMsg: "the followed Claude Code session never appeared" },
+  );
+  await shot("13c-imported-conversation");
+  await view("settings");
 
   // 8. The migration wizard, against a real zblade-server: test the server, see the plan,
   // migrate, see the verification.

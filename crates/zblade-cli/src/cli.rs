@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use zblade_engine::{ContextFormat, ContextTier, SearchKind, SearchMode};
+use zblade_engine::{ContextFormat, ContextTier, ImportSource, SearchKind, SearchMode};
 
 /// zblade: an unlimited, trustworthy memory of a project for AI coding assistants.
 ///
@@ -107,7 +107,15 @@ pub enum Command {
     /// Code references: where each one is now, and how it fared since it was captured.
     #[command(subcommand)]
     Refs(RefsCommand),
-    /// Watch the project and keep every code reference's live location current (Ctrl-C stops).
+    /// Import the sessions of coding agents on this machine (Claude Code, Codex CLI, Aider,
+    /// Continue, Cline/Roo Code) as conversations of this project, with code references for
+    /// the files the agents read and edited. Only sessions whose working directory is this
+    /// project (or inside it) unless --all-projects. Incremental: a second run reads only what
+    /// is new. Secrets in the text are redacted before anything is written. Exit 1 when
+    /// nothing could be imported.
+    Import(ImportArgs),
+    /// Watch the project and keep every code reference's live location current, and import
+    /// new turns of the agents enabled with `zblade import SOURCE --follow` (Ctrl-C stops).
     Watch {
         /// Quiet time before a burst of file events is handled, in milliseconds.
         #[arg(long, default_value_t = 100)]
@@ -288,6 +296,72 @@ pub enum AddCommand {
         #[arg(required = true, value_name = "FILE|-")]
         files: Vec<String>,
     },
+    /// Add documents (Markdown, plain text, PDF): specs, design notes, RFCs you want
+    /// remembered that do not live in the repository. Each is split into sections, searchable
+    /// and packed by `context`; adding the same file again updates it. Secrets are redacted.
+    Document {
+        /// The files.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<std::path::PathBuf>,
+    },
+}
+
+/// `zblade import …`
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["source", "detect"])))]
+pub struct ImportArgs {
+    /// The agent: claude-code, codex, aider, continue or cline (Cline and Roo Code).
+    #[arg(value_enum)]
+    pub source: Option<SourceArg>,
+    /// Session files or folders to read instead of the agent's own store (files named here
+    /// are imported whatever project they were recorded in).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// List each agent's store on this machine, with session counts and dates.
+    #[arg(long, conflicts_with_all = ["paths", "dry_run", "follow", "unfollow"])]
+    pub detect: bool,
+    /// Import sessions of every project, not only this one's.
+    #[arg(long)]
+    pub all_projects: bool,
+    /// Only sessions active since DATE (2025-06-01, an RFC 3339 time, or 7d / 12h / 30m ago).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Read and count; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Also import this agent's new turns live from now on (`zblade watch`, the app's tray).
+    #[arg(long, conflicts_with = "unfollow")]
+    pub follow: bool,
+    /// Stop importing this agent's sessions live.
+    #[arg(long)]
+    pub unfollow: bool,
+}
+
+/// An agent whose sessions can be imported.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SourceArg {
+    /// Claude Code (~/.claude/projects).
+    ClaudeCode,
+    /// OpenAI Codex CLI (~/.codex/sessions).
+    Codex,
+    /// Aider (.aider.chat.history.md in the project).
+    Aider,
+    /// Continue (~/.continue/sessions).
+    Continue,
+    /// Cline and Roo Code (VS Code's global storage).
+    Cline,
+}
+
+impl From<SourceArg> for ImportSource {
+    fn from(arg: SourceArg) -> ImportSource {
+        match arg {
+            SourceArg::ClaudeCode => ImportSource::ClaudeCode,
+            SourceArg::Codex => ImportSource::Codex,
+            SourceArg::Aider => ImportSource::Aider,
+            SourceArg::Continue => ImportSource::Continue,
+            SourceArg::Cline => ImportSource::Cline,
+        }
+    }
 }
 
 /// `zblade list …`
@@ -295,6 +369,18 @@ pub enum AddCommand {
 pub enum ListCommand {
     /// Conversations, most recently updated first.
     Conversations {
+        /// Only conversations imported from this agent.
+        #[arg(long, value_enum)]
+        source: Option<SourceArg>,
+        /// Most rows to show.
+        #[arg(long, short = 'n', default_value_t = 50)]
+        limit: usize,
+        /// Rows to skip.
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+    },
+    /// Documents added with `zblade add document`, most recently changed first.
+    Documents {
         /// Most rows to show.
         #[arg(long, short = 'n', default_value_t = 50)]
         limit: usize,

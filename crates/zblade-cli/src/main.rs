@@ -93,6 +93,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         }
         Command::Status => commands::status::run(cx)?,
         Command::Refs(command) => commands::refs::run(cx, command)?,
+        Command::Import(args) => commands::import::run(cx, args)?,
         Command::Watch { debounce_ms } => commands::watch::run(cx, debounce_ms)?,
     }
     cx.out.flush()?;

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use serde::Serialize;
 use zblade_engine::{
-    AddOutcome, CompressorInstall, CompressorModel, CompressorStatus, ContextResult, ConversationSummary, Error,
+    AddOutcome, DetectedSource, ImportReport, ImportSource, CompressorInstall, CompressorModel, CompressorStatus, ContextResult, ConversationSummary, Error,
     ExtractReport, FsckReport, Hit, IndexReport, InitReport, ModelDownload, ModelEntry, ModelImport, MomentSummary,
     ReferenceReport, ReindexReport, SearchResults, Shown, Status, SummarizeReport, WatchEvent,
 };
@@ -96,8 +96,20 @@ impl<W: Write> Out<W> {
             .timestamp
             .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
             .unwrap_or_default();
-        line!(self, "── {} · {} · {}", m.role.as_str(), when, m.id)?;
-        line!(self, "{}", m.content.trim_end())?;
+        let model = m.model.as_deref().map(|m| format!(" · {m}")).unwrap_or_default();
+        line!(self, "── {} · {} · {}{model}", m.role.as_str(), when, m.id)?;
+        if !m.content.trim().is_empty() {
+            line!(self, "{}", m.content.trim_end())?;
+        }
+        for call in &m.tool_calls {
+            let arguments = one_line(&call.arguments.to_string(), 80);
+            let result = match &call.result {
+                Some(r) if r.is_error => format!(" → error ({})", human_bytes(r.size)),
+                Some(r) => format!(" → {}", human_bytes(r.size)),
+                None => " → no result".to_string(),
+            };
+            line!(self, "  ⚙ {}({arguments}){result}", call.name)?;
+        }
         for r in refs {
             self.reference_block(r, max_lines)?;
         }
@@ -213,6 +225,15 @@ impl<W: Write> Out<W> {
                     "event": "updated", "trigger": trigger, "checked": checked, "changed": changed,
                     "elapsed_ms": elapsed.as_secs_f64() * 1000.0}),
                 WatchEvent::Notice(message) => serde_json::json!({"event": "notice", "message": message}),
+                WatchEvent::Imported {
+                    source,
+                    messages,
+                    conversations,
+                    elapsed,
+                } => serde_json::json!({
+                    "event": "imported", "source": source, "messages": messages,
+                    "conversations": conversations, "elapsed_ms": elapsed.as_secs_f64() * 1000.0,
+                }),
                 WatchEvent::Indexed {
                     files,
                     embedded,
@@ -249,6 +270,16 @@ impl<W: Write> Out<W> {
                 Ok(())
             }
             WatchEvent::Notice(message) => line!(self, "note: {message}"),
+            WatchEvent::Imported {
+                source,
+                messages,
+                conversations,
+                elapsed,
+            } => line!(
+                self,
+                "imported {messages} new message(s) from {source} into {conversations} conversation(s) ({:.0} ms)",
+                elapsed.as_secs_f64() * 1000.0
+            ),
             WatchEvent::Indexed {
                 files,
                 embedded,
@@ -321,11 +352,14 @@ impl Render for [ConversationSummary] {
             );
         }
         for c in self {
-            let tags = if c.tags.is_empty() {
+            let mut tags = if c.tags.is_empty() {
                 String::new()
             } else {
                 format!("  [{}]", c.tags.join(", "))
             };
+            if let Some(source) = &c.source {
+                tags.push_str(&format!("  ‹{source}›"));
+            }
             line!(
                 out,
                 "{}  {}  {:>4} msgs  {}{}",
@@ -379,6 +413,9 @@ impl Render for Shown {
                 )?;
                 if !c.metadata.tags.is_empty() {
                     line!(out, "tags: {}", c.metadata.tags.join(", "))?;
+                }
+                if let Some(source) = &c.metadata.source {
+                    line!(out, "imported from {} session {} ({})", source.tool, source.session_id, source.file)?;
                 }
                 for m in &c.messages {
                     line!(out)?;
@@ -948,6 +985,140 @@ impl Render for ProjectStatus<'_> {
         let refs: Vec<String> = self.health.iter().map(|(k, v)| format!("{v} {k}")).collect();
         if !refs.is_empty() {
             line!(out, "references    {}", refs.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// `zblade import --detect`: each agent's store, sessions, and what was imported from it.
+pub struct Detection<'a> {
+    /// What the stores hold.
+    pub detected: &'a [DetectedSource],
+    /// Per source: last import and conversations fed.
+    pub history: &'a [(ImportSource, Option<chrono::DateTime<chrono::Utc>>, usize)],
+    /// Sources imported live.
+    pub followed: &'a [ImportSource],
+}
+
+#[derive(Serialize)]
+struct DetectionRow<'a> {
+    #[serde(flatten)]
+    detected: &'a DetectedSource,
+    followed: bool,
+    last_import: Option<chrono::DateTime<chrono::Utc>>,
+    imported_conversations: usize,
+}
+
+impl Detection<'_> {
+    fn rows(&self) -> Vec<DetectionRow<'_>> {
+        self.detected
+            .iter()
+            .map(|d| {
+                let (last_import, imported_conversations) = self
+                    .history
+                    .iter()
+                    .find(|(s, ..)| *s == d.source)
+                    .map_or((None, 0), |(_, last, n)| (*last, *n));
+                DetectionRow {
+                    detected: d,
+                    followed: self.followed.contains(&d.source),
+                    last_import,
+                    imported_conversations,
+                }
+            })
+            .collect()
+    }
+}
+
+impl Serialize for Detection<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serde_json::json!({ "sources": self.rows() }).serialize(serializer)
+    }
+}
+
+impl Render for Detection<'_> {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        let day = |t: Option<chrono::DateTime<chrono::Utc>>| t.map_or("-".to_string(), |t| t.format("%Y-%m-%d").to_string());
+        for row in self.rows() {
+            let d = row.detected;
+            let store = d
+                .stores
+                .first()
+                .map_or("no store on this machine".to_string(), |p| p.display().to_string());
+            line!(
+                out,
+                "{:<12} {:>5} session(s), {:>4} of this project ({} … {})  {}",
+                d.source.as_str(),
+                d.sessions,
+                d.in_project,
+                day(d.first),
+                day(d.last),
+                store
+            )?;
+            if row.last_import.is_some() || row.followed {
+                line!(
+                    out,
+                    "{:<12} imported {} conversation(s), last {}{}",
+                    "",
+                    row.imported_conversations,
+                    day(row.last_import),
+                    if row.followed { "; followed live" } else { "" }
+                )?;
+            }
+        }
+        line!(out, "Import with: zblade import SOURCE   (add --follow to keep importing while you work)")
+    }
+}
+
+/// `zblade import SOURCE`.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct Imported<'a>(pub &'a ImportReport);
+
+impl Render for Imported<'_> {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        let r = self.0;
+        let created = r.conversations.iter().filter(|c| c.created).count();
+        let verb = if r.dry_run { "would import" } else { "imported" };
+        line!(
+            out,
+            "{}: {verb} {} message(s) into {} conversation(s) ({} new, {} extended) from {} of {} session file(s) ({}).",
+            r.source,
+            r.messages,
+            r.conversations.len(),
+            created,
+            r.conversations.len() - created,
+            r.files_read,
+            r.files_found,
+            human_bytes(r.bytes)
+        )?;
+        for c in r.conversations.iter().filter(|c| c.new_messages > 0).take(20) {
+            line!(out, "  {}  +{:<4} {}", c.id, c.new_messages, one_line(&c.title, 60))?;
+        }
+        if r.conversations.len() > 20 {
+            line!(out, "  … and {} more (--json lists them all)", r.conversations.len() - 20)?;
+        }
+        line!(
+            out,
+            "{} code reference(s) from the agents' reads and edits ({} outside the project, {} not found); {} moment(s); {} secret(s) redacted.",
+            r.references,
+            r.touches_outside,
+            r.touches_not_found,
+            r.moments,
+            r.redacted
+        )?;
+        if r.other_projects > 0 {
+            line!(out, "{} session file(s) of other projects left alone (--all-projects imports them).", r.other_projects)?;
+        }
+        let skipped: u64 = r.skipped.values().sum();
+        if skipped > 0 {
+            line!(out, "{skipped} record(s) skipped on purpose (tool progress, UI echoes, unknown types; --json lists them).")?;
+        }
+        for warning in &r.warnings {
+            eprintln!("zblade: warning: {warning}");
+        }
+        if !r.warnings.is_empty() {
+            line!(out, "{} warning(s); everything else was imported.", r.warnings.len())?;
         }
         Ok(())
     }

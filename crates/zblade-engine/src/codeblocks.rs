@@ -75,7 +75,7 @@ impl TreeLines {
 
 /// `content` with each fenced block found in the tree replaced by a short pointer, and the
 /// references for them.
-fn convert(content: &str, tree: &TreeLines) -> (String, Vec<CodeReference>) {
+pub(crate) fn convert(content: &str, tree: &TreeLines) -> (String, Vec<CodeReference>) {
     let lines: Vec<&str> = content.split('\n').collect();
     let mut out: Vec<String> = Vec::with_capacity(lines.len());
     let mut references = Vec::new();

@@ -19,8 +19,10 @@ mod code;
 mod codeblocks;
 mod compressor;
 mod context;
+mod documents;
 mod extract;
 mod fsck;
+mod import;
 mod lock;
 mod migrate;
 mod models;
@@ -40,8 +42,12 @@ mod watch;
 pub use code::CodeIndexReport;
 pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus, gguf_dir};
 pub use context::{ContextRequest, ContextResult, ContextTimings, DEFAULT_BUDGET, MAX_QUERY_CHARS, RECENT_WINDOW};
+pub use documents::{DOCUMENT_SOURCE, DocumentsAdded};
 pub use extract::ExtractReport;
 pub use fsck::{FsckReport, Problem, ProblemKind};
+pub use import::{ImportProgress, ImportReport, ImportRequest, ImportSource, ImportedConversation, detect_agents};
+pub use zblade_import::Detected as DetectedSource;
+pub use zblade_import::detect::Places as AgentPlaces;
 pub use migrate::{
     CleanupReport, Direction as MigrationDirection, MigrationReport, Phase as MigrationPhase, Plan as MigrationPlan,
     PlannedItem,

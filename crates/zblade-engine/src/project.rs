@@ -95,6 +95,9 @@ pub struct Project {
     pub(crate) interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// Where conversations and moments live (`.zblade/` or a sync server), chosen once here.
     pub(crate) storage: Arc<dyn Storage>,
+    /// Where coding agents keep their sessions: the home folder and the agents' environment
+    /// overrides, read from the environment unless [`Project::use_agent_places`] set them.
+    pub(crate) agent_places: zblade_import::detect::Places,
 }
 
 impl Project {
@@ -183,6 +186,7 @@ impl Project {
             vector_reader: Default::default(),
             compressor: std::sync::OnceLock::new(),
             interrupt: None,
+            agent_places: zblade_import::detect::Places::from_env(),
         })
     }
 
@@ -203,6 +207,12 @@ impl Project {
         self.embedder = std::sync::OnceLock::from(Ok(std::sync::Mutex::new(embedder)));
         self.query_vectors = Default::default();
         self.vector_reader = Default::default();
+    }
+
+    /// Looks for coding agents' sessions under `places` instead of this process's home and
+    /// environment (tests; an app that imports for another user profile).
+    pub fn use_agent_places(&mut self, places: zblade_import::detect::Places) {
+        self.agent_places = places;
     }
 
     /// `Err(Interrupted)` once the flag given to [`Project::set_interrupt`] is set.
@@ -313,9 +323,15 @@ impl Project {
         Arc::clone(&self.storage).put_moments(self, prepared)
     }
 
-    /// Conversations, most recently updated first (in server mode, in the server's id order).
-    pub fn list_conversations(&self, limit: usize, offset: usize) -> Result<Vec<ConversationSummary>> {
-        self.storage.list_conversations(self, limit, offset)
+    /// Conversations, most recently updated first (in server mode, in the server's id order);
+    /// only those imported from `source` (`claude-code`, `codex`, ...) when one is given.
+    pub fn list_conversations(
+        &self,
+        limit: usize,
+        offset: usize,
+        source: Option<&str>,
+    ) -> Result<Vec<ConversationSummary>> {
+        self.storage.list_conversations(self, limit, offset, source)
     }
 
     /// Moments, newest first; optionally of one type (`decision`, `pattern`, ...).

@@ -63,7 +63,7 @@ impl Project {
         let mut sent = 0;
         let mut offset = 0;
         loop {
-            let page = index.list_conversations(500, offset)?;
+            let page = index.list_conversations(500, offset, None)?;
             for c in &page {
                 client.put_metadata(
                     project,

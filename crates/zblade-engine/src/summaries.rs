@@ -207,7 +207,7 @@ impl Project {
     fn indexed_message_counts(&self) -> Result<std::collections::HashMap<String, usize>> {
         let mut counts = std::collections::HashMap::new();
         loop {
-            let page = self.list_conversations(500, counts.len())?;
+            let page = self.list_conversations(500, counts.len(), None)?;
             if page.is_empty() {
                 break;
             }
@@ -223,7 +223,7 @@ impl Project {
         }
         let mut all = Vec::new();
         loop {
-            let page = self.list_conversations(500, all.len())?;
+            let page = self.list_conversations(500, all.len(), None)?;
             if page.is_empty() {
                 break;
             }

@@ -45,6 +45,17 @@ pub enum WatchEvent {
         /// Time from the change being delivered to the search index being updated.
         elapsed: Duration,
     },
+    /// New turns of a followed agent's sessions were imported.
+    Imported {
+        /// The agent (`claude-code`, ...).
+        source: String,
+        /// Messages imported.
+        messages: usize,
+        /// Conversations they went into.
+        conversations: usize,
+        /// Time from noticing the change to the turns being searchable.
+        elapsed: Duration,
+    },
     /// Something the user should know, said once (e.g. fallback to periodic rescans).
     Notice(String),
 }
@@ -96,7 +107,9 @@ impl Project {
                 .count(),
         });
 
+        let mut follower = crate::import::Follower::new();
         while !stop.load(Ordering::Relaxed) {
+            self.follow_once(&mut follower, &mut on_event);
             let next = match pending.pop_front() {
                 Some(change) => Ok(change),
                 None => changes.recv_timeout(Duration::from_millis(100)),
@@ -145,6 +158,23 @@ impl Project {
             });
         }
         Ok(())
+    }
+
+    /// Imports new turns of the followed agents, if any wrote since the last look.
+    fn follow_once(&mut self, follower: &mut crate::import::Follower, on_event: &mut impl FnMut(WatchEvent)) {
+        let started = Instant::now();
+        for (source, result) in self.follow_sources(follower) {
+            match result {
+                Ok(report) if report.messages > 0 => on_event(WatchEvent::Imported {
+                    source: source.as_str().to_string(),
+                    messages: report.messages,
+                    conversations: report.conversations.iter().filter(|c| c.new_messages > 0).count(),
+                    elapsed: started.elapsed(),
+                }),
+                Ok(_) => {}
+                Err(e) => on_event(WatchEvent::Notice(format!("importing {source}: {e}"))),
+            }
+        }
     }
 
     /// Keeps the search index incremental: re-indexes the files that changed (only when the

@@ -14,15 +14,13 @@ use serde_json::Value;
 
 use crate::Source;
 
-/// A store file and the session facts known without reading all of it.
+/// A store file and the session facts known without reading it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionFile {
     /// The agent.
     pub source: Source,
     /// The file.
     pub path: PathBuf,
-    /// The session's working directory, when the file's head says (Aider: its folder).
-    pub cwd: Option<PathBuf>,
     /// Last modification.
     pub modified: Option<DateTime<Utc>>,
 }
@@ -110,8 +108,8 @@ impl Places {
     }
 }
 
-/// Every session file of `source` in `stores`, each with its working directory when its head
-/// names one.
+/// Every session file of `source` in `stores` (listing folders only; [`session_cwd`] reads a
+/// file's head for its working directory).
 pub fn find_session_files(source: Source, stores: &[PathBuf]) -> Vec<SessionFile> {
     let mut files = Vec::new();
     for store in stores {
@@ -150,7 +148,6 @@ pub fn find_session_files(source: Source, stores: &[PathBuf]) -> Vec<SessionFile
         .into_iter()
         .map(|path| SessionFile {
             source,
-            cwd: session_cwd(source, &path),
             modified: std::fs::metadata(&path)
                 .and_then(|m| m.modified())
                 .ok()
@@ -234,12 +231,16 @@ pub fn is_inside(cwd: &Path, root: &Path) -> bool {
     }
 }
 
-/// Summary of what `find_session_files` found for one source.
-pub fn summarize(source: Source, stores: Vec<PathBuf>, files: &[SessionFile], root: &Path) -> Detected {
-    let mine: Vec<&SessionFile> = files
-        .iter()
-        .filter(|f| f.cwd.as_deref().is_some_and(|cwd| is_inside(cwd, root)))
-        .collect();
+/// Summary of what `find_session_files` found for one source; sessions of `project` counted
+/// apart when one is given.
+pub fn summarize(source: Source, stores: Vec<PathBuf>, files: &[SessionFile], project: Option<&Path>) -> Detected {
+    let mine: Vec<&SessionFile> = match project {
+        Some(root) => files
+            .iter()
+            .filter(|f| session_cwd(source, &f.path).is_some_and(|cwd| is_inside(&cwd, root)))
+            .collect(),
+        None => Vec::new(),
+    };
     Detected {
         source,
         stores,

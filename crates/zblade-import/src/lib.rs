@@ -29,6 +29,7 @@ mod cline;
 mod codex;
 mod continue_dev;
 pub mod detect;
+mod document;
 mod jsonl;
 mod patch;
 pub mod redact;
@@ -42,6 +43,7 @@ use serde::{Deserialize, Serialize};
 use zblade_core::{Message, ToolResult};
 
 pub use detect::{Detected, SessionFile, find_session_files};
+pub use document::{Document, MAX_DOCUMENT_BYTES, SECTION_CHARS, read_document};
 pub use jsonl::MAX_LINE_BYTES;
 pub use trim::{MAX_ARGUMENT_CHARS, MAX_RESULT_CHARS};
 

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use zblade_core::Role;
-use zblade_import::detect::{Places, find_session_files, is_inside};
+use zblade_import::detect::{Places, find_session_files, is_inside, session_cwd};
 use zblade_import::{Cursor, Source, TouchKind, read_file};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
@@ -274,10 +274,10 @@ fn stores_are_found_through_symlinks_and_sessions_matched_to_projects() {
     let project = Path::new("/work/proj");
     let claude = find_session_files(Source::ClaudeCode, &places.stores(Source::ClaudeCode, project));
     assert_eq!(claude.len(), 1);
-    assert_eq!(claude[0].cwd.as_deref(), Some(project));
+    assert_eq!(session_cwd(Source::ClaudeCode, &claude[0].path).as_deref(), Some(project));
     let codex = find_session_files(Source::Codex, &places.stores(Source::Codex, project));
     assert_eq!(codex.len(), 1);
-    assert!(!is_inside(codex[0].cwd.as_deref().unwrap(), project));
+    assert!(!is_inside(&session_cwd(Source::Codex, &codex[0].path).unwrap(), project));
     // A session in a subfolder of the project is the project's; a sibling with a common
     // prefix is not; a folder deleted since still matches as written.
     assert!(is_inside(Path::new("/work/proj/crates/x"), project));

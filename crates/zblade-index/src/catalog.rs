@@ -50,6 +50,9 @@ pub struct ConversationSummary {
     pub tags: Vec<String>,
     /// Path of the artifact, relative to the project root.
     pub artifact_path: String,
+    /// The agent an imported conversation came from (`claude-code`, ...), if imported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// One line of `zblade list moments`.
@@ -271,13 +274,23 @@ impl Index {
     }
 
     /// Conversations, most recently updated first.
-    pub fn list_conversations(&self, limit: usize, offset: usize) -> Result<Vec<ConversationSummary>> {
+    /// Conversations, most recently updated first; only those imported from `source` when one
+    /// is given. Documents (`source` = `document`, stored as conversations) are listed only
+    /// when asked for by that source.
+    pub fn list_conversations(
+        &self,
+        limit: usize,
+        offset: usize,
+        source: Option<&str>,
+    ) -> Result<Vec<ConversationSummary>> {
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(
-                "SELECT id, title, created_at, updated_at, message_count, tags, artifact_path
-                     FROM conversations ORDER BY updated_at DESC, id DESC LIMIT ?1 OFFSET ?2",
+                "SELECT id, title, created_at, updated_at, message_count, tags, artifact_path, source
+                     FROM conversations
+                     WHERE (?3 IS NULL AND (source IS NULL OR source != 'document')) OR source = ?3
+                     ORDER BY updated_at DESC, id DESC LIMIT ?1 OFFSET ?2",
             )?;
-            let rows = stmt.query_map(params![limit as i64, offset as i64], |r| {
+            let rows = stmt.query_map(params![limit as i64, offset as i64, source], |r| {
                 Ok(ConversationSummary {
                     id: r.get(0)?,
                     title: r.get(1)?,
@@ -286,6 +299,7 @@ impl Index {
                     message_count: r.get(4)?,
                     tags: parse_tags(r.get(5)?),
                     artifact_path: r.get(6)?,
+                    source: r.get(7)?,
                 })
             })?;
             rows.collect::<rusqlite::Result<_>>()
@@ -462,8 +476,8 @@ fn insert_conversation(
     let id = conv.conversation_id.as_str();
     delete_conversation_rows(conn, id, files)?;
     conn.prepare_cached(
-        "INSERT INTO conversations (id, project_id, title, created_at, updated_at, message_count, tags, artifact_path, artifact_sha256)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO conversations (id, project_id, title, created_at, updated_at, message_count, tags, artifact_path, artifact_sha256, source)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -475,7 +489,8 @@ fn insert_conversation(
             conv.messages.len() as i64,
             tags_json(conv.tags()),
             artifact_path,
-            sha256
+            sha256,
+            conv.metadata.source.as_ref().map(|s| s.tool.as_str())
         ])
     })?;
     conn.prepare_cached("INSERT INTO conversations_fts(rowid, title, tags) VALUES (last_insert_rowid(), ?1, ?2)")
@@ -561,7 +576,8 @@ fn insert_moment(
             created,
             moment.relevance_score,
             artifact_path,
-            sha256
+            sha256,
+            conv.metadata.source.as_ref().map(|s| s.tool.as_str())
         ])
     })?;
     index_moment_text(conn, &moment.content, moment.context.as_deref(), &moment.tags)?;

@@ -4,7 +4,7 @@
 //! user_version = i` to `i + 1`. Released migrations are never edited; a change is a new entry.
 
 /// Every migration, oldest first.
-pub const MIGRATIONS: &[&str] = &[V1, V2];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build creates and expects.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -165,4 +165,12 @@ CREATE INDEX idx_code_chunks_cid ON code_chunks(cid);
 CREATE VIRTUAL TABLE code_fts USING fts5(
     text, content='', contentless_delete=1, tokenize='porter unicode61'
 );
+"#;
+
+/// Version 3: the tool an imported conversation came from (`claude-code`, `codex`, ...; NULL
+/// for conversations added directly), for `zblade list conversations --source`. Existing rows
+/// get NULL; `zblade reindex` fills it from the artifacts' `metadata.source.tool`.
+const V3: &str = r#"
+ALTER TABLE conversations ADD COLUMN source TEXT;
+CREATE INDEX idx_conv_source ON conversations(source);
 "#;

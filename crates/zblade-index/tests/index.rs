@@ -206,8 +206,8 @@ fn rebuild_gives_identical_results_and_skips_clashes() {
     }
     assert_eq!(incremental.counts().unwrap(), rebuilt.counts().unwrap());
     assert_eq!(
-        incremental.list_conversations(100, 0).unwrap(),
-        rebuilt.list_conversations(100, 0).unwrap()
+        incremental.list_conversations(100, 0, None).unwrap(),
+        rebuilt.list_conversations(100, 0, None).unwrap()
     );
 }
 

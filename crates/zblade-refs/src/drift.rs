@@ -105,6 +105,34 @@ impl GitRepo {
     }
 }
 
+impl GitRepo {
+    /// HEAD's first-parent history as (commit time in seconds since the epoch, commit id),
+    /// newest first, at most `limit` commits: what the branch looked like at a past moment.
+    pub fn first_parent_history(&self, limit: usize) -> Vec<(i64, String)> {
+        let Ok(mut walk) = self.repo.revwalk() else {
+            return Vec::new();
+        };
+        if walk.push_head().is_err() || walk.simplify_first_parent().is_err() {
+            return Vec::new();
+        }
+        walk.take(limit)
+            .filter_map(|oid| {
+                let commit = self.repo.find_commit(oid.ok()?).ok()?;
+                Some((commit.time().seconds(), commit.id().to_string()))
+            })
+            .collect()
+    }
+
+    /// The file `relative` (to the project root) as `commit` has it: its blob id and bytes.
+    /// `None` when the commit or the file is unknown.
+    pub fn file_at(&self, commit: &str, relative: &str) -> Option<(String, Vec<u8>)> {
+        let commit = self.repo.find_commit(Oid::from_str(commit).ok()?).ok()?;
+        let entry = commit.tree().ok()?.get_path(Path::new(&self.repo_path(relative))).ok()?;
+        let blob = self.repo.find_blob(entry.id()).ok()?;
+        Some((entry.id().to_string(), blob.content().to_vec()))
+    }
+}
+
 /// Drift without git: only the blob hashes.
 pub fn drift_without_git(captured: &str, current: &str) -> Option<Drift> {
     (captured != current).then(|| Drift {

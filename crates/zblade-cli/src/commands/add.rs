@@ -1,5 +1,5 @@
-//! `zblade add conversation|moment FILE…`: every file is read and parsed first, so one bad
-//! file means nothing is added.
+//! `zblade add conversation|moment|document FILE…`: every file is read and parsed first, so
+//! one bad file means nothing is added.
 
 use std::io::Read;
 use std::path::Path;
@@ -15,6 +15,17 @@ pub(crate) fn run(cx: &mut Ctx, add: AddCommand) -> Result<(), Error> {
     let (files, is_moment) = match add {
         AddCommand::Conversation { files } => (files, false),
         AddCommand::Moment { files } => (files, true),
+        AddCommand::Document { files } => {
+            let paths: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
+            let added = project.add_documents(&paths)?;
+            if added.redacted > 0 {
+                cx.notice(&format!("{} secret(s) redacted before anything was written", added.redacted));
+            }
+            return cx.out.print(&Added {
+                outcomes: &added.added,
+                is_moment: false,
+            });
+        }
     };
     let mut inputs = Vec::with_capacity(files.len());
     for file in &files {

@@ -1,6 +1,6 @@
-//! `zblade list conversations|moments`.
+//! `zblade list conversations|documents|moments`.
 
-use zblade_engine::Error;
+use zblade_engine::{DOCUMENT_SOURCE, Error, ImportSource};
 
 use super::Ctx;
 use crate::cli::ListCommand;
@@ -8,9 +8,13 @@ use crate::cli::ListCommand;
 pub(crate) fn run(cx: &mut Ctx, list: ListCommand) -> Result<(), Error> {
     let project = cx.open()?;
     match list {
-        ListCommand::Conversations { limit, offset } => {
-            cx.out.print(project.list_conversations(limit, offset)?.as_slice())
+        ListCommand::Conversations { source, limit, offset } => {
+            let source = source.map(|s| ImportSource::from(s).as_str());
+            cx.out.print(project.list_conversations(limit, offset, source)?.as_slice())
         }
+        ListCommand::Documents { limit, offset } => cx
+            .out
+            .print(project.list_conversations(limit, offset, Some(DOCUMENT_SOURCE))?.as_slice()),
         ListCommand::Moments { kind, limit, offset } => cx.out.print(
             project
                 .list_moments(limit, offset, kind.map(|k| k.as_str()))?

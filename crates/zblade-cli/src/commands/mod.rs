@@ -7,6 +7,7 @@ pub(crate) mod compressor;
 pub(crate) mod context;
 pub(crate) mod fsck;
 pub(crate) mod gc;
+pub(crate) mod import;
 pub(crate) mod index;
 pub(crate) mod init;
 pub(crate) mod list;

@@ -96,8 +96,14 @@ impl Storage for LocalStorage {
         Ok(outcomes)
     }
 
-    fn list_conversations(&self, project: &Project, limit: usize, offset: usize) -> Result<Vec<ConversationSummary>> {
-        project.index()?.list_conversations(limit, offset)
+    fn list_conversations(
+        &self,
+        project: &Project,
+        limit: usize,
+        offset: usize,
+        source: Option<&str>,
+    ) -> Result<Vec<ConversationSummary>> {
+        project.index()?.list_conversations(limit, offset, source)
     }
 
     fn list_moments(

@@ -63,7 +63,13 @@ pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
     fn put_moments(&self, project: &mut Project, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>>;
 
     /// A page of conversations.
-    fn list_conversations(&self, project: &Project, limit: usize, offset: usize) -> Result<Vec<ConversationSummary>>;
+    fn list_conversations(
+        &self,
+        project: &Project,
+        limit: usize,
+        offset: usize,
+        source: Option<&str>,
+    ) -> Result<Vec<ConversationSummary>>;
 
     /// A page of moments, newest first, optionally of one type.
     fn list_moments(

@@ -91,6 +91,43 @@ impl ServerStorage {
     }
 }
 
+impl ServerStorage {
+    /// Conversations imported from `source`: the list is read in id order and each
+    /// conversation fetched to see its provenance, until the page is full.
+    fn list_conversations_from(
+        &self,
+        project: &Project,
+        limit: usize,
+        offset: usize,
+        source: &str,
+    ) -> Result<Vec<ConversationSummary>> {
+        let client = project.server_client()?;
+        let project_id = &project.settings.project.id;
+        let mut matching = Vec::new();
+        for record in client.list_records(project_id, Kind::Conversation)? {
+            if matching.len() >= offset + limit {
+                break;
+            }
+            let Ok(conversation) = Self::get_conversation(&client, project_id, &record.id) else {
+                continue; // a record that does not parse is skipped here, reported by `show`
+            };
+            if conversation.metadata.source.as_ref().is_some_and(|s| s.tool == source) {
+                matching.push(ConversationSummary {
+                    artifact_path: format!("server:{}", record.id),
+                    id: record.id,
+                    title: record.title,
+                    created_at: record.updated_at.clone(),
+                    updated_at: record.updated_at,
+                    message_count: conversation.messages.len() as i64,
+                    tags: record.tags,
+                    source: Some(source.to_string()),
+                });
+            }
+        }
+        Ok(matching.into_iter().skip(offset).take(limit).collect())
+    }
+}
+
 impl Storage for ServerStorage {
     fn place(&self) -> &'static str {
         "on the sync server"
@@ -133,8 +170,18 @@ impl Storage for ServerStorage {
             .collect()
     }
 
-    /// Id order, as the server pages it.
-    fn list_conversations(&self, project: &Project, limit: usize, offset: usize) -> Result<Vec<ConversationSummary>> {
+    /// Id order, as the server pages it. The server's list does not know where a conversation
+    /// came from, so a source filter reads each conversation on the way.
+    fn list_conversations(
+        &self,
+        project: &Project,
+        limit: usize,
+        offset: usize,
+        source: Option<&str>,
+    ) -> Result<Vec<ConversationSummary>> {
+        if let Some(source) = source {
+            return self.list_conversations_from(project, limit, offset, source);
+        }
         let client = project.server_client()?;
         let records = client.list_records(&project.settings.project.id, Kind::Conversation)?;
         Ok(records
@@ -149,6 +196,7 @@ impl Storage for ServerStorage {
                 updated_at: r.updated_at,
                 message_count: 0,
                 tags: r.tags,
+                source: None,
             })
             .collect())
     }

@@ -1,0 +1,63 @@
+//! `zblade import`: agents' sessions into this project's memory, and `--detect`.
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use zblade_engine::{Error, ImportRequest, ImportSource, parse_time_bound};
+
+use super::Ctx;
+use crate::cli::ImportArgs;
+use crate::render::{Detection, Imported};
+
+pub(crate) fn run(cx: &mut Ctx, args: ImportArgs) -> Result<(), Error> {
+    let mut project = cx.open()?;
+    let Some(source) = args.source.map(ImportSource::from) else {
+        let detected = project.detect_sources();
+        let history = project.import_history();
+        let followed = project.enabled_sources();
+        return cx.out.print(&Detection {
+            detected: &detected,
+            history: &history,
+            followed: &followed,
+        });
+    };
+    if args.follow || args.unfollow {
+        project.set_source_enabled(source, args.follow)?;
+        let verb = if args.follow { "following" } else { "no longer following" };
+        cx.notice(&format!("{verb} {source} (zblade watch and the app's tray import its new turns)"));
+    }
+    let since = args
+        .since
+        .as_deref()
+        .map(|text| parse_time_bound(text, "--since", Utc::now()))
+        .transpose()?
+        .map(|t| {
+            DateTime::parse_from_rfc3339(&t)
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(|e| Error::Usage(format!("--since: {e}")))
+        })
+        .transpose()?;
+    let request = ImportRequest {
+        source,
+        paths: args.paths,
+        all_projects: args.all_projects,
+        since,
+        dry_run: args.dry_run,
+    };
+    for path in &request.paths {
+        if !path.exists() {
+            return Err(Error::Usage(format!("{}: no such file or folder", path.display())));
+        }
+    }
+    let mut bar = cx.bar();
+    let report = project.import(&request, &mut |done, total, _path: &Path| bar.update("import", done, total))?;
+    bar.finish();
+    cx.out.print(&Imported(&report))?;
+    if report.nothing_imported() {
+        return Err(Error::Usage(format!(
+            "nothing could be imported from {source}: {} file(s) failed (see the warnings above)",
+            report.files_failed
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,271 @@
+//! Import throughput and live-follow latency (issue "Capture"). Generates realistic Claude Code
+//! sessions from the format (prompts, split assistant responses, Read results with file
+//! content, Bash output, edits, an occasional huge tool output), then measures:
+//! - MB/s through `Project::import` (parse, redaction, anchoring against git, artifacts, index,
+//!   moments) next to a bare `serde_json` parse of the same lines in the same run — target
+//!   ratio ≥ 0.3; embedding the imported messages is timed separately;
+//! - live follow: a line appended to a followed session → found by search, p95 ≤ 2 s.
+//!
+//! `cargo bench -p zblade-engine --bench import` writes the "import" section of
+//! docs/BENCHMARKS.md (`ZBLADE_BENCH_IMPORT_MB` sets the size, default 500); under `cargo test`
+//! it runs a 2 MB smoke test and writes nothing.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use common::text::TextGen;
+use common::{Stats, full_run, write_section};
+use zblade_engine::{
+    AgentPlaces, ImportRequest, ImportSource, Project, SearchKind, SearchQuery, WatchEvent, WatchOptions,
+};
+
+const FILES: &[&str] = &["src/auth.rs", "src/server.rs", "src/cache.rs", "src/db.rs"];
+
+fn git(root: &Path, args: &[&str]) {
+    let ok = std::process::Command::new("git")
+        .args(["-c", "user.name=b", "-c", "user.email=b@b", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(root)
+        .output()
+        .unwrap()
+        .status
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+/// A git project with a few source files the sessions read and edit.
+fn project_root(dir: &Path) -> PathBuf {
+    let root = dir.join("project");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    for (i, file) in FILES.iter().enumerate() {
+        let text: String = (1..=300).map(|n| format!("    let v{n} = step_{i}_{n}(input);\n")).collect();
+        std::fs::write(root.join(file), text).unwrap();
+    }
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-q", "-m", "initial"]);
+    root.canonicalize().unwrap()
+}
+
+/// Writes Claude Code sessions totalling about `target` bytes; returns (files, bytes, lines).
+fn generate(store: &Path, root: &Path, target: u64, text: &mut TextGen) -> (usize, u64, Vec<Vec<u8>>) {
+    let mut written = 0u64;
+    let mut files = 0;
+    let mut sample = Vec::new();
+    while written < target {
+        let sid = format!("00000000-0000-4000-8000-{files:012}");
+        let path = store.join(format!("{sid}.jsonl"));
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        let mut line = |value: serde_json::Value, out: &mut std::io::BufWriter<std::fs::File>| {
+            let bytes = serde_json::to_vec(&value).unwrap();
+            written += bytes.len() as u64 + 1;
+            if sample.len() < 2000 {
+                sample.push(bytes.clone());
+            }
+            out.write_all(&bytes).unwrap();
+            out.write_all(b"\n").unwrap();
+        };
+        let envelope = |kind: &str, uuid: String, minute: usize| {
+            serde_json::json!({
+                "type": kind, "uuid": uuid, "sessionId": sid, "cwd": root, "version": "2.1.14",
+                "gitBranch": "main", "userType": "external", "isSidechain": false,
+                "timestamp": format!("2025-09-{:02}T{:02}:{:02}:00.000Z", 1 + files % 28, minute / 60 % 24, minute % 60),
+            })
+        };
+        for turn in 0..40 {
+            let mut user = envelope("user", format!("u{turn}"), turn * 2);
+            user["message"] = serde_json::json!({"role": "user", "content": text.text(80, 400)});
+            line(user, &mut out);
+            // A response split over lines: text, then a tool call.
+            let file = FILES[turn % FILES.len()];
+            let mut a = envelope("assistant", format!("a{turn}"), turn * 2);
+            a["message"] = serde_json::json!({"id": format!("msg_{turn}"), "role": "assistant", "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": text.text(200, 900)}]});
+            line(a, &mut out);
+            let mut call = envelope("assistant", format!("c{turn}"), turn * 2);
+            let (name, input) = if turn % 3 == 2 {
+                ("Edit", serde_json::json!({"file_path": root.join(file), "old_string": "x", "new_string": format!("    let v{} = step_{}_{}(input);", 10 + turn, turn % FILES.len(), 10 + turn)}))
+            } else if turn % 3 == 1 {
+                ("Bash", serde_json::json!({"command": "cargo test"}))
+            } else {
+                ("Read", serde_json::json!({"file_path": root.join(file)}))
+            };
+            call["message"] = serde_json::json!({"id": format!("msg_{turn}"), "role": "assistant", "model": "claude-sonnet-4-5",
+                "content": [{"type": "tool_use", "id": format!("toolu_{turn}"), "name": name, "input": input}]});
+            line(call, &mut out);
+            // The result: file content for reads, build output, and now and then a huge one.
+            let body = match name {
+                "Read" => std::fs::read_to_string(root.join(file)).unwrap(),
+                _ if turn == 7 => "x".repeat(2_000_000),
+                _ => (0..60).map(|_| text.text(40, 120)).collect::<Vec<_>>().join("\n"),
+            };
+            let mut result = envelope("user", format!("r{turn}"), turn * 2 + 1);
+            result["message"] = serde_json::json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("toolu_{turn}"), "content": body}]});
+            if name == "Read" {
+                result["toolUseResult"] = serde_json::json!({"type": "text", "file": {"filePath": root.join(file), "content": body, "startLine": 1, "numLines": 300, "totalLines": 300}});
+            }
+            line(result, &mut out);
+            line(serde_json::json!({"type": "progress", "data": {"type": "hook_progress"}}), &mut out);
+        }
+        out.flush().unwrap();
+        files += 1;
+    }
+    (files, written, sample)
+}
+
+/// The same bytes through a bare serde_json parse of each line, as the baseline.
+fn bare_parse(store: &Path) -> Duration {
+    let started = Instant::now();
+    for entry in std::fs::read_dir(store).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            let value: serde_json::Value = serde_json::from_slice(line).unwrap();
+            std::hint::black_box(value);
+        }
+    }
+    started.elapsed()
+}
+
+fn places(home: &Path) -> AgentPlaces {
+    AgentPlaces {
+        home: home.to_path_buf(),
+        claude_config_dir: None,
+        codex_home: None,
+        continue_dir: None,
+        config_home: None,
+    }
+}
+
+fn main() {
+    let full = full_run();
+    let mb: u64 = std::env::var("ZBLADE_BENCH_IMPORT_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if full { 500 } else { 2 });
+    let dir = tempfile::tempdir().unwrap();
+    let root = project_root(dir.path());
+    let home = dir.path().join("home");
+    let store = home.join(".claude/projects/-project");
+    std::fs::create_dir_all(&store).unwrap();
+    let mut text = TextGen::new(21);
+    let (files, bytes, _) = generate(&store, &root, mb * 1_000_000, &mut text);
+    let megabytes = bytes as f64 / 1e6;
+    eprintln!("generated {files} session files, {megabytes:.0} MB");
+
+    // Page cache warm for both: read once before timing either.
+    let _ = bare_parse(&store);
+    let parse = bare_parse(&store);
+    let (mut project, _) = Project::init(&root).unwrap();
+    project.use_agent_places(places(&home));
+    let started = Instant::now();
+    let report = project
+        .import(&ImportRequest::new(ImportSource::ClaudeCode), &mut |_, _, _| {})
+        .unwrap();
+    let import = started.elapsed();
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    let parse_rate = megabytes / parse.as_secs_f64();
+    let import_rate = megabytes / import.as_secs_f64();
+    eprintln!("bare parse {parse_rate:.1} MB/s, import {import_rate:.1} MB/s ({} messages)", report.messages);
+
+    // Embedding, reported separately: what `zblade index` then does for the new messages.
+    let embed = if std::env::var_os("ORT_DYLIB_PATH").is_some() {
+        let started = Instant::now();
+        match project.index_semantic(&mut |_, _| {}) {
+            Ok(r) => Some((started.elapsed(), r.embedded)),
+            Err(e) => {
+                eprintln!("embedding skipped: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+
+    // Live follow: append → searchable.
+    let rounds = if full { 20 } else { 3 };
+    let live = follow_latency(&root, &home, &store, rounds);
+    let stats = Stats::of(&mut live.clone());
+    eprintln!("live follow p50/p95/p99 {stats}");
+    assert!(stats.p95 < Duration::from_secs(2) || !full, "live follow p95 {stats}");
+
+    if full {
+        let ratio = import_rate / parse_rate;
+        let embed_line = match embed {
+            Some((time, n)) => format!(
+                "| embedding the imported messages (`zblade index`, local all-MiniLM-L6-v2, separate) | {n} chunks in {:.1} s |\n",
+                time.as_secs_f64()
+            ),
+            None => "| embedding (separate) | not measured: no ONNX Runtime in this run |\n".to_string(),
+        };
+        let body = format!(
+            "{files} generated Claude Code sessions, {megabytes:.0} MB of JSON Lines ({} messages, {} tool results incl. a 2 MB output per session, {} references anchored against git).\n\n\
+             | measure | result |\n|---|---|\n\
+             | bare `serde_json` parse of every line (baseline) | {parse_rate:.1} MB/s ({:.1} s) |\n\
+             | `Project::import` (parse, redact, anchor, artifacts, index, moments) | {import_rate:.1} MB/s ({:.1} s) |\n\
+             | **ratio import / bare parse** (target ≥ 0.3) | **{ratio:.2}** |\n\
+             {embed_line}\
+             | live follow: append → searchable, p50 / p95 / p99 over {rounds} appends (target p95 ≤ 2 s) | {stats} |\n\n\
+             Import time split: parse {} ms, anchor + store {} ms, moments {} ms.\n",
+            report.messages,
+            files * 40,
+            report.references,
+            parse.as_secs_f64(),
+            import.as_secs_f64(),
+            report.parse_ms,
+            report.store_ms,
+            report.moments_ms,
+        );
+        write_section("import", "Import of agent sessions and live follow", "import", &body);
+    }
+}
+
+/// Runs the watch loop with Claude Code followed, appends a prompt `rounds` times, and times
+/// each from the write to the moment search finds it.
+fn follow_latency(root: &Path, home: &Path, store: &Path, rounds: usize) -> Vec<Duration> {
+    let path = store.join("live-session.jsonl");
+    std::fs::write(&path, "").unwrap();
+    let mut project = Project::open(root).unwrap();
+    project.use_agent_places(places(home));
+    project.set_source_enabled(ImportSource::ClaudeCode, true).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let watcher = std::thread::spawn(move || {
+        project
+            .watch(WatchOptions::default(), &flag, |event| {
+                let _ = tx.send(event);
+            })
+            .unwrap();
+    });
+    while !matches!(rx.recv().unwrap(), WatchEvent::Ready { .. }) {}
+    let reader = Project::open(root).unwrap();
+    let mut samples = Vec::new();
+    for round in 0..rounds {
+        let word = format!("zebrafinch{round}");
+        let line = serde_json::json!({"type": "user", "uuid": format!("live{round}"), "sessionId": "live-session",
+            "cwd": root, "timestamp": "2025-10-01T10:00:00.000Z",
+            "message": {"role": "user", "content": format!("Remember the {word} plan")}});
+        let written = Instant::now();
+        let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        writeln!(file, "{line}").unwrap();
+        drop(file);
+        loop {
+            let hits = reader.search(&SearchQuery::new(&word, 1, SearchKind::Messages)).unwrap();
+            if !hits.is_empty() {
+                break;
+            }
+            assert!(written.elapsed() < Duration::from_secs(30), "never found {word}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        samples.push(written.elapsed());
+        while rx.try_recv().is_ok() {}
+    }
+    stop.store(true, Ordering::Relaxed);
+    watcher.join().unwrap();
+    samples
+}

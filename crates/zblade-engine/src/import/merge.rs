@@ -1,0 +1,108 @@
+//! Folding what a read of a store file found into the conversation stored for that session.
+//!
+//! A session arrives in pieces (an incremental read resumes mid-session; a whole-file store is
+//! read again when it changes), so a piece is merged by message id: a new id is appended; a
+//! known id is updated in place (the same record read again, or more blocks of one response);
+//! a tool result for a call read earlier is attached to that call.
+
+use zblade_core::{CodeReference, Conversation, Message, Provenance};
+use zblade_import::Session;
+
+/// Merges the turns of `session` (their references already made) into `conversation`.
+/// Returns how many messages were new.
+pub(crate) fn merge(
+    conversation: &mut Conversation,
+    session: &Session,
+    turns: Vec<(Message, Vec<CodeReference>)>,
+    late: Vec<(String, zblade_core::ToolResult, Vec<CodeReference>)>,
+) -> usize {
+    let mut added = 0;
+    for (mut message, references) in turns {
+        message.code_references = references;
+        match conversation.messages.iter_mut().find(|m| m.id == message.id && !m.id.is_empty()) {
+            Some(existing) => update(existing, message),
+            None => {
+                conversation.messages.push(message);
+                added += 1;
+            }
+        }
+    }
+    for (call_id, result, references) in late {
+        let found = conversation.messages.iter_mut().rev().find_map(|m| {
+            let call = m.tool_calls.iter_mut().find(|c| c.id == call_id)?;
+            call.result = Some(result.clone());
+            Some(m)
+        });
+        if let Some(message) = found {
+            add_references(&mut message.code_references, references);
+        }
+    }
+    if let Some(title) = session.title.as_ref().filter(|t| !t.trim().is_empty()) {
+        conversation.title = title.chars().take(200).collect();
+    } else if conversation.title.trim().is_empty() {
+        conversation.title = derived_title(&conversation.messages);
+    }
+    conversation.created_at = match (conversation.created_at, session.started) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    conversation.updated_at = conversation.messages.iter().filter_map(|m| m.timestamp).max();
+    for model in conversation.messages.iter().filter_map(|m| m.model.clone()) {
+        if !conversation.metadata.models_used.contains(&model) {
+            conversation.metadata.models_used.push(model);
+        }
+    }
+    conversation.metadata.source = Some(Provenance {
+        tool: session.source.as_str().to_string(),
+        file: session.file.display().to_string(),
+        session_id: session.id.clone(),
+        imported_at: chrono::Utc::now(),
+        extra: Default::default(),
+    });
+    added
+}
+
+/// The same message read again, or more of it.
+fn update(existing: &mut Message, new: Message) {
+    if new.content.starts_with(&existing.content) {
+        existing.content = new.content; // read again in full
+    } else if !new.content.is_empty() && !existing.content.contains(&new.content) {
+        existing.content = format!("{}\n\n{}", existing.content, new.content); // more blocks
+    }
+    for call in new.tool_calls {
+        match existing.tool_calls.iter_mut().find(|c| c.id == call.id) {
+            Some(known) if call.result.is_some() || known.result.is_none() => *known = call,
+            Some(_) => {}
+            None => existing.tool_calls.push(call),
+        }
+    }
+    add_references(&mut existing.code_references, new.code_references);
+    if existing.model.is_none() {
+        existing.model = new.model;
+    }
+    existing.timestamp = existing.timestamp.or(new.timestamp);
+}
+
+/// Adds references not already there (same file and lines).
+pub(crate) fn add_references(to: &mut Vec<CodeReference>, new: Vec<CodeReference>) {
+    for reference in new {
+        if !to.iter().any(|r| r.file == reference.file && r.lines == reference.lines) {
+            to.push(reference);
+        }
+    }
+}
+
+/// The first thing the user typed, as a title.
+fn derived_title(messages: &[Message]) -> String {
+    let text = messages
+        .iter()
+        .find(|m| m.role == zblade_core::Role::User)
+        .or(messages.first())
+        .map_or("", |m| m.content.as_str());
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("Imported session");
+    let mut title: String = line.chars().take(80).collect();
+    if line.chars().count() > 80 {
+        title.push('…');
+    }
+    title
+}

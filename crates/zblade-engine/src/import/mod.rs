@@ -1,0 +1,451 @@
+//! `zblade import`: the sessions of coding agents (Claude Code, Codex, Aider, Continue, Cline)
+//! become conversations of this project, with code references for the files the agents read
+//! and edited, and moments extracted from them.
+//!
+//! The formats live in `zblade-import`; this module decides which sessions are this project's,
+//! anchors touches against git history ([`anchor`]), merges pieces of a session into one
+//! conversation ([`merge`]), stores them through the project's storage, and remembers where
+//! each file was read up to ([`state`]) so the next import, or `zblade watch`, reads only
+//! what is new.
+
+mod anchor;
+mod follow;
+mod merge;
+mod state;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use zblade_core::{CodeReference, Conversation, Error, Result, ToolResult};
+use zblade_import::detect::{find_session_files, is_inside, session_cwd, summarize};
+use zblade_import::{Cursor, Detected, FileRead, SessionFile, Source, has_news, read_file};
+
+use crate::Project;
+use crate::codeblocks::{TreeLines, convert};
+use anchor::{Anchorer, Skip};
+use state::{FileState, ImportLock, ImportState};
+
+pub use follow::Follower;
+pub use zblade_import::Source as ImportSource;
+
+/// What to import.
+#[derive(Debug, Clone)]
+pub struct ImportRequest {
+    /// The agent.
+    pub source: Source,
+    /// Store files or folders to read instead of the agent's own store. Files named here are
+    /// imported whatever their working directory; folders are searched like a store.
+    pub paths: Vec<PathBuf>,
+    /// Import sessions of every project, not only this one's.
+    pub all_projects: bool,
+    /// Only sessions active (file modified) at or after this time.
+    pub since: Option<DateTime<Utc>>,
+    /// Read and count, write nothing.
+    pub dry_run: bool,
+}
+
+impl ImportRequest {
+    /// Everything new of `source` for this project, from the agent's own store.
+    pub fn new(source: Source) -> ImportRequest {
+        ImportRequest {
+            source,
+            paths: Vec::new(),
+            all_projects: false,
+            since: None,
+            dry_run: false,
+        }
+    }
+}
+
+/// One conversation an import created or extended.
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportedConversation {
+    /// `conv_…`
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// False when it existed and got new turns.
+    pub created: bool,
+    /// Messages new in this import.
+    pub new_messages: usize,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ImportReport {
+    /// The agent.
+    pub source: String,
+    /// Nothing was written.
+    pub dry_run: bool,
+    /// Session files found in the stores.
+    pub files_found: usize,
+    /// Of those, read now (the rest were unchanged since the last import, another project's,
+    /// or older than `--since`).
+    pub files_read: usize,
+    /// Session files of other projects, left alone.
+    pub other_projects: usize,
+    /// Session files that could not be read at all.
+    pub files_failed: usize,
+    /// Conversations created or extended.
+    pub conversations: Vec<ImportedConversation>,
+    /// Messages new in this import.
+    pub messages: usize,
+    /// Code references made from the agents' reads, edits and citations.
+    pub references: usize,
+    /// Touches of files outside the project (or secrets), not referenced.
+    pub touches_outside: usize,
+    /// Touches whose file or lines could not be found in any version.
+    pub touches_not_found: usize,
+    /// Secrets replaced by `[REDACTED:…]` before anything was written.
+    pub redacted: usize,
+    /// Records skipped on purpose, by kind.
+    pub skipped: BTreeMap<String, u64>,
+    /// Problems, each naming its file (and line); the rest was imported.
+    pub warnings: Vec<String>,
+    /// Moment artifacts written from the new conversations.
+    pub moments: usize,
+    /// Bytes of session files read.
+    pub bytes: u64,
+    /// Time spent reading and parsing session files.
+    pub parse_ms: u64,
+    /// Time spent anchoring references and storing conversations.
+    pub store_ms: u64,
+    /// Time spent extracting moments.
+    pub moments_ms: u64,
+}
+
+impl ImportReport {
+    /// True when there was something to import and none of it could be.
+    pub fn nothing_imported(&self) -> bool {
+        self.files_failed > 0 && self.files_read == self.files_failed
+    }
+}
+
+/// Progress of a long import: `done` of `total` files, the one being read.
+pub type ImportProgress<'a> = &'a mut dyn FnMut(usize, usize, &Path);
+
+impl Project {
+    /// What each agent has on this machine: stores, session counts, this project's sessions
+    /// and their dates. Reads only the first lines of each session file.
+    pub fn detect_sources(&self) -> Vec<Detected> {
+        detect_agents(&self.agent_places, Some(self.layout.root()))
+    }
+
+    /// Imports what is new in `request.source` since the last import.
+    pub fn import(&mut self, request: &ImportRequest, progress: ImportProgress<'_>) -> Result<ImportReport> {
+        let _lock = ImportLock::acquire(&self.layout)?;
+        let mut state = ImportState::load(&self.layout);
+        let mut report = ImportReport {
+            source: request.source.as_str().to_string(),
+            dry_run: request.dry_run,
+            ..ImportReport::default()
+        };
+        let files = self.session_files(request, &mut state, &mut report);
+        let mut anchorer = Anchorer::new(self.layout.root(), self.path_guard());
+        let mut tree: Option<TreeLines> = None;
+        let mut changed: Vec<String> = Vec::new();
+        let total = files.len();
+        for (done, (file, cwd)) in files.into_iter().enumerate() {
+            self.check_interrupt()?;
+            progress(done, total, &file.path);
+            let cursor = state
+                .files
+                .get(&file.path)
+                .filter(|f| f.source == request.source)
+                .map(|f| f.cursor.clone())
+                .unwrap_or_default();
+            if !has_news(request.source, &file.path, &cursor) {
+                continue;
+            }
+            let started = Instant::now();
+            let read = match read_file(request.source, &file.path, &cursor) {
+                Ok(read) => read,
+                Err(e) => {
+                    report.files_read += 1;
+                    report.files_failed += 1;
+                    report.warnings.push(e.to_string());
+                    continue;
+                }
+            };
+            report.parse_ms += started.elapsed().as_millis() as u64;
+            report.files_read += 1;
+            report.bytes += read.bytes;
+            report.warnings.extend(read.warnings.iter().map(ToString::to_string));
+            for (kind, n) in &read.skipped {
+                *report.skipped.entry(kind.clone()).or_default() += n;
+            }
+            let started = Instant::now();
+            let stored = self.store_file(&read, &file, cwd.as_deref(), &mut anchorer, &mut tree, &mut report);
+            report.store_ms += started.elapsed().as_millis() as u64;
+            match stored {
+                Ok(ids) => {
+                    changed.extend(ids.iter().cloned());
+                    if !request.dry_run {
+                        let entry = state.files.entry(file.path.clone()).or_insert_with(|| FileState {
+                            source: request.source,
+                            cwd: cwd.clone(),
+                            cursor: Cursor::default(),
+                            conversations: Vec::new(),
+                            imported_at: Utc::now(),
+                        });
+                        entry.cursor = read.cursor.clone();
+                        entry.imported_at = Utc::now();
+                        for id in ids {
+                            if !entry.conversations.contains(&id) {
+                                entry.conversations.push(id);
+                            }
+                        }
+                        // Saved after every file: a crash re-reads at most one file.
+                        state.save(&self.layout)?;
+                    }
+                }
+                Err(e) if e.is_interrupt() => return Err(e),
+                Err(e) => {
+                    report.files_failed += 1;
+                    report.warnings.push(format!("{}: {e}", file.path.display()));
+                }
+            }
+        }
+        progress(total, total, Path::new(""));
+        if !request.dry_run {
+            let started = Instant::now();
+            changed.sort();
+            changed.dedup();
+            for id in &changed {
+                match self.extract_moments(Some(id)) {
+                    Ok(extracted) => report.moments += extracted.written.len(),
+                    Err(e) => report.warnings.push(format!("moments of {id}: {e}")),
+                }
+            }
+            report.moments_ms = started.elapsed().as_millis() as u64;
+        }
+        Ok(report)
+    }
+
+    /// The session files an import reads, each with its working directory: this project's
+    /// (unless `--all-projects`), active since `--since`, plus the files named explicitly.
+    fn session_files(
+        &self,
+        request: &ImportRequest,
+        state: &mut ImportState,
+        report: &mut ImportReport,
+    ) -> Vec<(SessionFile, Option<PathBuf>)> {
+        let root = self.layout.root();
+        let source = request.source;
+        let (explicit, stores): (Vec<&PathBuf>, Vec<PathBuf>) = if request.paths.is_empty() {
+            (Vec::new(), self.agent_places.stores(source, root))
+        } else {
+            let (files, dirs): (Vec<&PathBuf>, Vec<&PathBuf>) = request.paths.iter().partition(|p| p.is_file());
+            (files, dirs.into_iter().cloned().collect())
+        };
+        let mut chosen = Vec::new();
+        for path in explicit {
+            report.files_found += 1;
+            let file = SessionFile {
+                source,
+                modified: modified(path),
+                path: path.clone(),
+            };
+            if since_ok(&file, request.since) {
+                chosen.push((file, session_cwd(source, path)));
+            }
+        }
+        for file in find_session_files(source, &stores) {
+            report.files_found += 1;
+            if !request.all_projects && state.other_projects.contains(&file.path) {
+                report.other_projects += 1;
+                continue;
+            }
+            let known = state.files.get(&file.path).filter(|f| f.source == source);
+            let cwd = match known {
+                Some(known) => known.cwd.clone(),
+                None => session_cwd(source, &file.path),
+            };
+            let mine = cwd.as_deref().is_some_and(|cwd| is_inside(cwd, root));
+            if !mine && !request.all_projects {
+                report.other_projects += 1;
+                // A file whose head names no directory yet (just created) is looked at again.
+                if cwd.is_some() && !request.dry_run {
+                    state.other_projects.insert(file.path.clone());
+                }
+                continue;
+            }
+            if since_ok(&file, request.since) {
+                chosen.push((file, cwd));
+            }
+        }
+        chosen
+    }
+
+    /// Turns the sessions of one read into conversations and stores them together. Returns
+    /// the ids of the conversations that changed.
+    fn store_file(
+        &mut self,
+        read: &FileRead,
+        file: &SessionFile,
+        file_cwd: Option<&Path>,
+        anchorer: &mut Anchorer,
+        tree: &mut Option<TreeLines>,
+        report: &mut ImportReport,
+    ) -> Result<Vec<String>> {
+        let mut batch = Vec::new();
+        let mut summaries = Vec::new();
+        for session in &read.sessions {
+            report.redacted += session.redacted;
+            let id = session.conversation_id();
+            let (mut conversation, created) = match self.storage.conversation(self, &id) {
+                Ok(existing) => (existing, false),
+                Err(Error::NotFound(_)) => (empty_conversation(&id), true),
+                Err(e) => return Err(e),
+            };
+            let cwd = session.cwd.clone().or_else(|| file_cwd.map(Path::to_path_buf));
+            let turns = session
+                .turns
+                .iter()
+                .map(|turn| {
+                    let at = turn.message.timestamp.or(session.started);
+                    let mut message = turn.message.clone();
+                    let mut references = self.references(&turn.touches, cwd.as_deref(), at, anchorer, report);
+                    if message.content.contains("```") {
+                        let tree = tree.get_or_insert_with(|| TreeLines::load(self));
+                        let (content, found) = convert(&message.content, tree);
+                        if !found.is_empty() {
+                            message.content = content;
+                            report.references += found.len();
+                            merge::add_references(&mut references, found);
+                        }
+                    }
+                    (message, references)
+                })
+                .collect();
+            let late = session
+                .late_results
+                .iter()
+                .map(|l| {
+                    let refs = self.references(&l.touches, cwd.as_deref(), session.started, anchorer, report);
+                    (l.call_id.clone(), l.result.clone(), refs)
+                })
+                .collect::<Vec<(String, ToolResult, Vec<CodeReference>)>>();
+            let added = merge::merge(&mut conversation, session, turns, late);
+            report.messages += added;
+            summaries.push(ImportedConversation {
+                id: id.clone(),
+                title: conversation.title.clone(),
+                created,
+                new_messages: added,
+            });
+            batch.push((conversation, format!("{} ({})", file.path.display(), session.source)));
+        }
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<String> = summaries.iter().map(|s| s.id.clone()).collect();
+        if !report.dry_run {
+            self.add_conversations(batch)?;
+        }
+        report.conversations.extend(summaries);
+        Ok(ids)
+    }
+
+    fn references(
+        &self,
+        touches: &[zblade_import::Touch],
+        cwd: Option<&Path>,
+        at: Option<DateTime<Utc>>,
+        anchorer: &mut Anchorer,
+        report: &mut ImportReport,
+    ) -> Vec<CodeReference> {
+        let mut references = Vec::new();
+        for touch in touches {
+            match anchorer.reference(touch, cwd, at) {
+                Ok(reference) => merge::add_references(&mut references, vec![reference]),
+                Err(Skip::Outside) => report.touches_outside += 1,
+                Err(Skip::NotFound) => report.touches_not_found += 1,
+            }
+        }
+        report.references += references.len();
+        references
+    }
+
+    /// Turns automatic import of `source` on or off (the privacy wizard and Settings →
+    /// Sources; reading another tool's store needs the user's consent).
+    pub fn set_source_enabled(&mut self, source: Source, enabled: bool) -> Result<()> {
+        let names = &mut self.settings.import.enabled;
+        names.retain(|n| n != source.as_str());
+        if enabled {
+            names.push(source.as_str().to_string());
+            names.sort();
+        }
+        self.settings.save(&self.layout.settings())
+    }
+
+    /// The sources enabled for automatic import.
+    pub fn enabled_sources(&self) -> Vec<Source> {
+        self.settings.import.enabled.iter().filter_map(|n| Source::parse(n)).collect()
+    }
+
+    /// The sources enabled now, read from the settings file: another process (the CLI, the
+    /// app's window beside its tray indexer) may have switched one on since this project was
+    /// opened.
+    pub(crate) fn enabled_sources_now(&self) -> Vec<Source> {
+        match zblade_core::Settings::load(&self.layout.settings()) {
+            Ok(settings) => settings.import.enabled.iter().filter_map(|n| Source::parse(n)).collect(),
+            Err(_) => self.enabled_sources(),
+        }
+    }
+
+    /// When each source was last imported, and how many conversations it fed.
+    pub fn import_history(&self) -> Vec<(Source, Option<DateTime<Utc>>, usize)> {
+        let state = ImportState::load(&self.layout);
+        Source::ALL
+            .into_iter()
+            .map(|source| {
+                let files: Vec<&FileState> = state.files.values().filter(|f| f.source == source).collect();
+                let last = files.iter().map(|f| f.imported_at).max();
+                let mut ids: Vec<&String> = files.iter().flat_map(|f| &f.conversations).collect();
+                ids.sort();
+                ids.dedup();
+                (source, last, ids.len())
+            })
+            .collect()
+    }
+}
+
+fn empty_conversation(id: &str) -> Conversation {
+    let mut conversation: Conversation = serde_json::from_str("{}").expect("an empty conversation parses");
+    conversation.conversation_id = id.to_string();
+    conversation
+}
+
+/// What each agent has on this machine; with a project, its sessions counted apart (the app's
+/// first-run wizard asks before any project is open).
+pub fn detect_agents(places: &zblade_import::detect::Places, project: Option<&Path>) -> Vec<Detected> {
+    Source::ALL
+        .into_iter()
+        .map(|source| {
+            // Aider keeps its history in the project; without one there is nothing to look at.
+            let stores = match project {
+                Some(root) => places.stores(source, root),
+                None if source == Source::Aider => Vec::new(),
+                None => places.stores(source, Path::new("/")),
+            };
+            let files = find_session_files(source, &stores);
+            let stores = stores.into_iter().filter(|s| s.exists()).collect();
+            summarize(source, stores, &files, project)
+        })
+        .collect()
+}
+
+fn modified(path: &Path) -> Option<DateTime<Utc>> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok().map(DateTime::<Utc>::from)
+}
+
+fn since_ok(file: &SessionFile, since: Option<DateTime<Utc>>) -> bool {
+    match (since, file.modified) {
+        (Some(since), Some(modified)) => modified >= since,
+        _ => true,
+    }
+}
