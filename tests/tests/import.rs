@@ -42,6 +42,12 @@ impl World {
         repo.write("src/auth.rs", AUTH_AFTER);
         repo.commit_at("argon2id", "2025-09-04T10:00:00Z");
         repo.write("src/auth.rs", &format!("// Password hashing.\n// See docs/SECURITY.md.\n\n{AUTH_AFTER}"));
+        // Cline's edit of main.rs and Aider's of cache.py, as they are in the tree today.
+        repo.write("src/main.rs", "fn main() {\n    let url = config::database_url();\n    connect(url);\n}\n");
+        repo.write(
+            "src/cache.py",
+            "import time\n\nclass Cache:\n    def get(self, key):\n        value, stored = self.data.get(key, (None, 0))\n        if time.time() - stored > self.ttl:\n            return None\n        return value\n",
+        );
         repo.commit_at("docs", "2025-11-01T10:00:00Z");
         Project::init(repo.root()).unwrap();
         World {

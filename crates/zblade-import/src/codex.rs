@@ -24,11 +24,10 @@ const INJECTED: &[&str] = &[
 ];
 
 pub(crate) fn read(path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
-    let id_from_name = path
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .map(|stem| stem.rsplitn(6, '-').take(5).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("-"))
-        .unwrap_or_default();
+    // `rollout-<time>-<uuid>`: the uuid (36 characters) is the session id, until
+    // `session_meta` says so itself.
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("session");
+    let id_from_name = stem.get(stem.len().saturating_sub(36)..).unwrap_or(stem).to_string();
     let mut context = cursor.session.clone().unwrap_or_else(|| SessionContext {
         id: id_from_name,
         ..SessionContext::default()

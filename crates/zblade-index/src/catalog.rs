@@ -576,8 +576,7 @@ fn insert_moment(
             created,
             moment.relevance_score,
             artifact_path,
-            sha256,
-            conv.metadata.source.as_ref().map(|s| s.tool.as_str())
+            sha256
         ])
     })?;
     index_moment_text(conn, &moment.content, moment.context.as_deref(), &moment.tags)?;

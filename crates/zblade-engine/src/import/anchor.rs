@@ -126,12 +126,14 @@ impl Anchorer {
         };
         let seconds = at.timestamp();
         // history is newest first: the first commit not after `at` is the one of its time.
+        // Older than the whole history: the first commit is the nearest there is.
+        let oldest = self.history.last().map(|(_, c)| At::Commit(c.clone()));
         let then = self.history.iter().position(|(t, _)| *t <= seconds);
-        let of_time = then.map(|i| At::Commit(self.history[i].1.clone()));
+        let of_time = then.map(|i| At::Commit(self.history[i].1.clone())).or_else(|| oldest.clone());
         let after = match then {
             Some(0) => None,
             Some(i) => Some(At::Commit(self.history[i - 1].1.clone())),
-            None => self.history.last().map(|(_, c)| At::Commit(c.clone())),
+            None => oldest,
         };
         let order = match kind {
             TouchKind::Edit => [after, Some(At::WorkingTree), of_time],

@@ -92,11 +92,11 @@ pub(crate) fn add_references(to: &mut Vec<CodeReference>, new: Vec<CodeReference
     }
 }
 
-/// The first thing the user typed, as a title.
+/// The first thing the user typed (not a slash command), as a title.
 fn derived_title(messages: &[Message]) -> String {
     let text = messages
         .iter()
-        .find(|m| m.role == zblade_core::Role::User)
+        .find(|m| m.role == zblade_core::Role::User && !m.content.starts_with('/'))
         .or(messages.first())
         .map_or("", |m| m.content.as_str());
     let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("Imported session");
@@ -105,4 +105,84 @@ fn derived_title(messages: &[Message]) -> String {
         title.push('…');
     }
     title
+}
+
+#[cfg(test)]
+mod tests {
+    use zblade_core::{Role, ToolCall};
+    use zblade_import::Source;
+
+    use super::*;
+
+    /// A session as a reader returns it (the readers' own tests cover parsing).
+    fn session() -> Session {
+        Session {
+            source: Source::ClaudeCode,
+            id: "s1".into(),
+            file: "/store/s1.jsonl".into(),
+            cwd: None,
+            title: Some("Hashing".into()),
+            started: None,
+            turns: Vec::new(),
+            late_results: Vec::new(),
+            redacted: 0,
+        }
+    }
+
+    fn message(id: &str, role: Role, text: &str) -> Message {
+        let mut m = Message::new(role, text);
+        m.id = id.into();
+        m
+    }
+
+    fn empty() -> Conversation {
+        let mut c: Conversation = serde_json::from_str("{}").unwrap();
+        c.conversation_id = "conv_cc-s1".into();
+        c
+    }
+
+    #[test]
+    fn pieces_of_one_response_and_late_results_fold_into_one_message() {
+        let s = session();
+        let mut conversation = empty();
+        let mut call = message("msg_a", Role::Assistant, "Reading it.");
+        call.tool_calls.push(ToolCall {
+            id: "t1".into(),
+            name: "Read".into(),
+            arguments: serde_json::json!({}),
+            result: None,
+            extra: Default::default(),
+        });
+        let added = merge(
+            &mut conversation,
+            &s,
+            vec![(message("msg_u", Role::User, "Fix it"), vec![]), (call, vec![])],
+            vec![],
+        );
+        assert_eq!(added, 2);
+        // The next read: more of the same response, then the call's result.
+        let more = message("msg_a", Role::Assistant, "Done reading.");
+        let result = zblade_core::ToolResult {
+            text: "fn x() {}".into(),
+            size: 9,
+            is_error: false,
+            extra: Default::default(),
+        };
+        let added = merge(&mut conversation, &s, vec![(more, vec![])], vec![("t1".into(), result, vec![])]);
+        assert_eq!(added, 0);
+        assert_eq!(conversation.messages.len(), 2);
+        assert_eq!(conversation.messages[1].content, "Reading it.\n\nDone reading.");
+        assert_eq!(conversation.messages[1].tool_calls[0].result.as_ref().unwrap().size, 9);
+        assert_eq!(conversation.title, "Hashing");
+        assert_eq!(conversation.metadata.source.as_ref().unwrap().tool, "claude-code");
+        // Reading the same piece again changes nothing.
+        merge(
+            &mut conversation,
+            &s,
+            vec![(message("msg_u", Role::User, "Fix it"), vec![])],
+            vec![],
+        );
+        assert_eq!(conversation.messages[0].content, "Fix it");
+        assert_eq!(conversation.messages.len(), 2);
+    }
 }

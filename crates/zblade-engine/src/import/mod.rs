@@ -202,7 +202,7 @@ impl Project {
                         state.save(&self.layout)?;
                     }
                 }
-                Err(e) if e.is_interrupt() => return Err(e),
+                Err(Error::Interrupted) => return Err(Error::Interrupted),
                 Err(e) => {
                     report.files_failed += 1;
                     report.warnings.push(format!("{}: {e}", file.path.display()));
