@@ -104,14 +104,25 @@ impl GitFixture {
     pub fn commit_at(&self, message: &str, date: &str) {
         self.git(&["add", "-A"]);
         let out = std::process::Command::new("git")
-            .args(["-c", "user.name=zblade", "-c", "user.email=zblade@example.com", "-c", "commit.gpgsign=false"])
+            .args([
+                "-c",
+                "user.name=zblade",
+                "-c",
+                "user.email=zblade@example.com",
+                "-c",
+                "commit.gpgsign=false",
+            ])
             .args(["commit", "-q", "--allow-empty", "-m", message])
             .env("GIT_AUTHOR_DATE", date)
             .env("GIT_COMMITTER_DATE", date)
             .current_dir(self.root())
             .output()
             .expect("git runs");
-        assert!(out.status.success(), "git commit: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "git commit: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use zblade_engine::{AgentPlaces, ImportRequest, ImportSource, Project, SearchKind, SearchQuery, WatchEvent, WatchOptions};
+use zblade_engine::{
+    AgentPlaces, ImportRequest, ImportSource, Project, SearchKind, SearchQuery, WatchEvent, WatchOptions,
+};
 use zblade_tests::{GitFixture, install_session, json, stderr, zblade_bin};
 
 const CLAUDE: &str = "claude/0b5c1d2e-7f40-4c1a-9d51-3a7e2c9b8f10.jsonl";
@@ -33,17 +35,35 @@ impl World {
         };
         repo.git(&["init", "-q", "-b", "main"]);
         repo.write("src/auth.rs", AUTH_BEFORE);
-        repo.write("src/login.rs", "pub fn login(ip: IpAddr) -> Result<()> {\n    verify()\n}\n");
-        repo.write("src/cache.py", "class Cache:\n    def get(self, key):\n        return self.data.get(key)\n");
-        repo.write("src/client.rs", "pub fn get(url: &str) -> Response {\n    send(url)\n}\n");
-        repo.write("src/main.rs", "fn main() {\n    let url = \"postgres://localhost/app\";\n    connect(url);\n}\n");
+        repo.write(
+            "src/login.rs",
+            "pub fn login(ip: IpAddr) -> Result<()> {\n    verify()\n}\n",
+        );
+        repo.write(
+            "src/cache.py",
+            "class Cache:\n    def get(self, key):\n        return self.data.get(key)\n",
+        );
+        repo.write(
+            "src/client.rs",
+            "pub fn get(url: &str) -> Response {\n    send(url)\n}\n",
+        );
+        repo.write(
+            "src/main.rs",
+            "fn main() {\n    let url = \"postgres://localhost/app\";\n    connect(url);\n}\n",
+        );
         repo.write(".env", "API_KEY=abc\n");
         repo.commit_at("initial", "2025-09-01T10:00:00Z");
         repo.write("src/auth.rs", AUTH_AFTER);
         repo.commit_at("argon2id", "2025-09-04T10:00:00Z");
-        repo.write("src/auth.rs", &format!("// Password hashing.\n// See docs/SECURITY.md.\n\n{AUTH_AFTER}"));
+        repo.write(
+            "src/auth.rs",
+            &format!("// Password hashing.\n// See docs/SECURITY.md.\n\n{AUTH_AFTER}"),
+        );
         // Cline's edit of main.rs and Aider's of cache.py, as they are in the tree today.
-        repo.write("src/main.rs", "fn main() {\n    let url = config::database_url();\n    connect(url);\n}\n");
+        repo.write(
+            "src/main.rs",
+            "fn main() {\n    let url = config::database_url();\n    connect(url);\n}\n",
+        );
         repo.write(
             "src/cache.py",
             "import time\n\nclass Cache:\n    def get(self, key):\n        value, stored = self.data.get(key, (None, 0))\n        if time.time() - stored > self.ttl:\n            return None\n        return value\n",
@@ -61,7 +81,10 @@ impl World {
     }
 
     fn claude_file(&self) -> PathBuf {
-        self.home.path().join(".claude/projects/-proj").join(Path::new(CLAUDE).file_name().unwrap())
+        self.home
+            .path()
+            .join(".claude/projects/-proj")
+            .join(Path::new(CLAUDE).file_name().unwrap())
     }
 
     fn install_claude(&self) -> PathBuf {
@@ -104,14 +127,21 @@ fn claude_code_history_becomes_searchable_memory_with_honest_references() {
     let world = World::new();
     world.install_claude();
     // Another project's session in the same store is left alone.
-    install_session(CODEX, &world.home.path().join(".claude/projects/-other/x.jsonl"), Path::new("/elsewhere"));
+    install_session(
+        CODEX,
+        &world.home.path().join(".claude/projects/-other/x.jsonl"),
+        Path::new("/elsewhere"),
+    );
 
     let out = world.zblade(&["import", "claude-code", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let report = json(&out);
     assert_eq!(report["messages"], 5, "{report:#}");
     assert_eq!(report["conversations"][0]["id"], CONV);
-    assert_eq!(report["conversations"][0]["title"], "Switch password hashing to argon2id");
+    assert_eq!(
+        report["conversations"][0]["title"],
+        "Switch password hashing to argon2id"
+    );
     assert_eq!(report["redacted"], 1);
     assert_eq!(report["other_projects"], 1);
     assert!(report["references"].as_u64().unwrap() >= 3, "{report:#}");
@@ -121,14 +151,23 @@ fn claude_code_history_becomes_searchable_memory_with_honest_references() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(json(&out).to_string().contains(CONV));
     let artifact: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(world.repo.root().join(format!(".zblade/artifacts/conversations/{CONV}.json"))).unwrap(),
+        &std::fs::read(
+            world
+                .repo
+                .root()
+                .join(format!(".zblade/artifacts/conversations/{CONV}.json")),
+        )
+        .unwrap(),
     )
     .unwrap();
     let read = &artifact["messages"][1];
     assert_eq!(read["tool_calls"][0]["name"], "Read");
     assert!(read["tool_calls"][0]["result"]["size"].as_u64().unwrap() > 0);
     assert_eq!(artifact["metadata"]["source"]["tool"], "claude-code");
-    assert!(!artifact.to_string().contains("AKIAIOSFODNN7EXAMPLE"), "the key was redacted");
+    assert!(
+        !artifact.to_string().contains("AKIAIOSFODNN7EXAMPLE"),
+        "the key was redacted"
+    );
 
     // References are anchored against the code as it was then, so today's check is honest:
     // the read (of the sha256 version, since rewritten) is modified or missing; the edited
@@ -156,10 +195,16 @@ fn claude_code_history_becomes_searchable_memory_with_honest_references() {
     // Importing again reads nothing and changes nothing.
     let out = world.zblade(&["import", "claude-code", "--json"]);
     let again = json(&out);
-    assert_eq!((again["files_read"].as_u64(), again["messages"].as_u64()), (Some(0), Some(0)));
+    assert_eq!(
+        (again["files_read"].as_u64(), again["messages"].as_u64()),
+        (Some(0), Some(0))
+    );
 
     // New turns appended by the agent are imported, and only they.
-    let mut file = std::fs::OpenOptions::new().append(true).open(world.claude_file()).unwrap();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(world.claude_file())
+        .unwrap();
     use std::io::Write;
     writeln!(
         file,
@@ -172,7 +217,11 @@ fn claude_code_history_becomes_searchable_memory_with_honest_references() {
     assert_eq!(more["messages"], 1, "{more:#}");
     assert_eq!(more["conversations"][0]["created"], false);
     let shown = json(&world.zblade(&["show", CONV, "--json"]));
-    assert_eq!(shown["conversation"]["messages"].as_array().unwrap().len(), 6, "{shown:#}");
+    assert_eq!(
+        shown["conversation"]["messages"].as_array().unwrap().len(),
+        6,
+        "{shown:#}"
+    );
 }
 
 #[test]
@@ -180,9 +229,23 @@ fn every_source_imports_with_references_into_the_project() {
     let world = World::new();
     let root = world.root();
     let home = world.home.path();
-    install_session(CODEX, &home.join(".codex/sessions/2025/10/01").join(Path::new(CODEX).file_name().unwrap()), &root);
-    install_session("aider/.aider.chat.history.md", &root.join(".aider.chat.history.md"), &root);
-    install_session("continue/sessions.json", &home.join(".continue/sessions/sessions.json"), &root);
+    install_session(
+        CODEX,
+        &home
+            .join(".codex/sessions/2025/10/01")
+            .join(Path::new(CODEX).file_name().unwrap()),
+        &root,
+    );
+    install_session(
+        "aider/.aider.chat.history.md",
+        &root.join(".aider.chat.history.md"),
+        &root,
+    );
+    install_session(
+        "continue/sessions.json",
+        &home.join(".continue/sessions/sessions.json"),
+        &root,
+    );
     install_session(
         "continue/5f1c2d3e-aaaa-bbbb-cccc-0123456789ab.json",
         &home.join(".continue/sessions/5f1c2d3e-aaaa-bbbb-cccc-0123456789ab.json"),
@@ -190,26 +253,47 @@ fn every_source_imports_with_references_into_the_project() {
     );
     install_session(
         "cline/1733000000000/api_conversation_history.json",
-        &home.join(".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/1733000000000/api_conversation_history.json"),
+        &home.join(
+            ".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/1733000000000/api_conversation_history.json",
+        ),
         &root,
     );
     let out = world.zblade(&["import", "--detect", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let detected = json(&out);
     for source in ["codex", "aider", "continue", "cline"] {
-        let row = detected["sources"].as_array().unwrap().iter().find(|r| r["source"] == source).unwrap();
+        let row = detected["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["source"] == source)
+            .unwrap();
         assert!(row["in_project"].as_u64().unwrap() >= 1, "{source}: {row:#}");
     }
     for (source, conversations, min_refs) in [("codex", 1, 2), ("aider", 2, 1), ("continue", 1, 1), ("cline", 1, 2)] {
         let out = world.zblade(&["import", source, "--json"]);
         assert!(out.status.success(), "{source}: {}", stderr(&out));
         let report = json(&out);
-        assert_eq!(report["conversations"].as_array().unwrap().len(), conversations, "{source}: {report:#}");
-        assert!(report["references"].as_u64().unwrap() >= min_refs, "{source}: {report:#}");
-        assert!(report["warnings"].as_array().unwrap().is_empty(), "{source}: {report:#}");
+        assert_eq!(
+            report["conversations"].as_array().unwrap().len(),
+            conversations,
+            "{source}: {report:#}"
+        );
+        assert!(
+            report["references"].as_u64().unwrap() >= min_refs,
+            "{source}: {report:#}"
+        );
+        assert!(
+            report["warnings"].as_array().unwrap().is_empty(),
+            "{source}: {report:#}"
+        );
     }
     let out = world.zblade(&["search", "token bucket", "--json"]);
-    assert!(json(&out).to_string().contains("conv_codex-01999a2b"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        json(&out).to_string().contains("conv_codex-01999a2b"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]
@@ -218,7 +302,11 @@ fn bad_files_are_named_and_the_rest_imported_with_exit_codes() {
     let root = world.root();
     // A malformed line in the middle and a hostile read of a file outside the project.
     let path = world.install_claude();
-    let mut lines: Vec<String> = std::fs::read_to_string(&path).unwrap().lines().map(str::to_string).collect();
+    let mut lines: Vec<String> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
     lines.insert(3, "{\"type\": \"assistant\", \"message\": {".into());
     lines.push(format!(
         r#"{{"type":"assistant","uuid":"h1","sessionId":"0b5c1d2e-7f40-4c1a-9d51-3a7e2c9b8f10","cwd":"{}","timestamp":"2025-09-03T02:00:00.000Z","message":{{"id":"msg_h","role":"assistant","content":[{{"type":"tool_use","id":"toolu_h","name":"Edit","input":{{"file_path":"{}/../../etc/passwd","new_string":"root:x:0:0"}}}},{{"type":"tool_use","id":"toolu_s","name":"Write","input":{{"file_path":"{}/.env","content":"API_KEY=abc"}}}}]}}}}"#,
@@ -232,7 +320,10 @@ fn bad_files_are_named_and_the_rest_imported_with_exit_codes() {
     let report = json(&out);
     let warnings = report["warnings"].as_array().unwrap();
     assert_eq!(warnings.len(), 1, "{report:#}");
-    assert!(warnings[0].as_str().unwrap().contains(".jsonl:4: not valid JSON"), "{report:#}");
+    assert!(
+        warnings[0].as_str().unwrap().contains(".jsonl:4: not valid JSON"),
+        "{report:#}"
+    );
     assert_eq!(report["messages"], 6);
     assert_eq!(report["touches_outside"], 2, "{report:#}");
 
@@ -251,11 +342,17 @@ fn a_session_whose_folder_is_gone_still_belongs_to_the_project() {
     let gone = world.root().join("worktrees/feature-x");
     install_session(
         CODEX,
-        &world.home.path().join(".codex/sessions/2025/10/01").join(Path::new(CODEX).file_name().unwrap()),
+        &world
+            .home
+            .path()
+            .join(".codex/sessions/2025/10/01")
+            .join(Path::new(CODEX).file_name().unwrap()),
         &gone,
     );
     let mut project = world.project();
-    let report = project.import(&ImportRequest::new(ImportSource::Codex), &mut |_, _, _| {}).unwrap();
+    let report = project
+        .import(&ImportRequest::new(ImportSource::Codex), &mut |_, _, _| {})
+        .unwrap();
     assert_eq!(report.conversations.len(), 1, "{report:?}");
 }
 
@@ -302,7 +399,7 @@ fn watch_imports_a_followed_agents_new_turns_within_two_seconds() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         match rx.recv_timeout(Duration::from_secs(20)).unwrap() {
-            WatchEvent::Imported { messages, .. } if messages == 5 => break,
+            WatchEvent::Imported { messages: 5, .. } => break,
             _ => assert!(Instant::now() < deadline, "the existing session was not imported"),
         }
     }
@@ -317,14 +414,18 @@ fn watch_imports_a_followed_agents_new_turns_within_two_seconds() {
     drop(file);
     let written = Instant::now();
     loop {
-        match rx.recv_timeout(Duration::from_secs(5)).expect("an import event within 5 s") {
-            WatchEvent::Imported { messages: 1, .. } => break,
-            _ => {}
+        let event = rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("an import event within 5 s");
+        if let WatchEvent::Imported { messages: 1, .. } = event {
+            break;
         }
     }
     let elapsed = written.elapsed();
     let project = world.project();
-    let hits = project.search(&SearchQuery::new("quokka", 5, SearchKind::Messages)).unwrap();
+    let hits = project
+        .search(&SearchQuery::new("quokka", 5, SearchKind::Messages))
+        .unwrap();
     assert_eq!(hits.len(), 1);
     assert!(elapsed < Duration::from_secs(2), "append → searchable took {elapsed:?}");
     stop.store(true, Ordering::Relaxed);

@@ -4,9 +4,10 @@ use std::io::Write;
 
 use serde::Serialize;
 use zblade_engine::{
-    AddOutcome, DetectedSource, ImportReport, ImportSource, CompressorInstall, CompressorModel, CompressorStatus, ContextResult, ConversationSummary, Error,
-    ExtractReport, FsckReport, Hit, IndexReport, InitReport, ModelDownload, ModelEntry, ModelImport, MomentSummary,
-    ReferenceReport, ReindexReport, SearchResults, Shown, Status, SummarizeReport, WatchEvent,
+    AddOutcome, CompressorInstall, CompressorModel, CompressorStatus, ContextResult, ConversationSummary,
+    DetectedSource, Error, ExtractReport, FsckReport, Hit, ImportReport, ImportSource, IndexReport, InitReport,
+    ModelDownload, ModelEntry, ModelImport, MomentSummary, ReferenceReport, ReindexReport, SearchResults, Shown,
+    Status, SummarizeReport, WatchEvent,
 };
 
 /// Lines of code shown under a search hit's reference (`zblade show` prints them all).
@@ -415,7 +416,13 @@ impl Render for Shown {
                     line!(out, "tags: {}", c.metadata.tags.join(", "))?;
                 }
                 if let Some(source) = &c.metadata.source {
-                    line!(out, "imported from {} session {} ({})", source.tool, source.session_id, source.file)?;
+                    line!(
+                        out,
+                        "imported from {} session {} ({})",
+                        source.tool,
+                        source.session_id,
+                        source.file
+                    )?;
                 }
                 for m in &c.messages {
                     line!(out)?;
@@ -1038,7 +1045,8 @@ impl Serialize for Detection<'_> {
 
 impl Render for Detection<'_> {
     fn text<W: Write>(&self, out: &mut Out<W>) -> R {
-        let day = |t: Option<chrono::DateTime<chrono::Utc>>| t.map_or("-".to_string(), |t| t.format("%Y-%m-%d").to_string());
+        let day =
+            |t: Option<chrono::DateTime<chrono::Utc>>| t.map_or("-".to_string(), |t| t.format("%Y-%m-%d").to_string());
         for row in self.rows() {
             let d = row.detected;
             let store = d
@@ -1066,7 +1074,10 @@ impl Render for Detection<'_> {
                 )?;
             }
         }
-        line!(out, "Import with: zblade import SOURCE   (add --follow to keep importing while you work)")
+        line!(
+            out,
+            "Import with: zblade import SOURCE   (add --follow to keep importing while you work)"
+        )
     }
 }
 
@@ -1078,6 +1089,18 @@ pub struct Imported<'a>(pub &'a ImportReport);
 impl Render for Imported<'_> {
     fn text<W: Write>(&self, out: &mut Out<W>) -> R {
         let r = self.0;
+        if r.messages == 0 && r.warnings.is_empty() && r.conversations.iter().all(|c| c.new_messages == 0) {
+            let files = if r.files_found == 0 {
+                format!("no {} session found", r.source)
+            } else {
+                format!(
+                    "{} session file(s) checked, {} of this project",
+                    r.files_found,
+                    r.files_found - r.other_projects
+                )
+            };
+            return line!(out, "{}: nothing new since the last import ({files}).", r.source);
+        }
         let created = r.conversations.iter().filter(|c| c.created).count();
         let verb = if r.dry_run { "would import" } else { "imported" };
         line!(
@@ -1096,7 +1119,11 @@ impl Render for Imported<'_> {
             line!(out, "  {}  +{:<4} {}", c.id, c.new_messages, one_line(&c.title, 60))?;
         }
         if r.conversations.len() > 20 {
-            line!(out, "  … and {} more (--json lists them all)", r.conversations.len() - 20)?;
+            line!(
+                out,
+                "  … and {} more (--json lists them all)",
+                r.conversations.len() - 20
+            )?;
         }
         line!(
             out,
@@ -1108,11 +1135,18 @@ impl Render for Imported<'_> {
             r.redacted
         )?;
         if r.other_projects > 0 {
-            line!(out, "{} session file(s) of other projects left alone (--all-projects imports them).", r.other_projects)?;
+            line!(
+                out,
+                "{} session file(s) of other projects left alone (--all-projects imports them).",
+                r.other_projects
+            )?;
         }
         let skipped: u64 = r.skipped.values().sum();
         if skipped > 0 {
-            line!(out, "{skipped} record(s) skipped on purpose (tool progress, UI echoes, unknown types; --json lists them).")?;
+            line!(
+                out,
+                "{skipped} record(s) skipped on purpose (tool progress, UI echoes, unknown types; --json lists them)."
+            )?;
         }
         for warning in &r.warnings {
             eprintln!("zblade: warning: {warning}");

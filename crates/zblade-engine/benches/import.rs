@@ -28,7 +28,14 @@ const FILES: &[&str] = &["src/auth.rs", "src/server.rs", "src/cache.rs", "src/db
 
 fn git(root: &Path, args: &[&str]) {
     let ok = std::process::Command::new("git")
-        .args(["-c", "user.name=b", "-c", "user.email=b@b", "-c", "commit.gpgsign=false"])
+        .args([
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@b",
+            "-c",
+            "commit.gpgsign=false",
+        ])
         .args(args)
         .current_dir(root)
         .output()
@@ -43,7 +50,9 @@ fn project_root(dir: &Path) -> PathBuf {
     let root = dir.join("project");
     std::fs::create_dir_all(root.join("src")).unwrap();
     for (i, file) in FILES.iter().enumerate() {
-        let text: String = (1..=300).map(|n| format!("    let v{n} = step_{i}_{n}(input);\n")).collect();
+        let text: String = (1..=300)
+            .map(|n| format!("    let v{n} = step_{i}_{n}(input);\n"))
+            .collect();
         std::fs::write(root.join(file), text).unwrap();
     }
     git(&root, &["init", "-q", "-b", "main"]);
@@ -89,7 +98,10 @@ fn generate(store: &Path, root: &Path, target: u64, text: &mut TextGen) -> (usiz
             line(a, &mut out);
             let mut call = envelope("assistant", format!("c{turn}"), turn * 2);
             let (name, input) = if turn % 3 == 2 {
-                ("Edit", serde_json::json!({"file_path": root.join(file), "old_string": "x", "new_string": format!("    let v{} = step_{}_{}(input);", 10 + turn, turn % FILES.len(), 10 + turn)}))
+                (
+                    "Edit",
+                    serde_json::json!({"file_path": root.join(file), "old_string": "x", "new_string": format!("    let v{} = step_{}_{}(input);", 10 + turn, turn % FILES.len(), 10 + turn)}),
+                )
             } else if turn % 3 == 1 {
                 ("Bash", serde_json::json!({"command": "cargo test"}))
             } else {
@@ -110,7 +122,10 @@ fn generate(store: &Path, root: &Path, target: u64, text: &mut TextGen) -> (usiz
                 result["toolUseResult"] = serde_json::json!({"type": "text", "file": {"filePath": root.join(file), "content": body, "startLine": 1, "numLines": 300, "totalLines": 300}});
             }
             line(result, &mut out);
-            line(serde_json::json!({"type": "progress", "data": {"type": "hook_progress"}}), &mut out);
+            line(
+                serde_json::json!({"type": "progress", "data": {"type": "hook_progress"}}),
+                &mut out,
+            );
         }
         out.flush().unwrap();
         files += 1;
@@ -170,7 +185,10 @@ fn main() {
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
     let parse_rate = megabytes / parse.as_secs_f64();
     let import_rate = megabytes / import.as_secs_f64();
-    eprintln!("bare parse {parse_rate:.1} MB/s, import {import_rate:.1} MB/s ({} messages)", report.messages);
+    eprintln!(
+        "bare parse {parse_rate:.1} MB/s, import {import_rate:.1} MB/s ({} messages)",
+        report.messages
+    );
 
     // Embedding, reported separately: what `zblade index` then does for the new messages.
     let embed = if std::env::var_os("ORT_DYLIB_PATH").is_some() {
@@ -255,7 +273,9 @@ fn follow_latency(root: &Path, home: &Path, store: &Path, rounds: usize) -> Vec<
         writeln!(file, "{line}").unwrap();
         drop(file);
         loop {
-            let hits = reader.search(&SearchQuery::new(&word, 1, SearchKind::Messages)).unwrap();
+            let hits = reader
+                .search(&SearchQuery::new(&word, 1, SearchKind::Messages))
+                .unwrap();
             if !hits.is_empty() {
                 break;
             }

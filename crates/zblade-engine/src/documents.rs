@@ -40,7 +40,11 @@ impl Project {
             conversation.messages = document.sections;
             conversation.metadata.source = Some(Provenance {
                 tool: DOCUMENT_SOURCE.to_string(),
-                file: path.canonicalize().unwrap_or_else(|_| path.to_path_buf()).display().to_string(),
+                file: path
+                    .canonicalize()
+                    .unwrap_or_else(|_| path.to_path_buf())
+                    .display()
+                    .to_string(),
                 session_id: String::new(),
                 imported_at: Utc::now(),
                 extra: Default::default(),

@@ -46,8 +46,6 @@ pub use documents::{DOCUMENT_SOURCE, DocumentsAdded};
 pub use extract::ExtractReport;
 pub use fsck::{FsckReport, Problem, ProblemKind};
 pub use import::{ImportProgress, ImportReport, ImportRequest, ImportSource, ImportedConversation, detect_agents};
-pub use zblade_import::Detected as DetectedSource;
-pub use zblade_import::detect::Places as AgentPlaces;
 pub use migrate::{
     CleanupReport, Direction as MigrationDirection, MigrationReport, Phase as MigrationPhase, Plan as MigrationPlan,
     PlannedItem,
@@ -70,6 +68,8 @@ pub use zblade_core::{
     CodeReference, Conversation, Error, Message, Moment, MomentType, ReferenceStatus, Result, Role, StorageMode,
     parse_conversation, parse_moment,
 };
+pub use zblade_import::Detected as DetectedSource;
+pub use zblade_import::detect::Places as AgentPlaces;
 pub use zblade_index::{
     ConversationSummary, HitKind, LiveLocation, MomentSummary, SearchFilter, SearchHit, SearchKind, SearchQuery,
     StoredReference,

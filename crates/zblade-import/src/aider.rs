@@ -28,7 +28,10 @@ pub(crate) fn read(path: &Path) -> Result<FileRead, ReadError> {
             String::from_utf8_lossy(e.as_bytes()).into_owned()
         }
     };
-    let file_key = format!("{:012x}", xxhash_rust::xxh3::xxh3_64(path.to_string_lossy().as_bytes()) >> 16);
+    let file_key = format!(
+        "{:012x}",
+        xxhash_rust::xxh3::xxh3_64(path.to_string_lossy().as_bytes()) >> 16
+    );
     let mut builder: Option<Builder> = None;
     let mut seen_ids: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
     for line in text.lines() {
@@ -72,7 +75,10 @@ pub(crate) fn read(path: &Path) -> Result<FileRead, ReadError> {
 /// Aider writes the header in local time without a zone.
 fn parse_local(stamp: &str) -> Option<DateTime<Utc>> {
     let naive = NaiveDateTime::parse_from_str(stamp, "%Y-%m-%d %H:%M:%S").ok()?;
-    Local.from_local_datetime(&naive).earliest().map(|t| t.with_timezone(&Utc))
+    Local
+        .from_local_datetime(&naive)
+        .earliest()
+        .map(|t| t.with_timezone(&Utc))
 }
 
 #[derive(PartialEq, Clone, Copy)]

@@ -14,7 +14,9 @@ use serde_json::Value;
 use zblade_core::{Message, Role, ToolCall};
 
 use crate::patch::{citations, numbered_listing};
-use crate::{Cursor, FileRead, LateResult, ReadError, Session, SessionContext, Source, Touch, TouchKind, Turn, jsonl, trim};
+use crate::{
+    Cursor, FileRead, LateResult, ReadError, Session, SessionContext, Source, Touch, TouchKind, Turn, jsonl, trim,
+};
 
 /// Line types that are not messages, skipped without comment.
 const NOT_MESSAGES: &[&str] = &[
@@ -40,7 +42,11 @@ struct State {
 }
 
 pub(crate) fn read(path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("session").to_string();
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("session")
+        .to_string();
     let agent_file = stem.starts_with("agent-");
     let context = cursor.session.clone().unwrap_or_else(|| SessionContext {
         id: stem.clone(),
@@ -220,7 +226,11 @@ impl State {
     }
 
     fn tool_result(&mut self, block: &Value, structured: Option<&Value>) {
-        let call_id = block.get("tool_use_id").and_then(Value::as_str).unwrap_or("").to_string();
+        let call_id = block
+            .get("tool_use_id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let text = trim::content_text(block.get("content").unwrap_or(&Value::Null));
         let is_error = block.get("is_error") == Some(&Value::Bool(true));
         let result = trim::result(&text, is_error);
@@ -284,7 +294,12 @@ fn input_touches(name: &str, input: &Value) -> Vec<Touch> {
         kind: TouchKind::Edit,
     };
     match name {
-        "Edit" => input.get("new_string").and_then(Value::as_str).map(edit).into_iter().collect(),
+        "Edit" => input
+            .get("new_string")
+            .and_then(Value::as_str)
+            .map(edit)
+            .into_iter()
+            .collect(),
         "MultiEdit" => input
             .get("edits")
             .and_then(Value::as_array)
@@ -293,7 +308,12 @@ fn input_touches(name: &str, input: &Value) -> Vec<Touch> {
             .filter_map(|e| e.get("new_string").and_then(Value::as_str))
             .map(edit)
             .collect(),
-        "Write" => input.get("content").and_then(Value::as_str).map(edit).into_iter().collect(),
+        "Write" => input
+            .get("content")
+            .and_then(Value::as_str)
+            .map(edit)
+            .into_iter()
+            .collect(),
         _ => Vec::new(),
     }
 }

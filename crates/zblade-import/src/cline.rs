@@ -61,7 +61,10 @@ pub(crate) fn read(path: &Path) -> Result<FileRead, ReadError> {
         let mut msg = Message::new(if assistant { Role::Assistant } else { Role::User }, "");
         msg.id = crate::message_id(Source::Cline, &format!("{task_id}-{i}"));
         msg.timestamp = at;
-        msg.model = message.pointer("/modelInfo/modelId").and_then(Value::as_str).map(str::to_string);
+        msg.model = message
+            .pointer("/modelInfo/modelId")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         let mut texts = Vec::new();
         let mut touches = Vec::new();
         for block in &blocks {
@@ -117,7 +120,12 @@ pub(crate) fn read(path: &Path) -> Result<FileRead, ReadError> {
         }
         msg.content = texts.join("\n\n").trim().to_string();
         if msg.content.starts_with("<task>") {
-            msg.content = msg.content.replace("<task>", "").replace("</task>", "").trim().to_string();
+            msg.content = msg
+                .content
+                .replace("<task>", "")
+                .replace("</task>", "")
+                .trim()
+                .to_string();
             if session.title.is_none() {
                 session.title = msg.content.lines().next().map(str::to_string);
             }

@@ -207,7 +207,10 @@ fn output_text(output: &Value) -> (String, bool) {
         && let Ok(wrapped) = serde_json::from_str::<Value>(&raw)
         && let Some(inner) = wrapped.get("output").and_then(Value::as_str)
     {
-        let exit = wrapped.pointer("/metadata/exit_code").and_then(Value::as_i64).unwrap_or(0);
+        let exit = wrapped
+            .pointer("/metadata/exit_code")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
         return (inner.to_string(), exit != 0);
     }
     let failed = raw

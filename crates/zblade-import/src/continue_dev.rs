@@ -48,7 +48,11 @@ pub(crate) fn read(path: &Path) -> Result<FileRead, ReadError> {
     };
     for (i, item) in history.iter().enumerate() {
         let Some(message) = item.get("message") else {
-            read.warn(path, None, format!("field `history[{i}].message`: missing; item skipped"));
+            read.warn(
+                path,
+                None,
+                format!("field `history[{i}].message`: missing; item skipped"),
+            );
             continue;
         };
         let text = trim::content_text(message.get("content").unwrap_or(&Value::Null));
@@ -97,7 +101,11 @@ pub(crate) fn read(path: &Path) -> Result<FileRead, ReadError> {
                 let function = call.get("function").unwrap_or(&Value::Null);
                 msg.tool_calls.push(ToolCall {
                     id: call_id.clone(),
-                    name: function.get("name").and_then(Value::as_str).unwrap_or("tool").to_string(),
+                    name: function
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("tool")
+                        .to_string(),
                     arguments: trim::arguments_from_json_string(
                         function.get("arguments").and_then(Value::as_str).unwrap_or("{}"),
                     ),
@@ -132,7 +140,7 @@ fn context_items(item: &Value) -> Vec<Touch> {
                 .or_else(|| ci.get("description").and_then(Value::as_str).map(str::to_string))?;
             let content = ci.get("content").and_then(Value::as_str).unwrap_or("");
             let body = strip_fence(content);
-            (!body.trim().is_empty()).then(|| Touch {
+            (!body.trim().is_empty()).then_some(Touch {
                 path,
                 lines: None,
                 text: Some(body),

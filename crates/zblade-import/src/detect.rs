@@ -98,7 +98,12 @@ impl Places {
                 for base in [config, mac] {
                     for editor in ["Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf"] {
                         for extension in ["saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline"] {
-                            stores.push(base.join(editor).join("User/globalStorage").join(extension).join("tasks"));
+                            stores.push(
+                                base.join(editor)
+                                    .join("User/globalStorage")
+                                    .join(extension)
+                                    .join("tasks"),
+                            );
                         }
                     }
                 }

@@ -36,9 +36,16 @@ pub struct Document {
 pub fn read_document(path: &Path) -> Result<Document, ReadError> {
     let meta = std::fs::metadata(path).map_err(|e| ReadError::new(path, e.to_string()))?;
     if meta.len() > MAX_DOCUMENT_BYTES {
-        return Err(ReadError::new(path, format!("is {} MB; documents over 64 MB are not read", meta.len() / 1_000_000)));
+        return Err(ReadError::new(
+            path,
+            format!("is {} MB; documents over 64 MB are not read", meta.len() / 1_000_000),
+        ));
     }
-    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    let extension = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let text = match extension.as_str() {
         "pdf" => pdf_text(path)?,
         "md" | "markdown" | "txt" | "text" | "rst" | "adoc" | "org" | "" => {
@@ -61,9 +68,16 @@ pub fn read_document(path: &Path) -> Result<Document, ReadError> {
     let (text, redacted) = redact::redact(&text);
     let markdown = matches!(extension.as_str(), "md" | "markdown");
     let title = markdown
-        .then(|| text.lines().find_map(|l| l.strip_prefix("# ")).map(|t| t.trim().to_string()))
+        .then(|| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("# "))
+                .map(|t| t.trim().to_string())
+        })
         .flatten()
-        .unwrap_or_else(|| path.file_name().map_or("document".into(), |n| n.to_string_lossy().into_owned()));
+        .unwrap_or_else(|| {
+            path.file_name()
+                .map_or("document".into(), |n| n.to_string_lossy().into_owned())
+        });
     let real = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let id = format!(
         "{}doc-{:016x}",
@@ -145,13 +159,26 @@ mod tests {
 
     #[test]
     fn markdown_is_split_at_headings() {
-        let sections = split("# Spec\n\nIntro.\n\n## Auth\n\nTokens rotate daily.\n\n## Storage\n\nSQLite.", true);
-        assert_eq!(sections, ["# Spec\n\nIntro.", "## Auth\n\nTokens rotate daily.", "## Storage\n\nSQLite."]);
+        let sections = split(
+            "# Spec\n\nIntro.\n\n## Auth\n\nTokens rotate daily.\n\n## Storage\n\nSQLite.",
+            true,
+        );
+        assert_eq!(
+            sections,
+            [
+                "# Spec\n\nIntro.",
+                "## Auth\n\nTokens rotate daily.",
+                "## Storage\n\nSQLite."
+            ]
+        );
     }
 
     #[test]
     fn long_text_is_cut_into_sections_of_bounded_size() {
-        let text = (0..200).map(|i| format!("Line {i} of a long paragraph.")).collect::<Vec<_>>().join("\n");
+        let text = (0..200)
+            .map(|i| format!("Line {i} of a long paragraph."))
+            .collect::<Vec<_>>()
+            .join("\n");
         let sections = split(&text, false);
         assert!(sections.len() > 1);
         assert!(sections.iter().all(|s| s.chars().count() <= SECTION_CHARS));

@@ -31,7 +31,11 @@ pub(crate) fn for_each_line(
     if size < cursor.offset {
         // The file was replaced or truncated: read it again from the start (ids keep the
         // conversation the same; messages already stored are updated, not duplicated).
-        read.warn(path, None, "file is shorter than when last read; reading it again from the start");
+        read.warn(
+            path,
+            None,
+            "file is shorter than when last read; reading it again from the start",
+        );
         next = Cursor::default();
     }
     let mut reader = BufReader::with_capacity(1 << 20, file);
@@ -54,7 +58,11 @@ pub(crate) fn for_each_line(
                 let line = next.line + 1;
                 let skipped = skip_to_newline(&mut reader).map_err(|e| ReadError::new(path, e.to_string()))?;
                 let Some(skipped) = skipped else { break };
-                read.warn(path, Some(line), format!("line is longer than {MAX_LINE_BYTES} bytes; skipped"));
+                read.warn(
+                    path,
+                    Some(line),
+                    format!("line is longer than {MAX_LINE_BYTES} bytes; skipped"),
+                );
                 next.offset += (n + skipped) as u64;
                 next.line += 1;
                 read.bytes += (n + skipped) as u64;

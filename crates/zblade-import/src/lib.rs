@@ -210,7 +210,12 @@ impl Session {
     /// The zblade conversation id of this session: stable, so a re-import updates the same
     /// conversation instead of adding a copy.
     pub fn conversation_id(&self) -> String {
-        format!("{}{}-{}", zblade_core::ids::CONVERSATION, self.source.id_tag(), safe_id(&self.id))
+        format!(
+            "{}{}-{}",
+            zblade_core::ids::CONVERSATION,
+            self.source.id_tag(),
+            safe_id(&self.id)
+        )
     }
 
     /// Replaces secrets in every text the session carries; counts them in `redacted`.
@@ -239,9 +244,8 @@ impl Session {
 /// An id made safe for zblade ids (ASCII letters, digits, `_`, `-`; at most 80 characters):
 /// unchanged when it already is, else a hash of it.
 pub fn safe_id(raw: &str) -> String {
-    let ok = !raw.is_empty()
-        && raw.len() <= 80
-        && raw.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    let ok =
+        !raw.is_empty() && raw.len() <= 80 && raw.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     if ok {
         raw.to_string()
     } else {

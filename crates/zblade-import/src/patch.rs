@@ -172,9 +172,8 @@ pub fn numbered_listing(text: &str) -> Option<(u32, String)> {
 /// Code in a fence whose info string names a file and range, as Continue writes highlighted
 /// code: ```` ```py model.py (4-10) ````.
 pub fn fenced_ranges(text: &str) -> Vec<Touch> {
-    static INFO: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"^```\S*\s+(\S+)\s+\((\d+)-(\d+)\)\s*$").expect("regex compiles")
-    });
+    static INFO: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^```\S*\s+(\S+)\s+\((\d+)-(\d+)\)\s*$").expect("regex compiles"));
     let lines: Vec<&str> = text.lines().collect();
     let mut touches = Vec::new();
     let mut i = 0;
@@ -212,7 +211,10 @@ mod tests {
         assert_eq!(t.len(), 2);
         assert_eq!(t[0].path, "src/auth.rs");
         assert_eq!(t[0].text.as_deref(), Some("fn login() {\n    argon2();\n}"));
-        assert_eq!((t[1].path.as_str(), t[1].text.as_deref()), ("src/new.rs", Some("pub fn x() {}")));
+        assert_eq!(
+            (t[1].path.as_str(), t[1].text.as_deref()),
+            ("src/new.rs", Some("pub fn x() {}"))
+        );
     }
 
     #[test]
@@ -227,7 +229,10 @@ mod tests {
     #[test]
     fn sed_reads_and_citations() {
         let t = sed_reads("bash -lc \"sed -n '200,240p' src/server/api.rs\"");
-        assert_eq!((t[0].path.as_str(), t[0].lines), ("src/server/api.rs", Some([200, 240])));
+        assert_eq!(
+            (t[0].path.as_str(), t[0].lines),
+            ("src/server/api.rs", Some([200, 240]))
+        );
         let t = citations("See `apps/web/page.tsx:39-47` and `src/lib.rs:12`; not `x:1`.");
         assert_eq!(t.len(), 2);
         assert_eq!(t[0].lines, Some([39, 47]));
@@ -236,7 +241,9 @@ mod tests {
 
     #[test]
     fn numbered_listings_lose_their_numbers() {
-        let (start, text) = numbered_listing("   195→fn a() {\n   196→    1\n   197→}\n\n<system-reminder>x</system-reminder>").unwrap();
+        let (start, text) =
+            numbered_listing("   195→fn a() {\n   196→    1\n   197→}\n\n<system-reminder>x</system-reminder>")
+                .unwrap();
         assert_eq!((start, text.as_str()), (195, "fn a() {\n    1\n}"));
         assert!(numbered_listing("plain text\nhere").is_none());
         let (start, text) = numbered_listing("1 | import os\n2 | print(1)").unwrap();

@@ -36,10 +36,18 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
             false,
         ),
         rule("aws-access-key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b", false),
-        rule("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", false),
+        rule(
+            "github-token",
+            r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+            false,
+        ),
         rule("gitlab-token", r"\bglpat-[A-Za-z0-9_-]{20,}", false),
         rule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}", false),
-        rule("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", false),
+        rule(
+            "openai-key",
+            r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
+            false,
+        ),
         rule("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", false),
         rule("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}", false),
         rule("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}", false),
@@ -130,7 +138,8 @@ mod tests {
 
     #[test]
     fn env_assignments_keep_the_name() {
-        let (out, n) = redact("DATABASE_URL=postgres://x\nAPI_KEY=abc123\nexport GITHUB_TOKEN=\"t0k3n\"\nDB_PASSWORD: hunter2\n");
+        let (out, n) =
+            redact("DATABASE_URL=postgres://x\nAPI_KEY=abc123\nexport GITHUB_TOKEN=\"t0k3n\"\nDB_PASSWORD: hunter2\n");
         assert_eq!(n, 3, "{out}");
         assert!(out.contains("API_KEY=[REDACTED:assignment]"));
         assert!(out.contains("export GITHUB_TOKEN=[REDACTED:assignment]"), "{out}");

@@ -26,7 +26,11 @@ fn install(fixture: &str, dest: &Path, root: &Path) -> PathBuf {
 #[test]
 fn claude_code_sessions_become_messages_tool_calls_and_touches() {
     let dir = tempfile::tempdir().unwrap();
-    let path = install(CLAUDE, &dir.path().join("s/0b5c1d2e-7f40-4c1a-9d51-3a7e2c9b8f10.jsonl"), Path::new("/home/u/proj"));
+    let path = install(
+        CLAUDE,
+        &dir.path().join("s/0b5c1d2e-7f40-4c1a-9d51-3a7e2c9b8f10.jsonl"),
+        Path::new("/home/u/proj"),
+    );
     let read = read_file(Source::ClaudeCode, &path, &Cursor::default()).unwrap();
     assert!(read.warnings.is_empty(), "{:?}", read.warnings);
     let s = &read.sessions[0];
@@ -36,13 +40,19 @@ fn claude_code_sessions_become_messages_tool_calls_and_touches() {
     assert_eq!(s.title.as_deref(), Some("Switch password hashing to argon2id"));
     let roles: Vec<Role> = s.turns.iter().map(|t| t.message.role).collect();
     // prompt, response 1 (text + Read), response 2 (thinking dropped, text + Edit), caveat, command
-    assert_eq!(roles, [Role::User, Role::Assistant, Role::Assistant, Role::System, Role::User]);
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::Assistant, Role::System, Role::User]
+    );
     let first = &s.turns[1].message;
     assert_eq!(first.id, "msg_cc-msg_01AbCdEf");
     assert_eq!(first.content, "I'll read the auth module first.");
     assert_eq!(first.model.as_deref(), Some("claude-sonnet-4-5-20250929"));
     let read_call = &first.tool_calls[0];
-    assert_eq!((read_call.id.as_str(), read_call.name.as_str()), ("toolu_01Read", "Read"));
+    assert_eq!(
+        (read_call.id.as_str(), read_call.name.as_str()),
+        ("toolu_01Read", "Read")
+    );
     let result = read_call.result.as_ref().unwrap();
     assert!(result.text.contains("hash_password"));
     assert_eq!(result.size as usize, result.text.len());
@@ -50,16 +60,30 @@ fn claude_code_sessions_become_messages_tool_calls_and_touches() {
     assert_eq!((touch.kind, touch.lines), (TouchKind::Read, Some([1, 6])));
     assert!(touch.text.as_deref().unwrap().starts_with("use sha2::Sha256;"));
     let second = &s.turns[2];
-    assert!(second.message.content.starts_with("Decision: we hash passwords with argon2id"));
-    assert!(!second.message.content.contains("brute-force. sha256 is fast"), "thinking is not content");
+    assert!(
+        second
+            .message
+            .content
+            .starts_with("Decision: we hash passwords with argon2id")
+    );
+    assert!(
+        !second.message.content.contains("brute-force. sha256 is fast"),
+        "thinking is not content"
+    );
     let kinds: Vec<TouchKind> = second.touches.iter().map(|t| t.kind).collect();
     assert_eq!(kinds, [TouchKind::Cite, TouchKind::Edit]);
     assert_eq!(second.touches[0].lines, Some([3, 6]));
     // The slash command reads as typed, and the key in its arguments is gone.
-    assert_eq!(s.turns[4].message.content, "/commit with the deploy key [REDACTED:aws-access-key]");
+    assert_eq!(
+        s.turns[4].message.content,
+        "/commit with the deploy key [REDACTED:aws-access-key]"
+    );
     assert_eq!(s.redacted, 1);
     assert_eq!(read.skipped.get("claude-code `progress` line"), Some(&1));
-    assert_eq!(read.skipped.get("unknown claude-code line type `some-future-record`"), Some(&1));
+    assert_eq!(
+        read.skipped.get("unknown claude-code line type `some-future-record`"),
+        Some(&1)
+    );
 }
 
 #[test]
@@ -74,14 +98,20 @@ fn codex_rollouts_keep_the_protocol_stream_and_patches() {
     let roles: Vec<Role> = s.turns.iter().map(|t| t.message.role).collect();
     // developer + environment context are system; the prompt; one assistant turn holding both
     // calls; the final answer.
-    assert_eq!(roles, [Role::System, Role::System, Role::User, Role::Assistant, Role::Assistant]);
+    assert_eq!(
+        roles,
+        [Role::System, Role::System, Role::User, Role::Assistant, Role::Assistant]
+    );
     let calls = &s.turns[3].message.tool_calls;
     assert_eq!(calls.len(), 2);
     assert_eq!(calls[0].name, "exec_command");
     assert_eq!(calls[0].arguments["cmd"], "sed -n '1,6p' src/auth.rs");
     assert!(!calls[0].result.as_ref().unwrap().is_error);
     assert_eq!(calls[1].name, "apply_patch");
-    assert_eq!(calls[1].result.as_ref().unwrap().text, "Success. Updated the following files:\nM src/login.rs\n");
+    assert_eq!(
+        calls[1].result.as_ref().unwrap().text,
+        "Success. Updated the following files:\nM src/login.rs\n"
+    );
     let touches = &s.turns[3].touches;
     assert_eq!((touches[0].kind, touches[0].lines), (TouchKind::Read, Some([1, 6])));
     assert_eq!(touches[1].kind, TouchKind::Edit);
@@ -97,12 +127,26 @@ fn codex_rollouts_keep_the_protocol_stream_and_patches() {
 #[test]
 fn aider_history_splits_sessions_and_finds_search_replace_edits() {
     let dir = tempfile::tempdir().unwrap();
-    let path = install("aider/.aider.chat.history.md", &dir.path().join(".aider.chat.history.md"), dir.path());
+    let path = install(
+        "aider/.aider.chat.history.md",
+        &dir.path().join(".aider.chat.history.md"),
+        dir.path(),
+    );
     let read = read_file(Source::Aider, &path, &Cursor::default()).unwrap();
     assert_eq!(read.sessions.len(), 2);
     let s = &read.sessions[0];
     let roles: Vec<Role> = s.turns.iter().map(|t| t.message.role).collect();
-    assert_eq!(roles, [Role::Tool, Role::User, Role::Tool, Role::User, Role::Assistant, Role::Tool]);
+    assert_eq!(
+        roles,
+        [
+            Role::Tool,
+            Role::User,
+            Role::Tool,
+            Role::User,
+            Role::Assistant,
+            Role::Tool
+        ]
+    );
     assert_eq!(
         s.turns[3].message.content,
         "The cache never expires entries. Add a TTL of 300 seconds\nand keep the API the same."
@@ -115,7 +159,10 @@ fn aider_history_splits_sessions_and_finds_search_replace_edits() {
     // Reading again gives the same ids: nothing is duplicated on re-import.
     let again = read_file(Source::Aider, &path, &Cursor::default()).unwrap();
     assert_eq!(again.sessions[1].id, read.sessions[1].id);
-    assert_eq!(again.sessions[1].turns[1].message.id, read.sessions[1].turns[1].message.id);
+    assert_eq!(
+        again.sessions[1].turns[1].message.id,
+        read.sessions[1].turns[1].message.id
+    );
     assert_ne!(read.sessions[0].id, read.sessions[1].id);
 }
 
@@ -123,7 +170,11 @@ fn aider_history_splits_sessions_and_finds_search_replace_edits() {
 fn continue_sessions_pair_tool_calls_and_keep_attached_files() {
     let dir = tempfile::tempdir().unwrap();
     let root = Path::new("/home/u/proj");
-    install("continue/sessions.json", &dir.path().join("sessions/sessions.json"), root);
+    install(
+        "continue/sessions.json",
+        &dir.path().join("sessions/sessions.json"),
+        root,
+    );
     let path = install(
         "continue/5f1c2d3e-aaaa-bbbb-cccc-0123456789ab.json",
         &dir.path().join("sessions/5f1c2d3e-aaaa-bbbb-cccc-0123456789ab.json"),
@@ -141,7 +192,14 @@ fn continue_sessions_pair_tool_calls_and_keep_attached_files() {
     let assistant = &s.turns[1].message;
     assert_eq!(assistant.model.as_deref(), Some("Claude 3.5 Sonnet"));
     assert_eq!(assistant.tool_calls[0].arguments["filepath"], "src/client.rs");
-    assert!(assistant.tool_calls[0].result.as_ref().unwrap().text.contains("send(url)"));
+    assert!(
+        assistant.tool_calls[0]
+            .result
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("send(url)")
+    );
     assert_eq!(read.skipped.get("continue thinking"), Some(&1));
 }
 
@@ -158,16 +216,29 @@ fn cline_tasks_pair_results_and_drop_environment_details() {
     let s = &read.sessions[0];
     assert_eq!(s.id, "1733000000000");
     assert_eq!(s.cwd.as_deref(), Some(root));
-    assert_eq!(s.title.as_deref(), Some("Move the database URL out of main.rs into config."));
+    assert_eq!(
+        s.title.as_deref(),
+        Some("Move the database URL out of main.rs into config.")
+    );
     let roles: Vec<Role> = s.turns.iter().map(|t| t.message.role).collect();
     assert_eq!(roles, [Role::User, Role::Assistant, Role::Assistant]);
     assert!(!s.turns[0].message.content.contains("environment_details"));
     let read_call = &s.turns[1].message.tool_calls[0];
-    assert!(read_call.result.as_ref().unwrap().text.contains("postgres://localhost/app"));
+    assert!(
+        read_call
+            .result
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("postgres://localhost/app")
+    );
     let touch = &s.turns[1].touches[0];
     assert_eq!((touch.path.as_str(), touch.kind), ("src/main.rs", TouchKind::Read));
     assert!(touch.text.as_deref().unwrap().starts_with("fn main() {\n    let url"));
-    assert_eq!(s.turns[2].touches[0].text.as_deref(), Some("    let url = config::database_url();"));
+    assert_eq!(
+        s.turns[2].touches[0].text.as_deref(),
+        Some("    let url = config::database_url();")
+    );
     assert_eq!(s.turns[2].message.model.as_deref(), Some("claude-sonnet-4-20250514"));
 }
 
@@ -175,7 +246,11 @@ fn cline_tasks_pair_results_and_drop_environment_details() {
 fn claude_lines(root: &Path) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     let path = install(CLAUDE, &dir.path().join("x.jsonl"), root);
-    std::fs::read_to_string(path).unwrap().lines().map(str::to_string).collect()
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
@@ -201,7 +276,11 @@ fn a_growing_file_is_read_in_pieces_without_duplicates_or_lost_results() {
     let cut = lines[4].len() / 2;
     std::fs::write(&path, format!("{}\n{}", lines[..4].join("\n"), &lines[4][..cut])).unwrap();
     let first = read_file(Source::ClaudeCode, &path, &Cursor::default()).unwrap();
-    assert!(first.warnings.is_empty(), "a half-written line is not a problem: {:?}", first.warnings);
+    assert!(
+        first.warnings.is_empty(),
+        "a half-written line is not a problem: {:?}",
+        first.warnings
+    );
     assert_eq!(first.cursor.line, 4);
     let call = &first.sessions[0].turns[1].message.tool_calls[0];
     assert!(call.result.is_none());
@@ -209,11 +288,21 @@ fn a_growing_file_is_read_in_pieces_without_duplicates_or_lost_results() {
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     let second = read_file(Source::ClaudeCode, &path, &first.cursor).unwrap();
     let s = &second.sessions[0];
-    assert_eq!(s.id, "0b5c1d2e-7f40-4c1a-9d51-3a7e2c9b8f10", "the session id survives the resume");
-    assert_eq!(s.late_results.len(), 1, "the Read result arrives for a call read earlier");
+    assert_eq!(
+        s.id, "0b5c1d2e-7f40-4c1a-9d51-3a7e2c9b8f10",
+        "the session id survives the resume"
+    );
+    assert_eq!(
+        s.late_results.len(),
+        1,
+        "the Read result arrives for a call read earlier"
+    );
     assert_eq!(s.late_results[0].call_id, "toolu_01Read");
     assert_eq!(s.late_results[0].touches[0].lines, Some([1, 6]));
-    assert!(s.turns.iter().all(|t| t.message.id != "msg_cc-msg_01AbCdEf"), "nothing read twice");
+    assert!(
+        s.turns.iter().all(|t| t.message.id != "msg_cc-msg_01AbCdEf"),
+        "nothing read twice"
+    );
     let third = read_file(Source::ClaudeCode, &path, &second.cursor).unwrap();
     assert!(third.sessions.is_empty());
 }
@@ -252,7 +341,10 @@ fn whole_file_stores_that_are_not_json_fail_with_their_name() {
     let path = dir.path().join("broken.json");
     std::fs::write(&path, "{\n  \"sessionId\": \"x\",\n  \"history\": [\n").unwrap();
     let err = read_file(Source::Continue, &path, &Cursor::default()).unwrap_err();
-    assert!(err.to_string().contains("broken.json: line 4: not a Continue session"), "{err}");
+    assert!(
+        err.to_string().contains("broken.json: line 4: not a Continue session"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -260,10 +352,20 @@ fn stores_are_found_through_symlinks_and_sessions_matched_to_projects() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let real = dir.path().join("elsewhere/projects");
-    install(CLAUDE, &real.join("-p/0b5c1d2e-7f40-4c1a-9d51-3a7e2c9b8f10.jsonl"), Path::new("/work/proj"));
+    install(
+        CLAUDE,
+        &real.join("-p/0b5c1d2e-7f40-4c1a-9d51-3a7e2c9b8f10.jsonl"),
+        Path::new("/work/proj"),
+    );
     std::fs::create_dir_all(home.join(".claude")).unwrap();
     std::os::unix::fs::symlink(&real, home.join(".claude/projects")).unwrap();
-    install(CODEX, &home.join(".codex/sessions/2025/10/01").join(Path::new(CODEX).file_name().unwrap()), Path::new("/other"));
+    install(
+        CODEX,
+        &home
+            .join(".codex/sessions/2025/10/01")
+            .join(Path::new(CODEX).file_name().unwrap()),
+        Path::new("/other"),
+    );
     let places = Places {
         home: home.clone(),
         claude_config_dir: None,
@@ -274,10 +376,16 @@ fn stores_are_found_through_symlinks_and_sessions_matched_to_projects() {
     let project = Path::new("/work/proj");
     let claude = find_session_files(Source::ClaudeCode, &places.stores(Source::ClaudeCode, project));
     assert_eq!(claude.len(), 1);
-    assert_eq!(session_cwd(Source::ClaudeCode, &claude[0].path).as_deref(), Some(project));
+    assert_eq!(
+        session_cwd(Source::ClaudeCode, &claude[0].path).as_deref(),
+        Some(project)
+    );
     let codex = find_session_files(Source::Codex, &places.stores(Source::Codex, project));
     assert_eq!(codex.len(), 1);
-    assert!(!is_inside(&session_cwd(Source::Codex, &codex[0].path).unwrap(), project));
+    assert!(!is_inside(
+        &session_cwd(Source::Codex, &codex[0].path).unwrap(),
+        project
+    ));
     // A session in a subfolder of the project is the project's; a sibling with a common
     // prefix is not; a folder deleted since still matches as written.
     assert!(is_inside(Path::new("/work/proj/crates/x"), project));

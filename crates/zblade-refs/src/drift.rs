@@ -127,7 +127,11 @@ impl GitRepo {
     /// `None` when the commit or the file is unknown.
     pub fn file_at(&self, commit: &str, relative: &str) -> Option<(String, Vec<u8>)> {
         let commit = self.repo.find_commit(Oid::from_str(commit).ok()?).ok()?;
-        let entry = commit.tree().ok()?.get_path(Path::new(&self.repo_path(relative))).ok()?;
+        let entry = commit
+            .tree()
+            .ok()?
+            .get_path(Path::new(&self.repo_path(relative)))
+            .ok()?;
         let blob = self.repo.find_blob(entry.id()).ok()?;
         Some((entry.id().to_string(), blob.content().to_vec()))
     }

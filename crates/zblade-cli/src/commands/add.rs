@@ -19,7 +19,10 @@ pub(crate) fn run(cx: &mut Ctx, add: AddCommand) -> Result<(), Error> {
             let paths: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
             let added = project.add_documents(&paths)?;
             if added.redacted > 0 {
-                cx.notice(&format!("{} secret(s) redacted before anything was written", added.redacted));
+                cx.notice(&format!(
+                    "{} secret(s) redacted before anything was written",
+                    added.redacted
+                ));
             }
             return cx.out.print(&Added {
                 outcomes: &added.added,

@@ -23,8 +23,14 @@ pub(crate) fn run(cx: &mut Ctx, args: ImportArgs) -> Result<(), Error> {
     };
     if args.follow || args.unfollow {
         project.set_source_enabled(source, args.follow)?;
-        let verb = if args.follow { "following" } else { "no longer following" };
-        cx.notice(&format!("{verb} {source} (zblade watch and the app's tray import its new turns)"));
+        let verb = if args.follow {
+            "following"
+        } else {
+            "no longer following"
+        };
+        cx.notice(&format!(
+            "{verb} {source} (zblade watch and the app's tray import its new turns)"
+        ));
     }
     let since = args
         .since
@@ -50,7 +56,9 @@ pub(crate) fn run(cx: &mut Ctx, args: ImportArgs) -> Result<(), Error> {
         }
     }
     let mut bar = cx.bar();
-    let report = project.import(&request, &mut |done, total, _path: &Path| bar.update("import", done, total))?;
+    let report = project.import(&request, &mut |done, total, _path: &Path| {
+        bar.update("import", done, total)
+    })?;
     bar.finish();
     cx.out.print(&Imported(&report))?;
     if report.nothing_imported() {

@@ -10,11 +10,14 @@ pub(crate) fn run(cx: &mut Ctx, list: ListCommand) -> Result<(), Error> {
     match list {
         ListCommand::Conversations { source, limit, offset } => {
             let source = source.map(|s| ImportSource::from(s).as_str());
-            cx.out.print(project.list_conversations(limit, offset, source)?.as_slice())
+            cx.out
+                .print(project.list_conversations(limit, offset, source)?.as_slice())
         }
-        ListCommand::Documents { limit, offset } => cx
-            .out
-            .print(project.list_conversations(limit, offset, Some(DOCUMENT_SOURCE))?.as_slice()),
+        ListCommand::Documents { limit, offset } => cx.out.print(
+            project
+                .list_conversations(limit, offset, Some(DOCUMENT_SOURCE))?
+                .as_slice(),
+        ),
         ListCommand::Moments { kind, limit, offset } => cx.out.print(
             project
                 .list_moments(limit, offset, kind.map(|k| k.as_str()))?

@@ -61,7 +61,10 @@ pub(crate) enum Skip {
 impl Anchorer {
     pub(crate) fn new(root: &Path, guard: PathGuard) -> Anchorer {
         let git = GitRepo::discover(root);
-        let history = git.as_ref().map(|g| g.first_parent_history(HISTORY_LIMIT)).unwrap_or_default();
+        let history = git
+            .as_ref()
+            .map(|g| g.first_parent_history(HISTORY_LIMIT))
+            .unwrap_or_default();
         let head = git.as_ref().and_then(GitRepo::head_commit);
         Anchorer {
             root: root.to_path_buf(),
@@ -129,7 +132,9 @@ impl Anchorer {
         // Older than the whole history: the first commit is the nearest there is.
         let oldest = self.history.last().map(|(_, c)| At::Commit(c.clone()));
         let then = self.history.iter().position(|(t, _)| *t <= seconds);
-        let of_time = then.map(|i| At::Commit(self.history[i].1.clone())).or_else(|| oldest.clone());
+        let of_time = then
+            .map(|i| At::Commit(self.history[i].1.clone()))
+            .or_else(|| oldest.clone());
         let after = match then {
             Some(0) => None,
             Some(i) => Some(At::Commit(self.history[i - 1].1.clone())),
@@ -265,8 +270,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let a = Anchorer::new(dir.path(), PathGuard::for_project(dir.path()));
         let root = dir.path().display().to_string();
-        assert_eq!(a.project_relative(&format!("{root}/src/a.rs"), None).as_deref(), Some("src/a.rs"));
-        assert_eq!(a.project_relative("src/a.rs", Some(&dir.path().join("sub"))).as_deref(), Some("sub/src/a.rs"));
+        assert_eq!(
+            a.project_relative(&format!("{root}/src/a.rs"), None).as_deref(),
+            Some("src/a.rs")
+        );
+        assert_eq!(
+            a.project_relative("src/a.rs", Some(&dir.path().join("sub"))).as_deref(),
+            Some("sub/src/a.rs")
+        );
         assert_eq!(a.project_relative("../other/a.rs", Some(dir.path())), None);
         assert_eq!(a.project_relative("/etc/passwd", None), None);
         assert_eq!(a.project_relative(&format!("{root}/.env"), None), None);

@@ -19,7 +19,11 @@ pub(crate) fn merge(
     let mut added = 0;
     for (mut message, references) in turns {
         message.code_references = references;
-        match conversation.messages.iter_mut().find(|m| m.id == message.id && !m.id.is_empty()) {
+        match conversation
+            .messages
+            .iter_mut()
+            .find(|m| m.id == message.id && !m.id.is_empty())
+        {
             Some(existing) => update(existing, message),
             None => {
                 conversation.messages.push(message);
@@ -86,7 +90,10 @@ fn update(existing: &mut Message, new: Message) {
 /// Adds references not already there (same file and lines).
 pub(crate) fn add_references(to: &mut Vec<CodeReference>, new: Vec<CodeReference>) {
     for reference in new {
-        if !to.iter().any(|r| r.file == reference.file && r.lines == reference.lines) {
+        if !to
+            .iter()
+            .any(|r| r.file == reference.file && r.lines == reference.lines)
+        {
             to.push(reference);
         }
     }
@@ -99,7 +106,11 @@ fn derived_title(messages: &[Message]) -> String {
         .find(|m| m.role == zblade_core::Role::User && !m.content.starts_with('/'))
         .or(messages.first())
         .map_or("", |m| m.content.as_str());
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("Imported session");
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("Imported session");
     let mut title: String = line.chars().take(80).collect();
     if line.chars().count() > 80 {
         title.push('…');
@@ -168,7 +179,12 @@ mod tests {
             is_error: false,
             extra: Default::default(),
         };
-        let added = merge(&mut conversation, &s, vec![(more, vec![])], vec![("t1".into(), result, vec![])]);
+        let added = merge(
+            &mut conversation,
+            &s,
+            vec![(more, vec![])],
+            vec![("t1".into(), result, vec![])],
+        );
         assert_eq!(added, 0);
         assert_eq!(conversation.messages.len(), 2);
         assert_eq!(conversation.messages[1].content, "Reading it.\n\nDone reading.");

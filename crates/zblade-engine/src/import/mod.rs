@@ -384,7 +384,12 @@ impl Project {
 
     /// The sources enabled for automatic import.
     pub fn enabled_sources(&self) -> Vec<Source> {
-        self.settings.import.enabled.iter().filter_map(|n| Source::parse(n)).collect()
+        self.settings
+            .import
+            .enabled
+            .iter()
+            .filter_map(|n| Source::parse(n))
+            .collect()
     }
 
     /// The sources enabled now, read from the settings file: another process (the CLI, the
@@ -392,7 +397,12 @@ impl Project {
     /// opened.
     pub(crate) fn enabled_sources_now(&self) -> Vec<Source> {
         match zblade_core::Settings::load(&self.layout.settings()) {
-            Ok(settings) => settings.import.enabled.iter().filter_map(|n| Source::parse(n)).collect(),
+            Ok(settings) => settings
+                .import
+                .enabled
+                .iter()
+                .filter_map(|n| Source::parse(n))
+                .collect(),
             Err(_) => self.enabled_sources(),
         }
     }
@@ -440,7 +450,10 @@ pub fn detect_agents(places: &zblade_import::detect::Places, project: Option<&Pa
 }
 
 fn modified(path: &Path) -> Option<DateTime<Utc>> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok().map(DateTime::<Utc>::from)
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .map(DateTime::<Utc>::from)
 }
 
 fn since_ok(file: &SessionFile, since: Option<DateTime<Utc>>) -> bool {
