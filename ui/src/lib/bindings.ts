@@ -313,6 +313,43 @@ async uiReady() : Promise<Result<number, AppError>> {
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
 }
+},
+/**
+ * The coding agents on this machine: their stores, session counts, and for the open project
+ * its sessions, whether it follows them and what was imported. Works without a project (the
+ * wizard), with no per-project counts.
+ */
+async listSources() : Promise<Result<SourceView[], AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("list_sources") };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Follows an agent live in the open project (or stops); the choice is also remembered for
+ * projects opened later.
+ */
+async setSourceFollowed(source: string, followed: boolean) : Promise<Result<SourceView[], AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("set_source_followed", { source, followed }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Imports what is new from one agent into the open project now ("Import now" is consent for
+ * this run), reporting progress as `ImportProgress` events.
+ */
+async importSource(source: string) : Promise<Result<ImportSummary, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("import_source", { source }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
 }
 }
 
@@ -321,11 +358,13 @@ async uiReady() : Promise<Result<number, AppError>> {
 
 export const events = __makeEvents__<{
 downloadProgress: DownloadProgress,
+importProgress: ImportProgress,
 indexerStatus: IndexerStatus,
 migrationProgress: MigrationProgress,
 referencesChanged: ReferencesChanged
 }>({
 downloadProgress: "download-progress",
+importProgress: "import-progress",
 indexerStatus: "indexer-status",
 migrationProgress: "migration-progress",
 referencesChanged: "references-changed"
@@ -361,7 +400,13 @@ recent_projects: RecentProject[];
 /**
  * The background indexer is paused.
  */
-indexer_paused: boolean }
+indexer_paused: boolean; 
+/**
+ * Coding agents whose sessions the user agreed to import (the wizard or Settings →
+ * Sources): each project opened follows those of them it has sessions of. Empty until the
+ * user ticks one; reading another tool's store needs consent.
+ */
+follow_sources?: string[] }
 /**
  * An error returned by a command.
  */
@@ -542,7 +587,11 @@ message_count: number;
 /**
  * Tags.
  */
-tags: string[] }
+tags: string[]; 
+/**
+ * The coding agent it was imported from (`claude-code`, ...), if imported.
+ */
+source: string | null }
 /**
  * Which way memory moves.
  */
@@ -683,6 +732,54 @@ export type HitKind =
  * A chunk of a project file; `id` is `PATH:START-END`.
  */
 "code"
+/**
+ * Progress of "Import now": `done` of `total` session files of `source`.
+ */
+export type ImportProgress = { 
+/**
+ * The agent.
+ */
+source: string; 
+/**
+ * Files read.
+ */
+done: number; 
+/**
+ * Files to read.
+ */
+total: number }
+/**
+ * What "Import now" did.
+ */
+export type ImportSummary = { 
+/**
+ * The agent.
+ */
+source: string; 
+/**
+ * Messages imported.
+ */
+messages: number; 
+/**
+ * Conversations created or extended.
+ */
+conversations: number; 
+/**
+ * Code references made from the agent's reads and edits.
+ */
+references: number; 
+/**
+ * Secrets redacted.
+ */
+redacted: number; 
+/**
+ * Moments extracted.
+ */
+moments: number; 
+/**
+ * Problems, each naming its file; the rest was imported.
+ */
+warnings: string[] }
 /**
  * What the background indexer is doing.
  */
@@ -1386,6 +1483,46 @@ export type Source =
  */
 "retrieved"
 /**
+ * A coding agent on this machine, for the wizard and Settings → Sources.
+ */
+export type SourceView = { 
+/**
+ * `claude-code`, `codex`, `aider`, `continue` or `cline`.
+ */
+source: string; 
+/**
+ * Its name for people.
+ */
+label: string; 
+/**
+ * Where its sessions are (none when the tool is not installed).
+ */
+store: string | null; 
+/**
+ * Session files found, all projects.
+ */
+sessions: number; 
+/**
+ * Of those, the open project's.
+ */
+in_project: number; 
+/**
+ * Newest session of the open project (RFC 3339).
+ */
+last_session: string | null; 
+/**
+ * The open project imports its new turns live.
+ */
+followed: boolean; 
+/**
+ * Last import into the open project (RFC 3339).
+ */
+last_import: string | null; 
+/**
+ * Conversations imported from it into the open project.
+ */
+imported_conversations: number }
+/**
  * A status and how many references have it.
  */
 export type StatusCount = { 
@@ -1437,7 +1574,11 @@ storage_mode: StorageMode;
 /**
  * Allow network use (model downloads; a sync server).
  */
-allow_network: boolean }
+allow_network: boolean; 
+/**
+ * Coding agents whose sessions may be imported (none unless ticked).
+ */
+follow_sources?: string[] }
 
 /** tauri-specta globals **/
 
