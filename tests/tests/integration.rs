@@ -5,6 +5,7 @@
 mod code_search;
 mod compressor;
 mod context;
+mod documents;
 mod hostile_server;
 mod import;
 mod journeys;
