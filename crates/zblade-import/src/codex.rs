@@ -201,7 +201,7 @@ fn output_text(output: &Value) -> (String, bool) {
     let raw = match output {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
-        other => trim::content_text(other),
+        other => trim::content_text(other).into_owned(),
     };
     if raw.starts_with('{')
         && let Ok(wrapped) = serde_json::from_str::<Value>(&raw)

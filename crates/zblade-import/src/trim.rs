@@ -9,16 +9,37 @@ pub const MAX_RESULT_CHARS: usize = 4000;
 /// Characters kept of each string inside a tool call's arguments.
 pub const MAX_ARGUMENT_CHARS: usize = 2000;
 
-/// `text` cut to about `max` characters: its head, a marker saying how much was left out, and
-/// its tail (where errors and summaries usually are).
+/// `text` cut to about `max` bytes: its head, a marker saying how much was left out, and its
+/// tail (where errors and summaries usually are). Costs O(`max`), not O(length): a 50 MB
+/// output is cut without walking it.
 pub fn trim_text(text: &str, max: usize) -> String {
-    let count = text.chars().count();
-    if count <= max {
+    if text.len() <= max {
         return text.to_string();
     }
-    let head: String = text.chars().take(max * 3 / 4).collect();
-    let tail: String = text.chars().skip(count - max / 4).collect();
-    format!("{head}\n[… {} characters left out …]\n{tail}", count - max)
+    let head = floor_boundary(text, max * 3 / 4);
+    let tail = ceil_boundary(text, text.len() - max / 4);
+    format!(
+        "{}\n[… {} bytes left out …]\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
+}
+
+/// The largest char boundary at or before `i`.
+fn floor_boundary(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// The smallest char boundary at or after `i`.
+fn ceil_boundary(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i += 1;
+    }
+    i
 }
 
 /// A tool result from its full text.
@@ -52,10 +73,11 @@ pub fn arguments_from_json_string(raw: &str) -> Value {
     arguments(serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string())))
 }
 
-/// The text of a content value: a string, or the `text` of each block of an array.
-pub fn content_text(content: &Value) -> String {
+/// The text of a content value: a string (borrowed, not copied: tool outputs can be huge), or
+/// the `text` of each block of an array.
+pub fn content_text(content: &Value) -> std::borrow::Cow<'_, str> {
     match content {
-        Value::String(s) => s.clone(),
+        Value::String(s) => std::borrow::Cow::Borrowed(s),
         Value::Array(blocks) => blocks
             .iter()
             .filter_map(|b| match b {
@@ -63,8 +85,9 @@ pub fn content_text(content: &Value) -> String {
                 _ => b.get("text").and_then(Value::as_str),
             })
             .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
+            .join("\n")
+            .into(),
+        _ => std::borrow::Cow::Borrowed(""),
     }
 }
 
@@ -78,7 +101,10 @@ mod tests {
         let r = result(&text, false);
         assert_eq!(r.size, 50_000_000);
         assert!(r.text.len() < MAX_RESULT_CHARS + 100);
-        assert!(r.text.contains("characters left out"));
+        assert!(r.text.contains("bytes left out"));
+        let accents = "é".repeat(10_000);
+        let cut = trim_text(&accents, 101);
+        assert!(cut.starts_with("éé") && cut.ends_with("éé"), "cut on char boundaries");
     }
 
     #[test]
