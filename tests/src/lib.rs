@@ -61,6 +61,11 @@ impl GitFixture {
 
     /// Runs git; panics with its output on failure.
     pub fn git(&self, args: &[&str]) -> String {
+        self.git_with(args, &[])
+    }
+
+    /// Runs git with extra environment variables; panics with its output on failure.
+    pub fn git_with(&self, args: &[&str], env: &[(&str, &str)]) -> String {
         let out = std::process::Command::new("git")
             .args([
                 "-c",
@@ -71,6 +76,7 @@ impl GitFixture {
                 "commit.gpgsign=false",
             ])
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(self.root())
             .output()
             .expect("git runs");
@@ -103,25 +109,9 @@ impl GitFixture {
     /// Commits everything with author and committer date `date` (RFC 3339).
     pub fn commit_at(&self, message: &str, date: &str) {
         self.git(&["add", "-A"]);
-        let out = std::process::Command::new("git")
-            .args([
-                "-c",
-                "user.name=zblade",
-                "-c",
-                "user.email=zblade@example.com",
-                "-c",
-                "commit.gpgsign=false",
-            ])
-            .args(["commit", "-q", "--allow-empty", "-m", message])
-            .env("GIT_AUTHOR_DATE", date)
-            .env("GIT_COMMITTER_DATE", date)
-            .current_dir(self.root())
-            .output()
-            .expect("git runs");
-        assert!(
-            out.status.success(),
-            "git commit: {}",
-            String::from_utf8_lossy(&out.stderr)
+        self.git_with(
+            &["commit", "-q", "--allow-empty", "-m", message],
+            &[("GIT_AUTHOR_DATE", date), ("GIT_COMMITTER_DATE", date)],
         );
     }
 }

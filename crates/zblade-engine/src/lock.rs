@@ -18,13 +18,21 @@ pub struct WriteLock {
 impl WriteLock {
     /// Blocks until this process holds the project's write lock.
     pub fn acquire(layout: &Layout) -> Result<Self> {
-        let dir = layout.index_dir();
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        let path = dir.join("write.lock");
-        let file = open(&path)?;
-        file.lock().map_err(|e| Error::io(&path, e))?;
-        Ok(WriteLock { _file: file })
+        Ok(WriteLock {
+            _file: hold(layout, "write.lock")?,
+        })
     }
+}
+
+/// Blocks until this process holds the OS lock on `.zblade/index/<name>`; the lock lasts as
+/// long as the returned file is open.
+pub(crate) fn hold(layout: &Layout, name: &str) -> Result<File> {
+    let dir = layout.index_dir();
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let path = dir.join(name);
+    let file = open(&path)?;
+    file.lock().map_err(|e| Error::io(&path, e))?;
+    Ok(file)
 }
 
 fn open(path: &Path) -> Result<File> {

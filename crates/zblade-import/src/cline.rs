@@ -14,21 +14,10 @@ use serde_json::Value;
 use zblade_core::{Message, Role, ToolCall};
 
 use crate::patch::{numbered_listing, search_replace_touches};
-use crate::{Cursor, FileRead, ReadError, Session, Source, Touch, TouchKind, Turn, trim};
+use crate::{FileRead, ReadError, Session, Source, Touch, TouchKind, Turn, trim};
 
 pub(crate) fn read(path: &Path) -> Result<FileRead, ReadError> {
-    let bytes = std::fs::read(path).map_err(|e| ReadError::new(path, e.to_string()))?;
-    let value: Value = serde_json::from_slice(&bytes)
-        .or_else(|_| serde_json::from_str(&String::from_utf8_lossy(&bytes)))
-        .map_err(|e| ReadError::new(path, format!("line {}: not a Cline task history ({e})", e.line())))?;
-    let mut read = FileRead {
-        bytes: bytes.len() as u64,
-        cursor: Cursor {
-            offset: bytes.len() as u64,
-            ..Cursor::default()
-        },
-        ..FileRead::default()
-    };
+    let (value, mut read) = crate::read_whole_json(path, "a Cline task history")?;
     let task_id = path
         .parent()
         .and_then(Path::file_name)

@@ -12,21 +12,10 @@ use serde_json::Value;
 use zblade_core::{Message, Role, ToolCall};
 
 use crate::patch::fenced_ranges;
-use crate::{Cursor, FileRead, ReadError, Session, Source, Touch, TouchKind, Turn, trim};
+use crate::{FileRead, ReadError, Session, Source, Touch, TouchKind, Turn, trim};
 
 pub(crate) fn read(path: &Path) -> Result<FileRead, ReadError> {
-    let bytes = std::fs::read(path).map_err(|e| ReadError::new(path, e.to_string()))?;
-    let value: Value = serde_json::from_slice(&bytes)
-        .or_else(|_| serde_json::from_str(&String::from_utf8_lossy(&bytes)))
-        .map_err(|e| ReadError::new(path, format!("line {}: not a Continue session ({e})", e.line())))?;
-    let mut read = FileRead {
-        bytes: bytes.len() as u64,
-        cursor: Cursor {
-            offset: bytes.len() as u64,
-            ..Cursor::default()
-        },
-        ..FileRead::default()
-    };
+    let (value, mut read) = crate::read_whole_json(path, "a Continue session")?;
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("session");
     let id = value.get("sessionId").and_then(Value::as_str).unwrap_or(stem);
     let mut session = Session::new(Source::Continue, id, path);

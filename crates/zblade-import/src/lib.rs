@@ -45,7 +45,7 @@ use zblade_core::{Message, ToolResult};
 pub use detect::{Detected, SessionFile, find_session_files};
 pub use document::{Document, MAX_DOCUMENT_BYTES, SECTION_CHARS, read_document};
 pub use jsonl::MAX_LINE_BYTES;
-pub use trim::{MAX_ARGUMENT_CHARS, MAX_RESULT_CHARS};
+pub use trim::{MAX_ARGUMENT_BYTES, MAX_RESULT_BYTES};
 
 /// A coding agent whose sessions zblade can import.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -371,6 +371,25 @@ impl ReadError {
             message: message.into(),
         }
     }
+}
+
+/// A whole-file JSON store (Continue, Cline): its value, and a read whose cursor covers the
+/// file. Invalid UTF-8 is repaired rather than refused; a file that is not JSON is named with
+/// the line where it stops being JSON.
+pub(crate) fn read_whole_json(path: &Path, what: &str) -> Result<(serde_json::Value, FileRead), ReadError> {
+    let bytes = std::fs::read(path).map_err(|e| ReadError::new(path, e.to_string()))?;
+    let value = serde_json::from_slice(&bytes)
+        .or_else(|_| serde_json::from_str(&String::from_utf8_lossy(&bytes)))
+        .map_err(|e| ReadError::new(path, format!("line {}: not {what} ({e})", e.line())))?;
+    let read = FileRead {
+        bytes: bytes.len() as u64,
+        cursor: Cursor {
+            offset: bytes.len() as u64,
+            ..Cursor::default()
+        },
+        ..FileRead::default()
+    };
+    Ok((value, read))
 }
 
 /// The size and modification time of a file, as a cursor records them.

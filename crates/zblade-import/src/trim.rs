@@ -4,10 +4,10 @@
 use serde_json::Value;
 use zblade_core::ToolResult;
 
-/// Characters kept of a tool result (head and tail).
-pub const MAX_RESULT_CHARS: usize = 4000;
-/// Characters kept of each string inside a tool call's arguments.
-pub const MAX_ARGUMENT_CHARS: usize = 2000;
+/// Bytes kept of a tool result (head and tail).
+pub const MAX_RESULT_BYTES: usize = 4000;
+/// Bytes kept of each string inside a tool call's arguments.
+pub const MAX_ARGUMENT_BYTES: usize = 2000;
 
 /// `text` cut to about `max` bytes: its head, a marker saying how much was left out, and its
 /// tail (where errors and summaries usually are). Costs O(`max`), not O(length): a 50 MB
@@ -45,7 +45,7 @@ fn ceil_boundary(text: &str, mut i: usize) -> usize {
 /// A tool result from its full text.
 pub fn result(text: &str, is_error: bool) -> ToolResult {
     ToolResult {
-        text: trim_text(text, MAX_RESULT_CHARS),
+        text: trim_text(text, MAX_RESULT_BYTES),
         size: text.len() as u64,
         is_error,
         extra: Default::default(),
@@ -60,7 +60,7 @@ pub fn arguments(mut value: Value) -> Value {
 
 fn trim_strings(value: &mut Value) {
     match value {
-        Value::String(s) if s.len() > MAX_ARGUMENT_CHARS => *s = trim_text(s, MAX_ARGUMENT_CHARS),
+        Value::String(s) if s.len() > MAX_ARGUMENT_BYTES => *s = trim_text(s, MAX_ARGUMENT_BYTES),
         Value::Array(items) => items.iter_mut().for_each(trim_strings),
         Value::Object(map) => map.values_mut().for_each(trim_strings),
         _ => {}
@@ -100,7 +100,7 @@ mod tests {
         let text = "x".repeat(50_000_000);
         let r = result(&text, false);
         assert_eq!(r.size, 50_000_000);
-        assert!(r.text.len() < MAX_RESULT_CHARS + 100);
+        assert!(r.text.len() < MAX_RESULT_BYTES + 100);
         assert!(r.text.contains("bytes left out"));
         let accents = "é".repeat(10_000);
         let cut = trim_text(&accents, 101);
@@ -111,6 +111,6 @@ mod tests {
     fn arguments_are_trimmed_inside() {
         let v = arguments(serde_json::json!({"file_path": "a.rs", "content": "y".repeat(10_000)}));
         assert_eq!(v["file_path"], "a.rs");
-        assert!(v["content"].as_str().unwrap().len() < MAX_ARGUMENT_CHARS + 100);
+        assert!(v["content"].as_str().unwrap().len() < MAX_ARGUMENT_BYTES + 100);
     }
 }

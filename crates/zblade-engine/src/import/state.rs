@@ -6,12 +6,12 @@
 //! the tray on the same source) from reading a cursor to saving the next one.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{File, OpenOptions};
-use std::path::{Path, PathBuf};
+use std::fs::File;
+use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use zblade_core::{Error, Layout, Result, fsio};
+use zblade_core::{Layout, Result, fsio};
 use zblade_import::{Cursor, Source};
 
 /// The state of one store file.
@@ -68,20 +68,8 @@ pub(crate) struct ImportLock {
 impl ImportLock {
     /// Blocks until no other importer runs in this project.
     pub(crate) fn acquire(layout: &Layout) -> Result<ImportLock> {
-        let dir = layout.index_dir();
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        let lock = dir.join("import.lock");
-        let file = open(&lock)?;
-        file.lock().map_err(|e| Error::io(&lock, e))?;
-        Ok(ImportLock { _file: file })
+        Ok(ImportLock {
+            _file: crate::lock::hold(layout, "import.lock")?,
+        })
     }
-}
-
-fn open(path: &Path) -> Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .map_err(|e| Error::io(path, e))
 }
