@@ -164,6 +164,12 @@ impl Project {
     /// working tree as it is now. A file that cannot be read is left as given: the reference
     /// is kept, and checks report it as missing or unreadable.
     pub(crate) fn capture_references<'r>(&self, references: impl Iterator<Item = &'r mut CodeReference>) {
+        // Most artifacts carry none without an anchor (imports anchor their own): opening the
+        // repository costs more than the rest of an add, so only then.
+        let mut references = references.filter(|r| r.anchor.is_none()).peekable();
+        if references.peek().is_none() {
+            return;
+        }
         let git = GitRepo::discover(self.layout.root());
         let mut checker = Checker::new(self.layout.root(), git.as_ref());
         let head = checker.head_commit();
