@@ -146,6 +146,19 @@ pub struct ToolCall {
     pub extra: Map<String, Value>,
 }
 
+impl ToolCall {
+    /// A call without a result yet.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+            result: None,
+            extra: Map::new(),
+        }
+    }
+}
+
 /// The result of a tool call: its text, trimmed, and the size of the whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {

@@ -61,7 +61,7 @@ pub use semantic::{
 pub use show::{MessageMatch, Shown};
 pub use status::Status;
 pub use summaries::{REFRESH_EVERY, SUMMARY_TOKENS, SessionSummary, SummarizeReport};
-pub use time::parse_time_bound;
+pub use time::{parse_time, parse_time_bound};
 pub use watch::WatchEvent;
 pub use zblade_context::{Format as ContextFormat, Source as ContextSource, Tier as ContextTier};
 pub use zblade_core::{

@@ -6,14 +6,19 @@ use zblade_core::{Error, Result};
 
 /// Parses a time bound: `YYYY-MM-DD` (midnight UTC), an RFC 3339 time, or an age such as
 /// `30m`, `12h`, `7d`, `2w` (that long before `now`). `what` names the option in errors.
+/// Returns it as an index timestamp.
 pub fn parse_time_bound(text: &str, what: &str, now: DateTime<Utc>) -> Result<String> {
+    parse_time(text, what, now).map(zblade_index::timestamp)
+}
+
+/// [`parse_time_bound`] as a time.
+pub fn parse_time(text: &str, what: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
     let text = text.trim();
     if let Ok(time) = DateTime::parse_from_rfc3339(text) {
-        return Ok(zblade_index::timestamp(time.with_timezone(&Utc)));
+        return Ok(time.with_timezone(&Utc));
     }
     if let Ok(date) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
-        let midnight = date.and_hms_opt(0, 0, 0).expect("midnight exists").and_utc();
-        return Ok(zblade_index::timestamp(midnight));
+        return Ok(date.and_hms_opt(0, 0, 0).expect("midnight exists").and_utc());
     }
     let unit = text.chars().last().unwrap_or(' ');
     let seconds = match unit {
@@ -24,7 +29,7 @@ pub fn parse_time_bound(text: &str, what: &str, now: DateTime<Utc>) -> Result<St
         _ => 0,
     };
     match text[..text.len() - unit.len_utf8().min(text.len())].parse::<i64>() {
-        Ok(n) if seconds > 0 && n >= 0 => Ok(zblade_index::timestamp(now - chrono::Duration::seconds(n * seconds))),
+        Ok(n) if seconds > 0 && n >= 0 => Ok(now - chrono::Duration::seconds(n * seconds)),
         _ => Err(Error::Usage(format!(
             "{what}: {text:?} is not a time; use YYYY-MM-DD, an RFC 3339 time, or an age like 30m, 12h, 7d, 2w"
         ))),

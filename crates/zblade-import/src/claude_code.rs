@@ -211,13 +211,9 @@ impl State {
                     let input = block.get("input").cloned().unwrap_or(Value::Null);
                     let turn = &mut self.session.turns[index];
                     turn.touches.extend(input_touches(&name, &input));
-                    turn.message.tool_calls.push(ToolCall {
-                        id: call_id.clone(),
-                        name,
-                        arguments: trim::arguments(input),
-                        result: None,
-                        extra: Default::default(),
-                    });
+                    turn.message
+                        .tool_calls
+                        .push(ToolCall::new(call_id.clone(), name, trim::arguments(input)));
                     self.calls.insert(call_id, (index, turn.message.tool_calls.len() - 1));
                 }
                 _ => {} // thinking blocks are the model's scratchpad, not the conversation

@@ -88,13 +88,11 @@ pub(crate) fn read(path: &Path) -> Result<FileRead, ReadError> {
                     let input = block.get("input").cloned().unwrap_or(Value::Null);
                     let file = input.get("path").and_then(Value::as_str).map(str::to_string);
                     touches.extend(edit_touches(&name, &input));
-                    msg.tool_calls.push(ToolCall {
-                        id: block.get("id").and_then(Value::as_str).unwrap_or("").to_string(),
-                        name: name.clone(),
-                        arguments: trim::arguments(input),
-                        result: None,
-                        extra: Default::default(),
-                    });
+                    msg.tool_calls.push(ToolCall::new(
+                        block.get("id").and_then(Value::as_str).unwrap_or("").to_string(),
+                        name.clone(),
+                        trim::arguments(input),
+                    ));
                     waiting.push_back((session.turns.len(), msg.tool_calls.len() - 1, name, file));
                 }
                 Some("tool_result") => {

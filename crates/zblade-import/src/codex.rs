@@ -169,13 +169,9 @@ fn response_item(
             };
             let turn = &mut session.turns[index];
             turn.touches.extend(touches);
-            turn.message.tool_calls.push(ToolCall {
-                id: call_id.clone(),
-                name,
-                arguments,
-                result: None,
-                extra: Default::default(),
-            });
+            turn.message
+                .tool_calls
+                .push(ToolCall::new(call_id.clone(), name, arguments));
             calls.insert(call_id, (index, turn.message.tool_calls.len() - 1));
         }
         "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {

@@ -88,19 +88,15 @@ pub(crate) fn read(path: &Path) -> Result<FileRead, ReadError> {
             for call in message.get("toolCalls").and_then(Value::as_array).into_iter().flatten() {
                 let call_id = call.get("id").and_then(Value::as_str).unwrap_or("").to_string();
                 let function = call.get("function").unwrap_or(&Value::Null);
-                msg.tool_calls.push(ToolCall {
-                    id: call_id.clone(),
-                    name: function
+                msg.tool_calls.push(ToolCall::new(
+                    call_id.clone(),
+                    function
                         .get("name")
                         .and_then(Value::as_str)
                         .unwrap_or("tool")
                         .to_string(),
-                    arguments: trim::arguments_from_json_string(
-                        function.get("arguments").and_then(Value::as_str).unwrap_or("{}"),
-                    ),
-                    result: None,
-                    extra: Default::default(),
-                });
+                    trim::arguments_from_json_string(function.get("arguments").and_then(Value::as_str).unwrap_or("{}")),
+                ));
                 calls.insert(call_id, (session.turns.len(), msg.tool_calls.len() - 1));
             }
         }

@@ -25,17 +25,21 @@ pub(crate) fn for_each_line(
     read: &mut FileRead,
     mut each: impl FnMut(u64, Value, &mut FileRead),
 ) -> Result<Cursor, ReadError> {
-    let file = File::open(path).map_err(|e| ReadError::new(path, e.to_string()))?;
+    let mut file = File::open(path).map_err(|e| ReadError::new(path, e.to_string()))?;
     let size = file.metadata().map_err(|e| ReadError::new(path, e.to_string()))?.len();
     let mut next = cursor.clone();
-    if size < cursor.offset {
-        // The file was replaced or truncated: read it again from the start (ids keep the
-        // conversation the same; messages already stored are updated, not duplicated).
-        read.warn(
-            path,
-            None,
-            "file is shorter than when last read; reading it again from the start",
-        );
+    // The file was replaced or rewritten if it is shorter, or if the byte before the cursor
+    // no longer ends a line: read it again from the start (ids keep the conversation the
+    // same; messages already stored are updated, not duplicated).
+    let rewritten = if size < cursor.offset {
+        Some("file is shorter than when last read")
+    } else if cursor.offset > 0 && !ends_line_at(&mut file, cursor.offset) {
+        Some("file changed before the point last read")
+    } else {
+        None
+    };
+    if let Some(why) = rewritten {
+        read.warn(path, None, format!("{why}; reading it again from the start"));
         next = Cursor::default();
     }
     let mut reader = BufReader::with_capacity(1 << 20, file);
@@ -91,6 +95,12 @@ pub(crate) fn for_each_line(
         }
     }
     Ok(next)
+}
+
+/// True when the byte just before `offset` is a line end, as it is where a read stopped.
+fn ends_line_at(file: &mut File, offset: u64) -> bool {
+    let mut byte = [0u8; 1];
+    file.seek(SeekFrom::Start(offset - 1)).is_ok() && file.read_exact(&mut byte).is_ok() && byte[0] == b'\n'
 }
 
 /// Consumes bytes up to and including the next `\n`; `None` when the file ends first.
@@ -150,6 +160,15 @@ mod tests {
         let (seen, _, read) = lines(b"{\"t\":\"a\xffb\"}\n", &Cursor::default());
         assert_eq!(seen[0].1["t"], "a\u{fffd}b");
         assert!(read.warnings[0].message.contains("UTF-8"));
+    }
+
+    #[test]
+    fn a_file_rewritten_before_the_cursor_is_read_again_from_the_start() {
+        let (_, first, _) = lines(b"{\"a\":1}\n{\"b\":2}\n", &Cursor::default());
+        let (seen, next, read) = lines(b"{\"aaaaa\":1}\n{\"c\":3}\n", &first);
+        assert_eq!(seen.len(), 2);
+        assert_eq!(next.line, 2);
+        assert!(read.warnings[0].message.contains("changed before"));
     }
 
     #[test]

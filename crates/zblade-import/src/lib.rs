@@ -269,7 +269,8 @@ pub struct Cursor {
     pub offset: u64,
     /// Lines consumed (the next line's number is `line + 1`).
     pub line: u64,
-    /// The id of the last record read, to check that a resumed file is the same file.
+    /// The id of the last record read, kept in the import state for diagnosis (that a resumed
+    /// file is still the same file is checked by the line end just before `offset`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_record: Option<String>,
     /// Size of the file when last read (whole-file stores are read again when it changes).

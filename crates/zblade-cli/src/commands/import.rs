@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use chrono::{DateTime, Utc};
-use zblade_engine::{Error, ImportRequest, ImportSource, parse_time_bound};
+use chrono::Utc;
+use zblade_engine::{Error, ImportRequest, ImportSource, parse_time};
 
 use super::Ctx;
 use crate::cli::ImportArgs;
@@ -35,13 +35,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ImportArgs) -> Result<(), Error> {
     let since = args
         .since
         .as_deref()
-        .map(|text| parse_time_bound(text, "--since", Utc::now()))
-        .transpose()?
-        .map(|t| {
-            DateTime::parse_from_rfc3339(&t)
-                .map(|t| t.with_timezone(&Utc))
-                .map_err(|e| Error::Usage(format!("--since: {e}")))
-        })
+        .map(|text| parse_time(text, "--since", Utc::now()))
         .transpose()?;
     let request = ImportRequest {
         source,

@@ -43,8 +43,9 @@ pub(crate) struct Anchorer {
     real_root: PathBuf,
     guard: PathGuard,
     git: Option<GitRepo>,
-    /// (commit time, commit), newest first.
-    history: Vec<(i64, String)>,
+    /// (commit time, commit), newest first; walked on first need (live imports of turns that
+    /// touch no file never walk it).
+    history: Option<Vec<(i64, String)>>,
     head: Option<String>,
     versions: HashMap<(At, String), Option<Version>>,
 }
@@ -61,17 +62,13 @@ pub(crate) enum Skip {
 impl Anchorer {
     pub(crate) fn new(root: &Path, guard: PathGuard) -> Anchorer {
         let git = GitRepo::discover(root);
-        let history = git
-            .as_ref()
-            .map(|g| g.first_parent_history(HISTORY_LIMIT))
-            .unwrap_or_default();
         let head = git.as_ref().and_then(GitRepo::head_commit);
         Anchorer {
             root: root.to_path_buf(),
             real_root: root.canonicalize().unwrap_or_else(|_| root.to_path_buf()),
             guard,
             git,
-            history,
+            history: None,
             head,
             versions: HashMap::new(),
         }
@@ -123,21 +120,30 @@ impl Anchorer {
     }
 
     /// The versions to look in, most likely first.
-    fn places(&self, kind: TouchKind, at: Option<DateTime<Utc>>) -> Vec<At> {
-        let Some(at) = at.filter(|_| !self.history.is_empty()) else {
+    fn places(&mut self, kind: TouchKind, at: Option<DateTime<Utc>>) -> Vec<At> {
+        let Some(at) = at else {
             return vec![At::WorkingTree];
         };
+        let git = &self.git;
+        let history: &[(i64, String)] = self.history.get_or_insert_with(|| {
+            git.as_ref()
+                .map(|g| g.first_parent_history(HISTORY_LIMIT))
+                .unwrap_or_default()
+        });
+        if history.is_empty() {
+            return vec![At::WorkingTree];
+        }
         let seconds = at.timestamp();
         // history is newest first: the first commit not after `at` is the one of its time.
         // Older than the whole history: the first commit is the nearest there is.
-        let oldest = self.history.last().map(|(_, c)| At::Commit(c.clone()));
-        let then = self.history.iter().position(|(t, _)| *t <= seconds);
+        let oldest = history.last().map(|(_, c)| At::Commit(c.clone()));
+        let then = history.iter().position(|(t, _)| *t <= seconds);
         let of_time = then
-            .map(|i| At::Commit(self.history[i].1.clone()))
+            .map(|i| At::Commit(history[i].1.clone()))
             .or_else(|| oldest.clone());
         let after = match then {
             Some(0) => None,
-            Some(i) => Some(At::Commit(self.history[i - 1].1.clone())),
+            Some(i) => Some(At::Commit(history[i - 1].1.clone())),
             None => oldest,
         };
         let order = match kind {

@@ -157,13 +157,7 @@ mod tests {
         let s = session();
         let mut conversation = empty();
         let mut call = message("msg_a", Role::Assistant, "Reading it.");
-        call.tool_calls.push(ToolCall {
-            id: "t1".into(),
-            name: "Read".into(),
-            arguments: serde_json::json!({}),
-            result: None,
-            extra: Default::default(),
-        });
+        call.tool_calls.push(ToolCall::new("t1", "Read", serde_json::json!({})));
         let added = merge(
             &mut conversation,
             &s,

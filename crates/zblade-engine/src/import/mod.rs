@@ -29,6 +29,9 @@ use anchor::{Anchorer, Skip};
 use state::{FileState, ImportLock, ImportState};
 
 pub use follow::Follower;
+
+/// How often an import saves its cursors while it runs.
+const SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 pub use zblade_import::Source as ImportSource;
 
 /// What to import.
@@ -143,13 +146,24 @@ impl Project {
             dry_run: request.dry_run,
             ..ImportReport::default()
         };
+        let known_elsewhere = state.other_projects.len();
         let files = self.session_files(request, &mut state, &mut report);
         let mut anchorer = Anchorer::new(self.layout.root(), self.path_guard());
         let mut tree: Option<TreeLines> = None;
         let mut changed: Vec<String> = Vec::new();
         let total = files.len();
+        // Cursors are saved about once a second and at the end, not after every file (the state
+        // names every file ever imported; rewriting it per file is quadratic). A crash loses at
+        // most a second of cursors, and re-reading those files updates the same conversations.
+        let mut saved = Instant::now();
+        let mut unsaved = state.other_projects.len() != known_elsewhere;
         for (done, (file, cwd)) in files.into_iter().enumerate() {
-            self.check_interrupt()?;
+            if let Err(e) = self.check_interrupt() {
+                if unsaved {
+                    state.save(&self.layout)?;
+                }
+                return Err(e);
+            }
             progress(done, total, &file.path);
             let cursor = state
                 .files
@@ -198,11 +212,19 @@ impl Project {
                                 entry.conversations.push(id);
                             }
                         }
-                        // Saved after every file: a crash re-reads at most one file.
-                        state.save(&self.layout)?;
+                        unsaved = true;
+                        if saved.elapsed() >= SAVE_EVERY {
+                            state.save(&self.layout)?;
+                            (saved, unsaved) = (Instant::now(), false);
+                        }
                     }
                 }
-                Err(Error::Interrupted) => return Err(Error::Interrupted),
+                Err(Error::Interrupted) => {
+                    if unsaved {
+                        state.save(&self.layout)?;
+                    }
+                    return Err(Error::Interrupted);
+                }
                 Err(e) => {
                     report.files_failed += 1;
                     report.warnings.push(format!("{}: {e}", file.path.display()));
@@ -210,6 +232,9 @@ impl Project {
             }
         }
         progress(total, total, Path::new(""));
+        if unsaved {
+            state.save(&self.layout)?;
+        }
         if !request.dry_run {
             let started = Instant::now();
             changed.sort();
