@@ -17,3 +17,9 @@ if [ -z "${ORT_DYLIB_PATH:-}" ]; then
   # An `if`, not `&&`: a false test as the last command would fail the scripts that source this.
   if [ -n "$ort_lib" ]; then export ORT_DYLIB_PATH="$ort_lib"; fi
 fi
+# The MCP test clients from npm (conformance suite, Inspector, Node 22); setup.sh installs
+# them here, one folder per lockfile.
+if [ -z "${ZBLADE_MCP_CLIENTS:-}" ]; then
+  ZBLADE_MCP_CLIENTS="$HOME/.cache/zblade-npm/mcp-clients-$(sha256sum "$ZBLADE_ROOT/tests/mcp/package-lock.json" | cut -c1-16)"
+  export ZBLADE_MCP_CLIENTS
+fi

@@ -62,6 +62,21 @@ if [ ! -f "$ZBLADE_MODELS_DIR/all-minilm-l6-v2/model.onnx" ] || [ ! -f "$ZBLADE_
   "$ZBLADE_PYTHON" "$ZBLADE_ROOT/scripts/models/build_bert_onnx.py" --minilm "$ZBLADE_MODELS_DIR/all-minilm-l6-v2"
 fi
 
+# The MCP server's test clients, written by others: the official Python SDK (with pytest and
+# jsonschema to validate its answers) ...
+if ! "$ZBLADE_PYTHON" -c 'import mcp, pytest, jsonschema' >/dev/null 2>&1; then
+  echo "setup: installing the MCP test clients (PyPI mcp, pytest, jsonschema)" >&2
+  "$ZBLADE_PY_ENV/bin/pip" install -q --disable-pip-version-check "mcp==2.3.0" "pytest>=8" jsonschema
+fi
+# ... and from npm the conformance suite, the MCP Inspector and Node 22 (the suite needs it),
+# installed once per lockfile under ~/.cache so fresh clones do not fetch 300 MB again.
+if [ ! -x "$ZBLADE_MCP_CLIENTS/node_modules/.bin/conformance" ]; then
+  echo "setup: installing the MCP conformance suite and Inspector (npm)" >&2
+  mkdir -p "$ZBLADE_MCP_CLIENTS"
+  cp "$ZBLADE_ROOT/tests/mcp/package.json" "$ZBLADE_ROOT/tests/mcp/package-lock.json" "$ZBLADE_MCP_CLIENTS/"
+  (cd "$ZBLADE_MCP_CLIENTS" && npm install --no-audit --no-fund --loglevel=error)
+fi
+
 # The tiny random-weight GGUF model the compressor's tests run through llama.cpp.
 if [ ! -f "$ZBLADE_TEST_GGUF" ]; then
   "$ZBLADE_PYTHON" "$ZBLADE_ROOT/scripts/models/build_tiny_gguf.py" "$ZBLADE_TEST_GGUF" >/dev/null

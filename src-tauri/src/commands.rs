@@ -682,3 +682,24 @@ pub async fn import_source(app: AppHandle, source: String) -> AppResult<ImportSu
     })
     .await
 }
+
+/// The agents that reach tools over MCP (Claude Code, Cursor, Codex, VS Code): installed or not,
+/// and whether zblade is in their configuration for the open project.
+#[tauri::command]
+#[specta::specta]
+pub async fn list_mcp_clients(app: AppHandle) -> AppResult<Vec<McpClientView>> {
+    with_project(app, |project| Ok(crate::agents::views(project.layout().root()))).await
+}
+
+/// Adds zblade's MCP server to one agent's configuration (the project's file; Codex: the
+/// user's), merged into what is there, exactly as `zblade mcp install CLIENT` does.
+#[tauri::command]
+#[specta::specta]
+pub async fn install_mcp_client(app: AppHandle, client: String) -> AppResult<Vec<McpClientView>> {
+    with_project(app, move |project| {
+        let root = project.layout().root().to_path_buf();
+        crate::agents::install(&root, &client)?;
+        Ok(crate::agents::views(&root))
+    })
+    .await
+}

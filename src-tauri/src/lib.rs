@@ -13,6 +13,7 @@
 //! The window shows the Svelte UI from `ui/dist` under a strict CSP; the only capability is the
 //! main window's (see `capabilities/main.json`).
 
+pub mod agents;
 pub mod commands;
 pub mod config;
 pub mod error;
@@ -77,6 +78,8 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::list_sources,
             commands::set_source_followed,
             commands::import_source,
+            commands::list_mcp_clients,
+            commands::install_mcp_client,
         ])
         .events(collect_events![
             IndexerStatus,

@@ -2,7 +2,7 @@
 //! the background indexer of that project.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use zblade_engine::Project;
@@ -21,8 +21,11 @@ pub struct AppState {
     pub config: Mutex<AppConfig>,
     /// A problem reading the settings, shown once.
     pub config_notice: Mutex<Option<String>>,
-    /// The open project, for the UI's reads and writes.
-    pub project: Mutex<Option<Project>>,
+    /// The open project, for the UI's reads and writes (and the warm engine's answers).
+    pub project: Arc<Mutex<Option<Project>>>,
+    /// The open project's warm engine: agent hooks and `zblade context` ask it over a local
+    /// socket instead of loading the embedding model themselves.
+    pub warm: Mutex<Option<zblade_engine::warm::WarmServer>>,
     /// The indexer of the open project.
     pub indexer: Mutex<Option<Indexer>>,
     /// The indexer's last reported status.
@@ -42,7 +45,8 @@ impl AppState {
             config_path,
             config: Mutex::new(config),
             config_notice: Mutex::new(notice),
-            project: Mutex::new(None),
+            project: Arc::new(Mutex::new(None)),
+            warm: Mutex::new(None),
             indexer: Mutex::new(None),
             indexer_status: Mutex::new(IndexerStatus::of(IndexerState::Idle)),
             started,
@@ -95,6 +99,7 @@ impl AppState {
         let info = project_info(&project);
         self.stop_indexer();
         *self.project.lock().expect("project lock") = Some(project);
+        self.serve_warm(&root);
         let config = self.update_config(|c| c.remember(&root))?;
         if !config.indexer_paused {
             self.start_indexer(root, sink);
@@ -102,6 +107,25 @@ impl AppState {
             *self.indexer_status.lock().expect("status lock") = IndexerStatus::of(IndexerState::Paused);
         }
         Ok(info)
+    }
+
+    /// Answers short-lived zblade processes for the project at `root` (see
+    /// `zblade_engine::warm`); a `zblade serve` already doing it for that project is left to it.
+    fn serve_warm(&self, root: &Path) {
+        let mut warm = self.warm.lock().expect("warm lock");
+        *warm = None; // the previous project's socket goes first
+        let project = Arc::clone(&self.project);
+        let served = root.to_path_buf();
+        match zblade_engine::warm::serve(root, move |request| {
+            let project = project.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            match project.as_ref() {
+                Some(project) if project.layout().root() == served => request.run(project),
+                _ => Err("the app no longer has this project open".into()),
+            }
+        }) {
+            Ok(server) => *warm = Some(server),
+            Err(e) => eprintln!("zblade: the warm engine for {} is not served: {e}", root.display()),
+        }
     }
 
     /// The open project's info.

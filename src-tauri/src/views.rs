@@ -91,6 +91,21 @@ impl From<ConversationSummary> for ConversationRow {
     }
 }
 
+/// A coding agent that reaches tools over MCP, for Settings → Agents.
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct McpClientView {
+    /// `claude-code`, `cursor`, `codex` or `vscode`.
+    pub client: String,
+    /// Its name for people.
+    pub label: String,
+    /// Its folder exists in the user's home.
+    pub installed: bool,
+    /// zblade is in its configuration for the open project (or for the user).
+    pub configured: bool,
+    /// The file one click writes.
+    pub config_file: String,
+}
+
 /// A coding agent on this machine, for the wizard and Settings → Sources.
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
 pub struct SourceView {

@@ -121,6 +121,102 @@ pub enum Command {
         #[arg(long, default_value_t = 100)]
         debounce_ms: u64,
     },
+    /// Serve this project's memory to coding agents over the Model Context Protocol: on
+    /// stdin/stdout (what an agent's MCP config runs), or with --http on Streamable HTTP at
+    /// /mcp. `zblade mcp install CLIENT` writes an agent's config. See docs/MCP.md.
+    Mcp(McpArgs),
+    /// Keep this project's engine warm for agent hooks and `zblade context`: the embedding model
+    /// and tokenizer stay loaded, and short-lived zblade processes ask this one over a private
+    /// local socket instead of loading them each time (the desktop app does the same while it
+    /// has the project open). Ctrl-C stops.
+    Serve,
+    /// Agent hooks: commands an agent runs on events (Claude Code's UserPromptSubmit and Stop).
+    #[command(subcommand)]
+    Hooks(HooksCommand),
+    /// Run by an agent's hook, not by people: reads the event (JSON) on stdin. `prompt` prints
+    /// the packed context for the prompt; `stop` imports the finished turn.
+    #[command(hide = true)]
+    Hook {
+        /// prompt or stop.
+        #[arg(value_enum)]
+        event: HookEvent,
+    },
+}
+
+/// `zblade mcp` arguments.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct McpArgs {
+    /// Install or inspect client configurations.
+    #[command(subcommand)]
+    pub command: Option<McpCommand>,
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765).
+    /// Loopback unless a token is set; browsers' cross-site requests are refused (Origin).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// Bearer token every HTTP request must carry. Default: ZBLADE_MCP_TOKEN, else mcp.token
+    /// in settings, else none.
+    #[arg(long, value_name = "TOKEN", env = "ZBLADE_MCP_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Print the tool definitions (what tools/list returns) and exit.
+    #[arg(long)]
+    pub list_tools: bool,
+}
+
+/// `zblade mcp …`
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Add zblade's MCP server to a client's configuration (merged into what is there; run
+    /// again, it changes nothing): claude-code (.mcp.json), cursor (.cursor/mcp.json), codex
+    /// (~/.codex/config.toml), vscode (.vscode/mcp.json).
+    Install {
+        /// claude-code, cursor, codex or vscode.
+        client: String,
+        /// project: a file in this project (shared through the repository); user: the
+        /// client's file in your home. Default: project (codex: user).
+        #[arg(long, value_enum)]
+        scope: Option<ScopeArg>,
+        /// Print what would be written; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Clients found on this machine and whether zblade is in their configuration.
+    Clients,
+}
+
+/// `zblade hooks …`
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Add zblade's hooks to an agent (claude-code): packed context with every prompt, and the
+    /// finished turn imported when the agent stops. Merged into its settings; other hooks kept.
+    Install {
+        /// claude-code.
+        agent: String,
+        /// project (.claude/settings.json, the default) or user (~/.claude/settings.json).
+        #[arg(long, value_enum, default_value_t = ScopeArg::Project)]
+        scope: ScopeArg,
+        /// Print what would be written; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+/// Whose configuration file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScopeArg {
+    /// A file inside the project.
+    Project,
+    /// A file in your home.
+    User,
+}
+
+/// The agent events zblade's hooks handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HookEvent {
+    /// A prompt was submitted: print context for it.
+    Prompt,
+    /// The agent finished a turn: import it.
+    Stop,
 }
 
 /// Where a migration goes and how it asks.

@@ -63,6 +63,14 @@ fn report(err: &Error, json: bool) {
 
 /// Runs one command: a dispatch to its module in `commands/`.
 fn run(cli: Cli) -> Result<ExitCode, Error> {
+    // The MCP server over stdio owns standard output: nothing else may hold or write to it.
+    if let Command::Mcp(args) = &cli.command
+        && args.command.is_none()
+        && !args.list_tools
+    {
+        commands::mcp::serve(&project_root(cli.project.as_deref())?, args)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let stdout = std::io::stdout();
     let mut cx = Ctx {
         root: project_root(cli.project.as_deref())?,
@@ -95,6 +103,10 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Refs(command) => commands::refs::run(cx, command)?,
         Command::Import(args) => commands::import::run(cx, args)?,
         Command::Watch { debounce_ms } => commands::watch::run(cx, debounce_ms)?,
+        Command::Mcp(args) => commands::mcp::run(cx, args)?,
+        Command::Serve => commands::serve::run(cx)?,
+        Command::Hooks(command) => commands::mcp::hooks(cx, command)?,
+        Command::Hook { event } => commands::hook::run(cx, event)?,
     }
     cx.out.flush()?;
     Ok(ExitCode::SUCCESS)

@@ -1157,3 +1157,51 @@ impl Render for Imported<'_> {
         Ok(())
     }
 }
+
+/// What `zblade mcp install` and `zblade hooks install` wrote.
+#[derive(Serialize)]
+pub struct ConfigWritten(pub zblade_mcp::install::Written);
+
+impl Render for ConfigWritten {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        let w = &self.0;
+        if w.dry_run {
+            line!(out, "# {} ({}; dry run, nothing written)", w.file.display(), w.change)?;
+            write!(out.w, "{}", w.text).map_err(io)
+        } else {
+            line!(out, "{}: {} {}", w.client, w.change, w.file.display())
+        }
+    }
+}
+
+/// `zblade mcp clients`.
+#[derive(Serialize)]
+pub struct Clients(pub Vec<zblade_mcp::install::DetectedClient>);
+
+impl Render for Clients {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        line!(out, "{:<12} {:<10} {:<16} {}", "CLIENT", "INSTALLED", "PROJECT CONFIG", "USER CONFIG")?;
+        let yes = |b: bool| if b { "zblade" } else { "-" };
+        for c in &self.0 {
+            line!(
+                out,
+                "{:<12} {:<10} {:<16} {}",
+                c.client,
+                if c.installed { "yes" } else { "no" },
+                yes(c.in_project),
+                yes(c.in_user)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A pack as a warm engine rendered it.
+#[derive(Serialize)]
+pub struct WarmText(pub String);
+
+impl Render for WarmText {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        write!(out.w, "{}", self.0).map_err(io)
+    }
+}

@@ -82,12 +82,16 @@ impl PathGuard {
     /// Checks a normalised project-relative path (`src/a.rs`); the reason on refusal.
     pub fn check(&self, relative: &str) -> Result<(), String> {
         let parts: Vec<&str> = relative.split('/').filter(|p| !p.is_empty()).collect();
-        if let Some(dir) = parts.iter().find(|p| PROTECTED_DIRS.contains(p)) {
+        // Names are compared folded: case-insensitive file systems (macOS, Windows) open
+        // `.GIT/config` and `.Env` as `.git/config` and `.env`, and Windows drops trailing dots
+        // and spaces (`.env.` is `.env`).
+        let folded: Vec<String> = parts.iter().map(|p| fold_name(p)).collect();
+        if let Some(dir) = folded.iter().find(|p| PROTECTED_DIRS.contains(&p.as_str())) {
             return Err(format!(
                 "{relative:?} is inside `{dir}/`, which zblade never reads as project code"
             ));
         }
-        let name = parts.last().copied().unwrap_or_default();
+        let name = folded.last().map(String::as_str).unwrap_or_default();
         let template = TEMPLATE_SUFFIXES.iter().any(|s| name.ends_with(s));
         if !template && let Some(pattern) = SECRET_NAMES.iter().find(|p| glob(p.as_bytes(), name.as_bytes())) {
             return Err(format!(
@@ -97,10 +101,12 @@ impl PathGuard {
         for pattern in &self.extra {
             // A pattern with a `/` names a path from the project root; one without, a file name
             // anywhere (as in .gitignore).
+            let folded_path = folded.join("/");
             let hit = if pattern.contains('/') {
-                glob(pattern.as_bytes(), relative.as_bytes())
+                glob(pattern.as_bytes(), relative.as_bytes()) || glob(pattern.as_bytes(), folded_path.as_bytes())
             } else {
                 parts.iter().any(|p| glob(pattern.as_bytes(), p.as_bytes()))
+                    || folded.iter().any(|p| glob(pattern.as_bytes(), p.as_bytes()))
             };
             if hit {
                 return Err(format!(
@@ -110,6 +116,11 @@ impl PathGuard {
         }
         Ok(())
     }
+}
+
+/// A file name as a case-insensitive file system that drops trailing dots and spaces sees it.
+fn fold_name(name: &str) -> String {
+    name.trim_end_matches(['.', ' ']).to_lowercase()
 }
 
 /// Checks `relative` against the built-in rules only (when no project settings are at hand).
@@ -160,6 +171,14 @@ mod tests {
             ".zblade/config/settings.json",
             ".npmrc",
             "infra/prod.tfvars",
+            // Case folding and trailing dots (what macOS and Windows open).
+            ".GIT/config",
+            ".Env",
+            ".env.",
+            ".env .",
+            "certs/SERVER.PEM",
+            ".zblade./settings.json",
+            "ID_RSA",
         ] {
             assert!(guard.check(bad).is_err(), "{bad} was accepted");
         }

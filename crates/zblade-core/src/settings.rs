@@ -47,6 +47,8 @@ pub struct Settings {
     pub search: SearchSettings,
     /// Which coding agents' sessions are imported automatically.
     pub import: ImportSettings,
+    /// `mcp`: the MCP server.
+    pub mcp: McpSettings,
     /// Fields this version does not know; written back unchanged.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -197,6 +199,20 @@ pub struct PrivacySettings {
     /// `*.secret` (a file name anywhere) or `config/prod/*` (a path from the project root).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub secret_files: Vec<String>,
+    /// Unknown fields.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `mcp`: zblade's MCP server (`zblade mcp`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct McpSettings {
+    /// A bearer token `zblade mcp --http` requires of every request (`--token` and
+    /// `ZBLADE_MCP_TOKEN` override it). Empty: none on loopback; binding beyond loopback
+    /// needs one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub token: String,
     /// Unknown fields.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -21,6 +21,7 @@ mod compressor;
 mod context;
 mod documents;
 mod extract;
+mod files;
 mod fsck;
 mod import;
 mod lock;
@@ -38,12 +39,15 @@ mod storage;
 mod summaries;
 mod time;
 mod watch;
+#[cfg(unix)]
+pub mod warm;
 
 pub use code::CodeIndexReport;
 pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus, gguf_dir};
 pub use context::{ContextRequest, ContextResult, ContextTimings, DEFAULT_BUDGET, MAX_QUERY_CHARS, RECENT_WINDOW};
 pub use documents::{DOCUMENT_SOURCE, DocumentsAdded};
 pub use extract::ExtractReport;
+pub use files::{DEFAULT_READ_LINES, MAX_READ_BYTES, ProjectFile};
 pub use fsck::{FsckReport, Problem, ProblemKind};
 pub use import::{ImportProgress, ImportReport, ImportRequest, ImportSource, ImportedConversation, detect_agents};
 pub use migrate::{

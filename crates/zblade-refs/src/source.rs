@@ -102,24 +102,67 @@ pub fn read_project_file_guarded(root: &Path, relative: &str, guard: &PathGuard)
         guard.check(&real).map_err(ReadError::Protected)?;
     }
     let path = root.join(&normal);
-    let meta = match std::fs::metadata(&path) {
-        Ok(meta) if meta.is_file() => meta,
+    // Only regular files are opened (opening a FIFO would block).
+    match std::fs::metadata(&path) {
+        Ok(meta) if meta.is_file() => {}
         Ok(_) => return Err(ReadError::NotFound),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadError::NotFound),
         Err(e) => return Err(ReadError::Io(e.to_string())),
+    }
+    let io = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::NotFound => ReadError::NotFound,
+        _ => ReadError::Io(e.to_string()),
     };
+    let file = std::fs::File::open(&path).map_err(io)?;
+    // The checks above looked at the path; a symlink swapped in between them and the open
+    // would lead elsewhere. So what was opened is checked again.
+    check_opened(root, &normal, &file, guard)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(ReadError::NotFound);
+    }
     if meta.len() > MAX_FILE_BYTES {
         return Err(ReadError::TooLarge(meta.len()));
     }
-    let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ReadError::NotFound,
-        _ => ReadError::Io(e.to_string()),
-    })?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    std::io::Read::read_to_end(&mut std::io::Read::take(&file, MAX_FILE_BYTES + 1), &mut bytes).map_err(io)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ReadError::TooLarge(bytes.len() as u64));
+    }
     // Git's heuristic: a NUL byte in the first 8 KB means binary.
     if bytes.iter().take(8000).any(|b| *b == 0) {
         return Err(ReadError::Binary);
     }
     Ok(SourceFile::from_bytes(bytes))
+}
+
+/// Checks the file actually opened: on Linux its real path (`/proc/self/fd`) must lie inside the
+/// project and pass the guard; elsewhere it must be the same file (device and inode) as the one
+/// the path resolves to now.
+fn check_opened(root: &Path, relative: &str, file: &std::fs::File, guard: &PathGuard) -> Result<(), ReadError> {
+    let outside = || ReadError::OutsideProject(format!("{relative:?} changed while it was opened"));
+    let root = root.canonicalize().map_err(|e| ReadError::Io(e.to_string()))?;
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        if let Ok(real) = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
+            let inner = real.strip_prefix(&root).map_err(|_| outside())?;
+            let inner = inner.to_string_lossy().replace('\\', "/");
+            return guard.check(&inner).map_err(ReadError::Protected);
+        }
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let opened = file.metadata().map_err(|e| ReadError::Io(e.to_string()))?;
+        let real = root.join(relative).canonicalize().map_err(|_| outside())?;
+        let now = std::fs::metadata(&real).map_err(|_| outside())?;
+        if !real.starts_with(&root) || (now.dev(), now.ino()) != (opened.dev(), opened.ino()) {
+            return Err(outside());
+        }
+    }
+    let _ = (file, guard);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,12 +1,36 @@
-//! `zblade context QUERY…`: the memory most useful for a query, packed into a budget.
+//! `zblade context QUERY…`: the memory most useful for a query, packed into a budget. Asked of
+//! the warm engine (the app or `zblade serve`) when one runs, else assembled in this process.
 
+use std::time::Duration;
+
+use zblade_engine::warm::{self, WarmRequest};
 use zblade_engine::{ContextRequest, Error};
 
 use super::Ctx;
 use crate::cli::ContextArgs;
-use crate::render::Assembled;
+use crate::render::{Assembled, WarmText};
+
+/// How long a warm engine may take before this process does the work itself.
+pub(crate) const WARM_TIMEOUT: Duration = Duration::from_secs(20);
 
 pub(crate) fn run(cx: &mut Ctx, args: ContextArgs) -> Result<(), Error> {
+    // Plain text is all a warm engine sends back; the receipt and --json need the whole result.
+    if !args.receipt && !cx.json {
+        let request = WarmRequest {
+            query: args.query.join(" "),
+            budget: args.budget,
+            conversation: args.conversation.clone(),
+            format: args.format.into(),
+            tier: args.tier.into(),
+        };
+        if let Some(answer) = warm::ask(&cx.root, &request, WARM_TIMEOUT) {
+            let answer = answer.map_err(Error::Usage)?;
+            for notice in &answer.notices {
+                cx.notice(notice);
+            }
+            return cx.out.print(&WarmText(answer.text));
+        }
+    }
     let project = cx.open()?;
     let request = ContextRequest {
         query: args.query.join(" "),

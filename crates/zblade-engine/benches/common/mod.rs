@@ -75,7 +75,8 @@ pub fn write_section(key: &str, title: &str, bench: &str, body: &str) {
         ("", "release build")
     };
     let section = format!(
-        "{start}\n## {title}\n\n`cargo bench -p zblade-engine --bench {bench}{flag}` — {date}, commit {commit}, {}, {build}.\n\n{body}{end}",
+        "{start}\n## {title}\n\n`cargo bench -p {} --bench {bench}{flag}` — {date}, commit {commit}, {}, {build}.\n\n{body}{end}",
+        env!("CARGO_PKG_NAME"),
         machine()
     );
     let updated = match (existing.find(&start), existing.find(&end)) {

@@ -1,0 +1,84 @@
+//! `zblade hook prompt|stop`: what an agent's hooks run (`zblade hooks install` writes them).
+//! The agent sends the event as JSON on stdin. A hook runs on every prompt, so it is quick and
+//! never stands in the user's way: whatever goes wrong, it says so in one line on stderr and
+//! exits 0 — the prompt goes through without memory rather than not at all.
+//!
+//! - `prompt` (Claude Code's `UserPromptSubmit`): prints the packed context for the prompt,
+//!   which the agent adds to what the model reads — no tool call needed;
+//! - `stop` (Claude Code's `Stop`): imports the session's transcript (only what is new).
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use zblade_engine::warm::{self, WarmRequest};
+use zblade_engine::{Error, ImportRequest, ImportSource};
+
+use super::context::WARM_TIMEOUT;
+
+use super::Ctx;
+use crate::cli::HookEvent;
+
+/// The most of an event read from stdin.
+const MAX_EVENT_BYTES: u64 = 1024 * 1024;
+/// The context budget of a prompt hook: it rides along with every prompt.
+pub(crate) const HOOK_BUDGET: usize = 2_000;
+
+pub(crate) fn run(cx: &mut Ctx, event: HookEvent) -> Result<(), Error> {
+    let outcome = read_event().and_then(|event_json| match event {
+        HookEvent::Prompt => prompt(cx, &event_json),
+        HookEvent::Stop => stop(cx, &event_json),
+    });
+    if let Err(e) = outcome {
+        eprintln!("zblade hook: {e}");
+    }
+    Ok(())
+}
+
+fn read_event() -> Result<serde_json::Value, Error> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .take(MAX_EVENT_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io("<stdin>", e))?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::Usage(format!("the hook event on stdin is not JSON: {e}")))
+}
+
+fn prompt(cx: &mut Ctx, event: &serde_json::Value) -> Result<(), Error> {
+    let Some(prompt) = event.get("prompt").and_then(|p| p.as_str()).filter(|p| !p.trim().is_empty()) else {
+        return Ok(()); // nothing asked, nothing to add
+    };
+    let request = WarmRequest {
+        query: prompt.to_string(),
+        budget: Some(HOOK_BUDGET),
+        conversation: None,
+        format: Default::default(),
+        tier: Default::default(),
+    };
+    // The warm engine when one runs (the app, `zblade serve`); else this process does it.
+    let answer = match warm::ask(&cx.root, &request, WARM_TIMEOUT) {
+        Some(answer) => answer.map_err(Error::Usage)?,
+        None => request.run(&cx.open()?).map_err(Error::Usage)?,
+    };
+    if answer.entries > 0 {
+        println!("{}\n{}", zblade_mcp::DATA_NOTICE, answer.text);
+    }
+    Ok(())
+}
+
+fn stop(cx: &mut Ctx, event: &serde_json::Value) -> Result<(), Error> {
+    let Some(transcript) = event.get("transcript_path").and_then(|p| p.as_str()) else {
+        return Err(Error::Usage("the Stop event names no transcript_path".into()));
+    };
+    let transcript = PathBuf::from(transcript);
+    // The path comes from the agent: only an existing JSONL transcript file is read.
+    let is_transcript = transcript.extension().is_some_and(|e| e == "jsonl")
+        && std::fs::metadata(&transcript).is_ok_and(|m| m.is_file());
+    if !is_transcript {
+        return Err(Error::Usage(format!("{} is not a session transcript (.jsonl file)", transcript.display())));
+    }
+    let mut project = cx.open()?;
+    let mut request = ImportRequest::new(ImportSource::ClaudeCode);
+    request.paths = vec![transcript];
+    project.import(&request, &mut |_, _, _| {})?;
+    Ok(())
+}

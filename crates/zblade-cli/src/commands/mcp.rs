@@ -1,0 +1,111 @@
+//! `zblade mcp` (serve over stdio or HTTP), `zblade mcp install CLIENT`, `zblade mcp clients`
+//! and `zblade hooks install AGENT`. The server and the config writers are in zblade-mcp;
+//! this file reads arguments and prints.
+
+use std::path::Path;
+
+use zblade_engine::{Error, Project};
+use zblade_mcp::install::{self, Client, Launch, Places, Scope};
+
+use super::Ctx;
+use crate::cli::{HooksCommand, McpArgs, McpCommand, ScopeArg};
+use crate::render::{Clients, ConfigWritten};
+
+/// Serves MCP until the client disconnects (stdio) or Ctrl-C (HTTP). Writes only protocol
+/// messages to stdout; everything for people goes to stderr.
+pub(crate) fn serve(root: &Path, args: &McpArgs) -> Result<(), Error> {
+    let project = Project::open(root)?;
+    let settings_token = project.settings().mcp.token.clone();
+    let memory = zblade_mcp::Memory::new(project);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("<tokio runtime>", e))?;
+    let failed = |e: String| Error::Usage(e);
+    match args.http {
+        None => runtime.block_on(zblade_mcp::serve_stdio(memory)).map_err(failed),
+        Some(addr) => runtime.block_on(async {
+            let token = args.token.clone().or((!settings_token.is_empty()).then_some(settings_token));
+            let has_token = token.is_some();
+            let listening = zblade_mcp::http::serve(memory, zblade_mcp::http::HttpOptions { addr, token })
+                .await
+                .map_err(failed)?;
+            eprintln!(
+                "zblade: MCP for {} on http://{}/mcp{} (Ctrl-C stops)",
+                root.display(),
+                listening.addr,
+                if has_token { ", bearer token required" } else { "" }
+            );
+            let stop = listening.stop.clone();
+            tokio::spawn(async move {
+                let _ = tokio::signal::ctrl_c().await;
+                stop.cancel();
+            });
+            listening.wait().await.map_err(failed)
+        }),
+    }
+}
+
+pub(crate) fn run(cx: &mut Ctx, args: McpArgs) -> Result<(), Error> {
+    match args.command {
+        None => {
+            // --list-tools (serving never gets here).
+            let tools = zblade_mcp::tool_definitions();
+            let text = serde_json::to_string_pretty(&tools).expect("JSON serialises");
+            println!("{text}");
+            Ok(())
+        }
+        Some(McpCommand::Clients) => cx.out.print(&Clients(install::detect(&cx.root, &Places::from_env()))),
+        Some(McpCommand::Install { client, scope, dry_run }) => {
+            let client = Client::parse(&client).ok_or_else(|| {
+                Error::Usage(format!("unknown client {client:?}; choose claude-code, cursor, codex or vscode"))
+            })?;
+            let scope = match scope {
+                Some(scope) => scope.into(),
+                // Codex reads project files only in trusted projects; its user file always works.
+                None if client == Client::Codex => Scope::User,
+                None => Scope::Project,
+            };
+            let root = project_root(cx)?;
+            let launch = Launch::for_project(&zblade_executable()?, &root);
+            let written = install::install(client, scope, &root, &Places::from_env(), &launch, dry_run)
+                .map_err(Error::Usage)?;
+            cx.out.print(&ConfigWritten(written))
+        }
+    }
+}
+
+pub(crate) fn hooks(cx: &mut Ctx, command: HooksCommand) -> Result<(), Error> {
+    let HooksCommand::Install { agent, scope, dry_run } = command;
+    if agent != "claude-code" {
+        return Err(Error::Usage(format!(
+            "hooks are written for claude-code only (got {agent:?}); other agents use `zblade mcp install`"
+        )));
+    }
+    let root = project_root(cx)?;
+    let written = install::install_claude_hooks(scope.into(), &root, &Places::from_env(), &zblade_executable()?, dry_run)
+        .map_err(Error::Usage)?;
+    cx.out.print(&ConfigWritten(written))
+}
+
+/// The project's root, which must hold `.zblade/` (a config pointing at no memory helps nobody).
+fn project_root(cx: &Ctx) -> Result<std::path::PathBuf, Error> {
+    let project = cx.open()?;
+    let root = project.layout().root();
+    Ok(root.canonicalize().unwrap_or_else(|_| root.to_path_buf()))
+}
+
+/// This `zblade` executable's absolute path: what a client's config runs.
+fn zblade_executable() -> Result<std::path::PathBuf, Error> {
+    std::env::current_exe().map_err(|e| Error::io("<current executable>", e))
+}
+
+impl From<ScopeArg> for Scope {
+    fn from(scope: ScopeArg) -> Scope {
+        match scope {
+            ScopeArg::Project => Scope::Project,
+            ScopeArg::User => Scope::User,
+        }
+    }
+}

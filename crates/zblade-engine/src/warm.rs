@@ -1,0 +1,217 @@
+//! The warm engine: a long-running zblade (the desktop app, or `zblade serve`) answers context
+//! requests from short-lived processes over a Unix socket. An agent's prompt hook starts a new
+//! `zblade` process per prompt; cold, that process spends most of its time loading the
+//! embedding model and the tokenizer for a job of a few milliseconds. Asked over the socket, the
+//! engine that already has them loaded answers instead, and the process only prints.
+//!
+//! One socket per project, named by a hash of the project's canonical root, in a folder only
+//! this user can enter (`$XDG_RUNTIME_DIR/zblade-UID`, else the temporary folder): the folder is
+//! created 0700 and refused when it is anyone else's or open to others, and the socket is 0600.
+//! A request is one JSON line (at most [`MAX_REQUEST`] bytes), the answer one JSON line.
+//! Whatever fails — no engine running, a stale socket, a timeout — [`ask`] returns `None` and the
+//! caller does the work itself.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use zblade_context::{Format, Tier};
+
+use crate::{ContextRequest, Project};
+
+/// The most a request may hold.
+pub const MAX_REQUEST: u64 = 256 * 1024;
+
+/// A context request sent to a warm engine.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WarmRequest {
+    /// What the user asks.
+    pub query: String,
+    /// Token budget (`None`: the project's `context.max_tokens`).
+    pub budget: Option<usize>,
+    /// The conversation the user is in.
+    pub conversation: Option<String>,
+    /// Output format.
+    pub format: Format,
+    /// Reading model tier.
+    pub tier: Tier,
+}
+
+/// A warm engine's answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WarmAnswer {
+    /// The rendered pack (empty when nothing was packed).
+    pub text: String,
+    /// Entries packed.
+    pub entries: usize,
+    /// Notices for the user (a mode that could not run, a cut query).
+    pub notices: Vec<String>,
+}
+
+impl WarmRequest {
+    /// Runs the request on `project`.
+    pub fn run(&self, project: &Project) -> Result<WarmAnswer, String> {
+        let request = ContextRequest {
+            query: self.query.clone(),
+            budget: self.budget.unwrap_or(project.settings().context.max_tokens as usize),
+            conversation: self.conversation.clone(),
+            format: self.format,
+            tier: self.tier,
+            mode: None,
+        };
+        let result = project.context(&request).map_err(|e| e.to_string())?;
+        Ok(WarmAnswer {
+            entries: result.pack.entries.len(),
+            text: result.pack.text,
+            notices: result.notices,
+        })
+    }
+}
+
+/// The socket of the project at `root`, in this user's private folder; `None` when no such
+/// folder can be had safely.
+pub fn socket_path(root: &Path) -> Option<PathBuf> {
+    let root = root.canonicalize().ok()?;
+    let uid = std::fs::metadata("/proc/self").map(|m| m.uid()).ok().or_else(|| {
+        std::env::var_os("HOME").and_then(|home| std::fs::metadata(home).ok()).map(|m| m.uid())
+    })?;
+    let base = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = base.join(format!("zblade-{uid}"));
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(_) => return None,
+    }
+    // Someone else's folder, or one others can enter, could hold a socket that impersonates
+    // the engine: not used.
+    let meta = std::fs::symlink_metadata(&dir).ok()?;
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+        return None;
+    }
+    let hash = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());
+    Some(dir.join(format!("{hash:016x}.sock")))
+}
+
+/// Asks the warm engine of the project at `root`; `None` when none answers within `timeout`
+/// (the caller then works in-process). `Some(Err)` is the engine's own error for the request.
+pub fn ask(root: &Path, request: &WarmRequest, timeout: Duration) -> Option<Result<WarmAnswer, String>> {
+    let socket = socket_path(root)?;
+    let mut stream = UnixStream::connect(&socket).ok()?;
+    stream.set_read_timeout(Some(timeout)).ok()?;
+    stream.set_write_timeout(Some(timeout)).ok()?;
+    let mut line = serde_json::to_vec(request).ok()?;
+    line.push(b'\n');
+    stream.write_all(&line).ok()?;
+    let mut answer = String::new();
+    BufReader::new(stream.take(64 * 1024 * 1024)).read_line(&mut answer).ok()?;
+    serde_json::from_str::<Result<WarmAnswer, String>>(&answer).ok()
+}
+
+/// A warm engine listening for this project. Dropping it stops answering and removes the socket.
+pub struct WarmServer {
+    socket: PathBuf,
+}
+
+impl Drop for WarmServer {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+impl WarmServer {
+    /// Where it listens.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+}
+
+/// Starts answering requests for the project at `root` on a thread: `handle` runs each one
+/// (it locks whatever holds the project). Fails when another engine already answers there.
+pub fn serve(
+    root: &Path,
+    handle: impl Fn(WarmRequest) -> Result<WarmAnswer, String> + Send + 'static,
+) -> std::io::Result<WarmServer> {
+    let socket = socket_path(root)
+        .ok_or_else(|| std::io::Error::other("no private folder for the engine's socket"))?;
+    if UnixStream::connect(&socket).is_ok() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AddrInUse,
+            format!("another zblade already serves this project ({})", socket.display()),
+        ));
+    }
+    let _ = std::fs::remove_file(&socket); // left by an engine that crashed
+    let listener = UnixListener::bind(&socket)?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
+    std::thread::Builder::new().name("zblade-warm".into()).spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            answer(stream, &handle);
+        }
+    })?;
+    Ok(WarmServer { socket })
+}
+
+/// Reads one request from `stream`, writes one answer.
+fn answer(stream: UnixStream, handle: &impl Fn(WarmRequest) -> Result<WarmAnswer, String>) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let Ok(mut writer) = stream.try_clone() else { return };
+    let mut line = String::new();
+    let read = BufReader::new(stream.take(MAX_REQUEST)).read_line(&mut line);
+    let outcome = match read {
+        Ok(_) if line.ends_with('\n') => match serde_json::from_str::<WarmRequest>(&line) {
+            Ok(request) => handle(request),
+            Err(e) => Err(format!("bad request: {e}")),
+        },
+        _ => Err("the request was too long, cut short or not UTF-8".to_string()),
+    };
+    let mut out = serde_json::to_vec(&outcome).unwrap_or_default();
+    out.push(b'\n');
+    let _ = writer.write_all(&out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_answered_over_the_socket_and_garbage_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let server = serve(root.path(), |request| {
+            Ok(WarmAnswer {
+                text: format!("packed for {}", request.query),
+                entries: 1,
+                notices: Vec::new(),
+            })
+        })
+        .unwrap();
+        let mode = std::fs::metadata(server.socket()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let request = WarmRequest {
+            query: "refresh tokens".into(),
+            budget: Some(500),
+            conversation: None,
+            format: Format::Xml,
+            tier: Tier::Balanced,
+        };
+        let answer = ask(root.path(), &request, Duration::from_secs(5)).unwrap().unwrap();
+        assert_eq!(answer.text, "packed for refresh tokens");
+        assert!(serve(root.path(), |_| Err("x".into())).is_err(), "a second engine took the socket");
+
+        let mut raw = UnixStream::connect(server.socket()).unwrap();
+        raw.write_all(b"{not json}\n").unwrap();
+        let mut reply = String::new();
+        BufReader::new(raw).read_line(&mut reply).unwrap();
+        assert!(reply.contains("bad request"), "{reply}");
+
+        let socket = server.socket().to_path_buf();
+        drop(server);
+        assert!(!socket.exists());
+        assert!(ask(root.path(), &request, Duration::from_secs(1)).is_none());
+    }
+}

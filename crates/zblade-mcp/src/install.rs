@@ -1,0 +1,471 @@
+//! Pointing agents at zblade: their MCP configuration (`zblade mcp install CLIENT`) and, for
+//! agents that run commands on events, hooks (`zblade hooks install claude-code`).
+//!
+//! Each writer merges one entry into the client's own file in the client's documented format,
+//! keeping everything else that is there (other servers, comments in Codex's TOML); running it
+//! twice changes nothing; a file that does not parse is left alone with an error naming it; the
+//! write is atomic (a temporary file renamed over the old one).
+//!
+//! | client      | project scope            | user scope                                   | format |
+//! |-------------|--------------------------|----------------------------------------------|--------|
+//! | claude-code | `.mcp.json`              | `~/.claude.json`                             | `mcpServers.zblade = {type: "stdio", command, args}` |
+//! | cursor      | `.cursor/mcp.json`       | `~/.cursor/mcp.json`                         | `mcpServers.zblade = {command, args}` |
+//! | vscode      | `.vscode/mcp.json`       | `$XDG_CONFIG_HOME/Code/User/mcp.json`        | `servers.zblade = {type: "stdio", command, args}` |
+//! | codex       | `.codex/config.toml`     | `$CODEX_HOME/config.toml` (`~/.codex`)       | `[mcp_servers.zblade] command, args` |
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+/// The name zblade's entries go under.
+pub const SERVER_NAME: &str = "zblade";
+
+/// Agents whose MCP configuration zblade can write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Client {
+    /// Anthropic's Claude Code.
+    ClaudeCode,
+    /// Cursor.
+    Cursor,
+    /// OpenAI's Codex CLI.
+    Codex,
+    /// Visual Studio Code (Copilot agent mode).
+    VsCode,
+}
+
+impl Client {
+    /// Every client, in the order they are listed.
+    pub const ALL: [Client; 4] = [Client::ClaudeCode, Client::Cursor, Client::Codex, Client::VsCode];
+
+    /// The name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Client::ClaudeCode => "claude-code",
+            Client::Cursor => "cursor",
+            Client::Codex => "codex",
+            Client::VsCode => "vscode",
+        }
+    }
+
+    /// The client named `name`.
+    pub fn parse(name: &str) -> Option<Client> {
+        Client::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
+    /// The folder in `home` whose presence says the client is installed for this user.
+    fn marker(self, places: &Places) -> PathBuf {
+        match self {
+            Client::ClaudeCode => places.home.join(".claude"),
+            Client::Cursor => places.home.join(".cursor"),
+            Client::Codex => places.codex_home.clone(),
+            Client::VsCode => places.config_home.join("Code"),
+        }
+    }
+
+    /// The configuration file for `scope`.
+    pub fn config_file(self, scope: Scope, project: &Path, places: &Places) -> PathBuf {
+        match (self, scope) {
+            (Client::ClaudeCode, Scope::Project) => project.join(".mcp.json"),
+            (Client::ClaudeCode, Scope::User) => places.home.join(".claude.json"),
+            (Client::Cursor, Scope::Project) => project.join(".cursor/mcp.json"),
+            (Client::Cursor, Scope::User) => places.home.join(".cursor/mcp.json"),
+            (Client::Codex, Scope::Project) => project.join(".codex/config.toml"),
+            (Client::Codex, Scope::User) => places.codex_home.join("config.toml"),
+            (Client::VsCode, Scope::Project) => project.join(".vscode/mcp.json"),
+            (Client::VsCode, Scope::User) => places.config_home.join("Code/User/mcp.json"),
+        }
+    }
+}
+
+/// Whose configuration: the project's (shared through the repository) or the user's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// A file inside the project.
+    Project,
+    /// A file in the user's home.
+    User,
+}
+
+/// Where the user's files are (the process's environment, or a test's folders).
+#[derive(Debug, Clone)]
+pub struct Places {
+    /// `$HOME`.
+    pub home: PathBuf,
+    /// `$CODEX_HOME`, else `~/.codex`.
+    pub codex_home: PathBuf,
+    /// `$XDG_CONFIG_HOME`, else `~/.config`.
+    pub config_home: PathBuf,
+}
+
+impl Places {
+    /// From this process's environment.
+    pub fn from_env() -> Places {
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        Places {
+            codex_home: var("CODEX_HOME").unwrap_or_else(|| home.join(".codex")),
+            config_home: var("XDG_CONFIG_HOME").unwrap_or_else(|| home.join(".config")),
+            home,
+        }
+    }
+}
+
+/// The command a client runs to start zblade's server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    /// The `zblade` executable (absolute, so the client needs no `PATH`).
+    pub command: String,
+    /// `mcp --project ROOT`.
+    pub args: Vec<String>,
+}
+
+impl Launch {
+    /// `command mcp --project root`.
+    pub fn for_project(command: &Path, root: &Path) -> Launch {
+        Launch {
+            command: command.to_string_lossy().into_owned(),
+            args: vec!["mcp".into(), "--project".into(), root.to_string_lossy().into_owned()],
+        }
+    }
+}
+
+/// What a writer did (or, in a dry run, would do).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Written {
+    /// The client or agent, as on the command line.
+    pub client: String,
+    /// The file.
+    pub file: PathBuf,
+    /// `created`, `updated` or `unchanged`.
+    pub change: &'static str,
+    /// The file's whole new text.
+    #[serde(skip)]
+    pub text: String,
+    /// Whether the file was left as it was because this was a dry run.
+    pub dry_run: bool,
+}
+
+/// A client detected on this machine, and whether zblade is in its configuration.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DetectedClient {
+    /// The client, as on the command line.
+    pub client: String,
+    /// Its folder exists in the user's home.
+    pub installed: bool,
+    /// The project-scope file names zblade's server.
+    pub in_project: bool,
+    /// The user-scope file names zblade's server.
+    pub in_user: bool,
+}
+
+/// Every client: installed or not, and where zblade is configured.
+pub fn detect(project: &Path, places: &Places) -> Vec<DetectedClient> {
+    Client::ALL
+        .into_iter()
+        .map(|client| {
+            let has = |scope| configured(client, &client.config_file(scope, project, places));
+            DetectedClient {
+                client: client.as_str().into(),
+                installed: client.marker(places).is_dir(),
+                in_project: has(Scope::Project),
+                in_user: has(Scope::User),
+            }
+        })
+        .collect()
+}
+
+fn configured(client: Client, file: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return false;
+    };
+    match client {
+        Client::Codex => text
+            .parse::<toml_edit::DocumentMut>()
+            .is_ok_and(|doc| doc.get("mcp_servers").and_then(|s| s.get(SERVER_NAME)).is_some()),
+        _ => serde_json::from_str::<Value>(&text)
+            .is_ok_and(|v| v.get(json_key(client)).and_then(|s| s.get(SERVER_NAME)).is_some()),
+    }
+}
+
+fn json_key(client: Client) -> &'static str {
+    if client == Client::VsCode { "servers" } else { "mcpServers" }
+}
+
+/// Adds (or updates) zblade's server in `client`'s configuration for `scope`.
+pub fn install(client: Client, scope: Scope, project: &Path, places: &Places, launch: &Launch, dry_run: bool) -> Result<Written, String> {
+    let file = client.config_file(scope, project, places);
+    let old = read_existing(&file)?;
+    let text = match client {
+        Client::Codex => merge_toml(old.as_deref().unwrap_or(""), launch).map_err(|e| format!("{}: {e}", file.display()))?,
+        _ => {
+            let mut entry = Map::new();
+            if client != Client::Cursor {
+                entry.insert("type".into(), json!("stdio"));
+            }
+            entry.insert("command".into(), json!(launch.command));
+            entry.insert("args".into(), json!(launch.args));
+            merge_json(&file, old.as_deref(), &[json_key(client), SERVER_NAME], Value::Object(entry))?
+        }
+    };
+    finish(client.as_str(), file, old, text, dry_run)
+}
+
+/// The Claude Code hooks: context for each prompt (`zblade hook prompt`), and the finished
+/// turn imported when the agent stops (`zblade hook stop`).
+pub fn install_claude_hooks(scope: Scope, project: &Path, places: &Places, zblade: &Path, dry_run: bool) -> Result<Written, String> {
+    let file = match scope {
+        Scope::Project => project.join(".claude/settings.json"),
+        Scope::User => places.home.join(".claude/settings.json"),
+    };
+    let old = read_existing(&file)?;
+    let mut root: Value = match old.as_deref() {
+        Some(text) => parse_json_object(&file, text)?,
+        None => json!({}),
+    };
+    let command = |event: &str| format!("{} hook {event}", shell_quote(&zblade.to_string_lossy()));
+    let hooks = root
+        .as_object_mut()
+        .expect("checked to be an object")
+        .entry("hooks")
+        .or_insert_with(|| json!({}));
+    let Some(hooks) = hooks.as_object_mut() else {
+        return Err(format!("{}: `hooks` is not an object; fix it by hand first", file.display()));
+    };
+    for (event, ours, timeout) in [("UserPromptSubmit", command("prompt"), 10), ("Stop", command("stop"), 60)] {
+        let groups = hooks.entry(event).or_insert_with(|| json!([]));
+        let Some(groups) = groups.as_array_mut() else {
+            return Err(format!("{}: `hooks.{event}` is not a list; fix it by hand first", file.display()));
+        };
+        // Drop an earlier zblade hook (an older path to the executable), keep everyone else's.
+        for group in groups.iter_mut() {
+            if let Some(list) = group.get_mut("hooks").and_then(Value::as_array_mut) {
+                list.retain(|h| !is_zblade_hook(h));
+            }
+        }
+        groups.retain(|g| g.get("hooks").and_then(Value::as_array).is_none_or(|l| !l.is_empty()));
+        groups.push(json!({ "hooks": [{ "type": "command", "command": ours, "timeout": timeout }] }));
+    }
+    let text = format!("{}\n", serde_json::to_string_pretty(&root).expect("JSON serialises"));
+    finish("claude-code hooks", file, old, text, dry_run)
+}
+
+/// A hook entry zblade wrote: its command runs `… hook prompt` or `… hook stop` of a zblade.
+fn is_zblade_hook(hook: &Value) -> bool {
+    hook.get("command").and_then(Value::as_str).is_some_and(|c| {
+        (c.ends_with(" hook prompt") || c.ends_with(" hook stop")) && c.contains("zblade")
+    })
+}
+
+fn shell_quote(text: &str) -> String {
+    if text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c)) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+fn read_existing(file: &Path) -> Result<Option<String>, String> {
+    match std::fs::read_to_string(file) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", file.display())),
+    }
+}
+
+fn parse_json_object(file: &Path, text: &str) -> Result<Value, String> {
+    if text.trim().is_empty() {
+        return Ok(json!({}));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err(format!("{}: not a JSON object; left as it is", file.display())),
+        Err(e) => Err(format!(
+            "{}: not valid JSON (line {}, column {}: {e}); left as it is. Comments are not supported: \
+             remove them or add zblade's entry by hand (docs/MCP.md)",
+            file.display(),
+            e.line(),
+            e.column()
+        )),
+    }
+}
+
+/// `old` with `value` set at `path` (objects created on the way), pretty-printed.
+fn merge_json(file: &Path, old: Option<&str>, path: &[&str], value: Value) -> Result<String, String> {
+    let mut root = match old {
+        Some(text) => parse_json_object(file, text)?,
+        None => json!({}),
+    };
+    let mut node = &mut root;
+    for (i, key) in path.iter().enumerate() {
+        let Some(object) = node.as_object_mut() else {
+            return Err(format!("{}: `{}` is not an object; left as it is", file.display(), path[..i].join(".")));
+        };
+        node = if i + 1 == path.len() {
+            object.insert((*key).to_string(), value.clone());
+            break;
+        } else {
+            object.entry(*key).or_insert_with(|| json!({}))
+        };
+    }
+    Ok(format!("{}\n", serde_json::to_string_pretty(&root).expect("JSON serialises")))
+}
+
+/// Codex's TOML with `[mcp_servers.zblade]` set, comments and order elsewhere kept.
+fn merge_toml(old: &str, launch: &Launch) -> Result<String, String> {
+    let mut doc: toml_edit::DocumentMut = old.parse().map_err(|e| format!("not valid TOML: {e}; left as it is"))?;
+    let servers = doc
+        .entry("mcp_servers")
+        .or_insert_with(|| {
+            let mut table = toml_edit::Table::new();
+            table.set_implicit(true);
+            toml_edit::Item::Table(table)
+        })
+        .as_table_mut()
+        .ok_or("`mcp_servers` is not a table; left as it is")?;
+    let mut entry = toml_edit::Table::new();
+    entry["command"] = toml_edit::value(launch.command.as_str());
+    let mut args = toml_edit::Array::new();
+    for arg in &launch.args {
+        args.push(arg.as_str());
+    }
+    entry["args"] = toml_edit::value(args);
+    servers.insert(SERVER_NAME, toml_edit::Item::Table(entry));
+    Ok(doc.to_string())
+}
+
+fn finish(client: &str, file: PathBuf, old: Option<String>, text: String, dry_run: bool) -> Result<Written, String> {
+    let change = match &old {
+        None => "created",
+        Some(old) if *old == text => "unchanged",
+        Some(_) => "updated",
+    };
+    if !dry_run && change != "unchanged" {
+        write_atomic(&file, &text).map_err(|e| format!("{}: {e}", file.display()))?;
+    }
+    Ok(Written {
+        client: client.into(),
+        file,
+        change,
+        text,
+        dry_run,
+    })
+}
+
+/// Writes through a temporary file in the same folder, renamed over `file`: a crash leaves the
+/// old file or the new one, never half of one. The old file's permissions are kept.
+fn write_atomic(file: &Path, text: &str) -> std::io::Result<()> {
+    let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temp = dir.join(format!(".{name}.zblade-{}.tmp", std::process::id()));
+    std::fs::write(&temp, text)?;
+    if let Ok(meta) = std::fs::metadata(file) {
+        std::fs::set_permissions(&temp, meta.permissions())?;
+    }
+    std::fs::rename(&temp, file).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temp);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn places(dir: &Path) -> Places {
+        Places {
+            home: dir.join("home"),
+            codex_home: dir.join("home/.codex"),
+            config_home: dir.join("home/.config"),
+        }
+    }
+
+    fn launch() -> Launch {
+        Launch::for_project(Path::new("/opt/zblade/bin/zblade"), Path::new("/work/app"))
+    }
+
+    #[test]
+    fn claude_code_project_config_is_merged_idempotently() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("app");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(
+            project.join(".mcp.json"),
+            r#"{"mcpServers": {"github": {"command": "gh-mcp"}}, "other": 1}"#,
+        )
+        .unwrap();
+        let p = places(dir.path());
+        let first = install(Client::ClaudeCode, Scope::Project, &project, &p, &launch(), false).unwrap();
+        assert_eq!(first.change, "updated");
+        let written: Value = serde_json::from_str(&std::fs::read_to_string(project.join(".mcp.json")).unwrap()).unwrap();
+        assert_eq!(written["mcpServers"]["github"]["command"], "gh-mcp");
+        assert_eq!(written["other"], 1);
+        assert_eq!(written["mcpServers"]["zblade"]["type"], "stdio");
+        assert_eq!(written["mcpServers"]["zblade"]["command"], "/opt/zblade/bin/zblade");
+        assert_eq!(written["mcpServers"]["zblade"]["args"], json!(["mcp", "--project", "/work/app"]));
+        let second = install(Client::ClaudeCode, Scope::Project, &project, &p, &launch(), false).unwrap();
+        assert_eq!(second.change, "unchanged");
+        assert!(detect(&project, &p)[0].in_project);
+    }
+
+    #[test]
+    fn a_dry_run_writes_nothing_and_a_broken_file_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = places(dir.path());
+        let project = dir.path().join("app");
+        let dry = install(Client::Cursor, Scope::User, &project, &p, &launch(), true).unwrap();
+        assert_eq!(dry.change, "created");
+        assert!(!dry.file.exists());
+        assert!(dry.text.contains("\"mcpServers\""));
+        std::fs::create_dir_all(project.join(".vscode")).unwrap();
+        let broken = "{ // my servers\n \"servers\": {} }";
+        std::fs::write(project.join(".vscode/mcp.json"), broken).unwrap();
+        let err = install(Client::VsCode, Scope::Project, &project, &p, &launch(), false).unwrap_err();
+        assert!(err.contains("mcp.json") && err.contains("line 1"), "{err}");
+        assert_eq!(std::fs::read_to_string(project.join(".vscode/mcp.json")).unwrap(), broken);
+    }
+
+    #[test]
+    fn codex_toml_keeps_comments_and_other_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = places(dir.path());
+        std::fs::create_dir_all(&p.codex_home).unwrap();
+        let old = "# my settings\nmodel = \"o3\"\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n";
+        std::fs::write(p.codex_home.join("config.toml"), old).unwrap();
+        install(Client::Codex, Scope::User, dir.path(), &p, &launch(), false).unwrap();
+        let text = std::fs::read_to_string(p.codex_home.join("config.toml")).unwrap();
+        assert!(text.starts_with("# my settings\nmodel = \"o3\""), "{text}");
+        assert!(text.contains("[mcp_servers.docs]") && text.contains("[mcp_servers.zblade]"), "{text}");
+        let doc: toml_edit::DocumentMut = text.parse().unwrap();
+        assert_eq!(doc["mcp_servers"]["zblade"]["command"].as_str(), Some("/opt/zblade/bin/zblade"));
+        assert_eq!(install(Client::Codex, Scope::User, dir.path(), &p, &launch(), false).unwrap().change, "unchanged");
+    }
+
+    #[test]
+    fn claude_hooks_replace_only_zblade_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = places(dir.path());
+        let project = dir.path().join("app");
+        std::fs::create_dir_all(project.join(".claude")).unwrap();
+        std::fs::write(
+            project.join(".claude/settings.json"),
+            r#"{"permissions": {"allow": ["Bash(ls)"]}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}"#,
+        )
+        .unwrap();
+        let old_zblade = Path::new("/old/zblade");
+        install_claude_hooks(Scope::Project, &project, &p, old_zblade, false).unwrap();
+        let new_zblade = Path::new("/new place/zblade");
+        install_claude_hooks(Scope::Project, &project, &p, new_zblade, false).unwrap();
+        let settings: Value =
+            serde_json::from_str(&std::fs::read_to_string(project.join(".claude/settings.json")).unwrap()).unwrap();
+        assert_eq!(settings["permissions"]["allow"][0], "Bash(ls)");
+        let stop = settings["hooks"]["Stop"].as_array().unwrap();
+        assert_eq!(stop.len(), 2, "{stop:?}");
+        assert_eq!(stop[0]["hooks"][0]["command"], "notify-send done");
+        assert_eq!(stop[1]["hooks"][0]["command"], "'/new place/zblade' hook stop");
+        let prompt = settings["hooks"]["UserPromptSubmit"].as_array().unwrap();
+        assert_eq!(prompt.len(), 1);
+        assert_eq!(prompt[0]["hooks"][0]["command"], "'/new place/zblade' hook prompt");
+        let again = install_claude_hooks(Scope::Project, &project, &p, new_zblade, false).unwrap();
+        assert_eq!(again.change, "unchanged");
+    }
+}

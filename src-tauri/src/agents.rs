@@ -1,0 +1,72 @@
+//! Settings → Agents: the coding agents that reach tools over MCP, and one click to point each
+//! at the open project's memory. The config writers are zblade-mcp's, the same as
+//! `zblade mcp install`; the server they start is the `zblade` CLI installed beside the app.
+
+use std::path::{Path, PathBuf};
+
+use zblade_mcp::install::{self, Client, Launch, Places, Scope};
+
+use crate::error::{AppError, AppResult, ErrorCode};
+use crate::views::McpClientView;
+
+fn label(client: Client) -> &'static str {
+    match client {
+        Client::ClaudeCode => "Claude Code",
+        Client::Cursor => "Cursor",
+        Client::Codex => "Codex CLI",
+        Client::VsCode => "VS Code",
+    }
+}
+
+/// Codex reads project files only in projects it trusts; its user file always works.
+fn scope(client: Client) -> Scope {
+    if client == Client::Codex { Scope::User } else { Scope::Project }
+}
+
+/// One row per client, for the project at `root`.
+pub fn views(root: &Path) -> Vec<McpClientView> {
+    let places = Places::from_env();
+    install::detect(root, &places)
+        .into_iter()
+        .zip(Client::ALL)
+        .map(|(detected, client)| McpClientView {
+            client: detected.client,
+            label: label(client).into(),
+            installed: detected.installed,
+            configured: if scope(client) == Scope::User { detected.in_user } else { detected.in_project },
+            config_file: client.config_file(scope(client), root, &places).display().to_string(),
+        })
+        .collect()
+}
+
+/// Adds zblade's server for the project at `root` to `client`'s configuration.
+pub fn install(root: &Path, client: &str) -> AppResult<()> {
+    let client = Client::parse(client)
+        .ok_or_else(|| AppError::new(ErrorCode::InvalidInput, format!("unknown client {client:?}")))?;
+    let launch = Launch::for_project(&zblade_cli()?, root);
+    install::install(client, scope(client), root, &Places::from_env(), &launch, false)
+        .map_err(|e| AppError::new(ErrorCode::InvalidInput, e))?;
+    Ok(())
+}
+
+/// The `zblade` CLI: beside the app's executable (installed together, and in a build folder),
+/// else on `PATH`.
+fn zblade_cli() -> AppResult<PathBuf> {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("zblade")))
+        .filter(|path| path.is_file());
+    let on_path = || {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join("zblade"))
+                .find(|path| path.is_file())
+        })
+    };
+    beside.or_else(on_path).ok_or_else(|| {
+        AppError::new(
+            ErrorCode::NotFound,
+            "the zblade command-line tool was not found beside the app or on PATH; agents start it to reach the memory",
+        )
+    })
+}

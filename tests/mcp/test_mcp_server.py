@@ -1,0 +1,339 @@
+"""`zblade mcp` driven by the official Python MCP SDK over stdio and Streamable HTTP, in the
+legacy (2025-11-25, `initialize`) and current (2026-07-28, `server/discover`) protocol modes."""
+
+import json
+import os
+import threading
+import urllib.error
+import urllib.request
+
+import anyio
+import jsonschema
+import pytest
+from mcp import Client, StdioServerParameters
+
+from conftest import ZBLADE, HttpServer, assert_no_sentinel
+
+EXPECTED_TOOLS = [
+    "context", "search", "remember", "get_conversation", "list_conversations",
+    "read_project_file", "search_project", "status",
+]
+MODES = ["legacy", "2026-07-28"]
+
+
+def stdio_client(world, mode, root=None):
+    params = StdioServerParameters(
+        command=ZBLADE, args=["--project", str(root or world["root"]), "mcp"], env=world["env"]
+    )
+    return Client(params, mode=mode, read_timeout_seconds=60)
+
+
+@pytest.fixture(params=[(t, m) for t in ["stdio", "http"] for m in MODES], ids=lambda p: f"{p[0]}-{p[1]}")
+def connect(request, world, http_server):
+    transport, mode = request.param
+
+    def make(root=None):
+        if transport == "stdio":
+            return stdio_client(world, mode, root)
+        return Client(http_server.url, mode=mode, read_timeout_seconds=60)
+
+    make.mode = mode
+    make.transport = transport
+    return make
+
+
+def run(coro):
+    return anyio.run(coro)
+
+
+async def call(client, tools, name, args):
+    """Calls a tool; on success checks structuredContent against the outputSchema and that the
+    text content repeats it as JSON."""
+    result = await client.call_tool(name, args)
+    text = "".join(getattr(c, "text", "") for c in result.content)
+    if not result.is_error:
+        schema = tools[name].output_schema
+        assert schema, f"{name} has no outputSchema"
+        jsonschema.validate(result.structured_content, schema)
+        assert json.loads(text) == result.structured_content
+    return result, text
+
+
+def test_every_tool_is_listed_and_works(connect, world):
+    async def main():
+        async with connect() as client:
+            listed = (await client.list_tools()).tools
+            assert [t.name for t in listed] == EXPECTED_TOOLS
+            tools = {t.name: t for t in listed}
+            for tool in listed:
+                assert tool.description and len(tool.description) < 200
+                assert tool.output_schema["type"] == "object"
+            assert tools["search"].annotations.read_only_hint is True
+            assert tools["remember"].annotations.read_only_hint is False
+
+            result, text = await call(client, tools, "context", {"query": "how does refresh token rotation work"})
+            assert not result.is_error, text
+            out = result.structured_content
+            assert "data, not" in out["notice"]
+            assert "rotate the refresh token" in out["text"]
+            assert "candidates packed" in out["receipt"]
+            assert any(i["id"].startswith("conv_mcp_1") for i in out["items"])
+
+            # Numbers as strings, as models send them.
+            result, text = await call(client, tools, "search", {"query": "refresh token", "limit": "3"})
+            assert not result.is_error, text
+            out = result.structured_content
+            assert out["mode"] == "keyword" and "keyword" in (out["notice"] or "")
+            hit = next(h for h in out["hits"] if h["id"] == "msg_2")
+            assert hit["conversation"] == "conv_mcp_1" and hit["time"].startswith("2026-11-20")
+            assert hit["references"][0]["file"] == "src/auth.rs"
+            assert "rotate(token)" in hit["references"][0]["code"]
+
+            # Arrays as JSON strings and line ranges as text.
+            result, text = await call(client, tools, "remember", {
+                "type": "decision", "content": "Refresh tokens rotate on every use.",
+                "tags": '["auth", "tokens"]',
+                "references": json.dumps([{"file": "src/auth.rs", "lines": "1-3", "purpose": "rotation"}]),
+            })
+            assert not result.is_error, text
+            moment_id = result.structured_content["id"]
+            assert moment_id.startswith("moment_")
+            assert result.structured_content["references"][0]["status"] == "valid"
+
+            result, text = await call(client, tools, "get_conversation", {"id": "conv_mcp_1", "from": "2"})
+            assert not result.is_error, text
+            out = result.structured_content
+            assert out["total_messages"] == 2 and [m["n"] for m in out["messages"]] == [2]
+
+            result, text = await call(client, tools, "list_conversations", {"limit": 5})
+            assert not result.is_error, text
+            assert result.structured_content["conversations"][0]["id"] == "conv_mcp_1"
+
+            result, text = await call(client, tools, "read_project_file", {"path": "src/auth.rs", "lines": [2, 3]})
+            assert not result.is_error, text
+            assert result.structured_content["lines"] == [2, 3]
+            assert result.structured_content["text"].startswith("    // rotate")
+
+            result, text = await call(client, tools, "search_project", {"query": "evict"})
+            assert not result.is_error, text
+            assert result.structured_content["hits"], result.structured_content
+            assert result.structured_content["hits"][0]["at"].startswith("src/cache.rs:")
+            assert "lru.remove" in result.structured_content["hits"][0]["code"]
+
+            result, text = await call(client, tools, "status", {})
+            assert not result.is_error, text
+            assert result.structured_content["conversations"] >= 1
+            assert result.structured_content["search"].startswith("keyword")
+
+            # The moment just remembered is a resource too.
+            read = await client.read_resource(f"zblade://moment/{moment_id}")
+            assert "Refresh tokens rotate" in read.contents[0].text
+
+    run(main)
+
+
+@pytest.mark.parametrize("name,args,reason", [
+    ("context", {"query": 5}, "invalid type"),
+    ("context", {"query": "   "}, "query is empty"),
+    ("search", {"query": "x", "limit": "many"}, "whole number"),
+    ("search", {"query": "x", "kind": "everything"}, "unknown variant"),
+    ("search", {"query": "x", "colour": "red"}, "unknown field"),
+    ("remember", {"type": "decision"}, "missing field `content`"),
+    ("remember", {"type": "idea", "content": "x"}, "unknown variant"),
+    ("remember", {"type": "decision", "content": "x", "references": [{"file": "../etc/passwd", "lines": [1, 2]}]}, ".."),
+    ("get_conversation", {"id": "conv_nope"}, "no conversation"),
+    ("read_project_file", {"path": 42}, "invalid type"),
+    ("read_project_file", {"path": "src/auth.rs", "lines": [9, 3]}, "ends before it starts"),
+    ("read_project_file", {"path": "src/auth.rs", "lines": [99, 100]}, "past the end"),
+])
+def test_bad_arguments_are_tool_errors_with_a_reason(connect, name, args, reason):
+    async def main():
+        async with connect() as client:
+            result = await client.call_tool(name, args)
+            assert result.is_error, f"{name}({args}) succeeded"
+            text = result.content[0].text
+            assert reason in text, text
+
+    run(main)
+
+
+def test_resources_and_prompt_round_trip(connect):
+    async def main():
+        async with connect() as client:
+            resources = (await client.list_resources()).resources
+            uris = [str(r.uri) for r in resources]
+            assert "zblade://instructions" in uris and "zblade://conversation/conv_mcp_1" in uris
+            templates = (await client.list_resource_templates()).resource_templates
+            assert sorted(t.uri_template for t in templates) == [
+                "zblade://conversation/{id}", "zblade://moment/{id}"]
+            read = await client.read_resource("zblade://conversation/conv_mcp_1")
+            conversation = json.loads(read.contents[0].text)
+            assert conversation["conversation_id"] == "conv_mcp_1"
+            instructions = await client.read_resource("zblade://instructions")
+            assert instructions.contents[0].mime_type == "text/markdown"
+            prompts = (await client.list_prompts()).prompts
+            assert [p.name for p in prompts] == ["start_session"]
+            prompt = await client.get_prompt("start_session", {"task": "refresh token rotation"})
+            text = prompt.messages[0].content.text
+            assert "data, not" in text and "rotate the refresh token" in text
+            with pytest.raises(Exception):
+                await client.read_resource("zblade://conversation/conv_missing")
+
+    run(main)
+
+
+# The MCP filesystem server's path-validation cases, plus case folding, trailing dots and
+# reserved names. Each must be refused, and no answer may carry a sentinel.
+def refused_paths(base):
+    return [
+        "../outside_secret.txt",
+        "../project2/secret.txt",
+        str(base / "project2/secret.txt"),          # sibling prefix, absolute
+        str(base / "project") + "2/secret.txt",     # the same, spelled from the root's string
+        str(base / "project/../outside_secret.txt"),
+        "src/../../outside_secret.txt",
+        "src/../.env",
+        "../" * 1000 + "etc/passwd",
+        "/etc/passwd",
+        "src/\x00auth.rs",
+        "%2e%2e/outside_secret.txt",                # not decoded: a name that does not exist
+        "..%2f..%2foutside_secret.txt",
+        ".env", ".ENV", ".env.", ".env ", "deploy.pem", "DEPLOY.PEM",
+        ".git/config", ".GIT/config", ".git./config",
+        ".zblade/config/settings.json",
+        "link_out/s.txt", "file_link", "chain1", "chain2", "notes.txt",
+        "big.log", "bin.dat", "src", "src/", "CON", "nul.txt", "", "cafe\u0301.txt",
+    ]
+
+
+ALLOWED = {
+    "src/auth.rs": "rotate(token)",
+    "./src//auth.rs": "rotate(token)",
+    "src/auth.rs/": "rotate(token)",
+    "ok_link": "rotate(token)",
+    "with space [1].txt": "spaces and brackets",
+    "..test": "a file named ..test",
+    "...": "a file named ...",
+    "café.txt": "NFC name",
+}
+
+
+def test_read_project_file_refuses_every_escape(connect, world):
+    base = world["base"]
+
+    async def main():
+        async with connect() as client:
+            for path in refused_paths(base):
+                result = await client.call_tool("read_project_file", {"path": path})
+                text = result.content[0].text
+                assert result.is_error, f"{path!r} was read: {text[:200]}"
+                assert_no_sentinel(text)
+            for path, expected in {**ALLOWED, str(world["root"] / "src/auth.rs"): "rotate(token)"}.items():
+                result = await client.call_tool("read_project_file", {"path": path})
+                assert not result.is_error, f"{path!r}: {result.content[0].text}"
+                assert expected in result.structured_content["text"]
+            # search_project and search never reach secrets either.
+            for query in ["SENTINEL_ENV_7f3a", "API_KEY", "SENTINEL_OUTSIDE_7f3a"]:
+                for tool in ["search_project", "search"]:
+                    result = await client.call_tool(tool, {"query": query})
+                    assert_no_sentinel(result.content[0].text)
+
+    run(main)
+
+
+def test_a_root_that_is_a_symlink(world):
+    base = world["base"]
+
+    async def main():
+        async with stdio_client(world, "legacy", root=base / "rootlink") as client:
+            for path in ["src/auth.rs", str(base / "rootlink/src/auth.rs"), str(world["root"] / "src/auth.rs")]:
+                result = await client.call_tool("read_project_file", {"path": path})
+                assert not result.is_error, f"{path}: {result.content[0].text}"
+            for path in ["../outside_secret.txt", "link_out/s.txt", "file_link", str(base / "rootlink2/x")]:
+                result = await client.call_tool("read_project_file", {"path": path})
+                assert result.is_error
+                assert_no_sentinel(result.content[0].text)
+
+    run(main)
+
+
+def test_a_symlink_swapped_during_reads_never_leaks(world):
+    """Races: a link flips between a project file and a secret outside while the agent reads it."""
+    root, base = world["root"], world["base"]
+    link = root / "racy.txt"
+    stop = threading.Event()
+
+    def flip():
+        targets = [root / "src/cache.rs", base / "outside_secret.txt"]
+        i = 0
+        while not stop.is_set():
+            tmp = root / f".racy.{i}"
+            os.symlink(targets[i % 2], tmp)
+            os.replace(tmp, link)
+            i += 1
+
+    async def main():
+        async with stdio_client(world, "legacy") as client:
+            served = 0
+            for _ in range(300):
+                result = await client.call_tool("read_project_file", {"path": "racy.txt"})
+                assert_no_sentinel(result.content[0].text)
+                served += not result.is_error
+            return served
+
+    flipper = threading.Thread(target=flip)
+    flipper.start()
+    try:
+        served = run(main)
+    finally:
+        stop.set()
+        flipper.join()
+        link.unlink(missing_ok=True)
+    assert served > 0, "the project file itself was never served"
+
+
+def post(url, body, headers):
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def test_http_refuses_foreign_origins_and_checks_the_token(world, http_server):
+    status, _ = post(http_server.url, INIT, {"Origin": "http://evil.example"})
+    assert status == 403
+    status, body = post(http_server.url, INIT, {"Origin": f"http://127.0.0.1:{http_server.url.split(':')[2].split('/')[0]}"})
+    assert status == 200, body
+    guarded = HttpServer(world["root"], world["env"], token="s3cret-token")
+    try:
+        assert post(guarded.url, INIT, {})[0] == 401
+        assert post(guarded.url, INIT, {"Authorization": "Bearer wrong"})[0] == 401
+        status, body = post(guarded.url, INIT, {"Authorization": "Bearer s3cret-token"})
+        assert status == 200 and "zblade" in body, body
+    finally:
+        guarded.stop()
+
+
+def test_stdout_carries_only_protocol_messages(world):
+    """A stdio server that prints anything else breaks its client: every line must be JSON-RPC."""
+    import subprocess
+
+    requests = "\n".join(json.dumps(m) for m in [
+        INIT,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "status", "arguments": {}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "refresh"}}},
+    ]) + "\n"
+    proc = subprocess.run([ZBLADE, "--project", str(world["root"]), "mcp"], input=requests, env=world["env"],
+                          capture_output=True, text=True, timeout=60)
+    lines = [l for l in proc.stdout.splitlines() if l.strip()]
+    assert len(lines) == 3, proc.stdout + proc.stderr
+    for line in lines:
+        assert json.loads(line)["jsonrpc"] == "2.0"
