@@ -31,6 +31,10 @@ cargo test -p zblade-server --all-targets --locked 2>&1 | tee "$log"
 cargo test --workspace --exclude zblade-server --all-targets --locked 2>&1 | tee -a "$log"
 cargo test --workspace --doc --exclude zblade-server --locked 2>&1 | tee -a "$log"
 
+# The MCP server driven by clients written by others: the official Python SDK (pytest), the
+# official conformance suite and the MCP Inspector (see docs/MCP.md).
+ZBLADE="$CARGO_TARGET_DIR/debug/zblade" bash tests/mcp/run.sh 2>&1 | tee -a "$log"
+
 # The generated TypeScript bindings must be committed exactly as the app generates them (the
 # zblade-app test above regenerates ui/src/lib/bindings.ts; new or changed means stale).
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1 && [ -n "$(git status --porcelain ui/src/lib/bindings.ts)" ]; then
@@ -53,8 +57,9 @@ ZBLADE_APP="$CARGO_TARGET_DIR/debug/zblade-app" ZBLADE="$CARGO_TARGET_DIR/debug/
 ZBLADE_APP="$CARGO_TARGET_DIR/debug/zblade-app" ZBLADE="$CARGO_TARGET_DIR/debug/zblade" node ui/bench/app.mjs
 
 # One closing line with the totals of every test run above: cargo's test binaries, vitest's
-# ("Tests  12 passed") and node --test's ("# pass 1").
+# ("Tests  12 passed"), node --test's ("# pass 1") and pytest's ("70 passed in 9.1s").
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      /^ +Tests +[0-9]+ passed/ { p += $2 } /^ +Tests .*failed/ { f += 1 }
      /^# pass [0-9]+/ { p += $3 } /^# fail [1-9]/ { f += $3 }
+     /^[0-9]+ passed.* in [0-9.]+s/ { p += $1 } /^[0-9]+ failed/ { f += 1 }
      END { printf "tests: %d passed, %d failed\n", p, f; exit (f > 0 || p == 0) }' "$log"

@@ -20,7 +20,11 @@ fn label(client: Client) -> &'static str {
 
 /// Codex reads project files only in projects it trusts; its user file always works.
 fn scope(client: Client) -> Scope {
-    if client == Client::Codex { Scope::User } else { Scope::Project }
+    if client == Client::Codex {
+        Scope::User
+    } else {
+        Scope::Project
+    }
 }
 
 /// One row per client, for the project at `root`.
@@ -33,7 +37,11 @@ pub fn views(root: &Path) -> Vec<McpClientView> {
             client: detected.client,
             label: label(client).into(),
             installed: detected.installed,
-            configured: if scope(client) == Scope::User { detected.in_user } else { detected.in_project },
+            configured: if scope(client) == Scope::User {
+                detected.in_user
+            } else {
+                detected.in_project
+            },
             config_file: client.config_file(scope(client), root, &places).display().to_string(),
         })
         .collect()

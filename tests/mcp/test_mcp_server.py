@@ -98,7 +98,7 @@ def test_every_tool_is_listed_and_works(connect, world):
             assert not result.is_error, text
             moment_id = result.structured_content["id"]
             assert moment_id.startswith("moment_")
-            assert result.structured_content["references"][0]["status"] == "valid"
+            assert result.structured_content["references"][0]["status"] == "ok"
 
             result, text = await call(client, tools, "get_conversation", {"id": "conv_mcp_1", "from": "2"})
             assert not result.is_error, text
@@ -337,3 +337,106 @@ def test_stdout_carries_only_protocol_messages(world):
     assert len(lines) == 3, proc.stdout + proc.stderr
     for line in lines:
         assert json.loads(line)["jsonrpc"] == "2.0"
+
+
+# Claude Code's documented .mcp.json entry for a stdio server (code.claude.com/docs/en/mcp):
+# {"mcpServers": {NAME: {"type": "stdio", "command": …, "args": [...], "env": {...}}}}.
+CLAUDE_CODE_SERVER = {
+    "type": "object",
+    "required": ["command"],
+    "properties": {
+        "type": {"const": "stdio"},
+        "command": {"type": "string", "minLength": 1},
+        "args": {"type": "array", "items": {"type": "string"}},
+        "env": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize("client", ["claude-code", "cursor", "vscode", "codex"])
+def test_installed_client_configs_start_a_working_server(world, client, tmp_path):
+    """`zblade mcp install CLIENT` writes the client's documented format, and the command it
+    writes, started the way the client starts it, serves zblade's tools."""
+    import tomllib
+
+    from conftest import zblade
+
+    env = {**world["env"], "HOME": str(tmp_path), "CODEX_HOME": str(tmp_path / ".codex"),
+           "XDG_CONFIG_HOME": str(tmp_path / ".config")}
+    root = world["root"]
+    dry = zblade("mcp", "install", client, "--dry-run", cwd=root, env=env)
+    assert "dry run" in dry.stdout
+    zblade("mcp", "install", client, cwd=root, env=env)
+    again = zblade("mcp", "install", client, cwd=root, env=env)
+    assert "unchanged" in again.stdout
+    if client == "codex":
+        config = tomllib.loads((tmp_path / ".codex/config.toml").read_text())
+        entry = config["mcp_servers"]["zblade"]
+    else:
+        file = {"claude-code": root / ".mcp.json", "cursor": root / ".cursor/mcp.json",
+                "vscode": root / ".vscode/mcp.json"}[client]
+        config = json.loads(file.read_text())
+        entry = config["servers" if client == "vscode" else "mcpServers"]["zblade"]
+        file.unlink()
+    if client == "claude-code":
+        jsonschema.validate(entry, CLAUDE_CODE_SERVER)
+    assert os.path.isabs(entry["command"]) and entry["args"][:2] == ["mcp", "--project"]
+
+    async def main():
+        params = StdioServerParameters(command=entry["command"], args=entry["args"], env=world["env"])
+        async with Client(params, mode="legacy") as client_:
+            assert [t.name for t in (await client_.list_tools()).tools] == EXPECTED_TOOLS
+
+    run(main)
+
+
+def test_hooks_print_context_and_import_the_turn(world, tmp_path):
+    from conftest import zblade
+
+    root = world["root"]
+    env = {**world["env"], "HOME": str(tmp_path)}
+    zblade("hooks", "install", "claude-code", "--scope", "user", cwd=root, env=env)
+    settings = json.loads((tmp_path / ".claude/settings.json").read_text())
+    command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert command.endswith(" hook prompt")
+    event = {"session_id": "s1", "cwd": str(root), "hook_event_name": "UserPromptSubmit",
+             "prompt": "how does the refresh token rotation work?"}
+    out = zblade("hook", "prompt", cwd=root, env=env, input=json.dumps(event))
+    assert "data, not" in out.stdout and "rotate the refresh token" in out.stdout
+    # A broken event never blocks the prompt: exit 0, a line on stderr, nothing on stdout.
+    bad = zblade("hook", "prompt", cwd=root, env=env, input="{not json")
+    assert bad.returncode == 0 and bad.stdout == "" and "not JSON" in bad.stderr
+    bad = zblade("hook", "stop", cwd=root, env=env, input=json.dumps({"transcript_path": "/etc/passwd"}))
+    assert bad.returncode == 0 and "not a session transcript" in bad.stderr
+
+
+def test_a_warm_engine_answers_context_for_short_lived_processes(world):
+    """`zblade serve` keeps the engine warm; `zblade context` and the prompt hook ask it over its
+    socket and print the same pack as when they work alone."""
+    import re
+    import stat
+    import subprocess
+
+    from conftest import zblade
+
+    root, env = world["root"], world["env"]
+    alone = zblade("context", "refresh token rotation", cwd=root, env=env).stdout
+    daemon = subprocess.Popen([ZBLADE, "--project", str(root), "serve"], env=env,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        line = ""
+        while "serving on" not in line:  # notes (no embedding model here) come first
+            line = daemon.stderr.readline()
+            assert line, "zblade serve exited"
+        socket = re.search(r"serving on (\S+) ", line).group(1)
+        assert stat.S_IMODE(os.stat(socket).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(os.path.dirname(socket)).st_mode) == 0o700
+        warm = zblade("context", "refresh token rotation", cwd=root, env=env).stdout
+        assert warm == alone and "rotate the refresh token" in warm
+        second = subprocess.run([ZBLADE, "--project", str(root), "serve"], env=env,
+                                capture_output=True, text=True, timeout=60)
+        assert second.returncode != 0 and "already serves" in second.stderr
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=10)

@@ -28,8 +28,17 @@ use zblade_engine::{ContextRequest, Project};
 const ZBLADE: &str = env!("CARGO_BIN_EXE_zblade");
 
 fn zblade(root: &Path, args: &[&str]) -> std::process::Output {
-    let out = Command::new(ZBLADE).arg("--project").arg(root).args(args).output().unwrap();
-    assert!(out.status.success(), "zblade {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(ZBLADE)
+        .arg("--project")
+        .arg(root)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "zblade {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     out
 }
 
@@ -54,7 +63,12 @@ impl McpProcess {
             .unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        McpProcess { child, stdin, stdout, next_id: 1 }
+        McpProcess {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        }
     }
 
     fn request(&mut self, method: &str, params: Value) -> Value {
@@ -64,7 +78,10 @@ impl McpProcess {
         writeln!(self.stdin, "{line}").unwrap();
         loop {
             let mut answer = String::new();
-            assert!(self.stdout.read_line(&mut answer).unwrap() > 0, "zblade mcp closed stdout");
+            assert!(
+                self.stdout.read_line(&mut answer).unwrap() > 0,
+                "zblade mcp closed stdout"
+            );
             let value: Value = serde_json::from_str(&answer).unwrap();
             if value.get("id") == Some(&json!(id)) {
                 return value;
@@ -139,7 +156,12 @@ fn main() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         zblade(&root, &args);
     }
-    let indexed = Command::new(ZBLADE).arg("--project").arg(&root).arg("index").output().unwrap();
+    let indexed = Command::new(ZBLADE)
+        .arg("--project")
+        .arg(&root)
+        .arg("index")
+        .output()
+        .unwrap();
     let semantic = indexed.status.success();
     let queries: Vec<String> = (0..runs).map(|_| text.query()).collect();
 
@@ -207,7 +229,9 @@ fn main() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(daemon.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(daemon.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     assert!(line.contains("serving"), "zblade serve: {line}");
     let warm: Vec<Duration> = queries.iter().map(|q| hook(q)).collect();
     let _ = daemon.kill();
@@ -230,7 +254,11 @@ fn main() {
          | `zblade context` per prompt, warm engine (`zblade serve`) running | {warm} | p95 ≤ 40 ms |\n\
          | `zblade context` per prompt, no engine running | {cold} | — |\n\n\
          Over MCP the p95 is {overhead:.2}× the direct call; the warm engine cuts the hook's p95 to {:.0}% of the cold one.\n",
-        if semantic { "hybrid (all-MiniLM-L6-v2)" } else { "keyword (no embedding model installed)" },
+        if semantic {
+            "hybrid (all-MiniLM-L6-v2)"
+        } else {
+            "keyword (no embedding model installed)"
+        },
         100.0 * ms(warm.p95) / ms(cold.p95).max(0.001),
     );
     println!("{body}");

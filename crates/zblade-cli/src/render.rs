@@ -1180,7 +1180,14 @@ pub struct Clients(pub Vec<zblade_mcp::install::DetectedClient>);
 
 impl Render for Clients {
     fn text<W: Write>(&self, out: &mut Out<W>) -> R {
-        line!(out, "{:<12} {:<10} {:<16} {}", "CLIENT", "INSTALLED", "PROJECT CONFIG", "USER CONFIG")?;
+        line!(
+            out,
+            "{:<12} {:<10} {:<16} {}",
+            "CLIENT",
+            "INSTALLED",
+            "PROJECT CONFIG",
+            "USER CONFIG"
+        )?;
         let yes = |b: bool| if b { "zblade" } else { "-" };
         for c in &self.0 {
             line!(

@@ -76,7 +76,11 @@ impl Project {
             Some((start, end)) => (start, end.min(total), false),
             None => (1, total.min(DEFAULT_READ_LINES), total > DEFAULT_READ_LINES),
         };
-        let text = if total == 0 { String::new() } else { source.lines(start, end).join("\n") };
+        let text = if total == 0 {
+            String::new()
+        } else {
+            source.lines(start, end).join("\n")
+        };
         Ok(ProjectFile {
             path: relative,
             lines: [start, end],
@@ -93,7 +97,11 @@ fn refused(path: &str, why: &str) -> Error {
 
 /// The path as it may be shown: control characters (a NUL, an escape) escaped.
 fn printable(path: &str) -> String {
-    if path.chars().any(char::is_control) { format!("{path:?}") } else { path.to_string() }
+    if path.chars().any(char::is_control) {
+        format!("{path:?}")
+    } else {
+        path.to_string()
+    }
 }
 
 /// `path` as a normalised project-relative path: relative paths as they are, absolute ones only
@@ -119,7 +127,12 @@ fn project_relative(root: &Path, path: &str) -> std::result::Result<String, Stri
 /// Windows' device names (`CON`, `NUL`, `COM1`, …), with or without an extension: a file by
 /// that name cannot exist there, and opening one reaches a device.
 fn is_reserved_name(name: &str) -> bool {
-    let stem = name.split('.').next().unwrap_or_default().trim_end().to_ascii_uppercase();
+    let stem = name
+        .split('.')
+        .next()
+        .unwrap_or_default()
+        .trim_end()
+        .to_ascii_uppercase();
     matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL")
         || ((stem.starts_with("COM") || stem.starts_with("LPT"))
             && stem.len() == 4

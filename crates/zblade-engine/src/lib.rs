@@ -38,9 +38,9 @@ mod status;
 mod storage;
 mod summaries;
 mod time;
-mod watch;
 #[cfg(unix)]
 pub mod warm;
+mod watch;
 
 pub use code::CodeIndexReport;
 pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus, gguf_dir};

@@ -76,7 +76,9 @@ impl WarmRequest {
 pub fn socket_path(root: &Path) -> Option<PathBuf> {
     let root = root.canonicalize().ok()?;
     let uid = std::fs::metadata("/proc/self").map(|m| m.uid()).ok().or_else(|| {
-        std::env::var_os("HOME").and_then(|home| std::fs::metadata(home).ok()).map(|m| m.uid())
+        std::env::var_os("HOME")
+            .and_then(|home| std::fs::metadata(home).ok())
+            .map(|m| m.uid())
     })?;
     let base = std::env::var_os("XDG_RUNTIME_DIR")
         .map(PathBuf::from)
@@ -109,7 +111,9 @@ pub fn ask(root: &Path, request: &WarmRequest, timeout: Duration) -> Option<Resu
     line.push(b'\n');
     stream.write_all(&line).ok()?;
     let mut answer = String::new();
-    BufReader::new(stream.take(64 * 1024 * 1024)).read_line(&mut answer).ok()?;
+    BufReader::new(stream.take(64 * 1024 * 1024))
+        .read_line(&mut answer)
+        .ok()?;
     serde_json::from_str::<Result<WarmAnswer, String>>(&answer).ok()
 }
 
@@ -137,8 +141,7 @@ pub fn serve(
     root: &Path,
     handle: impl Fn(WarmRequest) -> Result<WarmAnswer, String> + Send + 'static,
 ) -> std::io::Result<WarmServer> {
-    let socket = socket_path(root)
-        .ok_or_else(|| std::io::Error::other("no private folder for the engine's socket"))?;
+    let socket = socket_path(root).ok_or_else(|| std::io::Error::other("no private folder for the engine's socket"))?;
     if UnixStream::connect(&socket).is_ok() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::AddrInUse,
@@ -201,7 +204,10 @@ mod tests {
         };
         let answer = ask(root.path(), &request, Duration::from_secs(5)).unwrap().unwrap();
         assert_eq!(answer.text, "packed for refresh tokens");
-        assert!(serve(root.path(), |_| Err("x".into())).is_err(), "a second engine took the socket");
+        assert!(
+            serve(root.path(), |_| Err("x".into())).is_err(),
+            "a second engine took the socket"
+        );
 
         let mut raw = UnixStream::connect(server.socket()).unwrap();
         raw.write_all(b"{not json}\n").unwrap();

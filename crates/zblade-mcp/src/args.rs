@@ -12,28 +12,27 @@ use crate::lenient;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContextArgs {
-    /// What the agent is working on.
+    /// The task or question.
     pub query: String,
-    /// Token budget (default: the project's).
+    /// Token budget.
     #[serde(default, deserialize_with = "lenient::opt_u32")]
     pub budget: Option<u32>,
-    /// Conversation id whose recent turns to include.
+    /// Conversation whose recent turns to include.
     #[serde(default)]
     pub conversation: Option<String>,
-    /// smart: pointers for long items; balanced (default); fast.
+    /// smart: pointers for long items.
     #[serde(default)]
     pub tier: Option<Tier>,
 }
 
-/// How much of each retrieved item a context carries.
+/// How much of each retrieved item a context carries: smart (pointers for long items),
+/// balanced (full content), fast (full content, fewer recent turns).
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
 pub enum Tier {
-    /// Pointers for long items.
     Smart,
-    /// Full content.
     Balanced,
-    /// Full content, fewer recent turns.
     Fast,
 }
 
@@ -43,16 +42,16 @@ pub enum Tier {
 pub struct SearchArgs {
     /// Words or a question.
     pub query: String,
-    /// What to search (default all).
+    /// Default all.
     #[serde(default)]
     pub kind: Option<Kind>,
-    /// Default: hybrid when a model is installed, else keyword.
+    /// Default hybrid if available.
     #[serde(default)]
     pub mode: Option<Mode>,
-    /// Most hits (default 10, at most 50).
+    /// Default 10, at most 50.
     #[serde(default, deserialize_with = "lenient::opt_u32")]
     pub limit: Option<u32>,
-    /// Only hits about code under this path.
+    /// Only about code under this path.
     #[serde(default)]
     pub path: Option<String>,
 }
@@ -82,18 +81,15 @@ pub enum Mode {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RememberArgs {
-    /// decision, pattern, solution or context.
     #[serde(rename = "type")]
     pub kind: MomentKind,
-    /// The knowledge, self-contained.
+    /// Self-contained.
     pub content: String,
-    /// Why, or the discussion around it.
+    /// Why; the discussion around it.
     #[serde(default)]
     pub context: Option<String>,
-    /// Code it is about.
     #[serde(default, deserialize_with = "lenient::object_list")]
     pub references: Vec<ReferenceArg>,
-    /// Tags.
     #[serde(default, deserialize_with = "lenient::string_list")]
     pub tags: Vec<String>,
     /// Conversation it came from.
@@ -116,7 +112,7 @@ pub enum MomentKind {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReferenceArg {
-    /// Path relative to the project root.
+    /// Relative to the project root.
     pub file: String,
     /// [first, last], 1-based.
     #[serde(deserialize_with = "lenient::line_range")]
@@ -133,10 +129,10 @@ pub struct ReferenceArg {
 pub struct GetConversationArgs {
     /// conv_… id.
     pub id: String,
-    /// First message, 1-based (default 1).
+    /// First message, 1-based.
     #[serde(default, deserialize_with = "lenient::opt_u32")]
     pub from: Option<u32>,
-    /// Last message (default: from + 49).
+    /// Last message (default from + 49).
     #[serde(default, deserialize_with = "lenient::opt_u32")]
     pub to: Option<u32>,
 }
@@ -145,13 +141,13 @@ pub struct GetConversationArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListConversationsArgs {
-    /// Most to return (default 20, at most 200).
+    /// Default 20.
     #[serde(default, deserialize_with = "lenient::opt_u32")]
     pub limit: Option<u32>,
-    /// Skip this many newest.
+    /// Skip this many.
     #[serde(default, deserialize_with = "lenient::opt_u32")]
     pub offset: Option<u32>,
-    /// Only from this agent (claude-code, codex, aider, continue, cline).
+    /// Agent: claude-code, codex, ….
     #[serde(default)]
     pub source: Option<String>,
 }
@@ -160,9 +156,9 @@ pub struct ListConversationsArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadFileArgs {
-    /// Path relative to the project root.
+    /// Relative to the project root.
     pub path: String,
-    /// [first, last], 1-based (default: the whole file, up to 2000 lines).
+    /// [first, last], 1-based.
     #[serde(default, deserialize_with = "lenient::line_range")]
     pub lines: Option<[u32; 2]>,
 }
@@ -171,9 +167,9 @@ pub struct ReadFileArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchProjectArgs {
-    /// Words, identifiers or a question about the code.
+    /// Words, identifiers or a question.
     pub query: String,
-    /// Most hits (default 10, at most 50).
+    /// Default 10, at most 50.
     #[serde(default, deserialize_with = "lenient::opt_u32")]
     pub limit: Option<u32>,
     /// Only files under this path.

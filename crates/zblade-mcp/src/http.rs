@@ -104,7 +104,11 @@ async fn authorize(token: Option<&str>, request: Request, next: Next) -> Respons
     if constant_time_eq(given.as_bytes(), token.as_bytes()) {
         return next.run(request).await;
     }
-    let mut response = (StatusCode::UNAUTHORIZED, "a bearer token is required (Authorization: Bearer TOKEN)\n").into_response();
+    let mut response = (
+        StatusCode::UNAUTHORIZED,
+        "a bearer token is required (Authorization: Bearer TOKEN)\n",
+    )
+        .into_response();
     response
         .headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

@@ -188,15 +188,28 @@ fn configured(client: Client, file: &Path) -> bool {
 }
 
 fn json_key(client: Client) -> &'static str {
-    if client == Client::VsCode { "servers" } else { "mcpServers" }
+    if client == Client::VsCode {
+        "servers"
+    } else {
+        "mcpServers"
+    }
 }
 
 /// Adds (or updates) zblade's server in `client`'s configuration for `scope`.
-pub fn install(client: Client, scope: Scope, project: &Path, places: &Places, launch: &Launch, dry_run: bool) -> Result<Written, String> {
+pub fn install(
+    client: Client,
+    scope: Scope,
+    project: &Path,
+    places: &Places,
+    launch: &Launch,
+    dry_run: bool,
+) -> Result<Written, String> {
     let file = client.config_file(scope, project, places);
     let old = read_existing(&file)?;
     let text = match client {
-        Client::Codex => merge_toml(old.as_deref().unwrap_or(""), launch).map_err(|e| format!("{}: {e}", file.display()))?,
+        Client::Codex => {
+            merge_toml(old.as_deref().unwrap_or(""), launch).map_err(|e| format!("{}: {e}", file.display()))?
+        }
         _ => {
             let mut entry = Map::new();
             if client != Client::Cursor {
@@ -204,7 +217,12 @@ pub fn install(client: Client, scope: Scope, project: &Path, places: &Places, la
             }
             entry.insert("command".into(), json!(launch.command));
             entry.insert("args".into(), json!(launch.args));
-            merge_json(&file, old.as_deref(), &[json_key(client), SERVER_NAME], Value::Object(entry))?
+            merge_json(
+                &file,
+                old.as_deref(),
+                &[json_key(client), SERVER_NAME],
+                Value::Object(entry),
+            )?
         }
     };
     finish(client.as_str(), file, old, text, dry_run)
@@ -212,7 +230,13 @@ pub fn install(client: Client, scope: Scope, project: &Path, places: &Places, la
 
 /// The Claude Code hooks: context for each prompt (`zblade hook prompt`), and the finished
 /// turn imported when the agent stops (`zblade hook stop`).
-pub fn install_claude_hooks(scope: Scope, project: &Path, places: &Places, zblade: &Path, dry_run: bool) -> Result<Written, String> {
+pub fn install_claude_hooks(
+    scope: Scope,
+    project: &Path,
+    places: &Places,
+    zblade: &Path,
+    dry_run: bool,
+) -> Result<Written, String> {
     let file = match scope {
         Scope::Project => project.join(".claude/settings.json"),
         Scope::User => places.home.join(".claude/settings.json"),
@@ -229,12 +253,21 @@ pub fn install_claude_hooks(scope: Scope, project: &Path, places: &Places, zblad
         .entry("hooks")
         .or_insert_with(|| json!({}));
     let Some(hooks) = hooks.as_object_mut() else {
-        return Err(format!("{}: `hooks` is not an object; fix it by hand first", file.display()));
+        return Err(format!(
+            "{}: `hooks` is not an object; fix it by hand first",
+            file.display()
+        ));
     };
-    for (event, ours, timeout) in [("UserPromptSubmit", command("prompt"), 10), ("Stop", command("stop"), 60)] {
+    for (event, ours, timeout) in [
+        ("UserPromptSubmit", command("prompt"), 10),
+        ("Stop", command("stop"), 60),
+    ] {
         let groups = hooks.entry(event).or_insert_with(|| json!([]));
         let Some(groups) = groups.as_array_mut() else {
-            return Err(format!("{}: `hooks.{event}` is not a list; fix it by hand first", file.display()));
+            return Err(format!(
+                "{}: `hooks.{event}` is not a list; fix it by hand first",
+                file.display()
+            ));
         };
         // Drop an earlier zblade hook (an older path to the executable), keep everyone else's.
         for group in groups.iter_mut() {
@@ -251,9 +284,9 @@ pub fn install_claude_hooks(scope: Scope, project: &Path, places: &Places, zblad
 
 /// A hook entry zblade wrote: its command runs `… hook prompt` or `… hook stop` of a zblade.
 fn is_zblade_hook(hook: &Value) -> bool {
-    hook.get("command").and_then(Value::as_str).is_some_and(|c| {
-        (c.ends_with(" hook prompt") || c.ends_with(" hook stop")) && c.contains("zblade")
-    })
+    hook.get("command")
+        .and_then(Value::as_str)
+        .is_some_and(|c| (c.ends_with(" hook prompt") || c.ends_with(" hook stop")) && c.contains("zblade"))
 }
 
 fn shell_quote(text: &str) -> String {
@@ -298,7 +331,11 @@ fn merge_json(file: &Path, old: Option<&str>, path: &[&str], value: Value) -> Re
     let mut node = &mut root;
     for (i, key) in path.iter().enumerate() {
         let Some(object) = node.as_object_mut() else {
-            return Err(format!("{}: `{}` is not an object; left as it is", file.display(), path[..i].join(".")));
+            return Err(format!(
+                "{}: `{}` is not an object; left as it is",
+                file.display(),
+                path[..i].join(".")
+            ));
         };
         node = if i + 1 == path.len() {
             object.insert((*key).to_string(), value.clone());
@@ -307,7 +344,10 @@ fn merge_json(file: &Path, old: Option<&str>, path: &[&str], value: Value) -> Re
             object.entry(*key).or_insert_with(|| json!({}))
         };
     }
-    Ok(format!("{}\n", serde_json::to_string_pretty(&root).expect("JSON serialises")))
+    Ok(format!(
+        "{}\n",
+        serde_json::to_string_pretty(&root).expect("JSON serialises")
+    ))
 }
 
 /// Codex's TOML with `[mcp_servers.zblade]` set, comments and order elsewhere kept.
@@ -354,9 +394,15 @@ fn finish(client: &str, file: PathBuf, old: Option<String>, text: String, dry_ru
 /// Writes through a temporary file in the same folder, renamed over `file`: a crash leaves the
 /// old file or the new one, never half of one. The old file's permissions are kept.
 fn write_atomic(file: &Path, text: &str) -> std::io::Result<()> {
-    let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let temp = dir.join(format!(".{name}.zblade-{}.tmp", std::process::id()));
     std::fs::write(&temp, text)?;
     if let Ok(meta) = std::fs::metadata(file) {
@@ -396,12 +442,16 @@ mod tests {
         let p = places(dir.path());
         let first = install(Client::ClaudeCode, Scope::Project, &project, &p, &launch(), false).unwrap();
         assert_eq!(first.change, "updated");
-        let written: Value = serde_json::from_str(&std::fs::read_to_string(project.join(".mcp.json")).unwrap()).unwrap();
+        let written: Value =
+            serde_json::from_str(&std::fs::read_to_string(project.join(".mcp.json")).unwrap()).unwrap();
         assert_eq!(written["mcpServers"]["github"]["command"], "gh-mcp");
         assert_eq!(written["other"], 1);
         assert_eq!(written["mcpServers"]["zblade"]["type"], "stdio");
         assert_eq!(written["mcpServers"]["zblade"]["command"], "/opt/zblade/bin/zblade");
-        assert_eq!(written["mcpServers"]["zblade"]["args"], json!(["mcp", "--project", "/work/app"]));
+        assert_eq!(
+            written["mcpServers"]["zblade"]["args"],
+            json!(["mcp", "--project", "/work/app"])
+        );
         let second = install(Client::ClaudeCode, Scope::Project, &project, &p, &launch(), false).unwrap();
         assert_eq!(second.change, "unchanged");
         assert!(detect(&project, &p)[0].in_project);
@@ -421,7 +471,10 @@ mod tests {
         std::fs::write(project.join(".vscode/mcp.json"), broken).unwrap();
         let err = install(Client::VsCode, Scope::Project, &project, &p, &launch(), false).unwrap_err();
         assert!(err.contains("mcp.json") && err.contains("line 1"), "{err}");
-        assert_eq!(std::fs::read_to_string(project.join(".vscode/mcp.json")).unwrap(), broken);
+        assert_eq!(
+            std::fs::read_to_string(project.join(".vscode/mcp.json")).unwrap(),
+            broken
+        );
     }
 
     #[test]
@@ -434,10 +487,21 @@ mod tests {
         install(Client::Codex, Scope::User, dir.path(), &p, &launch(), false).unwrap();
         let text = std::fs::read_to_string(p.codex_home.join("config.toml")).unwrap();
         assert!(text.starts_with("# my settings\nmodel = \"o3\""), "{text}");
-        assert!(text.contains("[mcp_servers.docs]") && text.contains("[mcp_servers.zblade]"), "{text}");
+        assert!(
+            text.contains("[mcp_servers.docs]") && text.contains("[mcp_servers.zblade]"),
+            "{text}"
+        );
         let doc: toml_edit::DocumentMut = text.parse().unwrap();
-        assert_eq!(doc["mcp_servers"]["zblade"]["command"].as_str(), Some("/opt/zblade/bin/zblade"));
-        assert_eq!(install(Client::Codex, Scope::User, dir.path(), &p, &launch(), false).unwrap().change, "unchanged");
+        assert_eq!(
+            doc["mcp_servers"]["zblade"]["command"].as_str(),
+            Some("/opt/zblade/bin/zblade")
+        );
+        assert_eq!(
+            install(Client::Codex, Scope::User, dir.path(), &p, &launch(), false)
+                .unwrap()
+                .change,
+            "unchanged"
+        );
     }
 
     #[test]

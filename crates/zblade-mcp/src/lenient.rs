@@ -2,8 +2,8 @@
 //! text `"[\"a\", \"b\"]"` or as `"a, b"`, and a line range as `"10-20"`; the schemas advertise
 //! the proper types, and these deserializers accept the common misspellings of them too.
 
-use serde::de::{Deserializer, Error};
 use serde::Deserialize;
+use serde::de::{Deserializer, Error};
 use serde_json::Value;
 
 /// An optional non-negative integer: `20`, `20.0`, `"20"`, or `null`.
@@ -47,9 +47,8 @@ pub fn string_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Er
 pub fn object_list<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned>(d: D) -> Result<Vec<T>, D::Error> {
     let value = match Option::<Value>::deserialize(d)? {
         None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::String(text)) => {
-            serde_json::from_str(text.trim()).map_err(|e| D::Error::custom(format!("a list given as JSON text did not parse: {e}")))?
-        }
+        Some(Value::String(text)) => serde_json::from_str(text.trim())
+            .map_err(|e| D::Error::custom(format!("a list given as JSON text did not parse: {e}")))?,
         Some(value @ Value::Object(_)) => Value::Array(vec![value]),
         Some(value) => value,
     };
@@ -72,13 +71,28 @@ pub fn line_range<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[u32; 2]>, D
                 _ => return Err(D::Error::custom("a line range has two numbers: first and last line")),
             }
         }
-        Value::String(text) => match text.split(['-', ':', ',']).map(str::trim).collect::<Vec<_>>().as_slice() {
-            [one] => [integer(&Value::String(one.to_string())), integer(&Value::String(one.to_string()))],
-            [a, b] => [integer(&Value::String(a.to_string())), integer(&Value::String(b.to_string()))],
+        Value::String(text) => match text
+            .split(['-', ':', ','])
+            .map(str::trim)
+            .collect::<Vec<_>>()
+            .as_slice()
+        {
+            [one] => [
+                integer(&Value::String(one.to_string())),
+                integer(&Value::String(one.to_string())),
+            ],
+            [a, b] => [
+                integer(&Value::String(a.to_string())),
+                integer(&Value::String(b.to_string())),
+            ],
             _ => return Err(D::Error::custom(format!("{text:?} is not a line range like \"10-20\""))),
         },
         Value::Number(_) => [integer(&value), integer(&value)],
-        other => return Err(D::Error::custom(format!("expected a line range like [10, 20], got {other}"))),
+        other => {
+            return Err(D::Error::custom(format!(
+                "expected a line range like [10, 20], got {other}"
+            )));
+        }
     };
     let [a, b] = pair;
     Ok(Some([a.map_err(D::Error::custom)?, b.map_err(D::Error::custom)?]))
@@ -125,7 +139,13 @@ mod tests {
         for tags in [json!(["a", "b"]), json!("[\"a\", \"b\"]"), json!("a, b")] {
             assert_eq!(parse(json!({ "tags": tags })).unwrap().tags, ["a", "b"]);
         }
-        for lines in [json!([3, 9]), json!("3-9"), json!("[3, 9]"), json!(["3", "9"]), json!("3:9")] {
+        for lines in [
+            json!([3, 9]),
+            json!("3-9"),
+            json!("[3, 9]"),
+            json!(["3", "9"]),
+            json!("3:9"),
+        ] {
             assert_eq!(parse(json!({ "lines": lines })).unwrap().lines, Some([3, 9]));
         }
         assert_eq!(parse(json!({ "lines": 4 })).unwrap().lines, Some([4, 4]));
@@ -141,7 +161,10 @@ mod tests {
             (json!({ "tags": { "a": 1 } }), "list of strings"),
             (json!({ "lines": "ten to twenty" }), "whole number"),
         ] {
-            let err = parse(bad.clone()).err().unwrap_or_else(|| panic!("{bad} was accepted")).to_string();
+            let err = parse(bad.clone())
+                .err()
+                .unwrap_or_else(|| panic!("{bad} was accepted"))
+                .to_string();
             assert!(err.contains(expected), "{bad}: {err}");
         }
     }

@@ -97,7 +97,11 @@ impl ServerHandler for ZbladeServer {
     ) -> Result<ListResourcesResult, McpError> {
         let rows = self
             .memory
-            .with(|project| project.list_conversations(LISTED_CONVERSATIONS, 0, None).map_err(|e| e.to_string()))
+            .with(|project| {
+                project
+                    .list_conversations(LISTED_CONVERSATIONS, 0, None)
+                    .map_err(|e| e.to_string())
+            })
             .await
             .map_err(|e| McpError::internal_error(e, None))?;
         let mut resources = vec![
@@ -149,10 +153,16 @@ impl ServerHandler for ZbladeServer {
                 .await
                 .map_err(|e| McpError::internal_error(e, None))?;
             (text, "text/markdown")
-        } else if let Some(id) = uri.strip_prefix(CONVERSATION_PREFIX).or_else(|| uri.strip_prefix(MOMENT_PREFIX)) {
+        } else if let Some(id) = uri
+            .strip_prefix(CONVERSATION_PREFIX)
+            .or_else(|| uri.strip_prefix(MOMENT_PREFIX))
+        {
             let id = id.to_string();
             let want_moment = uri.starts_with(MOMENT_PREFIX);
-            let shown = self.memory.with(move |project| project.show(&id).map_err(|e| e.to_string())).await;
+            let shown = self
+                .memory
+                .with(move |project| project.show(&id).map_err(|e| e.to_string()))
+                .await;
             let value = match shown {
                 Ok(Shown::Conversation { conversation, .. }) if !want_moment => serde_json::to_value(&conversation),
                 Ok(Shown::Moment { moment, .. }) if want_moment => serde_json::to_value(&moment),
@@ -160,7 +170,10 @@ impl ServerHandler for ZbladeServer {
                 Ok(_) | Err(_) => return Err(not_found(format!("nothing stored at {uri}"))),
             }
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-            (serde_json::to_string_pretty(&value).unwrap_or_default(), "application/json")
+            (
+                serde_json::to_string_pretty(&value).unwrap_or_default(),
+                "application/json",
+            )
         } else {
             return Err(not_found(format!(
                 "{uri} is not a zblade resource ({INSTRUCTIONS_URI}, {CONVERSATION_PREFIX}ID, {MOMENT_PREFIX}ID)"
@@ -177,7 +190,11 @@ impl ServerHandler for ZbladeServer {
         Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
             START_PROMPT,
             Some("Start a session with the project memory relevant to a task"),
-            Some(vec![PromptArgument::new("task").with_description("What you are about to work on").with_required(false)]),
+            Some(vec![
+                PromptArgument::new("task")
+                    .with_description("What you are about to work on")
+                    .with_required(false),
+            ]),
         )]))
     }
 
@@ -187,7 +204,10 @@ impl ServerHandler for ZbladeServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         if request.name != START_PROMPT {
-            return Err(McpError::invalid_params(format!("no prompt named {:?}", request.name), None));
+            return Err(McpError::invalid_params(
+                format!("no prompt named {:?}", request.name),
+                None,
+            ));
         }
         let task = request
             .arguments
@@ -209,7 +229,10 @@ impl ServerHandler for ZbladeServer {
                     tier: Default::default(),
                     mode: None,
                 };
-                project.context(&request).map(|r| r.pack.text).map_err(|e| e.to_string())
+                project
+                    .context(&request)
+                    .map(|r| r.pack.text)
+                    .map_err(|e| e.to_string())
             })
             .await
             .map_err(|e| McpError::internal_error(e, None))?;

@@ -33,17 +33,17 @@ pub fn all() -> Vec<Tool> {
     vec![
         define::<ContextArgs, ContextOut>(
             "context",
-            "Project memory packed for a task: relevant past conversations, decisions and the code they reference, within a token budget.",
+            "Project memory for a task: past conversations, decisions and the code they reference, packed into a token budget.",
             true,
         ),
         define::<SearchArgs, SearchOut>(
             "search",
-            "Search past conversations and saved moments; hits come with the current code of their references.",
+            "Search past conversations and saved moments; hits carry the current code they reference.",
             true,
         ),
         define::<RememberArgs, RememberOut>(
             "remember",
-            "Save a decision, pattern, solution or context to project memory, optionally with code references.",
+            "Save a decision, pattern, solution or context to project memory.",
             false,
         ),
         define::<GetConversationArgs, ConversationOut>(
@@ -63,22 +63,139 @@ pub fn all() -> Vec<Tool> {
         ),
         define::<SearchProjectArgs, CodeSearchOut>(
             "search_project",
-            "Search the project's code; returns path:lines with today's code.",
+            "Search the project's code: path:lines with the code as it is now.",
             true,
         ),
-        define::<StatusArgs, StatusOut>("status", "What zblade holds for this project and how search runs.", true),
+        define::<StatusArgs, StatusOut>(
+            "status",
+            "What zblade holds for this project and how search runs.",
+            true,
+        ),
     ]
 }
 
-fn define<A: JsonSchema + Any, O: JsonSchema + Any>(name: &'static str, description: &'static str, read_only: bool) -> Tool {
+fn define<A: JsonSchema + Any, O: JsonSchema + Any>(
+    name: &'static str,
+    description: &'static str,
+    read_only: bool,
+) -> Tool {
     let annotations = if read_only {
-        ToolAnnotations::new().read_only(true).open_world(false)
+        ToolAnnotations::new().read_only(true)
     } else {
-        ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false)
+        ToolAnnotations::new().read_only(false).destructive(false)
     };
-    Tool::new(name, description, schema_for_type::<A>())
-        .with_raw_output_schema(schema_for_output::<O>())
+    Tool::new(name, description, compact(&schema_for_type::<A>(), Side::Input))
+        .with_raw_output_schema(compact(&schema_for_output::<O>(), Side::Output))
         .with_annotations(annotations)
+}
+
+/// Which schema [`compact`] trims.
+#[derive(Clone, Copy, PartialEq)]
+enum Side {
+    Input,
+    Output,
+}
+
+/// A schema as small as it can be without saying less to a model or a validator. Every agent
+/// pays for `tools/list` in its context window on every turn, and schemars writes a lot: the
+/// draft, titles, number formats, `null` alternatives, enum definitions behind `$ref`s. Inputs
+/// keep their field descriptions (that is how a model learns the arguments) and drop `null`
+/// (an absent optional argument says the same); outputs keep only types and structure, `null`
+/// included, because clients validate results against them.
+fn compact(schema: &Map<String, Value>, side: Side) -> std::sync::Arc<Map<String, Value>> {
+    let defs = schema
+        .get("$defs")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let mut root = Value::Object(schema.clone());
+    if let Value::Object(map) = &mut root {
+        map.remove("description");
+        map.remove("$defs"); // inlined below: each is used once per tool, a `$ref` costs more
+    }
+    trim(&mut root, side, &defs);
+    match root {
+        Value::Object(map) => std::sync::Arc::new(map),
+        _ => unreachable!("a schema is an object"),
+    }
+}
+
+fn trim(value: &mut Value, side: Side, defs: &Map<String, Value>) {
+    match value {
+        Value::Object(map) => {
+            // Property names are data, not keywords: `title` may be a field.
+            for key in ["properties", "$defs"] {
+                if let Some(Value::Object(named)) = map.get_mut(key) {
+                    named.values_mut().for_each(|schema| trim(schema, side, defs));
+                }
+            }
+            for key in [
+                "$schema",
+                "title",
+                "format",
+                "minimum",
+                "minItems",
+                "maxItems",
+                "additionalProperties",
+            ] {
+                map.remove(key);
+            }
+            if matches!(map.get("default"), Some(Value::Null)) || map.get("default") == Some(&json!([])) {
+                map.remove("default");
+            }
+            if side == Side::Output {
+                map.remove("description");
+                map.remove("required");
+            }
+            if side == Side::Input {
+                // `["integer", "null"]` → `"integer"`; `anyOf: [{$ref}, {type: null}]` → the ref.
+                if let Some(Value::Array(types)) = map.get("type") {
+                    let kept: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
+                    if kept.len() == 1 {
+                        let only = kept[0].clone();
+                        map.insert("type".into(), only);
+                    }
+                }
+                if let Some(Value::Array(options)) = map.get("anyOf") {
+                    let kept: Vec<Value> = options
+                        .iter()
+                        .filter(|o| o.get("type") != Some(&json!("null")))
+                        .cloned()
+                        .collect();
+                    if kept.len() == 1 {
+                        map.remove("anyOf");
+                        if let Value::Object(only) = &kept[0] {
+                            map.extend(only.clone());
+                        }
+                    }
+                }
+            }
+            // Definitions are inlined: one less indirection for a model to follow, fewer tokens.
+            if let Some(name) = map
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.strip_prefix("#/$defs/"))
+                && let Some(Value::Object(def)) = defs.get(name)
+            {
+                let def = def.clone();
+                map.remove("$ref");
+                for (key, field) in def {
+                    if key != "description" {
+                        map.entry(key).or_insert(field);
+                    }
+                }
+                trim(value, side, defs); // the inlined definition's own keywords
+                return;
+            }
+            for (key, child) in map.iter_mut() {
+                if key != "properties" && key != "$defs" {
+                    trim(child, side, defs);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| trim(item, side, defs)),
+        _ => {}
+    }
 }
 
 /// Runs tool `name`; `None` when there is no such tool.
@@ -124,7 +241,9 @@ fn context(project: &mut Project, args: ContextArgs) -> Result<ContextOut, Strin
     }
     let request = ContextRequest {
         query: args.query,
-        budget: args.budget.map_or(project.settings().context.max_tokens as usize, |b| b as usize),
+        budget: args
+            .budget
+            .map_or(project.settings().context.max_tokens as usize, |b| b as usize),
         conversation: args.conversation,
         format: Default::default(),
         tier: match args.tier {
@@ -143,7 +262,9 @@ fn context(project: &mut Project, args: ContextArgs) -> Result<ContextOut, Strin
         pack.entries.len(),
         pack.receipt.len(),
         result.elapsed_ms,
-        result.mode.map_or("none".to_string(), |m| format!("{m:?}").to_lowercase()),
+        result
+            .mode
+            .map_or("none".to_string(), |m| format!("{m:?}").to_lowercase()),
     );
     let items = pack
         .entries
@@ -241,12 +362,18 @@ fn remember(project: &mut Project, args: RememberArgs) -> Result<RememberOut, St
         Ok(Shown::Moment { references, .. }) => references.iter().map(reference).collect(),
         _ => Vec::new(),
     };
-    Ok(RememberOut { id: outcome.id, references })
+    Ok(RememberOut {
+        id: outcome.id,
+        references,
+    })
 }
 
 fn get_conversation(project: &mut Project, args: GetConversationArgs) -> Result<ConversationOut, String> {
     let Ok(Shown::Conversation { conversation, .. }) = project.show(args.id.trim()) else {
-        return Err(format!("no conversation {:?}; list_conversations gives the ids", args.id));
+        return Err(format!(
+            "no conversation {:?}; list_conversations gives the ids",
+            args.id
+        ));
     };
     let total = conversation.messages.len();
     let from = args.from.unwrap_or(1).max(1);
@@ -380,5 +507,32 @@ fn cut(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         None => text.to_string(),
         Some((at, _)) => format!("{}… [{} more characters]", &text[..at], text[at..].chars().count()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every agent pays for tools/list on every turn: all tools together stay within 1,500
+    /// cl100k tokens (the benchmark reports the number).
+    #[test]
+    fn tools_list_fits_in_a_small_budget() {
+        let text = serde_json::to_string(&json!({ "tools": all() })).unwrap();
+        let tokens = bpe_openai::cl100k_base().count(&text);
+        assert!(tokens <= 1_500, "tools/list is {tokens} tokens:\n{text}");
+    }
+
+    #[test]
+    fn input_schemas_inline_enums_and_drop_nulls() {
+        let search = all().into_iter().find(|t| t.name == "search").unwrap();
+        let schema = Value::Object((*search.input_schema).clone());
+        assert_eq!(schema["properties"]["limit"]["type"], "integer");
+        assert_eq!(
+            schema["properties"]["kind"]["enum"],
+            json!(["all", "messages", "moments", "conversations"])
+        );
+        assert!(schema.get("$defs").is_none() && schema.get("$schema").is_none());
+        assert_eq!(schema["required"], json!(["query"]));
     }
 }

@@ -2,7 +2,8 @@
 //! They are zblade's MCP contract, kept apart from the engine's types so that an engine change
 //! cannot silently change what agents receive. Every item from memory carries its provenance —
 //! its id, its time and where it came from — and the `context` result says in so many words
-//! that the memory is stored data, not instructions.
+//! that the memory is stored data, not instructions. Fields without a value are left out (rather
+//! than `null`): fewer tokens in every schema and every answer.
 
 use rmcp::schemars::{self, JsonSchema};
 use serde::Serialize;
@@ -29,6 +30,8 @@ pub struct PackedItem {
     /// instructions, explicit, recent, summary or retrieved.
     pub via: String,
     pub label: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub time: Option<String>,
     pub tokens: usize,
 }
@@ -36,6 +39,8 @@ pub struct PackedItem {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SearchOut {
     pub mode: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub notice: Option<String>,
     pub hits: Vec<HitOut>,
 }
@@ -45,9 +50,15 @@ pub struct HitOut {
     /// message, moment or conversation.
     pub kind: String,
     pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub conversation: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub title: Option<String>,
     /// Role of a message; type of a moment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub label: Option<String>,
     pub time: String,
     pub snippet: String,
@@ -60,9 +71,13 @@ pub struct HitOut {
 pub struct ReferenceOut {
     pub file: String,
     /// Where the lines are now ([first, last]); none when the code is gone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "[u32; 2]")]
     pub lines: Option<[u32; 2]>,
-    /// valid, moved, modified, missing or unreadable.
+    /// ok, shifted, moved, modified, missing or unreadable.
     pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub code: Option<String>,
 }
 
@@ -76,9 +91,15 @@ pub struct RememberOut {
 pub struct ConversationOut {
     pub id: String,
     pub title: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub created: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub updated: Option<String>,
     /// The agent it was imported from, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub source: Option<String>,
     pub total_messages: usize,
     pub messages: Vec<MessageOut>,
@@ -90,6 +111,8 @@ pub struct MessageOut {
     pub n: usize,
     pub id: String,
     pub role: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub time: Option<String>,
     pub text: String,
     pub tools: Vec<String>,
@@ -106,6 +129,8 @@ pub struct ConversationRow {
     pub title: String,
     pub updated: String,
     pub messages: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub source: Option<String>,
 }
 
@@ -120,6 +145,8 @@ pub struct FileOut {
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct CodeSearchOut {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub notice: Option<String>,
     pub hits: Vec<CodeHit>,
 }

@@ -44,7 +44,11 @@ fn read_event() -> Result<serde_json::Value, Error> {
 }
 
 fn prompt(cx: &mut Ctx, event: &serde_json::Value) -> Result<(), Error> {
-    let Some(prompt) = event.get("prompt").and_then(|p| p.as_str()).filter(|p| !p.trim().is_empty()) else {
+    let Some(prompt) = event
+        .get("prompt")
+        .and_then(|p| p.as_str())
+        .filter(|p| !p.trim().is_empty())
+    else {
         return Ok(()); // nothing asked, nothing to add
     };
     let request = WarmRequest {
@@ -74,7 +78,10 @@ fn stop(cx: &mut Ctx, event: &serde_json::Value) -> Result<(), Error> {
     let is_transcript = transcript.extension().is_some_and(|e| e == "jsonl")
         && std::fs::metadata(&transcript).is_ok_and(|m| m.is_file());
     if !is_transcript {
-        return Err(Error::Usage(format!("{} is not a session transcript (.jsonl file)", transcript.display())));
+        return Err(Error::Usage(format!(
+            "{} is not a session transcript (.jsonl file)",
+            transcript.display()
+        )));
     }
     let mut project = cx.open()?;
     let mut request = ImportRequest::new(ImportSource::ClaudeCode);

@@ -26,7 +26,10 @@ pub(crate) fn serve(root: &Path, args: &McpArgs) -> Result<(), Error> {
     match args.http {
         None => runtime.block_on(zblade_mcp::serve_stdio(memory)).map_err(failed),
         Some(addr) => runtime.block_on(async {
-            let token = args.token.clone().or((!settings_token.is_empty()).then_some(settings_token));
+            let token = args
+                .token
+                .clone()
+                .or((!settings_token.is_empty()).then_some(settings_token));
             let has_token = token.is_some();
             let listening = zblade_mcp::http::serve(memory, zblade_mcp::http::HttpOptions { addr, token })
                 .await
@@ -59,7 +62,9 @@ pub(crate) fn run(cx: &mut Ctx, args: McpArgs) -> Result<(), Error> {
         Some(McpCommand::Clients) => cx.out.print(&Clients(install::detect(&cx.root, &Places::from_env()))),
         Some(McpCommand::Install { client, scope, dry_run }) => {
             let client = Client::parse(&client).ok_or_else(|| {
-                Error::Usage(format!("unknown client {client:?}; choose claude-code, cursor, codex or vscode"))
+                Error::Usage(format!(
+                    "unknown client {client:?}; choose claude-code, cursor, codex or vscode"
+                ))
             })?;
             let scope = match scope {
                 Some(scope) => scope.into(),
@@ -69,8 +74,8 @@ pub(crate) fn run(cx: &mut Ctx, args: McpArgs) -> Result<(), Error> {
             };
             let root = project_root(cx)?;
             let launch = Launch::for_project(&zblade_executable()?, &root);
-            let written = install::install(client, scope, &root, &Places::from_env(), &launch, dry_run)
-                .map_err(Error::Usage)?;
+            let written =
+                install::install(client, scope, &root, &Places::from_env(), &launch, dry_run).map_err(Error::Usage)?;
             cx.out.print(&ConfigWritten(written))
         }
     }
@@ -84,8 +89,9 @@ pub(crate) fn hooks(cx: &mut Ctx, command: HooksCommand) -> Result<(), Error> {
         )));
     }
     let root = project_root(cx)?;
-    let written = install::install_claude_hooks(scope.into(), &root, &Places::from_env(), &zblade_executable()?, dry_run)
-        .map_err(Error::Usage)?;
+    let written =
+        install::install_claude_hooks(scope.into(), &root, &Places::from_env(), &zblade_executable()?, dry_run)
+            .map_err(Error::Usage)?;
     cx.out.print(&ConfigWritten(written))
 }
 
