@@ -440,3 +440,39 @@ def test_a_warm_engine_answers_context_for_short_lived_processes(world):
     finally:
         daemon.terminate()
         daemon.wait(timeout=10)
+
+
+def test_writes_beside_other_writers_never_surface_busy(world, tmp_path):
+    """The server's `remember` calls racing `zblade add` processes on the same project: every
+    write lands, none fails with SQLITE_BUSY or a lock error."""
+    import subprocess
+
+    root, env = world["root"], world["env"]
+    files = []
+    for i in range(6):
+        path = tmp_path / f"c{i}.json"
+        path.write_text(json.dumps({"conversation_id": f"conv_race_{i}", "title": f"Race {i}", "messages": [
+            {"id": "m1", "role": "user", "content": f"concurrent writer number {i}"}]}))
+        files.append(path)
+    writers = [subprocess.Popen([ZBLADE, "--project", str(root), "add", "conversation", str(f)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for f in files]
+
+    async def main():
+        async with stdio_client(world, "legacy") as client:
+            for i in range(12):
+                result = await client.call_tool("remember", {"type": "context", "content": f"racing moment {i}"})
+                assert not result.is_error, result.content[0].text
+
+    run(main)
+    for writer in writers:
+        _, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0, err
+        assert "busy" not in err.lower() and "locked" not in err.lower(), err
+
+    async def check():
+        async with stdio_client(world, "legacy") as client:
+            listed = await client.call_tool("list_conversations", {"limit": 200})
+            ids = {c["id"] for c in listed.structured_content["conversations"]}
+            assert {f"conv_race_{i}" for i in range(6)} <= ids
+
+    run(check)

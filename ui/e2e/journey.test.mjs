@@ -226,6 +226,16 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   await shot("13c-imported-conversation");
   await view("settings");
 
+  // 7c. Agents: one click adds zblade's MCP server to Cursor's config for this project, merged
+  // into the file and naming the zblade CLI beside the app.
+  await (await byTest("settings-agents")).scrollIntoView();
+  await (await byTest("mcp-install-cursor")).click();
+  await (await byTest("mcp-configured-cursor")).waitForDisplayed({ timeout: 10_000 });
+  await shot("13d-settings-agents");
+  const cursorConfig = JSON.parse(readFileSync(join(realpathSync(project), ".cursor/mcp.json"), "utf8"));
+  assert.deepEqual(cursorConfig.mcpServers.zblade.args.slice(0, 2), ["mcp", "--project"]);
+  assert.match(cursorConfig.mcpServers.zblade.command, /zblade$/);
+
   // 8. The migration wizard, against a real zblade-server: test the server, see the plan,
   // migrate, see the verification.
   const db = join(work, "server.db");

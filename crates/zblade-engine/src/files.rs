@@ -66,7 +66,7 @@ impl Project {
         let total = source.line_count() as u32;
         let (start, end, truncated) = match lines {
             _ if total == 0 => (0, 0, false),
-            Some((start, _)) if start == 0 => return Err(refused(path, "lines start at 1")),
+            Some((0, _)) => return Err(refused(path, "lines start at 1")),
             Some((start, end)) if end < start => {
                 return Err(refused(path, &format!("the range {start}-{end} ends before it starts")));
             }

@@ -494,7 +494,7 @@ pub(crate) fn reference(report: &ReferenceReport) -> ReferenceOut {
     ReferenceOut {
         file: report.live.as_ref().unwrap_or(&report.captured).file.clone(),
         lines: report.live.as_ref().map(|l| l.lines),
-        status: serde_json::to_value(&report.status)
+        status: serde_json::to_value(report.status)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default(),

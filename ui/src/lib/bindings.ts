@@ -350,6 +350,30 @@ async importSource(source: string) : Promise<Result<ImportSummary, AppError>> {
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
 }
+},
+/**
+ * The agents that reach tools over MCP (Claude Code, Cursor, Codex, VS Code): installed or not,
+ * and whether zblade is in their configuration for the open project.
+ */
+async listMcpClients() : Promise<Result<McpClientView[], AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("list_mcp_clients") };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Adds zblade's MCP server to one agent's configuration (the project's file; Codex: the
+ * user's), merged into what is there, exactly as `zblade mcp install CLIENT` does.
+ */
+async installMcpClient(client: string) : Promise<Result<McpClientView[], AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("install_mcp_client", { client }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
 }
 }
 
@@ -836,6 +860,30 @@ total: number;
  * A notice or an error.
  */
 message: string | null }
+/**
+ * A coding agent that reaches tools over MCP, for Settings → Agents.
+ */
+export type McpClientView = { 
+/**
+ * `claude-code`, `cursor`, `codex` or `vscode`.
+ */
+client: string; 
+/**
+ * Its name for people.
+ */
+label: string; 
+/**
+ * Its folder exists in the user's home.
+ */
+installed: boolean; 
+/**
+ * zblade is in its configuration for the open project (or for the user).
+ */
+configured: boolean; 
+/**
+ * The file one click writes.
+ */
+config_file: string }
 /**
  * A message with its references.
  */
