@@ -476,3 +476,30 @@ def test_writes_beside_other_writers_never_surface_busy(world, tmp_path):
             assert {f"conv_race_{i}" for i in range(6)} <= ids
 
     run(check)
+
+
+def test_the_stop_hook_imports_the_finished_turn(world, tmp_path):
+    """Claude Code's Stop event names the session transcript: `zblade hook stop` imports it,
+    and the conversation is then reachable through the MCP tools."""
+    from pathlib import Path
+
+    from conftest import zblade
+
+    root, env = world["root"], world["env"]
+    fixture = Path(__file__).resolve().parents[2] / "crates/zblade-import/tests/fixtures/claude"
+    source = next(fixture.glob("*.jsonl"))
+    transcript = tmp_path / source.name
+    transcript.write_text(source.read_text().replace("__ROOT__", str(root)))
+    event = {"session_id": source.stem, "transcript_path": str(transcript), "hook_event_name": "Stop",
+             "stop_hook_active": False}
+    out = zblade("hook", "stop", cwd=root, env=env, input=json.dumps(event))
+    assert out.returncode == 0 and out.stdout == "", out.stderr
+    assert out.stderr == "", out.stderr
+
+    async def main():
+        async with stdio_client(world, "legacy") as client:
+            listed = await client.call_tool("list_conversations", {"source": "claude-code"})
+            conversations = listed.structured_content["conversations"]
+            assert any(source.stem in c["id"] for c in conversations), conversations
+
+    run(main)
