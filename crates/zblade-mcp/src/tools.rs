@@ -98,7 +98,8 @@ enum Side {
 
 /// A schema as small as it can be without saying less to a model or a validator. Every agent
 /// pays for `tools/list` in its context window on every turn, and schemars writes a lot: the
-/// draft, titles, number formats, `null` alternatives, enum definitions behind `$ref`s. Inputs
+/// draft, titles, number formats, `null` alternatives, definitions behind `$ref`s, the
+/// closed-object marker (unknown arguments are refused anyway, with the reason). Inputs
 /// keep their field descriptions (that is how a model learns the arguments) and drop `null`
 /// (an absent optional argument says the same); outputs keep only types and structure, `null`
 /// included, because clients validate results against them.
