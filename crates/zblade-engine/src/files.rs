@@ -108,9 +108,6 @@ fn printable(path: &str) -> String {
 /// when they lie under the root (compared by components, so `/work/project2` is not under
 /// `/work/project`), through the root as given or as it resolves (a root that is a symlink).
 fn project_relative(root: &Path, path: &str) -> std::result::Result<String, String> {
-    if path.contains('\0') {
-        return Err("the path contains a NUL character".into());
-    }
     let given = Path::new(path);
     if !given.is_absolute() {
         return paths::normalize_relative(path);

@@ -587,6 +587,10 @@ impl Project {
             }
         };
         let notice = match (mode, unavailable) {
+            // No code hits because no file was ever indexed: that, not the mode, is the news.
+            _ if query.kind == SearchKind::Code && hits.is_empty() && index.code_counts()?.0 == 0 => {
+                Some("no project files are indexed yet (run `zblade index`)".to_string())
+            }
             (Some(SearchMode::Keyword), _) => None,
             (_, notice) => notice,
         };

@@ -217,12 +217,9 @@ pub fn install(
             }
             entry.insert("command".into(), json!(launch.command));
             entry.insert("args".into(), json!(launch.args));
-            merge_json(
-                &file,
-                old.as_deref(),
-                &[json_key(client), SERVER_NAME],
-                Value::Object(entry),
-            )?
+            let mut root = parse_json_object(&file, old.as_deref())?;
+            object_in(&file, &mut root, json_key(client))?.insert(SERVER_NAME.into(), Value::Object(entry));
+            pretty(&root)
         }
     };
     finish(client.as_str(), file, old, text, dry_run)
@@ -242,22 +239,9 @@ pub fn install_claude_hooks(
         Scope::User => places.home.join(".claude/settings.json"),
     };
     let old = read_existing(&file)?;
-    let mut root: Value = match old.as_deref() {
-        Some(text) => parse_json_object(&file, text)?,
-        None => json!({}),
-    };
+    let mut root = parse_json_object(&file, old.as_deref())?;
     let command = |event: &str| format!("{} hook {event}", shell_quote(&zblade.to_string_lossy()));
-    let hooks = root
-        .as_object_mut()
-        .expect("checked to be an object")
-        .entry("hooks")
-        .or_insert_with(|| json!({}));
-    let Some(hooks) = hooks.as_object_mut() else {
-        return Err(format!(
-            "{}: `hooks` is not an object; fix it by hand first",
-            file.display()
-        ));
-    };
+    let hooks = object_in(&file, &mut root, "hooks")?;
     for (event, ours, timeout) in [
         ("UserPromptSubmit", command("prompt"), 10),
         ("Stop", command("stop"), 60),
@@ -278,8 +262,7 @@ pub fn install_claude_hooks(
         groups.retain(|g| g.get("hooks").and_then(Value::as_array).is_none_or(|l| !l.is_empty()));
         groups.push(json!({ "hooks": [{ "type": "command", "command": ours, "timeout": timeout }] }));
     }
-    let text = format!("{}\n", serde_json::to_string_pretty(&root).expect("JSON serialises"));
-    finish("claude-code hooks", file, old, text, dry_run)
+    finish("claude-code hooks", file, old, pretty(&root), dry_run)
 }
 
 /// A hook entry zblade wrote: its command runs `… hook prompt` or `… hook stop` of a zblade.
@@ -305,12 +288,14 @@ fn read_existing(file: &Path) -> Result<Option<String>, String> {
     }
 }
 
-fn parse_json_object(file: &Path, text: &str) -> Result<Value, String> {
+/// The JSON object in a client's file (`{}` when the file is missing or empty).
+fn parse_json_object(file: &Path, old: Option<&str>) -> Result<Map<String, Value>, String> {
+    let text = old.unwrap_or_default();
     if text.trim().is_empty() {
-        return Ok(json!({}));
+        return Ok(Map::new());
     }
     match serde_json::from_str::<Value>(text) {
-        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(Value::Object(object)) => Ok(object),
         Ok(_) => Err(format!("{}: not a JSON object; left as it is", file.display())),
         Err(e) => Err(format!(
             "{}: not valid JSON (line {}, column {}: {e}); left as it is. Comments are not supported: \
@@ -322,32 +307,21 @@ fn parse_json_object(file: &Path, text: &str) -> Result<Value, String> {
     }
 }
 
-/// `old` with `value` set at `path` (objects created on the way), pretty-printed.
-fn merge_json(file: &Path, old: Option<&str>, path: &[&str], value: Value) -> Result<String, String> {
-    let mut root = match old {
-        Some(text) => parse_json_object(file, text)?,
-        None => json!({}),
-    };
-    let mut node = &mut root;
-    for (i, key) in path.iter().enumerate() {
-        let Some(object) = node.as_object_mut() else {
-            return Err(format!(
-                "{}: `{}` is not an object; left as it is",
-                file.display(),
-                path[..i].join(".")
-            ));
-        };
-        node = if i + 1 == path.len() {
-            object.insert((*key).to_string(), value.clone());
-            break;
-        } else {
-            object.entry(*key).or_insert_with(|| json!({}))
-        };
-    }
-    Ok(format!(
-        "{}\n",
-        serde_json::to_string_pretty(&root).expect("JSON serialises")
-    ))
+/// The object under `key` in `parent`, created when absent; an error when something else is there.
+fn object_in<'a>(
+    file: &Path,
+    parent: &'a mut Map<String, Value>,
+    key: &str,
+) -> Result<&'a mut Map<String, Value>, String> {
+    parent
+        .entry(key)
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .ok_or_else(|| format!("{}: `{key}` is not an object; left as it is", file.display()))
+}
+
+fn pretty(root: &Map<String, Value>) -> String {
+    format!("{}\n", serde_json::to_string_pretty(root).expect("JSON serialises"))
 }
 
 /// Codex's TOML with `[mcp_servers.zblade]` set, comments and order elsewhere kept.

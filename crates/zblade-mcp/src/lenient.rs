@@ -77,14 +77,11 @@ pub fn line_range<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[u32; 2]>, D
             .collect::<Vec<_>>()
             .as_slice()
         {
-            [one] => [
-                integer(&Value::String(one.to_string())),
-                integer(&Value::String(one.to_string())),
-            ],
-            [a, b] => [
-                integer(&Value::String(a.to_string())),
-                integer(&Value::String(b.to_string())),
-            ],
+            [one] => {
+                let line = integer(&Value::from(*one));
+                [line.clone(), line]
+            }
+            [a, b] => [integer(&Value::from(*a)), integer(&Value::from(*b))],
             _ => return Err(D::Error::custom(format!("{text:?} is not a line range like \"10-20\""))),
         },
         Value::Number(_) => [integer(&value), integer(&value)],

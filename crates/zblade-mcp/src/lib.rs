@@ -17,7 +17,6 @@ mod server;
 mod tools;
 mod wire;
 
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use zblade_engine::Project;
@@ -39,11 +38,6 @@ impl Memory {
         Memory {
             project: Arc::new(Mutex::new(project)),
         }
-    }
-
-    /// Opens the project at `root` (cheap: settings and the SQLite catalog).
-    pub fn open(root: &Path) -> zblade_engine::Result<Memory> {
-        Project::open(root).map(Memory::new)
     }
 
     /// Runs `call` on the project on a blocking thread; a panic in it becomes an error.

@@ -28,8 +28,14 @@ const DEFAULT_MESSAGES: u32 = 50;
 /// A message's text is cut to this many characters in `get_conversation`.
 const MAX_MESSAGE_CHARS: usize = 20_000;
 
-/// Every tool, in the order `tools/list` gives them.
-pub fn all() -> Vec<Tool> {
+/// Every tool, in the order `tools/list` gives them; built (schemas derived and compacted) once
+/// per process, not per connection.
+pub fn all() -> &'static [Tool] {
+    static TOOLS: std::sync::LazyLock<Vec<Tool>> = std::sync::LazyLock::new(definitions);
+    &TOOLS
+}
+
+fn definitions() -> Vec<Tool> {
     vec![
         define::<ContextArgs, ContextOut>(
             "context",
@@ -236,7 +242,8 @@ fn error(reason: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(reason)])
 }
 
-fn context(project: &mut Project, args: ContextArgs) -> Result<ContextOut, String> {
+/// The `context` tool; also what the `start_session` prompt packs.
+pub(crate) fn context(project: &mut Project, args: ContextArgs) -> Result<ContextOut, String> {
     if args.query.trim().is_empty() {
         return Err("query is empty: say what you are working on".into());
     }
@@ -305,11 +312,7 @@ fn search(project: &mut Project, args: SearchArgs) -> Result<SearchOut, String> 
         Mode::Semantic => SearchMode::Semantic,
         Mode::Hybrid => SearchMode::Hybrid,
     });
-    let filter = SearchFilter {
-        path_prefix: args.path.map(|p| p.trim_start_matches("./").to_string()),
-        ..SearchFilter::default()
-    };
-    let query = SearchQuery::new(args.query, limit(args.limit), kind).with_filter(filter);
+    let query = SearchQuery::new(args.query, limit(args.limit), kind).with_filter(under(args.path));
     let results = project.search_with(&query, mode).map_err(|e| e.to_string())?;
     Ok(SearchOut {
         mode: format!("{:?}", results.mode).to_lowercase(),
@@ -441,16 +444,8 @@ fn read_project_file(project: &mut Project, args: ReadFileArgs) -> Result<FileOu
 }
 
 fn search_project(project: &mut Project, args: SearchProjectArgs) -> Result<CodeSearchOut, String> {
-    let filter = SearchFilter {
-        path_prefix: args.path.map(|p| p.trim_start_matches("./").to_string()),
-        ..SearchFilter::default()
-    };
-    let query = SearchQuery::new(args.query, limit(args.limit), SearchKind::Code).with_filter(filter);
+    let query = SearchQuery::new(args.query, limit(args.limit), SearchKind::Code).with_filter(under(args.path));
     let results = project.search_fresh(&query, None).map_err(|e| e.to_string())?;
-    let mut notice = results.notice;
-    if results.hits.is_empty() && project.status().is_ok_and(|s| s.code_files == 0) {
-        notice = Some("the project's code is not indexed yet (run `zblade index`)".into());
-    }
     let hits = results
         .hits
         .into_iter()
@@ -465,7 +460,10 @@ fn search_project(project: &mut Project, args: SearchProjectArgs) -> Result<Code
             })
         })
         .collect();
-    Ok(CodeSearchOut { notice, hits })
+    Ok(CodeSearchOut {
+        notice: results.notice,
+        hits,
+    })
 }
 
 fn status(project: &mut Project, _: StatusArgs) -> Result<StatusOut, String> {
@@ -486,12 +484,20 @@ fn status(project: &mut Project, _: StatusArgs) -> Result<StatusOut, String> {
     })
 }
 
+/// Only what is about code under `path` (`./src` and `src` alike).
+fn under(path: Option<String>) -> SearchFilter {
+    SearchFilter {
+        path_prefix: path.map(|p| p.trim_start_matches("./").to_string()),
+        ..SearchFilter::default()
+    }
+}
+
 fn limit(asked: Option<u32>) -> usize {
     asked.unwrap_or(10).clamp(1, MAX_HITS) as usize
 }
 
 /// A reference as the code is now.
-pub(crate) fn reference(report: &ReferenceReport) -> ReferenceOut {
+fn reference(report: &ReferenceReport) -> ReferenceOut {
     ReferenceOut {
         file: report.live.as_ref().unwrap_or(&report.captured).file.clone(),
         lines: report.live.as_ref().map(|l| l.lines),
@@ -526,7 +532,7 @@ mod tests {
 
     #[test]
     fn input_schemas_inline_enums_and_drop_nulls() {
-        let search = all().into_iter().find(|t| t.name == "search").unwrap();
+        let search = all().iter().find(|t| t.name == "search").unwrap();
         let schema = Value::Object((*search.input_schema).clone());
         assert_eq!(schema["properties"]["limit"]["type"], "integer");
         assert_eq!(

@@ -21,7 +21,7 @@ use crate::cli::HookEvent;
 /// The most of an event read from stdin.
 const MAX_EVENT_BYTES: u64 = 1024 * 1024;
 /// The context budget of a prompt hook: it rides along with every prompt.
-pub(crate) const HOOK_BUDGET: usize = 2_000;
+const HOOK_BUDGET: usize = 2_000;
 
 pub(crate) fn run(cx: &mut Ctx, event: HookEvent) -> Result<(), Error> {
     let outcome = read_event().and_then(|event_json| match event {
