@@ -250,6 +250,7 @@ pub async fn context_preview(app: AppHandle, request: ContextRequestView) -> App
             format,
             tier,
             mode: None,
+            exclude_conversation: None,
         })?;
         let pack = result.pack;
         Ok(ContextView {

@@ -235,6 +235,7 @@ fn main() {
             format: Default::default(),
             tier: Default::default(),
             mode: None,
+            exclude_conversation: None,
         };
         project.context(&request).unwrap();
     };

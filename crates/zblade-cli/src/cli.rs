@@ -125,6 +125,11 @@ pub enum Command {
     /// stdin/stdout (what an agent's MCP config runs), or with --http on Streamable HTTP at
     /// /mcp. `zblade mcp install CLIENT` writes an agent's config. See docs/MCP.md.
     Mcp(McpArgs),
+    /// Run the model proxy: point an agent's OpenAI or Anthropic base URL at it and every
+    /// request gets this project's memory and every turn is recorded (Claude Code:
+    /// ANTHROPIC_BASE_URL=http://127.0.0.1:8765; OpenAI clients: OPENAI_BASE_URL=
+    /// http://127.0.0.1:8765/v1). `zblade proxy receipts` shows what was added. See docs/PROXY.md.
+    Proxy(ProxyArgs),
     /// Keep this project's engine warm for agent hooks and `zblade context`: the embedding model
     /// and tokenizer stay loaded, and short-lived zblade processes ask this one over a private
     /// local socket instead of loading them each time (the desktop app does the same while it
@@ -161,6 +166,43 @@ pub struct McpArgs {
     /// Print the tool definitions (what tools/list returns) and exit.
     #[arg(long)]
     pub list_tools: bool,
+}
+
+/// `zblade proxy` arguments.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ProxyArgs {
+    /// Inspect what the proxy did.
+    #[command(subcommand)]
+    pub command: Option<ProxyCommand>,
+    /// Where to listen (loopback only). Default: proxy.listen in settings (127.0.0.1:8765).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// One provider for both APIs (a local llama.cpp or vLLM server, a LiteLLM gateway).
+    /// Default: proxy.openai_upstream and proxy.anthropic_upstream in settings
+    /// (https://api.openai.com, https://api.anthropic.com).
+    #[arg(long, value_name = "URL")]
+    pub upstream: Option<String>,
+    /// Where OpenAI-style requests go (overrides --upstream).
+    #[arg(long, value_name = "URL")]
+    pub openai_upstream: Option<String>,
+    /// Where Anthropic requests go (overrides --upstream).
+    #[arg(long, value_name = "URL")]
+    pub anthropic_upstream: Option<String>,
+}
+
+/// `zblade proxy …`
+#[derive(Debug, Subcommand)]
+pub enum ProxyCommand {
+    /// What the proxy added to recent requests (newest first), or to one request by the id
+    /// it sent back in `x-zblade-receipt`.
+    Receipts {
+        /// A receipt id (`rcpt_…`); without one, the newest are listed.
+        id: Option<String>,
+        /// How many to list.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
 }
 
 /// `zblade mcp …`

@@ -1212,3 +1212,63 @@ impl Render for WarmText {
         write!(out.w, "{}", self.0).map_err(io)
     }
 }
+
+/// `zblade proxy receipts`.
+#[derive(Serialize)]
+pub struct Receipts {
+    /// Newest first.
+    pub receipts: Vec<zblade_proxy::receipts::Receipt>,
+    /// Receipt files that could not be read.
+    pub unreadable: usize,
+    /// One receipt asked for by id: print what was injected in full.
+    #[serde(skip)]
+    pub one: bool,
+}
+
+impl Render for Receipts {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        if self.receipts.is_empty() {
+            return line!(
+                out,
+                "No receipts yet: the proxy writes one for each request it adds memory to (zblade proxy)."
+            );
+        }
+        for r in &self.receipts {
+            line!(
+                out,
+                "{}  {}  {} {}  {} tokens, {} entries, {:.0} ms  {}",
+                r.id,
+                r.time.format("%Y-%m-%d %H:%M:%S"),
+                r.api,
+                r.model,
+                r.tokens,
+                r.entries,
+                r.elapsed_ms,
+                r.conversation
+            )?;
+            line!(out, "  asked: {}", one_line(&r.query, 100))?;
+            if let Some(error) = &r.error {
+                line!(out, "  error: {error}")?;
+            }
+            for notice in &r.notices {
+                line!(out, "  note: {notice}")?;
+            }
+            if self.one {
+                line!(out, "--- injected ({} budget, {} tier) ---", r.budget, r.tier)?;
+                line!(
+                    out,
+                    "{}",
+                    if r.injected.is_empty() {
+                        "(nothing)"
+                    } else {
+                        &r.injected
+                    }
+                )?;
+            }
+        }
+        if self.unreadable > 0 {
+            line!(out, "({} receipt files could not be read)", self.unreadable)?;
+        }
+        Ok(())
+    }
+}

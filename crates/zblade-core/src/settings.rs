@@ -49,6 +49,8 @@ pub struct Settings {
     pub import: ImportSettings,
     /// `mcp`: the MCP server.
     pub mcp: McpSettings,
+    /// `proxy`: the model proxy.
+    pub proxy: ProxySettings,
     /// Fields this version does not know; written back unchanged.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -216,6 +218,36 @@ pub struct McpSettings {
     /// Unknown fields.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// `proxy`: the model proxy (`zblade proxy`) — where it listens and which providers it forwards to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProxySettings {
+    /// Where `zblade proxy` listens.
+    pub listen: String,
+    /// Where OpenAI-style requests go (Chat Completions, Responses, models, embeddings, ...).
+    pub openai_upstream: String,
+    /// Where Anthropic requests go (`/v1/messages`, and anything sent with `anthropic-version`).
+    pub anthropic_upstream: String,
+    /// The most time spent assembling memory for one request, in milliseconds; past it the
+    /// request goes upstream without memory (and says why in `x-zblade-error`).
+    pub context_timeout_ms: u64,
+    /// Unknown fields.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for ProxySettings {
+    fn default() -> Self {
+        ProxySettings {
+            listen: "127.0.0.1:8765".into(),
+            openai_upstream: "https://api.openai.com".into(),
+            anthropic_upstream: "https://api.anthropic.com".into(),
+            context_timeout_ms: 2_000,
+            extra: Map::new(),
+        }
+    }
 }
 
 /// `import`: the coding agents whose sessions `zblade watch` and the tray follow.

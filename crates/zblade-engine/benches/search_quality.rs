@@ -280,6 +280,7 @@ fn main() {
                 format: ContextFormat::Xml,
                 tier: ContextTier::Balanced,
                 mode: None,
+                exclude_conversation: None,
             };
             let result = project.context(&request).unwrap();
             let packed: HashSet<&str> = result

@@ -299,6 +299,7 @@ fn search_at_scale(messages: usize, query_count: usize) -> (String, String) {
             format: ContextFormat::Xml,
             tier: ContextTier::Balanced,
             mode: None,
+            exclude_conversation: None,
         };
         let started = Instant::now();
         let result = project.context(&request).unwrap();

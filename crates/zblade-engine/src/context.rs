@@ -42,6 +42,9 @@ pub struct ContextRequest {
     pub tier: Tier,
     /// Search mode (`None`: hybrid when available, else keyword).
     pub mode: Option<SearchMode>,
+    /// A conversation whose turns the reader already has (a proxy's client resends its whole
+    /// history): search hits from it are left out rather than packed a second time.
+    pub exclude_conversation: Option<String>,
 }
 
 /// An assembled context.
@@ -317,7 +320,10 @@ impl Project {
         let retrieved = storage.retrieve(self, search_text, time, request.mode)?;
         timings.search_ms = retrieved.search_ms;
         notices.extend(retrieved.notices);
-        candidates.extend(retrieved.candidates);
+        let excluded = request.exclude_conversation.as_deref();
+        candidates.extend(retrieved.candidates.into_iter().filter(|candidate| {
+            !matches!((&candidate.item, excluded), (Item::Message { conversation, .. }, Some(skip)) if conversation == skip)
+        }));
         Ok(Some(retrieved.mode))
     }
 

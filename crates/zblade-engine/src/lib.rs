@@ -28,6 +28,7 @@ mod lock;
 mod migrate;
 mod models;
 mod project;
+mod record;
 mod refs;
 mod remote;
 mod scan;
@@ -56,6 +57,7 @@ pub use migrate::{
 };
 pub use models::{ModelDownload, ModelEntry, ModelImport, models_dir};
 pub use project::{AddOutcome, InitReport, Project, ReindexReport};
+pub use record::{Exchange, Recorded};
 pub use refs::{Location, ReferenceReport};
 pub use remote::connect;
 pub use search::{Hit, SearchResults};
@@ -68,9 +70,10 @@ pub use summaries::{REFRESH_EVERY, SUMMARY_TOKENS, SessionSummary, SummarizeRepo
 pub use time::{parse_time, parse_time_bound};
 pub use watch::WatchEvent;
 pub use zblade_context::{Format as ContextFormat, Source as ContextSource, Tier as ContextTier};
+pub use zblade_core::settings::ProxySettings;
 pub use zblade_core::{
     CodeReference, Conversation, Error, Message, Moment, MomentType, ReferenceStatus, Result, Role, StorageMode,
-    parse_conversation, parse_moment,
+    ToolCall, parse_conversation, parse_moment,
 };
 pub use zblade_import::Detected as DetectedSource;
 pub use zblade_import::detect::Places as AgentPlaces;

@@ -61,6 +61,7 @@ impl WarmRequest {
             format: self.format,
             tier: self.tier,
             mode: None,
+            exclude_conversation: None,
         };
         let result = project.context(&request).map_err(|e| e.to_string())?;
         Ok(WarmAnswer {

@@ -260,6 +260,7 @@ pub(crate) fn context(project: &mut Project, args: ContextArgs) -> Result<Contex
             Some(Tier::Balanced) | None => ContextTier::Balanced,
         },
         mode: None,
+        exclude_conversation: None,
     };
     let result = project.context(&request).map_err(|e| e.to_string())?;
     let pack = &result.pack;

@@ -39,6 +39,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ContextArgs) -> Result<(), Error> {
         format: args.format.into(),
         tier: args.tier.into(),
         mode: args.mode.map(Into::into),
+        exclude_conversation: None,
     };
     let result = project.context(&request)?;
     for notice in &result.notices {

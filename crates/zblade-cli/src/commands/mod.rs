@@ -16,6 +16,7 @@ pub(crate) mod mcp;
 pub(crate) mod migrate;
 pub(crate) mod models;
 pub(crate) mod moments;
+pub(crate) mod proxy;
 pub(crate) mod refs;
 pub(crate) mod reindex;
 pub(crate) mod search;

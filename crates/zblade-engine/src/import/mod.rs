@@ -10,7 +10,7 @@
 
 mod anchor;
 mod follow;
-mod merge;
+pub(crate) mod merge;
 mod state;
 
 use std::collections::BTreeMap;
