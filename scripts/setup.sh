@@ -77,6 +77,15 @@ if [ ! -x "$ZBLADE_MCP_CLIENTS/node_modules/.bin/conformance" ]; then
   (cd "$ZBLADE_MCP_CLIENTS" && npm install --no-audit --no-fund --loglevel=error)
 fi
 
+# The model proxy's test clients, written by others (the official openai and anthropic clients),
+# and its real upstream: llama-cpp-python's OpenAI-compatible server, which pip builds from
+# source with llama.cpp (a few minutes, once).
+if ! "$ZBLADE_PYTHON" -c 'import openai, anthropic, llama_cpp.server' >/dev/null 2>&1; then
+  echo "setup: installing the proxy test clients and llama-cpp-python's server (PyPI; builds llama.cpp)" >&2
+  CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$ZBLADE_PY_ENV/bin/pip" install -q --disable-pip-version-check \
+    "llama-cpp-python[server]==0.3.36" "openai==3.57.0" "anthropic==2.13.0"
+fi
+
 # The tiny random-weight GGUF model the compressor's tests run through llama.cpp.
 if [ ! -f "$ZBLADE_TEST_GGUF" ]; then
   "$ZBLADE_PYTHON" "$ZBLADE_ROOT/scripts/models/build_tiny_gguf.py" "$ZBLADE_TEST_GGUF" >/dev/null

@@ -35,6 +35,10 @@ cargo test --workspace --doc --exclude zblade-server --locked 2>&1 | tee -a "$lo
 # official conformance suite and the MCP Inspector (see docs/MCP.md).
 ZBLADE="$CARGO_TARGET_DIR/debug/zblade" bash tests/mcp/run.sh 2>&1 | tee -a "$log"
 
+# The model proxy driven by the official openai and anthropic clients, against llama-cpp-python's
+# server and a scripted upstream for faults (see docs/PROXY.md).
+ZBLADE="$CARGO_TARGET_DIR/debug/zblade" bash tests/proxy/run.sh 2>&1 | tee -a "$log"
+
 # The generated TypeScript bindings must be committed exactly as the app generates them (the
 # zblade-app test above regenerates ui/src/lib/bindings.ts; new or changed means stale).
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1 && [ -n "$(git status --porcelain ui/src/lib/bindings.ts)" ]; then

@@ -74,6 +74,11 @@ class Scripted:
             def log_message(self, *args):
                 pass
 
+            def setup(self):
+                super().setup()
+                # Like real providers' servers: small writes leave at once (no Nagle delay).
+                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
             def _any(self):
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""

@@ -160,6 +160,10 @@ pub async fn serve(memory: Arc<dyn Memory>, options: ProxyOptions) -> Result<Lis
     let proxy = forward::Proxy::new(memory, upstreams, options.context_timeout, Arc::clone(&stats))?;
     let router = forward::router(proxy);
     let stopping = stop.clone();
+    // Events are small writes that must leave at once: no Nagle delay (40 ms a chunk otherwise).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
+        let _ = tcp.set_nodelay(true);
+    });
     let task = tokio::spawn(async move {
         axum::serve(listener, router)
             .with_graceful_shutdown(async move { stopping.cancelled().await })
