@@ -2,6 +2,7 @@
 //! blocking pool (never on the UI or async threads), on the open project.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use tauri::{AppHandle, Manager};
@@ -703,4 +704,35 @@ pub async fn install_mcp_client(app: AppHandle, client: String) -> AppResult<Vec
         Ok(crate::agents::views(&root))
     })
     .await
+}
+
+/// The model proxy: running or not, its address, live counts.
+#[tauri::command]
+#[specta::specta]
+pub async fn proxy_status(app: AppHandle) -> AppResult<ProxyView> {
+    let state = app.state::<AppState>();
+    let running = state.proxy.lock().await;
+    Ok(crate::proxy::view(running.as_ref()))
+}
+
+/// Starts the model proxy on the open project (its `proxy` settings: address, upstreams).
+#[tauri::command]
+#[specta::specta]
+pub async fn start_proxy(app: AppHandle) -> AppResult<ProxyView> {
+    let state = app.state::<AppState>();
+    let mut running = state.proxy.lock().await;
+    if running.is_none() {
+        *running = Some(crate::proxy::start(Arc::clone(&state.project)).await?);
+    }
+    Ok(crate::proxy::view(running.as_ref()))
+}
+
+/// Stops the model proxy (requests in flight finish first).
+#[tauri::command]
+#[specta::specta]
+pub async fn stop_proxy(app: AppHandle) -> AppResult<ProxyView> {
+    let state = app.state::<AppState>();
+    let mut running = state.proxy.lock().await;
+    *running = None; // dropping it stops it
+    Ok(crate::proxy::view(None))
 }

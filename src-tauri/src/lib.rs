@@ -22,6 +22,7 @@ pub mod guard;
 pub mod indexer;
 pub mod instance;
 pub mod network;
+pub mod proxy;
 pub mod relaunch;
 pub mod sources;
 pub mod state;
@@ -80,6 +81,9 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::import_source,
             commands::list_mcp_clients,
             commands::install_mcp_client,
+            commands::proxy_status,
+            commands::start_proxy,
+            commands::stop_proxy,
         ])
         .events(collect_events![
             IndexerStatus,

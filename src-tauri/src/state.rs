@@ -26,6 +26,8 @@ pub struct AppState {
     /// The open project's warm engine: agent hooks and `zblade context` ask it over a local
     /// socket instead of loading the embedding model themselves.
     pub warm: Mutex<Option<zblade_engine::warm::WarmServer>>,
+    /// The model proxy, when started from Settings → Proxy.
+    pub proxy: tokio::sync::Mutex<Option<crate::proxy::RunningProxy>>,
     /// The indexer of the open project.
     pub indexer: Mutex<Option<Indexer>>,
     /// The indexer's last reported status.
@@ -47,6 +49,7 @@ impl AppState {
             config_notice: Mutex::new(notice),
             project: Arc::new(Mutex::new(None)),
             warm: Mutex::new(None),
+            proxy: tokio::sync::Mutex::new(None),
             indexer: Mutex::new(None),
             indexer_status: Mutex::new(IndexerStatus::of(IndexerState::Idle)),
             started,

@@ -590,3 +590,26 @@ pub struct CleanupView {
     /// at the destination).
     pub kept_changed: Vec<String>,
 }
+
+/// The model proxy, for Settings → Proxy.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Type)]
+pub struct ProxyView {
+    /// True while it runs.
+    pub running: bool,
+    /// Where it listens (`http://127.0.0.1:8765`): Claude Code's ANTHROPIC_BASE_URL.
+    pub address: Option<String>,
+    /// The same with `/v1`: OpenAI clients' base URL.
+    pub openai_base_url: Option<String>,
+    /// Where OpenAI-style requests go.
+    pub openai_upstream: String,
+    /// Where Anthropic requests go.
+    pub anthropic_upstream: String,
+    /// Requests forwarded since it started.
+    pub requests: u32,
+    /// Requests memory was added to.
+    pub injected: u32,
+    /// Turns recorded.
+    pub recorded: u32,
+    /// Requests where something inside zblade failed (they went upstream without memory).
+    pub errors: u32,
+}

@@ -86,6 +86,27 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
     join(work, "claude/projects/-demo/0b5c1d2e-7f40-4c1a-9d51-3a7e2c9b8f10.jsonl"),
     fixture.replaceAll("__ROOT__", realpathSync(project)),
   );
+  // The model proxy (step 7d) listens on a free port and forwards to a stand-in provider that
+  // answers every chat completion with one fixed message.
+  const providerRequests = [];
+  const provider = http.createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      providerRequests.push(JSON.parse(body));
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({
+        id: "chatcmpl-e2e", object: "chat.completion", model: "gpt-4o",
+        choices: [{ index: 0, message: { role: "assistant", content: "Answered through the proxy." }, finish_reason: "stop" }],
+      }));
+    });
+  });
+  await new Promise((r) => provider.listen(0, "127.0.0.1", r));
+  t.after(() => provider.close());
+  const proxyPort = await freePort();
+  const settingsFile = join(project, ".zblade/config/settings.json");
+  const projectSettings = JSON.parse(readFileSync(settingsFile, "utf8"));
+  projectSettings.proxy = { listen: `127.0.0.1:${proxyPort}`, openai_upstream: `http://127.0.0.1:${provider.address().port}` };
+  writeFileSync(settingsFile, JSON.stringify(projectSettings, null, 2));
   // Turning network use on asks in a native GTK dialog, which WebDriver cannot click: the app
   // answers its own confirmations yes in this run (a page cannot set this; see guard.rs).
   env.ZBLADE_TEST_ANSWER_DIALOGS = "yes";
@@ -235,6 +256,30 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   const cursorConfig = JSON.parse(readFileSync(join(realpathSync(project), ".cursor/mcp.json"), "utf8"));
   assert.deepEqual(cursorConfig.mcpServers.zblade.args.slice(0, 2), ["mcp", "--project"]);
   assert.match(cursorConfig.mcpServers.zblade.command, /zblade$/);
+
+  // 7d. Proxy: start it, send it a request as an OpenAI client would, see the live counts; the
+  // provider got the project's memory in a system message, and the turn is recorded.
+  await (await byTest("settings-proxy")).scrollIntoView();
+  await (await byTest("proxy-start")).click();
+  const proxyAddress = await byTest("proxy-address");
+  await proxyAddress.waitForDisplayed({ timeout: 10_000 });
+  assert.equal(await proxyAddress.getText(), `http://127.0.0.1:${proxyPort}`);
+  const proxied = await fetch(`http://127.0.0.1:${proxyPort}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer sk-e2e" },
+    body: JSON.stringify({ model: "gpt-4o", messages: [{ role: "user", content: "How does the token refresh work?" }] }),
+  });
+  assert.equal(proxied.status, 200);
+  assert.equal((await proxied.json()).choices[0].message.content, "Answered through the proxy.");
+  await browser.waitUntil(async () => (await (await byTest("proxy-counts")).getText()).startsWith("1 request(s) · 1 with memory · 1 turn(s) recorded"), {
+    timeout: 15_000,
+    timeoutMsg: "the proxy's live counts did not show the request",
+  });
+  assert.equal(providerRequests[0].messages[0].role, "system");
+  assert.match(providerRequests[0].messages[0].content, /zblade-memory/);
+  await shot("13e-settings-proxy");
+  await (await byTest("proxy-stop")).click();
+  await (await byTest("proxy-start")).waitForDisplayed({ timeout: 10_000 });
 
   // 8. The migration wizard, against a real zblade-server: test the server, see the plan,
   // migrate, see the verification.

@@ -374,6 +374,39 @@ async installMcpClient(client: string) : Promise<Result<McpClientView[], AppErro
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
 }
+},
+/**
+ * The model proxy: running or not, its address, live counts.
+ */
+async proxyStatus() : Promise<Result<ProxyView, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("proxy_status") };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Starts the model proxy on the open project (its `proxy` settings: address, upstreams).
+ */
+async startProxy() : Promise<Result<ProxyView, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("start_proxy") };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Stops the model proxy (requests in flight finish first).
+ */
+async stopProxy() : Promise<Result<ProxyView, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("stop_proxy") };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
 }
 }
 
@@ -1132,6 +1165,46 @@ index_health: string;
  * Why search is keyword-only, when it is.
  */
 search_notice: string | null }
+/**
+ * The model proxy, for Settings → Proxy.
+ */
+export type ProxyView = { 
+/**
+ * True while it runs.
+ */
+running: boolean; 
+/**
+ * Where it listens (`http://127.0.0.1:8765`): Claude Code's ANTHROPIC_BASE_URL.
+ */
+address: string | null; 
+/**
+ * The same with `/v1`: OpenAI clients' base URL.
+ */
+openai_base_url: string | null; 
+/**
+ * Where OpenAI-style requests go.
+ */
+openai_upstream: string; 
+/**
+ * Where Anthropic requests go.
+ */
+anthropic_upstream: string; 
+/**
+ * Requests forwarded since it started.
+ */
+requests: number; 
+/**
+ * Requests memory was added to.
+ */
+injected: number; 
+/**
+ * Turns recorded.
+ */
+recorded: number; 
+/**
+ * Requests where something inside zblade failed (they went upstream without memory).
+ */
+errors: number }
 /**
  * One candidate of the receipt.
  */
