@@ -191,7 +191,7 @@ def main():
     failures = d["failures"] + p["failures"]
     ok &= not p["failures"]
     text = "\n".join([
-        "## proxy",
+        "## Model proxy: added latency and concurrent streams",
         "",
         f"`python tests/proxy/bench_proxy.py` — {datetime.date.today()}, {machine()}, `zblade` debug build "
         f"({ZBLADE}); upstream: the tests' scripted server on loopback; project: {conversations} conversations, keyword search.",

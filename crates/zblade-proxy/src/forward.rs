@@ -422,10 +422,7 @@ fn assemble(project: &mut Project, request: &ContextRequest, mut receipt: Receip
     let text = if result.pack.entries.is_empty() {
         String::new()
     } else {
-        format!(
-            "{MEMORY_NOTICE}\n<zblade-memory>\n{}\n</zblade-memory>",
-            result.pack.text.trim()
-        )
+        fenced(&result.pack.text)
     };
     receipt.tokens = result.pack.tokens;
     receipt.entries = entries;
