@@ -411,3 +411,43 @@ def test_codex_shaped_responses_stream(faults, scripted):
     assert raw.headers["x-zblade-conversation"] == listed["conversation"]
     messages = faults.messages_when(listed["conversation"], lambda m: len(m) >= 4)
     assert [m["content"] for m in messages] == ["Codex: how are passwords hashed?", "Argon2id it is.", "Sure?", "Yes."]
+
+
+def test_a_request_memory_pushed_over_the_limit_goes_again_without_it(faults, scripted):
+    too_long = {"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 200412 tokens > 200000 maximum"}}
+    answer = {"id": "msg_03", "type": "message", "role": "assistant", "model": "claude-sonnet-5",
+              "content": [{"type": "text", "text": "Fits now."}], "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}}
+    scripted.queue(json_response(too_long, status=400), json_response(answer))
+    raw = anthropic_client(faults).messages.with_raw_response.create(
+        model="claude-sonnet-5", max_tokens=10, messages=[{"role": "user", "content": QUESTION}])
+    assert raw.parse().content[0].text == "Fits now."
+    assert "sent again without it" in raw.headers["x-zblade-error"]
+    first, second = scripted.requests[-2:]
+    assert b"zblade-memory" in first["body"] and b"zblade-memory" not in second["body"]
+    assert json.loads(second["body"]) == {"model": "claude-sonnet-5", "max_tokens": 10, "messages": [{"role": "user", "content": QUESTION}]}
+
+    # Any other refusal is the client's to see, as the provider sent it, and is not retried.
+    bad = {"type": "error", "error": {"type": "invalid_request_error", "message": "messages: roles must alternate"}}
+    scripted.queue(json_response(bad, status=400))
+    before = len(scripted.requests)
+    with pytest.raises(anthropic.BadRequestError, match="roles must alternate"):
+        anthropic_client(faults).messages.create(model="claude-sonnet-5", max_tokens=10, messages=[{"role": "user", "content": QUESTION}])
+    assert len(scripted.requests) == before + 1
+
+
+def test_claude_code_beta_endpoint_and_token_counting(faults, scripted):
+    answer = {"id": "msg_04", "type": "message", "role": "assistant", "model": "claude-sonnet-5",
+              "content": [{"type": "text", "text": "Beta."}], "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}}
+    scripted.queue(json_response(answer), json_response({"input_tokens": 42}))
+    client = anthropic_client(faults)
+    # Claude Code (the TypeScript SDK) calls the beta endpoint as /v1/messages?beta=true.
+    message = client.beta.messages.create(model="claude-sonnet-5", max_tokens=10, betas=["claude-code-20250219"],
+                                          messages=[{"role": "user", "content": "Beta: password hashing?"}],
+                                          extra_query={"beta": "true"})
+    assert message.content[0].text == "Beta."
+    assert scripted.requests[-1]["path"] == "/v1/messages?beta=true"
+    assert b"Argon2id" in scripted.requests[-1]["body"]
+    body = {"model": "claude-sonnet-5", "messages": [{"role": "user", "content": "count me"}]}
+    counted = client.messages.count_tokens(**body)
+    assert counted.input_tokens == 42
+    assert scripted.requests[-1]["path"] == "/v1/messages/count_tokens" and json.loads(scripted.requests[-1]["body"]) == body

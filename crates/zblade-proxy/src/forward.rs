@@ -151,6 +151,7 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
         .then(|| Api::for_path(parts.uri.path()))
         .flatten();
 
+    let original = body.clone();
     let prepared = match api {
         Some(api) => proxy.prepare(api, &parts.headers, body.clone()).await,
         None => Prepared {
@@ -160,25 +161,51 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
         },
     };
     let url = proxy.upstreams.url(anthropic, &path_and_query);
-    let mut upstream = proxy.client.request(parts.method.clone(), url);
-    for (name, value) in &parts.headers {
-        let name_str = name.as_str();
-        let ours = name_str.starts_with("x-zblade-");
-        // Answers zblade records must arrive as plain text; elsewhere compression passes through.
-        let encoding = api.is_some() && name == header::ACCEPT_ENCODING;
-        if !HOP_BY_HOP.contains(&name_str) && !ours && !encoding {
-            upstream = upstream.header(name, value);
+    let injected = prepared.body != original;
+    let send = |body: Bytes| {
+        let mut upstream = proxy.client.request(parts.method.clone(), url.clone());
+        for (name, value) in &parts.headers {
+            let name_str = name.as_str();
+            let ours = name_str.starts_with("x-zblade-");
+            // Answers zblade records must arrive as plain text; elsewhere compression passes through.
+            let encoding = api.is_some() && name == header::ACCEPT_ENCODING;
+            if !HOP_BY_HOP.contains(&name_str) && !ours && !encoding {
+                upstream = upstream.header(name, value);
+            }
         }
-    }
-    let response = match upstream.body(prepared.body).send().await {
-        Ok(response) => response,
-        Err(e) => {
-            let why = format!("cannot reach the upstream provider: {}", error_chain(&e));
-            let mut response = local_error(StatusCode::BAD_GATEWAY, anthropic, &why);
-            add_headers(response.headers_mut(), &prepared.headers);
-            return response;
-        }
+        upstream.body(body).send()
     };
+    let mut ours = prepared.headers;
+    let unreachable = |e: reqwest::Error, ours: &[(&'static str, String)]| {
+        let why = format!("cannot reach the upstream provider: {}", error_chain(&e));
+        let mut response = local_error(StatusCode::BAD_GATEWAY, anthropic, &why);
+        add_headers(response.headers_mut(), ours);
+        response
+    };
+    let mut response = match send(prepared.body).await {
+        Ok(response) => response,
+        Err(e) => return unreachable(e, &ours),
+    };
+    if injected && matches!(response.status().as_u16(), 400 | 413) {
+        // The memory may have pushed a full request over the model's limit: the provider's
+        // refusal says so, and then the request goes again as the client sent it.
+        let status = response.status();
+        let headers = response.headers().clone();
+        let refusal = response.bytes().await.unwrap_or_default();
+        if !refused_for_size(&refusal) {
+            return buffered(status, &headers, refusal, &ours);
+        }
+        ours.retain(|(name, _)| *name == "x-zblade-conversation");
+        ours.push((
+            "x-zblade-error",
+            format!("the provider refused the request with memory added ({status}); sent again without it"),
+        ));
+        Stats::bump(&proxy.stats.errors);
+        response = match send(original).await {
+            Ok(response) => response,
+            Err(e) => return unreachable(e, &ours),
+        };
+    }
 
     let status = response.status();
     let mut headers = HeaderMap::new();
@@ -187,7 +214,7 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
             headers.append(name.clone(), value.clone());
         }
     }
-    add_headers(&mut headers, &prepared.headers);
+    add_headers(&mut headers, &ours);
     let streamed = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -435,6 +462,43 @@ fn assemble(project: &mut Project, request: &ContextRequest, mut receipt: Receip
         tokens: result.pack.tokens,
         entries,
     })
+}
+
+/// True when a provider's 400/413 says the request was too long for the model.
+fn refused_for_size(body: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(&body[..body.len().min(64 * 1024)]).to_ascii_lowercase();
+    [
+        "context length",
+        "context window",
+        "context_length",
+        "too long",
+        "too many tokens",
+        "maximum",
+        "too large",
+        "exceeds",
+    ]
+    .iter()
+    .any(|needle| text.contains(needle))
+}
+
+/// A response the proxy read whole before passing it on.
+fn buffered(
+    status: StatusCode,
+    upstream: &reqwest::header::HeaderMap,
+    body: Bytes,
+    ours: &[(&'static str, String)],
+) -> Response {
+    let mut headers = HeaderMap::new();
+    for (name, value) in upstream {
+        if !HOP_BY_HOP.contains(&name.as_str()) {
+            headers.append(name.clone(), value.clone());
+        }
+    }
+    add_headers(&mut headers, ours);
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
 }
 
 /// Memory inside its fence, with the notice. Memory holds what earlier conversations said —
