@@ -425,3 +425,54 @@ fn an_unreachable_server_is_a_clear_error_and_changes_nothing() {
         "no plan without a server"
     );
 }
+
+#[test]
+fn a_conversation_copied_from_another_project_migrates_both_ways() {
+    let server = ServerProcess::start();
+    let fixture = GitFixture::new(&[("src/lib.rs", "fn a() {}\n")]);
+    let root = fixture.root();
+    let config = tempfile::tempdir().unwrap();
+    let (mut project, _) = Project::init(root).unwrap();
+    let foreign = r#"{"conversation_id": "conv_copied", "project_id": "proj_someone_else", "title": "Copied",
+        "messages": [{"role": "user", "content": "copied from another project"}]}"#;
+    project.add_conversation(foreign.as_bytes(), "copied.json").unwrap();
+    project
+        .add_conversation(conversation_json("conv_own", "own", 2).as_bytes(), "own")
+        .unwrap();
+    let ours = project.settings().project.id.clone();
+    drop(project);
+    let migrate = |args: &[&str]| {
+        let out = zblade(root, config.path(), args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    migrate(&[
+        "migrate",
+        "to-server",
+        "--server",
+        &server.url,
+        "--token",
+        &server.token,
+        "--yes",
+    ]);
+    assert_eq!(mode(root), StorageMode::Server);
+    let client = Client::new(&server.url, &server.token).unwrap();
+    let on_server: serde_json::Value = serde_json::from_slice(
+        &client
+            .get_record(&ours, Kind::Conversation, "conv_copied")
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(on_server["project_id"], ours.as_str());
+    assert_eq!(on_server["metadata"]["original_project_id"], "proj_someone_else");
+    assert_eq!(on_server["messages"][0]["content"], "copied from another project");
+
+    migrate(&["migrate", "to-local", "--yes"]);
+    assert_eq!(mode(root), StorageMode::Local);
+    let home: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join(".zblade/artifacts/conversations/conv_copied.json")).unwrap())
+            .unwrap();
+    assert_eq!(home["metadata"]["original_project_id"], "proj_someone_else");
+    assert_eq!(home["messages"][0]["content"], "copied from another project");
+    assert_eq!(local_manifest(root, Kind::Conversation).len(), 2);
+}

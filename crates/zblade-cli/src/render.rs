@@ -125,10 +125,7 @@ impl<W: Write> Out<W> {
             Some(live) => format!(" → now {}:{}-{}", live.file, live.lines[0], live.lines[1]),
             None => String::new(),
         };
-        let mut status = r.status.as_str().to_uppercase();
-        if r.status == zblade_engine::ReferenceStatus::Modified {
-            status = format!("{status} {:.0}%", r.similarity * 100.0);
-        }
+        let mut status = r.status_text();
         if let Some(drift) = &r.drift {
             let commits = match drift.commits_since {
                 Some(0) => ", not committed yet".to_string(),
@@ -806,7 +803,7 @@ impl Render for ReferencesChecked<'_> {
             line!(
                 out,
                 "{:<10} {}:{}-{} → {}{}  {}",
-                r.status,
+                r.status_text(),
                 r.captured.file,
                 r.captured.lines[0],
                 r.captured.lines[1],

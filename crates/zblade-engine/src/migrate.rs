@@ -448,6 +448,10 @@ impl Project {
                             self.layout.relative(&path)
                         )));
                     }
+                    let bytes = match item.kind {
+                        Kind::Conversation => adopted(&bytes, &plan.project, &self.layout.relative(&path))?,
+                        Kind::Moment => bytes,
+                    };
                     client.put_record(&plan.project, item.kind, &item.id, &bytes)?.hash
                 }
                 Direction::ToLocal => {
@@ -707,5 +711,57 @@ mod tests {
         assert!(read_copied_at(&path).unwrap().is_empty());
         drop(open_copied_log(&path).unwrap());
         assert_eq!(std::fs::read(&path).unwrap(), b"");
+    }
+}
+
+/// A conversation as uploaded to `project`: one copied from another project (its `project_id`
+/// is another's) is adopted — the server files conversations by project and refuses a foreign
+/// id — and what its id was is kept in `metadata.original_project_id`, so nothing is lost and
+/// migrating back brings it home with both. Others go as they are, byte for byte.
+fn adopted(bytes: &[u8], project: &str, name: &str) -> Result<Vec<u8>> {
+    let mut value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| Error::Usage(format!("{name}: {e}")))?;
+    let Some(object) = value.as_object_mut() else {
+        return Err(Error::Usage(format!("{name}: not a JSON object")));
+    };
+    let theirs = object
+        .get("project_id")
+        .and_then(|v| v.as_str())
+        .unwrap_or_default()
+        .to_string();
+    if theirs.is_empty() || theirs == project {
+        return Ok(bytes.to_vec());
+    }
+    object.insert("project_id".into(), serde_json::Value::String(project.to_string()));
+    let metadata = object
+        .entry("metadata")
+        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    if let Some(metadata) = metadata.as_object_mut() {
+        metadata
+            .entry("original_project_id")
+            .or_insert(serde_json::Value::String(theirs));
+    }
+    serde_json::to_vec_pretty(&value).map_err(|e| Error::Usage(format!("{name}: {e}")))
+}
+
+#[cfg(test)]
+mod adopt_tests {
+    use super::adopted;
+
+    #[test]
+    fn a_foreign_conversation_is_adopted_and_keeps_where_it_came_from() {
+        let foreign =
+            br#"{"conversation_id":"conv_a","project_id":"proj_other","messages":[],"metadata":{"tags":["x"]}}"#;
+        let value: serde_json::Value =
+            serde_json::from_slice(&adopted(foreign, "proj_ours", "a.json").unwrap()).unwrap();
+        assert_eq!(value["project_id"], "proj_ours");
+        assert_eq!(value["metadata"]["original_project_id"], "proj_other");
+        assert_eq!(value["metadata"]["tags"][0], "x");
+        let ours = br#"{"conversation_id":"conv_b","project_id":"proj_ours"}"#;
+        assert_eq!(
+            adopted(ours, "proj_ours", "b.json").unwrap(),
+            ours.to_vec(),
+            "our own go byte for byte"
+        );
     }
 }

@@ -37,7 +37,7 @@ pub struct ReferenceReport {
     pub live: Option<Location>,
     /// How it fared since capture.
     pub status: zblade_core::ReferenceStatus,
-    /// 1.0 unless modified.
+    /// 1.0 unless modified (a moved reference whose lines were also edited has less).
     pub similarity: f32,
     /// Set when the file changed since capture.
     pub drift: Option<zblade_refs::Drift>,
@@ -46,6 +46,26 @@ pub struct ReferenceReport {
     /// The code at the live location, read from the working tree now (when hydrated).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<Vec<String>>,
+}
+
+impl ReferenceReport {
+    /// The status for people, saying everything that happened: `moved, modified (86% similar)`
+    /// for code that went to another file and was edited there — `moved` alone would hide the
+    /// edit.
+    pub fn status_text(&self) -> String {
+        status_text(self.status, self.similarity)
+    }
+}
+
+/// See [`ReferenceReport::status_text`].
+pub fn status_text(status: zblade_core::ReferenceStatus, similarity: f32) -> String {
+    use zblade_core::ReferenceStatus::{Modified, Moved};
+    let percent = (similarity * 100.0).round() as u32;
+    match status {
+        Modified => format!("modified ({percent}% similar)"),
+        Moved if percent < 100 => format!("moved, modified ({percent}% similar)"),
+        other => other.as_str().to_string(),
+    }
 }
 
 /// The references an artifact carries, keyed as the index keys them (`conv_…/msg_…/N`,
@@ -286,5 +306,22 @@ impl Project {
     /// Counts of references by live status (`unchecked` until first checked).
     pub fn reference_health(&self) -> Result<Vec<(String, i64)>> {
         self.index()?.reference_health()
+    }
+}
+
+#[cfg(test)]
+mod status_text_tests {
+    use super::status_text;
+    use zblade_core::ReferenceStatus;
+
+    #[test]
+    fn a_moved_and_edited_reference_says_both() {
+        assert_eq!(
+            status_text(ReferenceStatus::Moved, 0.86),
+            "moved, modified (86% similar)"
+        );
+        assert_eq!(status_text(ReferenceStatus::Moved, 1.0), "moved");
+        assert_eq!(status_text(ReferenceStatus::Modified, 0.7), "modified (70% similar)");
+        assert_eq!(status_text(ReferenceStatus::Ok, 1.0), "ok");
     }
 }

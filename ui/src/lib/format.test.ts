@@ -21,6 +21,8 @@ describe("snippetParts", () => {
 describe("reference status", () => {
   it("says drift only for references that are still found", () => {
     expect(statusLabel("ok", true)).toBe("drift");
+    expect(statusLabel("moved", true, 0.86)).toBe("moved, modified");
+    expect(statusLabel("moved", false, 1)).toBe("moved");
     expect(statusLabel("missing", true)).toBe("missing");
     expect(statusTone("ok", false)).toBe("good");
     expect(statusTone("ok", true)).toBe("warn");

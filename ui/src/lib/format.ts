@@ -41,7 +41,7 @@ export function snippetParts(snippet: string): SnippetPart[] {
 }
 
 /** What a reference status means, in a few words, for chips and tooltips. */
-export function statusLabel(status: string, drift: boolean): string {
+export function statusLabel(status: string, drift: boolean, similarity = 1): string {
   const base: Record<string, string> = {
     ok: "ok",
     shifted: "shifted",
@@ -52,6 +52,8 @@ export function statusLabel(status: string, drift: boolean): string {
     unchecked: "not checked yet",
   };
   const label = base[status] ?? status;
+  // Code that went to another file and was edited there: "moved" alone would hide the edit.
+  if (status === "moved" && Math.round(similarity * 100) < 100) return "moved, modified";
   return drift && status === "ok" ? "drift" : label;
 }
 
