@@ -23,6 +23,9 @@ trap 'rm -f "$log"' EXIT
 # PostgreSQL for the sync server's stories (a private cluster; SQLite needs nothing).
 ZBLADE_TEST_POSTGRES="$(bash scripts/pg.sh start)"
 export ZBLADE_TEST_POSTGRES
+# `cargo build` (scripts/run.sh) and `cargo test` must share every dependency build (no second
+# LanceDB build): their feature sets are compared from the lockfile, without compiling.
+bash scripts/check-one-build.sh
 # The sync server is built and tested on its own: in one build with the rest, its web server
 # features (hyper's server side) would change the features of crates LanceDB is built on and
 # make cargo build LanceDB and DataFusion again, twice over.
