@@ -45,6 +45,16 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install the Rust toolchain (https://rustup.rs) first" >&2
   exit 1
 fi
+# The format check and the lints run in every test run: install them when the toolchain lacks them.
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  if command -v rustup >/dev/null 2>&1; then
+    echo "setup: installing rustfmt and clippy (rustup)" >&2
+    rustup component add rustfmt clippy
+  else
+    echo "setup: rustfmt and clippy are missing and there is no rustup to install them" >&2
+    exit 1
+  fi
+fi
 
 # ONNX Runtime (libonnxruntime.so inside the onnxruntime wheel) and the model builder's needs.
 if [ ! -x "$ZBLADE_PYTHON" ] || ! "$ZBLADE_PYTHON" -c 'import onnxruntime, onnx, tokenizers, safetensors, gguf' >/dev/null 2>&1; then

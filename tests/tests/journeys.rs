@@ -13,18 +13,42 @@ use zblade_tests::{conversation_json, zblade_bin};
 fn kill_dash_nine_during_adds_never_corrupts_an_artifact() {
     let dir = tempfile::tempdir().unwrap();
     Project::init(dir.path()).unwrap();
-    let files: Vec<String> = (0..40)
-        .map(|i| {
-            let name = format!("c{i}.json");
-            std::fs::write(
-                dir.path().join(&name),
-                conversation_json(&format!("conv_k{i}"), "payments", 200),
-            )
-            .unwrap();
-            name
-        })
-        .collect();
-    for (round, delay_ms) in [5u64, 15, 30, 60, 120].into_iter().enumerate() {
+    let conversations = dir.path().join(".zblade/artifacts/conversations");
+    // (artifacts of `round` in place, and staged: temporary files `.conv_k…` not renamed yet)
+    let written = |round: usize| {
+        let names: Vec<String> = std::fs::read_dir(&conversations)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let done = names
+            .iter()
+            .filter(|n| n.starts_with(&format!("conv_k{round}_")))
+            .count();
+        let staged = names
+            .iter()
+            .filter(|n| n.starts_with(&format!(".conv_k{round}_")))
+            .count();
+        (done, staged)
+    };
+    const FILES: usize = 40;
+    let mut mid_write = 0;
+    for round in 0..5usize {
+        // Each round adds conversations of its own, so what a kill cut short can be counted.
+        let files: Vec<String> = (0..FILES)
+            .map(|i| {
+                let name = format!("c{round}_{i}.json");
+                std::fs::write(
+                    dir.path().join(&name),
+                    conversation_json(&format!("conv_k{round}_{i}"), "payments", 200),
+                )
+                .unwrap();
+                name
+            })
+            .collect();
         let mut child = Command::new(zblade_bin())
             .args(["add", "conversation"])
             .args(&files)
@@ -33,10 +57,29 @@ fn kill_dash_nine_during_adds_never_corrupts_an_artifact() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(delay_ms + round as u64));
-        child.kill().unwrap(); // SIGKILL
+        if round < 3 {
+            // Kill as soon as the batch starts reaching the disk: mid-write.
+            let started = std::time::Instant::now();
+            while written(round) == (0, 0) && started.elapsed() < Duration::from_secs(30) {
+                if child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis([5u64, 60][round - 3]));
+        }
+        child.kill().unwrap(); // SIGKILL (a no-op when it already finished)
         child.wait().unwrap();
+        let (done, staged) = written(round);
+        if (done > 0 || staged > 0) && done < FILES {
+            mid_write += 1;
+        }
     }
+    assert!(
+        mid_write >= 1,
+        "no kill landed while artifacts were being written; the test would prove nothing"
+    );
     let mut project = Project::open(dir.path()).unwrap();
     let report = project.fsck(true).unwrap();
     assert!(
@@ -50,6 +93,7 @@ fn kill_dash_nine_during_adds_never_corrupts_an_artifact() {
     assert_eq!(status.index_health, "ok");
     assert_eq!(status.indexed.conversations as usize, status.conversation_artifacts);
     assert_eq!(status.indexed.messages as usize, status.conversation_artifacts * 200);
+    eprintln!("add: {mid_write} of 5 kills landed mid-write");
 }
 
 /// Writers and a reindex running at the same time serialise on the project lock: after both,

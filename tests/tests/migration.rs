@@ -88,9 +88,11 @@ fn zblade(root: &Path, config: &Path, args: &[&str]) -> Command {
     command
 }
 
-/// Runs `args` and SIGKILLs it after a random delay, `kills` times (a run that finishes
-/// first ends the loop), calling `check` after each kill; then runs it to the end. Returns
-/// how many kills hit a running migration.
+/// Runs `args` and SIGKILLs it `kills` times (a run that finishes first ends the loop), calling
+/// `check` after each kill; then runs it to the end. The first kill waits until `written()`
+/// shows the copy under way, the others come after a random delay. Returns how many kills hit
+/// a running migration, and how many of those cut a copy short (`0 < written() < total`).
+#[allow(clippy::too_many_arguments)] // a test helper; each argument is one knob of the story
 fn kill_and_resume(
     root: &Path,
     config: &Path,
@@ -98,18 +100,27 @@ fn kill_and_resume(
     kills: usize,
     max_delay_ms: u64,
     rng: &mut Rng,
+    written: &dyn Fn() -> usize,
+    total: usize,
     check: &mut dyn FnMut(),
-) -> usize {
-    let mut hit = 0;
-    for _ in 0..kills {
+) -> (usize, usize) {
+    let (mut hit, mut mid_copy) = (0, 0);
+    for kill in 0..kills {
         let mut child = zblade(root, config, args).spawn().unwrap();
         let delay = Duration::from_millis(10 + rng.below(max_delay_ms));
         let started = Instant::now();
-        while started.elapsed() < delay {
+        loop {
             if child.try_wait().unwrap().is_some() {
                 break;
             }
-            std::thread::sleep(Duration::from_millis(5));
+            let due = match kill {
+                0 => written() > 0 || started.elapsed() > Duration::from_secs(60),
+                _ => started.elapsed() >= delay,
+            };
+            if due {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
         }
         match child.try_wait().unwrap() {
             Some(status) => {
@@ -119,12 +130,16 @@ fn kill_and_resume(
                     "migration failed: {}",
                     String::from_utf8_lossy(&out.stderr)
                 );
-                return hit;
+                return (hit, mid_copy);
             }
             None => {
                 child.kill().unwrap(); // SIGKILL
                 child.wait().unwrap();
                 hit += 1;
+                let n = written();
+                if n > 0 && n < total {
+                    mid_copy += 1;
+                }
                 check();
             }
         }
@@ -136,7 +151,7 @@ fn kill_and_resume(
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    hit
+    (hit, mid_copy)
 }
 
 #[test]
@@ -228,21 +243,32 @@ fn migration_killed_at_random_points_both_ways_loses_and_duplicates_nothing() {
         "--yes",
         "--json",
     ];
-    let hit = kill_and_resume(root, config.path(), &up, 10, 300, &mut rng, &mut || {
-        // Whatever the moment of the kill: local memory is intact, and server mode only ever
-        // comes with everything verified on the server.
-        assert_eq!(local_manifest(root, Kind::Conversation), local_conversations);
-        if mode(root) == StorageMode::Server {
-            assert_eq!(
-                server_manifest(&client, &project_id, Kind::Conversation),
-                local_conversations
-            );
-        }
-    });
-    eprintln!("to-server: {hit} of 10 kills hit a running migration");
+    let uploaded = || server_manifest(&client, &project_id, Kind::Conversation).len();
+    let (hit, mid_copy) = kill_and_resume(
+        root,
+        config.path(),
+        &up,
+        10,
+        300,
+        &mut rng,
+        &uploaded,
+        CONVERSATIONS,
+        &mut || {
+            // Whatever the moment of the kill: local memory is intact, and server mode only ever
+            // comes with everything verified on the server.
+            assert_eq!(local_manifest(root, Kind::Conversation), local_conversations);
+            if mode(root) == StorageMode::Server {
+                assert_eq!(
+                    server_manifest(&client, &project_id, Kind::Conversation),
+                    local_conversations
+                );
+            }
+        },
+    );
+    eprintln!("to-server: {hit} of 10 kills hit a running migration, {mid_copy} in the middle of the copy");
     assert!(
-        hit >= 3,
-        "too few kills landed mid-migration ({hit}); the test would prove little"
+        hit >= 3 && mid_copy >= 1,
+        "too few kills landed mid-migration ({hit}, {mid_copy} mid-copy); the test would prove little"
     );
     assert_eq!(mode(root), StorageMode::Server);
     assert_eq!(
@@ -276,16 +302,31 @@ fn migration_killed_at_random_points_both_ways_loses_and_duplicates_nothing() {
 
     // Down, killed ten times.
     let down = ["migrate", "to-local", "--yes", "--json"];
-    let hit = kill_and_resume(root, config.path(), &down, 10, 300, &mut rng, &mut || {
-        assert_eq!(
-            server_manifest(&client, &project_id, Kind::Conversation).len(),
-            CONVERSATIONS + 1
-        );
-        if mode(root) == StorageMode::Local {
-            assert_eq!(local_manifest(root, Kind::Conversation).len(), CONVERSATIONS + 1);
-        }
-    });
-    eprintln!("to-local: {hit} of 10 kills hit a running migration");
+    let came_home = || local_manifest(root, Kind::Conversation).len();
+    let (hit, mid_copy) = kill_and_resume(
+        root,
+        config.path(),
+        &down,
+        10,
+        300,
+        &mut rng,
+        &came_home,
+        CONVERSATIONS + 1,
+        &mut || {
+            assert_eq!(
+                server_manifest(&client, &project_id, Kind::Conversation).len(),
+                CONVERSATIONS + 1
+            );
+            if mode(root) == StorageMode::Local {
+                assert_eq!(local_manifest(root, Kind::Conversation).len(), CONVERSATIONS + 1);
+            }
+        },
+    );
+    eprintln!("to-local: {hit} of 10 kills hit a running migration, {mid_copy} in the middle of the copy");
+    assert!(
+        hit >= 3 && mid_copy >= 1,
+        "too few kills landed mid-migration ({hit}, {mid_copy} mid-copy); the test would prove little"
+    );
     assert_eq!(mode(root), StorageMode::Local);
     let home = local_manifest(root, Kind::Conversation);
     assert_eq!(home.len(), CONVERSATIONS + 1, "every conversation exactly once");
@@ -377,18 +418,29 @@ fn an_upload_survives_a_server_restart() {
     )
     .spawn()
     .unwrap();
-    std::thread::sleep(Duration::from_millis(400));
-    let running = child.try_wait().unwrap().is_none();
+    // Kill the server once the upload is under way: some records arrived, not all.
+    let client = Client::new(&server.url, &server.token).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let uploaded = loop {
+        let n = client
+            .list_records(&project_id, Kind::Conversation)
+            .map(|r| r.len())
+            .unwrap_or(0);
+        if n >= 10 || Instant::now() > deadline {
+            break n;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
     server.kill();
+    let running = child.try_wait().unwrap().is_none();
+    assert!(
+        running && (10..300).contains(&uploaded),
+        "the restart must land during the upload: {uploaded} of 300 uploaded, migration running: {running}"
+    );
     std::thread::sleep(Duration::from_millis(600));
     server.restart();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    eprintln!(
-        "the server was restarted {} the upload",
-        if running { "during" } else { "after" }
-    );
-    let client = Client::new(&server.url, &server.token).unwrap();
     assert_eq!(server_manifest(&client, &project_id, Kind::Conversation), local);
     assert_eq!(mode(root), StorageMode::Server);
 }
