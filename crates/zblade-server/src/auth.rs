@@ -31,12 +31,47 @@ pub fn hash_token(secret: &str) -> String {
     hex::encode(Sha256::digest(secret.as_bytes()))
 }
 
+/// Where the limiters read the time: the system's monotonic clock, or one a test moves by hand
+/// (so a test of refills does not depend on how fast its requests are answered).
+#[derive(Clone)]
+pub struct Clock(std::sync::Arc<dyn Fn() -> Instant + Send + Sync>);
+
+impl Clock {
+    /// The system's monotonic clock.
+    pub fn system() -> Clock {
+        Clock(std::sync::Arc::new(Instant::now))
+    }
+
+    /// A clock that shows `now()` of the given function.
+    pub fn from_fn(now: impl Fn() -> Instant + Send + Sync + 'static) -> Clock {
+        Clock(std::sync::Arc::new(now))
+    }
+
+    /// The time now.
+    pub fn now(&self) -> Instant {
+        (self.0)()
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Clock {
+        Clock::system()
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Clock")
+    }
+}
+
 /// A token bucket per key (a user id; an address for failed sign-ins): `rate` events per
 /// second on average, bursts up to `burst`.
 pub struct RateLimiter<K = i64> {
     rate: f64,
     burst: f64,
     buckets: Mutex<HashMap<K, (f64, Instant)>>,
+    clock: Clock,
 }
 
 /// Buckets are forgotten once this many keys are held and they are full again, so a flood of
@@ -46,10 +81,16 @@ const PRUNE_AT: usize = 10_000;
 impl<K: Hash + Eq + Clone> RateLimiter<K> {
     /// A limiter allowing `rate` events per second per key, in bursts of `burst`.
     pub fn new(rate: f64, burst: f64) -> RateLimiter<K> {
+        Self::with_clock(rate, burst, Clock::system())
+    }
+
+    /// The same, reading the time from `clock`.
+    pub fn with_clock(rate: f64, burst: f64, clock: Clock) -> RateLimiter<K> {
         RateLimiter {
             rate: rate.max(0.001),
             burst: burst.max(1.0),
             buckets: Mutex::new(HashMap::new()),
+            clock,
         }
     }
 
@@ -72,7 +113,7 @@ impl<K: Hash + Eq + Clone> RateLimiter<K> {
 
     /// Forgets the keys whose buckets have filled up again (they would start full anyway).
     pub fn prune(&self) {
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut buckets = self.buckets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let (rate, burst) = (self.rate, self.burst);
         buckets.retain(|_, (tokens, last)| *tokens + now.duration_since(*last).as_secs_f64() * rate < burst);
@@ -92,7 +133,7 @@ impl<K: Hash + Eq + Clone> RateLimiter<K> {
     }
 
     fn with_bucket(&self, key: K, take: impl FnOnce(&mut f64) -> bool) -> Result<(), Duration> {
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut buckets = self.buckets.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if buckets.len() >= PRUNE_AT {
             let (rate, burst) = (self.rate, self.burst);
@@ -209,12 +250,23 @@ mod tests {
 
     #[test]
     fn a_burst_is_allowed_then_requests_wait() {
-        let limiter = RateLimiter::new(1.0, 3.0);
+        let start = Instant::now();
+        let elapsed = std::sync::Arc::new(Mutex::new(Duration::ZERO));
+        let clock = {
+            let elapsed = std::sync::Arc::clone(&elapsed);
+            Clock::from_fn(move || start + *elapsed.lock().unwrap())
+        };
+        let limiter = RateLimiter::with_clock(1.0, 3.0, clock);
         assert!((0..3).all(|_| limiter.check(7).is_ok()));
-        let wait = limiter.check(7).unwrap_err();
-        assert!(wait > Duration::from_millis(500) && wait <= Duration::from_secs(1));
+        assert_eq!(limiter.check(7).unwrap_err(), Duration::from_secs(1));
         // Another user has a bucket of their own.
         assert!(limiter.check(8).is_ok());
+        // Half a second earns half an event back: not enough; a whole second is.
+        *elapsed.lock().unwrap() = Duration::from_millis(500);
+        assert_eq!(limiter.check(7).unwrap_err(), Duration::from_millis(500));
+        *elapsed.lock().unwrap() = Duration::from_millis(1000);
+        assert!(limiter.check(7).is_ok());
+        assert!(limiter.check(7).is_err());
     }
 
     #[test]

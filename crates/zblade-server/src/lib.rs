@@ -39,6 +39,8 @@ pub struct Limits {
     /// Reverse proxies in front of the server: for requests from these addresses, the client
     /// address is read from `X-Forwarded-For` (see [`auth::client_address`]).
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// Where the rate limiters read the time (the system clock; tests move their own).
+    pub clock: auth::Clock,
 }
 
 impl Default for Limits {
@@ -51,6 +53,7 @@ impl Default for Limits {
             failed_auth_burst: 30.0,
             failed_auth_per_minute: 10.0,
             trusted_proxies: Vec::new(),
+            clock: auth::Clock::system(),
         }
     }
 }
@@ -62,8 +65,12 @@ const PRUNE_EVERY: Duration = Duration::from_secs(60);
 pub fn app<S: Store>(store: S, limits: &Limits) -> Router {
     let state = Arc::new(AppState {
         store,
-        limiter: auth::RateLimiter::new(limits.rate, limits.burst),
-        failed_auth: auth::RateLimiter::new(limits.failed_auth_per_minute / 60.0, limits.failed_auth_burst),
+        limiter: auth::RateLimiter::with_clock(limits.rate, limits.burst, limits.clock.clone()),
+        failed_auth: auth::RateLimiter::with_clock(
+            limits.failed_auth_per_minute / 60.0,
+            limits.failed_auth_burst,
+            limits.clock.clone(),
+        ),
         trusted_proxies: limits.trusted_proxies.clone(),
     });
     // Buckets that have filled up again are forgotten once a minute, so the limiters' memory

@@ -233,6 +233,7 @@ async fn run(cli: Cli) -> Result<(), String> {
                 failed_auth_burst,
                 failed_auth_per_minute,
                 trusted_proxies,
+                clock: zblade_server::auth::Clock::system(),
             };
             let shutdown = async {
                 let ctrl_c = tokio::signal::ctrl_c();

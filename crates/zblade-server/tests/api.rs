@@ -542,9 +542,17 @@ fn a_user_over_the_rate_gets_429_then_recovers() {
 
 #[test]
 fn an_address_sending_bad_tokens_is_slowed_down() {
+    // The limiter's clock moves only when the test moves it: no race with the request times.
+    let start = std::time::Instant::now();
+    let elapsed = std::sync::Arc::new(std::sync::Mutex::new(Duration::ZERO));
+    let clock = {
+        let elapsed = std::sync::Arc::clone(&elapsed);
+        zblade_server::auth::Clock::from_fn(move || start + *elapsed.lock().unwrap())
+    };
     let limits = Limits {
         failed_auth_burst: 3.0,
-        failed_auth_per_minute: 600.0, // one back every 100 ms
+        failed_auth_per_minute: 6.0, // one back every 10 s of the test's clock
+        clock,
         ..Limits::default()
     };
     let server = TestServer::start("sqlite", limits);
@@ -569,7 +577,9 @@ fn an_address_sending_bad_tokens_is_slowed_down() {
     let body = json_of(limited);
     assert!(body["reason"].as_str().unwrap().contains("failed sign-ins"), "{body}");
     assert_eq!(me(&token).status(), StatusCode::TOO_MANY_REQUESTS);
-    // Once a failure is earned back, a valid token works again.
-    std::thread::sleep(Duration::from_millis(250));
+    // Nine seconds later still no failure is earned back; at ten, one is: a valid token works.
+    *elapsed.lock().unwrap() = Duration::from_secs(9);
+    assert_eq!(me(&token).status(), StatusCode::TOO_MANY_REQUESTS);
+    *elapsed.lock().unwrap() = Duration::from_secs(10);
     assert_eq!(me(&token).status(), StatusCode::OK);
 }
