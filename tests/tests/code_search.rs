@@ -37,6 +37,12 @@ fn code_hits(project: &Project, text: &str, mode: SearchMode) -> Vec<(String, (u
     let query = SearchQuery::new(text, 10, SearchKind::Code);
     let results = project.search_with(&query, Some(mode)).unwrap();
     assert!(results.stale_files.is_empty(), "{:?}", results.stale_files);
+    // A fallback to another mode would make the test pass for the wrong reason.
+    assert_eq!(
+        results.mode, mode,
+        "asked for {mode:?}, ran {:?}: {:?}",
+        results.mode, results.notice
+    );
     results
         .hits
         .into_iter()
@@ -114,6 +120,7 @@ fn a_changed_file_is_never_shown_as_indexed_and_is_reindexed_on_read() {
     repo.write("src/auth.rs", &AUTH.replace("rotate_signing_key", "rotate_hmac_secret"));
     let query = SearchQuery::new("rotate signing key", 10, SearchKind::Code);
     let stale = project.search_with(&query, Some(SearchMode::Keyword)).unwrap();
+    assert_eq!(stale.mode, SearchMode::Keyword);
     assert!(stale.hits.is_empty(), "the old chunk no longer matches its CID");
     assert_eq!(stale.stale_files, vec!["src/auth.rs".to_string()]);
     // search_fresh re-indexes the file and searches again: the new text is found.
@@ -121,6 +128,12 @@ fn a_changed_file_is_never_shown_as_indexed_and_is_reindexed_on_read() {
         .search_fresh(&SearchQuery::new("rotate hmac secret", 10, SearchKind::Code), None)
         .unwrap();
     assert!(fresh.stale_files.is_empty());
+    assert_eq!(
+        fresh.mode,
+        SearchMode::Hybrid,
+        "the default with a model installed: {:?}",
+        fresh.notice
+    );
     assert_eq!(fresh.hits[0].hit.path.as_deref(), Some("src/auth.rs"));
     assert!(fresh.hits[0].hit.snippet.contains("rotate_hmac_secret"));
     assert!(fresh.hits.iter().all(|h| !h.hit.snippet.contains("rotate_signing_key")));
@@ -183,9 +196,13 @@ fn filters_narrow_keyword_and_semantic_search_alike() {
     project.update_search_index(&mut |_, _, _| {}).unwrap();
     let run = |filter: SearchFilter, mode: SearchMode| -> Vec<String> {
         let query = SearchQuery::new("refresh jwt token", 10, SearchKind::All).with_filter(filter);
-        let mut ids: Vec<String> = project
-            .search_with(&query, Some(mode))
-            .unwrap()
+        let results = project.search_with(&query, Some(mode)).unwrap();
+        assert_eq!(
+            results.mode, mode,
+            "asked for {mode:?}, ran {:?}: {:?}",
+            results.mode, results.notice
+        );
+        let mut ids: Vec<String> = results
             .hits
             .into_iter()
             .map(|h| match h.hit.kind {

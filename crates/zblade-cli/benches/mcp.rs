@@ -291,7 +291,7 @@ fn main() {
         }
         None => "| `context` tool through the official Python SDK | not measured: no Python with `mcp` (ZBLADE_PYTHON) | — |\n".into(),
     };
-    let overhead = ms(mcp.p95) / ms(local.p95).max(0.001);
+    let overhead = common::sane("MCP / engine p95 ratio", ms(mcp.p95) / ms(local.p95).max(0.001));
     let allowed = 1.3 * ms(local.p95) + 5.0;
     let body = format!(
         "Project: {conversations} generated conversations of 12 messages; search: {}. Latencies p50 / p95 / p99 over {runs} queries.\n\n\

@@ -101,6 +101,7 @@ fn main() {
                     / 50.0;
             }
             let n = queries.len() as f64;
+            common::sane(&format!("{kind:?} recall@10"), r10 / n);
             let chosen = kind == ANN_KIND && ann == plain(ANN_NPROBES);
             let line = format!(
                 "| {kind:?}, {} partitions{} | {:.1} s | nprobes {}, refine {}, ef {} | {}, {:.3} | {}, {:.3} |\n",

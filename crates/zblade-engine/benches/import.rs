@@ -213,6 +213,7 @@ fn main() {
     let stats = Stats::of(&mut live.clone());
     eprintln!("live follow p50/p95/p99 {stats}");
     assert!(stats.p95 < Duration::from_secs(2) || !full, "live follow p95 {stats}");
+    common::sane("import / bare parse ratio", import_rate / parse_rate);
 
     if full {
         let ratio = import_rate / parse_rate;

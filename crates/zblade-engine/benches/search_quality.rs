@@ -305,6 +305,7 @@ fn main() {
     for (i, (_, name)) in MODES.iter().enumerate() {
         let s = totals[i];
         let n = s.n.max(1) as f64;
+        common::sane(&format!("{name} recall@10"), s.recall10 / n);
         table.push_str(&format!(
             "| {name} | {:.3} | {:.3} | {:.3} |\n",
             s.recall5 / n,

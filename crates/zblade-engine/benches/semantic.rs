@@ -162,6 +162,7 @@ fn indexing_throughput(count: usize, rounds: usize) -> String {
         assert_eq!(vectors.len(), count);
     }
     let rate = |d: Duration| count as f64 / d.as_secs_f64();
+    common::sane("indexing ratio", raw_best.as_secs_f64() / zblade_best.as_secs_f64());
     format!(
         "### Indexing throughput\n\n\
          {count} distinct chunks (80–1,500 characters), all-MiniLM-L6-v2 (384 dimensions, max length \
@@ -234,6 +235,7 @@ fn search_at_scale(messages: usize, query_count: usize) -> (String, String) {
         let found = ann.iter().filter(|n| exact.iter().any(|e| e.cid == n.cid)).count();
         recall += found as f64 / exact.len() as f64;
     }
+    common::sane("ANN recall@10", recall);
     let recall = recall / query_count as f64;
     // The hybrid search's vector half: top 55 (50 candidates and a margin); recall@50
     // against exact search.

@@ -154,3 +154,10 @@ pub fn raw_insert(path: &std::path::Path, convs: &[Conversation], fts: bool) -> 
     tx.commit().unwrap();
     started.elapsed()
 }
+
+/// `value`, after checking it is a real measurement: finite and above zero. A smoke run whose
+/// recall came out 0 or whose ratio divided by zero must fail, not pass unnoticed.
+pub fn sane(what: &str, value: f64) -> f64 {
+    assert!(value.is_finite() && value > 0.0, "{what} is {value}: not a measurement");
+    value
+}
