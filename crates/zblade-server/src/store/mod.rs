@@ -174,7 +174,12 @@ pub struct MetadataRecord {
 
 /// The numbered schema migrations, as (version, SQLite text, PostgreSQL text). Both dialects
 /// describe the same tables; the tests run the same story against each.
-pub const MIGRATIONS: &[(i64, &str, &str)] = &[(1, sqlite::SCHEMA_V1, postgres::SCHEMA_V1), (2, SCHEMA_V2, SCHEMA_V2)];
+pub const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, sqlite::SCHEMA_V1, postgres::SCHEMA_V1),
+    (2, SCHEMA_V2, SCHEMA_V2),
+    // SQLite's keyword index learns whose each record is (PostgreSQL filters by owner first already).
+    (3, sqlite::SCHEMA_V3, "SELECT 1;"),
+];
 
 /// Version 2, the same in both dialects: tokens that expire and users that can be disabled.
 const SCHEMA_V2: &str = "

@@ -178,6 +178,40 @@ fn project_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Project> {
     })
 }
 
+/// Version 3: every record's owner and project become a token of the keyword index (`scope`,
+/// a generated column), so a search intersects the words with the caller's own rows inside
+/// FTS5 instead of ranking every user's matches and filtering afterwards — a search costs what
+/// the caller's own records cost, however many other users the server holds.
+pub(super) const SCHEMA_V3: &str = "
+ALTER TABLE records ADD COLUMN scope TEXT GENERATED ALWAYS AS ('u' || user_id || 'p' || hex(project_id)) VIRTUAL;
+DROP TRIGGER records_ai;
+DROP TRIGGER records_ad;
+DROP TRIGGER records_au;
+DROP TABLE records_fts;
+CREATE VIRTUAL TABLE records_fts USING fts5(
+    title, search_text, scope, content='records', content_rowid='seq', tokenize='unicode61'
+);
+CREATE TRIGGER records_ai AFTER INSERT ON records BEGIN
+    INSERT INTO records_fts(rowid, title, search_text, scope) VALUES (new.seq, new.title, new.search_text, new.scope);
+END;
+CREATE TRIGGER records_ad AFTER DELETE ON records BEGIN
+    INSERT INTO records_fts(records_fts, rowid, title, search_text, scope)
+        VALUES ('delete', old.seq, old.title, old.search_text, old.scope);
+END;
+CREATE TRIGGER records_au AFTER UPDATE ON records BEGIN
+    INSERT INTO records_fts(records_fts, rowid, title, search_text, scope)
+        VALUES ('delete', old.seq, old.title, old.search_text, old.scope);
+    INSERT INTO records_fts(rowid, title, search_text, scope) VALUES (new.seq, new.title, new.search_text, new.scope);
+END;
+INSERT INTO records_fts(records_fts) VALUES ('rebuild');
+";
+
+/// The `scope` token of the records of `user` in `project` (see [`SCHEMA_V3`]).
+fn scope_token(user: i64, project: &str) -> String {
+    let hex: String = project.bytes().map(|b| format!("{b:02X}")).collect();
+    format!("u{user}p{hex}")
+}
+
 impl Store for SqliteStore {
     fn backend(&self) -> &'static str {
         "sqlite"
@@ -583,8 +617,13 @@ impl Store for SqliteStore {
         if words.is_empty() {
             return Ok(Vec::new());
         }
-        // Every word quoted: FTS5 reads them as plain terms, never as query syntax.
-        let fts = words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(" ");
+        // Every word quoted: FTS5 reads them as plain terms, never as query syntax. The words
+        // must appear in the title or text, and the record must be the caller's (its scope).
+        let words = words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(" ");
+        let fts = format!(
+            "scope : \"{}\" AND {{title search_text}} : ({words})",
+            scope_token(user, project)
+        );
         let project = project.to_string();
         self.with(move |conn| {
             project_exists(conn, user, &project)?;
@@ -593,7 +632,7 @@ impl Store for SqliteStore {
                     // Ranked first, snippets after: SQLite computes a query's result columns
                     // before it sorts, so one query would build a snippet for every match.
                     "WITH top AS (
-                        SELECT records_fts.rowid AS seq, bm25(records_fts, 2.0, 1.0) AS rank
+                        SELECT records_fts.rowid AS seq, bm25(records_fts, 2.0, 1.0, 0.0) AS rank
                         FROM records_fts JOIN records r ON r.seq = records_fts.rowid
                         WHERE records_fts MATCH ?1 AND r.user_id = ?2 AND r.project_id = ?3
                           AND (?4 = '' OR r.kind = ?4)
@@ -725,5 +764,81 @@ impl Store for SqliteStore {
             Ok(super::page_from_fetched(items, limit, |m| m.id.clone()))
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str, text: &str) -> NewRecord {
+        NewRecord {
+            kind: Kind::Conversation,
+            id: id.into(),
+            hash: "0".repeat(64),
+            title: format!("title of {id}"),
+            tags: Vec::new(),
+            updated_at: "2026-11-24T00:00:00Z".into(),
+            body: "{}".into(),
+            search_text: text.into(),
+        }
+    }
+
+    /// A database written before version 3 keeps every record searchable after the upgrade,
+    /// and the scoped index still keeps users apart.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn records_written_before_the_scoped_index_are_found_after_the_upgrade() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("s.db")).unwrap();
+        // Only versions 1 and 2, as a server of the previous release left it.
+        store
+            .with(|conn| {
+                conn.execute_batch(
+                    "CREATE TABLE zblade_schema (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
+                )
+                .map_err(backend)?;
+                for (version, sql, _) in super::super::MIGRATIONS.iter().filter(|m| m.0 < 3) {
+                    conn.execute_batch(sql).map_err(backend)?;
+                    conn.execute("INSERT INTO zblade_schema VALUES (?1, 'then')", params![version])
+                        .map_err(backend)?;
+                }
+                Ok(())
+            })
+            .await
+            .unwrap();
+        let alice = store.add_user("alice").await.unwrap().id;
+        let bob = store.add_user("bob").await.unwrap().id;
+        for user in [alice, bob] {
+            store.put_project(user, "proj_a", "a").await.unwrap();
+        }
+        store
+            .put_record(alice, "proj_a", &record("conv_1", "the gateway retries twice"))
+            .await
+            .unwrap();
+        store
+            .put_record(bob, "proj_a", &record("conv_2", "bob's gateway notes"))
+            .await
+            .unwrap();
+        assert_eq!(store.migrate().await.unwrap(), 1, "version 3 ran");
+        let hits = store.search(alice, "proj_a", "gateway", None, 10).await.unwrap();
+        assert_eq!(hits.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(), ["conv_1"]);
+        assert!(hits[0].snippet.contains("[gateway]"), "{}", hits[0].snippet);
+        // Written after the upgrade: found too, and only by its owner.
+        store
+            .put_record(alice, "proj_a", &record("conv_3", "a gateway timeout"))
+            .await
+            .unwrap();
+        assert_eq!(
+            store.search(alice, "proj_a", "gateway", None, 10).await.unwrap().len(),
+            2
+        );
+        assert_eq!(store.search(bob, "proj_a", "gateway", None, 10).await.unwrap().len(), 1);
+        assert!(
+            store
+                .search(bob, "proj_a", "timeout", None, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
 }
