@@ -178,12 +178,13 @@ fn project_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Project> {
     })
 }
 
-/// Version 3: every record's owner and project become a token of the keyword index (`scope`,
-/// a generated column), so a search intersects the words with the caller's own rows inside
-/// FTS5 instead of ranking every user's matches and filtering afterwards — a search costs what
-/// the caller's own records cost, however many other users the server holds.
+/// Version 3: every record's owner and project (and kind) become tokens of the keyword index
+/// (`scope`, a generated column), so a search is answered by FTS5 alone — the words intersected
+/// with the caller's own rows, ranked, the top taken — instead of joining every match with
+/// `records` to filter by owner (SQLite would then probe the index once per row of the
+/// project). A search costs what the caller's own matching records cost.
 pub(super) const SCHEMA_V3: &str = "
-ALTER TABLE records ADD COLUMN scope TEXT GENERATED ALWAYS AS ('u' || user_id || 'p' || hex(project_id)) VIRTUAL;
+ALTER TABLE records ADD COLUMN scope TEXT GENERATED ALWAYS AS ('u' || user_id || 'p' || hex(project_id) || ' k' || kind) VIRTUAL;
 DROP TRIGGER records_ai;
 DROP TRIGGER records_ad;
 DROP TRIGGER records_au;
@@ -206,10 +207,18 @@ END;
 INSERT INTO records_fts(records_fts) VALUES ('rebuild');
 ";
 
-/// The `scope` token of the records of `user` in `project` (see [`SCHEMA_V3`]).
-fn scope_token(user: i64, project: &str) -> String {
+/// Matches scored by BM25 in one search, newest first: past this, a word common to every record
+/// would make each search cost as much as the project is large.
+const RANKED: usize = 1_000;
+
+/// The FTS5 query for `words` in the records of `user` in `project` (of `kind`, when given):
+/// every word quoted, so FTS5 reads them as plain terms and never as query syntax, and matched
+/// in the title or text only; the scope tokens (see [`SCHEMA_V3`]) keep it to the caller's rows.
+fn scoped_query(user: i64, project: &str, kind: Option<Kind>, words: &[String]) -> String {
     let hex: String = project.bytes().map(|b| format!("{b:02X}")).collect();
-    format!("u{user}p{hex}")
+    let words = words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(" ");
+    let kind = kind.map_or(String::new(), |k| format!(" AND scope : \"k{}\"", k.as_str()));
+    format!("scope : \"u{user}p{hex}\"{kind} AND {{title search_text}} : ({words})")
 }
 
 impl Store for SqliteStore {
@@ -617,13 +626,7 @@ impl Store for SqliteStore {
         if words.is_empty() {
             return Ok(Vec::new());
         }
-        // Every word quoted: FTS5 reads them as plain terms, never as query syntax. The words
-        // must appear in the title or text, and the record must be the caller's (its scope).
-        let words = words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(" ");
-        let fts = format!(
-            "scope : \"{}\" AND {{title search_text}} : ({words})",
-            scope_token(user, project)
-        );
+        let fts = scoped_query(user, project, kind, &words);
         let project = project.to_string();
         self.with(move |conn| {
             project_exists(conn, user, &project)?;
@@ -631,35 +634,39 @@ impl Store for SqliteStore {
                 .prepare_cached(
                     // Ranked first, snippets after: SQLite computes a query's result columns
                     // before it sorts, so one query would build a snippet for every match.
-                    "WITH top AS (
-                        SELECT records_fts.rowid AS seq, bm25(records_fts, 2.0, 1.0, 0.0) AS rank
-                        FROM records_fts JOIN records r ON r.seq = records_fts.rowid
-                        WHERE records_fts MATCH ?1 AND r.user_id = ?2 AND r.project_id = ?3
-                          AND (?4 = '' OR r.kind = ?4)
-                        ORDER BY rank LIMIT ?5)
+                    // FTS5 alone finds and ranks (no join: a join lets SQLite walk the project's rows
+                    // and probe the index once per row). A word in every record would make BM25
+                    // score them all; only the newest RANKED matches are scored (FTS5 walks them
+                    // newest first and stops), so a search costs the same at 1k or 1M records.
+                    // The owner is checked again on the top rows.
+                    "WITH newest AS (
+                        SELECT rowid AS seq FROM records_fts WHERE records_fts MATCH ?1
+                        ORDER BY rowid DESC LIMIT ?5),
+                     top AS (
+                        SELECT rowid AS seq, bm25(records_fts, 2.0, 1.0, 0.0) AS rank
+                        FROM records_fts
+                        WHERE records_fts MATCH ?1 AND rowid >= (SELECT coalesce(min(seq), 0) FROM newest)
+                        ORDER BY rank LIMIT ?4)
                      SELECT r.kind, r.id, r.title, 0.0,
                         snippet(records_fts, 1, '[', ']', '…', 12), r.updated_at
                      FROM top JOIN records r ON r.seq = top.seq
                        JOIN records_fts ON records_fts.rowid = top.seq
-                     WHERE records_fts MATCH ?1
+                     WHERE records_fts MATCH ?1 AND r.user_id = ?2 AND r.project_id = ?3
                      ORDER BY top.rank",
                 )
                 .map_err(backend)?;
             let rows = stmt
-                .query_map(
-                    params![fts, user, project, kind.map_or("", Kind::as_str), limit as i64],
-                    |r| {
-                        let kind: String = r.get(0)?;
-                        Ok(SearchHit {
-                            kind: Kind::parse(&kind).unwrap_or(Kind::Conversation),
-                            id: r.get(1)?,
-                            title: r.get(2)?,
-                            score: r.get(3)?,
-                            snippet: r.get(4)?,
-                            updated_at: r.get(5)?,
-                        })
-                    },
-                )
+                .query_map(params![fts, user, project, limit as i64, RANKED as i64], |r| {
+                    let kind: String = r.get(0)?;
+                    Ok(SearchHit {
+                        kind: Kind::parse(&kind).unwrap_or(Kind::Conversation),
+                        id: r.get(1)?,
+                        title: r.get(2)?,
+                        score: r.get(3)?,
+                        snippet: r.get(4)?,
+                        updated_at: r.get(5)?,
+                    })
+                })
                 .map_err(backend)?;
             let mut hits = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(backend)?;
             // FTS5's BM25 weighs words by how rare they are in the whole table, every user's
