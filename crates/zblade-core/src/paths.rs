@@ -18,7 +18,7 @@ pub fn normalize_relative(file: &str) -> Result<String, String> {
     let windows_drive = bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':';
     if file.starts_with('/') || file.starts_with('\\') || windows_drive {
         return Err(format!(
-            "{file:?} is absolute; references must be relative to the project root"
+            "{file:?} is absolute; paths must be relative to the project root"
         ));
     }
     let mut parts = Vec::new();
@@ -28,12 +28,12 @@ pub fn normalize_relative(file: &str) -> Result<String, String> {
             Component::CurDir => {}
             Component::ParentDir => {
                 return Err(format!(
-                    "{file:?} contains `..`; references must stay inside the project"
+                    "{file:?} contains `..`; paths must stay inside the project"
                 ));
             }
             Component::RootDir | Component::Prefix(_) => {
                 return Err(format!(
-                    "{file:?} is absolute; references must be relative to the project root"
+                    "{file:?} is absolute; paths must be relative to the project root"
                 ));
             }
         }
