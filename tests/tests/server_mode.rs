@@ -331,3 +331,159 @@ fn server_mode_readers(root: &Path, config: &Path, backend: &str) {
     run(root, config, &["summarize", "conv_s2"]);
     assert!(root.join(".zblade/cache/summaries/conv_s2.json").exists());
 }
+
+/// The model proxy in server mode: the turn it records goes to the server, not to a local
+/// artifact. A minimal provider on loopback answers one chat completion.
+#[test]
+fn the_proxy_records_turns_on_the_server_in_server_mode() {
+    use std::io::{Read, Write};
+    let server = ServerProcess::start();
+    let fixture = GitFixture::new(&[("src/lib.rs", "fn a() {}\n")]);
+    let root = fixture.root();
+    let config = tempfile::tempdir().unwrap();
+    Project::init(root).unwrap();
+    run(
+        root,
+        config.path(),
+        &[
+            "migrate",
+            "to-server",
+            "--server",
+            &server.url,
+            "--token",
+            &server.token,
+            "--yes",
+        ],
+    );
+
+    // The provider: one request, one fixed answer.
+    let provider = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let provider_url = format!("http://{}", provider.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let (mut socket, _) = provider.accept().unwrap();
+        let request = read_http(&mut socket);
+        assert!(
+            request.contains("zblade-memory") || request.contains("wombat"),
+            "{request}"
+        );
+        let body = r#"{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"Answered through the proxy."},"finish_reason":"stop"}]}"#;
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        socket.write_all(reply.as_bytes()).unwrap();
+    });
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut proxy = Command::new(zblade_bin())
+        .arg("--project")
+        .arg(root)
+        .args([
+            "proxy",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--openai-upstream",
+            &provider_url,
+        ])
+        .env("ZBLADE_CONFIG_DIR", config.path())
+        .env_remove("ZBLADE_TOKEN")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut socket = loop {
+        match std::net::TcpStream::connect(("127.0.0.1", port)) {
+            Ok(socket) => break socket,
+            Err(_) if started.elapsed() < std::time::Duration::from_secs(30) => {
+                std::thread::sleep(std::time::Duration::from_millis(50))
+            }
+            Err(e) => panic!("the proxy did not start: {e}"),
+        }
+    };
+    let body = r#"{"model":"gpt-4o","messages":[{"role":"user","content":"Where does the wombat cache live?"}]}"#;
+    write!(
+        socket,
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nauthorization: Bearer sk-test\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    socket.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("Answered through the proxy."), "{response}");
+    let conversation = response
+        .lines()
+        .find_map(|l| l.strip_prefix("x-zblade-conversation: "))
+        .expect("the proxy names the conversation")
+        .trim()
+        .to_string();
+
+    // Recorded once the answer ended: on the server (show reads it there), not locally.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let shown = loop {
+        let out = Command::new(zblade_bin())
+            .arg("--project")
+            .arg(root)
+            .args(["--json", "show", &conversation])
+            .env("ZBLADE_CONFIG_DIR", config.path())
+            .env_remove("ZBLADE_TOKEN")
+            .output()
+            .unwrap();
+        if out.status.success() {
+            break String::from_utf8_lossy(&out.stdout).into_owned();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never recorded: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    proxy.kill().unwrap();
+    let _ = proxy.wait();
+    assert!(
+        shown.contains("Where does the wombat cache live?") && shown.contains("Answered through the proxy."),
+        "{shown}"
+    );
+    assert!(
+        !root
+            .join(format!(".zblade/artifacts/conversations/{conversation}.json"))
+            .exists(),
+        "a server-mode turn was written locally"
+    );
+}
+
+/// One HTTP request from `socket`: the head and a `content-length` body.
+fn read_http(socket: &mut std::net::TcpStream) -> String {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = socket.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        bytes.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&bytes);
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().to_string())
+                })
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(0);
+            if bytes.len() >= end + 4 + length {
+                break;
+            }
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}

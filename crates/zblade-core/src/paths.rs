@@ -27,9 +27,7 @@ pub fn normalize_relative(file: &str) -> Result<String, String> {
             Component::Normal(part) => parts.push(part.to_string_lossy().into_owned()),
             Component::CurDir => {}
             Component::ParentDir => {
-                return Err(format!(
-                    "{file:?} contains `..`; paths must stay inside the project"
-                ));
+                return Err(format!("{file:?} contains `..`; paths must stay inside the project"));
             }
             Component::RootDir | Component::Prefix(_) => {
                 return Err(format!(
