@@ -18,6 +18,7 @@ Writes the "proxy" section of docs/BENCHMARKS.md.
 
 import argparse
 import datetime
+import math
 import json
 import os
 import platform
@@ -188,6 +189,12 @@ def main():
                      f"| {r['added_p50']:.1f} / {r['added_p95']:.1f} | {r['assembly_p50']:.1f} / {r['assembly_p95']:.1f} "
                      f"| {'✓' if met else '✗'} ≤ {target:.1f} |")
     d, p = streams["direct"], streams["proxied"]
+    # Figures that are not measurements fail even the smoke run.
+    for name, value in [("direct stream time", d["seconds"]), ("proxied stream time", p["seconds"]),
+                        *((f"{k} ({'stream' if st else 'whole'})", v) for st in rows for k, v in rows[st].items()
+                          if not k.startswith("added"))]:
+        assert math.isfinite(value) and value > 0, f"{name} is {value}: not a measurement"
+
     failures = d["failures"] + p["failures"]
     ok &= not p["failures"]
     text = "\n".join([
