@@ -127,8 +127,9 @@ pub enum Command {
     Mcp(McpArgs),
     /// Run the model proxy: point an agent's OpenAI or Anthropic base URL at it and every
     /// request gets this project's memory and every turn is recorded (Claude Code:
-    /// ANTHROPIC_BASE_URL=http://127.0.0.1:8765; OpenAI clients: OPENAI_BASE_URL=
-    /// http://127.0.0.1:8765/v1). `zblade proxy receipts` shows what was added. See docs/PROXY.md.
+    /// ANTHROPIC_BASE_URL=http://127.0.0.1:8765; OpenAI clients:
+    /// OPENAI_BASE_URL=http://127.0.0.1:8765/v1). `zblade proxy receipts` shows what was
+    /// added. See docs/PROXY.md.
     Proxy(ProxyArgs),
     /// Keep this project's engine warm for agent hooks and `zblade context`: the embedding model
     /// and tokenizer stay loaded, and short-lived zblade processes ask this one over a private

@@ -51,6 +51,18 @@ pub(crate) fn run(cx: &mut Ctx, args: ProxyArgs) -> Result<(), Error> {
     if let Some(why) = project.semantic_unavailable() {
         cx.notice(&why);
     }
+    // Load what the first request would (tokenizer, embedding model, vector table) now, so the
+    // user's first request through the proxy is not the slow one.
+    let warm_up = zblade_engine::warm::WarmRequest {
+        query: "warm up".into(),
+        budget: Some(100),
+        conversation: None,
+        format: Default::default(),
+        tier: Default::default(),
+    };
+    if let Err(e) = warm_up.run(&project) {
+        cx.notice(&format!("warming up: {e}"));
+    }
     let memory: Arc<dyn zblade_proxy::Memory> = Arc::new(Arc::new(Mutex::new(project)));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
