@@ -32,6 +32,19 @@ pub use follow::Follower;
 
 /// How often an import saves its cursors while it runs.
 const SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+/// Conversations written in one commit (one lock, one batch of atomic writes, one index
+/// transaction). A commit per session file made the disk, not the parsing, the import's cost:
+/// every commit waits for its fsyncs.
+const COMMIT_EVERY: usize = 64;
+
+/// Conversations read but not written yet, and what to remember about each file once they are.
+#[derive(Default)]
+struct Pending {
+    /// The merged conversations, each with the name of the file it came from.
+    conversations: Vec<(Conversation, String)>,
+    /// Per file read: its cursor after the read, and the conversations it changed.
+    files: Vec<(PathBuf, Option<PathBuf>, Cursor, Vec<String>)>,
+}
 pub use zblade_import::Source as ImportSource;
 
 /// What to import.
@@ -157,6 +170,9 @@ impl Project {
         // most a second of cursors, and re-reading those files updates the same conversations.
         let mut saved = Instant::now();
         let mut unsaved = state.other_projects.len() != known_elsewhere;
+        // Cursors of files whose conversations are not written yet wait in `pending` with them:
+        // a crash or an interrupt before the commit re-reads those files next time.
+        let mut pending = Pending::default();
         for (done, (file, cwd)) in files.into_iter().enumerate() {
             if let Err(e) = self.check_interrupt() {
                 if unsaved {
@@ -192,32 +208,31 @@ impl Project {
                 *report.skipped.entry(kind.clone()).or_default() += n;
             }
             let started = Instant::now();
-            let stored = self.store_file(&read, &file, cwd.as_deref(), &mut anchorer, &mut tree, &mut report);
-            report.store_ms += started.elapsed().as_millis() as u64;
+            let stored = self.store_file(
+                &read,
+                &file,
+                cwd.as_deref(),
+                &mut anchorer,
+                &mut tree,
+                &mut report,
+                &mut pending.conversations,
+            );
             match stored {
                 Ok(ids) => {
                     changed.extend(ids.iter().cloned());
                     if !request.dry_run {
-                        let entry = state.files.entry(file.path.clone()).or_insert_with(|| FileState {
-                            source: request.source,
-                            cwd: cwd.clone(),
-                            cursor: Cursor::default(),
-                            conversations: Vec::new(),
-                            imported_at: Utc::now(),
-                        });
-                        entry.cursor = read.cursor.clone();
-                        entry.imported_at = Utc::now();
-                        for id in ids {
-                            if !entry.conversations.contains(&id) {
-                                entry.conversations.push(id);
-                            }
+                        pending
+                            .files
+                            .push((file.path.clone(), cwd.clone(), read.cursor.clone(), ids));
+                        if pending.conversations.len() >= COMMIT_EVERY {
+                            unsaved |= self.commit_pending(&mut pending, &mut state, request.source, &mut report);
                         }
-                        unsaved = true;
-                        if saved.elapsed() >= SAVE_EVERY {
+                        if unsaved && saved.elapsed() >= SAVE_EVERY {
                             state.save(&self.layout)?;
                             (saved, unsaved) = (Instant::now(), false);
                         }
                     }
+                    report.store_ms += started.elapsed().as_millis() as u64;
                 }
                 Err(Error::Interrupted) => {
                     if unsaved {
@@ -230,6 +245,11 @@ impl Project {
                     report.warnings.push(format!("{}: {e}", file.path.display()));
                 }
             }
+        }
+        if !request.dry_run {
+            let started = Instant::now();
+            unsaved |= self.commit_pending(&mut pending, &mut state, request.source, &mut report);
+            report.store_ms += started.elapsed().as_millis() as u64;
         }
         progress(total, total, Path::new(""));
         if unsaved {
@@ -307,6 +327,7 @@ impl Project {
 
     /// Turns the sessions of one read into conversations and stores them together. Returns
     /// the ids of the conversations that changed.
+    #[allow(clippy::too_many_arguments)] // the import's working state, passed apart to keep borrows simple
     fn store_file(
         &mut self,
         read: &FileRead,
@@ -315,16 +336,26 @@ impl Project {
         anchorer: &mut Anchorer,
         tree: &mut Option<TreeLines>,
         report: &mut ImportReport,
+        pending: &mut Vec<(Conversation, String)>,
     ) -> Result<Vec<String>> {
         let mut batch = Vec::new();
         let mut summaries = Vec::new();
         for session in &read.sessions {
             report.redacted += session.redacted;
             let id = session.conversation_id();
-            let (mut conversation, created) = match self.storage.conversation(self, &id) {
-                Ok(existing) => (existing, false),
-                Err(Error::NotFound(_)) => (empty_conversation(&id), true),
-                Err(e) => return Err(e),
+            // A session read earlier in this import and not written yet continues from there
+            // (copied: if this file fails, the pending one stays as it was).
+            let waiting = pending
+                .iter()
+                .find(|(c, _)| c.conversation_id == id)
+                .map(|(c, _)| c.clone());
+            let (mut conversation, created) = match waiting {
+                Some(waiting) => (waiting, false),
+                None => match self.storage.conversation(self, &id) {
+                    Ok(existing) => (existing, false),
+                    Err(Error::NotFound(_)) => (empty_conversation(&id), true),
+                    Err(e) => return Err(e),
+                },
             };
             let cwd = session.cwd.clone().or_else(|| file_cwd.map(Path::to_path_buf));
             let turns = session
@@ -369,10 +400,72 @@ impl Project {
         }
         let ids: Vec<String> = summaries.iter().map(|s| s.id.clone()).collect();
         if !report.dry_run {
-            self.add_conversations(batch)?;
+            // Written by the next commit ([`Project::commit_pending`]); a session already
+            // waiting there is replaced by its merged version.
+            for (conversation, name) in batch {
+                pending.retain(|(c, _)| c.conversation_id != conversation.conversation_id);
+                pending.push((conversation, name));
+            }
         }
         report.conversations.extend(summaries);
         Ok(ids)
+    }
+
+    /// Writes the pending conversations in one commit and then advances the cursors of the
+    /// files they came from. When the commit fails (one invalid conversation fails the whole
+    /// batch), each is written on its own so one bad session never blocks the others; the files
+    /// of those that still fail keep their old cursors and are reported. Returns whether the
+    /// state changed.
+    fn commit_pending(
+        &mut self,
+        pending: &mut Pending,
+        state: &mut ImportState,
+        source: Source,
+        report: &mut ImportReport,
+    ) -> bool {
+        let batch = std::mem::take(&mut pending.conversations);
+        let files = std::mem::take(&mut pending.files);
+        if files.is_empty() && batch.is_empty() {
+            return false;
+        }
+        let mut failed: Vec<String> = Vec::new();
+        if let Err(batch_error) = self.add_conversations(batch.clone()) {
+            for (conversation, name) in batch {
+                let id = conversation.conversation_id.clone();
+                if let Err(e) = self.add_conversations(vec![(conversation, name.clone())]) {
+                    report.warnings.push(format!("{name}: {e}"));
+                    failed.push(id);
+                }
+            }
+            if failed.is_empty() {
+                // The batch failed for a reason none of its parts has on its own (a lock
+                // taken away, a full disk that has room again): said once.
+                report
+                    .warnings
+                    .push(format!("a batch was written again one by one after: {batch_error}"));
+            }
+        }
+        for (path, cwd, cursor, ids) in files {
+            if ids.iter().any(|id| failed.contains(id)) {
+                report.files_failed += 1;
+                continue; // read again next time, from its old cursor
+            }
+            let entry = state.files.entry(path).or_insert_with(|| FileState {
+                source,
+                cwd,
+                cursor: Cursor::default(),
+                conversations: Vec::new(),
+                imported_at: Utc::now(),
+            });
+            entry.cursor = cursor;
+            entry.imported_at = Utc::now();
+            for id in ids {
+                if !entry.conversations.contains(&id) {
+                    entry.conversations.push(id);
+                }
+            }
+        }
+        true
     }
 
     fn references(
