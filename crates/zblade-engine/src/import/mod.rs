@@ -580,3 +580,66 @@ fn since_ok(file: &SessionFile, since: Option<DateTime<Utc>>) -> bool {
         _ => true,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zblade_core::{Message, Role};
+
+    fn conversation(id: &str) -> Conversation {
+        let mut c = empty_conversation(id);
+        c.messages.push(Message::new(Role::User, format!("hello from {id}")));
+        c
+    }
+
+    /// One conversation that cannot be stored fails its commit; the others are written one by
+    /// one, their files' cursors move, and only the bad one's file keeps its old cursor.
+    #[test]
+    fn a_bad_conversation_in_a_commit_blocks_only_its_own_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut project, _) = Project::init(dir.path()).unwrap();
+        let mut state = ImportState::load(&project.layout);
+        let mut report = ImportReport::default();
+        let cursor = |n: u64| Cursor {
+            offset: n,
+            ..Cursor::default()
+        };
+        let mut pending = Pending {
+            conversations: vec![
+                (conversation("conv_cc-good"), "a.jsonl".into()),
+                (conversation("conv_cc-../bad"), "b.jsonl".into()),
+            ],
+            files: vec![
+                (
+                    PathBuf::from("/store/a.jsonl"),
+                    None,
+                    cursor(10),
+                    vec!["conv_cc-good".into()],
+                ),
+                (
+                    PathBuf::from("/store/b.jsonl"),
+                    None,
+                    cursor(20),
+                    vec!["conv_cc-../bad".into()],
+                ),
+            ],
+        };
+        assert!(project.commit_pending(&mut pending, &mut state, Source::ClaudeCode, &mut report));
+        assert!(
+            project.show("conv_cc-good").is_ok(),
+            "the good conversation was written"
+        );
+        assert_eq!(state.files[Path::new("/store/a.jsonl")].cursor.offset, 10);
+        assert!(
+            !state.files.contains_key(Path::new("/store/b.jsonl")),
+            "the bad file is read again next time"
+        );
+        assert_eq!(report.files_failed, 1);
+        assert!(
+            report.warnings.iter().any(|w| w.contains("b.jsonl")),
+            "{:?}",
+            report.warnings
+        );
+        assert!(pending.conversations.is_empty() && pending.files.is_empty());
+    }
+}
