@@ -125,8 +125,7 @@ fn same_turn(known: &Message, new: &Message) -> bool {
 }
 
 fn new_conversation(id: &str) -> Conversation {
-    let mut conversation: Conversation = serde_json::from_str("{}").expect("an empty conversation parses");
-    conversation.conversation_id = id.to_string();
+    let mut conversation = crate::import::empty_conversation(id);
     conversation.created_at = Some(Utc::now());
     conversation
 }

@@ -52,6 +52,18 @@ pub struct WarmAnswer {
 }
 
 impl WarmRequest {
+    /// A small request that loads what the first real one would (tokenizer, embedding model,
+    /// vector table), for a long-running process to run before it starts answering.
+    pub fn warm_up() -> WarmRequest {
+        WarmRequest {
+            query: "warm up".into(),
+            budget: Some(100),
+            conversation: None,
+            format: Format::default(),
+            tier: Tier::default(),
+        }
+    }
+
     /// Runs the request on `project`.
     pub fn run(&self, project: &Project) -> Result<WarmAnswer, String> {
         let request = ContextRequest {

@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 use zblade_engine::{Message, Role, ToolCall};
 
-use crate::api::{Api, arguments, text_of};
+use crate::api::{Api, arguments, str_of, text_of};
 
 /// An answer as far as it arrived.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -290,9 +290,9 @@ fn whole(api: Api, value: &Value) -> Answer {
             {
                 let function = call.get("function").unwrap_or(&Value::Null);
                 answer.tool_calls.push((
-                    string(call.get("id")),
-                    string(function.get("name")),
-                    string(function.get("arguments")),
+                    str_of(call, "id"),
+                    str_of(function, "name"),
+                    str_of(function, "arguments"),
                 ));
             }
         }
@@ -302,9 +302,9 @@ fn whole(api: Api, value: &Value) -> Answer {
                 match item.get("type").and_then(Value::as_str) {
                     Some("message") => texts.push(text_of(item.get("content").unwrap_or(&Value::Null))),
                     Some("function_call") => answer.tool_calls.push((
-                        string(item.get("call_id")),
-                        string(item.get("name")),
-                        string(item.get("arguments")),
+                        str_of(item, "call_id"),
+                        str_of(item, "name"),
+                        str_of(item, "arguments"),
                     )),
                     _ => {}
                 }
@@ -319,7 +319,7 @@ fn whole(api: Api, value: &Value) -> Answer {
                     let input = block.get("input").map(Value::to_string).unwrap_or_default();
                     answer
                         .tool_calls
-                        .push((string(block.get("id")), string(block.get("name")), input));
+                        .push((str_of(block, "id"), str_of(block, "name"), input));
                 }
             }
             answer.finish_reason = value.get("stop_reason").and_then(Value::as_str).map(str::to_string);
@@ -359,10 +359,6 @@ fn set_once(slot: &mut Option<String>, value: Option<&Value>) {
     {
         *slot = Some(text.to_string());
     }
-}
-
-fn string(value: Option<&Value>) -> String {
-    value.and_then(Value::as_str).unwrap_or_default().to_string()
 }
 
 fn error_text(error: &Value) -> String {

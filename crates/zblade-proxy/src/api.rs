@@ -242,7 +242,7 @@ fn push_system(system: &mut String, text: &str) {
     system.push_str(text);
 }
 
-fn str_of(value: &Value, key: &str) -> String {
+pub(crate) fn str_of(value: &Value, key: &str) -> String {
     value.get(key).and_then(Value::as_str).unwrap_or_default().to_string()
 }
 

@@ -354,13 +354,7 @@ impl Proxy {
 
     fn failed(&self, mut prepared: Prepared, why: String) -> Prepared {
         Stats::bump(&self.stats.errors);
-        // Header values are one line of visible ASCII.
-        let why: String = why
-            .chars()
-            .map(|c| if c.is_ascii_graphic() || c == ' ' { c } else { '?' })
-            .take(300)
-            .collect();
-        prepared.headers.push(("x-zblade-error", why));
+        prepared.headers.push(("x-zblade-error", header_text(&why)));
         prepared
     }
 
@@ -567,15 +561,18 @@ fn local_error(status: StatusCode, anthropic: bool, why: &str) -> Response {
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    let why: String = why
-        .chars()
-        .filter(|c| c.is_ascii_graphic() || *c == ' ')
-        .take(300)
-        .collect();
-    if let Ok(value) = HeaderValue::from_str(&why) {
+    if let Ok(value) = HeaderValue::from_str(&header_text(why)) {
         response.headers_mut().insert("x-zblade-error", value);
     }
     response
+}
+
+/// `text` as a header value: one line of visible ASCII, at most 300 characters.
+fn header_text(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_ascii_graphic() || c == ' ' { c } else { '?' })
+        .take(300)
+        .collect()
 }
 
 fn error_chain(error: &dyn std::error::Error) -> String {

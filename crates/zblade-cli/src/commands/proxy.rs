@@ -53,14 +53,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ProxyArgs) -> Result<(), Error> {
     }
     // Load what the first request would (tokenizer, embedding model, vector table) now, so the
     // user's first request through the proxy is not the slow one.
-    let warm_up = zblade_engine::warm::WarmRequest {
-        query: "warm up".into(),
-        budget: Some(100),
-        conversation: None,
-        format: Default::default(),
-        tier: Default::default(),
-    };
-    if let Err(e) = warm_up.run(&project) {
+    if let Err(e) = zblade_engine::warm::WarmRequest::warm_up().run(&project) {
         cx.notice(&format!("warming up: {e}"));
     }
     let memory: Arc<dyn zblade_proxy::Memory> = Arc::new(Arc::new(Mutex::new(project)));

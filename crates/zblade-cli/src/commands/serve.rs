@@ -14,14 +14,7 @@ pub(crate) fn run(cx: &mut Ctx) -> Result<(), Error> {
     let project = cx.open()?;
     let started = Instant::now();
     // Load what a cold process would: the first context request loads the model and tokenizer.
-    let warm_up = WarmRequest {
-        query: "warm up".into(),
-        budget: Some(100),
-        conversation: None,
-        format: Default::default(),
-        tier: Default::default(),
-    };
-    if let Err(e) = warm_up.run(&project) {
+    if let Err(e) = WarmRequest::warm_up().run(&project) {
         cx.notice(&format!("warming up: {e}"));
     }
     if let Some(why) = project.semantic_unavailable() {

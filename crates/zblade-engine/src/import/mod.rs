@@ -542,7 +542,7 @@ impl Project {
     }
 }
 
-fn empty_conversation(id: &str) -> Conversation {
+pub(crate) fn empty_conversation(id: &str) -> Conversation {
     let mut conversation: Conversation = serde_json::from_str("{}").expect("an empty conversation parses");
     conversation.conversation_id = id.to_string();
     conversation
