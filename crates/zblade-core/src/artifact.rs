@@ -432,32 +432,59 @@ fn check_id_field(source: &str, field: &str, id: &str, prefix: Option<&str>) -> 
 }
 
 /// Checks (and, with `normalize`, rewrites) the references' paths and line ranges.
+/// The capture-time checks of reference paths within one artifact: a reference may not point
+/// at a secret, into `.git/` / `.zblade/`, or outside the project through a symlink. The guard
+/// is built once and each distinct path checked once — an imported session cites the same
+/// few files thousands of times, and each check reads settings and resolves symlinks.
+struct CaptureCheck<'a> {
+    root: &'a Path,
+    guard: Option<PathGuard>,
+    checked: HashMap<String, std::result::Result<(), String>>,
+}
+
+impl<'a> CaptureCheck<'a> {
+    fn new(root: &'a Path) -> CaptureCheck<'a> {
+        CaptureCheck {
+            root,
+            guard: None,
+            checked: HashMap::new(),
+        }
+    }
+
+    fn check(&mut self, normal: &str) -> std::result::Result<(), String> {
+        if let Some(known) = self.checked.get(normal) {
+            return known.clone();
+        }
+        let root = self.root;
+        let guard = self.guard.get_or_insert_with(|| PathGuard::for_project(root));
+        let verdict = guard.check(normal).and_then(|()| paths::check_inside(root, normal));
+        self.checked.insert(normal.to_string(), verdict.clone());
+        verdict
+    }
+}
+
 fn check_references(
     refs: &mut [CodeReference],
     field: &str,
     source: &str,
-    root: Option<&Path>,
+    mut capture: Option<&mut CaptureCheck<'_>>,
     normalize: bool,
 ) -> Result<()> {
-    let mut guard: Option<PathGuard> = None;
     for (i, reference) in refs.iter_mut().enumerate() {
-        let here = format!("{field}[{i}]");
+        let here = || format!("{field}[{i}]");
         let normal = paths::normalize_relative(&reference.file)
-            .map_err(|why| Error::field(source, format!("{here}.file"), why))?;
-        if let Some(root) = root {
-            // Capture: a reference may not point at a secret or into `.git/` / `.zblade/`.
-            let guard = guard.get_or_insert_with(|| PathGuard::for_project(root));
-            guard
+            .map_err(|why| Error::field(source, format!("{}.file", here()), why))?;
+        if let Some(capture) = capture.as_deref_mut() {
+            capture
                 .check(&normal)
-                .map_err(|why| Error::field(source, format!("{here}.file"), why))?;
-            paths::check_inside(root, &normal).map_err(|why| Error::field(source, format!("{here}.file"), why))?;
+                .map_err(|why| Error::field(source, format!("{}.file", here()), why))?;
         }
         if normalize {
             reference.file = normal;
         } else if normal != reference.file {
             return Err(Error::field(
                 source,
-                format!("{here}.file"),
+                format!("{}.file", here()),
                 format!("{:?} is not normalised", reference.file),
             ));
         }
@@ -465,14 +492,14 @@ fn check_references(
         if start == 0 {
             return Err(Error::field(
                 source,
-                format!("{here}.lines"),
+                format!("{}.lines", here()),
                 "lines are 1-based; 0 is not a line",
             ));
         }
         if start > end {
             return Err(Error::field(
                 source,
-                format!("{here}.lines"),
+                format!("{}.lines", here()),
                 format!("[{start}, {end}] ends before it starts"),
             ));
         }
@@ -534,12 +561,16 @@ impl Conversation {
             self.title = first_line_title(self.messages.first().map(|m| m.content.as_str()).unwrap_or(""));
         }
         self.metadata.total_messages = self.messages.len() as u64;
+        let mut capture = CaptureCheck::new(root);
         for (i, message) in self.messages.iter_mut().enumerate() {
+            if message.code_references.is_empty() {
+                continue;
+            }
             check_references(
                 &mut message.code_references,
                 &format!("messages[{i}].code_references"),
                 source,
-                Some(root),
+                Some(&mut capture),
                 true,
             )?;
         }
@@ -569,14 +600,16 @@ impl Conversation {
                     ),
                 ));
             }
-            let mut refs = message.code_references.clone();
-            check_references(
-                &mut refs,
-                &format!("messages[{i}].code_references"),
-                source,
-                None,
-                false,
-            )?;
+            if !message.code_references.is_empty() {
+                let mut refs = message.code_references.clone();
+                check_references(
+                    &mut refs,
+                    &format!("messages[{i}].code_references"),
+                    source,
+                    None,
+                    false,
+                )?;
+            }
         }
         let mut moment_ids: HashMap<&str, usize> = HashMap::new();
         for (i, moment) in self.moments.iter().enumerate() {
@@ -623,7 +656,13 @@ impl Moment {
             self.id = ids::new_id(ids::MOMENT);
         }
         self.created_at.get_or_insert(now);
-        check_references(&mut self.code_references, "code_references", source, Some(root), true)?;
+        check_references(
+            &mut self.code_references,
+            "code_references",
+            source,
+            Some(&mut CaptureCheck::new(root)),
+            true,
+        )?;
         self.validate(source)
     }
 

@@ -233,7 +233,7 @@ fn main() {
              | **ratio import / bare parse** (target ≥ 0.3) | **{ratio:.2}** |\n\
              {embed_line}\
              | live follow: append → searchable, p50 / p95 / p99 over {rounds} appends (target p95 ≤ 2 s) | {stats} |\n\n\
-             Import time split: parse {} ms, anchor + store {} ms, moments {} ms.\n",
+             Import time split: parse {} ms (on a reader thread, beside the store), anchor + store {} ms, moments {} ms (extracted on a third thread as conversations are stored; this is the writing after the last one).\n",
             report.messages,
             files * 40,
             report.references,

@@ -5,6 +5,8 @@
 //! extractor of `zblade-context::moments` does it. Results are cached by the hash of their
 //! input and extractor, so a conversation that has not changed is not read twice.
 
+use std::path::{Path, PathBuf};
+
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use zblade_context::TokenCounter;
@@ -45,7 +47,13 @@ impl Project {
     /// same artifacts instead of adding copies.
     pub fn extract_moments(&mut self, conversation: Option<&str>) -> Result<ExtractReport> {
         let ids = self.conversation_ids(conversation)?;
-        let cache_dir = self.layout.cache_dir().join("moments");
+        self.extract_moments_of(&ids)
+    }
+
+    /// Extracts moments from the conversations `ids` and writes them all in one batch (one
+    /// lock, one directory fsync, one index transaction): an import hands over hundreds.
+    pub(crate) fn extract_moments_of(&mut self, ids: &[String]) -> Result<ExtractReport> {
+        let cache_dir = self.moments_cache_dir();
         let model = self.local_compressor();
         let extractor = match &model {
             Ok(compressor) => Self::compressor_id(compressor),
@@ -56,18 +64,12 @@ impl Project {
             ..ExtractReport::default()
         };
         report.notices.extend(self.compressor_notice());
-        let mut batches = Vec::new();
+        let mut extracted = Vec::new();
         for id in ids {
-            let conv = self.load_conversation(&id)?;
-            let bytes = serde_json::to_vec(&conv).expect("a conversation serialises");
-            let input = hex::encode(Sha256::new().chain_update(&extractor).chain_update(&bytes).finalize());
-            let cache_path = cache_dir.join(format!("{id}.json"));
+            let conv = self.load_conversation(id)?;
             report.conversations += 1;
-            // A corrupt or stale cache entry is ignored and rewritten.
-            let cached: Option<CacheEntry> = std::fs::read(&cache_path)
-                .ok()
-                .and_then(|b| serde_json::from_slice(&b).ok());
-            if cached.is_some_and(|c| c.input == input) {
+            let input = input_hash(&extractor, &conv);
+            if cache_hit(&cache_dir, id, &input) {
                 report.unchanged += 1;
                 continue;
             }
@@ -79,26 +81,55 @@ impl Project {
                 }
                 Err(_) => extractive_moments(&conv, 0..conv.messages.len()),
             };
-            batches.push((id, input, cache_path, moments));
-        }
-        for (id, input, cache_path, moments) in batches {
-            let moments = moments
-                .into_iter()
-                .map(|m| (m, format!("extracted from {id}")))
-                .collect();
-            let written: Vec<String> = self.add_moments(moments)?.into_iter().map(|o| o.id).collect();
-            let entry = CacheEntry {
+            extracted.push(Extracted {
+                id: id.clone(),
                 input,
-                moments: written.clone(),
-            };
-            std::fs::create_dir_all(&cache_dir).map_err(|e| Error::io(&cache_dir, e))?;
-            fsio::write_atomic(
-                &cache_path,
-                &serde_json::to_vec_pretty(&entry).expect("a cache entry serialises"),
-            )?;
-            report.written.extend(written);
+                moments,
+            });
         }
+        self.write_extracted(extracted, &mut report)?;
         Ok(report)
+    }
+
+    /// Where extraction remembers what it did per conversation.
+    pub(crate) fn moments_cache_dir(&self) -> PathBuf {
+        self.layout.cache_dir().join("moments")
+    }
+
+    /// Writes extracted moments in one batch, then their cache entries.
+    pub(crate) fn write_extracted(&mut self, mut extracted: Vec<Extracted>, report: &mut ExtractReport) -> Result<()> {
+        if extracted.is_empty() {
+            return Ok(());
+        }
+        let counts: Vec<usize> = extracted.iter().map(|e| e.moments.len()).collect();
+        let all: Vec<(Moment, String)> = extracted
+            .iter_mut()
+            .flat_map(|e| {
+                let source = format!("extracted from {}", e.id);
+                std::mem::take(&mut e.moments)
+                    .into_iter()
+                    .map(move |m| (m, source.clone()))
+            })
+            .collect();
+        let mut written = self.add_moments(all)?.into_iter().map(|o| o.id);
+        // Cache entries only after their moments are written: a crash in between extracts
+        // those conversations again, which rewrites the same moments.
+        let cache_dir = self.moments_cache_dir();
+        let mut entries = Vec::with_capacity(extracted.len());
+        for (e, count) in extracted.into_iter().zip(counts) {
+            let moments: Vec<String> = written.by_ref().take(count).collect();
+            report.written.extend(moments.iter().cloned());
+            let entry = CacheEntry {
+                input: e.input,
+                moments,
+            };
+            entries.push((
+                cache_dir.join(format!("{}.json", e.id)),
+                serde_json::to_vec_pretty(&entry).expect("a cache entry serialises"),
+            ));
+        }
+        std::fs::create_dir_all(&cache_dir).map_err(|e| Error::io(&cache_dir, e))?;
+        fsio::write_atomic_batch(&entries)
     }
 
     /// Moments the model finds in `conv`, window by window; a window whose answer is unusable
@@ -218,6 +249,45 @@ fn moment_type(kind: &str) -> MomentType {
 }
 
 /// Moments the deterministic extractor finds in messages `range` of `conv`.
+/// One conversation's moments, extracted and not written yet.
+#[derive(Clone)]
+pub(crate) struct Extracted {
+    pub(crate) id: String,
+    /// The hash its cache entry records.
+    input: String,
+    moments: Vec<Moment>,
+}
+
+/// The deterministic extractor on a conversation that was just stored; `None` when its cache
+/// entry says it was extracted from exactly this before. Needs no [`Project`], so an import
+/// runs it on a second thread while it writes the next conversations.
+pub(crate) fn extract_without_model(cache_dir: &Path, conv: &Conversation) -> Option<Extracted> {
+    let input = input_hash(EXTRACTOR, conv);
+    if cache_hit(cache_dir, &conv.conversation_id, &input) {
+        return None;
+    }
+    Some(Extracted {
+        id: conv.conversation_id.clone(),
+        input,
+        moments: extractive_moments(conv, 0..conv.messages.len()),
+    })
+}
+
+/// What a cache entry is keyed by: the extractor and the conversation as stored.
+fn input_hash(extractor: &str, conv: &Conversation) -> String {
+    let bytes = serde_json::to_vec(conv).expect("a conversation serialises");
+    hex::encode(Sha256::new().chain_update(extractor).chain_update(&bytes).finalize())
+}
+
+/// Whether `id` was extracted from `input` before. A corrupt or stale cache entry is ignored
+/// (and rewritten).
+fn cache_hit(cache_dir: &Path, id: &str, input: &str) -> bool {
+    std::fs::read(cache_dir.join(format!("{id}.json")))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<CacheEntry>(&b).ok())
+        .is_some_and(|c| c.input == input)
+}
+
 fn extractive_moments(conv: &Conversation, range: std::ops::Range<usize>) -> Vec<Moment> {
     let id = &conv.conversation_id;
     let window = &conv.messages[range];

@@ -300,7 +300,7 @@ impl Project {
     /// and one index transaction. Each is validated first; if any is invalid nothing is written.
     pub fn add_conversations(&mut self, conversations: Vec<(Conversation, String)>) -> Result<Vec<AddOutcome>> {
         let prepared = self.prepare_conversations(conversations)?;
-        Arc::clone(&self.storage).put_conversations(self, prepared)
+        Arc::clone(&self.storage).put_conversations(self, &prepared)
     }
 
     /// Validates moments and fills in what `add` fills in (ids, times, anchors of code

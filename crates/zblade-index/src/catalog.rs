@@ -139,9 +139,16 @@ impl Index {
 
     /// Indexes (or re-indexes) one standalone moment artifact.
     pub fn put_moment(&mut self, moment: &Moment, artifact_path: &str, sha256: &str) -> Result<()> {
+        self.put_moments(&[(moment, artifact_path, sha256)])
+    }
+
+    /// Indexes several standalone moment artifacts in one transaction.
+    pub fn put_moments(&mut self, items: &[(&Moment, &str, &str)]) -> Result<()> {
         self.write(|tx| {
             let mut files = BTreeSet::new();
-            insert_moment(tx, moment, artifact_path, sha256, &mut files)?;
+            for (moment, artifact_path, sha) in items {
+                insert_moment(tx, moment, artifact_path, sha, &mut files)?;
+            }
             Ok(refresh_file_references(tx, &files)?)
         })
     }

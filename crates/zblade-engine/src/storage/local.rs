@@ -24,12 +24,12 @@ impl Storage for LocalStorage {
         "in this project"
     }
 
-    fn put_conversations(&self, project: &mut Project, prepared: Vec<Conversation>) -> Result<Vec<AddOutcome>> {
+    fn put_conversations(&self, project: &mut Project, prepared: &[Conversation]) -> Result<Vec<AddOutcome>> {
         let layout = project.layout.clone();
         let _lock = WriteLock::acquire(&layout)?;
         let mut files = Vec::with_capacity(prepared.len());
         let mut outcomes = Vec::with_capacity(prepared.len());
-        for conv in &prepared {
+        for conv in prepared {
             let path = layout.conversation_path(&conv.conversation_id);
             outcomes.push(AddOutcome {
                 id: conv.conversation_id.clone(),
@@ -86,13 +86,22 @@ impl Storage for LocalStorage {
                 messages: 0,
             });
         }
-        for ((moment, _), outcome) in prepared.iter().zip(&outcomes) {
-            let bytes = moment.to_artifact_json();
-            fsio::write_atomic(&layout.root().join(&outcome.artifact_path), &bytes)?;
-            project
-                .index_mut()?
-                .put_moment(moment, &outcome.artifact_path, &sha256_hex(&bytes))?;
-        }
+        // As for conversations: all artifacts first (one directory fsync), then one index
+        // transaction; an import extracts moments from hundreds of conversations at once.
+        let files: Vec<(std::path::PathBuf, Vec<u8>)> = prepared
+            .iter()
+            .zip(&outcomes)
+            .map(|((moment, _), outcome)| (layout.root().join(&outcome.artifact_path), moment.to_artifact_json()))
+            .collect();
+        fsio::write_atomic_batch(&files)?;
+        let hashes: Vec<String> = files.iter().map(|(_, bytes)| sha256_hex(bytes)).collect();
+        let items: Vec<(&Moment, &str, &str)> = prepared
+            .iter()
+            .zip(&outcomes)
+            .zip(&hashes)
+            .map(|(((moment, _), outcome), hash)| (moment, outcome.artifact_path.as_str(), hash.as_str()))
+            .collect();
+        project.index_mut()?.put_moments(&items)?;
         Ok(outcomes)
     }
 

@@ -57,7 +57,7 @@ pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
     fn place(&self) -> &'static str;
 
     /// Stores conversations that [`Project::prepare_conversations`] validated and completed.
-    fn put_conversations(&self, project: &mut Project, prepared: Vec<Conversation>) -> Result<Vec<AddOutcome>>;
+    fn put_conversations(&self, project: &mut Project, prepared: &[Conversation]) -> Result<Vec<AddOutcome>>;
 
     /// Stores moments that [`Project::prepare_moments`] validated, each with its source name.
     fn put_moments(&self, project: &mut Project, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>>;

@@ -133,7 +133,7 @@ impl Storage for ServerStorage {
         "on the sync server"
     }
 
-    fn put_conversations(&self, project: &mut Project, prepared: Vec<Conversation>) -> Result<Vec<AddOutcome>> {
+    fn put_conversations(&self, project: &mut Project, prepared: &[Conversation]) -> Result<Vec<AddOutcome>> {
         let client = project.server_client()?;
         let project_id = &project.settings.project.id;
         prepared
