@@ -191,6 +191,25 @@ fn claude_code_history_becomes_searchable_memory_with_honest_references() {
     assert_eq!(json(&out).as_array().unwrap().len(), 1);
     let out = world.zblade(&["list", "conversations", "--source", "codex", "--json"]);
     assert_eq!(json(&out).as_array().unwrap().len(), 0);
+    assert!(report["moments"].as_u64().unwrap() > 0, "{report:#}");
+    let out = world.zblade(&["list", "moments", "--json"]);
+    assert_eq!(
+        json(&out).as_array().unwrap().len() as u64,
+        report["moments"].as_u64().unwrap()
+    );
+    // Extracted beside the store from the conversation as written: extracting again finds
+    // its cache entry current and rewrites nothing.
+    let out = world.zblade(&["moments", "extract", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let extracted = json(&out);
+    assert_eq!(
+        (
+            extracted["unchanged"].as_u64(),
+            extracted["written"].as_array().map(Vec::len)
+        ),
+        (Some(1), Some(0)),
+        "{extracted:#}"
+    );
 
     // Importing again reads nothing and changes nothing.
     let out = world.zblade(&["import", "claude-code", "--json"]);

@@ -742,11 +742,15 @@ mod tests {
                 ),
             ],
         };
-        assert!(project.commit_pending(&mut pending, &mut state, Source::ClaudeCode, &mut report));
+        let mut written = Vec::new();
+        assert!(project.commit_pending(&mut pending, &mut state, Source::ClaudeCode, &mut report, &mut written));
         assert!(
             project.show("conv_cc-good").is_ok(),
             "the good conversation was written"
         );
+        // Only what was written goes on to moment extraction.
+        let written: Vec<&str> = written.iter().map(|c| c.conversation_id.as_str()).collect();
+        assert_eq!(written, ["conv_cc-good"]);
         assert_eq!(state.files[Path::new("/store/a.jsonl")].cursor.offset, 10);
         assert!(
             !state.files.contains_key(Path::new("/store/b.jsonl")),
