@@ -83,6 +83,23 @@ fn run(root: &Path, config: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `zblade migrate to-server` with the test user's token.
+fn migrate_to_server(root: &Path, config: &Path, server: &ServerProcess) {
+    run(
+        root,
+        config,
+        &[
+            "migrate",
+            "to-server",
+            "--server",
+            &server.url,
+            "--token",
+            &server.token,
+            "--yes",
+        ],
+    );
+}
+
 fn set_storage(root: &Path, server_url: &str, sync_metadata: bool) {
     let path = root.join(".zblade/config/settings.json");
     let mut settings: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
@@ -181,19 +198,7 @@ fn server_mode_story(backend: &str) {
     let root = fixture.root();
     let config = tempfile::tempdir().unwrap();
     Project::init(root).unwrap();
-    run(
-        root,
-        config.path(),
-        &[
-            "migrate",
-            "to-server",
-            "--server",
-            &server.url,
-            "--token",
-            &server.token,
-            "--yes",
-        ],
-    );
+    migrate_to_server(root, config.path(), &server);
     let file = root.join("conv.json");
     std::fs::write(&file, conversation_json("conv_s1", "wombatcache", 4)).unwrap();
     let added = run(
@@ -342,19 +347,7 @@ fn the_proxy_records_turns_on_the_server_in_server_mode() {
     let root = fixture.root();
     let config = tempfile::tempdir().unwrap();
     Project::init(root).unwrap();
-    run(
-        root,
-        config.path(),
-        &[
-            "migrate",
-            "to-server",
-            "--server",
-            &server.url,
-            "--token",
-            &server.token,
-            "--yes",
-        ],
-    );
+    migrate_to_server(root, config.path(), &server);
 
     // The provider: one request, one fixed answer.
     let provider = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -431,7 +431,6 @@ fn check_id_field(source: &str, field: &str, id: &str, prefix: Option<&str>) -> 
     ids::check_id(id, prefix).map_err(|why| Error::field(source, field, why))
 }
 
-/// Checks (and, with `normalize`, rewrites) the references' paths and line ranges.
 /// The capture-time checks of reference paths within one artifact: a reference may not point
 /// at a secret, into `.git/` / `.zblade/`, or outside the project through a symlink. The guard
 /// is built once and each distinct path checked once — an imported session cites the same
@@ -463,6 +462,7 @@ impl<'a> CaptureCheck<'a> {
     }
 }
 
+/// Checks (and, with `normalize`, rewrites) the references' paths and line ranges.
 fn check_references(
     refs: &mut [CodeReference],
     field: &str,
@@ -789,6 +789,48 @@ mod tests {
         bytes.extend_from_slice(br#"", "messages": []}"#);
         let err = parse_conversation(&bytes, "c.json").unwrap_err().to_string();
         assert!(err.starts_with("c.json:1:"), "{err}");
+    }
+
+    /// The capture checks are cached per path within an artifact: a path refused once is
+    /// refused wherever it appears again, and an allowed path does not let a hostile one by.
+    #[cfg(unix)]
+    #[test]
+    fn references_to_secrets_or_out_through_symlinks_are_refused_in_every_message() {
+        let project = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(project.path().join("src")).unwrap();
+        std::fs::write(project.path().join("src/a.rs"), "fn a() {}\n").unwrap();
+        std::os::unix::fs::symlink(outside.path(), project.path().join("out")).unwrap();
+        let conversation = |files: &[&str]| {
+            let messages: Vec<String> = files
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    format!(
+                        r#"{{"id": "msg_{i}", "role": "user", "content": "x", "code_references": [{{"file": "{f}", "lines": [1, 1]}}]}}"#
+                    )
+                })
+                .collect();
+            format!(r#"{{"messages": [{}]}}"#, messages.join(", "))
+        };
+        let prepare_in = |text: &str| {
+            let mut conv = parse_conversation(text.as_bytes(), "c.json").unwrap();
+            conv.prepare_for_store("proj_x", project.path(), "c.json", Utc::now())
+                .map(|()| conv)
+        };
+        let ok = prepare_in(&conversation(&["src/a.rs", "src/a.rs"])).unwrap();
+        assert_eq!(ok.messages[1].code_references[0].file, "src/a.rs");
+        for (files, field) in [
+            (vec!["src/a.rs", ".env"], "messages[1].code_references[0].file"),
+            (
+                vec!["src/a.rs", "src/a.rs", "out/stolen.rs"],
+                "messages[2].code_references[0].file",
+            ),
+            (vec!["src/./a.rs", ".git/config"], "messages[1].code_references[0].file"),
+        ] {
+            let err = prepare_in(&conversation(&files)).unwrap_err().to_string();
+            assert!(err.contains(field), "{files:?}: {err}");
+        }
     }
 
     #[test]

@@ -87,7 +87,7 @@ impl Project {
                 moments,
             });
         }
-        self.write_extracted(extracted, &mut report)?;
+        self.write_extracted(&extracted, &mut report)?;
         Ok(report)
     }
 
@@ -97,18 +97,15 @@ impl Project {
     }
 
     /// Writes extracted moments in one batch, then their cache entries.
-    pub(crate) fn write_extracted(&mut self, mut extracted: Vec<Extracted>, report: &mut ExtractReport) -> Result<()> {
+    pub(crate) fn write_extracted(&mut self, extracted: &[Extracted], report: &mut ExtractReport) -> Result<()> {
         if extracted.is_empty() {
             return Ok(());
         }
-        let counts: Vec<usize> = extracted.iter().map(|e| e.moments.len()).collect();
         let all: Vec<(Moment, String)> = extracted
-            .iter_mut()
+            .iter()
             .flat_map(|e| {
                 let source = format!("extracted from {}", e.id);
-                std::mem::take(&mut e.moments)
-                    .into_iter()
-                    .map(move |m| (m, source.clone()))
+                e.moments.iter().map(move |m| (m.clone(), source.clone()))
             })
             .collect();
         let mut written = self.add_moments(all)?.into_iter().map(|o| o.id);
@@ -116,11 +113,11 @@ impl Project {
         // those conversations again, which rewrites the same moments.
         let cache_dir = self.moments_cache_dir();
         let mut entries = Vec::with_capacity(extracted.len());
-        for (e, count) in extracted.into_iter().zip(counts) {
-            let moments: Vec<String> = written.by_ref().take(count).collect();
+        for e in extracted {
+            let moments: Vec<String> = written.by_ref().take(e.moments.len()).collect();
             report.written.extend(moments.iter().cloned());
             let entry = CacheEntry {
-                input: e.input,
+                input: e.input.clone(),
                 moments,
             };
             entries.push((
@@ -248,9 +245,7 @@ fn moment_type(kind: &str) -> MomentType {
     }
 }
 
-/// Moments the deterministic extractor finds in messages `range` of `conv`.
 /// One conversation's moments, extracted and not written yet.
-#[derive(Clone)]
 pub(crate) struct Extracted {
     pub(crate) id: String,
     /// The hash its cache entry records.
@@ -288,6 +283,7 @@ fn cache_hit(cache_dir: &Path, id: &str, input: &str) -> bool {
         .is_some_and(|c| c.input == input)
 }
 
+/// Moments the deterministic extractor finds in messages `range` of `conv`.
 fn extractive_moments(conv: &Conversation, range: std::ops::Range<usize>) -> Vec<Moment> {
     let id = &conv.conversation_id;
     let window = &conv.messages[range];

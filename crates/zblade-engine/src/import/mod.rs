@@ -593,13 +593,11 @@ impl Project {
     /// conversation's alone, so one bad conversation costs only its own moments.
     fn write_moments(&mut self, extracted: Vec<Extracted>, report: &mut ImportReport) {
         let mut written = ExtractReport::default();
-        let copies = extracted.clone();
-        if self.write_extracted(extracted, &mut written).is_err() {
+        if self.write_extracted(&extracted, &mut written).is_err() {
             written = ExtractReport::default();
-            for one in copies {
-                let id = one.id.clone();
-                if let Err(e) = self.write_extracted(vec![one], &mut written) {
-                    report.warnings.push(format!("moments of {id}: {e}"));
+            for one in &extracted {
+                if let Err(e) = self.write_extracted(std::slice::from_ref(one), &mut written) {
+                    report.warnings.push(format!("moments of {}: {e}", one.id));
                 }
             }
         }

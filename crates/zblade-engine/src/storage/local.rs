@@ -3,6 +3,7 @@
 //! before the index, so `fsck --repair` can always find what an interrupted write left.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use zblade_context::{Candidate, Item, Source};
@@ -18,6 +19,12 @@ use crate::{AddOutcome, CANDIDATES, MessageMatch, Project, ReferenceReport, Sear
 /// Memory in `.zblade/`.
 #[derive(Debug)]
 pub(crate) struct LocalStorage;
+
+/// Writes artifact files atomically as one batch; returns each file's SHA-256 for the index.
+fn write_artifacts(files: &[(PathBuf, Vec<u8>)]) -> Result<Vec<String>> {
+    fsio::write_atomic_batch(files)?;
+    Ok(files.iter().map(|(_, bytes)| sha256_hex(bytes)).collect())
+}
 
 impl Storage for LocalStorage {
     fn place(&self) -> &'static str {
@@ -41,8 +48,7 @@ impl Storage for LocalStorage {
         }
         // Artifacts first: they are the truth. If indexing fails below, `fsck --repair` finds
         // the artifacts that the index lacks.
-        fsio::write_atomic_batch(&files)?;
-        let hashes: Vec<String> = files.iter().map(|(_, bytes)| sha256_hex(bytes)).collect();
+        let hashes = write_artifacts(&files)?;
         let items: Vec<(&Conversation, &str, &str)> = prepared
             .iter()
             .zip(&outcomes)
@@ -88,13 +94,12 @@ impl Storage for LocalStorage {
         }
         // As for conversations: all artifacts first (one directory fsync), then one index
         // transaction; an import extracts moments from hundreds of conversations at once.
-        let files: Vec<(std::path::PathBuf, Vec<u8>)> = prepared
+        let files: Vec<(PathBuf, Vec<u8>)> = prepared
             .iter()
             .zip(&outcomes)
             .map(|((moment, _), outcome)| (layout.root().join(&outcome.artifact_path), moment.to_artifact_json()))
             .collect();
-        fsio::write_atomic_batch(&files)?;
-        let hashes: Vec<String> = files.iter().map(|(_, bytes)| sha256_hex(bytes)).collect();
+        let hashes = write_artifacts(&files)?;
         let items: Vec<(&Moment, &str, &str)> = prepared
             .iter()
             .zip(&outcomes)
