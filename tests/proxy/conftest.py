@@ -133,6 +133,10 @@ def sse_response(events, delays=None, first_byte_delay=0.0, break_after=None, he
         for i, event in enumerate(events):
             if break_after is not None and i == break_after:
                 h.wfile.flush()
+                # Let the events already sent arrive first: closing with unread bytes on either
+                # side can become a reset that discards them in flight (seen once in CI), which
+                # tests the kernel, not the proxy. The body still ends mid-stream.
+                time.sleep(0.2)
                 h.connection.shutdown(socket.SHUT_RDWR)
                 h.close_connection = True
                 return
