@@ -4,6 +4,9 @@
 //! grammar-constrained model when one is installed; this is what runs when none is.
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use aho_corasick::AhoCorasick;
 
 use serde::Serialize;
 
@@ -129,6 +132,40 @@ fn clip(text: &str) -> String {
     text.chars().take(MAX_CONTENT - 1).collect::<String>() + "…"
 }
 
+/// All cues in one automaton, so a sentence is scanned once rather than once per cue: this runs
+/// for every sentence of every imported message.
+static CUE_MATCHER: LazyLock<AhoCorasick> =
+    LazyLock::new(|| AhoCorasick::new(CUES.iter().flat_map(|(_, cues)| cues.iter())).expect("cues are valid patterns"));
+
+/// The kind of the first cue group (in [`CUES`] order) with a cue in `lower` at its start or
+/// after a space.
+fn cue_kind(lower: &str) -> Option<&'static str> {
+    let mut earliest_group: Option<usize> = None;
+    for found in CUE_MATCHER.find_overlapping_iter(lower) {
+        let at = found.start();
+        if at > 0 && lower.as_bytes()[at - 1] != b' ' {
+            continue;
+        }
+        let group = group_of(found.pattern().as_usize());
+        earliest_group = Some(earliest_group.map_or(group, |g| g.min(group)));
+        if group == 0 {
+            break;
+        }
+    }
+    earliest_group.map(|g| CUES[g].0)
+}
+
+/// Which group of [`CUES`] the `pattern`-th cue (counted across groups) belongs to.
+fn group_of(mut pattern: usize) -> usize {
+    for (group, (_, cues)) in CUES.iter().enumerate() {
+        if pattern < cues.len() {
+            return group;
+        }
+        pattern -= cues.len();
+    }
+    unreachable!("pattern ids come from CUES")
+}
+
 /// Finds moments in `messages` (id, role, text), in order.
 pub fn extract(messages: &[(&str, &str, &str)]) -> Vec<ExtractedMoment> {
     let mut frequency: HashMap<String, usize> = HashMap::new();
@@ -142,13 +179,7 @@ pub fn extract(messages: &[(&str, &str, &str)]) -> Vec<ExtractedMoment> {
     for (id, role, text) in messages {
         for sentence in sentences(text) {
             let lower = sentence.to_lowercase();
-            let kind = CUES
-                .iter()
-                .find(|(_, cues)| {
-                    cues.iter()
-                        .any(|cue| lower.starts_with(cue) || lower.contains(&format!(" {cue}")))
-                })
-                .map(|(kind, _)| *kind);
+            let kind = cue_kind(&lower);
             if let Some(kind) = kind
                 && !sentence.ends_with('?')
                 && !out.iter().any(|m| m.content == clip(&sentence))
@@ -180,6 +211,18 @@ pub fn extract(messages: &[(&str, &str, &str)]) -> Vec<ExtractedMoment> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cues_count_at_word_starts_and_the_earlier_group_wins() {
+        assert_eq!(cue_kind("we decided to ship it"), Some("decision"));
+        assert_eq!(cue_kind("it was fixed by a retry"), Some("solution"));
+        // "undecided to" contains "decided to" but not at a word start.
+        assert_eq!(cue_kind("they were undecided to the end"), None);
+        // A decision about a fix is a decision, whichever cue comes first in the text.
+        assert_eq!(cue_kind("the fix is what we decided to keep"), Some("decision"));
+        assert_eq!(cue_kind("always run the linter"), Some("pattern"));
+        assert_eq!(cue_kind("nothing to see here"), None);
+    }
 
     #[test]
     fn finds_decisions_solutions_and_patterns_with_their_question() {

@@ -221,6 +221,12 @@ pub struct Anchor {
     /// Hashes of up to three lines after the range.
     #[serde(default)]
     pub after: Vec<String>,
+    /// Hashes of the range's most distinctive identifiers (xxh3-64 of the identifier, low 32
+    /// bits, 8 hex digits): what finds code that moved to another place *and* changed, or was
+    /// re-indented, when none of its lines is left as it was. Absent in anchors captured before
+    /// zblade stored them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idents: Vec<String>,
 }
 
 /// A change attached to a code reference.

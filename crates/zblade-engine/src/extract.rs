@@ -270,8 +270,21 @@ pub(crate) fn extract_without_model(cache_dir: &Path, conv: &Conversation) -> Op
 
 /// What a cache entry is keyed by: the extractor and the conversation as stored.
 fn input_hash(extractor: &str, conv: &Conversation) -> String {
-    let bytes = serde_json::to_vec(conv).expect("a conversation serialises");
-    hex::encode(Sha256::new().chain_update(extractor).chain_update(&bytes).finalize())
+    /// Feeds serialized bytes straight into the hash: the same digest as hashing
+    /// `serde_json::to_vec(conv)`, without holding a second copy of the conversation.
+    struct HashWriter(Sha256);
+    impl std::io::Write for HashWriter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.update(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut hasher = HashWriter(Sha256::new().chain_update(extractor));
+    serde_json::to_writer(&mut hasher, conv).expect("a conversation serialises");
+    hex::encode(hasher.0.finalize())
 }
 
 /// Whether `id` was extracted from `input` before. A corrupt or stale cache entry is ignored

@@ -51,6 +51,7 @@ pub fn capture(file: &SourceFile, start: u32, end: u32) -> Option<Anchor> {
             .copied()
             .map(hex)
             .collect(),
+        idents: crate::idents::capture_idents(file, first, last),
     })
 }
 

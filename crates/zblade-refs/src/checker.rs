@@ -14,6 +14,7 @@ use zblade_core::Anchor;
 use crate::drift::{Drift, GitRepo, blob_hash, drift_without_git};
 use zblade_core::ReferenceStatus;
 
+use crate::idents::{IdentIndex, MIN_IDENTS, anchor_idents};
 use crate::resolve::{Found, resolve};
 use zblade_core::PathGuard;
 
@@ -21,6 +22,8 @@ use crate::source::{ReadError, SourceFile, read_project_file_guarded};
 
 /// Below this similarity a hit in another file does not count as the reference having moved.
 const MOVED_MIN_SIMILARITY: f32 = 0.6;
+/// Share of an anchor's identifiers a window must hold to count as where the code went.
+const IDENT_MIN_SHARE: f32 = 0.6;
 
 /// A reference as captured.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,6 +93,9 @@ pub struct Checker<'a> {
     commits_since: HashMap<(String, String), Option<u32>>,
     /// Blob hash per file (SHA-1 of the whole file, shared by its references).
     blobs: HashMap<String, String>,
+    /// The identifiers of every readable candidate file and the files' names, built the first
+    /// time a reference is found by no line at all.
+    ident_index: Option<(IdentIndex, Vec<String>)>,
 }
 
 impl<'a> Checker<'a> {
@@ -104,6 +110,7 @@ impl<'a> Checker<'a> {
             candidates: None,
             commits_since: HashMap::new(),
             blobs: HashMap::new(),
+            ident_index: None,
         }
     }
 
@@ -116,6 +123,7 @@ impl<'a> Checker<'a> {
     pub fn forget(&mut self, file: &str) {
         self.files.remove(file);
         self.blobs.remove(file);
+        self.ident_index = None;
     }
 
     /// The git blob hash of a file already read (computed once per file).
@@ -199,8 +207,12 @@ impl<'a> Checker<'a> {
             }
             Err(_) => {}
         }
-        // Not in its file: follow a known rename, then search the project.
+        // Not in its file: follow a known rename, then search the project by lines, then by
+        // the identifiers the code kept.
         if let Some(found) = self.search_elsewhere(reference, anchor) {
+            return found;
+        }
+        if let Some(found) = self.search_by_identifiers(reference, anchor) {
             return found;
         }
         checked.reason = Some(match self.file(&reference.file) {
@@ -288,6 +300,63 @@ impl<'a> Checker<'a> {
         let (path, found, blob) = best?;
         let mut checked = Checked::missing(&reference.key);
         self.place(&mut checked, reference, &path, found, blob);
+        Some(checked)
+    }
+
+    /// Where the referenced code went when none of its lines is left as it was: the window of
+    /// the project holding most of the anchor's identifiers, if it holds at least
+    /// [`IDENT_MIN_SHARE`] of them. Reported `modified` (or `moved`) with that share as its
+    /// similarity: found by names, never claimed unchanged.
+    fn search_by_identifiers(&mut self, reference: &RefRecord, anchor: &Anchor) -> Option<Checked> {
+        let idents = anchor_idents(&anchor.idents);
+        if idents.len() < MIN_IDENTS {
+            return None;
+        }
+        if self.ident_index.is_none() {
+            let names = self.candidates().to_vec();
+            for name in &names {
+                let _ = self.file(name);
+            }
+            let files: Vec<&SourceFile> = names
+                .iter()
+                .filter_map(|name| self.files.get(name).and_then(|f| f.as_ref().ok()))
+                .collect();
+            let readable: Vec<String> = names
+                .iter()
+                .filter(|name| self.files.get(*name).is_some_and(Result::is_ok))
+                .cloned()
+                .collect();
+            self.ident_index = Some((IdentIndex::build(files), readable));
+        }
+        let (index, names) = self.ident_index.as_ref().expect("built above");
+        let len = anchor.len as usize;
+        let span = len + len / 2 + 8;
+        let prefer = names
+            .iter()
+            .position(|n| *n == reference.file)
+            .map(|f| (f, reference.lines[0].saturating_sub(1) as usize));
+        let hit = index.best_window(&idents, span, prefer)?;
+        if hit.share < IDENT_MIN_SHARE {
+            return None;
+        }
+        let path = names[hit.file].clone();
+        let lines_now = self.file(&path).ok()?.line_count();
+        let first = hit.lines[0];
+        let last = hit.lines[1]
+            .max(first + len.saturating_sub(1))
+            .min(lines_now.saturating_sub(1));
+        let found = Found {
+            status: ReferenceStatus::Modified,
+            lines: [first as u32 + 1, last as u32 + 1],
+            similarity: hit.share,
+        };
+        let blob = self.blob_of(&path);
+        let mut checked = Checked::missing(&reference.key);
+        self.place(&mut checked, reference, &path, found, blob);
+        checked.reason = Some(format!(
+            "none of its lines is left as it was; found by {:.0}% of its identifiers",
+            hit.share * 100.0
+        ));
         Some(checked)
     }
 

@@ -22,6 +22,7 @@
 pub mod anchor;
 pub mod checker;
 pub mod drift;
+pub mod idents;
 pub mod resolve;
 pub mod source;
 pub mod watcher;

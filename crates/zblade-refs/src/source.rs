@@ -15,6 +15,8 @@ pub struct SourceFile {
     /// Line hashes, line 1 first. Lines are compared without trailing whitespace, so CRLF and
     /// LF files anchor alike and an editor that trims spaces does not break an anchor.
     pub hashes: Vec<u64>,
+    /// Byte offset where each line starts, line 1 first.
+    starts: Vec<usize>,
 }
 
 /// Why a file could not be used.
@@ -56,11 +58,29 @@ pub fn line_hash(line: &[u8]) -> u64 {
 impl SourceFile {
     /// Splits `bytes` into lines and hashes them.
     pub fn from_bytes(bytes: Vec<u8>) -> Self {
-        let mut hashes: Vec<u64> = bytes.split(|b| *b == b'\n').map(line_hash).collect();
+        let mut hashes = Vec::new();
+        let mut starts = Vec::new();
+        let mut start = 0;
+        for line in bytes.split(|b| *b == b'\n') {
+            hashes.push(line_hash(line));
+            starts.push(start);
+            start += line.len() + 1;
+        }
         if bytes.ends_with(b"\n") {
             hashes.pop(); // the empty "line" after the final newline
+            starts.pop();
         }
-        SourceFile { bytes, hashes }
+        SourceFile { bytes, hashes, starts }
+    }
+
+    /// The bytes of line `index` (0-based), without its newline.
+    pub fn line_bytes(&self, index: usize) -> &[u8] {
+        let start = self.starts[index];
+        let end = match self.starts.get(index + 1) {
+            Some(next) => next - 1,
+            None => self.bytes.len() - usize::from(self.bytes.ends_with(b"\n")),
+        };
+        &self.bytes[start..end.max(start)]
     }
 
     /// Convenience for tests and examples.
