@@ -34,4 +34,4 @@ pub use error::{Error, Result};
 pub use layout::Layout;
 pub use protected::PathGuard;
 pub use reference_status::ReferenceStatus;
-pub use settings::{Settings, StorageMode};
+pub use settings::{SearchSettings, Settings, StorageMode};

@@ -279,7 +279,7 @@ pub struct SearchSettings {
 impl Default for SearchSettings {
     fn default() -> Self {
         SearchSettings {
-            embedding_model: "all-minilm-l6-v2".into(),
+            embedding_model: "all-minilm-l6-v2-int8".into(),
             extra: Map::new(),
         }
     }

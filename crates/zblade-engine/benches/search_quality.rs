@@ -202,6 +202,14 @@ fn main() {
         let data: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
         let work = tempfile::tempdir().unwrap();
         let (mut project, _) = Project::init(work.path()).unwrap();
+        if let Some(model) = std::env::var_os("ZBLADE_BENCH_MODEL") {
+            // Another installed model (e.g. the fp32 build next to the int8 default).
+            let path = work.path().join(".zblade/config/settings.json");
+            let mut settings = zblade_core::Settings::load(&path).unwrap();
+            settings.search.embedding_model = model.to_string_lossy().into_owned();
+            settings.save(&path).unwrap();
+            project = Project::open(work.path()).unwrap();
+        }
         let speaker_a = data["speaker_a"].as_str().unwrap_or_default().to_string();
         let mut session = 1;
         let mut batch = Vec::new();
@@ -325,9 +333,11 @@ fn main() {
             s.ndcg10 / n
         ));
     }
+    let model =
+        std::env::var("ZBLADE_BENCH_MODEL").unwrap_or_else(|_| zblade_core::SearchSettings::default().embedding_model);
     let report = format!(
         "{} conversations, {turns} turns, {} questions with labelled evidence turns (all five categories), \
-         model all-MiniLM-L6-v2 (converted offline), turn-level evidence, messages only, top 10.\n\n{table}\n\
+         model `{model}` (all-MiniLM-L6-v2 converted offline; `-int8`: its int8 build), turn-level evidence, messages only, top 10.\n\n{table}\n\
          Embedding the {turns} turns took {embed_time:.1} s in all. Hybrid is {SHIPPED} over the top {CANDIDATES} \
          of each mode, chosen on this development split with the sweep below (same candidate lists):\n\n{sweep_table}",
         files.len(),

@@ -32,7 +32,7 @@ use common::{Stats, full_run, raw_insert, write_section};
 const MODEL: &str = "all-minilm-l6-v2";
 const MESSAGES_PER_CONVERSATION: usize = 50;
 /// fastembed's batch size inside zblade's embedder; the raw run uses the same.
-const FASTEMBED_BATCH: usize = 64;
+const FASTEMBED_BATCH: usize = zblade_search::embed::EMBED_BATCH;
 
 fn model_dir() -> PathBuf {
     let dir = zblade_engine::models_dir().join(MODEL);

@@ -243,6 +243,9 @@ impl Project {
         wanted.extend(self.index()?.code_chunks()?.into_iter().map(|c| c.cid));
         let stale: Vec<String> = have.iter().filter(|c| !wanted.contains(c.as_str())).cloned().collect();
         let embedder = self.embedder().map_err(|e| Error::Usage(e.to_string()))?;
+        // Similar lengths together: the model pads each batch to its longest text, so mixing a
+        // one-line message with a 256-token code chunk costs the one-liner 256 tokens of work.
+        todo.sort_by_key(|(_, text)| text.len());
         let total = todo.len();
         progress(0, total);
         let mut done = 0;

@@ -147,6 +147,12 @@ pub const MODEL_FILES: [&str; 5] = [
 /// Tokens the model reads per text: `max_seq_length` from sentence-transformers'
 /// `sentence_bert_config.json` when the directory has one (all-MiniLM-L6-v2 was trained on
 /// 256), else 512. Longer texts are truncated; attention costs grow with the square of this.
+/// Texts per inference batch. Small: ONNX Runtime's memory grows with its largest batch (64
+/// texts of 256 tokens peaked zblade's first index of a 68k-line code base at 1.9 GB; 4 at
+/// 350 MB), and on CPUs larger batches were no faster (64: 44.8, 16: 45.4, 8: 48.5, 4: 50.4
+/// chunks/s with the int8 model; docs/BENCHMARKS.md, "Indexing speed and memory").
+pub const EMBED_BATCH: usize = 4;
+
 fn max_length(dir: &Path) -> usize {
     std::fs::read(dir.join("sentence_bert_config.json"))
         .ok()
@@ -200,10 +206,26 @@ impl Embedder for LocalModel {
     }
 
     fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut vectors = self
+        // Length-bucketed batches: every batch is padded to its longest text, so texts of
+        // similar length go together (sorted by length) and the vectors are put back in order.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let sorted: Vec<&str> = order.iter().map(|&i| texts[i]).collect();
+        let embedded = self
             .model
-            .embed(texts, Some(64))
+            .embed(sorted, Some(EMBED_BATCH))
             .map_err(|e| EmbedError::Failed(e.to_string()))?;
+        if embedded.len() != texts.len() {
+            return Err(EmbedError::Failed(format!(
+                "the model returned {} vectors for {} texts",
+                embedded.len(),
+                texts.len()
+            )));
+        }
+        let mut vectors = vec![Vec::new(); texts.len()];
+        for (vector, &i) in embedded.into_iter().zip(&order) {
+            vectors[i] = vector;
+        }
         for v in &mut vectors {
             let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
             if norm > 0.0 {
