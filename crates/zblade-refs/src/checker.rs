@@ -14,6 +14,7 @@ use zblade_core::Anchor;
 use crate::drift::{Drift, GitRepo, blob_hash, drift_without_git};
 use zblade_core::ReferenceStatus;
 
+use crate::anchor::line_pairs;
 use crate::idents::{IdentIndex, MIN_IDENTS, anchor_idents};
 use crate::resolve::{Found, resolve};
 use zblade_core::PathGuard;
@@ -345,17 +346,41 @@ impl<'a> Checker<'a> {
         let last = hit.lines[1]
             .max(first + len.saturating_sub(1))
             .min(lines_now.saturating_sub(1));
+        // The similarity says how much of the text is unchanged (as for any modified range),
+        // not how many names were found: lines kept exactly, as a share of both ranges (Dice).
+        // Found by names, the code changed or was re-indented, so it is never 1.0.
+        let similarity = {
+            let file = self.file(&path).ok()?;
+            let mut left: HashMap<u64, usize> = HashMap::new();
+            for (_, h) in line_pairs(anchor) {
+                *left.entry(h).or_default() += 1;
+            }
+            let window = &file.hashes[first..=last];
+            let kept = window
+                .iter()
+                .filter(|h| match left.get_mut(h) {
+                    Some(n) if *n > 0 => {
+                        *n -= 1;
+                        true
+                    }
+                    _ => false,
+                })
+                .count();
+            let dice = 2.0 * kept as f32 / (line_pairs(anchor).len() + window.len()) as f32;
+            dice.min(0.99)
+        };
         let found = Found {
             status: ReferenceStatus::Modified,
             lines: [first as u32 + 1, last as u32 + 1],
-            similarity: hit.share,
+            similarity,
         };
         let blob = self.blob_of(&path);
         let mut checked = Checked::missing(&reference.key);
         self.place(&mut checked, reference, &path, found, blob);
         checked.reason = Some(format!(
-            "none of its lines is left as it was; found by {:.0}% of its identifiers",
-            hit.share * 100.0
+            "found by {:.0}% of its identifiers; {:.0}% of its lines are unchanged",
+            hit.share * 100.0,
+            similarity * 100.0
         ));
         Some(checked)
     }
@@ -385,5 +410,48 @@ impl<'a> Checker<'a> {
             files.sort();
             files
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_moved_into_an_impl_and_edited_is_found_by_its_names_and_never_called_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("src/loader")).unwrap();
+        std::fs::write(
+            root.join("src/config.rs"),
+            "use std::path::Path;\n\npub fn parse_config_file(path: &Path) -> Config {\n    let raw = read_settings(path);\n    let merged = merge_defaults(raw, DEFAULT_TIMEOUT);\n    validate_limits(&merged);\n    merged\n}\n",
+        )
+        .unwrap();
+        let (anchor, _) = Checker::new(root, None).capture("src/config.rs", [3, 8]).unwrap();
+        let reference = RefRecord {
+            key: "conv/m1/0".into(),
+            file: "src/config.rs".into(),
+            lines: [3, 8],
+            anchor,
+            git_hash: None,
+            commit: None,
+        };
+        std::fs::write(root.join("src/config.rs"), "pub fn unrelated() {}\n").unwrap();
+        std::fs::write(
+            root.join("src/loader/mod.rs"),
+            "pub struct Loader;\n\nimpl Loader {\n    pub fn parse_config_file(&self, path: &Path, strict: bool) -> Result<Config> {\n        let raw = read_settings(path)?;\n        let merged = merge_defaults(raw, DEFAULT_TIMEOUT);\n        validate_limits(&merged, strict)?;\n        Ok(merged)\n    }\n}\n",
+        )
+        .unwrap();
+        let checked = Checker::new(root, None).check(&reference);
+        assert_eq!(checked.status, ReferenceStatus::Moved);
+        assert_eq!(checked.file.as_deref(), Some("src/loader/mod.rs"));
+        assert_eq!(checked.lines, Some([4, 9]));
+        assert!(checked.similarity < 1.0, "{}", checked.similarity);
+        assert!(checked.reason.unwrap().contains("identifiers"));
+
+        // Without identifiers in the anchor (captured by an older zblade) it stays missing.
+        let mut old = reference.clone();
+        old.anchor.as_mut().unwrap().idents.clear();
+        assert_eq!(Checker::new(root, None).check(&old).status, ReferenceStatus::Missing);
     }
 }
