@@ -351,8 +351,9 @@ impl<'a> Checker<'a> {
         // Found by names, the code changed or was re-indented, so it is never 1.0.
         let similarity = {
             let file = self.file(&path).ok()?;
+            let pairs = line_pairs(anchor);
             let mut left: HashMap<u64, usize> = HashMap::new();
-            for (_, h) in line_pairs(anchor) {
+            for &(_, h) in &pairs {
                 *left.entry(h).or_default() += 1;
             }
             let window = &file.hashes[first..=last];
@@ -366,7 +367,7 @@ impl<'a> Checker<'a> {
                     _ => false,
                 })
                 .count();
-            let dice = 2.0 * kept as f32 / (line_pairs(anchor).len() + window.len()) as f32;
+            let dice = 2.0 * kept as f32 / (pairs.len() + window.len()) as f32;
             dice.min(0.99)
         };
         let found = Found {

@@ -266,6 +266,21 @@ mod tests {
     }
 
     #[test]
+    fn identifiers_from_a_hostile_artifact_are_skipped_or_harmless() {
+        // An anchor comes from an artifact anyone may have written: junk, overlong and huge
+        // lists must neither panic nor find anything they do not name.
+        let mut stored: Vec<String> = vec!["not hex".into(), "ffffffffffffffffff".into(), "".into(), "-1".into()];
+        assert!(anchor_idents(&stored).is_empty());
+        stored.extend((0..100_000u32).map(|n| format!("{n:08x}")));
+        let idents = anchor_idents(&stored);
+        assert_eq!(idents.len(), 100_000);
+        let file = SourceFile::from_text("fn parse_config_file() {\n    read_settings();\n}\n");
+        let index = IdentIndex::build([&file]);
+        let hit = index.best_window(&idents, 10, None);
+        assert!(hit.is_none_or(|h| h.share < 0.001), "{hit:?}");
+    }
+
+    #[test]
     fn too_few_known_identifiers_find_nothing() {
         let idents = idents_of("fn alpha_beta() {\n    gamma_delta();\n}\n", 0, 2);
         let elsewhere = SourceFile::from_text("fn alpha_beta() {}\n");
