@@ -16,6 +16,10 @@ use zblade_search::{EmbedError, Embedder, LocalModel, VectorStore};
 use crate::code::CodeIndexReport;
 use crate::{Project, SummarizeReport};
 
+/// Held (in `.zblade/index/`) while the vector table is compacted or its ANN index rebuilt:
+/// both remove the table's old versions, which must not happen in two processes at once.
+const VECTORS_LOCK: &str = "vectors.lock";
+
 /// How to search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -265,10 +269,15 @@ impl Project {
         if !stale.is_empty() {
             store.remove(&stale).map_err(search_error)?;
         }
-        if total > 0 || !stale.is_empty() {
-            store.compact().map_err(search_error)?;
-        }
-        let ann_index = store.ensure_ann_index(ANN_THRESHOLD).map_err(search_error)?;
+        // Compaction and index builds prune old versions: one process at a time, or each would
+        // remove versions the other is rewriting.
+        let ann_index = {
+            let _lock = crate::lock::hold(&self.layout, VECTORS_LOCK)?;
+            if total > 0 || !stale.is_empty() {
+                store.compact().map_err(search_error)?;
+            }
+            store.ensure_ann_index(ANN_THRESHOLD).map_err(search_error)?
+        };
         Ok(EmbedReport {
             model: self.model_id(),
             chunks: rows.len() + code_chunks.len(),
@@ -381,6 +390,7 @@ impl Project {
             if removed > 0 {
                 store.remove(&stale).map_err(search_error)?;
             }
+            let _lock = crate::lock::hold(&self.layout, VECTORS_LOCK)?;
             store.compact().map_err(search_error)?;
         }
         Ok((dropped, removed))

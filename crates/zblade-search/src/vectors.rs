@@ -401,7 +401,8 @@ impl VectorStore {
             .block_on(self.table.create_index(&["vector"], index).replace(true).execute())
             .map_err(err)?;
         self.index = Some(kind);
-        Ok(())
+        // The index it replaced (if any) is only in older versions now.
+        self.prune_old_versions()
     }
 
     /// The `k` nearest vectors to `query` by cosine distance: through the ANN index when
@@ -433,8 +434,15 @@ impl VectorStore {
         self.nearest_with(query, k, None)
     }
 
-    /// `ann`: the ANN query settings, or `None` for exact search.
+    /// `ann`: the ANN query settings, or `None` for exact search. A query that fails is tried
+    /// once more: another process's [`VectorStore::compact`] may have removed the files of the
+    /// version it had just resolved, and the retry reads the newest.
     fn nearest_with(&self, query: &[f32], k: usize, ann: Option<AnnQuery>) -> Result<Vec<Neighbour>, String> {
+        self.nearest_once(query, k, ann)
+            .or_else(|_| self.nearest_once(query, k, ann))
+    }
+
+    fn nearest_once(&self, query: &[f32], k: usize, ann: Option<AnnQuery>) -> Result<Vec<Neighbour>, String> {
         self.runtime.block_on(async {
             let mut search = self
                 .table
@@ -481,12 +489,44 @@ impl VectorStore {
         })
     }
 
-    /// Compacts small files and removes old versions, so the table stays close to the size of
-    /// its vectors.
+    /// Compacts small files, folds new rows into the ANN index and removes every version but
+    /// the newest, so the table stays close to the size of its vectors.
+    ///
+    /// LanceDB's own default keeps a week of versions, and every [`VectorStore::add`] is one:
+    /// the first index of a project left the table at 2.3× its vectors. Callers in different
+    /// processes must not compact at the same time (the engine holds a lock around this); other
+    /// processes may keep adding meanwhile — files not yet in any version are never removed.
     pub fn compact(&self) -> Result<(), String> {
         self.runtime.block_on(async {
             self.table
-                .optimize(lancedb::table::OptimizeAction::All)
+                .optimize(lancedb::table::OptimizeAction::Compact {
+                    options: Default::default(),
+                    remap_options: None,
+                })
+                .await
+                .map_err(err)?;
+            self.table
+                .optimize(lancedb::table::OptimizeAction::Index(Default::default()))
+                .await
+                .map_err(err)?;
+            Ok::<_, String>(())
+        })?;
+        self.prune_old_versions()
+    }
+
+    /// Removes every version of the table but the newest, and the files only they used.
+    ///
+    /// A search that resolved an older version a moment before may then miss a file; searches
+    /// retry once on the newest version ([`VectorStore::nearest`]). Files no version refers to
+    /// yet (another process's write in progress) are kept: `delete_unverified` stays off.
+    fn prune_old_versions(&self) -> Result<(), String> {
+        self.runtime.block_on(async {
+            self.table
+                .optimize(lancedb::table::OptimizeAction::Prune {
+                    older_than: Some(lancedb::table::optimize::Duration::zero()),
+                    delete_unverified: Some(false),
+                    error_if_tagged_old_versions: Some(false),
+                })
                 .await
                 .map_err(err)?;
             Ok(())
@@ -545,5 +585,55 @@ mod tests {
             assert!(found[0].distance.abs() < 0.01, "{found:?}");
             assert!(found.windows(2).all(|w| w[0].distance <= w[1].distance));
         }
+    }
+
+    fn dir_bytes(path: &Path) -> u64 {
+        std::fs::read_dir(path)
+            .unwrap()
+            .flatten()
+            .map(|e| {
+                let meta = e.metadata().unwrap();
+                if meta.is_dir() {
+                    dir_bytes(&e.path())
+                } else {
+                    meta.len()
+                }
+            })
+            .sum()
+    }
+
+    #[test]
+    fn compaction_keeps_one_version_and_a_reader_opened_before_still_finds_vectors() {
+        let dir = tempfile::tempdir().unwrap();
+        let dim = 384;
+        let rows = random_rows(1_200, dim);
+        let writer = VectorStore::open(dir.path(), "m", dim).unwrap();
+        // A search process that opened the table earlier and keeps its handle.
+        let reader = VectorStore::open(dir.path(), "m", dim).unwrap();
+        // As the engine writes while embedding: many small appends, each one version.
+        for batch in rows.chunks(40) {
+            writer.add(batch).unwrap();
+        }
+        assert_eq!(reader.nearest(&rows[5].1, 3).unwrap()[0].cid, "c5");
+        let gone: Vec<String> = (0..100).map(|i| format!("c{i}")).collect();
+        writer.remove(&gone).unwrap();
+        let before = dir_bytes(dir.path());
+        writer.compact().unwrap();
+        let versions = writer.runtime.block_on(writer.table.list_versions()).unwrap();
+        assert_eq!(versions.len(), 1, "only the newest version is kept");
+        let after = dir_bytes(dir.path());
+        let raw = (rows.len() - gone.len()) as u64 * dim as u64 * 4;
+        assert!(after < before, "{after} bytes after compaction, {before} before");
+        assert!(
+            (after as f64) < 1.2 * raw as f64,
+            "{after} bytes on disk for {raw} bytes of vectors"
+        );
+        // The reader's handle still answers, from the newest version.
+        assert_eq!(reader.nearest(&rows[500].1, 3).unwrap()[0].cid, "c500");
+        assert!(
+            reader.nearest(&rows[5].1, 3).unwrap()[0].cid != "c5",
+            "removed rows stay removed"
+        );
+        assert_eq!(reader.len().unwrap(), rows.len() - gone.len());
     }
 }
