@@ -104,9 +104,11 @@ fn index_embeds_each_text_once_and_semantic_search_finds_it() {
         .index_semantic(&mut |done, total| calls.push((done, total)))
         .unwrap();
     assert_eq!(report.chunks, 6);
-    assert_eq!(report.distinct, 3, "each text appears twice");
-    assert_eq!(report.embedded, 3);
-    assert_eq!(calls.last(), Some(&(3, 3)));
+    // Each text appears twice, but the second time after itself: what is embedded for a
+    // message is led by the end of the message before it, so the reply is its own chunk.
+    assert_eq!(report.distinct, 6);
+    assert_eq!(report.embedded, 6);
+    assert_eq!(calls.last(), Some(&(6, 6)));
     let again = project.index_semantic(&mut |_, _| {}).unwrap();
     assert_eq!(again.embedded, 0, "a CID is embedded once per model");
 
@@ -125,6 +127,13 @@ fn index_embeds_each_text_once_and_semantic_search_finds_it() {
     assert_eq!(hybrid.mode, SearchMode::Hybrid);
     assert!(hybrid.notice.is_none());
     assert_eq!(hybrid.hits[0].hit.conversation_id.as_deref(), Some("conv_0"));
+
+    // The same text opening another conversation is the same chunk: embedded once.
+    let json = serde_json::json!({"conversation_id": "conv_again", "title": "Again",
+        "messages": [{"id": "msg_1", "role": "user", "content": "Build the release and deploy it to the server."}]});
+    project.add_conversation(json.to_string().as_bytes(), "c.json").unwrap();
+    let report = project.index_semantic(&mut |_, _| {}).unwrap();
+    assert_eq!((report.chunks, report.distinct, report.embedded), (7, 6, 0));
 }
 
 #[test]
@@ -136,7 +145,10 @@ fn stale_vectors_are_removed_when_memory_changes() {
     project.add_conversation(json.to_string().as_bytes(), "c.json").unwrap();
     let report = project.index_semantic(&mut |_, _| {}).unwrap();
     assert_eq!(report.embedded, 1);
-    assert_eq!(report.removed, 1, "the old cache text is no longer used");
+    assert_eq!(
+        report.removed, 2,
+        "the old cache message and its reply are no longer used"
+    );
 }
 
 #[test]
@@ -153,6 +165,6 @@ fn gc_drops_tables_of_models_no_longer_used() {
     let (dropped, removed) = project.gc().unwrap();
     assert_eq!(dropped, vec!["chunks_old_model".to_string()]);
     assert_eq!(removed, 0);
-    assert_eq!(VectorStore::count_in(&vectors, "tiny").unwrap(), Some(3));
+    assert_eq!(VectorStore::count_in(&vectors, "tiny").unwrap(), Some(6));
     drop(dir);
 }

@@ -65,6 +65,9 @@ impl Fusion {
 }
 
 /// What `SearchMode::Hybrid` does, in the sweep's terms.
+/// How many conversations (in file-name order) the fusion is tuned on; the rest are reported.
+const TUNE_FILES: usize = 2;
+
 const SHIPPED: Fusion = Fusion::Relative(HYBRID_SEMANTIC_WEIGHT);
 
 const SWEEP: [Fusion; 11] = [
@@ -192,13 +195,15 @@ fn main() {
     if !full {
         files.truncate(1);
     }
-    let mut totals = [Scores::default(); 3];
-    let mut sweep = [Scores::default(); SWEEP.len()];
+    // [tune, report]: the fusion is chosen on the first TUNE_FILES conversations only.
+    let mut totals = [[Scores::default(); 3]; 2];
+    let mut sweep = [[Scores::default(); SWEEP.len()]; 2];
     let mut turns = 0;
     let mut embed_time = 0.0;
     let counter = zblade_context::Cl100k::new();
     let mut packing = Packing::default();
-    for file in &files {
+    for (f, file) in files.iter().enumerate() {
+        let split = usize::from(f >= TUNE_FILES);
         let data: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
         let work = tempfile::tempdir().unwrap();
         let (mut project, _) = Project::init(work.path()).unwrap();
@@ -268,7 +273,7 @@ fn main() {
                 let results = project.search_with(&query, Some(*mode)).unwrap();
                 assert_eq!(results.mode, *mode, "{:?}", results.notice);
                 let ranked: Vec<String> = results.hits.iter().map(|h| h.hit.id.clone()).collect();
-                score(&ranked, &evidence, &mut totals[i]);
+                score(&ranked, &evidence, &mut totals[split][i]);
             }
             // The fusion weights, swept on the same candidate lists (top 50 of each retriever).
             let wide = SearchQuery::new(text, CANDIDATES, SearchKind::Messages);
@@ -278,7 +283,7 @@ fn main() {
             };
             let (keyword, semantic) = (candidates(SearchMode::Keyword), candidates(SearchMode::Semantic));
             for (j, fusion) in SWEEP.iter().enumerate() {
-                score(&fusion.fuse(&keyword, &semantic), &evidence, &mut sweep[j]);
+                score(&fusion.fuse(&keyword, &semantic), &evidence, &mut sweep[split][j]);
             }
             // Context assembly (issue 5): does an 8,000-token pack hold the evidence turns?
             let request = ContextRequest {
@@ -309,39 +314,68 @@ fn main() {
             packing.millis += result.elapsed_ms;
         }
     }
-    let mut table = String::from("| mode | recall@5 | recall@10 | nDCG@10 |\n|---|---|---|---|\n");
+    let cells = |s: Scores| {
+        let n = s.n.max(1) as f64;
+        format!("{:.3} | {:.3} | {:.3}", s.recall5 / n, s.recall10 / n, s.ndcg10 / n)
+    };
+    let header = "| recall@5 | recall@10 | nDCG@10 | recall@5 | recall@10 | nDCG@10 |\n|---|---|---|---|---|---|---|\n";
+    let mut table = format!("| mode {header}");
     for (i, (_, name)) in MODES.iter().enumerate() {
-        let s = totals[i];
-        let n = s.n.max(1) as f64;
-        common::sane(&format!("{name} recall@10"), s.recall10 / n);
+        for split in totals.iter().filter(|split| split[i].n > 0) {
+            common::sane(
+                &format!("{name} recall@10"),
+                split[i].recall10 / split[i].n.max(1) as f64,
+            );
+        }
         table.push_str(&format!(
-            "| {name} | {:.3} | {:.3} | {:.3} |\n",
-            s.recall5 / n,
-            s.recall10 / n,
-            s.ndcg10 / n
+            "| {name} | {} | {} |\n",
+            cells(totals[0][i]),
+            cells(totals[1][i])
         ));
     }
-    let mut sweep_table = String::from("| fusion | recall@5 | recall@10 | nDCG@10 |\n|---|---|---|---|\n");
+    // The fusion the tuning conversations pick (by recall@10), and how it does on the others.
+    let best = (0..SWEEP.len())
+        .max_by(|&a, &b| sweep[0][a].recall10.total_cmp(&sweep[0][b].recall10))
+        .unwrap();
+    let mut sweep_table = format!("| fusion {header}");
     for (j, fusion) in SWEEP.iter().enumerate() {
-        let s = sweep[j];
-        let n = s.n.max(1) as f64;
-        let shipped = if *fusion == SHIPPED { " (shipped)" } else { "" };
+        let mut marks = Vec::new();
+        if *fusion == SHIPPED {
+            marks.push("shipped");
+        }
+        if j == best {
+            marks.push("best on the tuning split");
+        }
+        let marks = if marks.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", marks.join(", "))
+        };
         sweep_table.push_str(&format!(
-            "| {fusion}{shipped} | {:.3} | {:.3} | {:.3} |\n",
-            s.recall5 / n,
-            s.recall10 / n,
-            s.ndcg10 / n
+            "| {fusion}{marks} | {} | {} |\n",
+            cells(sweep[0][j]),
+            cells(sweep[1][j])
         ));
     }
+    let name = |f: &PathBuf| f.file_stem().unwrap().to_string_lossy().into_owned();
+    let tune: Vec<String> = files.iter().take(TUNE_FILES).map(name).collect();
+    let held: Vec<String> = files.iter().skip(TUNE_FILES).map(name).collect();
     let model =
         std::env::var("ZBLADE_BENCH_MODEL").unwrap_or_else(|_| zblade_core::SearchSettings::default().embedding_model);
     let report = format!(
         "{} conversations, {turns} turns, {} questions with labelled evidence turns (all five categories), \
-         model `{model}` (all-MiniLM-L6-v2 converted offline; `-int8`: its int8 build), turn-level evidence, messages only, top 10.\n\n{table}\n\
+         model `{model}` (all-MiniLM-L6-v2 converted offline; `-int8`: its int8 build), turn-level evidence, messages \
+         only, top 10. Each message is embedded led by the end of the message before it. Tuning split: \
+         conversations {} ({} questions); reported split, never tuned on: {} ({} questions). The first three \
+         columns are the tuning split, the last three the reported one.\n\n{table}\n\
          Embedding the {turns} turns took {embed_time:.1} s in all. Hybrid is {SHIPPED} over the top {CANDIDATES} \
-         of each mode, chosen on this development split with the sweep below (same candidate lists):\n\n{sweep_table}",
+         of each mode, chosen by recall@10 on the tuning split with the sweep below (same candidate lists):\n\n{sweep_table}",
         files.len(),
-        totals[0].n,
+        totals[0][0].n + totals[1][0].n,
+        tune.join(", "),
+        totals[0][0].n,
+        held.join(", "),
+        totals[1][0].n,
     );
     let n = packing.questions.max(1) as f64;
     let savings = format!(

@@ -1,7 +1,7 @@
 //! Semantic and hybrid search through the engine: chunk the memory, embed new chunks with the
 //! local model, store vectors in LanceDB, and merge vector hits with keyword hits.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use zblade_core::{Error, Result};
 use zblade_index::{ChunkRow, SearchHit, SearchKind, SearchQuery, hit_key};
-use zblade_search::chunk::{cid, split_text};
+use zblade_search::chunk::{cid, embedding_pieces, split_text};
 use zblade_search::fusion::relative_score_fusion;
 use zblade_search::{EmbedError, Embedder, LocalModel, VectorStore};
 
@@ -19,6 +19,15 @@ use crate::{Project, SummarizeReport};
 /// Held (in `.zblade/index/`) while the vector table is compacted or its ANN index rebuilt:
 /// both remove the table's old versions, which must not happen in two processes at once.
 const VECTORS_LOCK: &str = "vectors.lock";
+
+/// One text embedded for a message or moment: its `seq`th piece, as [`Project::refresh_chunks`]
+/// names it by CID.
+struct EmbeddingChunk {
+    key: String,
+    kind: &'static str,
+    seq: i64,
+    text: String,
+}
 
 /// How to search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -85,12 +94,13 @@ pub(crate) fn secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Res
 pub const CANDIDATES: usize = 50;
 /// The semantic list's weight in hybrid search (the keyword list has 1 minus this). Hybrid
 /// is relative score fusion: BM25 scores and cosine similarities are each scaled to 0..1
-/// within their list, then weighted and summed. Chosen on the LoCoMo development split
-/// (docs/BENCHMARKS.md, "Search quality"), where it beat reciprocal rank fusion: BM25 is the
+/// within their list, then weighted and summed. Chosen by recall@10 on two LoCoMo
+/// conversations and reported on three others (docs/BENCHMARKS.md, "Search quality"), where
+/// it beat reciprocal rank fusion: BM25 is the
 /// stronger retriever on conversation memory, full of names and specific terms, and keeping
 /// its score gaps lets a clear keyword match stay ahead while vectors reorder near-ties and
 /// add what keywords miss.
-pub const HYBRID_SEMANTIC_WEIGHT: f64 = 0.3;
+pub const HYBRID_SEMANTIC_WEIGHT: f64 = 0.4;
 /// Past this many vectors, vector search goes through an approximate (ANN) index; below it,
 /// exact search is fast enough and always right. Exact search scans ~1 M vectors/s here
 /// (112 ms at 118k in docs/BENCHMARKS.md, "Semantic and hybrid search"), so 20k keeps it
@@ -167,20 +177,47 @@ impl Project {
     /// Rebuilds the chunk catalog from the indexed messages and moments (deterministic: the
     /// same memory always gives the same chunks and CIDs).
     pub fn refresh_chunks(&mut self) -> Result<Vec<ChunkRow>> {
+        let rows: Vec<ChunkRow> = self
+            .embedding_chunks()?
+            .into_iter()
+            .map(|chunk| ChunkRow {
+                key: chunk.key,
+                seq: chunk.seq,
+                cid: cid(&chunk.text),
+                kind: chunk.kind.to_string(),
+            })
+            .collect();
+        self.index_mut()?.replace_chunks(&rows)?;
+        Ok(rows)
+    }
+
+    /// Every message and moment as the texts embedded for it: a message's first piece led by
+    /// the end of the message before it in its conversation ([`embedding_pieces`]), moments
+    /// alone.
+    fn embedding_chunks(&self) -> Result<Vec<EmbeddingChunk>> {
         let sources = self.index()?.chunk_sources()?;
-        let mut rows = Vec::with_capacity(sources.len());
+        let mut out = Vec::with_capacity(sources.len());
+        // Messages come in insertion order, which is each conversation's order.
+        let mut last_message: HashMap<String, String> = HashMap::new();
         for (key, kind, text) in sources {
-            for (seq, piece) in split_text(&text).iter().enumerate() {
-                rows.push(ChunkRow {
+            let pieces = if kind == "message" {
+                let conversation = key.split_once('/').map_or(key.as_str(), |(c, _)| c).to_string();
+                let pieces = embedding_pieces(last_message.get(&conversation).map(String::as_str), &text);
+                last_message.insert(conversation, text);
+                pieces
+            } else {
+                split_text(&text)
+            };
+            for (seq, text) in pieces.into_iter().enumerate() {
+                out.push(EmbeddingChunk {
                     key: key.clone(),
+                    kind,
                     seq: seq as i64,
-                    cid: cid(piece),
-                    kind: kind.to_string(),
+                    text,
                 });
             }
         }
-        self.index_mut()?.replace_chunks(&rows)?;
-        Ok(rows)
+        Ok(out)
     }
 
     /// Brings the whole search index up to date: project files, then embeddings of every
@@ -217,16 +254,13 @@ impl Project {
         let dim = embedder.lock().expect("embedder lock").dim();
         let mut store = self.vectors(dim)?;
         let have = store.cids().map_err(search_error)?;
-        let sources = self.index()?.chunk_sources()?;
         // CID → text, for the CIDs still to embed.
         let mut todo: Vec<(String, String)> = Vec::new();
         let mut seen = HashSet::new();
-        for (_, _, text) in &sources {
-            for piece in split_text(text) {
-                let id = cid(&piece);
-                if !have.contains(&id) && seen.insert(id.clone()) {
-                    todo.push((id, piece));
-                }
+        for chunk in self.embedding_chunks()? {
+            let id = cid(&chunk.text);
+            if !have.contains(&id) && seen.insert(id.clone()) {
+                todo.push((id, chunk.text));
             }
         }
         let code_chunks = self.index()?.code_chunks()?;
