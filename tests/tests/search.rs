@@ -1,6 +1,6 @@
 //! Semantic and hybrid search with a real (tiny) ONNX model, real ONNX Runtime and LanceDB.
 
-use zblade_engine::{Project, SearchKind, SearchMode, SearchQuery};
+use zblade_engine::{Project, SearchFilter, SearchKind, SearchMode, SearchQuery};
 use zblade_search::{EmbedError, Embedder, LocalModel, VectorStore};
 use zblade_tests::tiny_model;
 
@@ -167,4 +167,36 @@ fn gc_drops_tables_of_models_no_longer_used() {
     assert_eq!(removed, 0);
     assert_eq!(VectorStore::count_in(&vectors, "tiny").unwrap(), Some(6));
     drop(dir);
+}
+
+/// Hybrid search lends a matched message's score to the messages next to it (the answer after
+/// a question), but a neighbour that a time filter kept out stays out.
+#[test]
+fn a_matched_question_brings_its_answer_unless_a_filter_keeps_it_out() {
+    let (_dir, mut project) = project_with_tiny_model();
+    let json = serde_json::json!({"conversation_id": "conv_port", "title": "Ports",
+        "messages": [
+            {"id": "msg_q", "role": "user", "content": "Which port does the staging proxy listen on?",
+             "timestamp": "2026-03-01T10:00:00Z"},
+            {"id": "msg_a", "role": "assistant", "content": "It is 8443, set in the deploy notes.",
+             "timestamp": "2026-02-01T10:00:00Z"},
+            {"id": "msg_x", "role": "user", "content": "Thanks, noted.", "timestamp": "2026-03-01T10:05:00Z"}]});
+    project.add_conversation(json.to_string().as_bytes(), "c.json").unwrap();
+    project.index_semantic(&mut |_, _| {}).unwrap();
+
+    let ids = |filter: SearchFilter| -> Vec<String> {
+        let query = SearchQuery::new("staging proxy port", 10, SearchKind::Messages).with_filter(filter);
+        let results = project.search_with(&query, Some(SearchMode::Hybrid)).unwrap();
+        assert_eq!(results.mode, SearchMode::Hybrid);
+        results.hits.iter().map(|h| h.hit.id.clone()).collect()
+    };
+    let all = ids(SearchFilter::default());
+    assert_eq!(all[0], "msg_q", "{all:?}");
+    assert!(all.contains(&"msg_a".to_string()), "{all:?}");
+    let march = ids(SearchFilter {
+        since: Some("2026-03-01T00:00:00.000Z".into()),
+        ..SearchFilter::default()
+    });
+    assert_eq!(march[0], "msg_q", "{march:?}");
+    assert!(!march.contains(&"msg_a".to_string()), "written in February: {march:?}");
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 use zblade_core::{Error, Result};
 use zblade_index::{ChunkRow, SearchHit, SearchKind, SearchQuery, hit_key};
 use zblade_search::chunk::{cid, embedding_pieces, split_text};
-use zblade_search::fusion::relative_score_fusion;
+use zblade_search::fusion::{relative_score_fusion, spread_to_neighbours};
 use zblade_search::{EmbedError, Embedder, LocalModel, VectorStore};
 
 use crate::code::CodeIndexReport;
@@ -101,6 +101,10 @@ pub const CANDIDATES: usize = 50;
 /// its score gaps lets a clear keyword match stay ahead while vectors reorder near-ties and
 /// add what keywords miss.
 pub const HYBRID_SEMANTIC_WEIGHT: f64 = 0.4;
+/// After fusion, each message gains this share of the best score of the messages just before
+/// and after it ([`spread_to_neighbours`]): an answer sits next to the question that matched.
+/// Chosen with [`HYBRID_SEMANTIC_WEIGHT`] on the same tuning split.
+pub const HYBRID_NEIGHBOUR_WEIGHT: f64 = 0.4;
 /// Past this many vectors, vector search goes through an approximate (ANN) index; below it,
 /// exact search is fast enough and always right. Exact search scans ~1 M vectors/s here
 /// (112 ms at 118k in docs/BENCHMARKS.md, "Semantic and hybrid search"), so 20k keeps it
@@ -617,8 +621,20 @@ impl Project {
                     (keyword_scores.as_slice(), 1.0 - HYBRID_SEMANTIC_WEIGHT),
                     (semantic.as_slice(), HYBRID_SEMANTIC_WEIGHT),
                 ];
+                let fused = relative_score_fusion(&lists);
+                let keys: Vec<String> = fused.iter().map(|(key, _)| key.clone()).collect();
+                // A neighbour that was no candidate has passed no filter: with a time or path
+                // filter it may only lend score, not join (a conversation filter holds for it).
+                let filter = &query.filter;
+                let admit_new = filter.path_prefix.is_none() && filter.since.is_none() && filter.until.is_none();
+                let fused = spread_to_neighbours(
+                    &fused,
+                    &index.message_neighbours(&keys)?,
+                    HYBRID_NEIGHBOUR_WEIGHT,
+                    admit_new,
+                );
                 let mut hits = Vec::new();
-                for (key, score) in relative_score_fusion(&lists).into_iter().take(query.limit) {
+                for (key, score) in fused.into_iter().take(query.limit) {
                     // Prefer the keyword hit: its snippet (added below) highlights the matched words.
                     let hit = match keyword.iter().find(|h| hit_key(h) == key) {
                         Some(hit) => Some(SearchHit { score, ..hit.clone() }),

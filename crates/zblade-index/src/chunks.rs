@@ -95,6 +95,38 @@ impl Index {
         })
     }
 
+    /// For each message key (`conv_…/msg_…`) among `keys`, the keys of the messages just before
+    /// and after it in its conversation (other keys are skipped). A conversation's messages are
+    /// written together, in order, so neighbours are one row away and found by primary key.
+    pub fn message_neighbours(&self, keys: &[String]) -> Result<HashMap<String, Vec<String>>> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT n.id FROM messages m JOIN messages n
+                   ON n.pk IN (m.pk - 1, m.pk + 1) AND n.conversation_id = m.conversation_id
+                      AND n.seq IN (m.seq - 1, m.seq + 1)
+                 WHERE m.conversation_id = ?1 AND m.id = ?2
+                 ORDER BY n.seq",
+            )?;
+            let mut out = HashMap::new();
+            for key in keys {
+                let Some((conversation, message)) = key.split_once('/') else {
+                    continue;
+                };
+                if crate::parse_code_key(key).is_some() {
+                    continue;
+                }
+                let ids = stmt
+                    .query_map(params![conversation, message], |r| r.get::<_, String>(0))?
+                    .map(|id| id.map(|id| format!("{conversation}/{id}")))
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                if !ids.is_empty() {
+                    out.insert(key.clone(), ids);
+                }
+            }
+            Ok(out)
+        })
+    }
+
     /// A displayable hit for a key found by vector search: the start of its text as snippet.
     pub fn hit_for_key(&self, key: &str, score: f64) -> Result<Option<SearchHit>> {
         if let Some((path, start, end)) = crate::parse_code_key(key) {

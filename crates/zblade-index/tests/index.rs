@@ -285,3 +285,42 @@ fn a_query_of_only_common_words_ranks_the_newest_messages() {
         .unwrap();
     assert!(hits.iter().any(|h| h.conversation_id.as_deref() == Some("conv_0000")));
 }
+
+#[test]
+fn message_neighbours_are_the_messages_before_and_after_in_the_same_conversation() {
+    let (_dir, mut index) = open();
+    index
+        .put_conversation(&jwt_conversation("conv_a"), "a.json", "h")
+        .unwrap();
+    index
+        .put_conversation(&jwt_conversation("conv_b"), "b.json", "h")
+        .unwrap();
+    // conv_a grows by a message: its rows are written again, after conv_b's.
+    let mut grown = jwt_conversation("conv_a");
+    grown.messages.push(grown.messages[0].clone());
+    grown.messages[2].id = "msg_3".into();
+    index.put_conversation(&grown, "a.json", "h2").unwrap();
+    let keys: Vec<String> = [
+        "conv_a/msg_1",
+        "conv_a/msg_2",
+        "conv_b/msg_2",
+        "moment_conv_a",
+        "code:src/a.rs:1-9",
+        "conv_a/nope",
+    ]
+    .map(String::from)
+    .to_vec();
+    let neighbours = index.message_neighbours(&keys).unwrap();
+    assert_eq!(neighbours["conv_a/msg_1"], ["conv_a/msg_2"]);
+    assert_eq!(neighbours["conv_a/msg_2"], ["conv_a/msg_1", "conv_a/msg_3"]);
+    assert_eq!(
+        neighbours["conv_b/msg_2"],
+        ["conv_b/msg_1"],
+        "never across conversations"
+    );
+    assert_eq!(
+        neighbours.len(),
+        3,
+        "moments, code and unknown messages have none: {neighbours:?}"
+    );
+}
