@@ -96,10 +96,9 @@ pub const CANDIDATES: usize = 50;
 /// is relative score fusion: BM25 scores and cosine similarities are each scaled to 0..1
 /// within their list, then weighted and summed. Chosen by recall@10 on two LoCoMo
 /// conversations and reported on three others (docs/BENCHMARKS.md, "Search quality"), where
-/// it beat reciprocal rank fusion: BM25 is the
-/// stronger retriever on conversation memory, full of names and specific terms, and keeping
-/// its score gaps lets a clear keyword match stay ahead while vectors reorder near-ties and
-/// add what keywords miss.
+/// it beat reciprocal rank fusion: BM25 is the stronger retriever on conversation memory, full
+/// of names and specific terms, and keeping its score gaps lets a clear keyword match stay
+/// ahead while vectors reorder near-ties and add what keywords miss.
 pub const HYBRID_SEMANTIC_WEIGHT: f64 = 0.4;
 /// After fusion, each message gains this share of the best score of the messages just before
 /// and after it ([`spread_to_neighbours`]): an answer sits next to the question that matched.
@@ -181,11 +180,16 @@ impl Project {
     /// Rebuilds the chunk catalog from the indexed messages and moments (deterministic: the
     /// same memory always gives the same chunks and CIDs).
     pub fn refresh_chunks(&mut self) -> Result<Vec<ChunkRow>> {
-        let rows: Vec<ChunkRow> = self
-            .embedding_chunks()?
-            .into_iter()
+        let chunks = self.embedding_chunks()?;
+        self.store_chunk_rows(&chunks)
+    }
+
+    /// Writes the chunk catalog for `chunks` (each named by the CID of its text).
+    fn store_chunk_rows(&mut self, chunks: &[EmbeddingChunk]) -> Result<Vec<ChunkRow>> {
+        let rows: Vec<ChunkRow> = chunks
+            .iter()
             .map(|chunk| ChunkRow {
-                key: chunk.key,
+                key: chunk.key.clone(),
                 seq: chunk.seq,
                 cid: cid(&chunk.text),
                 kind: chunk.kind.to_string(),
@@ -253,7 +257,8 @@ impl Project {
     /// more, compacts the table and, past [`ANN_THRESHOLD`] vectors, keeps an ANN index.
     pub fn index_semantic(&mut self, progress: &mut dyn FnMut(usize, usize)) -> Result<EmbedReport> {
         let started = Instant::now();
-        let rows = self.refresh_chunks()?;
+        let chunks = self.embedding_chunks()?;
+        let rows = self.store_chunk_rows(&chunks)?;
         let embedder = self.embedder().map_err(|e| Error::Usage(e.to_string()))?;
         let dim = embedder.lock().expect("embedder lock").dim();
         let mut store = self.vectors(dim)?;
@@ -261,10 +266,9 @@ impl Project {
         // CID → text, for the CIDs still to embed.
         let mut todo: Vec<(String, String)> = Vec::new();
         let mut seen = HashSet::new();
-        for chunk in self.embedding_chunks()? {
-            let id = cid(&chunk.text);
-            if !have.contains(&id) && seen.insert(id.clone()) {
-                todo.push((id, chunk.text));
+        for (row, chunk) in rows.iter().zip(chunks) {
+            if !have.contains(&row.cid) && seen.insert(row.cid.clone()) {
+                todo.push((row.cid.clone(), chunk.text));
             }
         }
         let code_chunks = self.index()?.code_chunks()?;
