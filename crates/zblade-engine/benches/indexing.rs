@@ -19,12 +19,13 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
 use zblade_engine::Project;
 use zblade_search::code;
 
 mod common;
 use common::{full_run, write_section};
+#[path = "common/fastembed_alone.rs"]
+mod fastembed_alone;
 
 const FP32: &str = "all-minilm-l6-v2";
 const INT8: &str = "all-minilm-l6-v2-int8";
@@ -75,11 +76,11 @@ fn main() {
 
     // Before: fastembed alone, fp32, the chunks in file order, batch 64.
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let mut fp32 = raw_model(&models.join(FP32));
+    let mut fp32 = fastembed_alone::load(&models.join(FP32));
     let started = Instant::now();
     let fp32_vectors = fp32.embed(&refs, Some(64)).unwrap();
     let raw_fp32 = started.elapsed();
-    let mut int8 = raw_model(&models.join(INT8));
+    let mut int8 = fastembed_alone::load(&models.join(INT8));
     let started = Instant::now();
     let int8_vectors = int8.embed(&refs, Some(64)).unwrap();
     let raw_int8 = started.elapsed();
@@ -237,24 +238,6 @@ fn peak_memory() -> u64 {
                 .and_then(|kb| kb.parse::<u64>().ok())
         })
         .map_or(0, |kb| kb * 1024)
-}
-
-fn raw_model(dir: &Path) -> TextEmbedding {
-    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
-    let files = TokenizerFiles {
-        tokenizer_file: read("tokenizer.json"),
-        config_file: read("config.json"),
-        special_tokens_map_file: read("special_tokens_map.json"),
-        tokenizer_config_file: read("tokenizer_config.json"),
-    };
-    let config: serde_json::Value = serde_json::from_slice(&read("sentence_bert_config.json")).unwrap();
-    let max_length = config["max_seq_length"].as_u64().unwrap() as usize;
-    let model = UserDefinedEmbeddingModel::new(read("model.onnx"), files).with_pooling(Pooling::Mean);
-    let mut model =
-        TextEmbedding::try_new_from_user_defined(model, InitOptionsUserDefined::new().with_max_length(max_length))
-            .unwrap();
-    model.embed(["warm up"], None).unwrap();
-    model
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f64 {

@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
+use fastembed::TextEmbedding;
 use zblade_core::{Conversation, parse_conversation};
 use zblade_engine::{ContextFormat, ContextRequest, ContextTier, Project, SearchKind, SearchMode, SearchQuery};
 use zblade_search::VectorStore;
@@ -28,6 +28,8 @@ mod common;
 use common::text::TextGen;
 use common::vectors::ClusteredVectors;
 use common::{Stats, full_run, raw_insert, write_section};
+#[path = "common/fastembed_alone.rs"]
+mod fastembed_alone;
 
 const MODEL: &str = "all-minilm-l6-v2";
 const MESSAGES_PER_CONVERSATION: usize = 50;
@@ -146,23 +148,7 @@ fn indexing_throughput(count: usize, rounds: usize) -> String {
         assert_eq!(done.embedded, count, "one chunk per text");
 
         // fastembed alone (loaded after zblade has initialised ONNX Runtime).
-        let raw = raw.get_or_insert_with(|| {
-            let read = |name: &str| std::fs::read(model_dir.join(name)).unwrap();
-            let files = TokenizerFiles {
-                tokenizer_file: read("tokenizer.json"),
-                config_file: read("config.json"),
-                special_tokens_map_file: read("special_tokens_map.json"),
-                tokenizer_config_file: read("tokenizer_config.json"),
-            };
-            let model = UserDefinedEmbeddingModel::new(read("model.onnx"), files).with_pooling(Pooling::Mean);
-            let mut m = TextEmbedding::try_new_from_user_defined(
-                model,
-                InitOptionsUserDefined::new().with_max_length(max_length),
-            )
-            .unwrap();
-            m.embed(["warm up"], None).unwrap();
-            m
-        });
+        let raw = raw.get_or_insert_with(|| fastembed_alone::load(&model_dir));
         let started = Instant::now();
         let vectors = raw.embed(&embedded, Some(FASTEMBED_BATCH)).unwrap();
         raw_best = raw_best.min(started.elapsed());

@@ -144,15 +144,15 @@ pub const MODEL_FILES: [&str; 5] = [
     "tokenizer_config.json",
 ];
 
-/// Tokens the model reads per text: `max_seq_length` from sentence-transformers'
-/// `sentence_bert_config.json` when the directory has one (all-MiniLM-L6-v2 was trained on
-/// 256), else 512. Longer texts are truncated; attention costs grow with the square of this.
 /// Texts per inference batch. Small: ONNX Runtime's memory grows with its largest batch (64
 /// texts of 256 tokens peaked zblade's first index of a 68k-line code base at 1.9 GB; 4 at
 /// 350 MB), and on CPUs larger batches were no faster (64: 44.8, 16: 45.4, 8: 48.5, 4: 50.4
 /// chunks/s with the int8 model; docs/BENCHMARKS.md, "Indexing speed and memory").
 pub const EMBED_BATCH: usize = 4;
 
+/// Tokens the model reads per text: `max_seq_length` from sentence-transformers'
+/// `sentence_bert_config.json` when the directory has one (all-MiniLM-L6-v2 was trained on
+/// 256), else 512. Longer texts are truncated; attention costs grow with the square of this.
 fn max_length(dir: &Path) -> usize {
     std::fs::read(dir.join("sentence_bert_config.json"))
         .ok()
