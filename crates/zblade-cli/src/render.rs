@@ -178,7 +178,11 @@ impl<W: Write> Out<W> {
                 _ => h.id.clone(),
             };
             if h.kind == zblade_engine::HitKind::Code {
-                line!(self, "{:>2}. [code] {place}", i + 1)?;
+                // A chunk cut by syntax is named by its symbols: `GitignoreBuilder::add_line`.
+                match &h.title {
+                    Some(symbol) => line!(self, "{:>2}. [code] {}  {place}", i + 1, one_line(symbol, 80))?,
+                    None => line!(self, "{:>2}. [code] {place}", i + 1)?,
+                }
                 for (n, text) in h.snippet.lines().take(SEARCH_CODE_LINES).enumerate() {
                     let number = h.lines.map_or(0, |l| l.0 as usize) + n;
                     line!(self, "    {number:>5} │ {text}")?;

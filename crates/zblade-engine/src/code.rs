@@ -82,15 +82,7 @@ fn read_one(root: &Path, rel: &str, known: Option<&CodeFileState>) -> Outcome {
         Ok(text) => text,
         Err(skip) => return Outcome::Skipped(skip),
     };
-    let chunks = code::chunk_code(&text)
-        .into_iter()
-        .map(|chunk| CodeChunkRow {
-            start_line: chunk.start_line,
-            end_line: chunk.end_line,
-            searchable: code::searchable_text(&chunk.text),
-            cid: chunk.cid,
-        })
-        .collect();
+    let chunks = chunk_rows(rel, &text);
     // If the file changed while it was read, what was read is indexed (its CIDs are true to
     // it), and the state is recorded so that the next run reads the file again.
     let changed = stat(&path) != Some((bytes.len() as u64, mtime));
@@ -107,6 +99,53 @@ fn read_one(root: &Path, rel: &str, known: Option<&CodeFileState>) -> Outcome {
         },
         changed,
     )
+}
+
+/// A file's chunks for the index: cut along the syntax where the language is known
+/// (functions, types, impls, Markdown sections; see `zblade-syntax`), in line windows
+/// otherwise.
+pub fn chunk_rows(rel: &str, text: &str) -> Vec<CodeChunkRow> {
+    let Some(pieces) = zblade_syntax::chunk(Path::new(rel), text, code::WINDOW_CHARS) else {
+        return line_window_rows(text);
+    };
+    let module = zblade_syntax::module_path(Path::new(rel));
+    let lines: Vec<&str> = text.lines().collect();
+    pieces
+        .into_iter()
+        .map(|piece| {
+            let body = lines[piece.start_line as usize - 1..piece.end_line as usize].join("\n");
+            let symbol = piece.symbol();
+            let vector_text = code::embedding_text(rel, symbol.as_deref(), &body);
+            CodeChunkRow {
+                start_line: piece.start_line,
+                end_line: piece.end_line,
+                cid: zblade_search::chunk::cid(&body),
+                vector_cid: zblade_search::chunk::cid(&vector_text),
+                searchable_symbol: code::searchable_text(&format!("{module} {}", piece.symbols.join(" "))),
+                searchable_signature: code::searchable_text(&piece.signature),
+                searchable: code::searchable_text(&body),
+                symbol,
+            }
+        })
+        .collect()
+}
+
+/// A file's chunks as line windows (for languages without a grammar; the code-search
+/// benchmark compares the two).
+pub fn line_window_rows(text: &str) -> Vec<CodeChunkRow> {
+    code::chunk_code(text)
+        .into_iter()
+        .map(|chunk| CodeChunkRow {
+            start_line: chunk.start_line,
+            end_line: chunk.end_line,
+            symbol: None,
+            vector_cid: chunk.cid.clone(),
+            searchable_symbol: String::new(),
+            searchable_signature: String::new(),
+            searchable: code::searchable_text(&chunk.text),
+            cid: chunk.cid,
+        })
+        .collect()
 }
 
 impl Project {

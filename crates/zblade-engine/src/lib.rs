@@ -43,7 +43,7 @@ mod time;
 pub mod warm;
 mod watch;
 
-pub use code::CodeIndexReport;
+pub use code::{CodeIndexReport, chunk_rows, line_window_rows};
 pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus, gguf_dir};
 pub use context::{ContextRequest, ContextResult, ContextTimings, DEFAULT_BUDGET, MAX_QUERY_CHARS, RECENT_WINDOW};
 pub use documents::{DOCUMENT_SOURCE, DocumentsAdded};
@@ -62,8 +62,8 @@ pub use refs::{Location, ReferenceReport};
 pub use remote::connect;
 pub use search::{Hit, SearchResults};
 pub use semantic::{
-    ANN_THRESHOLD, CANDIDATES, EmbedReport, HYBRID_NEIGHBOUR_WEIGHT, HYBRID_SEMANTIC_WEIGHT, IndexReport, IndexStage,
-    SearchMode,
+    ANN_THRESHOLD, CANDIDATES, EmbedReport, HYBRID_CODE_SEMANTIC_WEIGHT, HYBRID_NEIGHBOUR_WEIGHT,
+    HYBRID_SEMANTIC_WEIGHT, IndexReport, IndexStage, SearchMode,
 };
 pub use show::{MessageMatch, Shown};
 pub use status::Status;

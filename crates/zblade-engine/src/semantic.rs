@@ -104,6 +104,11 @@ pub const HYBRID_SEMANTIC_WEIGHT: f64 = 0.4;
 /// and after it ([`spread_to_neighbours`]): an answer sits next to the question that matched.
 /// Chosen with [`HYBRID_SEMANTIC_WEIGHT`] on the same tuning split.
 pub const HYBRID_NEIGHBOUR_WEIGHT: f64 = 0.4;
+/// The semantic weight when only code is searched (`--kind code`): code queries are described
+/// in words that rarely appear in the code, where the model helps more than on conversations.
+/// Chosen on the tuning crates of the code-search benchmark (docs/BENCHMARKS.md, "Code
+/// search").
+pub const HYBRID_CODE_SEMANTIC_WEIGHT: f64 = 0.5;
 /// Past this many vectors, vector search goes through an approximate (ANN) index; below it,
 /// exact search is fast enough and always right. Exact search scans ~1 M vectors/s here
 /// (112 ms at 118k in docs/BENCHMARKS.md, "Semantic and hybrid search"), so 20k keeps it
@@ -286,7 +291,7 @@ impl Project {
             todo.extend(self.code_texts(&fresh, &have, &mut seen).0);
         }
         let mut wanted: HashSet<String> = rows.iter().map(|r| r.cid.clone()).collect();
-        wanted.extend(self.index()?.code_chunks()?.into_iter().map(|c| c.cid));
+        wanted.extend(self.index()?.code_chunks()?.into_iter().map(|c| c.vector_cid));
         let stale: Vec<String> = have.iter().filter(|c| !wanted.contains(c.as_str())).cloned().collect();
         let embedder = self.embedder().map_err(|e| Error::Usage(e.to_string()))?;
         // Similar lengths together: the model pads each batch to its longest text, so mixing a
@@ -344,7 +349,7 @@ impl Project {
         let mut stale = Vec::new();
         let mut current: Option<(&str, Option<String>)> = None;
         for chunk in chunks {
-            if have.contains(&chunk.cid) || seen.contains(&chunk.cid) {
+            if have.contains(&chunk.vector_cid) || seen.contains(&chunk.vector_cid) {
                 continue;
             }
             // Chunks come sorted by path: read each file once.
@@ -358,8 +363,9 @@ impl Project {
             let text = current.as_ref().and_then(|(_, t)| t.as_deref());
             match text.and_then(|t| zblade_search::code::lines_of(t, chunk.start_line, chunk.end_line)) {
                 Some(lines) if cid(&lines) == chunk.cid => {
-                    seen.insert(chunk.cid.clone());
-                    todo.push((chunk.cid.clone(), lines));
+                    seen.insert(chunk.vector_cid.clone());
+                    let text = zblade_search::code::embedding_text(&chunk.path, chunk.symbol.as_deref(), &lines);
+                    todo.push((chunk.vector_cid.clone(), text));
                 }
                 _ => {
                     if stale.last() != Some(&chunk.path) {
@@ -386,7 +392,7 @@ impl Project {
             .into_iter()
             .filter(|c| wanted.contains(c.path.as_str()))
             .collect();
-        let cids: Vec<String> = chunks.iter().map(|c| c.cid.clone()).collect();
+        let cids: Vec<String> = chunks.iter().map(|c| c.vector_cid.clone()).collect();
         let have = store.existing(&cids).map_err(search_error)?;
         let (todo, _) = self.code_texts(&chunks, &have, &mut HashSet::new());
         for batch in todo.chunks(EMBED_BATCH) {
@@ -418,7 +424,7 @@ impl Project {
         let mut removed = 0;
         let rows = self.refresh_chunks()?;
         let mut wanted: HashSet<String> = rows.into_iter().map(|r| r.cid).collect();
-        wanted.extend(self.index()?.code_chunks()?.into_iter().map(|c| c.cid));
+        wanted.extend(self.index()?.code_chunks()?.into_iter().map(|c| c.vector_cid));
         if let Ok(model) = self.embedder() {
             let dim = model.lock().expect("embedder lock").dim();
             let store = self.vectors(dim)?;
@@ -621,10 +627,12 @@ impl Project {
                 let keyword = keyword?;
                 let semantic = self.keys_of_neighbours(query, CANDIDATES, first?)?;
                 let keyword_scores: Vec<(String, f64)> = keyword.iter().map(|h| (hit_key(h), h.score)).collect();
-                let lists = [
-                    (keyword_scores.as_slice(), 1.0 - HYBRID_SEMANTIC_WEIGHT),
-                    (semantic.as_slice(), HYBRID_SEMANTIC_WEIGHT),
-                ];
+                let weight = if query.kind == SearchKind::Code {
+                    HYBRID_CODE_SEMANTIC_WEIGHT
+                } else {
+                    HYBRID_SEMANTIC_WEIGHT
+                };
+                let lists = [(keyword_scores.as_slice(), 1.0 - weight), (semantic.as_slice(), weight)];
                 let fused = relative_score_fusion(&lists);
                 let keys: Vec<String> = fused.iter().map(|(key, _)| key.clone()).collect();
                 // A neighbour that was no candidate has passed no filter: with a time or path

@@ -81,7 +81,7 @@ impl Index {
             let mut stmt = conn
                 .prepare_cached(
                     "SELECT key FROM (SELECT key, 0 AS o FROM chunks WHERE cid = ?1
-                     UNION ALL SELECT 'code:' || path || ':' || start_line || '-' || end_line, 1 FROM code_chunks WHERE cid = ?1)
+                     UNION ALL SELECT 'code:' || path || ':' || start_line || '-' || end_line, 1 FROM code_chunks WHERE vector_cid = ?1)
                      ORDER BY o, key",
                 )?;
             let mut out = HashMap::new();

@@ -33,7 +33,16 @@ pub struct CodeChunkRow {
     pub end_line: u32,
     /// sha256 of the chunk's text.
     pub cid: String,
-    /// What the keyword index reads (never stored).
+    /// The symbols the chunk holds (`Type::method, Type::other`), for a chunk cut by syntax.
+    pub symbol: Option<String>,
+    /// sha256 of what is embedded for the chunk (see `zblade_search::code::embedding_text`).
+    pub vector_cid: String,
+    /// What the keyword index reads in the symbol column: module path and symbols, with
+    /// identifiers split (never stored).
+    pub searchable_symbol: String,
+    /// What the keyword index reads in the signature column (never stored).
+    pub searchable_signature: String,
+    /// What the keyword index reads in the text column (never stored).
     pub searchable: String,
 }
 
@@ -61,6 +70,10 @@ pub struct StoredCodeChunk {
     pub end_line: u32,
     /// CID of the text when indexed.
     pub cid: String,
+    /// The symbols it holds, for a chunk cut by syntax.
+    pub symbol: Option<String>,
+    /// CID of what was embedded for it.
+    pub vector_cid: String,
 }
 
 impl StoredCodeChunk {
@@ -123,9 +136,11 @@ impl Index {
                      VALUES (?1, ?2, ?3, ?4, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?5)",
                 )?;
                 let mut insert_chunk = tx.prepare_cached(
-                    "INSERT INTO code_chunks (path, start_line, end_line, cid) VALUES (?1, ?2, ?3, ?4)",
+                    "INSERT INTO code_chunks (path, start_line, end_line, cid, symbol, vector_cid)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 )?;
-                let mut insert_fts = tx.prepare_cached("INSERT INTO code_fts (rowid, text) VALUES (?1, ?2)")?;
+                let mut insert_fts =
+                    tx.prepare_cached("INSERT INTO code_fts (rowid, symbol, signature, text) VALUES (?1, ?2, ?3, ?4)")?;
                 for update in updates {
                     forget(&update.path)?;
                     insert_file.execute(params![
@@ -136,8 +151,20 @@ impl Index {
                         update.modified_at
                     ])?;
                     for chunk in &update.chunks {
-                        insert_chunk.execute(params![update.path, chunk.start_line, chunk.end_line, chunk.cid])?;
-                        insert_fts.execute(params![tx.last_insert_rowid(), chunk.searchable])?;
+                        insert_chunk.execute(params![
+                            update.path,
+                            chunk.start_line,
+                            chunk.end_line,
+                            chunk.cid,
+                            chunk.symbol,
+                            chunk.vector_cid
+                        ])?;
+                        insert_fts.execute(params![
+                            tx.last_insert_rowid(),
+                            chunk.searchable_symbol,
+                            chunk.searchable_signature,
+                            chunk.searchable
+                        ])?;
                     }
                 }
             }
@@ -148,14 +175,17 @@ impl Index {
     /// Every stored code chunk, by path then line.
     pub fn code_chunks(&self) -> Result<Vec<StoredCodeChunk>> {
         self.read(|conn| {
-            let mut stmt =
-                conn.prepare("SELECT path, start_line, end_line, cid FROM code_chunks ORDER BY path, start_line")?;
+            let mut stmt = conn.prepare(
+                "SELECT path, start_line, end_line, cid, symbol, vector_cid FROM code_chunks ORDER BY path, start_line",
+            )?;
             let rows = stmt.query_map([], |r| {
                 Ok(StoredCodeChunk {
                     path: r.get(0)?,
                     start_line: r.get(1)?,
                     end_line: r.get(2)?,
                     cid: r.get(3)?,
+                    symbol: r.get(4)?,
+                    vector_cid: r.get(5)?,
                 })
             })?;
             rows.collect::<rusqlite::Result<_>>()
@@ -177,7 +207,8 @@ impl Index {
     pub fn code_chunk_at(&self, path: &str, start: u32, end: u32) -> Result<Option<(StoredCodeChunk, String)>> {
         self.read(|conn| {
             conn.query_row(
-                "SELECT c.cid, f.modified_at FROM code_chunks c JOIN code_files f ON f.path = c.path
+                "SELECT c.cid, f.modified_at, c.symbol, c.vector_cid FROM code_chunks c
+                     JOIN code_files f ON f.path = c.path
                      WHERE c.path = ?1 AND c.start_line = ?2 AND c.end_line = ?3",
                 params![path, start, end],
                 |r| {
@@ -187,6 +218,8 @@ impl Index {
                             start_line: start,
                             end_line: end,
                             cid: r.get(0)?,
+                            symbol: r.get(2)?,
+                            vector_cid: r.get(3)?,
                         },
                         r.get(1)?,
                     ))
@@ -203,7 +236,8 @@ pub(crate) fn code_hit(chunk: StoredCodeChunk, modified_at: String, score: f64) 
         kind: HitKind::Code,
         id: format!("{}:{}-{}", chunk.path, chunk.start_line, chunk.end_line),
         conversation_id: None,
-        title: None,
+        // A chunk cut by syntax is named by its symbols: `GitignoreBuilder::add_line`.
+        title: chunk.symbol,
         label: None,
         timestamp: modified_at,
         snippet: String::new(),
@@ -214,6 +248,12 @@ pub(crate) fn code_hit(chunk: StoredCodeChunk, modified_at: String, score: f64) 
     }
 }
 
+/// BM25 weight of a word in a chunk's symbol path (module, type, name; identifiers split)
+/// against 1 in its body: chosen on the tuning crates of the code-search benchmark.
+const WEIGHT_SYMBOL: f64 = 4.0;
+/// BM25 weight of a word in the signature of the chunk's first item.
+const WEIGHT_SIGNATURE: f64 = 2.0;
+
 /// Keyword search over code chunks, best first; ties by path and line.
 pub(crate) fn search_code(
     conn: &rusqlite::Connection,
@@ -223,9 +263,10 @@ pub(crate) fn search_code(
 ) -> rusqlite::Result<Vec<SearchHit>> {
     let (clause, args) = filter.code_clause();
     let sql = format!(
-        "SELECT c.path, c.start_line, c.end_line, c.cid, f.modified_at, code_fts.rank
+        "SELECT c.path, c.start_line, c.end_line, c.cid, f.modified_at, bm25(code_fts, {WEIGHT_SYMBOL}, {WEIGHT_SIGNATURE}, 1.0) AS score,
+                c.symbol, c.vector_cid
          FROM code_fts JOIN code_chunks c ON c.pk = code_fts.rowid JOIN code_files f ON f.path = c.path
-         WHERE code_fts MATCH ?1 {clause} ORDER BY code_fts.rank, c.path, c.start_line LIMIT {limit}"
+         WHERE code_fts MATCH ?1 {clause} ORDER BY score, c.path, c.start_line LIMIT {limit}"
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut values: Vec<&dyn rusqlite::ToSql> = vec![&expr];
@@ -236,6 +277,8 @@ pub(crate) fn search_code(
             start_line: r.get(1)?,
             end_line: r.get(2)?,
             cid: r.get(3)?,
+            symbol: r.get(6)?,
+            vector_cid: r.get(7)?,
         };
         Ok(code_hit(chunk, r.get(4)?, -r.get::<_, f64>(5)?))
     })?;
@@ -253,6 +296,8 @@ mod tests {
             start_line: 3,
             end_line: 40,
             cid: "x".into(),
+            symbol: None,
+            vector_cid: "x".into(),
         };
         assert_eq!(parse_code_key(&chunk.key()), Some(("src/a:b.rs", 3, 40)));
         assert_eq!(parse_code_key("conv_1/msg_1"), None);

@@ -4,7 +4,7 @@
 //! user_version = i` to `i + 1`. Released migrations are never edited; a change is a new entry.
 
 /// Every migration, oldest first.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build creates and expects.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -173,4 +173,21 @@ CREATE VIRTUAL TABLE code_fts USING fts5(
 const V3: &str = r#"
 ALTER TABLE conversations ADD COLUMN source TEXT;
 CREATE INDEX idx_conv_source ON conversations(source);
+"#;
+
+/// Version 4: code chunks cut along the syntax (functions, types, impls). A chunk row names
+/// the symbols it holds (`GitignoreBuilder::add_line`) and the CID of what is embedded for it
+/// (its symbol path and file with its lines: `vector_cid`, the same as `cid` for a line
+/// window); `code_fts` weighs symbol and signature apart from the body. Chunks cut the old way
+/// are dropped: the next `zblade index` cuts every file again.
+const V4: &str = r#"
+DROP TABLE code_fts;
+DELETE FROM code_chunks;
+DELETE FROM code_files;
+ALTER TABLE code_chunks ADD COLUMN symbol TEXT;
+ALTER TABLE code_chunks ADD COLUMN vector_cid TEXT NOT NULL DEFAULT '';
+CREATE INDEX idx_code_chunks_vector_cid ON code_chunks(vector_cid);
+CREATE VIRTUAL TABLE code_fts USING fts5(
+    symbol, signature, text, content='', contentless_delete=1, tokenize='porter unicode61'
+);
 "#;
