@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{full_run, write_section};
-use zblade_engine::{CANDIDATES, HYBRID_CODE_SEMANTIC_WEIGHT, Project, SearchKind, SearchMode, SearchQuery};
+use zblade_engine::{CANDIDATES, HYBRID_SEMANTIC_WEIGHT, Project, SearchKind, SearchMode, SearchQuery};
 use zblade_search::fusion::relative_score_fusion;
 
 /// Crates the weights are chosen on.
@@ -156,9 +156,23 @@ fn prepare(krate: &Path, root: &Path) -> Vec<Query> {
             let t = l.trim_start();
             (t.starts_with("///") && !t.starts_with("////")) || t.starts_with("//!")
         };
+        // Block doc comments (`/*! … */`, `/** … */`) are blanked too.
+        let mut in_block = false;
         let blanked: String = lines
             .iter()
-            .map(|l| if is_doc(l) { "" } else { l })
+            .map(|l| {
+                let t = l.trim_start();
+                if !in_block && (t.starts_with("/*!") || (t.starts_with("/**") && !t.starts_with("/**/"))) {
+                    in_block = true;
+                }
+                if in_block {
+                    if l.contains("*/") {
+                        in_block = false;
+                    }
+                    return "";
+                }
+                if is_doc(l) { "" } else { l }
+            })
             .collect::<Vec<_>>()
             .join("\n");
         let path = format!("src/{}", rel.to_string_lossy());
@@ -335,7 +349,12 @@ fn main() {
     let mut files = 0;
     let mut lines = 0;
     let mut latencies = Vec::new();
+    // `ZBLADE_BENCH_TUNE_ONLY=1` runs the tuning crates only (while choosing weights).
+    let tune_only = std::env::var_os("ZBLADE_BENCH_TUNE_ONLY").is_some();
     for (split, names) in [(0, &tune), (1, &report)] {
+        if tune_only && split == 1 {
+            continue;
+        }
         for name in names.iter() {
             let Some(krate) = registry_crate(name) else {
                 assert!(
@@ -393,6 +412,23 @@ fn main() {
                         Some((path, lines.0, lines.1))
                     });
                     let rank = rank_of(places, q);
+                    // `ZBLADE_BENCH_MISSES=1` prints what hybrid search missed on the tuning crates.
+                    if split == 0
+                        && mode == SearchMode::Hybrid
+                        && rank.is_none()
+                        && std::env::var_os("ZBLADE_BENCH_MISSES").is_some()
+                    {
+                        let top: Vec<String> = found
+                            .hits
+                            .iter()
+                            .take(3)
+                            .map(|h| format!("{} {}", h.hit.title.clone().unwrap_or_default(), h.hit.id))
+                            .collect();
+                        eprintln!(
+                            "MISS {name}: {:?} → wanted {}:{}-{}; got {top:?}",
+                            q.text, q.path, q.start, q.end
+                        );
+                    }
                     scores[split][m].add(rank);
                     crate_scores[m].add(rank);
                 }
@@ -465,7 +501,7 @@ fn main() {
         } else {
             ""
         };
-        let used = if (weight - HYBRID_CODE_SEMANTIC_WEIGHT).abs() < 1e-9 {
+        let used = if (weight - HYBRID_SEMANTIC_WEIGHT).abs() < 1e-9 {
             " ← shipped"
         } else {
             ""

@@ -62,8 +62,8 @@ pub use refs::{Location, ReferenceReport};
 pub use remote::connect;
 pub use search::{Hit, SearchResults};
 pub use semantic::{
-    ANN_THRESHOLD, CANDIDATES, EmbedReport, HYBRID_CODE_SEMANTIC_WEIGHT, HYBRID_NEIGHBOUR_WEIGHT,
-    HYBRID_SEMANTIC_WEIGHT, IndexReport, IndexStage, SearchMode,
+    ANN_THRESHOLD, CANDIDATES, EmbedReport, HYBRID_NEIGHBOUR_WEIGHT, HYBRID_SEMANTIC_WEIGHT, IndexReport, IndexStage,
+    SearchMode,
 };
 pub use show::{MessageMatch, Shown};
 pub use status::Status;

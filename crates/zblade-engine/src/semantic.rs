@@ -104,11 +104,6 @@ pub const HYBRID_SEMANTIC_WEIGHT: f64 = 0.4;
 /// and after it ([`spread_to_neighbours`]): an answer sits next to the question that matched.
 /// Chosen with [`HYBRID_SEMANTIC_WEIGHT`] on the same tuning split.
 pub const HYBRID_NEIGHBOUR_WEIGHT: f64 = 0.4;
-/// The semantic weight when only code is searched (`--kind code`): code queries are described
-/// in words that rarely appear in the code, where the model helps more than on conversations.
-/// Chosen on the tuning crates of the code-search benchmark (docs/BENCHMARKS.md, "Code
-/// search").
-pub const HYBRID_CODE_SEMANTIC_WEIGHT: f64 = 0.5;
 /// Past this many vectors, vector search goes through an approximate (ANN) index; below it,
 /// exact search is fast enough and always right. Exact search scans ~1 M vectors/s here
 /// (112 ms at 118k in docs/BENCHMARKS.md, "Semantic and hybrid search"), so 20k keeps it
@@ -627,12 +622,12 @@ impl Project {
                 let keyword = keyword?;
                 let semantic = self.keys_of_neighbours(query, CANDIDATES, first?)?;
                 let keyword_scores: Vec<(String, f64)> = keyword.iter().map(|h| (hit_key(h), h.score)).collect();
-                let weight = if query.kind == SearchKind::Code {
-                    HYBRID_CODE_SEMANTIC_WEIGHT
-                } else {
-                    HYBRID_SEMANTIC_WEIGHT
-                };
-                let lists = [(keyword_scores.as_slice(), 1.0 - weight), (semantic.as_slice(), weight)];
+                // Code search was tuned on its own benchmark too (docs/BENCHMARKS.md, "Code
+                // search"): the same weight came out best there, so one weight serves both.
+                let lists = [
+                    (keyword_scores.as_slice(), 1.0 - HYBRID_SEMANTIC_WEIGHT),
+                    (semantic.as_slice(), HYBRID_SEMANTIC_WEIGHT),
+                ];
                 let fused = relative_score_fusion(&lists);
                 let keys: Vec<String> = fused.iter().map(|(key, _)| key.clone()).collect();
                 // A neighbour that was no candidate has passed no filter: with a time or path

@@ -248,8 +248,71 @@ pub fn searchable_text(text: &str) -> String {
             out.push_str(&parts.join(" "));
             out.push(' ');
         }
+        // Abbreviations are found by the word people write: `is_dir` by "directory".
+        for part in &parts {
+            if let Some(long) = expansion(part) {
+                out.push_str(long);
+                out.push(' ');
+            }
+        }
     }
     out
+}
+
+/// The word a common abbreviation in identifiers stands for.
+fn expansion(part: &str) -> Option<&'static str> {
+    const WORDS: &[(&str, &str)] = &[
+        ("arg", "argument"),
+        ("args", "arguments"),
+        ("attr", "attribute"),
+        ("buf", "buffer"),
+        ("cfg", "configuration"),
+        ("char", "character"),
+        ("cmp", "compare"),
+        ("conf", "configuration"),
+        ("config", "configuration"),
+        ("ctx", "context"),
+        ("cur", "current"),
+        ("del", "delete"),
+        ("dir", "directory"),
+        ("dirs", "directories"),
+        ("dst", "destination"),
+        ("env", "environment"),
+        ("eq", "equal"),
+        ("err", "error"),
+        ("ext", "extension"),
+        ("fmt", "format"),
+        ("idx", "index"),
+        ("init", "initialize"),
+        ("iter", "iterator"),
+        ("len", "length"),
+        ("lit", "literal"),
+        ("max", "maximum"),
+        ("min", "minimum"),
+        ("msg", "message"),
+        ("mut", "mutable"),
+        ("num", "number"),
+        ("opt", "option"),
+        ("opts", "options"),
+        ("param", "parameter"),
+        ("params", "parameters"),
+        ("pat", "pattern"),
+        ("pos", "position"),
+        ("prev", "previous"),
+        ("ptr", "pointer"),
+        ("re", "regex"),
+        ("ref", "reference"),
+        ("repr", "representation"),
+        ("sep", "separator"),
+        ("src", "source"),
+        ("str", "string"),
+        ("sym", "symbolic"),
+        ("tmp", "temporary"),
+        ("util", "utility"),
+        ("val", "value"),
+    ];
+    let lower = part.to_ascii_lowercase();
+    WORDS.iter().find(|(short, _)| *short == lower).map(|(_, long)| *long)
 }
 
 /// `parseHTTPResponse_v2` → `parse`, `HTTP`, `Response`, `v2`.
@@ -368,6 +431,11 @@ mod tests {
         assert_eq!(split_identifier("refresh_token"), ["refresh", "token"]);
         let text = searchable_text("let t = refreshJwtToken(x);");
         assert!(text.contains("refresh Jwt Token"), "{text}");
+        let text = searchable_text("fn is_dir(&self) -> bool { self.min_len }");
+        assert!(
+            text.contains("directory") && text.contains("minimum") && text.contains("length"),
+            "{text}"
+        );
     }
 
     #[test]

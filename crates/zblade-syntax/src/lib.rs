@@ -103,8 +103,10 @@ pub(crate) struct Piece {
     pub cuts: Vec<usize>,
 }
 
-/// Pieces under this many characters are merged with small neighbours.
-const SMALL: usize = 600;
+/// Pieces under this many characters are merged with small neighbours. On the tuning crates
+/// of the code-search benchmark: 300 → hybrid recall@10 0.662, MRR@10 0.397, indexing 1.45×
+/// line windows; 600 → 0.675, 0.390, 1.17×; 1000 → 0.691, 0.386, 1.03×.
+const SMALL: usize = 1000;
 
 fn chars(lines: &[&str], start: usize, end: usize) -> usize {
     lines[start..=end].iter().map(|l| l.len() + 1).sum()
