@@ -312,7 +312,8 @@ fn cli_without_onnx_runtime_still_indexes_and_searches_by_keyword() {
     let (code, stdout, stderr) = zblade(repo.root(), &["search", "rotate", "signing"], &no_ort);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("using keyword search"), "{stderr}");
-    assert!(stdout.contains("[code] src/auth.rs:1-6"), "{stdout}");
+    // Named by its symbol, with its place beside it.
+    assert!(stdout.contains("[code] refresh_jwt_token  src/auth.rs:1-6"), "{stdout}");
     let (code, stdout, _) = zblade(
         repo.root(),
         &["--json", "search", "rotate", "--mode", "semantic"],

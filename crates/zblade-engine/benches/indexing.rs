@@ -194,9 +194,13 @@ fn chunk_texts(root: &Path) -> Vec<String> {
         let Ok(text) = code::decode(&path, &std::fs::read(&path).unwrap()) else {
             continue;
         };
-        for chunk in code::chunk_code(&text) {
-            if seen.insert(chunk.cid) {
-                texts.push(chunk.text);
+        // The chunks zblade makes (cut along the syntax), embedded as zblade embeds them.
+        let rel = relative.to_string_lossy().replace('\\', "/");
+        let lines: Vec<&str> = text.lines().collect();
+        for chunk in zblade_engine::chunk_rows(&rel, &text) {
+            if seen.insert(chunk.vector_cid) {
+                let body = lines[chunk.start_line as usize - 1..chunk.end_line as usize].join("\n");
+                texts.push(code::embedding_text(&rel, chunk.symbol.as_deref(), &body));
             }
         }
     }

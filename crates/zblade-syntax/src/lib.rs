@@ -77,10 +77,8 @@ pub fn module_path(path: &Path) -> String {
                 parts.pop();
             }
         }
-        Language::Python => {
-            if parts.last() == Some(&"__init__") {
-                parts.pop();
-            }
+        Language::Python if parts.last() == Some(&"__init__") => {
+            parts.pop();
         }
         _ => {}
     }
@@ -177,7 +175,7 @@ fn split_piece(piece: Piece, lines: &[&str], budget: usize) -> Vec<Piece> {
         // The longest run from `start` within the budget (at least one line).
         let mut end = start;
         let mut size = lines[start].len() + 1;
-        while end < piece.end && size + lines[end + 1].len() + 1 <= budget {
+        while end < piece.end && size + lines[end + 1].len() < budget {
             end += 1;
             size += lines[end].len() + 1;
         }
