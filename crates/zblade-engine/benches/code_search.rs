@@ -19,11 +19,14 @@
 mod common;
 #[path = "common/fastembed_alone.rs"]
 mod fastembed_alone;
+#[path = "common/registry.rs"]
+mod registry;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{full_run, write_section};
+use registry::registry_crate;
 use zblade_engine::{CANDIDATES, HYBRID_SEMANTIC_WEIGHT, Project, SearchKind, SearchMode, SearchQuery};
 use zblade_search::fusion::relative_score_fusion;
 
@@ -76,28 +79,6 @@ impl Scores {
             self.mrr / n
         )
     }
-}
-
-/// The newest version of `name` in the cargo registry's sources.
-fn registry_crate(name: &str) -> Option<PathBuf> {
-    let home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
-    let mut found: Vec<PathBuf> = std::fs::read_dir(home.join("registry/src"))
-        .ok()?
-        .flatten()
-        .flat_map(|index| std::fs::read_dir(index.path()).into_iter().flatten().flatten())
-        .map(|e| e.path())
-        .filter(|p| {
-            let dir = p.file_name().unwrap().to_string_lossy().into_owned();
-            dir.strip_prefix(name)
-                .and_then(|rest| rest.strip_prefix('-'))
-                .is_some_and(|version| version.starts_with(|c: char| c.is_ascii_digit()))
-                && p.join("src").is_dir()
-        })
-        .collect();
-    found.sort();
-    found.pop()
 }
 
 /// Every `.rs` file under `dir`, relative, sorted.

@@ -16,7 +16,7 @@
 //! `cargo bench -p zblade-engine --bench indexing` writes docs/BENCHMARKS.md; under `cargo test`
 //! it indexes a few files and checks the int8 vectors against fp32 ones, writing nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use zblade_engine::Project;
@@ -24,8 +24,11 @@ use zblade_search::code;
 
 mod common;
 use common::{full_run, write_section};
+use registry::registry_crate;
 #[path = "common/fastembed_alone.rs"]
 mod fastembed_alone;
+#[path = "common/registry.rs"]
+mod registry;
 
 const FP32: &str = "all-minilm-l6-v2";
 const INT8: &str = "all-minilm-l6-v2-int8";
@@ -139,22 +142,6 @@ fn main() {
         fp32_peak / 1_000_000,
     );
     write_section("indexing-speed", "Indexing speed and memory", "indexing", &body);
-}
-
-/// The crate's sources in the cargo registry, at the version Cargo.lock names.
-fn registry_crate(name: &str) -> Option<PathBuf> {
-    let lock = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.lock")).ok()?;
-    let marker = format!("name = \"{name}\"\nversion = \"");
-    let at = lock.find(&marker)? + marker.len();
-    let version = &lock[at..at + lock[at..].find('"')?];
-    let home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
-    std::fs::read_dir(home.join("registry/src"))
-        .ok()?
-        .flatten()
-        .map(|index| index.path().join(format!("{name}-{version}")))
-        .find(|dir| dir.is_dir())
 }
 
 /// Copies the `.rs` and `.md` files of `from` into `to` (at most `limit` files); returns the

@@ -12,6 +12,14 @@ fn symbols(chunks: &[SyntaxChunk]) -> Vec<String> {
     chunks.iter().flat_map(|c| c.symbols.clone()).collect()
 }
 
+/// The chunk holding `symbol`.
+fn holding<'a>(chunks: &'a [SyntaxChunk], symbol: &str) -> &'a SyntaxChunk {
+    chunks
+        .iter()
+        .find(|c| c.symbols.iter().any(|s| s == symbol))
+        .unwrap_or_else(|| panic!("no chunk holds {symbol}: {chunks:?}"))
+}
+
 fn lines_of(text: &str, c: &SyntaxChunk) -> String {
     text.lines()
         .skip(c.start_line as usize - 1)
@@ -39,10 +47,7 @@ fn rust_impl_larger_than_the_budget_becomes_its_methods_named_under_the_type() {
     let names = symbols(&found);
     assert!(names.contains(&"GitignoreBuilder::add_line".to_string()), "{names:?}");
     assert!(names.contains(&"GitignoreBuilder::build".to_string()), "{names:?}");
-    let add = found
-        .iter()
-        .find(|c| c.symbols.contains(&"GitignoreBuilder::add_line".to_string()))
-        .unwrap();
+    let add = holding(&found, "GitignoreBuilder::add_line");
     assert_eq!(add.signature, "pub fn add_line(input: &str) -> usize");
     let body = lines_of(&text, add);
     assert!(
@@ -94,10 +99,7 @@ fn python_classes_methods_and_decorators() {
     assert!(names.contains(&"Session.token".to_string()), "{names:?}");
     assert!(names.contains(&"Session.refresh".to_string()), "{names:?}");
     assert!(names.contains(&"main".to_string()), "{names:?}");
-    let token = found
-        .iter()
-        .find(|c| c.symbols.contains(&"Session.token".to_string()))
-        .unwrap();
+    let token = holding(&found, "Session.token");
     assert!(lines_of(&text, token).trim_start().starts_with("@property"));
     assert_eq!(token.signature, "def token(self) -> str");
 }
@@ -110,10 +112,7 @@ fn typescript_exports_arrow_functions_and_classes() {
     for name in ["parseConfig", "refreshToken", "Config", "Store"] {
         assert!(names.contains(&name.to_string()), "{name} in {names:?}");
     }
-    let parse = found
-        .iter()
-        .find(|c| c.symbols.contains(&"parseConfig".to_string()))
-        .unwrap();
+    let parse = holding(&found, "parseConfig");
     assert_eq!(parse.signature, "export function parseConfig(text: string): Config");
     assert!(chunk(Path::new("a.tsx"), "export const A = () => <div/>;\n", 2000).is_some());
     assert!(chunk(Path::new("a.js"), "function a() {}\n", 2000).is_some());
