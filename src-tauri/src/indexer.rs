@@ -149,6 +149,7 @@ fn index_then_watch(root: &std::path::Path, stop: &Arc<AtomicBool>, sink: &Sink)
 
 fn stage_name(stage: IndexStage) -> &'static str {
     match stage {
+        IndexStage::Conversations => "conversations",
         IndexStage::Files => "files",
         IndexStage::Embedding => "embeddings",
         IndexStage::Summaries => "summaries",

@@ -45,6 +45,29 @@ pub enum Command {
         /// The id.
         id: String,
     },
+    /// Conversations as a graph: fork, merge, cherry-pick, lineage, rename, delete, export,
+    /// resume. Messages are stored once; a fork or a merge refers to them, never copies them.
+    /// Message indices are 0-based (`zblade show CONV` lists them).
+    #[command(subcommand)]
+    Conv(ConvCommand),
+    /// Every prompt you typed in this project (recorded turns, imported sessions, the app),
+    /// newest first, each text once. --search narrows to prompts holding every word (the last
+    /// one as a prefix, as a shell's Ctrl-R).
+    History {
+        /// Only prompts holding every word of this text.
+        #[arg(long, short = 's', value_name = "TEXT")]
+        search: Option<String>,
+        /// How many prompts.
+        #[arg(long, short = 'n', default_value_t = 50)]
+        limit: usize,
+        /// Every zblade project this machine's agents worked in (the projects `zblade import
+        /// --all-projects` would find), not only this one.
+        #[arg(long)]
+        all_projects: bool,
+    },
+    /// How messages are stored: conversations, message references, distinct messages stored,
+    /// how many are shared, bytes saved by sharing, and orphans (`zblade gc` removes them).
+    Stats,
     /// Search messages, moments, conversations and project files: keyword, semantic or hybrid.
     Search(SearchArgs),
     /// Assemble the memory most useful for QUERY into a token budget: instructions, what the
@@ -75,8 +98,9 @@ pub enum Command {
     /// are skipped) and embed every message, moment and code chunk not embedded yet (local
     /// model, nothing leaves the machine). Incremental: unchanged files are not read again.
     Index,
-    /// Remove vectors nothing uses any more and the vector tables of models no longer
-    /// configured (after switching models).
+    /// Remove stored messages no conversation uses any more (after `zblade conv delete`),
+    /// vectors nothing uses and the vector tables of models no longer configured (after
+    /// switching models).
     Gc,
     /// Embedding models: list the installed and known ones, download one by name.
     #[command(subcommand)]
@@ -147,6 +171,91 @@ pub enum Command {
         #[arg(value_enum)]
         event: HookEvent,
     },
+}
+
+/// `zblade conv …`
+#[derive(Debug, Subcommand)]
+pub enum ConvCommand {
+    /// Start a new conversation from ID's messages up to and including MSG (an index, 0 is
+    /// the first, or a message id). Nothing is copied: the fork refers to those messages.
+    Fork {
+        /// The conversation to fork.
+        id: String,
+        /// The last message to keep: its index (0-based) or its id.
+        #[arg(long, value_name = "MSG|INDEX")]
+        after: String,
+        /// The fork's title (default: the parent's with " (fork)").
+        #[arg(long)]
+        title: Option<String>,
+    },
+    /// Bring messages of SOURCE into TARGET (appended, or inserted before index --at).
+    Merge {
+        /// The conversation that receives the messages.
+        target: String,
+        /// The conversation they come from.
+        source: String,
+        /// Indices (0-based) of SOURCE's messages, comma-separated: 3,4
+        #[arg(long, value_delimiter = ',', required = true, num_args = 1..)]
+        messages: Vec<usize>,
+        /// Insert before this index of TARGET (default: append).
+        #[arg(long)]
+        at: Option<usize>,
+    },
+    /// Bring message INDEX of SOURCE into TARGET, with the --context messages before it (the
+    /// question an answer needs).
+    CherryPick {
+        /// The conversation that receives the messages.
+        target: String,
+        /// The conversation they come from.
+        source: String,
+        /// The message's index (0-based) in SOURCE.
+        index: usize,
+        /// How many messages before it come along.
+        #[arg(long, default_value_t = 0)]
+        context: usize,
+    },
+    /// Where a conversation came from and what came of it: ancestors, forks (as a tree) and
+    /// merges in and out.
+    Lineage {
+        /// The conversation.
+        id: String,
+    },
+    /// Give a conversation a new title.
+    Rename {
+        /// The conversation.
+        id: String,
+        /// Its new title.
+        title: String,
+    },
+    /// Delete a conversation. Messages other conversations use stay; `zblade gc` removes the
+    /// ones nothing uses any more.
+    Delete {
+        /// The conversation.
+        id: String,
+    },
+    /// Print a conversation as a markdown transcript or as JSON (every message inline).
+    Export {
+        /// The conversation.
+        id: String,
+        /// markdown or json.
+        #[arg(long, value_enum, default_value_t = ExportArg::Markdown)]
+        format: ExportArg,
+    },
+    /// Print a conversation as a client would reload it to go on: the newest one of the
+    /// project, or ID.
+    Resume {
+        /// The conversation (default: the most recently updated).
+        id: Option<String>,
+    },
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ExportArg {
+    /// A readable transcript.
+    Markdown,
+    /// JSON, every message inline with where it came from.
+    Json,
 }
 
 /// `zblade mcp` arguments.

@@ -83,6 +83,13 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Add(add) => commands::add::run(cx, add)?,
         Command::List(list) => commands::list::run(cx, list)?,
         Command::Show { id } => commands::show::run(cx, &id)?,
+        Command::Conv(command) => commands::conv::run(cx, command)?,
+        Command::History {
+            search,
+            limit,
+            all_projects,
+        } => commands::conv::history(cx, search.as_deref(), limit, all_projects)?,
+        Command::Stats => commands::conv::stats(cx)?,
         Command::Search(args) => commands::search::run(cx, args)?,
         Command::Context(args) => commands::context::run(cx, args)?,
         Command::Moments(command) => commands::moments::run(cx, command)?,

@@ -47,7 +47,7 @@ fn one_line(text: &str, max: usize) -> String {
     }
 }
 
-fn human_bytes(bytes: u64) -> String {
+pub(crate) fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
     let mut value = bytes as f64;
     let mut unit = 0;
@@ -205,6 +205,9 @@ impl<W: Write> Out<W> {
             }
             let snippet = self.highlight(&h.snippet);
             line!(self, "    {snippet}")?;
+            if !found.also_in.is_empty() {
+                line!(self, "    also in: {}", found.also_in.join(", "))?;
+            }
             for r in &found.references {
                 self.reference_block(r, SEARCH_CODE_LINES)?;
             }
@@ -723,6 +726,13 @@ impl Render for ModelImport {
 
 impl Render for IndexReport {
     fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        if self.converted > 0 {
+            line!(
+                out,
+                "Conversations: {} converted to manifests over the message store (messages stored once).",
+                self.converted
+            )?;
+        }
         let c = &self.code;
         line!(
             out,

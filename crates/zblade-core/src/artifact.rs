@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::graph::{Compaction, ForkPoint, MergeRecord, MessageOrigin, SharedPrefix, TokenUsage};
 use crate::{Error, PathGuard, Result, ids, paths};
 
 /// The artifact version this build writes.
@@ -52,6 +53,22 @@ pub struct Conversation {
     /// Counters and tags.
     #[serde(default)]
     pub metadata: ConversationMetadata,
+    /// Where this conversation was forked from (`zblade conv fork`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkPoint>,
+    /// Merges and cherry-picks into this conversation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<MergeRecord>,
+    /// What a compaction summarised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<Compaction>,
+    /// Tokens used, as the client reported them.
+    #[serde(default, skip_serializing_if = "TokenUsage::is_empty")]
+    pub token_usage: TokenUsage,
+    /// Local storage only: the first messages are stored (and indexed) as another
+    /// conversation's, which a fork shares with its parent. Never part of the JSON.
+    #[serde(skip)]
+    pub shared_prefix: Option<SharedPrefix>,
     /// Fields this version does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -106,6 +123,11 @@ pub struct Message {
     /// Tools the assistant called in this message, each with its result when one came back.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
+    /// How the message got into this conversation (inherited from a fork's parent, merged);
+    /// kept by the conversation, not the stored message, so a message merged elsewhere is
+    /// still stored once. `None`: written here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<MessageOrigin>,
     /// Fields this version does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -122,6 +144,7 @@ impl Message {
             code_references: Vec::new(),
             model: None,
             tool_calls: Vec::new(),
+            origin: None,
             extra: Map::new(),
         }
     }
@@ -373,6 +396,11 @@ fn default_relevance() -> f64 {
 
 /// Parses a conversation document; no validation beyond the schema.
 pub fn parse_conversation(bytes: &[u8], source_name: &str) -> Result<Conversation> {
+    parse_json(bytes, source_name)
+}
+
+/// Parses one stored message (`artifacts/messages/…`); no validation beyond the schema.
+pub fn parse_message(bytes: &[u8], source_name: &str) -> Result<Message> {
     parse_json(bytes, source_name)
 }
 

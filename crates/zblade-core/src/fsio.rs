@@ -155,7 +155,8 @@ fn temp_path_for(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}{TEMP_MARKER}{unique}"))
 }
 
-fn sync_dir(dir: &Path) -> Result<()> {
+/// Fsyncs a directory, so that renames and removals in it survive a power loss.
+pub fn sync_dir(dir: &Path) -> Result<()> {
     // Directories can be opened read-only and fsynced on Unix; elsewhere this is best effort.
     match File::open(dir) {
         Ok(d) => match d.sync_all() {

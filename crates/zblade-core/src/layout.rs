@@ -68,6 +68,15 @@ impl Layout {
     pub fn conversations_dir(&self) -> PathBuf {
         self.artifacts_dir().join("conversations")
     }
+    /// `.zblade/artifacts/messages/`: every message once, named by its SHA-256.
+    pub fn messages_dir(&self) -> PathBuf {
+        self.artifacts_dir().join("messages")
+    }
+    /// The file of the stored message named `sha256` (already checked to be a digest):
+    /// `messages/ab/abcdef….json`, 256 folders so none grows huge.
+    pub fn message_path(&self, sha256: &str) -> PathBuf {
+        self.messages_dir().join(&sha256[..2]).join(format!("{sha256}.json"))
+    }
     /// `.zblade/artifacts/moments/`.
     pub fn moments_dir(&self) -> PathBuf {
         self.artifacts_dir().join("moments")

@@ -18,6 +18,7 @@
 pub mod artifact;
 pub mod error;
 pub mod fsio;
+pub mod graph;
 pub mod ids;
 pub mod layout;
 pub mod paths;
@@ -31,6 +32,10 @@ pub use artifact::{
     MomentType, Provenance, ReferenceDiff, Role, ToolCall, ToolResult, parse_conversation, parse_moment, sha256_hex,
 };
 pub use error::{Error, Result};
+pub use graph::{
+    Compaction, ForkPoint, Manifest, MergeRecord, MessageOrigin, MessageRef, SharedPrefix, StoredConversation, TokenUsage,
+    message_sha256, parse_stored_conversation,
+};
 pub use layout::Layout;
 pub use protected::PathGuard;
 pub use reference_status::ReferenceStatus;

@@ -320,11 +320,40 @@ impl Project {
         let retrieved = storage.retrieve(self, search_text, time, request.mode)?;
         timings.search_ms = retrieved.search_ms;
         notices.extend(retrieved.notices);
+        let mut retrieved_candidates = retrieved.candidates;
+        // A fork's inherited messages are indexed under its parent; for the fork they are its
+        // own turns (session affinity, exclusion), so they are named as the fork's.
+        for fork in [request.conversation.as_deref(), request.exclude_conversation.as_deref()]
+            .into_iter()
+            .flatten()
+        {
+            self.claim_shared_messages(fork, &mut retrieved_candidates)?;
+        }
         let excluded = request.exclude_conversation.as_deref();
-        candidates.extend(retrieved.candidates.into_iter().filter(|candidate| {
+        candidates.extend(retrieved_candidates.into_iter().filter(|candidate| {
             !matches!((&candidate.item, excluded), (Item::Message { conversation, .. }, Some(skip)) if conversation == skip)
         }));
         Ok(Some(retrieved.mode))
+    }
+
+    /// Names as `fork`'s the retrieved messages it shares with an ancestor (local storage;
+    /// a sync server stores forks as copies, already under their own id).
+    fn claim_shared_messages(&self, fork: &str, candidates: &mut [Candidate]) -> Result<()> {
+        if self.settings.storage.mode != zblade_core::StorageMode::Local {
+            return Ok(());
+        }
+        let index = self.index()?;
+        for candidate in candidates {
+            if let Item::Message {
+                conversation, message, ..
+            } = &mut candidate.item
+                && conversation != fork
+                && index.sharing_message(conversation, message)?.iter().any(|c| c == fork)
+            {
+                *conversation = fork.to_string();
+            }
+        }
+        Ok(())
     }
 
     /// A file (or lines of it) named with `@file:`, read from the working tree now through the

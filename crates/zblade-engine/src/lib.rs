@@ -23,6 +23,7 @@ mod documents;
 mod extract;
 mod files;
 mod fsck;
+mod graph;
 mod import;
 mod lock;
 mod migrate;
@@ -30,6 +31,7 @@ mod models;
 mod project;
 mod record;
 mod refs;
+mod registry;
 mod remote;
 mod scan;
 mod search;
@@ -50,6 +52,7 @@ pub use documents::{DOCUMENT_SOURCE, DocumentsAdded};
 pub use extract::ExtractReport;
 pub use files::{DEFAULT_READ_LINES, MAX_READ_BYTES, ProjectFile};
 pub use fsck::{FsckReport, Problem, ProblemKind};
+pub use graph::{ExportFormat, ForkTree, GraphOutcome, Lineage, MessageSelector, StoreStats};
 pub use import::{ImportProgress, ImportReport, ImportRequest, ImportSource, ImportedConversation, detect_agents};
 pub use migrate::{
     CleanupReport, Direction as MigrationDirection, MigrationReport, Phase as MigrationPhase, Plan as MigrationPlan,
@@ -59,6 +62,7 @@ pub use models::{ModelDownload, ModelEntry, ModelImport, models_dir};
 pub use project::{AddOutcome, InitReport, Project, ReindexReport};
 pub use record::{Exchange, Recorded};
 pub use refs::{Location, ReferenceReport};
+pub use registry::{history_of_all_projects, known_projects};
 pub use remote::connect;
 pub use search::{Hit, SearchResults};
 pub use semantic::{
@@ -79,7 +83,7 @@ pub use zblade_core::{
 pub use zblade_import::Detected as DetectedSource;
 pub use zblade_import::detect::Places as AgentPlaces;
 pub use zblade_index::{
-    ConversationSummary, HitKind, LiveLocation, MomentSummary, SearchFilter, SearchHit, SearchKind, SearchQuery,
+    ConversationSummary, HitKind, LineageNode, LiveLocation, MergeEdge, MomentSummary, Prompt, SearchFilter, SearchHit, SearchKind, SearchQuery,
     StoredReference,
 };
 pub use zblade_refs::watcher::WatchOptions;

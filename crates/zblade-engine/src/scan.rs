@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use zblade_core::{Conversation, Error, Layout, Moment, Result, fsio, parse_conversation, parse_moment, sha256_hex};
+use zblade_core::{Conversation, Error, Layout, Moment, Result, fsio, parse_moment, sha256_hex};
 
 /// An artifact file read from disk and checked.
 pub struct Loaded<T> {
@@ -28,17 +28,10 @@ pub struct Scan {
     pub leftovers: Vec<PathBuf>,
 }
 
-/// Reads and validates one conversation artifact; the file name must match its id.
+/// Reads, resolves and validates one conversation artifact (either format); the file name
+/// must match its id.
 pub fn load_conversation(layout: &Layout, path: &Path) -> Result<Loaded<Conversation>> {
-    let (bytes, rel) = read(layout, path)?;
-    let conv = parse_conversation(&bytes, &rel)?;
-    conv.validate(&rel)?;
-    check_name(path, &conv.conversation_id, &rel, "conversation_id")?;
-    Ok(Loaded {
-        artifact: conv,
-        sha256: sha256_hex(&bytes),
-        path: rel,
-    })
+    crate::storage::manifests::load_conversation(layout, path)
 }
 
 /// Reads and validates one moment artifact; the file name must match its id.

@@ -14,6 +14,10 @@ pub struct Hit {
     pub hit: SearchHit,
     /// Code references of the message or moment, checked now, with current code.
     pub references: Vec<ReferenceReport>,
+    /// Other conversations holding this message: forks that share it with the conversation
+    /// it was found in, conversations it was merged into. One hit names them all.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also_in: Vec<String>,
 }
 
 /// The outcome of a search in some mode.
@@ -93,11 +97,42 @@ impl Project {
             })
             .collect();
         let references = self.references_of_many(&owners)?;
-        let hits = hits
+        // A message merged into other conversations is indexed under each (with its id); it
+        // is one hit, in the best-ranked place, naming the others.
+        let mut hits: Vec<Hit> = hits
             .into_iter()
             .zip(references)
-            .map(|(hit, references)| Hit { hit, references })
+            .map(|(hit, references)| Hit {
+                hit,
+                references,
+                also_in: Vec::new(),
+            })
             .collect();
-        Ok((hits, stale))
+        let mut first_place: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        let mut kept = Vec::with_capacity(hits.len());
+        for hit in hits.drain(..) {
+            if hit.hit.kind == HitKind::Message
+                && let Some(conv) = hit.hit.conversation_id.clone()
+            {
+                if let Some(&at) = first_place.get(&hit.hit.id) {
+                    let first: &mut Hit = &mut kept[at];
+                    first.also_in.push(conv);
+                    continue;
+                }
+                first_place.insert(hit.hit.id.clone(), kept.len());
+            }
+            kept.push(hit);
+        }
+        let index = self.index()?;
+        for hit in &mut kept {
+            if let (HitKind::Message, Some(conv)) = (hit.hit.kind, &hit.hit.conversation_id) {
+                for fork in index.sharing_message(conv, &hit.hit.id)? {
+                    if !hit.also_in.contains(&fork) {
+                        hit.also_in.push(fork);
+                    }
+                }
+            }
+        }
+        Ok((kept, stale))
     }
 }

@@ -65,6 +65,8 @@ pub struct EmbedReport {
 /// What `zblade index` did: project files first, then embeddings when a model is available.
 #[derive(Debug, Clone, Serialize)]
 pub struct IndexReport {
+    /// Conversations converted from format 1 (messages inline) to manifests.
+    pub converted: usize,
     /// Project files.
     pub code: CodeIndexReport,
     /// Embeddings; `None` when semantic search is unavailable (see `notice`).
@@ -78,6 +80,9 @@ pub struct IndexReport {
 /// Where a long index run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexStage {
+    /// Converting conversations stored with their messages inline (format 1) to manifests
+    /// over the message store; once per project.
+    Conversations,
     /// Reading and chunking project files.
     Files,
     /// Embedding chunks.
@@ -233,6 +238,8 @@ impl Project {
     /// covers everything and the report says why embeddings were skipped), then the
     /// summaries of conversations that grew by [`crate::REFRESH_EVERY`] messages.
     pub fn update_search_index(&mut self, progress: &mut dyn FnMut(IndexStage, usize, usize)) -> Result<IndexReport> {
+        let converted =
+            self.convert_conversations(&mut |done, total| progress(IndexStage::Conversations, done, total))?;
         let code = self.index_code(&mut |done, total| progress(IndexStage::Files, done, total))?;
         let (semantic, notice) = match self.embedder() {
             Err(e) => (None, Some(format!("{e}; only keyword search is indexed"))),
@@ -245,6 +252,7 @@ impl Project {
             progress(IndexStage::Summaries, done, total)
         })?;
         Ok(IndexReport {
+            converted,
             code,
             semantic,
             notice,

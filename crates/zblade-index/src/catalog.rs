@@ -153,6 +153,22 @@ impl Index {
         })
     }
 
+    /// Records that a conversation's artifact was rewritten without changing what it says
+    /// (converted to another format), so `fsck` does not take it for an edit.
+    pub fn set_artifact_sha256(&mut self, id: &str, sha256: &str) -> Result<()> {
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE conversations SET artifact_sha256 = ?2 WHERE id = ?1",
+                params![id, sha256],
+            )?;
+            tx.execute(
+                "UPDATE moments SET artifact_sha256 = ?2 WHERE inline = 1 AND conversation_id = ?1",
+                params![id, sha256],
+            )?;
+            Ok(())
+        })
+    }
+
     /// Removes a conversation (its messages, inline moments and references); false if absent.
     pub fn remove_conversation(&mut self, id: &str) -> Result<bool> {
         self.write(|tx| {
@@ -424,6 +440,7 @@ fn delete_conversation_rows(conn: &Connection, id: &str, files: &mut BTreeSet<St
         [id],
     )?;
     conn.execute("DELETE FROM messages WHERE conversation_id = ?1", [id])?;
+    conn.execute("DELETE FROM merges WHERE conversation_id = ?1", [id])?;
     conn.execute(
         "INSERT INTO conversations_fts(conversations_fts, rowid, title, tags)
          SELECT 'delete', rowid, title, tags FROM conversations WHERE id = ?1",
@@ -481,10 +498,12 @@ fn insert_conversation(
     files: &mut BTreeSet<String>,
 ) -> Result<(), Failure> {
     let id = conv.conversation_id.as_str();
+    let shared = conv.shared_prefix.as_ref().map_or(0, |p| p.messages);
     delete_conversation_rows(conn, id, files)?;
     conn.prepare_cached(
-        "INSERT INTO conversations (id, project_id, title, created_at, updated_at, message_count, tags, artifact_path, artifact_sha256, source)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "INSERT INTO conversations (id, project_id, title, created_at, updated_at, message_count, tags, artifact_path,
+                                    artifact_sha256, source, shared_from, shared_count, forked_from, forked_after)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )
     .and_then(|mut s| {
         s.execute(params![
@@ -493,13 +512,32 @@ fn insert_conversation(
             conv.title,
             ts(conv.created_at),
             ts(conv.updated_at),
-            conv.messages.len() as i64,
+            // A fresh fork is indexed from its manifest alone: no messages yet, `shared`
+            // inherited.
+            conv.messages.len().max(shared) as i64,
             tags_json(conv.tags()),
             artifact_path,
             sha256,
-            conv.metadata.source.as_ref().map(|s| s.tool.as_str())
+            conv.metadata.source.as_ref().map(|s| s.tool.as_str()),
+            conv.shared_prefix.as_ref().map(|p| p.conversation_id.as_str()),
+            shared as i64,
+            conv.forked_from.as_ref().map(|f| f.conversation_id.as_str()),
+            conv.forked_from.as_ref().map(|f| f.after_index as i64),
         ])
     })?;
+    for merge in &conv.merged_from {
+        conn.prepare_cached(
+            "INSERT INTO merges (conversation_id, source_id, messages, merged_at) VALUES (?1, ?2, ?3, ?4)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                id,
+                merge.conversation_id,
+                merge.indices.len() as i64,
+                ts(Some(merge.merged_at))
+            ])
+        })?;
+    }
     conn.prepare_cached("INSERT INTO conversations_fts(rowid, title, tags) VALUES (last_insert_rowid(), ?1, ?2)")
         .and_then(|mut s| s.execute(params![conv.title, tags_json(conv.tags())]))?;
     {
@@ -507,7 +545,8 @@ fn insert_conversation(
         let mut insert_message = conn.prepare_cached(
             "INSERT INTO messages (conversation_id, id, seq, role, content, timestamp) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?;
-        for (seq, message) in conv.messages.iter().enumerate() {
+        // A fork's shared messages are indexed once, under the conversation that wrote them.
+        for (seq, message) in conv.messages.iter().enumerate().skip(shared) {
             let timestamp = ts(message.timestamp.or(conv.created_at));
             insert_message.execute(params![
                 id,

@@ -22,6 +22,7 @@ mod chunks;
 mod code;
 mod filter;
 pub mod fts;
+mod graph;
 mod memory;
 mod references;
 pub mod schema;
@@ -39,6 +40,7 @@ pub use catalog::{
 pub use chunks::{ChunkRow, ChunkSource, hit_key};
 pub use code::{CodeChunkRow, CodeFileState, CodeFileUpdate, StoredCodeChunk, parse_code_key};
 pub use filter::SearchFilter;
+pub use graph::{LineageNode, MergeEdge, Prompt};
 pub use memory::MemoryText;
 pub use references::{LiveLocation, StoredReference};
 pub use search::{HitKind, SearchHit, SearchKind, SearchQuery};

@@ -63,14 +63,50 @@ impl Index {
         })
     }
 
-    /// The last `n` messages of a conversation, newest first.
+    /// The last `n` messages of a conversation, newest first. A fork's messages shared with
+    /// its parent count as its own: they are read from the parent (and its parent, …), indexed
+    /// there once.
     pub fn recent_messages(&self, conversation: &str, n: usize) -> Result<Vec<MemoryText>> {
         self.read(|conn| {
             let run = || -> rusqlite::Result<Vec<MemoryText>> {
                 let mut stmt = conn.prepare_cached(&format!(
-                    "{MESSAGE_COLUMNS} WHERE m.conversation_id = ?1 ORDER BY m.seq DESC LIMIT ?2"
+                    "{MESSAGE_COLUMNS} WHERE m.conversation_id = ?1 AND m.seq < ?2 ORDER BY m.seq DESC LIMIT ?3"
                 ))?;
-                stmt.query_map(params![conversation, n as i64], message_row)?.collect()
+                let mut shared =
+                    conn.prepare_cached("SELECT shared_from, shared_count FROM conversations WHERE id = ?1")?;
+                let mut out = Vec::new();
+                let own_title: Option<String> = conn
+                    .query_row("SELECT title FROM conversations WHERE id = ?1", [conversation], |r| r.get(0))
+                    .optional()?;
+                let (mut current, mut below) = (conversation.to_string(), i64::MAX);
+                // Each step moves to a parent; the depth bound stops a damaged, cyclic index.
+                for _ in 0..10_000 {
+                    let mut rows: Vec<MemoryText> = stmt
+                        .query_map(params![current, below, (n - out.len()) as i64], message_row)?
+                        .collect::<rusqlite::Result<_>>()?;
+                    // Inherited turns are the fork's own: named by it, under its title.
+                    if current != conversation {
+                        for row in &mut rows {
+                            row.key = format!("{conversation}/{}", row.id);
+                            row.conversation_id = Some(conversation.to_string());
+                            row.title = own_title.clone();
+                        }
+                    }
+                    out.extend(rows);
+                    if out.len() >= n {
+                        break;
+                    }
+                    let parent: Option<(Option<String>, i64)> =
+                        shared.query_row([&current], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+                    match parent {
+                        Some((Some(parent), count)) if count > 0 => {
+                            current = parent;
+                            below = below.min(count);
+                        }
+                        _ => break,
+                    }
+                }
+                Ok(out)
             };
             run()
         })

@@ -4,7 +4,7 @@
 //! user_version = i` to `i + 1`. Released migrations are never edited; a change is a new entry.
 
 /// Every migration, oldest first.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build creates and expects.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -190,4 +190,26 @@ CREATE INDEX idx_code_chunks_vector_cid ON code_chunks(vector_cid);
 CREATE VIRTUAL TABLE code_fts USING fts5(
     symbol, signature, text, content='', contentless_delete=1, tokenize='porter unicode61'
 );
+"#;
+
+/// Version 5: the conversation graph. A fork shares its parent's first `shared_count`
+/// messages (`shared_from`), which are indexed once, under the parent; `forked_from` and
+/// `merges` answer lineage questions without reading artifacts; `idx_messages_role_time`
+/// lists the prompts a user typed, newest first (`zblade history`).
+const V5: &str = r#"
+ALTER TABLE conversations ADD COLUMN shared_from TEXT;
+ALTER TABLE conversations ADD COLUMN shared_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE conversations ADD COLUMN forked_from TEXT;
+ALTER TABLE conversations ADD COLUMN forked_after INTEGER;
+CREATE INDEX idx_conv_shared_from ON conversations(shared_from);
+CREATE INDEX idx_conv_forked_from ON conversations(forked_from);
+CREATE TABLE merges (
+    conversation_id TEXT NOT NULL,
+    source_id TEXT NOT NULL,
+    messages INTEGER NOT NULL,
+    merged_at TEXT NOT NULL
+);
+CREATE INDEX idx_merges_conv ON merges(conversation_id);
+CREATE INDEX idx_merges_source ON merges(source_id);
+CREATE INDEX idx_messages_role_time ON messages(role, timestamp DESC);
 "#;

@@ -9,6 +9,7 @@ pub(crate) fn run(cx: &mut Ctx) -> Result<(), Error> {
     let mut bar = cx.bar();
     let report = project.update_search_index(&mut |stage, done, total| {
         let what = match stage {
+            IndexStage::Conversations => "converting conversations",
             IndexStage::Files => "files",
             IndexStage::Embedding => "embedding",
             IndexStage::Summaries => "summaries",

@@ -5,6 +5,7 @@
 pub(crate) mod add;
 pub(crate) mod compressor;
 pub(crate) mod context;
+pub(crate) mod conv;
 pub(crate) mod fsck;
 pub(crate) mod gc;
 pub(crate) mod hook;

@@ -11,7 +11,7 @@ use zblade_core::{Conversation, Error, Moment, Result, fsio, sha256_hex};
 use zblade_index::{ConversationSummary, HitKind, MemoryText, MomentSummary, SearchFilter, SearchKind, SearchQuery};
 use zblade_search::chunk::cid;
 
-use super::{FoundMoment, Retrieved, Storage, TimeRange};
+use super::{FoundMoment, ForkRequest, Retrieved, Storage, TimeRange, manifests};
 use crate::context::{memory_candidate, millis_since, reference_candidate, retrieval_scale};
 use crate::lock::WriteLock;
 use crate::{AddOutcome, CANDIDATES, MessageMatch, Project, ReferenceReport, SearchMode, SearchResults, scan};
@@ -19,6 +19,34 @@ use crate::{AddOutcome, CANDIDATES, MessageMatch, Project, ReferenceReport, Sear
 /// Memory in `.zblade/`.
 #[derive(Debug)]
 pub(crate) struct LocalStorage;
+
+/// Stores conversations (messages, then manifests) and indexes them; the caller holds the
+/// write lock.
+fn store_and_index(project: &mut Project, convs: &[Conversation]) -> Result<()> {
+    let layout = project.layout.clone();
+    let writes = manifests::plan_writes(&layout, convs)?;
+    let hashes = manifests::write(&writes)?;
+    let stored: Vec<(Conversation, String)> = convs
+        .iter()
+        .zip(writes.prefixes)
+        .map(|(conv, prefix)| {
+            let path = layout.relative(&layout.conversation_path(&conv.conversation_id));
+            (
+                Conversation {
+                    shared_prefix: prefix,
+                    ..conv.clone()
+                },
+                path,
+            )
+        })
+        .collect();
+    let items: Vec<(&Conversation, &str, &str)> = stored
+        .iter()
+        .zip(&hashes)
+        .map(|((conv, path), hash)| (conv, path.as_str(), hash.as_str()))
+        .collect();
+    project.index_mut()?.put_conversations(&items)
+}
 
 /// Writes artifact files atomically as one batch; returns each file's SHA-256 for the index.
 fn write_artifacts(files: &[(PathBuf, Vec<u8>)]) -> Result<Vec<String>> {
@@ -34,7 +62,6 @@ impl Storage for LocalStorage {
     fn put_conversations(&self, project: &mut Project, prepared: &[Conversation]) -> Result<Vec<AddOutcome>> {
         let layout = project.layout.clone();
         let _lock = WriteLock::acquire(&layout)?;
-        let mut files = Vec::with_capacity(prepared.len());
         let mut outcomes = Vec::with_capacity(prepared.len());
         for conv in prepared {
             let path = layout.conversation_path(&conv.conversation_id);
@@ -44,19 +71,58 @@ impl Storage for LocalStorage {
                 artifact_path: layout.relative(&path),
                 messages: conv.messages.len(),
             });
-            files.push((path, conv.to_artifact_json()));
         }
-        // Artifacts first: they are the truth. If indexing fails below, `fsck --repair` finds
-        // the artifacts that the index lacks.
-        let hashes = write_artifacts(&files)?;
-        let items: Vec<(&Conversation, &str, &str)> = prepared
-            .iter()
-            .zip(&outcomes)
-            .zip(&hashes)
-            .map(|((conv, outcome), hash)| (conv, outcome.artifact_path.as_str(), hash.as_str()))
-            .collect();
-        project.index_mut()?.put_conversations(&items)?;
+        // Forks that share messages these conversations no longer start with get their own
+        // copy of the references first, so no manifest ever names a prefix that changed.
+        let detached = manifests::detach_dependents(project.index()?, &layout, prepared)?;
+        if !detached.is_empty() {
+            store_and_index(project, &detached)?;
+        }
+        // Artifacts first: they are the truth. If indexing fails, `fsck --repair` finds the
+        // artifacts that the index lacks.
+        store_and_index(project, prepared)?;
         Ok(outcomes)
+    }
+
+    fn fork(&self, project: &mut Project, request: &ForkRequest) -> Result<Conversation> {
+        let layout = project.layout.clone();
+        let _lock = WriteLock::acquire(&layout)?;
+        let fork = manifests::fork(&layout, request)?;
+        let hash = manifests::write(&manifests::Writes {
+            messages: Vec::new(),
+            manifests: vec![(
+                layout.conversation_path(&fork.conversation_id),
+                fork.manifest.to_artifact_json(),
+            )],
+            prefixes: Vec::new(),
+        })?;
+        let conv = fork.manifest.into_conversation(Vec::new());
+        let path = layout.relative(&layout.conversation_path(&conv.conversation_id));
+        project.index_mut()?.put_conversations(&[(&conv, &path, &hash[0])])?;
+        Ok(conv)
+    }
+
+    fn delete_conversation(&self, project: &mut Project, id: &str) -> Result<()> {
+        let layout = project.layout.clone();
+        let _lock = WriteLock::acquire(&layout)?;
+        let path = layout.conversation_path(id);
+        if !path.exists() {
+            return Err(Error::NotFound(format!("no conversation {id} in this project")));
+        }
+        // Forks keep the messages they share with it: their manifests list them first.
+        let dependents: Vec<Conversation> = project
+            .index()?
+            .sharing_from(id)?
+            .into_iter()
+            .map(|(dependent, _)| manifests::detached(&layout, &dependent))
+            .collect::<Result<_>>()?;
+        if !dependents.is_empty() {
+            store_and_index(project, &dependents)?;
+        }
+        std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
+        fsio::sync_dir(&layout.conversations_dir())?;
+        project.index_mut()?.remove_conversation(id)?;
+        Ok(())
     }
 
     fn put_moments(&self, project: &mut Project, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {

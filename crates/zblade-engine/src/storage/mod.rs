@@ -12,6 +12,7 @@
 //! trait; they belong to local mode and say so.
 
 mod local;
+pub(crate) mod manifests;
 mod server;
 
 use std::sync::Arc;
@@ -51,6 +52,19 @@ pub(crate) struct Retrieved {
 /// The time range a query named ("last week"), as `[since, until)`.
 pub(crate) type TimeRange = (DateTime<Utc>, DateTime<Utc>);
 
+/// A fork to make: `parent`'s messages up to and including `after`, under a new id.
+#[derive(Debug, Clone)]
+pub(crate) struct ForkRequest {
+    /// The conversation forked.
+    pub parent: String,
+    /// The last message the fork keeps.
+    pub after: crate::MessageSelector,
+    /// The fork's title; `None`: the parent's with " (fork)".
+    pub title: Option<String>,
+    /// The time of the fork.
+    pub now: DateTime<Utc>,
+}
+
 /// Where memory is kept. See the module documentation.
 pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
     /// Where memory is, as error messages say it: "in this project", "on the sync server".
@@ -61,6 +75,21 @@ pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
 
     /// Stores moments that [`Project::prepare_moments`] validated, each with its source name.
     fn put_moments(&self, project: &mut Project, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>>;
+
+    /// Makes a fork. The default copies the kept messages into a new conversation; local
+    /// storage shares them instead (nothing but a small manifest is written).
+    fn fork(&self, project: &mut Project, request: &ForkRequest) -> Result<Conversation> {
+        let parent = self.conversation(project, &request.parent)?;
+        let after = request
+            .after
+            .position(&request.parent, parent.messages.iter().map(|m| m.id.as_str()))?;
+        let fork = crate::graph::forked_copy(&parent, after, request);
+        self.put_conversations(project, std::slice::from_ref(&fork))?;
+        Ok(fork)
+    }
+
+    /// Deletes a conversation. Its messages stay while another conversation uses them.
+    fn delete_conversation(&self, project: &mut Project, id: &str) -> Result<()>;
 
     /// A page of conversations.
     fn list_conversations(

@@ -152,6 +152,21 @@ impl Storage for ServerStorage {
             .collect()
     }
 
+    fn delete_conversation(&self, project: &mut Project, id: &str) -> Result<()> {
+        let client = project.server_client()?;
+        let project_id = &project.settings.project.id;
+        let bytes = client
+            .get_record(project_id, Kind::Conversation, id)?
+            .ok_or_else(|| Error::NotFound(format!("no conversation {id} on the sync server")))?;
+        // Only the version just read: a conversation another client changed meanwhile stays.
+        match client.delete_record_if(project_id, Kind::Conversation, id, &zblade_core::sha256_hex(&bytes))? {
+            zblade_sync::Deleted::Yes | zblade_sync::Deleted::NotFound => Ok(()),
+            zblade_sync::Deleted::Changed => Err(Error::Usage(format!(
+                "conversation {id} changed on the sync server while it was being deleted; nothing was deleted"
+            ))),
+        }
+    }
+
     fn put_moments(&self, project: &mut Project, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
         let client = project.server_client()?;
         let project_id = &project.settings.project.id;
@@ -303,6 +318,7 @@ impl Storage for ServerStorage {
                 .map(|hit| Hit {
                     hit,
                     references: Vec::new(),
+                    also_in: Vec::new(),
                 })
                 .collect(),
             stale_files: Vec::new(),

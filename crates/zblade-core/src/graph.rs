@@ -1,0 +1,341 @@
+//! The conversation graph's on-disk format (seed 003, "git for conversations").
+//!
+//! Messages are immutable and stored once per project, named by the SHA-256 of their canonical
+//! JSON (`artifacts/messages/ab/<sha256>.json`). A conversation's artifact is a [`Manifest`]:
+//! its metadata and the ordered [`MessageRef`]s of its messages. A fork does not copy its
+//! parent's references either: its manifest says "my first N messages are the first N of
+//! conversation X" ([`SharedPrefix`]) and lists only the messages written after the fork, so
+//! forking a 10,000-message conversation writes a few hundred bytes.
+//!
+//! Everything above the storage layer sees a resolved [`Conversation`]; the graph shows there
+//! as [`Conversation::forked_from`], [`Conversation::merged_from`] and each message's
+//! [`Message::origin`].
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::artifact::{ConversationMetadata, InlineMoment, parse_json};
+use crate::{Conversation, Error, Message, Result, ids, sha256_hex};
+
+/// The manifest version this build writes (conversation artifacts of format 1 hold their
+/// messages inline and are still read).
+pub const MANIFEST_VERSION: &str = "2.0";
+
+/// Where a conversation got one of its messages.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum MessageOrigin {
+    /// Written in this conversation.
+    #[default]
+    Native,
+    /// Inherited from the conversation this one was forked from.
+    Inherited {
+        /// The fork's parent.
+        conversation_id: String,
+    },
+    /// Brought in by `zblade conv merge` or `cherry-pick`.
+    Merged {
+        /// Where it came from.
+        conversation_id: String,
+        /// Its index (0-based) there.
+        index: usize,
+    },
+}
+
+impl MessageOrigin {
+    fn is_native(&self) -> bool {
+        *self == MessageOrigin::Native
+    }
+}
+
+/// One message of a manifest: which stored message, and how it got here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageRef {
+    /// The message's id (unique within a conversation, as in format 1).
+    pub id: String,
+    /// SHA-256 of the stored message's canonical JSON: its file name.
+    pub sha256: String,
+    /// How the message got into this conversation.
+    #[serde(default, skip_serializing_if = "MessageOrigin::is_native")]
+    pub origin: MessageOrigin,
+}
+
+/// "The first `messages` messages of this conversation are those of `conversation_id`":
+/// how a fork shares its parent's messages without listing them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedPrefix {
+    /// The conversation whose messages are shared.
+    pub conversation_id: String,
+    /// How many of its first messages.
+    pub messages: usize,
+}
+
+/// Where a fork came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ForkPoint {
+    /// The parent conversation.
+    pub conversation_id: String,
+    /// The last message the fork kept.
+    pub after_message_id: String,
+    /// Its index (0-based) in the parent.
+    pub after_index: usize,
+    /// When the fork was made.
+    pub forked_at: DateTime<Utc>,
+}
+
+/// What a merge or cherry-pick brought in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct MergeRecord {
+    /// The conversation the messages came from.
+    pub conversation_id: String,
+    /// Their indices (0-based) there.
+    pub indices: Vec<usize>,
+    /// Where they were inserted in this conversation; `None`: appended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inserted_at: Option<usize>,
+    /// When.
+    pub merged_at: DateTime<Utc>,
+}
+
+/// What a compaction replaced with a summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compaction {
+    /// The summary standing in for the compacted messages.
+    pub summary: String,
+    /// Messages before this index were compacted.
+    pub compacted_before: usize,
+    /// When.
+    pub compacted_at: DateTime<Utc>,
+}
+
+/// Tokens a conversation used, as its client reported them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct TokenUsage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// Prompt tokens read from a provider's cache.
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to a provider's cache.
+    pub cache_creation_tokens: u64,
+}
+
+impl TokenUsage {
+    /// True when nothing was counted.
+    pub fn is_empty(&self) -> bool {
+        *self == TokenUsage::default()
+    }
+}
+
+/// A conversation artifact of format 2: metadata and ordered message references.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// `2.0`.
+    pub version: String,
+    /// `conv_…`.
+    pub conversation_id: String,
+    /// The project it belongs to.
+    #[serde(default)]
+    pub project_id: String,
+    /// When the conversation started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime<Utc>>,
+    /// When it last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<DateTime<Utc>>,
+    /// Its title.
+    #[serde(default)]
+    pub title: String,
+    /// Messages shared with another conversation, before [`Manifest::messages`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_prefix: Option<SharedPrefix>,
+    /// This conversation's own messages, in order, after the shared prefix.
+    #[serde(default)]
+    pub messages: Vec<MessageRef>,
+    /// Moments recorded inline with the conversation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moments: Vec<InlineMoment>,
+    /// Counters and tags.
+    #[serde(default)]
+    pub metadata: ConversationMetadata,
+    /// Where a fork came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkPoint>,
+    /// Merges and cherry-picks into this conversation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<MergeRecord>,
+    /// What a compaction summarised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<Compaction>,
+    /// Tokens used.
+    #[serde(default, skip_serializing_if = "TokenUsage::is_empty")]
+    pub token_usage: TokenUsage,
+    /// Fields this version does not know.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A conversation artifact as found on disk: format 1 (messages inline) or 2 (a manifest).
+#[derive(Debug, Clone)]
+pub enum StoredConversation {
+    /// Format 1: the whole conversation.
+    Inline(Conversation),
+    /// Format 2: a manifest of message references.
+    Manifest(Manifest),
+}
+
+/// Parses a conversation artifact of either format, by its `version`'s major number.
+pub fn parse_stored_conversation(bytes: &[u8], source_name: &str) -> Result<StoredConversation> {
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        version: String,
+    }
+    let probe: Probe = parse_json(bytes, source_name)?;
+    if probe.version.split('.').next() == Some("2") {
+        let manifest: Manifest = parse_json(bytes, source_name)?;
+        manifest.validate(source_name)?;
+        Ok(StoredConversation::Manifest(manifest))
+    } else {
+        let conv: Conversation = parse_json(bytes, source_name)?;
+        conv.validate(source_name)?;
+        Ok(StoredConversation::Inline(conv))
+    }
+}
+
+/// The stored form of a message: its JSON without the per-conversation [`Message::origin`].
+/// Its SHA-256 is the message's name, so the same message merged into three conversations is
+/// stored once.
+pub fn canonical_message(message: &Message) -> Vec<u8> {
+    let mut bytes = if message.origin.is_none() {
+        serde_json::to_vec(message)
+    } else {
+        let mut bare = message.clone();
+        bare.origin = None;
+        serde_json::to_vec(&bare)
+    }
+    .expect("messages serialise");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// The SHA-256 naming `message` in the store.
+pub fn message_sha256(message: &Message) -> String {
+    sha256_hex(&canonical_message(message))
+}
+
+/// True for 64 lowercase hex digits: the only names a manifest may point at, since they
+/// become file names.
+pub fn is_sha256(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+impl Manifest {
+    /// The manifest of `conv`, whose messages (after `shared_prefix`) are named by `refs`.
+    pub fn of(conv: &Conversation, shared_prefix: Option<SharedPrefix>, refs: Vec<MessageRef>) -> Manifest {
+        Manifest {
+            version: MANIFEST_VERSION.to_string(),
+            conversation_id: conv.conversation_id.clone(),
+            project_id: conv.project_id.clone(),
+            created_at: conv.created_at,
+            updated_at: conv.updated_at,
+            title: conv.title.clone(),
+            shared_prefix,
+            messages: refs,
+            moments: conv.moments.clone(),
+            metadata: conv.metadata.clone(),
+            forked_from: conv.forked_from.clone(),
+            merged_from: conv.merged_from.clone(),
+            compaction: conv.compaction.clone(),
+            token_usage: conv.token_usage.clone(),
+            extra: conv.extra.clone(),
+        }
+    }
+
+    /// The conversation this manifest describes, given all its messages in order (the shared
+    /// prefix's first). The conversation reads as format 1 (`1.0`) to everything above storage.
+    pub fn into_conversation(self, messages: Vec<Message>) -> Conversation {
+        Conversation {
+            version: crate::ARTIFACT_VERSION.to_string(),
+            conversation_id: self.conversation_id,
+            project_id: self.project_id,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            title: self.title,
+            messages,
+            moments: self.moments,
+            metadata: self.metadata,
+            forked_from: self.forked_from,
+            merged_from: self.merged_from,
+            compaction: self.compaction,
+            token_usage: self.token_usage,
+            shared_prefix: self.shared_prefix,
+            extra: self.extra,
+        }
+    }
+
+    /// Messages in the conversation: the shared prefix and its own.
+    pub fn len(&self) -> usize {
+        self.shared_prefix.as_ref().map_or(0, |p| p.messages) + self.messages.len()
+    }
+
+    /// True when the conversation has no messages.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The artifact as pretty JSON with a trailing newline.
+    pub fn to_artifact_json(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(self).expect("manifests serialise");
+        bytes.push(b'\n');
+        bytes
+    }
+
+    /// Checks what a manifest names before anything is read through it: a known version,
+    /// valid ids, and message names that are SHA-256 digests (they become file names).
+    pub fn validate(&self, source: &str) -> Result<()> {
+        if self.version.split('.').next() != Some("2") {
+            return Err(Error::field(
+                source,
+                "version",
+                format!("{:?} is not a manifest version (2.x)", self.version),
+            ));
+        }
+        let id_error = |field: String, reason: String| Error::field(source, field, reason);
+        ids::check_id(&self.conversation_id, Some(ids::CONVERSATION))
+            .map_err(|r| id_error("conversation_id".into(), r))?;
+        if let Some(prefix) = &self.shared_prefix {
+            ids::check_id(&prefix.conversation_id, Some(ids::CONVERSATION))
+                .map_err(|r| id_error("shared_prefix.conversation_id".into(), r))?;
+            if prefix.conversation_id == self.conversation_id {
+                return Err(id_error(
+                    "shared_prefix.conversation_id".into(),
+                    "a conversation cannot share its own messages".into(),
+                ));
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, message) in self.messages.iter().enumerate() {
+            ids::check_id(&message.id, None).map_err(|r| id_error(format!("messages[{i}].id"), r))?;
+            if !is_sha256(&message.sha256) {
+                return Err(id_error(
+                    format!("messages[{i}].sha256"),
+                    format!("{:?} is not a SHA-256 digest", message.sha256),
+                ));
+            }
+            if !seen.insert(message.id.as_str()) {
+                return Err(id_error(
+                    format!("messages[{i}].id"),
+                    format!("{:?} appears twice", message.id),
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,605 @@
+//! Conversations as a graph (seed 003): fork, merge, cherry-pick, lineage, rename, delete,
+//! export, resume, and the user's prompt history.
+//!
+//! Every operation is written once here, over the storage seam: local storage shares messages
+//! by reference (see `storage::manifests`), a sync server gets whole conversations. Indices in
+//! this API are 0-based; the CLI says so in its help.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use chrono::Utc;
+use serde::Serialize;
+use zblade_core::{Conversation, Error, MergeRecord, Message, MessageOrigin, Result, Role, StoredConversation};
+use zblade_index::{LineageNode, MergeEdge, Prompt};
+
+use crate::Project;
+use crate::storage::{ForkRequest, manifests};
+
+/// A message of a conversation, named by its 0-based index or its id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MessageSelector {
+    /// The message at this 0-based index.
+    Index(usize),
+    /// The message with this id.
+    Id(String),
+}
+
+impl std::str::FromStr for MessageSelector {
+    type Err = Error;
+
+    /// `5` is an index, anything else a message id.
+    fn from_str(text: &str) -> Result<MessageSelector> {
+        let text = text.trim();
+        match text.parse::<usize>() {
+            Ok(index) => Ok(MessageSelector::Index(index)),
+            Err(_) if !text.is_empty() => Ok(MessageSelector::Id(text.to_string())),
+            Err(_) => Err(Error::Usage("name a message by its index (0 is the first) or its id".into())),
+        }
+    }
+}
+
+impl MessageSelector {
+    /// The index this selector names among `ids` (the messages of `conversation`, in order).
+    pub(crate) fn position<'a>(&self, conversation: &str, ids: impl ExactSizeIterator<Item = &'a str>) -> Result<usize> {
+        let len = ids.len();
+        match self {
+            MessageSelector::Index(index) if *index < len => Ok(*index),
+            MessageSelector::Index(index) => Err(out_of_range(conversation, *index, len)),
+            MessageSelector::Id(id) => {
+                let mut ids = ids;
+                ids.position(|m| m == id)
+                    .ok_or_else(|| Error::NotFound(format!("conversation {conversation} has no message {id}")))
+            }
+        }
+    }
+}
+
+fn out_of_range(conversation: &str, index: usize, len: usize) -> Error {
+    match len {
+        0 => Error::Usage(format!("message index {index} is out of range: {conversation} has no messages")),
+        _ => Error::Usage(format!(
+            "message index {index} is out of range: {conversation} has {len} messages (0–{})",
+            len - 1
+        )),
+    }
+}
+
+/// A fork as a copy (for storage that cannot share messages): the parent's first messages,
+/// each marked as inherited.
+pub(crate) fn forked_copy(parent: &Conversation, after: usize, request: &ForkRequest) -> Conversation {
+    let messages: Vec<Message> = parent.messages[..=after]
+        .iter()
+        .cloned()
+        .map(|mut m| {
+            m.origin.get_or_insert(MessageOrigin::Inherited {
+                conversation_id: parent.conversation_id.clone(),
+            });
+            m
+        })
+        .collect();
+    Conversation {
+        version: zblade_core::ARTIFACT_VERSION.to_string(),
+        conversation_id: zblade_core::ids::new_id(zblade_core::ids::CONVERSATION),
+        project_id: parent.project_id.clone(),
+        created_at: Some(request.now),
+        updated_at: Some(request.now),
+        title: request
+            .title
+            .clone()
+            .unwrap_or_else(|| format!("{} (fork)", parent.title)),
+        metadata: zblade_core::ConversationMetadata {
+            total_messages: messages.len() as u64,
+            tags: parent.metadata.tags.clone(),
+            ..Default::default()
+        },
+        forked_from: Some(zblade_core::ForkPoint {
+            conversation_id: parent.conversation_id.clone(),
+            after_message_id: parent.messages[after].id.clone(),
+            after_index: after,
+            forked_at: request.now,
+        }),
+        messages,
+        moments: Vec::new(),
+        merged_from: Vec::new(),
+        compaction: None,
+        token_usage: Default::default(),
+        shared_prefix: None,
+        extra: serde_json::Map::new(),
+    }
+}
+
+/// What a fork, merge or cherry-pick made.
+#[derive(Debug, Clone, Serialize)]
+pub struct GraphOutcome {
+    /// The conversation created or changed.
+    pub conversation_id: String,
+    /// Its title.
+    pub title: String,
+    /// Messages in it now.
+    pub messages: usize,
+    /// Messages brought in (merge, cherry-pick) or kept (fork).
+    pub affected: usize,
+}
+
+/// Where a conversation sits in the graph.
+#[derive(Debug, Clone, Serialize)]
+pub struct Lineage {
+    /// The conversation asked about.
+    pub conversation: LineageNode,
+    /// Its parent, the parent's parent, … (nearest first).
+    pub ancestors: Vec<LineageNode>,
+    /// Its forks, each with theirs.
+    pub forks: Vec<ForkTree>,
+    /// Merges and cherry-picks into it and out of it.
+    pub merges: Vec<MergeEdge>,
+}
+
+/// A fork and the forks made from it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ForkTree {
+    /// The fork.
+    pub conversation: LineageNode,
+    /// Forks of it.
+    pub forks: Vec<ForkTree>,
+}
+
+/// What sharing saves, as `zblade stats` reports it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StoreStats {
+    /// Conversation artifacts.
+    pub conversations: usize,
+    /// Of them, still in format 1 (messages inline; `zblade index` converts them).
+    pub inline_conversations: usize,
+    /// Messages as conversations list them (a message in two conversations counts twice).
+    pub message_references: usize,
+    /// Distinct messages stored.
+    pub stored_messages: usize,
+    /// Stored messages used by more than one conversation.
+    pub shared_messages: usize,
+    /// Bytes of stored messages.
+    pub stored_bytes: u64,
+    /// Bytes that copying every conversation's messages would take.
+    pub bytes_if_copied: u64,
+    /// Bytes saved by sharing.
+    pub bytes_saved: u64,
+    /// Stored messages no conversation uses (`zblade gc` removes them).
+    pub orphans: usize,
+    /// Conversations that could not be read, with the reason.
+    pub unreadable: Vec<String>,
+}
+
+/// Export formats of `zblade conv export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// A readable transcript.
+    Markdown,
+    /// The conversation artifact in format 1 (every message inline, with its origin).
+    Json,
+}
+
+impl Project {
+    /// Forks conversation `id` after message `after`: a new conversation that starts with the
+    /// parent's messages up to and including that one.
+    pub fn fork_conversation(&mut self, id: &str, after: &MessageSelector, title: Option<&str>) -> Result<GraphOutcome> {
+        check_conversation_id(id)?;
+        let request = ForkRequest {
+            parent: id.to_string(),
+            after: after.clone(),
+            title: title.map(clean_title).transpose()?,
+            now: Utc::now(),
+        };
+        let storage = self.storage.clone();
+        let fork = storage.fork(self, &request)?;
+        let kept = fork.forked_from.as_ref().map_or(0, |f| f.after_index + 1);
+        Ok(GraphOutcome {
+            conversation_id: fork.conversation_id,
+            title: fork.title,
+            messages: kept,
+            affected: kept,
+        })
+    }
+
+    /// Brings messages `indices` of `source` into `target`, appended or inserted at `at`.
+    /// The messages are not copied: `target` refers to them.
+    pub fn merge_messages(&mut self, target: &str, source: &str, indices: &[usize], at: Option<usize>) -> Result<GraphOutcome> {
+        check_conversation_id(target)?;
+        check_conversation_id(source)?;
+        if target == source {
+            return Err(Error::Usage(format!(
+                "cannot merge {target} into itself; fork it to rearrange its messages"
+            )));
+        }
+        if indices.is_empty() {
+            return Err(Error::Usage("name at least one message to merge (--messages 3,4)".into()));
+        }
+        let mut target_conv = self.load_conversation(target)?;
+        let source_conv = self.load_conversation(source)?;
+        let mut seen = HashSet::new();
+        let mut brought = Vec::new();
+        for &index in indices {
+            if !seen.insert(index) {
+                continue;
+            }
+            let Some(message) = source_conv.messages.get(index) else {
+                return Err(out_of_range(source, index, source_conv.messages.len()));
+            };
+            if target_conv.messages.iter().any(|m| m.id == message.id) {
+                return Err(Error::Usage(format!(
+                    "message {index} of {source} ({}) is already in {target}",
+                    message.id
+                )));
+            }
+            let mut message = message.clone();
+            message.origin = Some(MessageOrigin::Merged {
+                conversation_id: source.to_string(),
+                index,
+            });
+            brought.push(message);
+        }
+        let len = target_conv.messages.len();
+        let position = match at {
+            Some(at) if at > len => {
+                return Err(Error::Usage(format!(
+                    "--at {at} is out of range: {target} has {len} messages, so 0–{len} (where {len} appends)"
+                )));
+            }
+            Some(at) => at,
+            None => len,
+        };
+        let now = Utc::now();
+        let count = brought.len();
+        target_conv.messages.splice(position..position, brought);
+        target_conv.merged_from.push(MergeRecord {
+            conversation_id: source.to_string(),
+            indices: seen.into_iter().collect::<std::collections::BTreeSet<_>>().into_iter().collect(),
+            inserted_at: at,
+            merged_at: now,
+        });
+        target_conv.updated_at = Some(now);
+        target_conv.metadata.total_messages = target_conv.messages.len() as u64;
+        let storage = self.storage.clone();
+        storage.put_conversations(self, std::slice::from_ref(&target_conv))?;
+        Ok(GraphOutcome {
+            conversation_id: target_conv.conversation_id,
+            title: target_conv.title,
+            messages: target_conv.messages.len(),
+            affected: count,
+        })
+    }
+
+    /// Brings message `index` of `source` into `target` with the `context` messages before
+    /// it (the question an answer needs), appended.
+    pub fn cherry_pick(&mut self, target: &str, source: &str, index: usize, context: usize) -> Result<GraphOutcome> {
+        let first = index.saturating_sub(context);
+        let indices: Vec<usize> = (first..=index).collect();
+        self.merge_messages(target, source, &indices, None)
+    }
+
+    /// Renames a conversation.
+    pub fn rename_conversation(&mut self, id: &str, title: &str) -> Result<()> {
+        check_conversation_id(id)?;
+        let title = clean_title(title)?;
+        let mut conv = self.load_conversation(id)?;
+        conv.title = title;
+        conv.updated_at = Some(Utc::now());
+        let storage = self.storage.clone();
+        storage.put_conversations(self, std::slice::from_ref(&conv))?;
+        Ok(())
+    }
+
+    /// Deletes a conversation; the messages other conversations use stay (`zblade gc` removes
+    /// the ones nothing uses any more).
+    pub fn delete_conversation(&mut self, id: &str) -> Result<()> {
+        check_conversation_id(id)?;
+        let storage = self.storage.clone();
+        storage.delete_conversation(self, id)
+    }
+
+    /// Where conversation `id` sits: ancestors, forks (recursively) and merges.
+    pub fn lineage(&self, id: &str) -> Result<Lineage> {
+        check_conversation_id(id)?;
+        let index = self.index()?;
+        let conversation = index
+            .lineage_node(id)?
+            .ok_or_else(|| Error::NotFound(format!("no conversation {id} in this project")))?;
+        let mut ancestors = Vec::new();
+        let mut chain = vec![id.to_string()];
+        let mut parent = conversation.forked_from.clone();
+        while let Some(pid) = parent {
+            if chain.contains(&pid) {
+                chain.push(pid);
+                return Err(Error::Usage(format!(
+                    "the index records a cycle in fork lineage: {}; `zblade reindex` rebuilds it from the artifacts",
+                    chain.join(" → ")
+                )));
+            }
+            chain.push(pid.clone());
+            match index.lineage_node(&pid)? {
+                Some(node) => {
+                    parent = node.forked_from.clone();
+                    ancestors.push(node);
+                }
+                // A deleted parent ends the chain; the fork still names it.
+                None => break,
+            }
+        }
+        // Forks breadth first; a conversation is visited once even if the index is damaged.
+        let mut visited: HashSet<String> = HashSet::from([id.to_string()]);
+        let mut children: HashMap<String, Vec<LineageNode>> = HashMap::new();
+        let mut queue = VecDeque::from([id.to_string()]);
+        while let Some(current) = queue.pop_front() {
+            let forks: Vec<LineageNode> = index
+                .forks_of(&current)?
+                .into_iter()
+                .filter(|f| visited.insert(f.id.clone()))
+                .collect();
+            queue.extend(forks.iter().map(|f| f.id.clone()));
+            children.insert(current, forks);
+        }
+        fn tree(id: &str, children: &mut HashMap<String, Vec<LineageNode>>) -> Vec<ForkTree> {
+            children
+                .remove(id)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|node| {
+                    let forks = tree(&node.id, children);
+                    ForkTree { conversation: node, forks }
+                })
+                .collect()
+        }
+        let forks = tree(id, &mut children);
+        Ok(Lineage {
+            conversation,
+            ancestors,
+            forks,
+            merges: index.merges_of(id)?,
+        })
+    }
+
+    /// Conversation `id` as text: a markdown transcript or format-1 JSON.
+    pub fn export_conversation(&self, id: &str, format: ExportFormat) -> Result<String> {
+        check_conversation_id(id)?;
+        let conv = self.load_conversation(id)?;
+        Ok(match format {
+            ExportFormat::Json => String::from_utf8(conv.to_artifact_json()).expect("JSON is UTF-8"),
+            ExportFormat::Markdown => markdown(&conv),
+        })
+    }
+
+    /// The conversation to resume: `id`, or the project's most recently updated one.
+    pub fn resume_conversation(&self, id: Option<&str>) -> Result<Conversation> {
+        let id = match id {
+            Some(id) => {
+                check_conversation_id(id)?;
+                id.to_string()
+            }
+            None => self
+                .list_conversations(1, 0, None)?
+                .into_iter()
+                .next()
+                .map(|c| c.id)
+                .ok_or_else(|| Error::NotFound("this project has no conversations to resume yet".into()))?,
+        };
+        self.load_conversation(&id)
+    }
+
+    /// Prompts the user typed in this project, newest first, each text once; only those
+    /// holding every word of `search` (the last as a prefix) when given.
+    pub fn history(&self, search: Option<&str>, limit: usize) -> Result<Vec<Prompt>> {
+        self.local_only("history")?;
+        self.index()?.prompts(search, limit)
+    }
+
+    /// How messages are stored and what sharing saves (local storage).
+    pub fn store_stats(&self) -> Result<StoreStats> {
+        self.local_only("stats")?;
+        let layout = &self.layout;
+        let mut stats = StoreStats::default();
+        let mut uses: HashMap<String, usize> = HashMap::new();
+        let mut listed: Vec<String> = Vec::new();
+        for entry in conversation_files(layout)? {
+            stats.conversations += 1;
+            let id = entry.trim_end_matches(".json");
+            let refs = manifests::read_stored(layout, id).and_then(|stored| match stored {
+                Some((stored, _)) => {
+                    if matches!(stored, StoredConversation::Inline(_)) {
+                        stats.inline_conversations += 1;
+                    }
+                    manifests::resolve_refs(layout, &stored)
+                }
+                None => Ok(Vec::new()),
+            });
+            match refs {
+                Ok(refs) => {
+                    stats.message_references += refs.len();
+                    for r in refs {
+                        *uses.entry(r.sha256.clone()).or_default() += 1;
+                        listed.push(r.sha256);
+                    }
+                }
+                Err(e) => stats.unreadable.push(format!("{entry}: {e}")),
+            }
+        }
+        let mut sizes: HashMap<String, u64> = HashMap::new();
+        for (sha, path) in manifests::stored_messages(layout)? {
+            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            stats.stored_messages += 1;
+            stats.stored_bytes += size;
+            if !uses.contains_key(&sha) {
+                stats.orphans += 1;
+            }
+            sizes.insert(sha, size);
+        }
+        stats.shared_messages = uses.values().filter(|&&n| n > 1).count();
+        stats.bytes_if_copied = listed.iter().map(|sha| sizes.get(sha).copied().unwrap_or(0)).sum();
+        let used_bytes: u64 = uses.keys().map(|sha| sizes.get(sha).copied().unwrap_or(0)).sum();
+        stats.bytes_saved = stats.bytes_if_copied.saturating_sub(used_bytes);
+        Ok(stats)
+    }
+
+    /// Removes stored messages no conversation uses; returns how many. A conversation that
+    /// cannot be read stops the collection (its messages might be the ones in question).
+    pub fn gc_messages(&mut self) -> Result<usize> {
+        if self.settings.storage.mode != zblade_core::StorageMode::Local {
+            return Ok(0);
+        }
+        let layout = self.layout.clone();
+        let _lock = crate::lock::WriteLock::acquire(&layout)?;
+        let mut used: HashSet<String> = HashSet::new();
+        for entry in conversation_files(&layout)? {
+            let id = entry.trim_end_matches(".json");
+            if let Some((stored, _)) = manifests::read_stored(&layout, id)? {
+                used.extend(manifests::resolve_refs(&layout, &stored)?.into_iter().map(|r| r.sha256));
+            }
+        }
+        let mut removed = 0;
+        let mut dirs = HashSet::new();
+        for (sha, path) in manifests::stored_messages(&layout)? {
+            if !used.contains(&sha) {
+                std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
+                dirs.insert(path.parent().map(|p| p.to_path_buf()).unwrap_or_default());
+                removed += 1;
+            }
+        }
+        for dir in dirs {
+            zblade_core::fsio::sync_dir(&dir)?;
+        }
+        Ok(removed)
+    }
+
+    /// Converts conversations still in format 1 (messages inline) to manifests over the
+    /// message store, one at a time; returns how many. Each conversation is checked before
+    /// its file is replaced (its messages read back from the store must equal the originals),
+    /// so an interruption at any point leaves every conversation readable, and running again
+    /// finishes the rest. `progress` gets (done, total).
+    pub fn convert_conversations(&mut self, progress: &mut dyn FnMut(usize, usize)) -> Result<usize> {
+        if self.settings.storage.mode != zblade_core::StorageMode::Local {
+            return Ok(0);
+        }
+        let layout = self.layout.clone();
+        let mut pending = Vec::new();
+        for entry in conversation_files(&layout)? {
+            let id = entry.trim_end_matches(".json").to_string();
+            // Unreadable files are fsck's to report; conversion skips them.
+            if let Ok(Some((StoredConversation::Inline(_), _))) = manifests::read_stored(&layout, &id) {
+                pending.push(id);
+            }
+        }
+        let total = pending.len();
+        for (done, id) in pending.iter().enumerate() {
+            progress(done, total);
+            let _lock = crate::lock::WriteLock::acquire(&layout)?;
+            let Some((StoredConversation::Inline(conv), _)) = manifests::read_stored(&layout, id)? else {
+                continue;
+            };
+            let writes = manifests::plan_writes(&layout, std::slice::from_ref(&conv))?;
+            manifests::write_messages(&writes)?;
+            for (i, message) in conv.messages.iter().enumerate() {
+                let sha = zblade_core::message_sha256(message);
+                let mut stored = manifests::read_message(&layout, &sha)?;
+                stored.origin = message.origin.clone();
+                if &stored != message {
+                    return Err(Error::field(
+                        &layout.relative(&layout.conversation_path(id)),
+                        format!("messages[{i}]"),
+                        "reads back differently from the message store; the conversation was left as it was",
+                    ));
+                }
+            }
+            let hashes = manifests::write_manifests(&writes)?;
+            self.index_mut()?.set_artifact_sha256(id, &hashes[0])?;
+        }
+        progress(total, total);
+        Ok(total)
+    }
+
+    fn local_only(&self, what: &str) -> Result<()> {
+        match self.settings.storage.mode {
+            zblade_core::StorageMode::Local => Ok(()),
+            zblade_core::StorageMode::Server => Err(Error::Usage(format!(
+                "`zblade {what}` reads this machine's store; this project keeps its memory on a sync server"
+            ))),
+        }
+    }
+}
+
+/// The file names of `artifacts/conversations/*.json`, sorted.
+fn conversation_files(layout: &zblade_core::Layout) -> Result<Vec<String>> {
+    let dir = layout.conversations_dir();
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(&dir, e)),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        let name = entry.map_err(|e| Error::io(&dir, e))?.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".json") && !name.starts_with('.') && !name.contains(zblade_core::fsio::TEMP_MARKER) {
+            names.push(name);
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+fn check_conversation_id(id: &str) -> Result<()> {
+    zblade_core::ids::check_id(id, Some(zblade_core::ids::CONVERSATION))
+        .map_err(|reason| Error::Usage(format!("not a conversation id: {reason}")))
+}
+
+fn clean_title(title: &str) -> Result<String> {
+    let title = title.trim();
+    if title.is_empty() {
+        return Err(Error::Usage("a title must not be empty".into()));
+    }
+    if title.chars().any(char::is_control) {
+        return Err(Error::Usage("a title must be one line without control characters".into()));
+    }
+    Ok(title.chars().take(200).collect())
+}
+
+fn markdown(conv: &Conversation) -> String {
+    let mut out = format!("# {}\n\n", conv.title);
+    out.push_str(&format!("- id: `{}`\n", conv.conversation_id));
+    if let Some(created) = conv.created_at {
+        out.push_str(&format!("- created: {}\n", created.to_rfc3339()));
+    }
+    if let Some(fork) = &conv.forked_from {
+        out.push_str(&format!(
+            "- forked from `{}` after message {}\n",
+            fork.conversation_id, fork.after_index
+        ));
+    }
+    for merge in &conv.merged_from {
+        out.push_str(&format!(
+            "- merged {} message(s) from `{}`\n",
+            merge.indices.len(),
+            merge.conversation_id
+        ));
+    }
+    for (i, message) in conv.messages.iter().enumerate() {
+        let who = match message.role {
+            Role::User => "User",
+            Role::Assistant => "Assistant",
+            Role::System => "System",
+            Role::Tool => "Tool",
+        };
+        out.push_str(&format!("\n## {i} · {who}"));
+        if let Some(time) = message.timestamp {
+            out.push_str(&format!(" · {}", time.format("%Y-%m-%d %H:%M")));
+        }
+        match &message.origin {
+            Some(MessageOrigin::Merged { conversation_id, index }) => {
+                out.push_str(&format!(" · from `{conversation_id}` #{index}"))
+            }
+            Some(MessageOrigin::Inherited { conversation_id }) => {
+                out.push_str(&format!(" · inherited from `{conversation_id}`"))
+            }
+            _ => {}
+        }
+        out.push_str("\n\n");
+        out.push_str(message.content.trim_end());
+        out.push('\n');
+    }
+    out
+}
