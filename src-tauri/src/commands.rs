@@ -33,7 +33,7 @@ async fn blocking<T: Send + 'static>(
 }
 
 /// Runs `work` on the blocking pool with the open project.
-async fn with_project<T: Send + 'static>(
+pub(crate) async fn with_project<T: Send + 'static>(
     app: AppHandle,
     work: impl FnOnce(&mut Project) -> AppResult<T> + Send + 'static,
 ) -> AppResult<T> {
@@ -187,7 +187,7 @@ pub async fn conversation_detail(app: AppHandle, id: String) -> AppResult<Conver
             messages: conversation
                 .messages
                 .iter()
-                .map(|m| MessageView::of(&conversation.conversation_id, m, &references))
+                .map(|m| MessageView::of(m, &references))
                 .collect(),
         }),
         _ => Err(AppError::new(

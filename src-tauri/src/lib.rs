@@ -19,6 +19,7 @@ pub mod commands;
 pub mod config;
 pub mod error;
 pub mod events;
+pub mod graph;
 pub mod guard;
 pub mod indexer;
 pub mod instance;
@@ -58,6 +59,10 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::project_status,
             commands::list_conversations,
             commands::conversation_detail,
+            graph::fork_conversation,
+            graph::merge_messages,
+            graph::conversation_lineage,
+            graph::prompt_history,
             commands::list_moments,
             commands::search,
             commands::context_preview,

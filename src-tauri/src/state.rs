@@ -86,7 +86,9 @@ impl AppState {
             ));
         }
         let mut project = if init {
-            Project::init(&root)?.0
+            let project = Project::init(&root)?.0;
+            zblade_engine::remember_project(&root);
+            project
         } else {
             Project::open(&root)?
         };

@@ -236,9 +236,10 @@ pub struct MessageView {
 }
 
 impl MessageView {
-    /// The view of `message` with the references whose key starts with its owner key.
-    pub fn of(conversation: &str, message: &Message, references: &[ReferenceReport]) -> Self {
-        let owner = format!("{conversation}/{}/", message.id);
+    /// The view of `message` with its references (those of its conversation, matched by
+    /// message id: a fork's inherited messages have theirs under the conversation that wrote
+    /// them).
+    pub fn of(message: &Message, references: &[ReferenceReport]) -> Self {
         MessageView {
             id: message.id.clone(),
             role: message.role,
@@ -246,7 +247,7 @@ impl MessageView {
             timestamp: message.timestamp.map(rfc3339).unwrap_or_default(),
             references: references
                 .iter()
-                .filter(|r| r.key.starts_with(&owner))
+                .filter(|r| r.message_id.as_deref() == Some(message.id.as_str()))
                 .map(|r| ReferenceView::of(r, false))
                 .collect(),
         }

@@ -150,16 +150,8 @@ fn claude_code_history_becomes_searchable_memory_with_honest_references() {
     let out = world.zblade(&["search", "argon2id brute-force", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(json(&out).to_string().contains(CONV));
-    let artifact: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(
-            world
-                .repo
-                .root()
-                .join(format!(".zblade/artifacts/conversations/{CONV}.json")),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let artifact: serde_json::Value =
+        serde_json::from_slice(&zblade_engine::local_conversation_json(world.repo.root(), CONV).unwrap()).unwrap();
     let read = &artifact["messages"][1];
     assert_eq!(read["tool_calls"][0]["name"], "Read");
     assert!(read["tool_calls"][0]["result"]["size"].as_u64().unwrap() > 0);

@@ -58,7 +58,12 @@ fn local_manifest(root: &Path, kind: Kind) -> BTreeMap<String, String> {
         .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
         .map(|e| {
             let id = e.path().file_stem().unwrap().to_string_lossy().into_owned();
-            (id, zblade_core::sha256_hex(&std::fs::read(e.path()).unwrap()))
+            // A conversation as a server stores it: its manifest resolved, every message inline.
+            let bytes = match kind {
+                Kind::Conversation => zblade_engine::local_conversation_json(root, &id).unwrap(),
+                Kind::Moment => std::fs::read(e.path()).unwrap(),
+            };
+            (id, zblade_core::sha256_hex(&bytes))
         })
         .collect()
 }
@@ -335,8 +340,8 @@ fn migration_killed_at_random_points_both_ways_loses_and_duplicates_nothing() {
     }
     assert_eq!(local_manifest(root, Kind::Moment), local_moments);
     // The code block became a reference to src/auth.ts; the code is not duplicated.
-    let srv = std::fs::read_to_string(root.join(".zblade/artifacts/conversations/conv_srv.json")).unwrap();
-    let srv: serde_json::Value = serde_json::from_str(&srv).unwrap();
+    let srv: serde_json::Value =
+        serde_json::from_slice(&zblade_engine::local_conversation_json(root, "conv_srv").unwrap()).unwrap();
     let message = &srv["messages"][0];
     assert_eq!(message["code_references"][0]["file"], "src/auth.ts");
     assert_eq!(message["code_references"][0]["lines"], serde_json::json!([1, 5]));
@@ -522,8 +527,7 @@ fn a_conversation_copied_from_another_project_migrates_both_ways() {
     migrate(&["migrate", "to-local", "--yes"]);
     assert_eq!(mode(root), StorageMode::Local);
     let home: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(root.join(".zblade/artifacts/conversations/conv_copied.json")).unwrap())
-            .unwrap();
+        serde_json::from_slice(&zblade_engine::local_conversation_json(root, "conv_copied").unwrap()).unwrap();
     assert_eq!(home["metadata"]["original_project_id"], "proj_someone_else");
     assert_eq!(home["messages"][0]["content"], "copied from another project");
     assert_eq!(local_manifest(root, Kind::Conversation).len(), 2);

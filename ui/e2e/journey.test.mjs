@@ -201,6 +201,58 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   await search.setValue("cache eviction");
   await browser.waitUntil(async () => (await browser.$$('[data-testid="search-hit"]')).length > 0, { timeout: 10_000 });
   await shot("08-search");
+  // 6b. The conversation graph: fork from a message, bring messages in, prompt history.
+  await view("conversations");
+  await (await byTest("conversation-row")).click();
+  await (await byTest("conversation-detail")).waitForDisplayed({ timeout: 10_000 });
+  const parentTitle = await (await browser.$('[data-testid="conversation-detail"] h1')).getText();
+  const forkButtons = await browser.$$('[data-testid="fork-here"]');
+  assert.ok(forkButtons.length >= 2, "every message offers Fork from here");
+  await forkButtons[1].click();
+  const strip = await byTest("lineage-strip");
+  await strip.waitForDisplayed({ timeout: 10_000 });
+  assert.match(await strip.getText(), /Forked from .* after message 2/);
+  assert.equal((await browser.$$('[data-testid="fork-here"]')).length, 2, "the fork holds the first two messages");
+  await shot("08b-forked");
+  await (await byTest("bring-in")).click();
+  const source = await byTest("bring-in-source");
+  await source.waitForDisplayed({ timeout: 5_000 });
+  // Another conversation than the parent (whose first messages the fork already holds).
+  let other = null;
+  for (const option of await source.$$("option")) {
+    const value = await option.getAttribute("value");
+    if (value && !(await option.getText()).startsWith(parentTitle)) {
+      other = value;
+      break;
+    }
+  }
+  assert.ok(other, "the picker offers the other conversation");
+  await source.selectByAttribute("value", other);
+  await browser.waitUntil(async () => (await browser.$$('[data-testid="bring-in-message"]')).length > 1, { timeout: 10_000 });
+  const boxes = await browser.$$('[data-testid="bring-in-message"]');
+  await boxes[0].click();
+  await boxes[1].click();
+  await shot("08c-bring-in");
+  await (await byTest("bring-in-merge")).click();
+  await browser.waitUntil(async () => (await browser.$$('[data-testid="fork-here"]')).length === 4, {
+    timeout: 10_000,
+    timeoutMsg: "the two messages were not brought in",
+  });
+  assert.match(await (await byTest("lineage-strip")).getText(), /Merged 2 from/);
+  await shot("08d-merged");
+  await view("history");
+  const history = await byTest("history-search");
+  await history.waitForDisplayed({ timeout: 5_000 });
+  await browser.waitUntil(async () => (await browser.$$('[data-testid="history-row"]')).length > 0, { timeout: 10_000 });
+  await history.setValue("refre");
+  await browser.waitUntil(
+    async () => {
+      const rows = await browser.$$('[data-testid="history-row"]');
+      return rows.length > 0 && /refresh/i.test(await rows[0].getText());
+    },
+    { timeout: 10_000, timeoutMsg: "history search found no prompt about refreshing" },
+  );
+  await shot("08e-history");
   await view("moments");
   await shot("09-moments");
   await view("context");

@@ -365,10 +365,14 @@ fn fsck_sees_edits_behind_the_index_and_repair_fixes_them() {
     assert_eq!(zblade(dir.path(), &["fsck"]).code, 0);
 
     std::fs::remove_file(path(0)).unwrap(); // deleted behind the index's back
-    let edited = std::fs::read_to_string(path(1))
-        .unwrap()
-        .replace("rotate it on use", "rotate it hourly");
-    std::fs::write(path(1), edited).unwrap(); // edited by hand
+    // Edited by hand: the conversation with its messages inline (format 1, as `conv export`
+    // writes it) put in place of its manifest.
+    let id1 = added[1]["id"].as_str().unwrap();
+    let exported = zblade(dir.path(), &["conv", "export", id1, "--format", "json"]);
+    assert_eq!(exported.code, 0, "{}", exported.stderr);
+    let edited = exported.stdout.replace("rotate it on use", "rotate it hourly");
+    assert_ne!(edited, exported.stdout);
+    std::fs::write(path(1), edited).unwrap();
     let unreadable = std::fs::read_to_string(path(2)).unwrap();
     std::fs::write(path(2), &unreadable[..unreadable.len() / 2]).unwrap(); // truncated
     let copy = dir.path().join(".zblade/artifacts/conversations/conv_01NEWFILE.json");
@@ -414,11 +418,18 @@ fn fsck_sees_edits_behind_the_index_and_repair_fixes_them() {
         run.stdout
     );
     assert!(run.stdout.contains("unreadable"));
-    assert_eq!(
-        search_hits(dir.path(), &["search", "hourly"]).as_array().unwrap().len(),
-        2,
-        "changed + missing indexed"
-    );
+    // Changed and missing are both indexed; the copy holds the same message (same id), so it
+    // is one hit naming both conversations.
+    let hits = search_hits(dir.path(), &["search", "hourly"]);
+    assert_eq!(hits.as_array().unwrap().len(), 1, "{hits}");
+    let mut holders = vec![
+        hits[0]["conversation_id"].as_str().unwrap().to_string(),
+        hits[0]["also_in"][0].as_str().unwrap().to_string(),
+    ];
+    holders.sort();
+    let mut expected = vec![id1.to_string(), "conv_01NEWFILE".to_string()];
+    expected.sort();
+    assert_eq!(holders, expected, "changed + missing indexed");
     let titles = search_hits(dir.path(), &["search", "part", "--kind", "conversations"]);
     assert_eq!(
         titles.as_array().unwrap().len(),

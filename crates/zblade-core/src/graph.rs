@@ -74,7 +74,6 @@ pub struct SharedPrefix {
 
 /// Where a fork came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ForkPoint {
     /// The parent conversation.
     pub conversation_id: String,
@@ -88,7 +87,6 @@ pub struct ForkPoint {
 
 /// What a merge or cherry-pick brought in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct MergeRecord {
     /// The conversation the messages came from.
     pub conversation_id: String,

@@ -523,6 +523,16 @@ impl Project {
     }
 }
 
+/// The conversation `id` stored under `root/.zblade/`, as format-1 JSON (every message inline,
+/// what a sync server stores), whatever the project's storage mode; for tools and tests that
+/// compare what is on disk with what is elsewhere.
+pub fn local_conversation_json(root: &std::path::Path, id: &str) -> Result<Vec<u8>> {
+    check_conversation_id(id)?;
+    let layout = zblade_core::Layout::new(root);
+    let path = layout.conversation_path(id);
+    Ok(crate::scan::load_conversation(&layout, &path)?.artifact.to_artifact_json())
+}
+
 /// The file names of `artifacts/conversations/*.json`, sorted.
 fn conversation_files(layout: &zblade_core::Layout) -> Result<Vec<String>> {
     let dir = layout.conversations_dir();
@@ -603,3 +613,7 @@ fn markdown(conv: &Conversation) -> String {
     }
     out
 }
+
+#[cfg(test)]
+#[path = "graph_tests.rs"]
+mod tests;

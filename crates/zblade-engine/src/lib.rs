@@ -52,7 +52,7 @@ pub use documents::{DOCUMENT_SOURCE, DocumentsAdded};
 pub use extract::ExtractReport;
 pub use files::{DEFAULT_READ_LINES, MAX_READ_BYTES, ProjectFile};
 pub use fsck::{FsckReport, Problem, ProblemKind};
-pub use graph::{ExportFormat, ForkTree, GraphOutcome, Lineage, MessageSelector, StoreStats};
+pub use graph::{ExportFormat, ForkTree, GraphOutcome, Lineage, MessageSelector, StoreStats, local_conversation_json};
 pub use import::{ImportProgress, ImportReport, ImportRequest, ImportSource, ImportedConversation, detect_agents};
 pub use migrate::{
     CleanupReport, Direction as MigrationDirection, MigrationReport, Phase as MigrationPhase, Plan as MigrationPlan,
@@ -62,7 +62,7 @@ pub use models::{ModelDownload, ModelEntry, ModelImport, models_dir};
 pub use project::{AddOutcome, InitReport, Project, ReindexReport};
 pub use record::{Exchange, Recorded};
 pub use refs::{Location, ReferenceReport};
-pub use registry::{history_of_all_projects, known_projects};
+pub use registry::{history_of_all_projects, known_projects, remember_project};
 pub use remote::connect;
 pub use search::{Hit, SearchResults};
 pub use semantic::{

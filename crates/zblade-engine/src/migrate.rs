@@ -16,6 +16,8 @@ use std::path::PathBuf;
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use zblade_core::{Error, Result, StorageMode, fsio, parse_conversation, parse_moment, sha256_hex};
+
+use crate::storage::manifests;
 use zblade_sync::{Client, Kind};
 
 use crate::Project;
@@ -252,7 +254,7 @@ impl Project {
                     files.sort();
                     for path in files {
                         let name = self.layout.relative(&path);
-                        match read_artifact(kind, &path, &name) {
+                        match read_artifact(&self.layout, kind, &path, &name) {
                             Ok((id, bytes)) => plan.items.push(PlannedItem {
                                 kind,
                                 id,
@@ -441,7 +443,7 @@ impl Project {
             let written_hash = match plan.direction {
                 Direction::ToServer => {
                     let path = folders.path(item.kind, &item.id)?;
-                    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+                    let bytes = artifact_bytes(&self.layout, item.kind, &path)?;
                     if sha256_hex(&bytes) != item.hash {
                         return Err(Error::Usage(format!(
                             "{} changed since the migration was planned; finish editing, delete .zblade/migration/ and run it again",
@@ -472,8 +474,28 @@ impl Project {
                         Kind::Moment => bytes,
                     };
                     let path = folders.path(item.kind, &item.id)?;
-                    fsio::write_atomic(&path, &bytes)?;
-                    sha256_hex(&bytes)
+                    match item.kind {
+                        // Its messages into the message store, then its manifest: the log
+                        // records the conversation as it reads back (every message inline).
+                        Kind::Conversation => {
+                            let name = self.layout.relative(&path);
+                            let conv = parse_conversation(&bytes, &name)?;
+                            conv.validate(&name)?;
+                            if conv.conversation_id != item.id {
+                                return Err(Error::Untrusted(format!(
+                                    "the server's record {} holds conversation {}",
+                                    item.id, conv.conversation_id
+                                )));
+                            }
+                            let writes = manifests::plan_writes(&self.layout, std::slice::from_ref(&conv))?;
+                            manifests::write(&writes)?;
+                            sha256_hex(&conv.to_artifact_json())
+                        }
+                        Kind::Moment => {
+                            fsio::write_atomic(&path, &bytes)?;
+                            sha256_hex(&bytes)
+                        }
+                    }
                 }
             };
             append_copied(&mut log, &log_path, item.kind, &item.id, &written_hash)?;
@@ -500,7 +522,7 @@ impl Project {
                 let folders = ArtifactFolders::proven(self)?;
                 for item in &plan.items {
                     let path = folders.path(item.kind, &item.id)?;
-                    if let Ok(bytes) = std::fs::read(&path) {
+                    if let Ok(bytes) = artifact_bytes(&self.layout, item.kind, &path) {
                         at_destination.insert((item.kind, item.id.clone()), sha256_hex(&bytes));
                     }
                 }
@@ -576,7 +598,7 @@ impl Project {
                 for item in &plan.items {
                     let path = folders.path(item.kind, &item.id)?;
                     // Only the bytes that were verified on the server: a file changed since stays.
-                    match std::fs::read(&path) {
+                    match artifact_bytes(&self.layout, item.kind, &path) {
                         Ok(bytes) if sha256_hex(&bytes) == item.hash => {
                             std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
                             report.removed += 1;
@@ -646,9 +668,29 @@ impl ArtifactFolders {
     }
 }
 
-/// An artifact file's id (checked against its name) and bytes; invalid files are refused.
-fn read_artifact(kind: Kind, path: &std::path::Path, name: &str) -> Result<(String, Vec<u8>)> {
+/// What an artifact says, as bytes a server stores: a moment's file, a conversation with every
+/// message inline (a manifest is resolved through the message store; a format-1 file is
+/// taken as it is).
+fn artifact_bytes(layout: &zblade_core::Layout, kind: Kind, path: &std::path::Path) -> Result<Vec<u8>> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    if kind == Kind::Conversation && is_manifest(&bytes) {
+        return Ok(crate::scan::load_conversation(layout, path)?.artifact.to_artifact_json());
+    }
+    Ok(bytes)
+}
+
+/// True for a conversation artifact of format 2.
+fn is_manifest(bytes: &[u8]) -> bool {
+    matches!(
+        zblade_core::parse_stored_conversation(bytes, ""),
+        Ok(zblade_core::StoredConversation::Manifest(_))
+    )
+}
+
+/// An artifact's id (checked against its file name) and its bytes as a server stores them
+/// (see [`artifact_bytes`]); invalid files are refused.
+fn read_artifact(layout: &zblade_core::Layout, kind: Kind, path: &std::path::Path, name: &str) -> Result<(String, Vec<u8>)> {
+    let bytes = artifact_bytes(layout, kind, path)?;
     let id = match kind {
         Kind::Conversation => {
             let conv = parse_conversation(&bytes, name)?;

@@ -143,7 +143,6 @@ impl Project {
             }
         }
         let project = Project::open(root)?;
-        crate::registry::remember(root);
         if !layout.database().exists() {
             created.push(layout.relative(&layout.database()));
         }

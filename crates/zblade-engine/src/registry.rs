@@ -1,6 +1,6 @@
 //! The projects zblade knows on this machine: one root per line in
 //! `$XDG_DATA_HOME/zblade/projects` (else `~/.local/share/zblade/projects`; the
-//! `ZBLADE_PROJECT_REGISTRY` variable names another file). `zblade init` adds its project;
+//! `ZBLADE_PROJECT_REGISTRY` variable names another file). `zblade init` and the app add the projects they create;
 //! `zblade history --all-projects` reads them. Roots whose `.zblade/` is gone are dropped the
 //! next time the list is written. The list holds paths only, never memory.
 
@@ -42,7 +42,7 @@ pub fn known_projects() -> Vec<PathBuf> {
 
 /// Adds `root` to the registry (once). Failing to write it never fails the caller's command:
 /// the registry only serves `--all-projects`.
-pub(crate) fn remember(root: &Path) {
+pub fn remember_project(root: &Path) {
     let Some(file) = registry_file() else {
         return;
     };

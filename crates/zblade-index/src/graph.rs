@@ -160,6 +160,32 @@ impl Index {
         })
     }
 
+    /// For each of the first `len` messages of `conversation`, the conversation it is indexed
+    /// under: itself, or for a fork's shared messages the ancestor that wrote them.
+    pub fn indexed_under(&self, conversation: &str, len: usize) -> Result<Vec<String>> {
+        self.read(|conn| {
+            let mut out = vec![conversation.to_string(); len];
+            let mut shared =
+                conn.prepare_cached("SELECT shared_from, shared_count FROM conversations WHERE id = ?1")?;
+            let (mut current, mut limit) = (conversation.to_string(), len);
+            // Each step moves to a parent over fewer messages; the bound stops a damaged index.
+            for _ in 0..10_000 {
+                let row: Option<(Option<String>, i64)> =
+                    shared.query_row([&current], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+                let Some((Some(parent), count)) = row else { break };
+                limit = limit.min(count.max(0) as usize);
+                if limit == 0 {
+                    break;
+                }
+                for owner in &mut out[..limit] {
+                    *owner = parent.clone();
+                }
+                current = parent;
+            }
+            Ok(out)
+        })
+    }
+
     /// Prompts the user typed, newest first, each text once (with how often it was typed);
     /// only those holding every word of `search` when given.
     pub fn prompts(&self, search: Option<&str>, limit: usize) -> Result<Vec<Prompt>> {

@@ -2,16 +2,17 @@
 import type { AppInfo, IndexerStatus, ProjectInfo, StatusCount } from "./bindings";
 import { messageOf } from "./api";
 
-export type View = "projects" | "conversations" | "moments" | "search" | "context" | "health" | "settings";
+export type View = "projects" | "conversations" | "history" | "moments" | "search" | "context" | "health" | "settings";
 
 export const VIEWS: { id: View; label: string; key: string }[] = [
   { id: "projects", label: "Projects", key: "1" },
   { id: "conversations", label: "Conversations", key: "2" },
-  { id: "moments", label: "Moments", key: "3" },
-  { id: "search", label: "Search", key: "4" },
-  { id: "context", label: "Context", key: "5" },
-  { id: "health", label: "References", key: "6" },
-  { id: "settings", label: "Settings", key: "7" },
+  { id: "history", label: "History", key: "3" },
+  { id: "moments", label: "Moments", key: "4" },
+  { id: "search", label: "Search", key: "5" },
+  { id: "context", label: "Context", key: "6" },
+  { id: "health", label: "References", key: "7" },
+  { id: "settings", label: "Settings", key: "8" },
 ];
 
 export type Toast = { id: number; message: string; tone: "error" | "info" };

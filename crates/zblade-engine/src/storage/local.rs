@@ -247,11 +247,16 @@ impl Storage for LocalStorage {
     }
 
     fn conversation_references(&self, project: &Project, conversation: &Conversation) -> Result<Vec<ReferenceReport>> {
-        // The index holds each reference's live location, kept current by the watch loop.
+        // The index holds each reference's live location, kept current by the watch loop; a
+        // fork's inherited messages have theirs under the conversation that wrote them.
+        let indexed_under = project
+            .index()?
+            .indexed_under(&conversation.conversation_id, conversation.messages.len())?;
         let owners: Vec<String> = conversation
             .messages
             .iter()
-            .map(|m| format!("{}/{}", conversation.conversation_id, m.id))
+            .zip(indexed_under)
+            .map(|(m, owner)| format!("{owner}/{}", m.id))
             .collect();
         Ok(project.references_of_many(&owners)?.into_iter().flatten().collect())
     }
