@@ -98,6 +98,51 @@ async conversationDetail(id: string) : Promise<Result<ConversationDetail, AppErr
 }
 },
 /**
+ * Forks conversation `id` after message `after` (0-based), optionally titled.
+ */
+async forkConversation(id: string, after: number, title: string | null) : Promise<Result<GraphOutcomeView, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("fork_conversation", { id, after, title }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Brings messages `indices` (0-based) of `source` into `target`, appended or inserted at `at`.
+ */
+async mergeMessages(target: string, source: string, indices: number[], at: number | null) : Promise<Result<GraphOutcomeView, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("merge_messages", { target, source, indices, at }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * The lineage strip of conversation `id`.
+ */
+async conversationLineage(id: string) : Promise<Result<LineageView, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("conversation_lineage", { id }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Prompts the user typed in this project, newest first, each once; `search` keeps those
+ * holding every word (the last as a prefix).
+ */
+async promptHistory(search: string | null, limit: number) : Promise<Result<PromptView[], AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("prompt_history", { search, limit }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
  * Moments, newest first, optionally of one type.
  */
 async listMoments(kind: MomentType | null) : Promise<Result<MomentRow[], AppError>> {
@@ -754,6 +799,26 @@ export type Format =
  */
 "json"
 /**
+ * What a fork or merge made.
+ */
+export type GraphOutcomeView = { 
+/**
+ * The conversation created or changed.
+ */
+conversation_id: string; 
+/**
+ * Its title.
+ */
+title: string; 
+/**
+ * Messages in it now.
+ */
+messages: number; 
+/**
+ * Messages kept (fork) or brought in (merge).
+ */
+affected: number }
+/**
  * Reference health: counts and the references that need a look.
  */
 export type HealthView = { 
@@ -894,6 +959,54 @@ total: number;
  */
 message: string | null }
 /**
+ * A conversation the lineage strip links to.
+ */
+export type LineageLink = { 
+/**
+ * `conv_…`
+ */
+id: string; 
+/**
+ * Its title.
+ */
+title: string; 
+/**
+ * Messages in it.
+ */
+messages: number; 
+/**
+ * For a fork: the index of the last message it kept from its parent.
+ */
+forked_after: number | null }
+/**
+ * The lineage strip of a conversation.
+ */
+export type LineageView = { 
+/**
+ * Its parent, when it is a fork (and the parent still exists).
+ */
+parent: LineageLink | null; 
+/**
+ * The parent's id even when it was deleted.
+ */
+forked_from: string | null; 
+/**
+ * Where it was forked (index of the last kept message).
+ */
+forked_after: number | null; 
+/**
+ * Its direct forks, oldest first.
+ */
+forks: LineageLink[]; 
+/**
+ * Merges into it.
+ */
+merged_in: MergeLink[]; 
+/**
+ * Merges out of it (others that took its messages).
+ */
+merged_out: MergeLink[] }
+/**
  * A coding agent that reaches tools over MCP, for Settings → Agents.
  */
 export type McpClientView = { 
@@ -917,6 +1030,22 @@ configured: boolean;
  * The file one click writes.
  */
 config_file: string }
+/**
+ * A merge into or out of the conversation shown.
+ */
+export type MergeLink = { 
+/**
+ * The other conversation.
+ */
+id: string; 
+/**
+ * Messages merged.
+ */
+messages: number; 
+/**
+ * When (RFC 3339).
+ */
+merged_at: string }
 /**
  * A message with its references.
  */
@@ -1165,6 +1294,30 @@ index_health: string;
  * Why search is keyword-only, when it is.
  */
 search_notice: string | null }
+/**
+ * A prompt the user typed.
+ */
+export type PromptView = { 
+/**
+ * The text.
+ */
+text: string; 
+/**
+ * The newest time it was typed (RFC 3339).
+ */
+time: string; 
+/**
+ * The conversation of that time.
+ */
+conversation_id: string; 
+/**
+ * Its title.
+ */
+title: string; 
+/**
+ * How often it was typed among those listed.
+ */
+times: number }
 /**
  * The model proxy, for Settings → Proxy.
  */
