@@ -6,6 +6,7 @@ mod code_search;
 mod compressor;
 mod context;
 mod documents;
+mod graph;
 mod hostile_server;
 mod import;
 mod journeys;
