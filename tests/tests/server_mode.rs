@@ -480,3 +480,60 @@ fn read_http(socket: &mut std::net::TcpStream) -> String {
     }
     String::from_utf8_lossy(&bytes).into_owned()
 }
+
+/// The conversation graph in server storage mode: fork, merge, cherry-pick, lineage, history,
+/// rename and delete work against a real `zblade-server` (as whole conversations: a server
+/// keeps every message inline), and nothing is written locally.
+#[test]
+fn the_conversation_graph_works_in_server_mode() {
+    let server = ServerProcess::start();
+    let fixture = GitFixture::new(&[("src/lib.rs", "fn a() {}\n")]);
+    let root = fixture.root();
+    let config = tempfile::tempdir().unwrap();
+    Project::init(root).unwrap();
+    migrate_to_server(root, config.path(), &server);
+    for (id, topic) in [("conv_g1", "wombats"), ("conv_g2", "quokkas")] {
+        let file = root.join(format!("{id}.json"));
+        std::fs::write(&file, conversation_json(id, topic, 6)).unwrap();
+        run(root, config.path(), &["add", "conversation", file.to_str().unwrap()]);
+    }
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        serde_json::from_str(&run(root, config.path(), &all)).unwrap()
+    };
+    let fork = json(&["conv", "fork", "conv_g1", "--after", "2", "--title", "Wombats, again"]);
+    let fork_id = fork["conversation_id"].as_str().unwrap().to_string();
+    assert_eq!(fork["messages"], 3);
+    json(&["conv", "merge", &fork_id, "conv_g2", "--messages", "4,5"]);
+    json(&["conv", "cherry-pick", "conv_g1", "conv_g2", "3", "--context", "1"]);
+    let exported = json(&["conv", "export", &fork_id, "--format", "json"]);
+    let messages = exported["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 5);
+    assert_eq!(messages[0]["origin"]["kind"], "inherited");
+    assert_eq!(messages[3]["origin"]["conversation_id"], "conv_g2");
+    let lineage = json(&["conv", "lineage", "conv_g1"]);
+    assert_eq!(lineage["forks"][0]["conversation"]["id"], fork_id.as_str());
+    assert_eq!(lineage["merges"][0]["from"], "conv_g2");
+    let lineage = json(&["conv", "lineage", "conv_g2"]);
+    assert_eq!(lineage["merges"].as_array().unwrap().len(), 2, "{lineage}");
+    let history = json(&["history", "--search", "wombat"]);
+    assert!(!history.as_array().unwrap().is_empty(), "{history}");
+    json(&["conv", "rename", &fork_id, "Renamed on the server"]);
+    assert_eq!(json(&["conv", "resume"])["title"], "Renamed on the server");
+    json(&["conv", "delete", &fork_id]);
+    let out = Command::new(zblade_bin())
+        .arg("--project")
+        .arg(root)
+        .args(["conv", "export", &fork_id])
+        .env("ZBLADE_CONFIG_DIR", config.path())
+        .env_remove("ZBLADE_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the fork is gone");
+    assert!(
+        !root.join(format!(".zblade/artifacts/conversations/{fork_id}.json")).exists()
+            && !root.join(".zblade/artifacts/messages").exists(),
+        "server mode wrote locally"
+    );
+}

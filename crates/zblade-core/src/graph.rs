@@ -207,18 +207,14 @@ pub fn parse_stored_conversation(bytes: &[u8], source_name: &str) -> Result<Stor
     }
 }
 
-/// The stored form of a message: its JSON without the per-conversation [`Message::origin`].
-/// Its SHA-256 is the message's name, so the same message merged into three conversations is
-/// stored once.
+/// The stored form of a message: its JSON without what belongs to a conversation — its id
+/// there (kept by the manifest's reference) and its [`Message::origin`]. Its SHA-256 is the
+/// message's name, so the same message merged into three conversations is stored once.
 pub fn canonical_message(message: &Message) -> Vec<u8> {
-    let mut bytes = if message.origin.is_none() {
-        serde_json::to_vec(message)
-    } else {
-        let mut bare = message.clone();
-        bare.origin = None;
-        serde_json::to_vec(&bare)
-    }
-    .expect("messages serialise");
+    let mut bare = message.clone();
+    bare.id = String::new();
+    bare.origin = None;
+    let mut bytes = serde_json::to_vec(&bare).expect("messages serialise");
     bytes.push(b'\n');
     bytes
 }

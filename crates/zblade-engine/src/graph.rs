@@ -223,13 +223,26 @@ impl Project {
             let Some(message) = source_conv.messages.get(index) else {
                 return Err(out_of_range(source, index, source_conv.messages.len()));
             };
-            if target_conv.messages.iter().any(|m| m.id == message.id) {
-                return Err(Error::Usage(format!(
-                    "message {index} of {source} ({}) is already in {target}",
-                    message.id
-                )));
-            }
             let mut message = message.clone();
+            if let Some(same_id) = target_conv.messages.iter().find(|m| m.id == message.id) {
+                let sha = zblade_core::message_sha256(&message);
+                if zblade_core::message_sha256(same_id) == sha {
+                    return Err(Error::Usage(format!(
+                        "message {index} of {source} ({}) is already in {target}",
+                        message.id
+                    )));
+                }
+                // Another message of the target has this id (ids are unique only within a
+                // conversation): the copy is named apart; its content is still stored once.
+                let renamed = format!("{}-{}", message.id, &sha[..8]);
+                if target_conv.messages.iter().any(|m| m.id == renamed) {
+                    return Err(Error::Usage(format!(
+                        "message {index} of {source} ({}) is already in {target} (as {renamed})",
+                        message.id
+                    )));
+                }
+                message.id = renamed;
+            }
             message.origin = Some(MessageOrigin::Merged {
                 conversation_id: source.to_string(),
                 index,
@@ -295,9 +308,13 @@ impl Project {
         storage.delete_conversation(self, id)
     }
 
-    /// Where conversation `id` sits: ancestors, forks (recursively) and merges.
+    /// Where conversation `id` sits: ancestors, forks (recursively) and merges. On a sync
+    /// server, which keeps no graph index, every conversation is read (one request each).
     pub fn lineage(&self, id: &str) -> Result<Lineage> {
         check_conversation_id(id)?;
+        if self.settings.storage.mode == zblade_core::StorageMode::Server {
+            return lineage_among(id, &self.server_conversations()?);
+        }
         let index = self.index()?;
         let conversation = index
             .lineage_node(id)?
@@ -336,18 +353,7 @@ impl Project {
             queue.extend(forks.iter().map(|f| f.id.clone()));
             children.insert(current, forks);
         }
-        fn tree(id: &str, children: &mut HashMap<String, Vec<LineageNode>>) -> Vec<ForkTree> {
-            children
-                .remove(id)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|node| {
-                    let forks = tree(&node.id, children);
-                    ForkTree { conversation: node, forks }
-                })
-                .collect()
-        }
-        let forks = tree(id, &mut children);
+        let forks = fork_tree(id, &mut children);
         Ok(Lineage {
             conversation,
             ancestors,
@@ -374,20 +380,60 @@ impl Project {
                 id.to_string()
             }
             None => self
-                .list_conversations(1, 0, None)?
-                .into_iter()
-                .next()
-                .map(|c| c.id)
+                .newest_conversation()?
                 .ok_or_else(|| Error::NotFound("this project has no conversations to resume yet".into()))?,
         };
         self.load_conversation(&id)
     }
 
     /// Prompts the user typed in this project, newest first, each text once; only those
-    /// holding every word of `search` (the last as a prefix) when given.
+    /// holding every word of `search` (the last as a prefix) when given. On a sync server every
+    /// conversation is read (one request each).
     pub fn history(&self, search: Option<&str>, limit: usize) -> Result<Vec<Prompt>> {
-        self.local_only("history")?;
+        if self.settings.storage.mode == zblade_core::StorageMode::Server {
+            return Ok(prompts_among(&self.server_conversations()?, search, limit));
+        }
         self.index()?.prompts(search, limit)
+    }
+
+    /// The most recently updated conversation. The index lists newest first; a sync server
+    /// lists in id order, so its whole listing (metadata only) is read.
+    fn newest_conversation(&self) -> Result<Option<String>> {
+        if self.settings.storage.mode == zblade_core::StorageMode::Local {
+            return Ok(self.list_conversations(1, 0, None)?.into_iter().next().map(|c| c.id));
+        }
+        const PAGE: usize = 1000;
+        let mut newest: Option<zblade_index::ConversationSummary> = None;
+        let mut offset = 0;
+        loop {
+            let page = self.list_conversations(PAGE, offset, None)?;
+            offset += page.len();
+            let full = page.len() == PAGE;
+            for summary in page {
+                if newest.as_ref().is_none_or(|n| summary.updated_at > n.updated_at) {
+                    newest = Some(summary);
+                }
+            }
+            if !full {
+                return Ok(newest.map(|n| n.id));
+            }
+        }
+    }
+
+    /// Every conversation of a sync-server project, read one by one.
+    fn server_conversations(&self) -> Result<Vec<Conversation>> {
+        const PAGE: usize = 500;
+        let mut out = Vec::new();
+        loop {
+            let page = self.list_conversations(PAGE, out.len(), None)?;
+            let full = page.len() == PAGE;
+            for summary in page {
+                out.push(self.load_conversation(&summary.id)?);
+            }
+            if !full {
+                return Ok(out);
+            }
+        }
     }
 
     /// How messages are stored and what sharing saves (local storage).
@@ -497,6 +543,7 @@ impl Project {
             for (i, message) in conv.messages.iter().enumerate() {
                 let sha = zblade_core::message_sha256(message);
                 let mut stored = manifests::read_message(&layout, &sha)?;
+                stored.id = message.id.clone();
                 stored.origin = message.origin.clone();
                 if &stored != message {
                     return Err(Error::field(
@@ -521,6 +568,141 @@ impl Project {
             ))),
         }
     }
+}
+
+/// Forks of `id` as a tree, from the children of each conversation (consumed).
+fn fork_tree(id: &str, children: &mut HashMap<String, Vec<LineageNode>>) -> Vec<ForkTree> {
+    children
+        .remove(id)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|node| {
+            let forks = fork_tree(&node.id, children);
+            ForkTree { conversation: node, forks }
+        })
+        .collect()
+}
+
+fn node_of(conv: &Conversation) -> LineageNode {
+    LineageNode {
+        id: conv.conversation_id.clone(),
+        title: conv.title.clone(),
+        messages: conv.messages.len() as i64,
+        created_at: conv.created_at.map(zblade_index::timestamp).unwrap_or_default(),
+        forked_from: conv.forked_from.as_ref().map(|f| f.conversation_id.clone()),
+        forked_after: conv.forked_from.as_ref().map(|f| f.after_index as i64),
+    }
+}
+
+/// Lineage computed from whole conversations (a sync server's), as the index answers it locally.
+fn lineage_among(id: &str, convs: &[Conversation]) -> Result<Lineage> {
+    let by_id: HashMap<&str, &Conversation> = convs.iter().map(|c| (c.conversation_id.as_str(), c)).collect();
+    let conversation = by_id
+        .get(id)
+        .map(|c| node_of(c))
+        .ok_or_else(|| Error::NotFound(format!("no conversation {id} on the sync server")))?;
+    let mut ancestors = Vec::new();
+    let mut seen = HashSet::from([id.to_string()]);
+    let mut parent = conversation.forked_from.clone();
+    while let Some(pid) = parent {
+        if !seen.insert(pid.clone()) {
+            break;
+        }
+        match by_id.get(pid.as_str()) {
+            Some(c) => {
+                let node = node_of(c);
+                parent = node.forked_from.clone();
+                ancestors.push(node);
+            }
+            None => break,
+        }
+    }
+    let mut children: HashMap<String, Vec<LineageNode>> = HashMap::new();
+    for conv in convs {
+        if let Some(fork) = &conv.forked_from {
+            children.entry(fork.conversation_id.clone()).or_default().push(node_of(conv));
+        }
+    }
+    for list in children.values_mut() {
+        list.sort_by(|a, b| (&a.created_at, &a.id).cmp(&(&b.created_at, &b.id)));
+    }
+    // A cycle in damaged data must not recurse forever: keep only what is reachable once.
+    let mut reachable = HashSet::from([id.to_string()]);
+    let mut queue = VecDeque::from([id.to_string()]);
+    while let Some(current) = queue.pop_front() {
+        if let Some(list) = children.get_mut(&current) {
+            list.retain(|n| reachable.insert(n.id.clone()));
+            queue.extend(list.iter().map(|n| n.id.clone()));
+        }
+    }
+    let forks = fork_tree(id, &mut children);
+    let mut merges: Vec<MergeEdge> = convs
+        .iter()
+        .flat_map(|c| c.merged_from.iter().map(move |m| (c, m)))
+        .filter(|(c, m)| c.conversation_id == id || m.conversation_id == id)
+        .map(|(c, m)| MergeEdge {
+            into: c.conversation_id.clone(),
+            from: m.conversation_id.clone(),
+            messages: m.indices.len() as i64,
+            merged_at: zblade_index::timestamp(m.merged_at),
+        })
+        .collect();
+    merges.sort_by(|a, b| a.merged_at.cmp(&b.merged_at));
+    Ok(Lineage {
+        conversation,
+        ancestors,
+        forks,
+        merges,
+    })
+}
+
+/// History computed from whole conversations (a sync server's): the same rules as the index's
+/// (every word, the last as a prefix, case-insensitive; newest first; duplicates folded).
+fn prompts_among(convs: &[Conversation], search: Option<&str>, limit: usize) -> Vec<Prompt> {
+    let words: Vec<String> = search
+        .unwrap_or_default()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let matches = |text: &str| {
+        let tokens: Vec<String> = text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        words.iter().enumerate().all(|(i, w)| {
+            let last = i + 1 == words.len();
+            tokens.iter().any(|t| t == w || (last && t.starts_with(w.as_str())))
+        })
+    };
+    let mut typed: Vec<(String, &Conversation, &Message)> = convs
+        .iter()
+        .flat_map(|c| c.messages.iter().map(move |m| (c, m)))
+        .filter(|(_, m)| m.role == Role::User && matches(&m.content))
+        .map(|(c, m)| (m.timestamp.or(c.created_at).map(zblade_index::timestamp).unwrap_or_default(), c, m))
+        .collect();
+    typed.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut out: Vec<Prompt> = Vec::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for (time, conv, message) in typed {
+        let key = message.content.trim().to_string();
+        match seen.get(&key) {
+            Some(&at) => out[at].times += 1,
+            None if out.len() < limit => {
+                seen.insert(key, out.len());
+                out.push(Prompt {
+                    text: message.content.clone(),
+                    time,
+                    conversation_id: conv.conversation_id.clone(),
+                    title: conv.title.clone(),
+                    times: 1,
+                });
+            }
+            None => {}
+        }
+    }
+    out
 }
 
 /// The conversation `id` stored under `root/.zblade/`, as format-1 JSON (every message inline,

@@ -281,3 +281,28 @@ fn stats_count_sharing_and_orphans() {
     assert!(stats.bytes_saved > 0 && stats.bytes_saved < stats.bytes_if_copied);
     assert_eq!(stats.orphans, 0);
 }
+
+#[test]
+fn a_merged_message_whose_id_the_target_uses_is_named_apart_and_stored_once() {
+    let (_dir, mut project) = project();
+    let conv = |title: &str, text: &str| {
+        serde_json::json!({"title": title, "messages": [
+            {"id": "msg_1", "role": "user", "content": format!("{title}: {text}")},
+            {"id": "msg_2", "role": "assistant", "content": "Same answer in both."}
+        ]})
+        .to_string()
+    };
+    let a = project.add_conversation(conv("A", "first").as_bytes(), "a.json").unwrap().id;
+    let b = project.add_conversation(conv("B", "second").as_bytes(), "b.json").unwrap().id;
+    assert_eq!(stored_files(&project), 3, "the identical answer is stored once");
+    project.merge_messages(&a, &b, &[0], None).unwrap();
+    let merged = project.load_conversation(&a).unwrap();
+    assert_eq!(merged.messages.len(), 3);
+    assert!(merged.messages[2].id.starts_with("msg_1-"), "{}", merged.messages[2].id);
+    assert_eq!(merged.messages[2].content, "B: second");
+    assert_eq!(stored_files(&project), 3, "the merged message is not stored again");
+    let again = project.merge_messages(&a, &b, &[0], None).unwrap_err().to_string();
+    assert!(again.contains("already in"), "{again}");
+    let same = project.merge_messages(&a, &b, &[1], None).unwrap_err().to_string();
+    assert!(same.contains("already in"), "the same message under the same id: {same}");
+}

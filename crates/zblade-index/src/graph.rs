@@ -205,12 +205,16 @@ impl Index {
             let mut offset = 0i64;
             loop {
                 let rows: Vec<(String, String, String, String)> = match &expression {
+                    // The matching rowids are collected first (FTS5 reads only its doclists),
+                    // then prompts are walked newest first along idx_messages_role_time until
+                    // the page is full: no join and no sort over every match.
                     Some(expression) => conn
                         .prepare_cached(
                             "SELECT m.content, m.timestamp, m.conversation_id, c.title
-                             FROM messages_fts f JOIN messages m ON m.pk = f.rowid
+                             FROM messages m INDEXED BY idx_messages_role_time
                              JOIN conversations c ON c.id = m.conversation_id
-                             WHERE messages_fts MATCH ?1 AND m.role = 'user'
+                             WHERE m.role = 'user'
+                               AND m.pk IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1)
                              ORDER BY m.timestamp DESC LIMIT ?2 OFFSET ?3",
                         )?
                         .query_map(params![expression, batch, offset], |r| {

@@ -150,13 +150,8 @@ pub(crate) fn load_conversation(layout: &Layout, path: &Path) -> Result<Loaded<C
             for r in refs {
                 let mut message = read_message(layout, &r.sha256)
                     .map_err(|e| Error::field(&rel, "messages", format!("message {}: {e}", r.id)))?;
-                if message.id != r.id {
-                    return Err(Error::field(
-                        &rel,
-                        "messages",
-                        format!("message {} is stored under id {}", r.id, message.id),
-                    ));
-                }
+                // The id is the conversation's name for the message (the store keeps content).
+                message.id = r.id.clone();
                 message.origin = (r.origin != MessageOrigin::Native).then_some(r.origin);
                 messages.push(message);
             }
