@@ -287,8 +287,8 @@ fn a_merged_message_whose_id_the_target_uses_is_named_apart_and_stored_once() {
     let (_dir, mut project) = project();
     let conv = |title: &str, text: &str| {
         serde_json::json!({"title": title, "messages": [
-            {"id": "msg_1", "role": "user", "content": format!("{title}: {text}")},
-            {"id": "msg_2", "role": "assistant", "content": "Same answer in both."}
+            {"id": "msg_1", "role": "user", "content": format!("{title}: {text}"), "timestamp": "2026-05-01T10:00:00Z"},
+            {"id": "msg_2", "role": "assistant", "content": "Same answer in both.", "timestamp": "2026-05-01T10:00:01Z"}
         ]})
         .to_string()
     };
