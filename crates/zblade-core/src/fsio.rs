@@ -296,4 +296,28 @@ mod tests {
         // Nothing was renamed: the failure came before any rename.
         assert_eq!(fs::read(dir.path().join("0.json")).unwrap(), b"0");
     }
+
+    #[test]
+    fn a_new_batch_writes_every_file_and_a_failure_renames_none() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("ab")).unwrap();
+        let mut files: Vec<_> = (0..300)
+            .map(|i| (dir.path().join("ab").join(format!("{i}.json")), format!("message {i}").into_bytes()))
+            .collect();
+        write_new_batch(&files).unwrap();
+        for (path, bytes) in &files {
+            assert_eq!(&fs::read(path).unwrap(), bytes);
+        }
+        // A file that cannot be created: nothing of the batch is renamed, no temporary is left.
+        files[150].0 = dir.path().join("no-such-folder/x.json");
+        files[0].0 = dir.path().join("ab/new.json");
+        assert!(write_new_batch(&files).is_err());
+        assert!(!dir.path().join("ab/new.json").exists());
+        let leftovers: Vec<_> = fs::read_dir(dir.path().join("ab"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.contains(TEMP_MARKER))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
 }
