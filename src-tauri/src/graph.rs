@@ -104,7 +104,12 @@ pub struct PromptView {
 /// Forks conversation `id` after message `after` (0-based), optionally titled.
 #[tauri::command]
 #[specta::specta]
-pub async fn fork_conversation(app: AppHandle, id: String, after: u32, title: Option<String>) -> AppResult<GraphOutcomeView> {
+pub async fn fork_conversation(
+    app: AppHandle,
+    id: String,
+    after: u32,
+    title: Option<String>,
+) -> AppResult<GraphOutcomeView> {
     with_project(app, move |project| {
         let title = title.filter(|t| !t.trim().is_empty());
         Ok(project

@@ -56,7 +56,11 @@ fn add(root: &Path, name: &str, title: &str, day: &str, texts: &[String]) -> Str
         })
         .collect();
     let path = root.join(name);
-    std::fs::write(&path, serde_json::json!({"title": title, "messages": messages}).to_string()).unwrap();
+    std::fs::write(
+        &path,
+        serde_json::json!({"title": title, "messages": messages}).to_string(),
+    )
+    .unwrap();
     ok_json(root, &["add", "conversation", name])[0]["id"]
         .as_str()
         .unwrap()
@@ -105,11 +109,25 @@ fn the_seeds_five_examples_run_through_the_cli() {
     assert_eq!(resumed["conversation_id"], session_a.as_str());
     assert_eq!(resumed["messages"].as_array().unwrap().len(), 8);
     let text = ok_text(root, &["conv", "resume", &session_b]);
-    assert!(text.starts_with(&format!("Resuming {session_b}: Auth (20 messages)")), "{text}");
+    assert!(
+        text.starts_with(&format!("Resuming {session_b}: Auth (20 messages)")),
+        "{text}"
+    );
     assert!(text.contains("Rotate them on every use"));
 
     // 2. Fork to try an alternative approach after message 5.
-    let fork = ok_json(root, &["conv", "fork", &session_a, "--after", "5", "--title", "Iterative instead"]);
+    let fork = ok_json(
+        root,
+        &[
+            "conv",
+            "fork",
+            &session_a,
+            "--after",
+            "5",
+            "--title",
+            "Iterative instead",
+        ],
+    );
     let fork_id = fork["conversation_id"].as_str().unwrap().to_string();
     assert_eq!(fork["messages"], 6);
     assert_eq!(contents(root, &fork_id), contents(root, &session_a)[..6]);
@@ -121,7 +139,10 @@ fn the_seeds_five_examples_run_through_the_cli() {
     assert!(tree.contains("└─") && tree.contains("Iterative instead"), "{tree}");
 
     // 3. Merge the auth solution (messages 15-18) of session B into the fork.
-    let merged = ok_json(root, &["conv", "merge", &fork_id, &session_b, "--messages", "15,16,17,18"]);
+    let merged = ok_json(
+        root,
+        &["conv", "merge", &fork_id, &session_b, "--messages", "15,16,17,18"],
+    );
     assert_eq!(merged["affected"], 4);
     let now = contents(root, &fork_id);
     assert_eq!(now.len(), 10);
@@ -130,7 +151,10 @@ fn the_seeds_five_examples_run_through_the_cli() {
     assert_eq!(lineage["merges"][0]["into"], fork_id.as_str());
 
     // 4. Cherry-pick the caching answer with its question.
-    ok_json(root, &["conv", "cherry-pick", &fork_id, &session_cache, "13", "--context", "1"]);
+    ok_json(
+        root,
+        &["conv", "cherry-pick", &fork_id, &session_cache, "13", "--context", "1"],
+    );
     let now = contents(root, &fork_id);
     assert_eq!(now[10..], cache[12..14]);
     let exported = ok_text(root, &["conv", "export", &fork_id]);
@@ -185,7 +209,13 @@ impl Rng {
         let seed = std::env::var("ZBLADE_TEST_SEED")
             .ok()
             .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1);
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+                    | 1
+            });
         eprintln!("graph kill points: ZBLADE_TEST_SEED={seed}");
         Rng(seed)
     }
@@ -209,7 +239,10 @@ fn assert_whole(root: &Path, what: &str) {
         .filter(|p| p["kind"] == "unreadable")
         .collect();
     assert!(unreadable.is_empty(), "{what}: {unreadable:?}");
-    assert!(zblade(root, &["fsck"]).status.success(), "{what}: fsck is not clean after repair");
+    assert!(
+        zblade(root, &["fsck"]).status.success(),
+        "{what}: fsck is not clean after repair"
+    );
     let stats = ok_json(root, &["stats"]);
     assert_eq!(stats["unreadable"].as_array().unwrap().len(), 0, "{what}: {stats}");
 }
@@ -220,7 +253,9 @@ fn kill_dash_nine_during_fork_merge_delete_and_gc_leaves_every_conversation_whol
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     ok_text(root, &["init"]);
-    let long: Vec<String> = (0..1500).map(|i| format!("long message {i} {}", "words ".repeat(i % 40))).collect();
+    let long: Vec<String> = (0..1500)
+        .map(|i| format!("long message {i} {}", "words ".repeat(i % 40)))
+        .collect();
     let source = add(root, "long.json", "Long", "2026-03-01", &long);
     let target = add(root, "t.json", "Target", "2026-03-02", &numbered("target", 4));
     let keep = contents(root, &source);
@@ -259,7 +294,9 @@ fn kill_dash_nine_during_fork_merge_delete_and_gc_leaves_every_conversation_whol
         if child.try_wait().unwrap().is_none() {
             hit += 1;
             // The whole process group: bash and the zblade it is running.
-            let _ = Command::new("pkill").args(["-KILL", "-f", &root.display().to_string()]).status();
+            let _ = Command::new("pkill")
+                .args(["-KILL", "-f", &root.display().to_string()])
+                .status();
             let _ = child.kill();
         }
         let _ = child.wait();

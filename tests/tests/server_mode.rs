@@ -532,7 +532,9 @@ fn the_conversation_graph_works_in_server_mode() {
         .unwrap();
     assert!(!out.status.success(), "the fork is gone");
     assert!(
-        !root.join(format!(".zblade/artifacts/conversations/{fork_id}.json")).exists()
+        !root
+            .join(format!(".zblade/artifacts/conversations/{fork_id}.json"))
+            .exists()
             && !root.join(".zblade/artifacts/messages").exists(),
         "server mode wrote locally"
     );

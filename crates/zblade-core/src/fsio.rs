@@ -302,7 +302,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("ab")).unwrap();
         let mut files: Vec<_> = (0..300)
-            .map(|i| (dir.path().join("ab").join(format!("{i}.json")), format!("message {i}").into_bytes()))
+            .map(|i| {
+                (
+                    dir.path().join("ab").join(format!("{i}.json")),
+                    format!("message {i}").into_bytes(),
+                )
+            })
             .collect();
         write_new_batch(&files).unwrap();
         for (path, bytes) in &files {

@@ -13,10 +13,50 @@ use zblade_engine::{MessageSelector, Project};
 
 /// Words the synthetic prompts are made of; queries are drawn from them.
 const WORDS: &[&str] = &[
-    "token", "refresh", "cache", "binary", "search", "recursive", "parser", "config", "retry", "timeout", "schema",
-    "migration", "index", "vector", "embedding", "watcher", "branch", "commit", "rebase", "lint", "test", "bench",
-    "latency", "memory", "thread", "async", "socket", "header", "cookie", "session", "deploy", "docker", "kernel",
-    "buffer", "stream", "frame", "render", "layout", "button", "modal", "router", "handler", "queue", "worker",
+    "token",
+    "refresh",
+    "cache",
+    "binary",
+    "search",
+    "recursive",
+    "parser",
+    "config",
+    "retry",
+    "timeout",
+    "schema",
+    "migration",
+    "index",
+    "vector",
+    "embedding",
+    "watcher",
+    "branch",
+    "commit",
+    "rebase",
+    "lint",
+    "test",
+    "bench",
+    "latency",
+    "memory",
+    "thread",
+    "async",
+    "socket",
+    "header",
+    "cookie",
+    "session",
+    "deploy",
+    "docker",
+    "kernel",
+    "buffer",
+    "stream",
+    "frame",
+    "render",
+    "layout",
+    "button",
+    "modal",
+    "router",
+    "handler",
+    "queue",
+    "worker",
 ];
 
 /// A small deterministic generator, so every run measures the same data.
@@ -33,7 +73,10 @@ impl Rng {
         (self.next() % n as u64) as usize
     }
     fn sentence(&mut self, words: usize) -> String {
-        (0..words).map(|_| WORDS[self.below(WORDS.len())]).collect::<Vec<_>>().join(" ")
+        (0..words)
+            .map(|_| WORDS[self.below(WORDS.len())])
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
 
@@ -68,7 +111,9 @@ fn main() {
         .add_conversation(&conversation_json("Long", long, &mut rng), "long.json")
         .unwrap()
         .id;
-    let copied = project.export_conversation(&parent, zblade_engine::ExportFormat::Json).unwrap();
+    let copied = project
+        .export_conversation(&parent, zblade_engine::ExportFormat::Json)
+        .unwrap();
     let conversation_bytes = copied.len() as u64;
     let mut fork_times = Vec::new();
     let mut copy_times = Vec::new();
@@ -82,9 +127,12 @@ fn main() {
             .unwrap();
         fork_times.push(started.elapsed());
         fork_bytes = fork_bytes.max(
-            std::fs::metadata(dir.path().join(format!(".zblade/artifacts/conversations/{}.json", fork.conversation_id)))
-                .unwrap()
-                .len(),
+            std::fs::metadata(
+                dir.path()
+                    .join(format!(".zblade/artifacts/conversations/{}.json", fork.conversation_id)),
+            )
+            .unwrap()
+            .len(),
         );
         // The peer: the kept messages written as a new conversation file (and read first, as a
         // copy must), durably, as zblade's own writes are.
@@ -139,7 +187,10 @@ fn main() {
     let batch: Vec<(zblade_engine::Conversation, String)> = (0..conversations)
         .map(|c| {
             let json = conversation_json(&format!("Session {c}"), prompts_each * 2, &mut rng);
-            (zblade_engine::parse_conversation(&json, "bench").unwrap(), format!("session-{c}.json"))
+            (
+                zblade_engine::parse_conversation(&json, "bench").unwrap(),
+                format!("session-{c}.json"),
+            )
         })
         .collect();
     let started = Instant::now();

@@ -33,14 +33,20 @@ impl std::str::FromStr for MessageSelector {
         match text.parse::<usize>() {
             Ok(index) => Ok(MessageSelector::Index(index)),
             Err(_) if !text.is_empty() => Ok(MessageSelector::Id(text.to_string())),
-            Err(_) => Err(Error::Usage("name a message by its index (0 is the first) or its id".into())),
+            Err(_) => Err(Error::Usage(
+                "name a message by its index (0 is the first) or its id".into(),
+            )),
         }
     }
 }
 
 impl MessageSelector {
     /// The index this selector names among `ids` (the messages of `conversation`, in order).
-    pub(crate) fn position<'a>(&self, conversation: &str, ids: impl ExactSizeIterator<Item = &'a str>) -> Result<usize> {
+    pub(crate) fn position<'a>(
+        &self,
+        conversation: &str,
+        ids: impl ExactSizeIterator<Item = &'a str>,
+    ) -> Result<usize> {
         let len = ids.len();
         match self {
             MessageSelector::Index(index) if *index < len => Ok(*index),
@@ -56,7 +62,9 @@ impl MessageSelector {
 
 fn out_of_range(conversation: &str, index: usize, len: usize) -> Error {
     match len {
-        0 => Error::Usage(format!("message index {index} is out of range: {conversation} has no messages")),
+        0 => Error::Usage(format!(
+            "message index {index} is out of range: {conversation} has no messages"
+        )),
         _ => Error::Usage(format!(
             "message index {index} is out of range: {conversation} has {len} messages (0–{})",
             len - 1
@@ -180,7 +188,12 @@ pub enum ExportFormat {
 impl Project {
     /// Forks conversation `id` after message `after`: a new conversation that starts with the
     /// parent's messages up to and including that one.
-    pub fn fork_conversation(&mut self, id: &str, after: &MessageSelector, title: Option<&str>) -> Result<GraphOutcome> {
+    pub fn fork_conversation(
+        &mut self,
+        id: &str,
+        after: &MessageSelector,
+        title: Option<&str>,
+    ) -> Result<GraphOutcome> {
         check_conversation_id(id)?;
         let request = ForkRequest {
             parent: id.to_string(),
@@ -201,7 +214,13 @@ impl Project {
 
     /// Brings messages `indices` of `source` into `target`, appended or inserted at `at`.
     /// The messages are not copied: `target` refers to them.
-    pub fn merge_messages(&mut self, target: &str, source: &str, indices: &[usize], at: Option<usize>) -> Result<GraphOutcome> {
+    pub fn merge_messages(
+        &mut self,
+        target: &str,
+        source: &str,
+        indices: &[usize],
+        at: Option<usize>,
+    ) -> Result<GraphOutcome> {
         check_conversation_id(target)?;
         check_conversation_id(source)?;
         if target == source {
@@ -210,7 +229,9 @@ impl Project {
             )));
         }
         if indices.is_empty() {
-            return Err(Error::Usage("name at least one message to merge (--messages 3,4)".into()));
+            return Err(Error::Usage(
+                "name at least one message to merge (--messages 3,4)".into(),
+            ));
         }
         let mut target_conv = self.load_conversation(target)?;
         let source_conv = self.load_conversation(source)?;
@@ -264,7 +285,11 @@ impl Project {
         target_conv.messages.splice(position..position, brought);
         target_conv.merged_from.push(MergeRecord {
             conversation_id: source.to_string(),
-            indices: seen.into_iter().collect::<std::collections::BTreeSet<_>>().into_iter().collect(),
+            indices: seen
+                .into_iter()
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect(),
             inserted_at: at,
             merged_at: now,
         });
@@ -578,7 +603,10 @@ fn fork_tree(id: &str, children: &mut HashMap<String, Vec<LineageNode>>) -> Vec<
         .into_iter()
         .map(|node| {
             let forks = fork_tree(&node.id, children);
-            ForkTree { conversation: node, forks }
+            ForkTree {
+                conversation: node,
+                forks,
+            }
         })
         .collect()
 }
@@ -620,7 +648,10 @@ fn lineage_among(id: &str, convs: &[Conversation]) -> Result<Lineage> {
     let mut children: HashMap<String, Vec<LineageNode>> = HashMap::new();
     for conv in convs {
         if let Some(fork) = &conv.forked_from {
-            children.entry(fork.conversation_id.clone()).or_default().push(node_of(conv));
+            children
+                .entry(fork.conversation_id.clone())
+                .or_default()
+                .push(node_of(conv));
         }
     }
     for list in children.values_mut() {
@@ -680,7 +711,16 @@ fn prompts_among(convs: &[Conversation], search: Option<&str>, limit: usize) -> 
         .iter()
         .flat_map(|c| c.messages.iter().map(move |m| (c, m)))
         .filter(|(_, m)| m.role == Role::User && matches(&m.content))
-        .map(|(c, m)| (m.timestamp.or(c.created_at).map(zblade_index::timestamp).unwrap_or_default(), c, m))
+        .map(|(c, m)| {
+            (
+                m.timestamp
+                    .or(c.created_at)
+                    .map(zblade_index::timestamp)
+                    .unwrap_or_default(),
+                c,
+                m,
+            )
+        })
         .collect();
     typed.sort_by(|a, b| b.0.cmp(&a.0));
     let mut out: Vec<Prompt> = Vec::new();
@@ -712,7 +752,9 @@ pub fn local_conversation_json(root: &std::path::Path, id: &str) -> Result<Vec<u
     check_conversation_id(id)?;
     let layout = zblade_core::Layout::new(root);
     let path = layout.conversation_path(id);
-    Ok(crate::scan::load_conversation(&layout, &path)?.artifact.to_artifact_json())
+    Ok(crate::scan::load_conversation(&layout, &path)?
+        .artifact
+        .to_artifact_json())
 }
 
 /// The file names of `artifacts/conversations/*.json`, sorted.
@@ -725,7 +767,11 @@ fn conversation_files(layout: &zblade_core::Layout) -> Result<Vec<String>> {
     };
     let mut names = Vec::new();
     for entry in entries {
-        let name = entry.map_err(|e| Error::io(&dir, e))?.file_name().to_string_lossy().into_owned();
+        let name = entry
+            .map_err(|e| Error::io(&dir, e))?
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
         if name.ends_with(".json") && !name.starts_with('.') && !name.contains(zblade_core::fsio::TEMP_MARKER) {
             names.push(name);
         }
@@ -745,7 +791,9 @@ fn clean_title(title: &str) -> Result<String> {
         return Err(Error::Usage("a title must not be empty".into()));
     }
     if title.chars().any(char::is_control) {
-        return Err(Error::Usage("a title must be one line without control characters".into()));
+        return Err(Error::Usage(
+            "a title must be one line without control characters".into(),
+        ));
     }
     Ok(title.chars().take(200).collect())
 }

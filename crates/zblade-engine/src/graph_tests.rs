@@ -63,7 +63,10 @@ fn a_fork_writes_only_a_manifest_and_reads_as_the_parents_prefix() {
     let m = manifest(&project, &fork.conversation_id);
     assert!(m.messages.is_empty());
     assert_eq!(m.shared_prefix.as_ref().unwrap().messages, 10);
-    assert_eq!(contents(&project, &fork.conversation_id), contents(&project, &parent)[..10]);
+    assert_eq!(
+        contents(&project, &fork.conversation_id),
+        contents(&project, &parent)[..10]
+    );
     let loaded = project.load_conversation(&fork.conversation_id).unwrap();
     assert_eq!(loaded.forked_from.as_ref().unwrap().after_index, 9);
     assert!(matches!(
@@ -77,9 +80,17 @@ fn a_fork_writes_only_a_manifest_and_reads_as_the_parents_prefix() {
         .unwrap();
     assert_eq!(by_id.messages, 4);
     assert!(by_id.title.ends_with("(fork)"));
-    let recent = project.index().unwrap().recent_messages(&fork.conversation_id, 3).unwrap();
+    let recent = project
+        .index()
+        .unwrap()
+        .recent_messages(&fork.conversation_id, 3)
+        .unwrap();
     assert_eq!(recent.len(), 3, "recent turns follow the shared prefix");
-    assert!(recent.iter().all(|t| t.conversation_id.as_deref() == Some(fork.conversation_id.as_str())));
+    assert!(
+        recent
+            .iter()
+            .all(|t| t.conversation_id.as_deref() == Some(fork.conversation_id.as_str()))
+    );
     assert!(recent[0].text.contains("message 9"));
 }
 
@@ -102,7 +113,10 @@ fn forks_keep_their_messages_when_the_parent_is_rewritten_or_deleted() {
     project.merge_messages(&parent, &other, &[1, 2], Some(3)).unwrap();
     assert_eq!(contents(&project, &fork), expected);
     assert_eq!(contents(&project, &fork_of_fork), expected_2);
-    assert!(manifest(&project, &fork).shared_prefix.is_none(), "the fork was given its own list");
+    assert!(
+        manifest(&project, &fork).shared_prefix.is_none(),
+        "the fork was given its own list"
+    );
     let merged = contents(&project, &parent);
     assert_eq!(merged.len(), 14);
     assert_eq!(merged[3], "Other message 1: about topic1");
@@ -132,7 +146,10 @@ fn merge_and_cherry_pick_refer_to_messages_and_refuse_what_makes_no_sense() {
     assert_eq!(conv.messages[4].content, "Source message 12: about topic12");
     assert_eq!(conv.messages[5].content, "Source message 13: about topic13");
     assert_eq!(conv.merged_from[0].indices, vec![12, 13]);
-    assert!(matches!(conv.messages[5].origin, Some(MessageOrigin::Merged { index: 13, .. })));
+    assert!(matches!(
+        conv.messages[5].origin,
+        Some(MessageOrigin::Merged { index: 13, .. })
+    ));
     let lineage = project.lineage(&source).unwrap();
     assert_eq!(lineage.merges.len(), 1);
     assert_eq!(lineage.merges[0].into, target);
@@ -150,7 +167,9 @@ fn merge_and_cherry_pick_refer_to_messages_and_refuse_what_makes_no_sense() {
         project.fork_conversation("conv_NOPE", &MessageSelector::Index(0), None),
         Err(Error::NotFound(_))
     ));
-    assert!(usage(project.fork_conversation("../etc", &MessageSelector::Index(0), None)).contains("not a conversation id"));
+    assert!(
+        usage(project.fork_conversation("../etc", &MessageSelector::Index(0), None)).contains("not a conversation id")
+    );
 }
 
 #[test]
@@ -189,7 +208,10 @@ fn hostile_or_broken_manifests_are_refused_with_the_field_named() {
     m.messages[0].sha256 = "../../../../etc/passwd".into();
     std::fs::write(&path, m.to_artifact_json()).unwrap();
     let err = project.load_conversation(&a).unwrap_err().to_string();
-    assert!(err.contains("messages[0].sha256") && err.contains("not a SHA-256"), "{err}");
+    assert!(
+        err.contains("messages[0].sha256") && err.contains("not a SHA-256"),
+        "{err}"
+    );
     // A cycle of shared prefixes: a shares b's, b shares a's.
     let mut m = manifest(&project, &b);
     m.messages.clear();
@@ -238,7 +260,11 @@ fn format_1_conversations_are_converted_in_place_and_read_the_same() {
         manifests::read_stored(&project.layout, id).unwrap().unwrap().0,
         StoredConversation::Manifest(_)
     ));
-    assert_eq!(project.load_conversation(id).unwrap(), before, "nothing lost, nothing added");
+    assert_eq!(
+        project.load_conversation(id).unwrap(),
+        before,
+        "nothing lost, nothing added"
+    );
     assert!(project.fsck(false).unwrap().is_clean(), "the index knows the new file");
     assert_eq!(project.convert_conversations(&mut |_, _| {}).unwrap(), 0, "once only");
 }
@@ -257,14 +283,20 @@ fn history_lists_each_prompt_once_newest_first_and_searches_by_prefix() {
     let texts: Vec<&str> = all.iter().map(|p| p.text.as_str()).collect();
     assert_eq!(
         texts,
-        ["How do I implement a binary search?", "Can you show me a recursive version?"]
+        [
+            "How do I implement a binary search?",
+            "Can you show me a recursive version?"
+        ]
     );
     assert_eq!(all[0].times, 2);
     assert!(all[0].time.starts_with("2026-03-02"));
     let found = project.history(Some("recur"), 10).unwrap();
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].text, "Can you show me a recursive version?");
-    assert!(project.history(Some("binary recursive"), 10).unwrap().is_empty(), "every word must match");
+    assert!(
+        project.history(Some("binary recursive"), 10).unwrap().is_empty(),
+        "every word must match"
+    );
     assert!(project.history(Some("\"*("), 10).unwrap().is_empty());
 }
 
@@ -292,8 +324,14 @@ fn a_merged_message_whose_id_the_target_uses_is_named_apart_and_stored_once() {
         ]})
         .to_string()
     };
-    let a = project.add_conversation(conv("A", "first").as_bytes(), "a.json").unwrap().id;
-    let b = project.add_conversation(conv("B", "second").as_bytes(), "b.json").unwrap().id;
+    let a = project
+        .add_conversation(conv("A", "first").as_bytes(), "a.json")
+        .unwrap()
+        .id;
+    let b = project
+        .add_conversation(conv("B", "second").as_bytes(), "b.json")
+        .unwrap()
+        .id;
     assert_eq!(stored_files(&project), 3, "the identical answer is stored once");
     project.merge_messages(&a, &b, &[0], None).unwrap();
     let merged = project.load_conversation(&a).unwrap();
@@ -304,5 +342,8 @@ fn a_merged_message_whose_id_the_target_uses_is_named_apart_and_stored_once() {
     let again = project.merge_messages(&a, &b, &[0], None).unwrap_err().to_string();
     assert!(again.contains("already in"), "{again}");
     let same = project.merge_messages(&a, &b, &[1], None).unwrap_err().to_string();
-    assert!(same.contains("already in"), "the same message under the same id: {same}");
+    assert!(
+        same.contains("already in"),
+        "the same message under the same id: {same}"
+    );
 }

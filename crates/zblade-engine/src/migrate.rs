@@ -674,7 +674,9 @@ impl ArtifactFolders {
 fn artifact_bytes(layout: &zblade_core::Layout, kind: Kind, path: &std::path::Path) -> Result<Vec<u8>> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     if kind == Kind::Conversation && is_manifest(&bytes) {
-        return Ok(crate::scan::load_conversation(layout, path)?.artifact.to_artifact_json());
+        return Ok(crate::scan::load_conversation(layout, path)?
+            .artifact
+            .to_artifact_json());
     }
     Ok(bytes)
 }
@@ -689,7 +691,12 @@ fn is_manifest(bytes: &[u8]) -> bool {
 
 /// An artifact's id (checked against its file name) and its bytes as a server stores them
 /// (see [`artifact_bytes`]); invalid files are refused.
-fn read_artifact(layout: &zblade_core::Layout, kind: Kind, path: &std::path::Path, name: &str) -> Result<(String, Vec<u8>)> {
+fn read_artifact(
+    layout: &zblade_core::Layout,
+    kind: Kind,
+    path: &std::path::Path,
+    name: &str,
+) -> Result<(String, Vec<u8>)> {
     let bytes = artifact_bytes(layout, kind, path)?;
     let id = match kind {
         Kind::Conversation => {

@@ -170,8 +170,9 @@ impl Index {
             let (mut current, mut limit) = (conversation.to_string(), len);
             // Each step moves to a parent over fewer messages; the bound stops a damaged index.
             for _ in 0..10_000 {
-                let row: Option<(Option<String>, i64)> =
-                    shared.query_row([&current], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+                let row: Option<(Option<String>, i64)> = shared
+                    .query_row([&current], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()?;
                 let Some((Some(parent), count)) = row else { break };
                 limit = limit.min(count.max(0) as usize);
                 if limit == 0 {
@@ -228,7 +229,9 @@ impl Index {
                              WHERE m.role = 'user'
                              ORDER BY m.timestamp DESC LIMIT ?1 OFFSET ?2",
                         )?
-                        .query_map(params![batch, offset], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+                        .query_map(params![batch, offset], |r| {
+                            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                        })?
                         .collect::<rusqlite::Result<_>>()?,
                 };
                 let done = (rows.len() as i64) < batch;

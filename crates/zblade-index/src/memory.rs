@@ -76,7 +76,9 @@ impl Index {
                     conn.prepare_cached("SELECT shared_from, shared_count FROM conversations WHERE id = ?1")?;
                 let mut out = Vec::new();
                 let own_title: Option<String> = conn
-                    .query_row("SELECT title FROM conversations WHERE id = ?1", [conversation], |r| r.get(0))
+                    .query_row("SELECT title FROM conversations WHERE id = ?1", [conversation], |r| {
+                        r.get(0)
+                    })
                     .optional()?;
                 let (mut current, mut below) = (conversation.to_string(), i64::MAX);
                 // Each step moves to a parent; the depth bound stops a damaged, cyclic index.
@@ -96,8 +98,9 @@ impl Index {
                     if out.len() >= n {
                         break;
                     }
-                    let parent: Option<(Option<String>, i64)> =
-                        shared.query_row([&current], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+                    let parent: Option<(Option<String>, i64)> = shared
+                        .query_row([&current], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()?;
                     match parent {
                         Some((Some(parent), count)) if count > 0 => {
                             current = parent;

@@ -14,7 +14,11 @@ pub(crate) fn run(cx: &mut Ctx, command: ConvCommand) -> Result<(), Error> {
             let mut project = cx.open()?;
             let after: MessageSelector = after.parse()?;
             let fork = project.fork_conversation(&id, &after, title.as_deref())?;
-            outcome(cx, &fork, &format!("Forked {id} after message {} as", fork.affected - 1))
+            outcome(
+                cx,
+                &fork,
+                &format!("Forked {id} after message {} as", fork.affected - 1),
+            )
         }
         ConvCommand::Merge {
             target,
@@ -49,7 +53,9 @@ pub(crate) fn run(cx: &mut Ctx, command: ConvCommand) -> Result<(), Error> {
             let project = cx.open()?;
             let lineage = project.lineage(&id)?;
             if cx.json {
-                return cx.out.value(&serde_json::to_value(&lineage).expect("lineage serialises"));
+                return cx
+                    .out
+                    .value(&serde_json::to_value(&lineage).expect("lineage serialises"));
             }
             print_lineage(cx, &lineage)
         }
@@ -57,7 +63,9 @@ pub(crate) fn run(cx: &mut Ctx, command: ConvCommand) -> Result<(), Error> {
             let mut project = cx.open()?;
             project.rename_conversation(&id, &title)?;
             if cx.json {
-                return cx.out.value(&serde_json::json!({"conversation_id": id, "title": title.trim()}));
+                return cx
+                    .out
+                    .value(&serde_json::json!({"conversation_id": id, "title": title.trim()}));
             }
             cx.out.note(&format!("Renamed {id} to {:?}.", title.trim()))
         }
@@ -104,7 +112,11 @@ pub(crate) fn history(cx: &mut Ctx, search: Option<&str>, limit: usize, all_proj
             .map(|(root, p)| (Some(root.display().to_string()), p))
             .collect()
     } else {
-        cx.open()?.history(search, limit)?.into_iter().map(|p| (None, p)).collect()
+        cx.open()?
+            .history(search, limit)?
+            .into_iter()
+            .map(|p| (None, p))
+            .collect()
     };
     if cx.json {
         let rows: Vec<serde_json::Value> = prompts
@@ -126,7 +138,11 @@ pub(crate) fn history(cx: &mut Ctx, search: Option<&str>, limit: usize, all_proj
         });
     }
     for (project, p) in &prompts {
-        let times = if p.times > 1 { format!(" ×{}", p.times) } else { String::new() };
+        let times = if p.times > 1 {
+            format!(" ×{}", p.times)
+        } else {
+            String::new()
+        };
         let place = project.as_deref().map(|p| format!("  {p}")).unwrap_or_default();
         cx.out.note(&format!(
             "{}  {}{times}  {}{place}",
@@ -177,7 +193,9 @@ pub(crate) fn stats(cx: &mut Ctx) -> Result<(), Error> {
 
 fn outcome(cx: &mut Ctx, outcome: &GraphOutcome, what: &str) -> Result<(), Error> {
     if cx.json {
-        return cx.out.value(&serde_json::to_value(outcome).expect("outcomes serialise"));
+        return cx
+            .out
+            .value(&serde_json::to_value(outcome).expect("outcomes serialise"));
     }
     cx.out.note(&format!(
         "{what} {}: {} ({} messages).",
@@ -188,7 +206,13 @@ fn outcome(cx: &mut Ctx, outcome: &GraphOutcome, what: &str) -> Result<(), Error
 fn write_raw(cx: &mut Ctx, text: &str) -> Result<(), Error> {
     let w = cx.out.writer();
     w.write_all(text.as_bytes())
-        .and_then(|()| if text.ends_with('\n') { Ok(()) } else { w.write_all(b"\n") })
+        .and_then(|()| {
+            if text.ends_with('\n') {
+                Ok(())
+            } else {
+                w.write_all(b"\n")
+            }
+        })
         .map_err(|e| Error::io("<stdout>", e))
 }
 
@@ -235,9 +259,19 @@ fn print_lineage(cx: &mut Ctx, lineage: &Lineage) -> Result<(), Error> {
     forks(cx, &lineage.forks, depth + 1)?;
     for merge in &lineage.merges {
         let line = if merge.into == lineage.conversation.id {
-            format!("merged in: {} message(s) from {} on {}", merge.messages, merge.from, &merge.merged_at[..10])
+            format!(
+                "merged in: {} message(s) from {} on {}",
+                merge.messages,
+                merge.from,
+                &merge.merged_at[..10]
+            )
         } else {
-            format!("merged out: {} message(s) into {} on {}", merge.messages, merge.into, &merge.merged_at[..10])
+            format!(
+                "merged out: {} message(s) into {} on {}",
+                merge.messages,
+                merge.into,
+                &merge.merged_at[..10]
+            )
         };
         cx.out.note(&line)?;
     }

@@ -11,7 +11,7 @@ use zblade_core::{Conversation, Error, Moment, Result, fsio, sha256_hex};
 use zblade_index::{ConversationSummary, HitKind, MemoryText, MomentSummary, SearchFilter, SearchKind, SearchQuery};
 use zblade_search::chunk::cid;
 
-use super::{FoundMoment, ForkRequest, Retrieved, Storage, TimeRange, manifests};
+use super::{ForkRequest, FoundMoment, Retrieved, Storage, TimeRange, manifests};
 use crate::context::{memory_candidate, millis_since, reference_candidate, retrieval_scale};
 use crate::lock::WriteLock;
 use crate::{AddOutcome, CANDIDATES, MessageMatch, Project, ReferenceReport, SearchMode, SearchResults, scan};

@@ -160,7 +160,10 @@ pub(crate) fn load_conversation(layout: &Layout, path: &Path) -> Result<Loaded<C
             conv
         }
     };
-    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     if stem != conv.conversation_id {
         return Err(Error::field(
             &rel,
@@ -231,9 +234,10 @@ pub(crate) fn plan_writes(layout: &Layout, convs: &[Conversation]) -> Result<Wri
         }
         let own: Vec<MessageRef> = refs.into_iter().skip(shared).collect();
         let manifest = Manifest::of(conv, prefix.clone(), own);
-        writes
-            .manifests
-            .push((layout.conversation_path(&conv.conversation_id), manifest.to_artifact_json()));
+        writes.manifests.push((
+            layout.conversation_path(&conv.conversation_id),
+            manifest.to_artifact_json(),
+        ));
         writes.prefixes.push(prefix);
     }
     Ok(writes)
@@ -281,7 +285,10 @@ pub(crate) fn stored_messages(layout: &Layout) -> Result<Vec<(String, PathBuf)>>
         }
         for entry in std::fs::read_dir(&shard).map_err(|e| Error::io(&shard, e))? {
             let path = entry.map_err(|e| Error::io(&shard, e))?.path();
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             if let Some(sha) = name.strip_suffix(".json").filter(|s| is_sha256(s)) {
                 out.push((sha.to_string(), path));
             }
@@ -302,10 +309,15 @@ pub(crate) struct Fork {
 /// Plans the fork `request` asks for; the caller writes it under the write lock.
 pub(crate) fn fork(layout: &Layout, request: &ForkRequest) -> Result<Fork> {
     let Some((parent, _)) = read_stored(layout, &request.parent)? else {
-        return Err(Error::NotFound(format!("no conversation {} in this project", request.parent)));
+        return Err(Error::NotFound(format!(
+            "no conversation {} in this project",
+            request.parent
+        )));
     };
     let refs = resolve_refs(layout, &parent)?;
-    let after = request.after.position(&request.parent, refs.iter().map(|r| r.id.as_str()))?;
+    let after = request
+        .after
+        .position(&request.parent, refs.iter().map(|r| r.id.as_str()))?;
     let (title, project_id, created, tags) = match &parent {
         StoredConversation::Inline(c) => (&c.title, &c.project_id, c.created_at, c.metadata.tags.clone()),
         StoredConversation::Manifest(m) => (&m.title, &m.project_id, m.created_at, m.metadata.tags.clone()),
