@@ -442,3 +442,61 @@ fn watch_imports_a_followed_agents_new_turns_within_two_seconds() {
     stop.store(true, Ordering::Relaxed);
     watcher.join().unwrap();
 }
+
+/// A project written before the conversation graph (every artifact in format 1, messages
+/// inline) is converted in place by `zblade index`: every message's text and every reference
+/// read the same before and after, every file becomes a manifest, and fsck is clean.
+#[test]
+fn a_project_from_before_the_graph_converts_in_place_losing_nothing() {
+    let world = World::new();
+    let root = world.root();
+    world.install_claude();
+    install_session(
+        CODEX,
+        &world
+            .home
+            .path()
+            .join(".codex/sessions/2025/10/01")
+            .join(Path::new(CODEX).file_name().unwrap()),
+        &root,
+    );
+    for source in ["claude-code", "codex"] {
+        let out = world.zblade(&["import", source, "--json"]);
+        assert!(out.status.success(), "{source}: {}", stderr(&out));
+    }
+    // Make it an old project: each conversation back in format 1, no message store.
+    let dir = root.join(".zblade/artifacts/conversations");
+    let mut ids = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let id = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let inline = zblade_engine::local_conversation_json(&root, &id).unwrap();
+        std::fs::write(&path, inline).unwrap();
+        ids.push(id);
+    }
+    ids.sort();
+    assert!(ids.len() >= 2);
+    std::fs::remove_dir_all(root.join(".zblade/artifacts/messages")).unwrap();
+    assert!(world.zblade(&["reindex"]).status.success());
+    let shown = |id: &str| {
+        let out = world.zblade(&["show", id, "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        json(&out)
+    };
+    let before: Vec<serde_json::Value> = ids.iter().map(|id| shown(id)).collect();
+    let stats = json(&world.zblade(&["stats", "--json"]));
+    assert_eq!(stats["inline_conversations"].as_u64().unwrap() as usize, ids.len());
+
+    let out = world.zblade(&["index", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(json(&out)["converted"].as_u64().unwrap() as usize, ids.len());
+    for (id, before) in ids.iter().zip(&before) {
+        let text = std::fs::read_to_string(dir.join(format!("{id}.json"))).unwrap();
+        assert!(text.contains("\"version\": \"2.0\""), "{id} is a manifest now");
+        assert_eq!(&shown(id), before, "{id}: messages and references read the same");
+    }
+    let stats = json(&world.zblade(&["stats", "--json"]));
+    assert_eq!(stats["inline_conversations"], 0);
+    assert!(stats["stored_messages"].as_u64().unwrap() > 0);
+    assert!(world.zblade(&["fsck"]).status.success());
+}
