@@ -347,3 +347,23 @@ fn a_merged_message_whose_id_the_target_uses_is_named_apart_and_stored_once() {
         "the same message under the same id: {same}"
     );
 }
+
+#[test]
+fn messages_sharing_an_id_but_not_a_text_are_separate_search_hits() {
+    let (_dir, mut project) = project();
+    for (title, text) in [("A", "wombat burrows are cubic"), ("B", "wombat diets are grassy")] {
+        let json = serde_json::json!({"title": title, "messages": [
+            {"id": "msg_1", "role": "user", "content": text}
+        ]});
+        project.add_conversation(json.to_string().as_bytes(), "w.json").unwrap();
+    }
+    let hits = project
+        .search(&zblade_index::SearchQuery::new(
+            "wombat",
+            10,
+            zblade_index::SearchKind::Messages,
+        ))
+        .unwrap();
+    assert_eq!(hits.len(), 2, "{hits:?}");
+    assert!(hits.iter().all(|h| h.also_in.is_empty()));
+}

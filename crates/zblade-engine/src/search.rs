@@ -108,22 +108,36 @@ impl Project {
                 also_in: Vec::new(),
             })
             .collect();
-        let mut first_place: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        // The same message is the same id *and* the same text: ids are unique only within a
+        // conversation, so two conversations may use `msg_1` for different messages.
+        let index = self.index()?;
+        let message_keys: Vec<String> = hits
+            .iter()
+            .filter(|h| h.hit.kind == HitKind::Message)
+            .map(|h| zblade_index::hit_key(&h.hit))
+            .collect();
+        let texts: std::collections::HashMap<String, String> = index
+            .memory_texts(&message_keys)?
+            .into_iter()
+            .map(|t| (t.key, t.text))
+            .collect();
+        let mut first_place: std::collections::HashMap<(String, &str), usize> = std::collections::HashMap::new();
         let mut kept = Vec::with_capacity(hits.len());
         for hit in hits.drain(..) {
             if hit.hit.kind == HitKind::Message
                 && let Some(conv) = hit.hit.conversation_id.clone()
+                && let Some(text) = texts.get(&zblade_index::hit_key(&hit.hit))
             {
-                if let Some(&at) = first_place.get(&hit.hit.id) {
+                let key = (hit.hit.id.clone(), text.as_str());
+                if let Some(&at) = first_place.get(&key) {
                     let first: &mut Hit = &mut kept[at];
                     first.also_in.push(conv);
                     continue;
                 }
-                first_place.insert(hit.hit.id.clone(), kept.len());
+                first_place.insert(key, kept.len());
             }
             kept.push(hit);
         }
-        let index = self.index()?;
         for hit in &mut kept {
             if let (HitKind::Message, Some(conv)) = (hit.hit.kind, &hit.hit.conversation_id) {
                 for fork in index.sharing_message(conv, &hit.hit.id)? {
