@@ -1,7 +1,13 @@
 //! The conversation graph's on-disk format (seed 003, "git for conversations").
 //!
 //! Messages are immutable and stored once per project, named by the SHA-256 of their canonical
-//! JSON (`artifacts/messages/ab/<sha256>.json`). A conversation's artifact is a [`Manifest`]:
+//! JSON. The new messages of one write are kept together in a *pack*
+//! (`artifacts/messages/packs/<sha256>.jsonl`, one canonical message per line, named by the
+//! hash of the whole pack) and each reference says where in the pack its message is
+//! ([`PackPlace`]); messages stored by earlier versions as one file each
+//! (`artifacts/messages/ab/<sha256>.json`) are still read. A file per message made importing
+//! tens of thousands of messages pay for tens of thousands of file creations (on a journal-less
+//! ext4, 180 µs each: most of the import). A conversation's artifact is a [`Manifest`]:
 //! its metadata and the ordered [`MessageRef`]s of its messages. A fork does not copy its
 //! parent's references either: its manifest says "my first N messages are the first N of
 //! conversation X" ([`SharedPrefix`]) and lists only the messages written after the fork, so
@@ -50,17 +56,35 @@ impl MessageOrigin {
     }
 }
 
-/// One message of a manifest: which stored message, and how it got here.
+/// One message of a manifest: which stored message, where it is, and how it got here.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessageRef {
     /// The message's id (unique within a conversation, as in format 1).
     pub id: String,
-    /// SHA-256 of the stored message's canonical JSON: its file name.
+    /// SHA-256 of the stored message's canonical JSON: its name, checked on every read.
     pub sha256: String,
     /// How the message got into this conversation.
     #[serde(default, skip_serializing_if = "MessageOrigin::is_native")]
     pub origin: MessageOrigin,
+    /// The pack holding the message; absent: a file of its own (`messages/ab/<sha256>.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pack: Option<PackPlace>,
 }
+
+/// Where a message is inside a pack: the pack's name and the bytes of its line.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PackPlace {
+    /// SHA-256 of the pack file (`messages/packs/<name>.jsonl`).
+    pub name: String,
+    /// Byte offset of the message's line in the pack.
+    pub offset: u64,
+    /// Its length in bytes, the newline included.
+    pub len: u64,
+}
+
+/// The longest message a pack entry may claim, so a hostile manifest cannot make a reader
+/// allocate without bound.
+pub const MAX_PACKED_MESSAGE: u64 = 256 * 1024 * 1024;
 
 /// "The first `messages` messages of this conversation are those of `conversation_id`":
 /// how a fork shares its parent's messages without listing them.
@@ -322,6 +346,20 @@ impl Manifest {
                     format!("messages[{i}].sha256"),
                     format!("{:?} is not a SHA-256 digest", message.sha256),
                 ));
+            }
+            if let Some(place) = &message.pack {
+                if !is_sha256(&place.name) {
+                    return Err(id_error(
+                        format!("messages[{i}].pack.name"),
+                        format!("{:?} is not a SHA-256 digest", place.name),
+                    ));
+                }
+                if place.len == 0 || place.len > MAX_PACKED_MESSAGE || place.offset.checked_add(place.len).is_none() {
+                    return Err(id_error(
+                        format!("messages[{i}].pack.len"),
+                        format!("{} bytes is not a message length", place.len),
+                    ));
+                }
             }
             if !seen.insert(message.id.as_str()) {
                 return Err(id_error(

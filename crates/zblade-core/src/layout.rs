@@ -77,6 +77,14 @@ impl Layout {
     pub fn message_path(&self, sha256: &str) -> PathBuf {
         self.messages_dir().join(&sha256[..2]).join(format!("{sha256}.json"))
     }
+    /// `.zblade/artifacts/messages/packs/`: messages written together, one file per write.
+    pub fn packs_dir(&self) -> PathBuf {
+        self.messages_dir().join("packs")
+    }
+    /// The pack named `sha256` (already checked to be a digest).
+    pub fn pack_path(&self, sha256: &str) -> PathBuf {
+        self.packs_dir().join(format!("{sha256}.jsonl"))
+    }
     /// `.zblade/artifacts/moments/`.
     pub fn moments_dir(&self) -> PathBuf {
         self.artifacts_dir().join("moments")

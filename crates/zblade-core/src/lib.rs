@@ -33,7 +33,7 @@ pub use artifact::{
 };
 pub use error::{Error, Result};
 pub use graph::{
-    Compaction, ForkPoint, Manifest, MergeRecord, MessageOrigin, MessageRef, SharedPrefix, StoredConversation,
+    Compaction, ForkPoint, Manifest, MergeRecord, MessageOrigin, MessageRef, PackPlace, SharedPrefix, StoredConversation,
     TokenUsage, message_sha256, parse_stored_conversation,
 };
 pub use layout::Layout;

@@ -6,6 +6,7 @@
 //! this API are 0-based; the CLI says so in its help.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
 
 use chrono::Utc;
 use serde::Serialize;
@@ -492,14 +493,13 @@ impl Project {
             }
         }
         let mut sizes: HashMap<String, u64> = HashMap::new();
-        for (sha, path) in manifests::stored_messages(layout)? {
-            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        for stored in manifests::stored_messages(layout)? {
             stats.stored_messages += 1;
-            stats.stored_bytes += size;
-            if !uses.contains_key(&sha) {
+            stats.stored_bytes += stored.size;
+            if !uses.contains_key(&stored.sha256) {
                 stats.orphans += 1;
             }
-            sizes.insert(sha, size);
+            sizes.insert(stored.sha256, stored.size);
         }
         stats.shared_messages = uses.values().filter(|&&n| n > 1).count();
         stats.bytes_if_copied = listed.iter().map(|sha| sizes.get(sha).copied().unwrap_or(0)).sum();
@@ -508,8 +508,10 @@ impl Project {
         Ok(stats)
     }
 
-    /// Removes stored messages no conversation uses; returns how many. A conversation that
-    /// cannot be read stops the collection (its messages might be the ones in question).
+    /// Removes stored messages no conversation uses; returns how many. A pack goes when no
+    /// conversation uses any of its messages (a pack partly used stays whole, its unused
+    /// messages counted as orphans by `stats`). A conversation that cannot be read stops the
+    /// collection (its messages might be the ones in question).
     pub fn gc_messages(&mut self) -> Result<usize> {
         if self.settings.storage.mode != zblade_core::StorageMode::Local {
             return Ok(0);
@@ -517,19 +519,34 @@ impl Project {
         let layout = self.layout.clone();
         let _lock = crate::lock::WriteLock::acquire(&layout)?;
         let mut used: HashSet<String> = HashSet::new();
+        let mut used_packs: HashSet<String> = HashSet::new();
         for entry in conversation_files(&layout)? {
             let id = entry.trim_end_matches(".json");
             if let Some((stored, _)) = manifests::read_stored(&layout, id)? {
-                used.extend(manifests::resolve_refs(&layout, &stored)?.into_iter().map(|r| r.sha256));
+                for r in manifests::resolve_refs(&layout, &stored)? {
+                    used_packs.extend(r.pack.map(|p| p.name));
+                    used.insert(r.sha256);
+                }
             }
+        }
+        // Per file: its messages, and whether any of them is used.
+        let mut files: HashMap<PathBuf, (usize, bool)> = HashMap::new();
+        for stored in manifests::stored_messages(&layout)? {
+            let in_use = match &stored.pack {
+                Some(pack) => used_packs.contains(pack),
+                None => used.contains(&stored.sha256),
+            };
+            let file = files.entry(stored.file).or_default();
+            file.0 += 1;
+            file.1 |= in_use;
         }
         let mut removed = 0;
         let mut dirs = HashSet::new();
-        for (sha, path) in manifests::stored_messages(&layout)? {
-            if !used.contains(&sha) {
+        for (path, (messages, in_use)) in files {
+            if !in_use {
                 std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
                 dirs.insert(path.parent().map(|p| p.to_path_buf()).unwrap_or_default());
-                removed += 1;
+                removed += messages;
             }
         }
         for dir in dirs {
@@ -565,9 +582,9 @@ impl Project {
             };
             let writes = manifests::plan_writes(&layout, std::slice::from_ref(&conv))?;
             manifests::write_messages(&writes)?;
-            for (i, message) in conv.messages.iter().enumerate() {
-                let sha = zblade_core::message_sha256(message);
-                let mut stored = manifests::read_message(&layout, &sha)?;
+            let mut reader = manifests::MessageReader::new(&layout);
+            for (i, (message, r)) in conv.messages.iter().zip(&writes.refs[0]).enumerate() {
+                let mut stored = reader.read(r)?;
                 stored.id = message.id.clone();
                 stored.origin = message.origin.clone();
                 if &stored != message {

@@ -38,6 +38,7 @@ fn contents(project: &Project, id: &str) -> Vec<String> {
         .collect()
 }
 
+/// Messages in the store (entries of packs and files of their own).
 fn stored_files(project: &Project) -> usize {
     manifests::stored_messages(&project.layout).unwrap().len()
 }
@@ -127,8 +128,10 @@ fn forks_keep_their_messages_when_the_parent_is_rewritten_or_deleted() {
     assert_eq!(project.gc_messages().unwrap(), 0, "every message is still used");
     project.delete_conversation(&parent).unwrap();
     project.delete_conversation(&other).unwrap();
-    // Only the messages nobody uses go: the fork of the fork keeps its six.
-    assert_eq!(project.gc_messages().unwrap(), 12 + 4 - 6);
+    // Only packs nobody uses go: Other's; the fork of the fork keeps its six, and with them
+    // the parent's pack, whose six other messages stay as orphans.
+    assert_eq!(project.gc_messages().unwrap(), 4);
+    assert_eq!(project.store_stats().unwrap().orphans, 12 - 6);
     assert_eq!(contents(&project, &fork_of_fork), expected_2);
     assert!(project.fsck(false).unwrap().is_clean());
 }
@@ -177,9 +180,15 @@ fn a_corrupt_message_is_named_and_fails_only_the_conversations_using_it() {
     let (_dir, mut project) = project();
     let damaged = add(&mut project, "Damaged", 3);
     let fine = add(&mut project, "Fine", 3);
-    let sha = manifest(&project, &damaged).messages[1].sha256.clone();
-    let path = project.layout.message_path(&sha);
-    std::fs::write(&path, b"{\"role\": \"user\", \"content\": \"tampered\"}\n").unwrap();
+    let r = manifest(&project, &damaged).messages[1].clone();
+    let (sha, place) = (r.sha256, r.pack.expect("written into a pack"));
+    // The entry's bytes changed in place (same length: the pack's other entries stay put).
+    let path = project.layout.pack_path(&place.name);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let entry = &mut bytes[place.offset as usize..(place.offset + place.len) as usize];
+    let at = entry.windows(5).position(|w| w == b"topic").unwrap();
+    entry[at..at + 5].copy_from_slice(b"TOPIC");
+    std::fs::write(&path, bytes).unwrap();
     let err = project.load_conversation(&damaged).unwrap_err().to_string();
     assert!(err.contains(&sha) && err.contains("corrupted"), "{err}");
     assert_eq!(contents(&project, &fine).len(), 3);
@@ -204,6 +213,7 @@ fn hostile_or_broken_manifests_are_refused_with_the_field_named() {
         .conversation_id;
     let path = project.layout.conversation_path(&a);
     let mut m = manifest(&project, &a);
+    let good = m.clone();
     // A message name that would be a path out of the store.
     m.messages[0].sha256 = "../../../../etc/passwd".into();
     std::fs::write(&path, m.to_artifact_json()).unwrap();
@@ -212,6 +222,25 @@ fn hostile_or_broken_manifests_are_refused_with_the_field_named() {
         err.contains("messages[0].sha256") && err.contains("not a SHA-256"),
         "{err}"
     );
+    // Pack places that name no pack file, or bytes the pack does not hold.
+    let original_b = manifest(&project, &b);
+    let mut m = original_b.clone();
+    m.messages = good.messages.clone();
+    m.shared_prefix = None;
+    m.messages[0].pack.as_mut().unwrap().name = "../packs/x".into();
+    std::fs::write(project.layout.conversation_path(&b), m.to_artifact_json()).unwrap();
+    let err = project.load_conversation(&b).unwrap_err().to_string();
+    assert!(err.contains("messages[0].pack.name"), "{err}");
+    m.messages[0].pack = good.messages[0].pack.clone();
+    m.messages[0].pack.as_mut().unwrap().len = 200 * 1024 * 1024;
+    std::fs::write(project.layout.conversation_path(&b), m.to_artifact_json()).unwrap();
+    let err = project.load_conversation(&b).unwrap_err().to_string();
+    assert!(err.contains("not a message of"), "{err}");
+    m.messages[0].pack.as_mut().unwrap().len = u64::MAX;
+    std::fs::write(project.layout.conversation_path(&b), m.to_artifact_json()).unwrap();
+    let err = project.load_conversation(&b).unwrap_err().to_string();
+    assert!(err.contains("messages[0].pack.len"), "{err}");
+    std::fs::write(project.layout.conversation_path(&b), original_b.to_artifact_json()).unwrap();
     // A cycle of shared prefixes: a shares b's, b shares a's.
     let mut m = manifest(&project, &b);
     m.messages.clear();
@@ -332,13 +361,16 @@ fn a_merged_message_whose_id_the_target_uses_is_named_apart_and_stored_once() {
         .add_conversation(conv("B", "second").as_bytes(), "b.json")
         .unwrap()
         .id;
-    assert_eq!(stored_files(&project), 3, "the identical answer is stored once");
+    // Identical messages written apart are stored in each writer's pack (no global lookup at
+    // write time); a merge refers to the one it brings in.
+    assert_eq!(stored_files(&project), 4);
     project.merge_messages(&a, &b, &[0], None).unwrap();
+    assert_eq!(stored_files(&project), 4, "merged, not copied");
     let merged = project.load_conversation(&a).unwrap();
     assert_eq!(merged.messages.len(), 3);
     assert!(merged.messages[2].id.starts_with("msg_1-"), "{}", merged.messages[2].id);
     assert_eq!(merged.messages[2].content, "B: second");
-    assert_eq!(stored_files(&project), 3, "the merged message is not stored again");
+    assert_eq!(stored_files(&project), 4, "the merged message is not stored again");
     let again = project.merge_messages(&a, &b, &[0], None).unwrap_err().to_string();
     assert!(again.contains("already in"), "{again}");
     let same = project.merge_messages(&a, &b, &[1], None).unwrap_err().to_string();
@@ -366,4 +398,36 @@ fn messages_sharing_an_id_but_not_a_text_are_separate_search_hits() {
         .unwrap();
     assert_eq!(hits.len(), 2, "{hits:?}");
     assert!(hits.iter().all(|h| h.also_in.is_empty()));
+}
+
+#[test]
+fn a_write_puts_its_new_messages_in_one_pack_and_gc_removes_packs_nobody_uses() {
+    let (_dir, mut project) = project();
+    let a = add(&mut project, "A", 6);
+    let b = add(&mut project, "B", 4);
+    let packs_dir = project.layout.packs_dir();
+    let packs = || std::fs::read_dir(&packs_dir).unwrap().count();
+    assert_eq!(packs(), 2, "one pack per conversation written");
+    assert!(!project.layout.messages_dir().join("00").exists());
+    // A merge refers to the source's pack; nothing is written again.
+    project.merge_messages(&b, &a, &[1, 2], None).unwrap();
+    assert_eq!(packs(), 2);
+    assert_eq!(stored_files(&project), 10);
+    let merged = manifest(&project, &b);
+    assert_eq!(merged.messages[4].pack, manifest(&project, &a).messages[1].pack);
+    // A conversation extended later: only the new message goes into a new pack.
+    let mut conv = project.load_conversation(&a).unwrap();
+    conv.messages.push(zblade_core::Message::new(zblade_core::Role::User, "one more about topic9"));
+    let json = serde_json::to_vec(&conv).unwrap();
+    project.add_conversation(&json, "again.json").unwrap();
+    assert_eq!(packs(), 3);
+    assert_eq!(stored_files(&project), 11);
+    assert_eq!(contents(&project, &a).len(), 7);
+    // A's packs stay while B uses two of A's first messages.
+    project.delete_conversation(&a).unwrap();
+    assert_eq!(project.gc_messages().unwrap(), 1, "only the pack of A's late message goes");
+    assert_eq!(contents(&project, &b).len(), 6);
+    project.delete_conversation(&b).unwrap();
+    assert_eq!(project.gc_messages().unwrap(), 10);
+    assert_eq!(packs(), 0);
 }

@@ -89,7 +89,8 @@ impl Storage for LocalStorage {
         let _lock = WriteLock::acquire(&layout)?;
         let fork = manifests::fork(&layout, request)?;
         let hash = manifests::write(&manifests::Writes {
-            messages: Vec::new(),
+            packs: Vec::new(),
+            refs: Vec::new(),
             manifests: vec![(
                 layout.conversation_path(&fork.conversation_id),
                 fork.manifest.to_artifact_json(),

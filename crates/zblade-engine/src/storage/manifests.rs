@@ -1,13 +1,15 @@
 //! Conversation artifacts on disk in local mode: format 1 (messages inline) is read as ever;
 //! everything written is format 2, a manifest of references into the message store
-//! (`artifacts/messages/`, one file per distinct message, named by its SHA-256).
+//! (`artifacts/messages/`: each write's new messages in one pack, `packs/<sha256>.jsonl`;
+//! earlier versions' messages one file each, `ab/<sha256>.json`).
 //!
 //! Reading resolves a manifest: its shared prefix (a fork's inherited messages) through the
-//! manifests it names, then each message file, whose content must still hash to its name —
-//! a corrupt message is named and fails only the conversations that use it.
+//! manifests it names, then each message, whose content must still hash to its name — a
+//! corrupt message is named and fails only the conversations that use it (a pack's other
+//! entries are checked on their own).
 //!
-//! Writing stores the messages first and the manifests after, each batch atomic and durable,
-//! so a crash can leave unreferenced messages (which `zblade gc` removes) but never a manifest
+//! Writing stores the packs first and the manifests after, each batch atomic and durable,
+//! so a crash can leave unreferenced packs (which `zblade gc` removes) but never a manifest
 //! pointing at a message that is not there.
 
 use std::collections::{HashMap, HashSet};
@@ -15,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use zblade_core::graph::{canonical_message, is_sha256};
 use zblade_core::{
-    Conversation, Error, Layout, Manifest, Message, MessageOrigin, MessageRef, Result, SharedPrefix,
+    Conversation, Error, Layout, Manifest, Message, MessageOrigin, MessageRef, PackPlace, Result, SharedPrefix,
     StoredConversation, fsio, parse_stored_conversation, sha256_hex,
 };
 
@@ -107,34 +109,90 @@ fn resolve_refs_in(layout: &Layout, stored: &StoredConversation, chain: &mut Vec
     Ok(refs)
 }
 
-/// References naming `messages` as they would be stored.
+/// References naming `messages` as they would be stored (where is not known here).
 pub(crate) fn refs_of(messages: &[Message]) -> Vec<MessageRef> {
-    messages
-        .iter()
-        .map(|m| MessageRef {
-            id: m.id.clone(),
-            sha256: sha256_hex(&canonical_message(m)),
-            origin: m.origin.clone().unwrap_or_default(),
-        })
-        .collect()
+    messages.iter().map(|m| stored_form(m).0).collect()
 }
 
-/// Reads the stored message `sha256`, checking that its content still hashes to its name.
-pub(crate) fn read_message(layout: &Layout, sha256: &str) -> Result<Message> {
-    let path = layout.message_path(sha256);
-    let rel = layout.relative(&path);
-    let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::NotFound(format!("message {rel} is missing from the store")),
-        _ => Error::io(&path, e),
-    })?;
-    if sha256_hex(&bytes) != sha256 {
-        return Err(Error::field(
-            &rel,
-            "content",
-            "the file's content does not match its name: the message is corrupted",
-        ));
+/// A message's reference (without a place) and the canonical bytes it is stored as.
+fn stored_form(message: &Message) -> (MessageRef, Vec<u8>) {
+    let bytes = canonical_message(message);
+    let r = MessageRef {
+        id: message.id.clone(),
+        sha256: sha256_hex(&bytes),
+        origin: message.origin.clone().unwrap_or_default(),
+        pack: None,
+    };
+    (r, bytes)
+}
+
+/// Reads stored messages, checking that each one's content still hashes to its name; keeps
+/// the packs it opened open for the next messages (a conversation's are mostly in one).
+pub(crate) struct MessageReader<'a> {
+    layout: &'a Layout,
+    packs: HashMap<String, (std::fs::File, u64)>,
+}
+
+impl<'a> MessageReader<'a> {
+    pub(crate) fn new(layout: &'a Layout) -> MessageReader<'a> {
+        MessageReader {
+            layout,
+            packs: HashMap::new(),
+        }
     }
-    zblade_core::artifact::parse_message(&bytes, &rel)
+
+    /// The stored message `r` names (its id and origin are the caller's to set).
+    pub(crate) fn read(&mut self, r: &MessageRef) -> Result<Message> {
+        let (bytes, rel) = match &r.pack {
+            None => {
+                let path = self.layout.message_path(&r.sha256);
+                let rel = self.layout.relative(&path);
+                let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
+                    std::io::ErrorKind::NotFound => Error::NotFound(format!("message {rel} is missing from the store")),
+                    _ => Error::io(&path, e),
+                })?;
+                (bytes, rel)
+            }
+            Some(place) => self.read_packed(place)?,
+        };
+        if sha256_hex(&bytes) != r.sha256 {
+            return Err(Error::field(
+                &rel,
+                "content",
+                format!("stored message {} does not match its name: the message is corrupted", r.sha256),
+            ));
+        }
+        zblade_core::artifact::parse_message(&bytes, &rel)
+    }
+
+    /// The bytes of one pack entry, and its name for errors (`…/packs/<pack>.jsonl@offset`).
+    fn read_packed(&mut self, place: &PackPlace) -> Result<(Vec<u8>, String)> {
+        use std::io::{Read, Seek, SeekFrom};
+        let path = self.layout.pack_path(&place.name);
+        let rel = format!("{}@{}", self.layout.relative(&path), place.offset);
+        if !self.packs.contains_key(&place.name) {
+            let file = std::fs::File::open(&path).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => Error::NotFound(format!("message pack {rel} is missing from the store")),
+                _ => Error::io(&path, e),
+            })?;
+            let size = file.metadata().map_err(|e| Error::io(&path, e))?.len();
+            self.packs.insert(place.name.clone(), (file, size));
+        }
+        let (file, size) = self.packs.get_mut(&place.name).expect("opened above");
+        // Checked before allocating: a manifest is outside input and may claim anything.
+        if place.offset.checked_add(place.len).is_none_or(|end| end > *size) {
+            return Err(Error::field(
+                &rel,
+                "pack",
+                format!("the pack holds {size} bytes, not a message of {} bytes here", place.len),
+            ));
+        }
+        let mut bytes = vec![0; place.len as usize];
+        file.seek(SeekFrom::Start(place.offset))
+            .and_then(|_| file.read_exact(&mut bytes))
+            .map_err(|e| Error::io(&path, e))?;
+        Ok((bytes, rel))
+    }
 }
 
 /// Reads, resolves and validates one conversation artifact; the file name must match its id.
@@ -147,8 +205,10 @@ pub(crate) fn load_conversation(layout: &Layout, path: &Path) -> Result<Loaded<C
         StoredConversation::Manifest(manifest) => {
             let refs = resolve_refs(layout, &StoredConversation::Manifest(manifest.clone()))?;
             let mut messages = Vec::with_capacity(refs.len());
+            let mut reader = MessageReader::new(layout);
             for r in refs {
-                let mut message = read_message(layout, &r.sha256)
+                let mut message = reader
+                    .read(&r)
                     .map_err(|e| Error::field(&rel, "messages", format!("message {}: {e}", r.id)))?;
                 // The id is the conversation's name for the message (the store keeps content).
                 message.id = r.id.clone();
@@ -178,34 +238,85 @@ pub(crate) fn load_conversation(layout: &Layout, path: &Path) -> Result<Loaded<C
     })
 }
 
-/// What storing some conversations takes: the message files not yet in the store, then the
-/// manifests; and the shared prefix each conversation ended up with (for the index).
+/// What storing some conversations takes: the packs of messages not yet in the store, then
+/// the manifests; and the shared prefix each conversation ended up with (for the index).
 pub(crate) struct Writes {
-    /// New message files (written first).
-    pub messages: Vec<(PathBuf, Vec<u8>)>,
+    /// New packs (written first): each conversation's new messages, one pack per conversation.
+    pub packs: Vec<(PathBuf, Vec<u8>)>,
     /// Manifests, one per conversation, in input order.
     pub manifests: Vec<(PathBuf, Vec<u8>)>,
+    /// Each manifest's own references (after its shared prefix), in input order.
+    pub refs: Vec<Vec<MessageRef>>,
     /// The shared prefix of each conversation, in input order.
     pub prefixes: Vec<Option<SharedPrefix>>,
 }
 
+/// Where messages already in the store are, learnt from the manifests that a write touches:
+/// the conversation's own (its earlier messages) and those its messages came from (a fork's
+/// parent, a merge's source). A message found nowhere is written again, into a new pack.
+#[derive(Default)]
+struct Known {
+    /// SHA-256 → its pack place; `None`: a file of its own, if that file exists.
+    places: HashMap<String, Option<PackPlace>>,
+    /// Conversations whose manifests were read.
+    read: HashSet<String>,
+}
+
+impl Known {
+    /// Learns the places of `id`'s messages. A manifest that cannot be read teaches nothing
+    /// (its messages, if needed, are written again); format-1 conversations hold their
+    /// messages inline, not in the store.
+    fn learn(&mut self, layout: &Layout, id: &str) {
+        if !self.read.insert(id.to_string()) {
+            return;
+        }
+        if let Ok(Some((stored @ StoredConversation::Manifest(_), _))) = read_stored(layout, id)
+            && let Ok(refs) = resolve_refs(layout, &stored)
+        {
+            for r in refs {
+                self.places.entry(r.sha256).or_insert(r.pack);
+            }
+        }
+    }
+
+    /// Where message `sha256` is stored: `Some(None)` for its own file, `None` when nowhere.
+    fn place(&self, layout: &Layout, sha256: &str) -> Option<Option<PackPlace>> {
+        match self.places.get(sha256) {
+            Some(Some(place)) => Some(Some(place.clone())),
+            _ => layout.message_path(sha256).exists().then_some(None),
+        }
+    }
+}
+
+/// The conversation a message came from, when it came from another.
+fn origin_conversation(origin: &MessageOrigin) -> Option<&str> {
+    match origin {
+        MessageOrigin::Native => None,
+        MessageOrigin::Inherited { conversation_id } | MessageOrigin::Merged { conversation_id, .. } => {
+            Some(conversation_id)
+        }
+    }
+}
+
 /// Plans the files that store `convs`. A conversation keeps its `shared_prefix` only while its
 /// first messages are still exactly the shared ones; otherwise all its messages are listed in
-/// its own manifest.
+/// its own manifest. Messages already stored are referred to where they are; the others of
+/// each conversation go into one new pack.
 pub(crate) fn plan_writes(layout: &Layout, convs: &[Conversation]) -> Result<Writes> {
     let mut writes = Writes {
-        messages: Vec::new(),
+        packs: Vec::new(),
         manifests: Vec::with_capacity(convs.len()),
+        refs: Vec::with_capacity(convs.len()),
         prefixes: Vec::with_capacity(convs.len()),
     };
-    let mut planned: HashSet<String> = HashSet::new();
+    let mut known = Known::default();
     let mut base_refs: HashMap<String, Vec<MessageRef>> = HashMap::new();
     for conv in convs {
-        let refs = refs_of(&conv.messages);
+        let stored: Vec<(MessageRef, Vec<u8>)> = conv.messages.iter().map(stored_form).collect();
         // A conversation read from a manifest carries its shared prefix; one built afresh
         // (an import, `zblade add`) lists all its messages.
         let prefix = match conv.shared_prefix.clone() {
-            Some(prefix) if prefix.messages <= refs.len() => {
+            Some(prefix) if prefix.messages <= stored.len() => {
                 if !base_refs.contains_key(&prefix.conversation_id) {
                     let resolved = match read_stored(layout, &prefix.conversation_id)? {
                         Some((base, _)) => resolve_refs(layout, &base)?,
@@ -217,50 +328,83 @@ pub(crate) fn plan_writes(layout: &Layout, convs: &[Conversation]) -> Result<Wri
                 let same = base.len() >= prefix.messages
                     && base[..prefix.messages]
                         .iter()
-                        .zip(&refs)
-                        .all(|(a, b)| a.sha256 == b.sha256 && a.id == b.id);
+                        .zip(&stored)
+                        .all(|(a, (b, _))| a.sha256 == b.sha256 && a.id == b.id);
                 same.then_some(prefix)
             }
             _ => None,
         };
         let shared = prefix.as_ref().map_or(0, |p| p.messages);
-        for (message, r) in conv.messages.iter().zip(&refs).skip(shared) {
-            if planned.insert(r.sha256.clone()) {
-                let path = layout.message_path(&r.sha256);
-                if !path.exists() {
-                    writes.messages.push((path, canonical_message(message)));
+        known.learn(layout, &conv.conversation_id);
+        let mut pack: Vec<u8> = Vec::new();
+        let mut in_pack: HashMap<String, (u64, u64)> = HashMap::new();
+        let mut own: Vec<MessageRef> = Vec::with_capacity(stored.len() - shared);
+        let mut packed: Vec<usize> = Vec::new();
+        for (mut r, bytes) in stored.into_iter().skip(shared) {
+            if !known.places.contains_key(&r.sha256)
+                && let Some(from) = origin_conversation(&r.origin)
+            {
+                known.learn(layout, from);
+            }
+            match known.place(layout, &r.sha256) {
+                Some(place) => r.pack = place,
+                None => {
+                    let (offset, len) = *in_pack.entry(r.sha256.clone()).or_insert_with(|| {
+                        let offset = pack.len() as u64;
+                        pack.extend_from_slice(&bytes);
+                        (offset, bytes.len() as u64)
+                    });
+                    // Named once the pack is complete (its name is its hash).
+                    r.pack = Some(PackPlace {
+                        name: String::new(),
+                        offset,
+                        len,
+                    });
+                    packed.push(own.len());
                 }
             }
+            own.push(r);
         }
-        let own: Vec<MessageRef> = refs.into_iter().skip(shared).collect();
-        let manifest = Manifest::of(conv, prefix.clone(), own);
+        if !pack.is_empty() {
+            let name = sha256_hex(&pack);
+            for &i in &packed {
+                let r = &mut own[i];
+                let place = r.pack.as_mut().expect("packed above");
+                place.name = name.clone();
+                known.places.insert(r.sha256.clone(), Some(place.clone()));
+            }
+            let path = layout.pack_path(&name);
+            if !path.exists() {
+                writes.packs.push((path, pack));
+            }
+        }
+        let manifest = Manifest::of(conv, prefix.clone(), own.clone());
         writes.manifests.push((
             layout.conversation_path(&conv.conversation_id),
             manifest.to_artifact_json(),
         ));
+        writes.refs.push(own);
         writes.prefixes.push(prefix);
     }
     Ok(writes)
 }
 
-/// Writes planned files: messages (and their folders) first, then the manifests; returns each
-/// manifest's SHA-256 for the index.
+/// Writes planned files: packs first, then the manifests; returns each manifest's SHA-256
+/// for the index.
 pub(crate) fn write(writes: &Writes) -> Result<Vec<String>> {
     write_messages(writes)?;
     write_manifests(writes)
 }
 
-/// The first half of [`write`]: the new message files, durable before any manifest names them.
+/// The first half of [`write`]: the new packs, durable before any manifest names them.
 pub(crate) fn write_messages(writes: &Writes) -> Result<()> {
-    let mut dirs: Vec<&Path> = writes.messages.iter().filter_map(|(p, _)| p.parent()).collect();
-    dirs.sort();
-    dirs.dedup();
-    for dir in dirs {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    if writes.packs.is_empty() {
+        return Ok(());
     }
-    // Message files never change once written (their name is their content's hash): one
-    // filesystem sync for the batch rather than one fsync per message.
-    fsio::write_new_batch(&writes.messages)
+    let dir = writes.packs[0].0.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    // Each pack atomic (staged, synced, renamed), the batch synced together.
+    fsio::write_atomic_batch(&writes.packs)
 }
 
 /// The second half of [`write`]: the manifests; returns each one's SHA-256 for the index.
@@ -269,8 +413,21 @@ pub(crate) fn write_manifests(writes: &Writes) -> Result<Vec<String>> {
     Ok(writes.manifests.iter().map(|(_, bytes)| sha256_hex(bytes)).collect())
 }
 
-/// Every stored message file's SHA-256 name (files whose name is not a digest are skipped).
-pub(crate) fn stored_messages(layout: &Layout) -> Result<Vec<(String, PathBuf)>> {
+/// One message in the store, as `stats` and `gc` see it.
+pub(crate) struct StoredMessage {
+    /// Its name.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The file holding it: its own, or its pack.
+    pub file: PathBuf,
+    /// Its pack's name, when in a pack.
+    pub pack: Option<String>,
+}
+
+/// Every message in the store: the files of their own (files whose name is not a digest are
+/// skipped) and the entries of every pack (each line hashed).
+pub(crate) fn stored_messages(layout: &Layout) -> Result<Vec<StoredMessage>> {
     let mut out = Vec::new();
     let dir = layout.messages_dir();
     let shards = match std::fs::read_dir(&dir) {
@@ -278,6 +435,7 @@ pub(crate) fn stored_messages(layout: &Layout) -> Result<Vec<(String, PathBuf)>>
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
         Err(e) => return Err(Error::io(&dir, e)),
     };
+    let packs = layout.packs_dir();
     for shard in shards {
         let shard = shard.map_err(|e| Error::io(&dir, e))?.path();
         if !shard.is_dir() {
@@ -289,12 +447,29 @@ pub(crate) fn stored_messages(layout: &Layout) -> Result<Vec<(String, PathBuf)>>
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            if let Some(sha) = name.strip_suffix(".json").filter(|s| is_sha256(s)) {
-                out.push((sha.to_string(), path));
+            if shard == packs {
+                if let Some(pack) = name.strip_suffix(".jsonl").filter(|s| is_sha256(s)) {
+                    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+                    for line in bytes.split_inclusive(|b| *b == b'\n') {
+                        out.push(StoredMessage {
+                            sha256: sha256_hex(line),
+                            size: line.len() as u64,
+                            file: path.clone(),
+                            pack: Some(pack.to_string()),
+                        });
+                    }
+                }
+            } else if let Some(sha) = name.strip_suffix(".json").filter(|s| is_sha256(s)) {
+                out.push(StoredMessage {
+                    sha256: sha.to_string(),
+                    size: std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
+                    file: path.clone(),
+                    pack: None,
+                });
             }
         }
     }
-    out.sort();
+    out.sort_by(|a, b| a.sha256.cmp(&b.sha256));
     Ok(out)
 }
 
