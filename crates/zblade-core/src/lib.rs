@@ -33,8 +33,8 @@ pub use artifact::{
 };
 pub use error::{Error, Result};
 pub use graph::{
-    Compaction, ForkPoint, Manifest, MergeRecord, MessageOrigin, MessageRef, PackPlace, SharedPrefix, StoredConversation,
-    TokenUsage, message_sha256, parse_stored_conversation,
+    Compaction, ForkPoint, Manifest, MergeRecord, MessageOrigin, MessageRef, PackPlace, SharedPrefix,
+    StoredConversation, TokenUsage, message_sha256, parse_stored_conversation,
 };
 pub use layout::Layout;
 pub use protected::PathGuard;

@@ -417,7 +417,10 @@ fn a_write_puts_its_new_messages_in_one_pack_and_gc_removes_packs_nobody_uses() 
     assert_eq!(merged.messages[4].pack, manifest(&project, &a).messages[1].pack);
     // A conversation extended later: only the new message goes into a new pack.
     let mut conv = project.load_conversation(&a).unwrap();
-    conv.messages.push(zblade_core::Message::new(zblade_core::Role::User, "one more about topic9"));
+    conv.messages.push(zblade_core::Message::new(
+        zblade_core::Role::User,
+        "one more about topic9",
+    ));
     let json = serde_json::to_vec(&conv).unwrap();
     project.add_conversation(&json, "again.json").unwrap();
     assert_eq!(packs(), 3);
@@ -425,7 +428,11 @@ fn a_write_puts_its_new_messages_in_one_pack_and_gc_removes_packs_nobody_uses() 
     assert_eq!(contents(&project, &a).len(), 7);
     // A's packs stay while B uses two of A's first messages.
     project.delete_conversation(&a).unwrap();
-    assert_eq!(project.gc_messages().unwrap(), 1, "only the pack of A's late message goes");
+    assert_eq!(
+        project.gc_messages().unwrap(),
+        1,
+        "only the pack of A's late message goes"
+    );
     assert_eq!(contents(&project, &b).len(), 6);
     project.delete_conversation(&b).unwrap();
     assert_eq!(project.gc_messages().unwrap(), 10);

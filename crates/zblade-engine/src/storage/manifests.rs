@@ -159,7 +159,10 @@ impl<'a> MessageReader<'a> {
             return Err(Error::field(
                 &rel,
                 "content",
-                format!("stored message {} does not match its name: the message is corrupted", r.sha256),
+                format!(
+                    "stored message {} does not match its name: the message is corrupted",
+                    r.sha256
+                ),
             ));
         }
         zblade_core::artifact::parse_message(&bytes, &rel)
@@ -172,7 +175,9 @@ impl<'a> MessageReader<'a> {
         let rel = format!("{}@{}", self.layout.relative(&path), place.offset);
         if !self.packs.contains_key(&place.name) {
             let file = std::fs::File::open(&path).map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => Error::NotFound(format!("message pack {rel} is missing from the store")),
+                std::io::ErrorKind::NotFound => {
+                    Error::NotFound(format!("message pack {rel} is missing from the store"))
+                }
                 _ => Error::io(&path, e),
             })?;
             let size = file.metadata().map_err(|e| Error::io(&path, e))?.len();
