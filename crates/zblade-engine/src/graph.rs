@@ -10,7 +10,9 @@ use std::path::PathBuf;
 
 use chrono::Utc;
 use serde::Serialize;
-use zblade_core::{Conversation, Error, MergeRecord, Message, MessageOrigin, Result, Role, StoredConversation};
+use zblade_core::{
+    Conversation, Error, MergeRecord, Message, MessageOrigin, PackPlace, Result, Role, StoredConversation, sha256_hex,
+};
 use zblade_index::{LineageNode, MergeEdge, Prompt};
 
 use crate::Project;
@@ -508,46 +510,123 @@ impl Project {
         Ok(stats)
     }
 
-    /// Removes stored messages no conversation uses; returns how many. A pack goes when no
-    /// conversation uses any of its messages (a pack partly used stays whole, its unused
-    /// messages counted as orphans by `stats`). A conversation that cannot be read stops the
-    /// collection (its messages might be the ones in question).
+    /// Removes stored messages no conversation uses; returns how many. A pack nobody uses is
+    /// removed; a pack partly used is rewritten with only its used messages (the new pack
+    /// synced first, then the manifests that name them, then the old pack removed), so a
+    /// crash at any point leaves every manifest naming a message that is there. A
+    /// conversation that cannot be read stops the collection (its messages might be the ones
+    /// in question).
     pub fn gc_messages(&mut self) -> Result<usize> {
         if self.settings.storage.mode != zblade_core::StorageMode::Local {
             return Ok(0);
         }
         let layout = self.layout.clone();
         let _lock = crate::lock::WriteLock::acquire(&layout)?;
+        // Every message name in use, and every manifest's own references: a fork's shared
+        // prefix is listed in its source's manifest, so these hold every place on disk.
         let mut used: HashSet<String> = HashSet::new();
-        let mut used_packs: HashSet<String> = HashSet::new();
+        let mut owners: Vec<zblade_core::Manifest> = Vec::new();
         for entry in conversation_files(&layout)? {
             let id = entry.trim_end_matches(".json");
             if let Some((stored, _)) = manifests::read_stored(&layout, id)? {
-                for r in manifests::resolve_refs(&layout, &stored)? {
-                    used_packs.extend(r.pack.map(|p| p.name));
-                    used.insert(r.sha256);
+                used.extend(manifests::resolve_refs(&layout, &stored)?.into_iter().map(|r| r.sha256));
+                if let StoredConversation::Manifest(m) = stored
+                    && m.messages.iter().any(|r| r.pack.is_some())
+                {
+                    owners.push(m);
                 }
             }
         }
-        // Per file: its messages, and whether any of them is used.
-        let mut files: HashMap<PathBuf, (usize, bool)> = HashMap::new();
+        let mut used_places: HashMap<&str, HashSet<u64>> = HashMap::new();
+        for r in owners.iter().flat_map(|m| &m.messages) {
+            if let Some(place) = &r.pack {
+                used_places.entry(place.name.as_str()).or_default().insert(place.offset);
+            }
+        }
+        let mut files: HashMap<PathBuf, Vec<manifests::StoredMessage>> = HashMap::new();
         for stored in manifests::stored_messages(&layout)? {
-            let in_use = match &stored.pack {
-                Some(pack) => used_packs.contains(pack),
-                None => used.contains(&stored.sha256),
-            };
-            let file = files.entry(stored.file).or_default();
-            file.0 += 1;
-            file.1 |= in_use;
+            files.entry(stored.file.clone()).or_default().push(stored);
         }
         let mut removed = 0;
-        let mut dirs = HashSet::new();
-        for (path, (messages, in_use)) in files {
-            if !in_use {
-                std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
-                dirs.insert(path.parent().map(|p| p.to_path_buf()).unwrap_or_default());
-                removed += messages;
+        let mut gone: Vec<(PathBuf, usize)> = Vec::new();
+        let mut new_packs: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+        let mut moved: HashMap<(String, u64), PackPlace> = HashMap::new();
+        for (path, mut entries) in files {
+            let Some(name) = entries[0].pack.clone() else {
+                // Files of their own (written before packs): one message each.
+                let unused = entries.iter().filter(|e| !used.contains(&e.sha256)).count();
+                if unused > 0 {
+                    gone.push((path, unused));
+                }
+                continue;
+            };
+            let offsets = used_places.get(name.as_str());
+            let kept = entries
+                .iter()
+                .filter(|e| offsets.is_some_and(|o| o.contains(&e.offset)))
+                .count();
+            // A place that is no entry's start (a damaged manifest) keeps the pack whole.
+            if offsets.is_some_and(|o| o.len() != kept) || kept == entries.len() {
+                continue;
             }
+            if kept > 0 {
+                entries.sort_by_key(|e| e.offset);
+                let old = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+                let mut pack = Vec::new();
+                let mut places = Vec::new();
+                for e in entries
+                    .iter()
+                    .filter(|e| offsets.is_some_and(|o| o.contains(&e.offset)))
+                {
+                    places.push((e.offset, pack.len() as u64, e.size));
+                    pack.extend_from_slice(&old[e.offset as usize..(e.offset + e.size) as usize]);
+                }
+                let new_name = sha256_hex(&pack);
+                for (from, offset, len) in places {
+                    let place = PackPlace {
+                        name: new_name.clone(),
+                        offset,
+                        len,
+                    };
+                    moved.insert((name.clone(), from), place);
+                }
+                new_packs.push((layout.pack_path(&new_name), pack));
+            }
+            gone.push((path, entries.len() - kept));
+        }
+        if !moved.is_empty() {
+            zblade_core::fsio::write_atomic_batch(&new_packs)?;
+            let mut rewritten: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+            let mut ids: Vec<String> = Vec::new();
+            for mut manifest in owners {
+                let mut changed = false;
+                for r in &mut manifest.messages {
+                    if let Some(place) = &r.pack
+                        && let Some(new) = moved.get(&(place.name.clone(), place.offset))
+                    {
+                        r.pack = Some(new.clone());
+                        changed = true;
+                    }
+                }
+                if changed {
+                    rewritten.push((
+                        layout.conversation_path(&manifest.conversation_id),
+                        manifest.to_artifact_json(),
+                    ));
+                    ids.push(manifest.conversation_id);
+                }
+            }
+            zblade_core::fsio::write_atomic_batch(&rewritten)?;
+            let index = self.index_mut()?;
+            for ((_, bytes), id) in rewritten.iter().zip(&ids) {
+                index.set_artifact_sha256(id, &sha256_hex(bytes))?;
+            }
+        }
+        let mut dirs = HashSet::new();
+        for (path, messages) in gone {
+            std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
+            dirs.insert(path.parent().map(|p| p.to_path_buf()).unwrap_or_default());
+            removed += messages;
         }
         for dir in dirs {
             zblade_core::fsio::sync_dir(&dir)?;

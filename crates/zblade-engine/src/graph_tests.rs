@@ -128,10 +128,10 @@ fn forks_keep_their_messages_when_the_parent_is_rewritten_or_deleted() {
     assert_eq!(project.gc_messages().unwrap(), 0, "every message is still used");
     project.delete_conversation(&parent).unwrap();
     project.delete_conversation(&other).unwrap();
-    // Only packs nobody uses go: Other's; the fork of the fork keeps its six, and with them
-    // the parent's pack, whose six other messages stay as orphans.
-    assert_eq!(project.gc_messages().unwrap(), 4);
-    assert_eq!(project.store_stats().unwrap().orphans, 12 - 6);
+    // Only the messages nobody uses go: the fork of the fork keeps its six (the parent's
+    // pack is rewritten with only those).
+    assert_eq!(project.gc_messages().unwrap(), 12 + 4 - 6);
+    assert_eq!(project.store_stats().unwrap().orphans, 0);
     assert_eq!(contents(&project, &fork_of_fork), expected_2);
     assert!(project.fsck(false).unwrap().is_clean());
 }
@@ -401,7 +401,7 @@ fn messages_sharing_an_id_but_not_a_text_are_separate_search_hits() {
 }
 
 #[test]
-fn a_write_puts_its_new_messages_in_one_pack_and_gc_removes_packs_nobody_uses() {
+fn a_write_puts_its_new_messages_in_one_pack_and_gc_keeps_only_used_messages() {
     let (_dir, mut project) = project();
     let a = add(&mut project, "A", 6);
     let b = add(&mut project, "B", 4);
@@ -426,15 +426,15 @@ fn a_write_puts_its_new_messages_in_one_pack_and_gc_removes_packs_nobody_uses() 
     assert_eq!(packs(), 3);
     assert_eq!(stored_files(&project), 11);
     assert_eq!(contents(&project, &a).len(), 7);
-    // A's packs stay while B uses two of A's first messages.
+    // B still uses two of A's first messages: A's first pack is rewritten with those two,
+    // its second (the late message) removed.
     project.delete_conversation(&a).unwrap();
-    assert_eq!(
-        project.gc_messages().unwrap(),
-        1,
-        "only the pack of A's late message goes"
-    );
+    assert_eq!(project.gc_messages().unwrap(), 5);
+    assert_eq!(packs(), 2);
     assert_eq!(contents(&project, &b).len(), 6);
+    assert_eq!(project.store_stats().unwrap().orphans, 0);
+    assert!(project.fsck(false).unwrap().is_clean());
     project.delete_conversation(&b).unwrap();
-    assert_eq!(project.gc_messages().unwrap(), 10);
+    assert_eq!(project.gc_messages().unwrap(), 6);
     assert_eq!(packs(), 0);
 }

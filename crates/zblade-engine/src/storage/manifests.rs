@@ -428,6 +428,8 @@ pub(crate) struct StoredMessage {
     pub file: PathBuf,
     /// Its pack's name, when in a pack.
     pub pack: Option<String>,
+    /// Where its line starts in the pack (0 for a file of its own).
+    pub offset: u64,
 }
 
 /// Every message in the store: the files of their own (files whose name is not a digest are
@@ -455,13 +457,16 @@ pub(crate) fn stored_messages(layout: &Layout) -> Result<Vec<StoredMessage>> {
             if shard == packs {
                 if let Some(pack) = name.strip_suffix(".jsonl").filter(|s| is_sha256(s)) {
                     let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+                    let mut offset = 0;
                     for line in bytes.split_inclusive(|b| *b == b'\n') {
                         out.push(StoredMessage {
                             sha256: sha256_hex(line),
                             size: line.len() as u64,
                             file: path.clone(),
                             pack: Some(pack.to_string()),
+                            offset,
                         });
+                        offset += line.len() as u64;
                     }
                 }
             } else if let Some(sha) = name.strip_suffix(".json").filter(|s| is_sha256(s)) {
@@ -470,6 +475,7 @@ pub(crate) fn stored_messages(layout: &Layout) -> Result<Vec<StoredMessage>> {
                     size: std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
                     file: path.clone(),
                     pack: None,
+                    offset: 0,
                 });
             }
         }
