@@ -81,9 +81,9 @@ impl Layout {
     pub fn packs_dir(&self) -> PathBuf {
         self.messages_dir().join("packs")
     }
-    /// The pack named `sha256` (already checked to be a digest).
-    pub fn pack_path(&self, sha256: &str) -> PathBuf {
-        self.packs_dir().join(format!("{sha256}.jsonl"))
+    /// The pack named `name` (already checked to be a pack name).
+    pub fn pack_path(&self, name: &str) -> PathBuf {
+        self.packs_dir().join(format!("{name}.jsonl"))
     }
     /// `.zblade/artifacts/moments/`.
     pub fn moments_dir(&self) -> PathBuf {

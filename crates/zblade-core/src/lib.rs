@@ -34,7 +34,7 @@ pub use artifact::{
 pub use error::{Error, Result};
 pub use graph::{
     Compaction, ForkPoint, Manifest, MergeRecord, MessageOrigin, MessageRef, PackPlace, SharedPrefix,
-    StoredConversation, TokenUsage, message_sha256, parse_stored_conversation,
+    StoredConversation, TokenUsage, is_pack_name, message_sha256, pack_name, parse_stored_conversation,
 };
 pub use layout::Layout;
 pub use protected::PathGuard;

@@ -581,7 +581,7 @@ impl Project {
                     places.push((e.offset, pack.len() as u64, e.size));
                     pack.extend_from_slice(&old[e.offset as usize..(e.offset + e.size) as usize]);
                 }
-                let new_name = sha256_hex(&pack);
+                let new_name = zblade_core::pack_name(&pack);
                 for (from, offset, len) in places {
                     let place = PackPlace {
                         name: new_name.clone(),

@@ -1,6 +1,6 @@
 //! Conversation artifacts on disk in local mode: format 1 (messages inline) is read as ever;
 //! everything written is format 2, a manifest of references into the message store
-//! (`artifacts/messages/`: each write's new messages in one pack, `packs/<sha256>.jsonl`;
+//! (`artifacts/messages/`: each write's new messages in one pack, `packs/<name>.jsonl`;
 //! earlier versions' messages one file each, `ab/<sha256>.json`).
 //!
 //! Reading resolves a manifest: its shared prefix (a fork's inherited messages) through the
@@ -371,7 +371,7 @@ pub(crate) fn plan_writes(layout: &Layout, convs: &[Conversation]) -> Result<Wri
             own.push(r);
         }
         if !pack.is_empty() {
-            let name = sha256_hex(&pack);
+            let name = zblade_core::pack_name(&pack);
             for &i in &packed {
                 let r = &mut own[i];
                 let place = r.pack.as_mut().expect("packed above");
@@ -455,7 +455,7 @@ pub(crate) fn stored_messages(layout: &Layout) -> Result<Vec<StoredMessage>> {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             if shard == packs {
-                if let Some(pack) = name.strip_suffix(".jsonl").filter(|s| is_sha256(s)) {
+                if let Some(pack) = name.strip_suffix(".jsonl").filter(|s| zblade_core::is_pack_name(s)) {
                     let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
                     let mut offset = 0;
                     for line in bytes.split_inclusive(|b| *b == b'\n') {
