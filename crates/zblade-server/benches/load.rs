@@ -322,6 +322,7 @@ fn write_section(body: &str) {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let commit = std::process::Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())

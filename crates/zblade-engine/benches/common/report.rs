@@ -23,8 +23,10 @@ pub fn write_section(key: &str, title: &str, bench: &str, body: &str) {
     let start = format!("<!-- {key}:start -->");
     let end = format!("<!-- {key}:end -->");
     let date = chrono::Utc::now().format("%Y-%m-%d %H:%M UTC");
+    // Asked in this repository, wherever the benchmark was started from.
     let commit = std::process::Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
