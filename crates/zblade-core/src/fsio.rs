@@ -88,54 +88,6 @@ pub fn write_atomic_batch(files: &[(PathBuf, Vec<u8>)]) -> Result<()> {
     result
 }
 
-/// Writes many files that are new or whose content never changes (content-addressed ones,
-/// like stored messages), each atomic, all durable on return, paying for two filesystem syncs
-/// instead of one fsync per file: the temporary files are written, synced together, then
-/// renamed into place and the renames synced. A file under its final name is therefore always
-/// complete, even after a power loss. On Linux this uses `syncfs`; elsewhere it falls back to
-/// [`write_atomic_batch`].
-pub fn write_new_batch(files: &[(PathBuf, Vec<u8>)]) -> Result<()> {
-    #[cfg(target_os = "linux")]
-    {
-        if files.len() > 1 {
-            return write_new_batch_syncfs(files);
-        }
-    }
-    write_atomic_batch(files)
-}
-
-#[cfg(target_os = "linux")]
-fn write_new_batch_syncfs(files: &[(PathBuf, Vec<u8>)]) -> Result<()> {
-    let mut staged = Vec::with_capacity(files.len());
-    let result = (|| {
-        for (path, bytes) in files {
-            let tmp = temp_path_for(path);
-            staged.push(tmp.clone());
-            let mut file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-            file.write_all(bytes).map_err(|e| Error::io(&tmp, e))?;
-        }
-        syncfs(&files[0].0)?;
-        for ((path, _), tmp) in files.iter().zip(&staged) {
-            fs::rename(tmp, path).map_err(|e| Error::io(path, e))?;
-        }
-        syncfs(&files[0].0)
-    })();
-    if result.is_err() {
-        for tmp in staged {
-            let _ = fs::remove_file(tmp);
-        }
-    }
-    result
-}
-
-/// Flushes the whole filesystem holding `path` (`syncfs(2)`).
-#[cfg(target_os = "linux")]
-fn syncfs(path: &Path) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let handle = File::open(dir).map_err(|e| Error::io(dir, e))?;
-    rustix::fs::syncfs(&handle).map_err(|e| Error::io(dir, e.into()))
-}
-
 /// Files synced at once by [`write_atomic_batch`]: enough for the filesystem to fold their
 /// flushes into a few journal commits, few enough to stay a small burst of threads.
 const SYNC_THREADS: usize = 8;
@@ -295,34 +247,5 @@ mod tests {
         assert!(leftovers.is_empty(), "{leftovers:?}");
         // Nothing was renamed: the failure came before any rename.
         assert_eq!(fs::read(dir.path().join("0.json")).unwrap(), b"0");
-    }
-
-    #[test]
-    fn a_new_batch_writes_every_file_and_a_failure_renames_none() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("ab")).unwrap();
-        let mut files: Vec<_> = (0..300)
-            .map(|i| {
-                (
-                    dir.path().join("ab").join(format!("{i}.json")),
-                    format!("message {i}").into_bytes(),
-                )
-            })
-            .collect();
-        write_new_batch(&files).unwrap();
-        for (path, bytes) in &files {
-            assert_eq!(&fs::read(path).unwrap(), bytes);
-        }
-        // A file that cannot be created: nothing of the batch is renamed, no temporary is left.
-        files[150].0 = dir.path().join("no-such-folder/x.json");
-        files[0].0 = dir.path().join("ab/new.json");
-        assert!(write_new_batch(&files).is_err());
-        assert!(!dir.path().join("ab/new.json").exists());
-        let leftovers: Vec<_> = fs::read_dir(dir.path().join("ab"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|name| name.contains(TEMP_MARKER))
-            .collect();
-        assert!(leftovers.is_empty(), "{leftovers:?}");
     }
 }

@@ -122,7 +122,7 @@ pub fn pack_name(bytes: &[u8]) -> String {
 
 /// True for 32 lowercase hex digits: a pack's name (it becomes a file name).
 pub fn is_pack_name(text: &str) -> bool {
-    text.len() == 32 && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    is_lower_hex(text, 32)
 }
 
 /// The longest message a pack entry may claim, so a hostile manifest cannot make a reader
@@ -294,7 +294,12 @@ pub fn message_sha256(message: &Message) -> String {
 /// True for 64 lowercase hex digits: the only names a manifest may point at, since they
 /// become file names.
 pub fn is_sha256(text: &str) -> bool {
-    text.len() == 64 && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    is_lower_hex(text, 64)
+}
+
+/// True for exactly `len` lowercase hex digits.
+fn is_lower_hex(text: &str, len: usize) -> bool {
+    text.len() == len && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 impl Manifest {

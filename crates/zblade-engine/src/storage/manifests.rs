@@ -259,15 +259,29 @@ pub(crate) struct Writes {
 /// Where messages already in the store are, learnt from the manifests that a write touches:
 /// the conversation's own (its earlier messages) and those its messages came from (a fork's
 /// parent, a merge's source). A message found nowhere is written again, into a new pack.
-#[derive(Default)]
 struct Known {
     /// SHA-256 → its pack place; `None`: a file of its own, if that file exists.
     places: HashMap<String, Option<PackPlace>>,
     /// Conversations whose manifests were read.
     read: HashSet<String>,
+    /// Whether the store holds files of their own (written before packs): looked at once per
+    /// write, so a project without any pays no lookup per message.
+    has_loose: bool,
 }
 
 impl Known {
+    fn new(layout: &Layout) -> Known {
+        let packs = layout.packs_dir();
+        let has_loose = std::fs::read_dir(layout.messages_dir())
+            .map(|entries| entries.flatten().any(|e| e.path() != packs))
+            .unwrap_or(false);
+        Known {
+            places: HashMap::new(),
+            read: HashSet::new(),
+            has_loose,
+        }
+    }
+
     /// Learns the places of `id`'s messages. A manifest that cannot be read teaches nothing
     /// (its messages, if needed, are written again); format-1 conversations hold their
     /// messages inline, not in the store.
@@ -288,7 +302,7 @@ impl Known {
     fn place(&self, layout: &Layout, sha256: &str) -> Option<Option<PackPlace>> {
         match self.places.get(sha256) {
             Some(Some(place)) => Some(Some(place.clone())),
-            _ => layout.message_path(sha256).exists().then_some(None),
+            _ => (self.has_loose && layout.message_path(sha256).exists()).then_some(None),
         }
     }
 }
@@ -314,7 +328,7 @@ pub(crate) fn plan_writes(layout: &Layout, convs: &[Conversation]) -> Result<Wri
         refs: Vec::with_capacity(convs.len()),
         prefixes: Vec::with_capacity(convs.len()),
     };
-    let mut known = Known::default();
+    let mut known = Known::new(layout);
     let mut base_refs: HashMap<String, Vec<MessageRef>> = HashMap::new();
     for conv in convs {
         let stored: Vec<(MessageRef, Vec<u8>)> = conv.messages.iter().map(stored_form).collect();
