@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
 use chrono::{DateTime, Utc};
+use zblade_core::artifact::Anchor;
 use zblade_core::{CodeReference, PathGuard, paths};
 use zblade_import::{Touch, TouchKind};
 use zblade_refs::{GitRepo, SourceFile, anchor, blob_hash};
@@ -28,6 +29,9 @@ struct Version {
     blob: String,
     file: SourceFile,
     lines: Vec<String>,
+    /// Anchors already captured in this version, by line range: agents read the same file
+    /// (often whole) again and again, and capturing one costs a pass over its lines.
+    anchors: HashMap<[u32; 2], Option<Anchor>>,
 }
 
 /// Which version of a file to look in.
@@ -103,7 +107,13 @@ impl Anchorer {
                 At::Commit(c) => Some(c.clone()),
                 At::WorkingTree => self.head.clone(),
             };
-            let version = self.version(&place, &relative).expect("cached above");
+            let version = self.version_mut(&place, &relative).expect("cached above");
+            let file = &version.file;
+            let captured = version
+                .anchors
+                .entry(lines)
+                .or_insert_with(|| anchor::capture(file, lines[0], lines[1]))
+                .clone();
             return Ok(CodeReference {
                 file: relative,
                 lines,
@@ -112,7 +122,7 @@ impl Anchorer {
                 context: Some(touch.kind.describe().to_string()),
                 purpose: None,
                 diff: None,
-                anchor: anchor::capture(&version.file, lines[0], lines[1]),
+                anchor: captured,
                 extra: Default::default(),
             });
         }
@@ -160,6 +170,10 @@ impl Anchorer {
     }
 
     fn version(&mut self, place: &At, relative: &str) -> Option<&Version> {
+        self.version_mut(place, relative).map(|v| &*v)
+    }
+
+    fn version_mut(&mut self, place: &At, relative: &str) -> Option<&mut Version> {
         let key = (place.clone(), relative.to_string());
         if !self.versions.contains_key(&key) {
             let loaded = match place {
@@ -179,10 +193,11 @@ impl Anchorer {
                     blob,
                     lines: String::from_utf8_lossy(&bytes).lines().map(str::to_string).collect(),
                     file: SourceFile::from_bytes(bytes),
+                    anchors: HashMap::new(),
                 });
             self.versions.insert(key.clone(), version);
         }
-        self.versions.get(&key).and_then(Option::as_ref)
+        self.versions.get_mut(&key).and_then(Option::as_mut)
     }
 
     /// `path` (absolute, or relative to the session's `cwd`) relative to the project root, when
@@ -288,5 +303,29 @@ mod tests {
         assert_eq!(a.project_relative("/etc/passwd", None), None);
         assert_eq!(a.project_relative(&format!("{root}/.env"), None), None);
         assert_eq!(a.project_relative(&format!("{root}/.git/config"), None), None);
+    }
+
+    #[test]
+    fn repeated_touches_of_one_version_get_the_anchor_of_their_own_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: String = (1..=40)
+            .map(|n| format!("let value_{n} = compute_{n}(input);\n"))
+            .collect();
+        std::fs::write(dir.path().join("a.rs"), &text).unwrap();
+        let mut a = Anchorer::new(dir.path(), PathGuard::for_project(dir.path()));
+        let touch = |lines: [u32; 2]| Touch {
+            path: "a.rs".into(),
+            lines: Some(lines),
+            text: None,
+            kind: TouchKind::Read,
+        };
+        let file = SourceFile::from_bytes(text.into_bytes());
+        // Each range twice, interleaved: the second of each comes from the cache.
+        for lines in [[1, 40], [5, 9], [1, 40], [5, 9], [30, 99]] {
+            let reference = a.reference(&touch(lines), Some(dir.path()), None).unwrap();
+            let end = lines[1].min(40);
+            assert_eq!(reference.lines, [lines[0], end]);
+            assert_eq!(reference.anchor, anchor::capture(&file, lines[0], end), "{lines:?}");
+        }
     }
 }
