@@ -5,6 +5,8 @@
 //! known id is updated in place (the same record read again, or more blocks of one response);
 //! a tool result for a call read earlier is attached to that call.
 
+use std::collections::HashMap;
+
 use zblade_core::{CodeReference, Conversation, Message, Provenance};
 use zblade_import::Session;
 
@@ -17,15 +19,23 @@ pub(crate) fn merge(
     late: Vec<(String, zblade_core::ToolResult, Vec<CodeReference>)>,
 ) -> usize {
     let mut added = 0;
+    // Where each message id is, built once: looking each turn up by a scan was quadratic in
+    // the session's length.
+    let mut place: HashMap<String, usize> = HashMap::with_capacity(conversation.messages.len());
+    for (i, m) in conversation.messages.iter().enumerate() {
+        if !m.id.is_empty() {
+            place.entry(m.id.clone()).or_insert(i);
+        }
+    }
     for (mut message, references) in turns {
         message.code_references = references;
-        match conversation
-            .messages
-            .iter_mut()
-            .find(|m| m.id == message.id && !m.id.is_empty())
-        {
-            Some(existing) => update(existing, message),
+        // The first message with an id is the one updated, as a scan from the start found.
+        match place.get(&message.id).filter(|_| !message.id.is_empty()) {
+            Some(&i) => update(&mut conversation.messages[i], message),
             None => {
+                if !message.id.is_empty() {
+                    place.insert(message.id.clone(), conversation.messages.len());
+                }
                 conversation.messages.push(message);
                 added += 1;
             }

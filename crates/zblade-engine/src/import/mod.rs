@@ -243,7 +243,7 @@ impl Project {
                 let Some(read) = read else {
                     continue; // nothing new since the last import
                 };
-                let read = match read {
+                let mut read = match read {
                     Ok(read) => read,
                     Err(e) => {
                         report.files_read += 1;
@@ -261,7 +261,7 @@ impl Project {
                 }
                 let started = Instant::now();
                 let stored = self.store_file(
-                    &read,
+                    &mut read,
                     &file,
                     cwd.as_deref(),
                     &mut anchorer,
@@ -399,12 +399,13 @@ impl Project {
         chosen
     }
 
-    /// Turns the sessions of one read into conversations and stores them together. Returns
-    /// the ids of the conversations that changed.
+    /// Turns the sessions of one read into conversations and stores them together (their
+    /// turns are moved out of `read`, not copied). Returns the ids of the conversations that
+    /// changed.
     #[allow(clippy::too_many_arguments)] // the import's working state, passed apart to keep borrows simple
     fn store_file(
         &mut self,
-        read: &FileRead,
+        read: &mut FileRead,
         file: &SessionFile,
         file_cwd: Option<&Path>,
         anchorer: &mut Anchorer,
@@ -414,7 +415,7 @@ impl Project {
     ) -> Result<Vec<String>> {
         let mut batch = Vec::new();
         let mut summaries = Vec::new();
-        for session in &read.sessions {
+        for session in &mut read.sessions {
             report.redacted += session.redacted;
             let id = session.conversation_id();
             // A session read earlier in this import and not written yet continues from there
@@ -432,12 +433,11 @@ impl Project {
                 },
             };
             let cwd = session.cwd.clone().or_else(|| file_cwd.map(Path::to_path_buf));
-            let turns = session
-                .turns
-                .iter()
+            let turns = std::mem::take(&mut session.turns)
+                .into_iter()
                 .map(|turn| {
                     let at = turn.message.timestamp.or(session.started);
-                    let mut message = turn.message.clone();
+                    let mut message = turn.message;
                     let mut references = self.references(&turn.touches, cwd.as_deref(), at, anchorer, report);
                     if message.content.contains("```") {
                         let tree = tree.get_or_insert_with(|| TreeLines::load(self));
@@ -451,12 +451,11 @@ impl Project {
                     (message, references)
                 })
                 .collect();
-            let late = session
-                .late_results
-                .iter()
+            let late = std::mem::take(&mut session.late_results)
+                .into_iter()
                 .map(|l| {
                     let refs = self.references(&l.touches, cwd.as_deref(), session.started, anchorer, report);
-                    (l.call_id.clone(), l.result.clone(), refs)
+                    (l.call_id, l.result, refs)
                 })
                 .collect::<Vec<(String, ToolResult, Vec<CodeReference>)>>();
             let added = merge::merge(&mut conversation, session, turns, late);

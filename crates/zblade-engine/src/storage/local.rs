@@ -2,6 +2,7 @@
 //! are caches over them. Writes take the project's write lock and put artifacts on disk
 //! before the index, so `fsck --repair` can always find what an interrupted write left.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -26,24 +27,29 @@ fn store_and_index(project: &mut Project, convs: &[Conversation]) -> Result<()> 
     let layout = project.layout.clone();
     let writes = manifests::plan_writes(&layout, convs)?;
     let hashes = manifests::write(&writes)?;
-    let stored: Vec<(Conversation, String)> = convs
+    // The index is told the prefix each manifest was written with; a conversation is copied
+    // only when that differs from what it said (a copy of every imported conversation was a
+    // tenth of an import).
+    let stored: Vec<(Cow<'_, Conversation>, String)> = convs
         .iter()
         .zip(writes.prefixes)
         .map(|(conv, prefix)| {
             let path = layout.relative(&layout.conversation_path(&conv.conversation_id));
-            (
-                Conversation {
+            let conv = if prefix == conv.shared_prefix {
+                Cow::Borrowed(conv)
+            } else {
+                Cow::Owned(Conversation {
                     shared_prefix: prefix,
                     ..conv.clone()
-                },
-                path,
-            )
+                })
+            };
+            (conv, path)
         })
         .collect();
     let items: Vec<(&Conversation, &str, &str)> = stored
         .iter()
         .zip(&hashes)
-        .map(|((conv, path), hash)| (conv, path.as_str(), hash.as_str()))
+        .map(|((conv, path), hash)| (conv.as_ref(), path.as_str(), hash.as_str()))
         .collect();
     project.index_mut()?.put_conversations(&items)
 }

@@ -246,7 +246,7 @@ pub(crate) fn load_conversation(layout: &Layout, path: &Path) -> Result<Loaded<C
 /// What storing some conversations takes: the packs of messages not yet in the store, then
 /// the manifests; and the shared prefix each conversation ended up with (for the index).
 pub(crate) struct Writes {
-    /// New packs (written first): each conversation's new messages, one pack per conversation.
+    /// New packs (written first): the new messages of the whole write, in one pack.
     pub packs: Vec<(PathBuf, Vec<u8>)>,
     /// Manifests, one per conversation, in input order.
     pub manifests: Vec<(PathBuf, Vec<u8>)>,
@@ -330,7 +330,15 @@ pub(crate) fn plan_writes(layout: &Layout, convs: &[Conversation]) -> Result<Wri
     };
     let mut known = Known::new(layout);
     let mut base_refs: HashMap<String, Vec<MessageRef>> = HashMap::new();
-    for conv in convs {
+    // The new messages of the whole write go into one pack: one file to create instead of
+    // one per conversation (creating files was a seventh of an import), and a message two
+    // conversations of the write share is stored once.
+    let mut pack: Vec<u8> = Vec::new();
+    let mut in_pack: HashMap<String, (u64, u64)> = HashMap::new();
+    // (conversation, reference) of each reference into the new pack, named once it is whole.
+    let mut packed: Vec<(usize, usize)> = Vec::new();
+    let mut planned: Vec<(Vec<MessageRef>, Option<SharedPrefix>)> = Vec::with_capacity(convs.len());
+    for (c, conv) in convs.iter().enumerate() {
         let stored: Vec<(MessageRef, Vec<u8>)> = conv.messages.iter().map(stored_form).collect();
         // A conversation read from a manifest carries its shared prefix; one built afresh
         // (an import, `zblade add`) lists all its messages.
@@ -355,10 +363,7 @@ pub(crate) fn plan_writes(layout: &Layout, convs: &[Conversation]) -> Result<Wri
         };
         let shared = prefix.as_ref().map_or(0, |p| p.messages);
         known.learn(layout, &conv.conversation_id);
-        let mut pack: Vec<u8> = Vec::new();
-        let mut in_pack: HashMap<String, (u64, u64)> = HashMap::new();
         let mut own: Vec<MessageRef> = Vec::with_capacity(stored.len() - shared);
-        let mut packed: Vec<usize> = Vec::new();
         for (mut r, bytes) in stored.into_iter().skip(shared) {
             if !known.places.contains_key(&r.sha256)
                 && let Some(from) = origin_conversation(&r.origin)
@@ -373,30 +378,30 @@ pub(crate) fn plan_writes(layout: &Layout, convs: &[Conversation]) -> Result<Wri
                         pack.extend_from_slice(&bytes);
                         (offset, bytes.len() as u64)
                     });
-                    // Named once the pack is complete (its name is its hash).
                     r.pack = Some(PackPlace {
                         name: String::new(),
                         offset,
                         len,
                     });
-                    packed.push(own.len());
+                    packed.push((c, own.len()));
                 }
             }
             own.push(r);
         }
-        if !pack.is_empty() {
-            let name = zblade_core::pack_name(&pack);
-            for &i in &packed {
-                let r = &mut own[i];
-                let place = r.pack.as_mut().expect("packed above");
-                place.name = name.clone();
-                known.places.insert(r.sha256.clone(), Some(place.clone()));
-            }
-            let path = layout.pack_path(&name);
-            if !path.exists() {
-                writes.packs.push((path, pack));
-            }
+        planned.push((own, prefix));
+    }
+    if !pack.is_empty() {
+        let name = zblade_core::pack_name(&pack);
+        for &(c, i) in &packed {
+            let place = planned[c].0[i].pack.as_mut().expect("packed above");
+            place.name = name.clone();
         }
+        let path = layout.pack_path(&name);
+        if !path.exists() {
+            writes.packs.push((path, pack));
+        }
+    }
+    for (conv, (own, prefix)) in convs.iter().zip(planned) {
         let manifest = Manifest::of(conv, prefix.clone(), own.clone());
         writes.manifests.push((
             layout.conversation_path(&conv.conversation_id),
