@@ -401,13 +401,47 @@ fn messages_sharing_an_id_but_not_a_text_are_separate_search_hits() {
 }
 
 #[test]
+fn conversations_written_together_share_one_pack_and_a_common_message_is_stored_once() {
+    let (_dir, mut project) = project();
+    let conversation = |title: &str| -> zblade_core::Conversation {
+        let json = serde_json::json!({"title": title, "messages": [
+            {"role": "user", "content": format!("{title} asks about topic1")},
+            {"role": "assistant", "content": "The same answer, word for word."},
+            {"role": "user", "content": format!("{title} thanks")},
+        ]});
+        serde_json::from_value(json).unwrap()
+    };
+    let written = project
+        .add_conversations(vec![
+            (conversation("A"), "a.json".into()),
+            (conversation("B"), "b.json".into()),
+        ])
+        .unwrap();
+    let packs = std::fs::read_dir(project.layout.packs_dir()).unwrap().count();
+    assert_eq!(packs, 1, "one pack for the whole write");
+    assert_eq!(stored_files(&project), 5, "the common answer once");
+    let (a, b) = (&written[0].id, &written[1].id);
+    assert_eq!(
+        manifest(&project, a).messages[1].pack,
+        manifest(&project, b).messages[1].pack
+    );
+    assert_eq!(contents(&project, b)[1], "The same answer, word for word.");
+    assert_eq!(contents(&project, a)[2], "A thanks");
+    // Deleting one keeps what the other uses.
+    project.delete_conversation(a).unwrap();
+    assert_eq!(project.gc_messages().unwrap(), 2);
+    assert_eq!(contents(&project, b).len(), 3);
+    assert!(project.fsck(false).unwrap().is_clean());
+}
+
+#[test]
 fn a_write_puts_its_new_messages_in_one_pack_and_gc_keeps_only_used_messages() {
     let (_dir, mut project) = project();
     let a = add(&mut project, "A", 6);
     let b = add(&mut project, "B", 4);
     let packs_dir = project.layout.packs_dir();
     let packs = || std::fs::read_dir(&packs_dir).unwrap().count();
-    assert_eq!(packs(), 2, "one pack per conversation written");
+    assert_eq!(packs(), 2, "one pack per write");
     assert!(!project.layout.messages_dir().join("00").exists());
     // A merge refers to the source's pack; nothing is written again.
     project.merge_messages(&b, &a, &[1, 2], None).unwrap();
