@@ -9,7 +9,7 @@ here="$ZBLADE_ROOT/tests/proxy"
 ZBLADE="${ZBLADE:-$CARGO_TARGET_DIR/debug/zblade}"
 export ZBLADE ZBLADE_TEST_GGUF ZBLADE_PYTHON
 
-echo "proxy: pytest with the openai and anthropic clients" >&2
-(cd "$here" && "$ZBLADE_PYTHON" -m pytest -q -p no:cacheprovider test_proxy.py)
+echo "proxy and chat: pytest with the openai and anthropic clients and zblade chat" >&2
+(cd "$here" && "$ZBLADE_PYTHON" -m pytest -q -p no:cacheprovider test_proxy.py test_chat.py)
 echo "proxy: benchmark, smoke mode" >&2
 "$ZBLADE_PYTHON" "$here/bench_proxy.py" --smoke | tail -n 1

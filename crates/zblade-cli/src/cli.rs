@@ -155,6 +155,12 @@ pub enum Command {
     /// OPENAI_BASE_URL=http://127.0.0.1:8765/v1). `zblade proxy receipts` shows what was
     /// added. See docs/PROXY.md.
     Proxy(ProxyArgs),
+    /// Chat with a model in the terminal: each prompt gets the project's memory packed in (as
+    /// `zblade context` would), the answer streams as it arrives, and every turn is recorded as
+    /// a conversation (resume it with --conversation). Works with any OpenAI-compatible server:
+    /// llama.cpp's, Ollama, LM Studio, vLLM, OpenRouter, OpenAI. Ctrl-C stops an answer, Ctrl-D
+    /// ends the chat. See docs/CHAT.md.
+    Chat(ChatArgs),
     /// Keep this project's engine warm for agent hooks and `zblade context`: the embedding model
     /// and tokenizer stay loaded, and short-lived zblade processes ask this one over a private
     /// local socket instead of loading them each time (the desktop app does the same while it
@@ -299,6 +305,43 @@ pub struct ProxyArgs {
     /// Where Anthropic requests go (overrides --upstream).
     #[arg(long, value_name = "URL")]
     pub anthropic_upstream: Option<String>,
+}
+
+/// `zblade chat` arguments.
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// The server's OpenAI-compatible base URL (up to /v1). Default: $ZBLADE_CHAT_ENDPOINT,
+    /// else http://127.0.0.1:8080/v1 (llama.cpp's server; Ollama is http://127.0.0.1:11434/v1).
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// The model to ask for. Default: $ZBLADE_CHAT_MODEL, else the first the server lists.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The environment variable that holds the API key (sent as a bearer token; zblade never
+    /// writes it anywhere).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// The model's tier, which shapes the packed memory: smart (pointers for long texts),
+    /// balanced or fast (full content).
+    #[arg(long, value_enum, default_value_t = TierArg::Balanced)]
+    pub tier: TierArg,
+    /// Token budget of the memory packed into each turn. Default: context.max_tokens in
+    /// settings (8000).
+    #[arg(long, value_name = "TOKENS")]
+    pub budget: Option<usize>,
+    /// The longest answer, in tokens. Default: the server's.
+    #[arg(long, value_name = "TOKENS")]
+    pub max_tokens: Option<u32>,
+    /// Go on with this conversation (its messages are the chat's history).
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// Ask this one prompt, print the answer and exit (exit code 1 if it did not complete).
+    #[arg(long, value_name = "TEXT")]
+    pub prompt: Option<String>,
+    /// Consent to an endpoint that is not on this machine: each turn sends it the packed
+    /// memory and the prompt. Without it, only loopback endpoints are used.
+    #[arg(long)]
+    pub allow_remote: bool,
 }
 
 /// `zblade proxy …`

@@ -112,6 +112,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Watch { debounce_ms } => commands::watch::run(cx, debounce_ms)?,
         Command::Mcp(args) => commands::mcp::run(cx, args)?,
         Command::Proxy(args) => commands::proxy::run(cx, args)?,
+        Command::Chat(args) => commands::chat::run(cx, args)?,
         Command::Serve => commands::serve::run(cx)?,
         Command::Hooks(command) => commands::mcp::hooks(cx, command)?,
         Command::Hook { event } => commands::hook::run(cx, event)?,

@@ -91,7 +91,7 @@ impl Project {
     }
 
     /// A conversation artifact, from wherever this project keeps its memory.
-    pub(crate) fn load_conversation(&self, id: &str) -> Result<Conversation> {
+    pub fn load_conversation(&self, id: &str) -> Result<Conversation> {
         self.storage.conversation(self, id)
     }
 }

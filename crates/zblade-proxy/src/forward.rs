@@ -498,7 +498,7 @@ fn buffered(
 /// Memory inside its fence, with the notice. Memory holds what earlier conversations said —
 /// anyone's words — so a fence inside it is defused: it cannot end the block early and have
 /// the rest read as the client's own system prompt.
-fn fenced(memory: &str) -> String {
+pub fn fenced(memory: &str) -> String {
     let inner = memory
         .trim()
         .replace("<zblade-memory>", "<zblade-memory\u{200b}>")

@@ -19,6 +19,10 @@ pub mod models;
 pub mod receipts;
 mod span;
 
+/// Memory fenced as data, with the notice before it: what the proxy (and `zblade chat`) put in
+/// a model's system text.
+pub use forward::fenced as memory_block;
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

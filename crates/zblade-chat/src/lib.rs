@@ -1,0 +1,615 @@
+//! zblade's chat: a conversation with a model where every turn carries the project's memory
+//! and is remembered (seed 004, issue "Chat with the project's memory").
+//!
+//! One turn, in order:
+//! 1. **memory** — the prompt is the query of the same engine call as `zblade context`
+//!    ([`Project::context`]), packed for the chosen tier and budget; hits from this chat itself
+//!    are left out (its turns are sent as history anyway);
+//! 2. **request** — an OpenAI Chat Completions request (`POST {base}/chat/completions`,
+//!    streamed): the memory, fenced as data, in a system message, then the recent history,
+//!    then the prompt. Ollama, LM Studio, llama.cpp's server, vLLM, OpenRouter and OpenAI all
+//!    speak it;
+//! 3. **stream** — tokens are handed to the caller as they arrive; a stop request ends the turn
+//!    at once, keeping what arrived;
+//! 4. **record** — the prompt and the answer become messages of a zblade conversation
+//!    ([`Project::record_exchange`]: secrets redacted, references captured), an answer that
+//!    did not end marked `partial`. A chat is resumed from its conversation.
+//!
+//! The model's words are untrusted: [`printable`] removes terminal control characters before
+//! anything is shown, and what is recorded goes through the engine's checks like any import.
+
+use std::io::BufRead;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use zblade_engine::{ContextRequest, ContextTier, Exchange, Message, Project, Recorded, Role};
+use zblade_proxy::answer;
+use zblade_proxy::api::Api;
+
+/// The most recent messages sent again with each turn (older ones stay in memory, where the
+/// packed context can still bring them back).
+pub const HISTORY_MESSAGES: usize = 40;
+/// How long a model may take to start answering, and to send the next token.
+const FIRST_BYTE: Duration = Duration::from_secs(300);
+/// How often a waiting turn looks at its stop flag.
+const STOP_POLL: Duration = Duration::from_millis(50);
+
+/// Where the model runs: an OpenAI-compatible endpoint.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// The API's base URL, ending before `/chat/completions` (`http://127.0.0.1:8080/v1`).
+    pub base_url: String,
+    /// The model to ask for.
+    pub model: String,
+    /// Sent as `Authorization: Bearer …`; never written anywhere by zblade.
+    pub api_key: Option<String>,
+}
+
+impl Endpoint {
+    /// The host the endpoint names (without user info or port), or `None` if it names none.
+    pub fn host(&self) -> Option<String> {
+        let url = reqwest::Url::parse(&self.base_url).ok()?;
+        url.host_str().map(|h| h.trim_matches(['[', ']']).to_string())
+    }
+
+    /// True when the endpoint is on this machine: nothing sent to it leaves the machine.
+    pub fn is_local(&self) -> bool {
+        match self.host().as_deref() {
+            Some("localhost") => true,
+            Some(host) => host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()),
+            None => false,
+        }
+    }
+
+    /// Checks the URL before anything is sent: http or https, with a host.
+    pub fn check(&self) -> Result<(), ChatError> {
+        let url = reqwest::Url::parse(&self.base_url)
+            .map_err(|e| ChatError::Usage(format!("the endpoint {:?} is not a URL: {e}", self.base_url)))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            return Err(ChatError::Usage(format!(
+                "the endpoint {:?} must be an http:// or https:// URL with a host",
+                self.base_url
+            )));
+        }
+        if self.model.trim().is_empty() {
+            return Err(ChatError::Usage("no model named (--model)".into()));
+        }
+        Ok(())
+    }
+
+    fn completions_url(&self) -> String {
+        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    }
+
+    /// What a turn's provenance says about where it went: the model and the host (never a
+    /// key or user info from the URL).
+    fn channel(&self) -> String {
+        format!("{} at {}", self.model, self.host().unwrap_or_default())
+    }
+}
+
+/// How a turn is asked: how much memory it packs, for which reader, and how long an answer
+/// may be.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnOptions {
+    /// The reading model's tier (how the pack is shaped).
+    pub tier: ContextTier,
+    /// Token budget of the packed memory.
+    pub budget: usize,
+    /// The longest answer, in tokens (`max_tokens`); `None` leaves it to the server.
+    pub max_tokens: Option<u32>,
+}
+
+impl Default for TurnOptions {
+    fn default() -> Self {
+        TurnOptions {
+            tier: ContextTier::Balanced,
+            budget: zblade_engine::DEFAULT_BUDGET,
+            max_tokens: None,
+        }
+    }
+}
+
+/// Why a turn failed.
+#[derive(Debug)]
+pub enum ChatError {
+    /// The request could not be made as asked (bad URL, no model, unknown conversation).
+    Usage(String),
+    /// The endpoint could not be reached, or the connection failed before any answer.
+    Connection(String),
+    /// The provider refused the request.
+    Provider {
+        /// The HTTP status.
+        status: u16,
+        /// What the provider said, made printable and cut to 500 characters.
+        message: String,
+    },
+    /// The project failed (memory assembly, recording).
+    Project(String),
+}
+
+impl std::fmt::Display for ChatError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ChatError::Usage(why) => write!(f, "{why}"),
+            ChatError::Connection(why) => write!(f, "could not reach the model: {why}"),
+            ChatError::Provider { status, message } => write!(f, "the model's server answered {status}: {message}"),
+            ChatError::Project(why) => write!(f, "{why}"),
+        }
+    }
+}
+
+impl std::error::Error for ChatError {}
+
+/// What one turn sends: the memory it packed and the request body.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The prompt as the user wrote it.
+    pub prompt: String,
+    /// The packed memory, fenced as it is sent (empty when nothing was found).
+    pub memory: String,
+    /// Its size in tokens (0 when nothing was found).
+    pub memory_tokens: usize,
+    /// How many items (messages, moments, code, instructions) it holds.
+    pub memory_entries: usize,
+    /// The Chat Completions request body.
+    pub body: Value,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// The answer's text as it arrived.
+    pub text: String,
+    /// True when the answer did not end (stopped, cut off, or an error mid-stream).
+    pub partial: bool,
+    /// An error the provider sent in the middle of the answer.
+    pub error: Option<String>,
+    /// The model that answered, as the provider named it.
+    pub model: Option<String>,
+    /// What recording the turn changed.
+    pub recorded: Recorded,
+}
+
+/// One chat: a zblade conversation and the messages sent again with each turn.
+#[derive(Debug, Clone)]
+pub struct Chat {
+    conversation: String,
+    history: Vec<Message>,
+}
+
+impl Chat {
+    /// A new chat (its conversation is created by the first turn).
+    pub fn start() -> Chat {
+        Chat {
+            conversation: format!("{}chat-{}", zblade_core::ids::CONVERSATION, ulid_part()),
+            history: Vec::new(),
+        }
+    }
+
+    /// Goes on with the conversation `id`: its user and assistant messages are the history.
+    pub fn resume(project: &Project, id: &str) -> Result<Chat, ChatError> {
+        let conversation = project
+            .load_conversation(id)
+            .map_err(|e| ChatError::Usage(format!("cannot resume {id}: {e}")))?;
+        let history = conversation
+            .messages
+            .into_iter()
+            .filter(|m| matches!(m.role, Role::User | Role::Assistant) && !m.content.trim().is_empty())
+            .collect();
+        Ok(Chat {
+            conversation: conversation.conversation_id,
+            history,
+        })
+    }
+
+    /// The conversation this chat is recorded in.
+    pub fn conversation(&self) -> &str {
+        &self.conversation
+    }
+
+    /// The messages so far.
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    /// Packs memory for `prompt` and builds the request; sends nothing.
+    pub fn prepare(
+        &self,
+        project: &mut Project,
+        endpoint: &Endpoint,
+        prompt: &str,
+        options: TurnOptions,
+    ) -> Result<Prepared, ChatError> {
+        let request = ContextRequest {
+            query: prompt.to_string(),
+            budget: options.budget,
+            conversation: None,
+            format: Default::default(),
+            tier: options.tier,
+            mode: None,
+            exclude_conversation: Some(self.conversation.clone()),
+        };
+        let packed = project
+            .context(&request)
+            .map_err(|e| ChatError::Project(format!("memory assembly failed: {e}")))?;
+        let fenced = if packed.pack.entries.is_empty() {
+            String::new()
+        } else {
+            zblade_proxy::memory_block(&packed.pack.text)
+        };
+        let mut messages = Vec::new();
+        if !fenced.is_empty() {
+            messages.push(json!({"role": "system", "content": fenced}));
+        }
+        let recent = self.history.len().saturating_sub(HISTORY_MESSAGES);
+        for m in &self.history[recent..] {
+            messages.push(json!({"role": m.role.as_str(), "content": m.content}));
+        }
+        messages.push(json!({"role": "user", "content": prompt}));
+        let mut body = json!({"model": endpoint.model, "stream": true, "messages": messages});
+        if let Some(max) = options.max_tokens {
+            body["max_tokens"] = json!(max);
+        }
+        Ok(Prepared {
+            prompt: prompt.to_string(),
+            memory_tokens: if fenced.is_empty() { 0 } else { packed.pack.tokens },
+            memory_entries: packed.pack.entries.len(),
+            memory: fenced,
+            body,
+        })
+    }
+
+    /// Sends a prepared turn, hands each piece of the answer to `on_text` as it arrives, and
+    /// records the turn. `stop` set ends the turn at once (what arrived is kept, marked
+    /// partial). The prompt is recorded even when the provider refuses it.
+    pub fn send(
+        &mut self,
+        project: &mut Project,
+        endpoint: &Endpoint,
+        prepared: Prepared,
+        on_text: &mut dyn FnMut(&str),
+        stop: &AtomicBool,
+    ) -> Result<Turn, ChatError> {
+        let mut prompt = Message::new(Role::User, prepared.prompt.clone());
+        prompt.id = zblade_core::ids::new_id(zblade_core::ids::MESSAGE);
+        let streamed = stream(endpoint, &prepared.body, on_text, stop);
+        let body = match streamed {
+            Ok(body) => body,
+            Err(e) => {
+                // Nothing arrived: the prompt alone is remembered, so it is not lost.
+                self.record(project, endpoint, vec![prompt])?;
+                return Err(e);
+            }
+        };
+        let answer = answer::parse(Api::ChatCompletions, &body, true);
+        let mut messages = vec![prompt];
+        if !answer.is_empty() {
+            messages.push(answer.message(zblade_core::ids::new_id(zblade_core::ids::MESSAGE)));
+        }
+        let recorded = self.record(project, endpoint, messages)?;
+        Ok(Turn {
+            text: answer.text.clone(),
+            partial: !answer.complete,
+            error: answer.error.clone(),
+            model: answer.model.clone(),
+            recorded,
+        })
+    }
+
+    /// Records `new` after the history, and keeps them in it.
+    fn record(&mut self, project: &mut Project, endpoint: &Endpoint, new: Vec<Message>) -> Result<Recorded, ChatError> {
+        self.history.extend(new);
+        let exchange = Exchange {
+            conversation: self.conversation.clone(),
+            messages: self.history.clone(),
+            tool: "chat".into(),
+            channel: endpoint.channel(),
+        };
+        project
+            .record_exchange(exchange)
+            .map_err(|e| ChatError::Project(format!("the turn could not be recorded: {e}")))
+    }
+}
+
+/// The first model `endpoint` lists (`GET {base}/models`): what a chat asks for when no model
+/// is named (llama.cpp's server and LM Studio serve the one they loaded; Ollama lists all).
+pub fn first_model(endpoint: &Endpoint) -> Result<String, ChatError> {
+    let client = reqwest::blocking::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| ChatError::Connection(e.to_string()))?;
+    let mut request = client.get(format!("{}/models", endpoint.base_url.trim_end_matches('/')));
+    if let Some(key) = &endpoint.api_key {
+        request = request.bearer_auth(key);
+    }
+    let response = request.send().map_err(|e| ChatError::Connection(e.to_string()))?;
+    let status = response.status();
+    let text = response.text().map_err(|e| ChatError::Connection(e.to_string()))?;
+    if !status.is_success() {
+        return Err(ChatError::Provider {
+            status: status.as_u16(),
+            message: provider_message(&text),
+        });
+    }
+    let listed: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    listed
+        .pointer("/data/0/id")
+        .and_then(Value::as_str)
+        .filter(|id| !id.trim().is_empty() && id.len() <= 200)
+        .map(printable)
+        .ok_or_else(|| ChatError::Usage(format!("{} lists no model: name one with --model", endpoint.base_url)))
+}
+
+/// The ULID part of a fresh id.
+fn ulid_part() -> String {
+    zblade_core::ids::new_id("")
+}
+
+/// Posts `body` and reads the event stream, handing each text delta to `on_text`; returns the
+/// stream's bytes (for [`answer::parse`]). The reading runs on its own thread so a stop
+/// request is honoured even while the model is silent.
+fn stream(
+    endpoint: &Endpoint,
+    body: &Value,
+    on_text: &mut dyn FnMut(&str),
+    stop: &AtomicBool,
+) -> Result<Vec<u8>, ChatError> {
+    let client = reqwest::blocking::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(None)
+        .build()
+        .map_err(|e| ChatError::Connection(e.to_string()))?;
+    let mut request = client.post(endpoint.completions_url()).json(body);
+    if let Some(key) = &endpoint.api_key {
+        request = request.bearer_auth(key);
+    }
+    let (sender, events) = mpsc::channel::<Result<Vec<u8>, String>>();
+    let reader = std::thread::spawn(move || {
+        let response = match request.send() {
+            Ok(response) => response,
+            Err(e) => {
+                let _ = sender.send(Err(e.to_string()));
+                return Ok(());
+            }
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let text = response.text().unwrap_or_default();
+            return Err(ChatError::Provider {
+                status: status.as_u16(),
+                message: provider_message(&text),
+            });
+        }
+        let mut lines = std::io::BufReader::new(response);
+        loop {
+            let mut line = Vec::new();
+            match lines.read_until(b'\n', &mut line) {
+                Ok(0) => return Ok(()),
+                Ok(_) => {
+                    if sender.send(Ok(line)).is_err() {
+                        return Ok(()); // the turn was stopped
+                    }
+                }
+                Err(e) => {
+                    let _ = sender.send(Err(e.to_string()));
+                    return Ok(());
+                }
+            }
+        }
+    });
+    let mut bytes = Vec::new();
+    let mut waited = Duration::ZERO;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            // The reader ends on its own when its next line finds nobody listening.
+            return Ok(bytes);
+        }
+        match events.recv_timeout(STOP_POLL) {
+            Ok(Ok(line)) => {
+                waited = Duration::ZERO;
+                if let Some(text) = delta_text(&line) {
+                    on_text(&text);
+                }
+                bytes.extend_from_slice(&line);
+            }
+            Ok(Err(e)) if bytes.is_empty() => return Err(ChatError::Connection(e)),
+            // Cut off mid-answer: what arrived is the (partial) answer.
+            Ok(Err(_)) => return Ok(bytes),
+            Err(RecvTimeoutError::Timeout) => {
+                waited += STOP_POLL;
+                if waited >= FIRST_BYTE {
+                    return if bytes.is_empty() {
+                        Err(ChatError::Connection(format!(
+                            "no answer in {} s",
+                            FIRST_BYTE.as_secs()
+                        )))
+                    } else {
+                        Ok(bytes)
+                    };
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                return match reader.join() {
+                    Ok(Ok(())) => Ok(bytes),
+                    Ok(Err(e)) => Err(e),
+                    Err(_) => Err(ChatError::Connection("the reader stopped".into())),
+                };
+            }
+        }
+    }
+}
+
+/// The text delta of one event-stream line (`data: {"choices":[{"delta":{"content":…}}]}`).
+fn delta_text(line: &[u8]) -> Option<String> {
+    let line = std::str::from_utf8(line).ok()?.trim_end();
+    let data = line.strip_prefix("data:")?.trim_start();
+    if data == "[DONE]" {
+        return None;
+    }
+    let value: Value = serde_json::from_str(data).ok()?;
+    let text = value.pointer("/choices/0/delta/content")?.as_str()?;
+    (!text.is_empty()).then(|| text.to_string())
+}
+
+/// The message of a provider's error body (`{"error": {"message": …}}`), or the body's start.
+fn provider_message(body: &str) -> String {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let message = parsed.as_ref().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("error"))
+            .or_else(|| v.get("detail"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
+    let text = message.unwrap_or_else(|| body.trim().to_string());
+    printable(&text.chars().take(500).collect::<String>())
+}
+
+/// `text` safe to print on a terminal: control characters other than newline and tab (which
+/// could move the cursor, rewrite the screen or set the window title) are removed.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .filter(|c| *c == '\n' || *c == '\t' || !(c.is_control()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deltas_are_read_from_chat_completion_events() {
+        let line = br#"data: {"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#;
+        assert_eq!(delta_text(line).as_deref(), Some("Hel"));
+        assert_eq!(delta_text(b"data: [DONE]\n"), None);
+        assert_eq!(delta_text(b": keep-alive\n"), None);
+        assert_eq!(
+            delta_text(br#"data: {"choices":[{"delta":{"role":"assistant"}}]}"#),
+            None
+        );
+        assert_eq!(delta_text(b"data: {not json"), None);
+    }
+
+    #[test]
+    fn terminal_control_sequences_from_a_model_are_removed() {
+        let hostile = "ok\x1b]0;owned\x07 \x1b[2J\x1b[1;1Hdone\r\nnext\tline\u{9b}31m";
+        let shown = printable(hostile);
+        assert!(
+            !shown.chars().any(|c| c.is_control() && c != '\n' && c != '\t'),
+            "{shown:?}"
+        );
+        assert!(shown.starts_with("ok]0;owned [2J[1;1Hdone\nnext\tline"), "{shown:?}");
+    }
+
+    #[test]
+    fn endpoints_say_whether_they_are_on_this_machine() {
+        let at = |url: &str| Endpoint {
+            base_url: url.into(),
+            model: "m".into(),
+            api_key: None,
+        };
+        assert!(at("http://127.0.0.1:8080/v1").is_local());
+        assert!(at("http://localhost:11434/v1").is_local());
+        assert!(at("http://[::1]:8080/v1").is_local());
+        assert!(!at("https://api.openai.com/v1").is_local());
+        assert!(!at("http://127.0.0.1.evil.example/v1").is_local());
+        assert!(!at("https://user:pw@10.0.0.2/v1").is_local());
+        assert_eq!(at("https://user:pw@10.0.0.2/v1").channel(), "m at 10.0.0.2");
+        assert!(at("ftp://127.0.0.1/v1").check().is_err());
+        assert!(at("not a url").check().is_err());
+        assert!(at("http://127.0.0.1:8080/v1").check().is_ok());
+    }
+
+    #[test]
+    fn provider_errors_are_read_from_their_json_or_shown_short() {
+        assert_eq!(
+            provider_message(r#"{"error":{"message":"model not found","type":"x"}}"#),
+            "model not found"
+        );
+        assert_eq!(provider_message("Bad Gateway\n"), "Bad Gateway");
+        assert_eq!(provider_message(&"x".repeat(2000)).len(), 500);
+    }
+
+    #[test]
+    fn a_prepared_turn_fences_memory_and_sends_recent_history_then_the_prompt() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut project, _) = Project::init(dir.path()).unwrap();
+        let json = serde_json::json!({"title": "Hashing", "messages": [
+            {"role": "user", "content": "Which password hashing should we use?"},
+            {"role": "assistant", "content": "We chose Argon2id for password hashing."},
+        ]});
+        project.add_conversation(json.to_string().as_bytes(), "c.json").unwrap();
+        let endpoint = Endpoint {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            model: "tiny".into(),
+            api_key: None,
+        };
+        let mut chat = Chat::start();
+        for i in 0..(HISTORY_MESSAGES + 3) {
+            chat.history.push(Message::new(Role::User, format!("earlier {i}")));
+        }
+        let prepared = chat
+            .prepare(
+                &mut project,
+                &endpoint,
+                "what password hashing did we choose?",
+                TurnOptions::default(),
+            )
+            .unwrap();
+        let messages = prepared.body["messages"].as_array().unwrap();
+        assert_eq!(messages[0]["role"], "system");
+        let system = messages[0]["content"].as_str().unwrap();
+        assert!(
+            system.contains("<zblade-memory>") && system.contains("Argon2id"),
+            "{system}"
+        );
+        assert!(prepared.memory_tokens > 0 && prepared.memory_entries > 0);
+        assert_eq!(messages.len(), 1 + HISTORY_MESSAGES + 1);
+        assert_eq!(messages[1]["content"], "earlier 3");
+        assert_eq!(
+            messages.last().unwrap()["content"],
+            "what password hashing did we choose?"
+        );
+        assert_eq!(prepared.body["stream"], true);
+        assert_eq!(prepared.body["model"], "tiny");
+    }
+
+    #[test]
+    fn an_unreachable_model_fails_clearly_and_the_prompt_is_still_remembered() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut project, _) = Project::init(dir.path()).unwrap();
+        // A port nothing listens on.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let endpoint = Endpoint {
+            base_url: format!("http://127.0.0.1:{port}/v1"),
+            model: "tiny".into(),
+            api_key: None,
+        };
+        let mut chat = Chat::start();
+        let prepared = chat
+            .prepare(
+                &mut project,
+                &endpoint,
+                "remember this question",
+                TurnOptions::default(),
+            )
+            .unwrap();
+        let err = chat
+            .send(&mut project, &endpoint, prepared, &mut |_| {}, &AtomicBool::new(false))
+            .unwrap_err();
+        assert!(matches!(err, ChatError::Connection(_)), "{err}");
+        let stored = project.load_conversation(chat.conversation()).unwrap();
+        assert_eq!(stored.messages.len(), 1);
+        assert_eq!(stored.messages[0].content, "remember this question");
+        let resumed = Chat::resume(&project, chat.conversation()).unwrap();
+        assert_eq!(resumed.history().len(), 1);
+    }
+}

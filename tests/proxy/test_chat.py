@@ -1,0 +1,203 @@
+"""`zblade chat` against a real OpenAI-compatible server (llama-cpp-python on the tiny GGUF
+model), driven through pipes and through tmux, and against the scripted upstream for what a real
+server cannot be made to do (an answer cut off mid-stream, a refusal, hostile bytes).
+
+What is asserted: each turn packs the project's memory, streams the answer to the terminal,
+and is recorded as a conversation (prompt and answer; a cut-off answer marked partial; a
+refused prompt still kept); a chat resumes from its conversation; nothing is sent off the
+machine without --allow-remote; the model's control sequences never reach the terminal.
+"""
+
+import json
+import shutil
+import subprocess
+import time
+import unicodedata
+
+import pytest
+
+from conftest import ZBLADE, data, json_response, sse_response, zblade
+
+QUESTION = "How do we hash passwords?"
+
+
+def chat(project, *args, stdin="", check=True):
+    result = subprocess.run(
+        [ZBLADE, "--project", str(project["root"]), *args],
+        input=stdin, env=project["env"], capture_output=True, text=True, timeout=120,
+    )
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def shown(project, conversation):
+    result = zblade("--project", str(project["root"]), "--json", "show", conversation, env=project["env"])
+    value = json.loads(result.stdout)
+    return value.get("conversation", value)
+
+
+def printable(text):
+    """What zblade shows of a model's text: control characters other than newline and tab
+    removed (the tiny model's random tokens hold some)."""
+    return "".join(c for c in text if c in "\n\t" or unicodedata.category(c) != "Cc")
+
+
+def turns(result):
+    return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+def test_a_chat_with_the_local_model_packs_memory_streams_and_is_remembered(project, llama):
+    result = chat(project, "chat", "--endpoint", llama + "/v1", "--model", "tiny-llama", "--max-tokens", "12",
+                  stdin=f"{QUESTION}\n\nAnd why that one?\n")
+    assert "memory: " in result.stderr, result.stderr
+    conversation = result.stderr.split("conversation ")[1].split()[0].rstrip(".")
+    messages = shown(project, conversation)["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]
+    assert messages[0]["content"] == QUESTION and messages[2]["content"] == "And why that one?"
+    # What streamed to the terminal is what was recorded.
+    for answer in (messages[1], messages[3]):
+        assert answer["content"] and printable(answer["content"]).strip() in result.stdout
+        assert not answer.get("partial")
+    # The injected memory is data for the model, not part of the conversation.
+    assert all("zblade-memory" not in m["content"] for m in messages)
+    listed = zblade("--project", str(project["root"]), "--json", "list", "conversations", env=project["env"])
+    assert conversation in listed.stdout
+
+
+def test_one_prompt_as_json_names_the_model_itself_and_resumes(project, llama):
+    first = turns(chat(project, "--json", "chat", "--endpoint", llama + "/v1", "--max-tokens", "8",
+                       "--prompt", QUESTION))
+    assert len(first) == 1 and first[0]["error"] is None and first[0]["partial"] is False
+    assert first[0]["memory_entries"] >= 1 and first[0]["memory_tokens"] > 0
+    conversation = first[0]["conversation"]
+    again = turns(chat(project, "--json", "chat", "--endpoint", llama + "/v1", "--max-tokens", "8",
+                       "--conversation", conversation, "--prompt", "Say it again."))
+    assert again[0]["conversation"] == conversation
+    messages = shown(project, conversation)["messages"]
+    assert [m["content"] for m in messages if m["role"] == "user"] == [QUESTION, "Say it again."]
+
+
+def test_an_answer_cut_off_mid_stream_is_kept_and_marked_partial(project, scripted):
+    chunk = lambda text: data({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "scripted",
+                               "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]})
+    scripted.queue(sse_response([chunk("Argon2id, "), chunk("because "), chunk("never sent")], break_after=2))
+    result = chat(project, "--json", "chat", "--endpoint", scripted.url + "/v1", "--model", "scripted",
+                  "--prompt", "Cut me off", check=False)
+    assert result.returncode == 1, result.stderr
+    turn = turns(result)[0]
+    assert turn["partial"] is True and turn["answer"] == "Argon2id, because "
+    messages = shown(project, turn["conversation"])["messages"]
+    assert messages[-1]["role"] == "assistant" and messages[-1]["content"] == "Argon2id, because "
+    assert messages[-1]["partial"] is True
+    # The request the server got: memory first (fenced, as data), then the prompt.
+    sent = json.loads(scripted.last()["body"])
+    assert sent["stream"] is True and sent["messages"][-1] == {"role": "user", "content": "Cut me off"}
+
+
+def test_a_refused_prompt_is_named_and_still_remembered(project, scripted):
+    scripted.queue(json_response({"error": {"message": "model 'nope' not found", "type": "invalid_request_error"}}, status=404))
+    result = chat(project, "--json", "chat", "--endpoint", scripted.url + "/v1", "--model", "nope",
+                  "--prompt", "Is this kept?", check=False)
+    assert result.returncode == 1
+    turn = turns(result)[0]
+    assert "404" in turn["error"] and "model 'nope' not found" in turn["error"]
+    messages = shown(project, turn["conversation"])["messages"]
+    assert [m["content"] for m in messages] == ["Is this kept?"]
+
+
+def test_the_model_cannot_drive_the_terminal(project, scripted):
+    hostile = "safe \x1b]0;owned\x07text\x1b[2J\x1b[H done"
+    scripted.queue(sse_response([data({"choices": [{"index": 0, "delta": {"content": hostile}}]}), data("[DONE]")]))
+    result = chat(project, "chat", "--endpoint", scripted.url + "/v1", "--model", "scripted", "--prompt", "hi")
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert "safe ]0;ownedtext[2J[H done" in result.stdout
+
+
+def test_nothing_is_sent_off_the_machine_without_consent(project):
+    before = zblade("--project", str(project["root"]), "--json", "list", "conversations", env=project["env"]).stdout
+    result = chat(project, "chat", "--endpoint", "https://api.example.com/v1", "--model", "gpt",
+                  "--prompt", "secret plans", check=False)
+    assert result.returncode != 0 and "--allow-remote" in result.stderr
+    after = zblade("--project", str(project["root"]), "--json", "list", "conversations", env=project["env"]).stdout
+    assert before == after
+
+
+class Terminal:
+    """A command running in a tmux session, read from its screen and typed at."""
+
+    def __init__(self, project, *args):
+        self.session = f"zblade-chat-{int(time.time() * 1000)}"
+        env_args = [f"{k}={v}" for k, v in project["env"].items() if k in ("HOME", "ZBLADE_MODELS_DIR", "PATH")]
+        command = ["env", *env_args, ZBLADE, "--project", str(project["root"]), *args]
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.session, "-x", "160", "-y", "50", *command], check=True)
+
+    def screen(self):
+        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.session], capture_output=True, text=True).stdout
+
+    def wait_for(self, predicate, seconds=60):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            text = self.screen()
+            if predicate(text):
+                return text
+            time.sleep(0.1)
+        raise AssertionError("the terminal never showed it:\n" + self.screen())
+
+    def keys(self, *keys):
+        subprocess.run(["tmux", "send-keys", "-t", self.session, *keys], check=True)
+
+    def ended(self, seconds=10):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            if subprocess.run(["tmux", "has-session", "-t", self.session], capture_output=True).returncode != 0:
+                return True
+            time.sleep(0.1)
+        return False
+
+    def close(self):
+        subprocess.run(["tmux", "kill-session", "-t", self.session], capture_output=True)
+
+
+needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+@needs_tmux
+def test_a_chat_in_a_terminal_through_tmux(project, llama):
+    term = Terminal(project, "chat", "--endpoint", llama + "/v1", "--model", "tiny-llama", "--max-tokens", "8")
+    try:
+        term.wait_for(lambda s: "you>" in s and "Ctrl-D ends" in s)
+        term.keys(QUESTION, "Enter")
+        text = term.wait_for(lambda s: s.count("you>") >= 2)
+        assert "memory: " in text
+        conversation = text.split("conversation ")[1].split()[0].rstrip(".")
+        term.keys("C-d")
+        assert term.ended(), term.screen()
+        messages = shown(project, conversation)["messages"]
+        assert [m["role"] for m in messages] == ["user", "assistant"]
+    finally:
+        term.close()
+
+
+@needs_tmux
+def test_ctrl_c_stops_an_answer_and_keeps_what_arrived(project, scripted):
+    chunk = lambda text: data({"choices": [{"index": 0, "delta": {"content": text}}]})
+    # The second token comes only after 30 s: the user stops the answer before that.
+    scripted.queue(sse_response([chunk("Argon2id "), chunk("because"), data("[DONE]")], delays=[0, 30, 0]))
+    term = Terminal(project, "chat", "--endpoint", scripted.url + "/v1", "--model", "scripted")
+    try:
+        term.wait_for(lambda s: "Ctrl-D ends" in s)
+        term.keys("Stop me", "Enter")
+        term.wait_for(lambda s: "Argon2id" in s)
+        started = time.time()
+        term.keys("C-c")
+        text = term.wait_for(lambda s: "did not end" in s and s.count("you>") >= 2, seconds=10)
+        assert time.time() - started < 5
+        conversation = text.split("conversation ")[1].split()[0].rstrip(".")
+        messages = shown(project, conversation)["messages"]
+        assert messages[-1]["content"] == "Argon2id " and messages[-1]["partial"] is True
+        # Ctrl-C at the prompt ends the chat.
+        term.keys("C-c")
+        assert term.ended(), term.screen()
+    finally:
+        term.close()
