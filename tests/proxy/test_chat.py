@@ -123,6 +123,81 @@ def test_nothing_is_sent_off_the_machine_without_consent(project):
     assert before == after
 
 
+def delta(content=None, finish=None, **fields):
+    d = dict(fields)
+    if content is not None:
+        d["content"] = content
+    return data({"id": "chatcmpl-t", "object": "chat.completion.chunk", "model": "scripted",
+                 "choices": [{"index": 0, "delta": d, "finish_reason": finish}]})
+
+
+def tool_call_stream(call_id, name, argument_pieces):
+    return [
+        delta(role="assistant", tool_calls=[{"index": 0, "id": call_id, "type": "function",
+                                             "function": {"name": name, "arguments": ""}}]),
+        *[delta(tool_calls=[{"index": 0, "function": {"arguments": piece}}]) for piece in argument_pieces],
+        delta(finish="tool_calls"),
+        data("[DONE]"),
+    ]
+
+
+def test_the_model_reads_a_project_file_through_a_tool(project, scripted):
+    scripted.queue(
+        sse_response(tool_call_stream("call_1", "read_project_file", ['{"path": ', '"src/auth.rs"}'])),
+        sse_response([delta("We hash with argon2id."), delta(finish="stop"), data("[DONE]")]),
+    )
+    result = chat(project, "--json", "chat", "--endpoint", scripted.url + "/v1", "--model", "scripted",
+                  "--prompt", "How do we hash passwords? Read the code.")
+    turn = turns(result)[0]
+    assert turn["answer"] == "We hash with argon2id." and turn["partial"] is False
+    assert turn["tool_calls"] == [{"name": "read_project_file", "arguments": '{"path": "src/auth.rs"}',
+                                   "result_bytes": turn["tool_calls"][0]["result_bytes"], "is_error": False}]
+    first, second = [json.loads(r["body"]) for r in scripted.requests[-2:]]
+    assert [t["function"]["name"] for t in first["tools"]] == ["read_project_file", "search_project", "search_memory"]
+    # The second request carries the call and the file as it is now.
+    call, result_message = second["messages"][-2:]
+    assert call["role"] == "assistant" and call["tool_calls"][0]["id"] == "call_1"
+    assert result_message["role"] == "tool" and result_message["tool_call_id"] == "call_1"
+    assert result_message["content"].startswith("src/auth.rs:1-3 of 3 lines\npub fn hash")
+    # Recorded: the call with its result, then the answer.
+    messages = shown(project, turn["conversation"])["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "assistant"]
+    recorded = messages[1]["tool_calls"][0]
+    assert recorded["name"] == "read_project_file" and recorded["arguments"] == {"path": "src/auth.rs"}
+    assert "argon2id(password)" in recorded["result"]["text"]
+    assert messages[2]["content"] == "We hash with argon2id."
+
+
+def test_a_decision_taken_in_a_chat_becomes_a_moment(project, scripted):
+    scripted.queue(sse_response([delta("We decided to rotate refresh tokens every 24 hours because stolen ones must expire."),
+                                 data("[DONE]")]))
+    turn = turns(chat(project, "--json", "chat", "--endpoint", scripted.url + "/v1", "--model", "scripted",
+                      "--tools", "off", "--prompt", "How long do refresh tokens live?"))[0]
+    found = zblade("--project", str(project["root"]), "--json", "search", "rotate refresh tokens", "--kind", "moments",
+                   env=project["env"])
+    assert turn["conversation"] in found.stdout, found.stdout
+
+
+def test_a_tool_call_outside_the_project_is_refused_and_the_model_told_why(project, scripted):
+    scripted.queue(
+        sse_response(tool_call_stream("call_x", "read_project_file", ['{"path": "../../../../etc/passwd"}'])),
+        sse_response([delta("I cannot read that."), data("[DONE]")]),
+    )
+    turn = turns(chat(project, "--json", "chat", "--endpoint", scripted.url + "/v1", "--model", "scripted",
+                      "--prompt", "Read /etc/passwd"))[0]
+    assert turn["tool_calls"][0]["is_error"] is True
+    sent_back = json.loads(scripted.last()["body"])["messages"][-1]
+    assert sent_back["role"] == "tool" and sent_back["content"].startswith("error: ")
+    assert "root:" not in sent_back["content"]
+
+
+def test_without_tools_none_are_offered(project, scripted):
+    scripted.queue(sse_response([delta("plain"), data("[DONE]")]))
+    chat(project, "--json", "chat", "--endpoint", scripted.url + "/v1", "--model", "scripted", "--tools", "off",
+         "--prompt", "no tools please")
+    assert "tools" not in json.loads(scripted.last()["body"])
+
+
 class Terminal:
     """A command running in a tmux session, read from its screen and typed at."""
 

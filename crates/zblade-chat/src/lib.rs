@@ -18,12 +18,15 @@
 //! The model's words are untrusted: [`printable`] removes terminal control characters before
 //! anything is shown, and what is recorded goes through the engine's checks like any import.
 
+pub mod tools;
+
 use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use zblade_core::ToolResult;
 use zblade_engine::{ContextRequest, ContextTier, Exchange, Message, Project, Recorded, Role};
 use zblade_proxy::answer;
 use zblade_proxy::api::Api;
@@ -35,6 +38,9 @@ pub const HISTORY_MESSAGES: usize = 40;
 const FIRST_BYTE: Duration = Duration::from_secs(300);
 /// How often a waiting turn looks at its stop flag.
 const STOP_POLL: Duration = Duration::from_millis(50);
+/// Rounds of tool calls in one turn before the model must answer (it is then asked without
+/// tools).
+pub const MAX_TOOL_ROUNDS: usize = 6;
 
 /// Where the model runs: an OpenAI-compatible endpoint.
 #[derive(Debug, Clone)]
@@ -100,6 +106,8 @@ pub struct TurnOptions {
     pub budget: usize,
     /// The longest answer, in tokens (`max_tokens`); `None` leaves it to the server.
     pub max_tokens: Option<u32>,
+    /// Offer the model the read-only [`tools`].
+    pub tools: bool,
 }
 
 impl Default for TurnOptions {
@@ -108,6 +116,7 @@ impl Default for TurnOptions {
             tier: ContextTier::Balanced,
             budget: zblade_engine::DEFAULT_BUDGET,
             max_tokens: None,
+            tools: true,
         }
     }
 }
@@ -169,8 +178,42 @@ pub struct Turn {
     pub error: Option<String>,
     /// The model that answered, as the provider named it.
     pub model: Option<String>,
+    /// The tools the model called, in order.
+    pub tool_calls: Vec<ToolUse>,
     /// What recording the turn changed.
     pub recorded: Recorded,
+}
+
+/// One tool call of a turn.
+#[derive(Debug, Clone)]
+pub struct ToolUse {
+    /// The tool.
+    pub name: String,
+    /// The arguments as the model wrote them.
+    pub arguments: String,
+    /// What it gave.
+    pub outcome: tools::Outcome,
+}
+
+/// What a turn tells its face while it runs.
+pub trait TurnEvents {
+    /// A piece of the answer's text, as it arrives.
+    fn text(&mut self, text: &str);
+    /// Whether to run the tool call (`name`, `arguments` as the model wrote them). A declined
+    /// call is answered "declined by the user". Default: every call runs (they only read).
+    fn approve(&mut self, _name: &str, _arguments: &str) -> bool {
+        true
+    }
+    /// A tool call ran (or was declined).
+    fn tool_done(&mut self, _call: &ToolUse) {}
+    /// Something the user should know (a server that does not take tools).
+    fn notice(&mut self, _notice: &str) {}
+}
+
+impl<F: FnMut(&str)> TurnEvents for F {
+    fn text(&mut self, text: &str) {
+        self(text)
+    }
 }
 
 /// One chat: a zblade conversation and the messages sent again with each turn.
@@ -253,6 +296,9 @@ impl Chat {
         if let Some(max) = options.max_tokens {
             body["max_tokens"] = json!(max);
         }
+        if options.tools {
+            body["tools"] = tools::definitions();
+        }
         Ok(Prepared {
             prompt: prompt.to_string(),
             memory_tokens: if fenced.is_empty() { 0 } else { packed.pack.tokens },
@@ -262,41 +308,119 @@ impl Chat {
         })
     }
 
-    /// Sends a prepared turn, hands each piece of the answer to `on_text` as it arrives, and
-    /// records the turn. `stop` set ends the turn at once (what arrived is kept, marked
-    /// partial). The prompt is recorded even when the provider refuses it.
+    /// Sends a prepared turn, hands each piece of the answer to `events` as it arrives, runs
+    /// the tools the model calls (asking `events` first) and sends their results back until
+    /// it answers, then records the turn. `stop` set ends the turn at once (what arrived is
+    /// kept, marked partial). The prompt is recorded even when the provider refuses it.
     pub fn send(
         &mut self,
         project: &mut Project,
         endpoint: &Endpoint,
         prepared: Prepared,
-        on_text: &mut dyn FnMut(&str),
+        events: &mut dyn TurnEvents,
         stop: &AtomicBool,
     ) -> Result<Turn, ChatError> {
         let mut prompt = Message::new(Role::User, prepared.prompt.clone());
         prompt.id = zblade_core::ids::new_id(zblade_core::ids::MESSAGE);
-        let streamed = stream(endpoint, &prepared.body, on_text, stop);
-        let body = match streamed {
-            Ok(body) => body,
-            Err(e) => {
-                // Nothing arrived: the prompt alone is remembered, so it is not lost.
-                self.record(project, endpoint, vec![prompt])?;
-                return Err(e);
+        let mut body = prepared.body;
+        let mut new_messages = vec![prompt];
+        let mut uses: Vec<ToolUse> = Vec::new();
+        let mut round = 0;
+        let answer = loop {
+            let streamed = match stream(endpoint, &body, &mut |t| events.text(t), stop) {
+                // A server that does not take tools (llama.cpp without --jinja, some
+                // proxies) refuses the request: asked again without them, once.
+                Err(ChatError::Provider { status, message })
+                    if round == 0
+                        && body.get("tools").is_some()
+                        && status < 500
+                        && message.to_lowercase().contains("tool") =>
+                {
+                    events.notice(&format!(
+                        "the server does not take tools ({message}); asking without them"
+                    ));
+                    body.as_object_mut().expect("a request is an object").remove("tools");
+                    stream(endpoint, &body, &mut |t| events.text(t), stop)
+                }
+                other => other,
+            };
+            let bytes = match streamed {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    // Whatever was said before (the prompt, tool rounds) is remembered.
+                    self.record(project, endpoint, new_messages)?;
+                    return Err(e);
+                }
+            };
+            let answer = answer::parse(Api::ChatCompletions, &bytes, true);
+            let tools_on = body.get("tools").is_some();
+            if answer.tool_calls.is_empty() || !tools_on || !answer.complete || stop.load(Ordering::Relaxed) {
+                break answer;
+            }
+            round += 1;
+            let (message, sent_back) = self.run_tools(project, &answer, events, &mut uses);
+            let messages = body["messages"].as_array_mut().expect("a request has messages");
+            messages.push(assistant_with_calls(&answer));
+            messages.extend(sent_back);
+            new_messages.push(message);
+            if round >= MAX_TOOL_ROUNDS {
+                // Enough: the model answers with what it has.
+                body.as_object_mut().expect("a request is an object").remove("tools");
             }
         };
-        let answer = answer::parse(Api::ChatCompletions, &body, true);
-        let mut messages = vec![prompt];
         if !answer.is_empty() {
-            messages.push(answer.message(zblade_core::ids::new_id(zblade_core::ids::MESSAGE)));
+            new_messages.push(answer.message(zblade_core::ids::new_id(zblade_core::ids::MESSAGE)));
         }
-        let recorded = self.record(project, endpoint, messages)?;
+        let recorded = self.record(project, endpoint, new_messages)?;
         Ok(Turn {
             text: answer.text.clone(),
             partial: !answer.complete,
             error: answer.error.clone(),
             model: answer.model.clone(),
+            tool_calls: uses,
             recorded,
         })
+    }
+
+    /// Runs the calls of `answer`; returns the assistant message to record (its calls with
+    /// their results) and the `tool` messages that send the results back.
+    fn run_tools(
+        &self,
+        project: &mut Project,
+        answer: &answer::Answer,
+        events: &mut dyn TurnEvents,
+        uses: &mut Vec<ToolUse>,
+    ) -> (Message, Vec<Value>) {
+        let mut message = answer.message(zblade_core::ids::new_id(zblade_core::ids::MESSAGE));
+        let mut sent_back = Vec::new();
+        for (i, (id, name, arguments)) in answer.tool_calls.iter().enumerate() {
+            let outcome = if events.approve(name, arguments) {
+                tools::run(project, name, arguments)
+            } else {
+                tools::Outcome {
+                    text: "error: the user declined this call".into(),
+                    size: 0,
+                    is_error: true,
+                }
+            };
+            if let Some(call) = message.tool_calls.get_mut(i) {
+                call.result = Some(ToolResult {
+                    text: outcome.text.clone(),
+                    size: outcome.size,
+                    is_error: outcome.is_error,
+                    extra: Default::default(),
+                });
+            }
+            sent_back.push(json!({"role": "tool", "tool_call_id": call_id(id, i), "content": outcome.text}));
+            let used = ToolUse {
+                name: name.clone(),
+                arguments: arguments.clone(),
+                outcome,
+            };
+            events.tool_done(&used);
+            uses.push(used);
+        }
+        (message, sent_back)
     }
 
     /// Records `new` after the history, and keeps them in it.
@@ -342,6 +466,33 @@ pub fn first_model(endpoint: &Endpoint) -> Result<String, ChatError> {
         .filter(|id| !id.trim().is_empty() && id.len() <= 200)
         .map(printable)
         .ok_or_else(|| ChatError::Usage(format!("{} lists no model: name one with --model", endpoint.base_url)))
+}
+
+/// The assistant message that asked for tools, as the request carries it back.
+fn assistant_with_calls(answer: &answer::Answer) -> Value {
+    let calls: Vec<Value> = answer
+        .tool_calls
+        .iter()
+        .enumerate()
+        .map(|(i, (id, name, arguments))| {
+            json!({"id": call_id(id, i), "type": "function", "function": {"name": name, "arguments": arguments}})
+        })
+        .collect();
+    let content = if answer.text.is_empty() {
+        Value::Null
+    } else {
+        Value::String(answer.text.clone())
+    };
+    json!({"role": "assistant", "content": content, "tool_calls": calls})
+}
+
+/// A call's id, made up when the server sent none (some do not).
+fn call_id(id: &str, index: usize) -> String {
+    if id.is_empty() {
+        format!("call_{index}")
+    } else {
+        id.to_string()
+    }
 }
 
 /// The ULID part of a fresh id.
@@ -603,7 +754,13 @@ mod tests {
             )
             .unwrap();
         let err = chat
-            .send(&mut project, &endpoint, prepared, &mut |_| {}, &AtomicBool::new(false))
+            .send(
+                &mut project,
+                &endpoint,
+                prepared,
+                &mut |_: &str| {},
+                &AtomicBool::new(false),
+            )
             .unwrap_err();
         assert!(matches!(err, ChatError::Connection(_)), "{err}");
         let stored = project.load_conversation(chat.conversation()).unwrap();

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
-use zblade_chat::{Chat, ChatError, Endpoint, TurnOptions, printable};
+use zblade_chat::{Chat, ChatError, Endpoint, ToolUse, TurnEvents, TurnOptions, printable};
 use zblade_engine::Error;
 
 use super::Ctx;
-use crate::cli::ChatArgs;
+use crate::cli::{ChatArgs, ToolsArg};
 
 /// Where a chat goes when neither `--endpoint` nor `$ZBLADE_CHAT_ENDPOINT` says: llama.cpp's
 /// server on its default port, on this machine.
@@ -28,6 +28,65 @@ struct TurnLine<'a> {
     model: Option<&'a str>,
     memory_tokens: usize,
     memory_entries: usize,
+    tool_calls: Vec<ToolLine<'a>>,
+}
+
+/// A tool call in a `--json` turn line.
+#[derive(Serialize)]
+struct ToolLine<'a> {
+    name: &'a str,
+    arguments: &'a str,
+    result_bytes: u64,
+    is_error: bool,
+}
+
+/// The terminal as a turn sees it: the answer printed as it streams (without control
+/// sequences), tool calls shown on standard error, and asked about with `--tools ask`.
+struct Terminal<'a, W: Write, R: BufRead> {
+    out: &'a mut W,
+    json: bool,
+    ask: bool,
+    answers: &'a mut R,
+}
+
+impl<W: Write, R: BufRead> TurnEvents for Terminal<'_, W, R> {
+    fn text(&mut self, text: &str) {
+        if !self.json {
+            // The model's words, never its control sequences, reach the terminal.
+            let _ = self.out.write_all(printable(text).as_bytes());
+            let _ = self.out.flush();
+        }
+    }
+
+    fn approve(&mut self, name: &str, arguments: &str) -> bool {
+        if !self.ask {
+            return true;
+        }
+        eprint!(
+            "\nzblade: the model asks to run {name} {} — allow? [y/N] ",
+            printable(arguments)
+        );
+        let mut answer = String::new();
+        self.answers.read_line(&mut answer).is_ok() && matches!(answer.trim(), "y" | "Y" | "yes")
+    }
+
+    fn tool_done(&mut self, call: &ToolUse) {
+        if !self.json {
+            let what = if call.outcome.is_error { "refused" } else { "read" };
+            eprintln!(
+                "\nzblade: tool {} {} — {what}, {} bytes",
+                call.name,
+                printable(&call.arguments),
+                call.outcome.size
+            );
+        }
+    }
+
+    fn notice(&mut self, notice: &str) {
+        if !self.json {
+            eprintln!("zblade: note: {}", printable(notice));
+        }
+    }
 }
 
 pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
@@ -64,7 +123,11 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
         tier: args.tier.into(),
         budget: args.budget.unwrap_or(project.settings().context.max_tokens as usize),
         max_tokens: args.max_tokens,
+        tools: args.tools != ToolsArg::Off,
     };
+    if args.tools == ToolsArg::Ask && !std::io::stdin().is_terminal() {
+        return Err(Error::Usage("--tools ask needs a terminal to ask on".into()));
+    }
     let mut chat = match &args.conversation {
         Some(id) => Chat::resume(&project, id).map_err(chat_error)?,
         None => Chat::start(),
@@ -144,21 +207,13 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
         let (tokens, entries) = (prepared.memory_tokens, prepared.memory_entries);
         stop.store(false, Ordering::Relaxed);
         answering.store(true, Ordering::Relaxed);
-        let json = cx.json;
-        let out = cx.out.writer();
-        let sent = chat.send(
-            &mut project,
-            &endpoint,
-            prepared,
-            &mut |text| {
-                if !json {
-                    // The model's words, never its control sequences, reach the terminal.
-                    let _ = out.write_all(printable(text).as_bytes());
-                    let _ = out.flush();
-                }
-            },
-            &stop,
-        );
+        let mut terminal = Terminal {
+            out: cx.out.writer(),
+            json: cx.json,
+            ask: args.tools == ToolsArg::Ask,
+            answers: &mut stdin,
+        };
+        let sent = chat.send(&mut project, &endpoint, prepared, &mut terminal, &stop);
         answering.store(false, Ordering::Relaxed);
         match sent {
             Ok(turn) => {
@@ -172,6 +227,16 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
                         model: turn.model.as_deref(),
                         memory_tokens: tokens,
                         memory_entries: entries,
+                        tool_calls: turn
+                            .tool_calls
+                            .iter()
+                            .map(|c| ToolLine {
+                                name: &c.name,
+                                arguments: &c.arguments,
+                                result_bytes: c.outcome.size,
+                                is_error: c.outcome.is_error,
+                            })
+                            .collect(),
                     };
                     json_line(cx, &line)?;
                 } else {
@@ -202,12 +267,24 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
                         model: None,
                         memory_tokens: tokens,
                         memory_entries: entries,
+                        tool_calls: Vec::new(),
                     };
                     json_line(cx, &line)?;
                 } else {
                     eprintln!("zblade: {e} (your prompt is kept in {})", chat.conversation());
                 }
             }
+        }
+    }
+    // Decisions taken in the chat become moments, as `zblade moments extract` would make them
+    // (once at the end: with a local compressor model, extraction takes seconds).
+    if project.load_conversation(chat.conversation()).is_ok() {
+        match project.extract_moments(Some(chat.conversation())) {
+            Ok(report) if !report.written.is_empty() => {
+                cx.notice(&format!("{} moments from this chat", report.written.len()))
+            }
+            Ok(_) => {}
+            Err(e) => cx.notice(&format!("moments of this chat were not extracted: {e}")),
         }
     }
     if failures > 0 && one_shot {
