@@ -163,6 +163,8 @@ pub struct Prepared {
     pub memory_tokens: usize,
     /// How many items (messages, moments, code, instructions) it holds.
     pub memory_entries: usize,
+    /// How long the memory assembly took.
+    pub assembly: Duration,
     /// The Chat Completions request body.
     pub body: Value,
 }
@@ -275,9 +277,11 @@ impl Chat {
             mode: None,
             exclude_conversation: Some(self.conversation.clone()),
         };
+        let started = std::time::Instant::now();
         let packed = project
             .context(&request)
             .map_err(|e| ChatError::Project(format!("memory assembly failed: {e}")))?;
+        let assembly = started.elapsed();
         let fenced = if packed.pack.entries.is_empty() {
             String::new()
         } else {
@@ -304,6 +308,7 @@ impl Chat {
             memory_tokens: if fenced.is_empty() { 0 } else { packed.pack.tokens },
             memory_entries: packed.pack.entries.len(),
             memory: fenced,
+            assembly,
             body,
         })
     }
@@ -441,12 +446,9 @@ impl Chat {
 /// The first model `endpoint` lists (`GET {base}/models`): what a chat asks for when no model
 /// is named (llama.cpp's server and LM Studio serve the one they loaded; Ollama lists all).
 pub fn first_model(endpoint: &Endpoint) -> Result<String, ChatError> {
-    let client = reqwest::blocking::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .timeout(Duration::from_secs(30))
-        .build()
-        .map_err(|e| ChatError::Connection(e.to_string()))?;
-    let mut request = client.get(format!("{}/models", endpoint.base_url.trim_end_matches('/')));
+    let mut request = client()?
+        .get(format!("{}/models", endpoint.base_url.trim_end_matches('/')))
+        .timeout(Duration::from_secs(30));
     if let Some(key) = &endpoint.api_key {
         request = request.bearer_auth(key);
     }
@@ -495,6 +497,21 @@ fn call_id(id: &str, index: usize) -> String {
     }
 }
 
+/// The HTTP client of every turn, built once: building one loads the system's certificates
+/// (milliseconds on each turn), and one client keeps connections to the server open.
+fn client() -> Result<&'static reqwest::blocking::Client, ChatError> {
+    static CLIENT: std::sync::OnceLock<reqwest::blocking::Client> = std::sync::OnceLock::new();
+    if let Some(client) = CLIENT.get() {
+        return Ok(client);
+    }
+    let built = reqwest::blocking::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(None)
+        .build()
+        .map_err(|e| ChatError::Connection(e.to_string()))?;
+    Ok(CLIENT.get_or_init(|| built))
+}
+
 /// The ULID part of a fresh id.
 fn ulid_part() -> String {
     zblade_core::ids::new_id("")
@@ -509,12 +526,7 @@ fn stream(
     on_text: &mut dyn FnMut(&str),
     stop: &AtomicBool,
 ) -> Result<Vec<u8>, ChatError> {
-    let client = reqwest::blocking::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .timeout(None)
-        .build()
-        .map_err(|e| ChatError::Connection(e.to_string()))?;
-    let mut request = client.post(endpoint.completions_url()).json(body);
+    let mut request = client()?.post(endpoint.completions_url()).json(body);
     if let Some(key) = &endpoint.api_key {
         request = request.bearer_auth(key);
     }
