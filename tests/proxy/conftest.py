@@ -63,7 +63,7 @@ class Scripted:
     build the common ones. With no script queued, it answers 200 with `{"ok": true}`.
     """
 
-    def __init__(self):
+    def __init__(self, bind="127.0.0.1"):
         self.requests = []
         self.scripts = []
         owner = self
@@ -91,9 +91,10 @@ class Scripted:
 
             do_GET = do_POST = do_PUT = do_DELETE = _any
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer((bind, 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def queue(self, *scripts):

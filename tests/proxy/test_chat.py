@@ -16,9 +16,13 @@ import unicodedata
 
 import pytest
 
-from conftest import ZBLADE, data, json_response, sse_response, zblade
+import socket
+
+from conftest import ZBLADE, Scripted, data, json_response, sse_response, zblade
 
 QUESTION = "How do we hash passwords?"
+# The tiny model's window is 2,048 of its own tokens (about as many bytes): chats with it pack
+# little memory, or the prompt would not fit.
 
 
 def chat(project, *args, stdin="", check=True):
@@ -48,12 +52,12 @@ def turns(result):
 
 
 def test_a_chat_with_the_local_model_packs_memory_streams_and_is_remembered(project, llama):
-    result = chat(project, "chat", "--endpoint", llama + "/v1", "--model", "tiny-llama", "--max-tokens", "12",
+    result = chat(project, "chat", "--endpoint", llama + "/v1", "--budget", "200", "--model", "tiny-llama", "--max-tokens", "12",
                   stdin=f"{QUESTION}\n\nAnd why that one?\n")
     assert "memory: " in result.stderr, result.stderr
     conversation = result.stderr.split("conversation ")[1].split()[0].rstrip(".")
     messages = shown(project, conversation)["messages"]
-    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"], result.stderr
     assert messages[0]["content"] == QUESTION and messages[2]["content"] == "And why that one?"
     # What streamed to the terminal is what was recorded.
     for answer in (messages[1], messages[3]):
@@ -66,12 +70,12 @@ def test_a_chat_with_the_local_model_packs_memory_streams_and_is_remembered(proj
 
 
 def test_one_prompt_as_json_names_the_model_itself_and_resumes(project, llama):
-    first = turns(chat(project, "--json", "chat", "--endpoint", llama + "/v1", "--max-tokens", "8",
+    first = turns(chat(project, "--json", "chat", "--endpoint", llama + "/v1", "--budget", "200", "--max-tokens", "8",
                        "--prompt", QUESTION))
     assert len(first) == 1 and first[0]["error"] is None and first[0]["partial"] is False
     assert first[0]["memory_entries"] >= 1 and first[0]["memory_tokens"] > 0
     conversation = first[0]["conversation"]
-    again = turns(chat(project, "--json", "chat", "--endpoint", llama + "/v1", "--max-tokens", "8",
+    again = turns(chat(project, "--json", "chat", "--endpoint", llama + "/v1", "--budget", "200", "--max-tokens", "8",
                        "--conversation", conversation, "--prompt", "Say it again."))
     assert again[0]["conversation"] == conversation
     messages = shown(project, conversation)["messages"]
@@ -208,7 +212,7 @@ class Terminal:
         subprocess.run(["tmux", "new-session", "-d", "-s", self.session, "-x", "160", "-y", "50", *command], check=True)
 
     def screen(self):
-        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.session], capture_output=True, text=True).stdout
+        return subprocess.run(["tmux", "capture-pane", "-p", "-S", "-", "-t", self.session], capture_output=True, text=True).stdout
 
     def wait_for(self, predicate, seconds=60):
         deadline = time.time() + seconds
@@ -239,7 +243,7 @@ needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 
 @needs_tmux
 def test_a_chat_in_a_terminal_through_tmux(project, llama):
-    term = Terminal(project, "chat", "--endpoint", llama + "/v1", "--model", "tiny-llama", "--max-tokens", "8")
+    term = Terminal(project, "chat", "--endpoint", llama + "/v1", "--budget", "200", "--model", "tiny-llama", "--max-tokens", "8")
     try:
         term.wait_for(lambda s: "you>" in s and "Ctrl-D ends" in s)
         term.keys(QUESTION, "Enter")
@@ -276,3 +280,73 @@ def test_ctrl_c_stops_an_answer_and_keeps_what_arrived(project, scripted):
         assert term.ended(), term.screen()
     finally:
         term.close()
+
+
+def test_a_request_too_long_for_the_model_is_asked_again_with_less_memory(project, scripted):
+    too_long = json_response({"error": {"message": "Requested tokens (9000) exceed context window of 2048"}}, status=400)
+    # 2,000 tokens of memory: refused, then asked with 500.
+    scripted.queue(too_long, sse_response([delta("Argon2id."), data("[DONE]")]))
+    result = chat(project, "--json", "chat", "--endpoint", scripted.url + "/v1", "--model", "scripted",
+                  "--budget", "2000", "--tools", "off", "--prompt", QUESTION)
+    turn = turns(result)[0]
+    assert turn["answer"] == "Argon2id." and turn["error"] is None
+    messages = shown(project, turn["conversation"])["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"], "the prompt is recorded once"
+    # 300 tokens: refused, then asked with no memory at all.
+    scripted.queue(too_long, sse_response([delta("Still Argon2id."), data("[DONE]")]))
+    result = chat(project, "chat", "--endpoint", scripted.url + "/v1", "--model", "scripted",
+                  "--budget", "300", "--tools", "off", "--prompt", QUESTION)
+    assert "asking again with no memory" in result.stderr, result.stderr
+    first, second = [json.loads(r["body"]) for r in scripted.requests[-2:]]
+    assert first["messages"][0]["role"] == "system" and "zblade-memory" in first["messages"][0]["content"]
+    assert second["messages"] == [{"role": "user", "content": QUESTION}]
+
+
+def this_machines_address():
+    """An address of this machine that is not loopback (zblade treats it as remote), if any."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # no packet is sent: this only picks a route
+            address = s.getsockname()[0]
+        return None if address.startswith("127.") else address
+    except OSError:
+        return None
+
+
+@needs_tmux
+@pytest.mark.skipif(this_machines_address() is None, reason="this machine has no non-loopback address")
+def test_before_the_first_remote_send_the_user_sees_what_leaves_and_decides(project):
+    remote = Scripted(bind="0.0.0.0")
+    endpoint = f"http://{this_machines_address()}:{remote.port}/v1"
+    args = ("chat", "--endpoint", endpoint, "--model", "far-away", "--allow-remote", "--tools", "off")
+    term = Terminal(project, *args)
+    try:
+        term.wait_for(lambda s: "Ctrl-D ends" in s)
+        term.keys(QUESTION, "Enter")
+        text = term.wait_for(lambda s: "send it?" in s)
+        assert "leaves your machine for" in text and "--- user (" in text and QUESTION in text
+        assert "zblade-memory" in text  # the packed memory is shown too
+        term.keys("n", "Enter")
+        term.wait_for(lambda s: "not sent" in s)
+        assert remote.requests == [], "nothing may leave before consent"
+        remote.queue(sse_response([delta("far answer"), data("[DONE]")]))
+        term.keys("Try again", "Enter")
+        term.wait_for(lambda s: s.count("send it?") >= 2)
+        term.keys("a", "Enter")
+        term.wait_for(lambda s: "far answer" in s)
+        assert len(remote.requests) == 1
+        term.keys("C-d")
+        assert term.ended(), term.screen()
+    finally:
+        term.close()
+    # "always" was remembered for this model at this host: the next chat does not ask.
+    remote.queue(sse_response([delta("again"), data("[DONE]")]))
+    term = Terminal(project, *args)
+    try:
+        term.wait_for(lambda s: "Ctrl-D ends" in s)
+        term.keys("Once more", "Enter")
+        text = term.wait_for(lambda s: "again" in s)
+        assert "send it?" not in text
+    finally:
+        term.close()
+        remote.server.shutdown()

@@ -18,6 +18,7 @@
 //! The model's words are untrusted: [`printable`] removes terminal control characters before
 //! anything is shown, and what is recorded goes through the engine's checks like any import.
 
+pub mod consent;
 pub mod tools;
 
 use std::io::BufRead;
@@ -128,6 +129,9 @@ pub enum ChatError {
     Usage(String),
     /// The endpoint could not be reached, or the connection failed before any answer.
     Connection(String),
+    /// The provider refused the request as too long for the model (its context window): the
+    /// caller may ask again with less memory. Nothing was recorded.
+    TooLong(String),
     /// The provider refused the request.
     Provider {
         /// The HTTP status.
@@ -145,6 +149,7 @@ impl std::fmt::Display for ChatError {
             ChatError::Usage(why) => write!(f, "{why}"),
             ChatError::Connection(why) => write!(f, "could not reach the model: {why}"),
             ChatError::Provider { status, message } => write!(f, "the model's server answered {status}: {message}"),
+            ChatError::TooLong(message) => write!(f, "the request is too long for the model: {message}"),
             ChatError::Project(why) => write!(f, "{why}"),
         }
     }
@@ -278,14 +283,25 @@ impl Chat {
             exclude_conversation: Some(self.conversation.clone()),
         };
         let started = std::time::Instant::now();
-        let packed = project
-            .context(&request)
-            .map_err(|e| ChatError::Project(format!("memory assembly failed: {e}")))?;
+        // A budget of 0 asks for no memory at all (a model whose window is full without it).
+        let packed = if options.budget == 0 {
+            None
+        } else {
+            Some(
+                project
+                    .context(&request)
+                    .map_err(|e| ChatError::Project(format!("memory assembly failed: {e}")))?,
+            )
+        };
         let assembly = started.elapsed();
-        let fenced = if packed.pack.entries.is_empty() {
+        let (text, tokens, entries) = match &packed {
+            Some(p) if !p.pack.entries.is_empty() => (p.pack.text.as_str(), p.pack.tokens, p.pack.entries.len()),
+            _ => ("", 0, 0),
+        };
+        let fenced = if entries == 0 {
             String::new()
         } else {
-            zblade_proxy::memory_block(&packed.pack.text)
+            zblade_proxy::memory_block(text)
         };
         let mut messages = Vec::new();
         if !fenced.is_empty() {
@@ -305,8 +321,8 @@ impl Chat {
         }
         Ok(Prepared {
             prompt: prompt.to_string(),
-            memory_tokens: if fenced.is_empty() { 0 } else { packed.pack.tokens },
-            memory_entries: packed.pack.entries.len(),
+            memory_tokens: tokens,
+            memory_entries: entries,
             memory: fenced,
             assembly,
             body,
@@ -327,6 +343,9 @@ impl Chat {
     ) -> Result<Turn, ChatError> {
         let mut prompt = Message::new(Role::User, prepared.prompt.clone());
         prompt.id = zblade_core::ids::new_id(zblade_core::ids::MESSAGE);
+        // Too long with memory in it: the caller may ask again with less. Without memory there
+        // is nothing to cut, and the prompt is recorded like any refused one.
+        let had_memory = prepared.memory_entries > 0;
         let mut body = prepared.body;
         let mut new_messages = vec![prompt];
         let mut uses: Vec<ToolUse> = Vec::new();
@@ -351,6 +370,8 @@ impl Chat {
             };
             let bytes = match streamed {
                 Ok(bytes) => bytes,
+                // The caller asks again with less memory; this turn is not over yet.
+                Err(e @ ChatError::TooLong(_)) if round == 0 && had_memory => return Err(e),
                 Err(e) => {
                     // Whatever was said before (the prompt, tool rounds) is remembered.
                     self.record(project, endpoint, new_messages)?;
@@ -542,6 +563,9 @@ fn stream(
         let status = response.status();
         if !status.is_success() {
             let text = response.text().unwrap_or_default();
+            if matches!(status.as_u16(), 400 | 413 | 422) && zblade_proxy::refused_for_size(text.as_bytes()) {
+                return Err(ChatError::TooLong(provider_message(&text)));
+            }
             return Err(ChatError::Provider {
                 status: status.as_u16(),
                 message: provider_message(&text),

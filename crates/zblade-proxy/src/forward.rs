@@ -459,7 +459,7 @@ fn assemble(project: &mut Project, request: &ContextRequest, mut receipt: Receip
 }
 
 /// True when a provider's 400/413 says the request was too long for the model.
-fn refused_for_size(body: &[u8]) -> bool {
+pub fn refused_for_size(body: &[u8]) -> bool {
     let text = String::from_utf8_lossy(&body[..body.len().min(64 * 1024)]).to_ascii_lowercase();
     [
         "context length",

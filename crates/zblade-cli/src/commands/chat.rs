@@ -166,6 +166,11 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
             }
         );
     }
+    // --allow-remote is the consent of a chat without a terminal (a script); at a terminal the
+    // user also sees what leaves before the first send, unless they said "always" before.
+    let mut consented = endpoint.is_local()
+        || !std::io::stdin().is_terminal()
+        || zblade_chat::consent::given(&project.layout().cache_dir(), &endpoint);
     let one_shot = args.prompt.is_some();
     let mut given = args.prompt;
     let mut stdin = std::io::stdin().lock();
@@ -195,7 +200,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
         if prompt == "/exit" || prompt == "/quit" {
             break;
         }
-        let prepared = chat
+        let mut prepared = chat
             .prepare(&mut project, &endpoint, prompt, options)
             .map_err(chat_error)?;
         if !cx.json && prepared.memory_entries > 0 {
@@ -204,7 +209,24 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
                 prepared.memory_entries, prepared.memory_tokens
             );
         }
-        let (tokens, entries) = (prepared.memory_tokens, prepared.memory_entries);
+
+        // Before the first send to a model off this machine, the user sees exactly what leaves
+        // it and says yes, no, or always for this model (remembered in .zblade/cache/, not committed).
+        if !endpoint.is_local() && !consented {
+            match ask_to_send(&endpoint, &prepared.body, &mut stdin) {
+                Consent::Once => consented = true,
+                Consent::Always => {
+                    consented = true;
+                    if let Err(e) = zblade_chat::consent::remember(&project.layout().cache_dir(), &endpoint) {
+                        cx.notice(&format!("could not remember the consent: {e}"));
+                    }
+                }
+                Consent::No => {
+                    eprintln!("zblade: not sent; nothing left this machine");
+                    continue;
+                }
+            }
+        }
         stop.store(false, Ordering::Relaxed);
         answering.store(true, Ordering::Relaxed);
         let mut terminal = Terminal {
@@ -213,7 +235,29 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
             ask: args.tools == ToolsArg::Ask,
             answers: &mut stdin,
         };
-        let sent = chat.send(&mut project, &endpoint, prepared, &mut terminal, &stop);
+        // Too long for the model's window: asked again with a quarter of the memory, then none.
+        let mut budget = options.budget;
+        let sent = loop {
+            match chat.send(&mut project, &endpoint, prepared.clone(), &mut terminal, &stop) {
+                // (Without memory in it, the turn was recorded and the error is final.)
+                Err(ChatError::TooLong(why)) if prepared.memory_entries > 0 => {
+                    budget = if budget > 400 { budget / 4 } else { 0 };
+                    if !terminal.json {
+                        let less = match budget {
+                            0 => "no memory".to_string(),
+                            n => format!("a memory budget of {n} tokens"),
+                        };
+                        eprintln!("zblade: note: {}; asking again with {less}", printable(&why));
+                    }
+                    let smaller = TurnOptions { budget, ..options };
+                    prepared = chat
+                        .prepare(&mut project, &endpoint, prompt, smaller)
+                        .map_err(chat_error)?;
+                }
+                other => break other,
+            }
+        };
+        let (tokens, entries) = (prepared.memory_tokens, prepared.memory_entries);
         answering.store(false, Ordering::Relaxed);
         match sent {
             Ok(turn) => {
@@ -291,6 +335,33 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
         return Err(Error::Usage("the turn did not complete".into()));
     }
     Ok(())
+}
+
+/// A user's answer to "send this?".
+enum Consent {
+    Once,
+    Always,
+    No,
+}
+
+/// Shows what a request sends to a remote model and asks whether to send it.
+fn ask_to_send(endpoint: &Endpoint, body: &serde_json::Value, answers: &mut impl BufRead) -> Consent {
+    eprintln!(
+        "zblade: this leaves your machine for {} (model {}):\n{}",
+        endpoint.host().unwrap_or_default(),
+        endpoint.model,
+        zblade_chat::consent::preview(body)
+    );
+    eprint!("zblade: send it? [y]es / [n]o / [a]lways for this model: ");
+    let mut answer = String::new();
+    if answers.read_line(&mut answer).is_err() {
+        return Consent::No;
+    }
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Consent::Once,
+        "a" | "always" => Consent::Always,
+        _ => Consent::No,
+    }
 }
 
 /// One turn as one line of JSON, written at once (a script reads them as they come).
