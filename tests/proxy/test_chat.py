@@ -18,7 +18,7 @@ import pytest
 
 import socket
 
-from conftest import ZBLADE, Scripted, data, json_response, sse_response, zblade
+from conftest import ZBLADE, Scripted, data, json_response, named, sse_response, zblade
 
 QUESTION = "How do we hash passwords?"
 # The tiny model's window is 2,048 of its own tokens (about as many bytes): chats with it pack
@@ -350,3 +350,72 @@ def test_before_the_first_remote_send_the_user_sees_what_leaves_and_decides(proj
     finally:
         term.close()
         remote.server.shutdown()
+
+
+def anthropic_events(text_parts=(), tool=None):
+    """An Anthropic Messages stream as the API sends it: text deltas, or one tool_use block
+    whose input arrives in pieces."""
+    events = [named("message_start", {"type": "message_start", "message": {
+        "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-test", "content": [],
+        "stop_reason": None, "usage": {"input_tokens": 25, "output_tokens": 1}}})]
+    if text_parts:
+        events.append(named("content_block_start", {"type": "content_block_start", "index": 0,
+                                                    "content_block": {"type": "text", "text": ""}}))
+        for part in text_parts:
+            events.append(named("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                        "delta": {"type": "text_delta", "text": part}}))
+        events.append(named("content_block_stop", {"type": "content_block_stop", "index": 0}))
+    if tool:
+        events.append(named("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {
+            "type": "tool_use", "id": tool[0], "name": tool[1], "input": {}}}))
+        for piece in tool[2]:
+            events.append(named("content_block_delta", {"type": "content_block_delta", "index": 1,
+                                                        "delta": {"type": "input_json_delta", "partial_json": piece}}))
+        events.append(named("content_block_stop", {"type": "content_block_stop", "index": 1}))
+    events.append(named("message_delta", {"type": "message_delta",
+                                          "delta": {"stop_reason": "tool_use" if tool else "end_turn"},
+                                          "usage": {"output_tokens": 9}}))
+    events.append(named("message_stop", {"type": "message_stop"}))
+    return events
+
+
+def test_a_chat_over_anthropics_messages_api_with_a_tool(project, scripted):
+    key = "sk-ant-test-5f2b9c1d8e7a6b5c4d3e"
+    env = dict(project["env"], ZBLADE_TEST_ANTHROPIC_KEY=key)
+    scripted.queue(
+        sse_response(anthropic_events(["Let me look. "], tool=("toolu_01", "read_project_file",
+                                                                ['{"path": "src/', 'auth.rs"}']))),
+        sse_response(anthropic_events(["Passwords are hashed ", "with argon2id."])),
+    )
+    result = subprocess.run(
+        [ZBLADE, "--project", str(project["root"]), "--json", "chat", "--api", "anthropic",
+         "--endpoint", scripted.url, "--model", "claude-test", "--api-key-env", "ZBLADE_TEST_ANTHROPIC_KEY",
+         "--budget", "500", "--prompt", QUESTION],
+        env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    turn = turns(result)[0]
+    assert turn["answer"] == "Passwords are hashed with argon2id." and turn["partial"] is False
+    assert turn["tool_calls"][0]["name"] == "read_project_file" and not turn["tool_calls"][0]["is_error"]
+    first, second = scripted.requests[-2:]
+    assert first["path"] == "/v1/messages"
+    headers = {k.lower(): v for k, v in first["headers"].items()}
+    assert headers["x-api-key"] == key and headers["anthropic-version"] == "2023-06-01"
+    assert "authorization" not in headers
+    body = json.loads(first["body"])
+    assert "zblade-memory" in body["system"] and body["max_tokens"] == 4096
+    assert body["messages"][-1] == {"role": "user", "content": QUESTION}
+    assert [t["name"] for t in body["tools"]] == ["read_project_file", "search_project", "search_memory"]
+    assert "input_schema" in body["tools"][0]
+    # The round trip: the tool_use block back, then the result as a tool_result block.
+    again = json.loads(second["body"])["messages"]
+    assert again[-2]["role"] == "assistant"
+    assert again[-2]["content"][-1] == {"type": "tool_use", "id": "toolu_01", "name": "read_project_file",
+                                         "input": {"path": "src/auth.rs"}}
+    result_block = again[-1]["content"][0]
+    assert again[-1]["role"] == "user" and result_block["type"] == "tool_result"
+    assert result_block["tool_use_id"] == "toolu_01" and "argon2id(password)" in result_block["content"]
+    # Recorded like any chat; the key is nowhere in the project.
+    messages = shown(project, turn["conversation"])["messages"]
+    assert messages[-1]["content"] == "Passwords are hashed with argon2id."
+    stored = subprocess.run(["grep", "-r", "-l", key, str(project["root"] / ".zblade")], capture_output=True, text=True)
+    assert stored.stdout == ""

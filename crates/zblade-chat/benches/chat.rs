@@ -103,6 +103,7 @@ fn main() {
         base_url: model_server(sender),
         model: "bench".into(),
         api_key: None,
+        api: zblade_chat::Api::ChatCompletions,
     };
     let options = TurnOptions {
         tools: true,

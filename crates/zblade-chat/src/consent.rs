@@ -50,6 +50,13 @@ pub fn remember(cache_dir: &Path, endpoint: &Endpoint) -> Result<(), String> {
 /// What a request sends, as a person reads it: each message's role and text, in order.
 pub fn preview(body: &Value) -> String {
     let mut out = String::new();
+    if let Some(system) = body["system"].as_str() {
+        out.push_str(&format!(
+            "--- system ({} characters)\n{}\n",
+            system.chars().count(),
+            crate::printable(system)
+        ));
+    }
     for m in body["messages"].as_array().into_iter().flatten() {
         let role = m["role"].as_str().unwrap_or("?");
         let text = m["content"].as_str().unwrap_or("");
@@ -60,7 +67,10 @@ pub fn preview(body: &Value) -> String {
         ));
     }
     if let Some(tools) = body["tools"].as_array() {
-        let names: Vec<&str> = tools.iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+        let names: Vec<&str> = tools
+            .iter()
+            .filter_map(|t| t["function"]["name"].as_str().or_else(|| t["name"].as_str()))
+            .collect();
         out.push_str(&format!("--- tools offered: {}\n", names.join(", ")));
     }
     out
@@ -78,6 +88,7 @@ mod tests {
             base_url: url.into(),
             model: model.into(),
             api_key: Some("sk-never-stored".into()),
+            api: crate::Api::ChatCompletions,
         };
         let a = at("https://user:pw@api.example.com/v1", "gpt-5");
         assert!(!given(&dir, &a));

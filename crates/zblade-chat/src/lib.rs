@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 use zblade_core::ToolResult;
 use zblade_engine::{ContextRequest, ContextTier, Exchange, Message, Project, Recorded, Role};
 use zblade_proxy::answer;
-use zblade_proxy::api::Api;
+pub use zblade_proxy::api::Api;
 
 /// The most recent messages sent again with each turn (older ones stay in memory, where the
 /// packed context can still bring them back).
@@ -43,16 +43,25 @@ const STOP_POLL: Duration = Duration::from_millis(50);
 /// tools).
 pub const MAX_TOOL_ROUNDS: usize = 6;
 
-/// Where the model runs: an OpenAI-compatible endpoint.
+/// Where the model runs: an OpenAI-compatible endpoint, or Anthropic's Messages API.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
-    /// The API's base URL, ending before `/chat/completions` (`http://127.0.0.1:8080/v1`).
+    /// The API's base URL: up to `/v1` for OpenAI-compatible servers
+    /// (`http://127.0.0.1:8080/v1`), the host for Anthropic (`https://api.anthropic.com`).
     pub base_url: String,
     /// The model to ask for.
     pub model: String,
-    /// Sent as `Authorization: Bearer …`; never written anywhere by zblade.
+    /// Sent as `Authorization: Bearer …` (Anthropic: `x-api-key`); never written anywhere by
+    /// zblade.
     pub api_key: Option<String>,
+    /// Which API the server speaks: [`Api::ChatCompletions`] or [`Api::Messages`].
+    pub api: Api,
 }
+
+/// Anthropic's API version header.
+const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// Anthropic requires `max_tokens`; this is sent when none is asked for.
+const ANTHROPIC_MAX_TOKENS: u32 = 4096;
 
 impl Endpoint {
     /// The host the endpoint names (without user info or port), or `None` if it names none.
@@ -86,8 +95,38 @@ impl Endpoint {
         Ok(())
     }
 
+    /// Where a turn is posted.
     fn completions_url(&self) -> String {
-        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+        let base = self.base_url.trim_end_matches('/');
+        match self.api {
+            Api::Messages if base.ends_with("/v1") => format!("{base}/messages"),
+            Api::Messages => format!("{base}/v1/messages"),
+            _ => format!("{base}/chat/completions"),
+        }
+    }
+
+    /// Where the models are listed.
+    fn models_url(&self) -> String {
+        let base = self.base_url.trim_end_matches('/');
+        match self.api {
+            Api::Messages if !base.ends_with("/v1") => format!("{base}/v1/models"),
+            _ => format!("{base}/models"),
+        }
+    }
+
+    /// The key, as this API wants it.
+    fn authorize(&self, request: reqwest::blocking::RequestBuilder) -> reqwest::blocking::RequestBuilder {
+        match (self.api, &self.api_key) {
+            (Api::Messages, key) => {
+                let request = request.header("anthropic-version", ANTHROPIC_VERSION);
+                match key {
+                    Some(key) => request.header("x-api-key", key),
+                    None => request,
+                }
+            }
+            (_, Some(key)) => request.bearer_auth(key),
+            (_, None) => request,
+        }
     }
 
     /// What a turn's provenance says about where it went: the model and the host (never a
@@ -303,22 +342,44 @@ impl Chat {
         } else {
             zblade_proxy::memory_block(text)
         };
-        let mut messages = Vec::new();
-        if !fenced.is_empty() {
-            messages.push(json!({"role": "system", "content": fenced}));
-        }
         let recent = self.history.len().saturating_sub(HISTORY_MESSAGES);
-        for m in &self.history[recent..] {
-            messages.push(json!({"role": m.role.as_str(), "content": m.content}));
-        }
+        let mut messages: Vec<Value> = self.history[recent..]
+            .iter()
+            .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
+            .collect();
         messages.push(json!({"role": "user", "content": prompt}));
-        let mut body = json!({"model": endpoint.model, "stream": true, "messages": messages});
-        if let Some(max) = options.max_tokens {
-            body["max_tokens"] = json!(max);
-        }
-        if options.tools {
-            body["tools"] = tools::definitions();
-        }
+        let body = match endpoint.api {
+            Api::Messages => {
+                // Anthropic: the memory is the system text; turns must alternate, so
+                // neighbours of one role (a refused prompt, then the next) are joined.
+                let mut body = json!({
+                    "model": endpoint.model,
+                    "stream": true,
+                    "max_tokens": options.max_tokens.unwrap_or(ANTHROPIC_MAX_TOKENS),
+                    "messages": alternating(messages),
+                });
+                if !fenced.is_empty() {
+                    body["system"] = json!(fenced);
+                }
+                if options.tools {
+                    body["tools"] = tools::anthropic_definitions();
+                }
+                body
+            }
+            _ => {
+                if !fenced.is_empty() {
+                    messages.insert(0, json!({"role": "system", "content": fenced}));
+                }
+                let mut body = json!({"model": endpoint.model, "stream": true, "messages": messages});
+                if let Some(max) = options.max_tokens {
+                    body["max_tokens"] = json!(max);
+                }
+                if options.tools {
+                    body["tools"] = tools::definitions();
+                }
+                body
+            }
+        };
         Ok(Prepared {
             prompt: prompt.to_string(),
             memory_tokens: tokens,
@@ -378,15 +439,15 @@ impl Chat {
                     return Err(e);
                 }
             };
-            let answer = answer::parse(Api::ChatCompletions, &bytes, true);
+            let answer = answer::parse(endpoint.api, &bytes, true);
             let tools_on = body.get("tools").is_some();
             if answer.tool_calls.is_empty() || !tools_on || !answer.complete || stop.load(Ordering::Relaxed) {
                 break answer;
             }
             round += 1;
-            let (message, sent_back) = self.run_tools(project, &answer, events, &mut uses);
+            let (message, sent_back) = self.run_tools(project, endpoint.api, &answer, events, &mut uses);
             let messages = body["messages"].as_array_mut().expect("a request has messages");
-            messages.push(assistant_with_calls(&answer));
+            messages.push(assistant_with_calls(endpoint.api, &answer));
             messages.extend(sent_back);
             new_messages.push(message);
             if round >= MAX_TOOL_ROUNDS {
@@ -413,6 +474,7 @@ impl Chat {
     fn run_tools(
         &self,
         project: &mut Project,
+        api: Api,
         answer: &answer::Answer,
         events: &mut dyn TurnEvents,
         uses: &mut Vec<ToolUse>,
@@ -437,7 +499,11 @@ impl Chat {
                     extra: Default::default(),
                 });
             }
-            sent_back.push(json!({"role": "tool", "tool_call_id": call_id(id, i), "content": outcome.text}));
+            sent_back.push(match api {
+                Api::Messages => json!({"type": "tool_result", "tool_use_id": call_id(id, i),
+                                        "content": outcome.text, "is_error": outcome.is_error}),
+                _ => json!({"role": "tool", "tool_call_id": call_id(id, i), "content": outcome.text}),
+            });
             let used = ToolUse {
                 name: name.clone(),
                 arguments: arguments.clone(),
@@ -445,6 +511,10 @@ impl Chat {
             };
             events.tool_done(&used);
             uses.push(used);
+        }
+        // Anthropic takes every result of a round in one user message.
+        if api == Api::Messages {
+            sent_back = vec![json!({"role": "user", "content": sent_back})];
         }
         (message, sent_back)
     }
@@ -467,12 +537,7 @@ impl Chat {
 /// The first model `endpoint` lists (`GET {base}/models`): what a chat asks for when no model
 /// is named (llama.cpp's server and LM Studio serve the one they loaded; Ollama lists all).
 pub fn first_model(endpoint: &Endpoint) -> Result<String, ChatError> {
-    let mut request = client()?
-        .get(format!("{}/models", endpoint.base_url.trim_end_matches('/')))
-        .timeout(Duration::from_secs(30));
-    if let Some(key) = &endpoint.api_key {
-        request = request.bearer_auth(key);
-    }
+    let request = endpoint.authorize(client()?.get(endpoint.models_url()).timeout(Duration::from_secs(30)));
     let response = request.send().map_err(|e| ChatError::Connection(e.to_string()))?;
     let status = response.status();
     let text = response.text().map_err(|e| ChatError::Connection(e.to_string()))?;
@@ -492,7 +557,23 @@ pub fn first_model(endpoint: &Endpoint) -> Result<String, ChatError> {
 }
 
 /// The assistant message that asked for tools, as the request carries it back.
-fn assistant_with_calls(answer: &answer::Answer) -> Value {
+fn assistant_with_calls(api: Api, answer: &answer::Answer) -> Value {
+    if api == Api::Messages {
+        let mut content = Vec::new();
+        if !answer.text.is_empty() {
+            content.push(json!({"type": "text", "text": answer.text}));
+        }
+        for (i, (id, name, arguments)) in answer.tool_calls.iter().enumerate() {
+            // The input as the model wrote it, when it is an object; else an empty one (the
+            // tool has already told the model what was wrong with it).
+            let input = serde_json::from_str::<Value>(arguments)
+                .ok()
+                .filter(Value::is_object)
+                .unwrap_or_else(|| json!({}));
+            content.push(json!({"type": "tool_use", "id": call_id(id, i), "name": name, "input": input}));
+        }
+        return json!({"role": "assistant", "content": content});
+    }
     let calls: Vec<Value> = answer
         .tool_calls
         .iter()
@@ -507,6 +588,25 @@ fn assistant_with_calls(answer: &answer::Answer) -> Value {
         Value::String(answer.text.clone())
     };
     json!({"role": "assistant", "content": content, "tool_calls": calls})
+}
+
+/// Messages of the same role in a row joined into one (Anthropic wants turns to alternate).
+fn alternating(messages: Vec<Value>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::with_capacity(messages.len());
+    for m in messages {
+        match out.last_mut() {
+            Some(last) if last["role"] == m["role"] => {
+                let joined = format!(
+                    "{}\n\n{}",
+                    last["content"].as_str().unwrap_or(""),
+                    m["content"].as_str().unwrap_or("")
+                );
+                last["content"] = json!(joined);
+            }
+            _ => out.push(m),
+        }
+    }
+    out
 }
 
 /// A call's id, made up when the server sent none (some do not).
@@ -547,10 +647,7 @@ fn stream(
     on_text: &mut dyn FnMut(&str),
     stop: &AtomicBool,
 ) -> Result<Vec<u8>, ChatError> {
-    let mut request = client()?.post(endpoint.completions_url()).json(body);
-    if let Some(key) = &endpoint.api_key {
-        request = request.bearer_auth(key);
-    }
+    let request = endpoint.authorize(client()?.post(endpoint.completions_url()).json(body));
     let (sender, events) = mpsc::channel::<Result<Vec<u8>, String>>();
     let reader = std::thread::spawn(move || {
         let response = match request.send() {
@@ -638,7 +735,11 @@ fn delta_text(line: &[u8]) -> Option<String> {
         return None;
     }
     let value: Value = serde_json::from_str(data).ok()?;
-    let text = value.pointer("/choices/0/delta/content")?.as_str()?;
+    // Chat Completions: choices[0].delta.content; Anthropic: a content_block_delta's text_delta.
+    let text = value
+        .pointer("/choices/0/delta/content")
+        .or_else(|| (value["delta"]["type"] == "text_delta").then(|| &value["delta"]["text"]))?
+        .as_str()?;
     (!text.is_empty()).then(|| text.to_string())
 }
 
@@ -679,6 +780,11 @@ mod tests {
             None
         );
         assert_eq!(delta_text(b"data: {not json"), None);
+        let anthropic =
+            br#"data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Argon"}}"#;
+        assert_eq!(delta_text(anthropic).as_deref(), Some("Argon"));
+        let tool_input = br#"data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{"p"}}"#;
+        assert_eq!(delta_text(tool_input), None);
     }
 
     #[test]
@@ -698,6 +804,7 @@ mod tests {
             base_url: url.into(),
             model: "m".into(),
             api_key: None,
+            api: Api::ChatCompletions,
         };
         assert!(at("http://127.0.0.1:8080/v1").is_local());
         assert!(at("http://localhost:11434/v1").is_local());
@@ -734,6 +841,7 @@ mod tests {
             base_url: "http://127.0.0.1:9/v1".into(),
             model: "tiny".into(),
             api_key: None,
+            api: Api::ChatCompletions,
         };
         let mut chat = Chat::start();
         for i in 0..(HISTORY_MESSAGES + 3) {
@@ -779,6 +887,7 @@ mod tests {
             base_url: format!("http://127.0.0.1:{port}/v1"),
             model: "tiny".into(),
             api_key: None,
+            api: Api::ChatCompletions,
         };
         let mut chat = Chat::start();
         let prepared = chat

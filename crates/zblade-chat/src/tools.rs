@@ -50,6 +50,22 @@ pub fn definitions() -> Value {
     ])
 }
 
+/// The same tools as Anthropic's Messages API lists them (`input_schema`).
+pub fn anthropic_definitions() -> Value {
+    let listed = definitions();
+    Value::Array(
+        listed
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                let f = &t["function"];
+                json!({"name": f["name"], "description": f["description"], "input_schema": f["parameters"]})
+            })
+            .collect(),
+    )
+}
+
 /// What a tool call gave: the text sent back to the model, and whether it is an error.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {

@@ -310,10 +310,15 @@ pub struct ProxyArgs {
 /// `zblade chat` arguments.
 #[derive(Debug, Args)]
 pub struct ChatArgs {
-    /// The server's OpenAI-compatible base URL (up to /v1). Default: $ZBLADE_CHAT_ENDPOINT,
-    /// else http://127.0.0.1:8080/v1 (llama.cpp's server; Ollama is http://127.0.0.1:11434/v1).
+    /// The server's base URL: up to /v1 for OpenAI-compatible servers, the host for
+    /// Anthropic. Default: $ZBLADE_CHAT_ENDPOINT, else http://127.0.0.1:8080/v1 (llama.cpp's
+    /// server; Ollama is http://127.0.0.1:11434/v1), or https://api.anthropic.com with
+    /// --api anthropic.
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
+    /// The API the server speaks: openai (Chat Completions) or anthropic (Messages).
+    #[arg(long, value_enum, default_value_t = ApiArg::Openai)]
+    pub api: ApiArg,
     /// The model to ask for. Default: $ZBLADE_CHAT_MODEL, else the first the server lists.
     #[arg(long)]
     pub model: Option<String>,
@@ -346,6 +351,15 @@ pub struct ChatArgs {
     /// read-only, run here: allow (run each call), ask (ask before each), off (offer none).
     #[arg(long, value_enum, default_value_t = ToolsArg::Allow)]
     pub tools: ToolsArg,
+}
+
+/// `--api` of `zblade chat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApiArg {
+    /// OpenAI Chat Completions: llama.cpp, Ollama, LM Studio, vLLM, OpenRouter, OpenAI.
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
 }
 
 /// `--tools` of `zblade chat`.

@@ -7,15 +7,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
-use zblade_chat::{Chat, ChatError, Endpoint, ToolUse, TurnEvents, TurnOptions, printable};
+use zblade_chat::{Api, Chat, ChatError, Endpoint, ToolUse, TurnEvents, TurnOptions, printable};
 use zblade_engine::Error;
 
 use super::Ctx;
-use crate::cli::{ChatArgs, ToolsArg};
+use crate::cli::{ApiArg, ChatArgs, ToolsArg};
 
 /// Where a chat goes when neither `--endpoint` nor `$ZBLADE_CHAT_ENDPOINT` says: llama.cpp's
 /// server on its default port, on this machine.
 const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:8080/v1";
+/// Where `--api anthropic` goes by default.
+const ANTHROPIC_ENDPOINT: &str = "https://api.anthropic.com";
 
 /// One turn, for `--json` (a line per turn).
 #[derive(Serialize)]
@@ -91,10 +93,17 @@ impl<W: Write, R: BufRead> TurnEvents for Terminal<'_, W, R> {
 
 pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
     let mut project = cx.open()?;
+    let api = match args.api {
+        ApiArg::Openai => Api::ChatCompletions,
+        ApiArg::Anthropic => Api::Messages,
+    };
     let base_url = args
         .endpoint
         .or_else(|| std::env::var("ZBLADE_CHAT_ENDPOINT").ok())
-        .unwrap_or_else(|| DEFAULT_ENDPOINT.to_string());
+        .unwrap_or_else(|| match api {
+            Api::Messages => ANTHROPIC_ENDPOINT.to_string(),
+            _ => DEFAULT_ENDPOINT.to_string(),
+        });
     let api_key = match &args.api_key_env {
         Some(var) => Some(
             std::env::var(var)
@@ -106,6 +115,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
         base_url,
         model: String::new(),
         api_key,
+        api,
     };
     if !endpoint.is_local() && !args.allow_remote {
         return Err(Error::Usage(format!(
