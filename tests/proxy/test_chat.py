@@ -180,6 +180,9 @@ def test_a_decision_taken_in_a_chat_becomes_a_moment(project, scripted):
     found = zblade("--project", str(project["root"]), "--json", "search", "rotate refresh tokens", "--kind", "moments",
                    env=project["env"])
     assert turn["conversation"] in found.stdout, found.stdout
+    # Its summary is written too, as `zblade index` writes them.
+    summary = project["root"] / ".zblade" / "cache" / "summaries" / f"{turn['conversation']}.json"
+    assert summary.is_file()
 
 
 def test_a_tool_call_outside_the_project_is_refused_and_the_model_told_why(project, scripted):

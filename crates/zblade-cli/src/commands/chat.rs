@@ -330,8 +330,9 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
             }
         }
     }
-    // Decisions taken in the chat become moments, as `zblade moments extract` would make them
-    // (once at the end: with a local compressor model, extraction takes seconds).
+    // Decisions taken in the chat become moments, and its summary is refreshed, as
+    // `zblade index` would do (once at the end: with a local compressor model, each takes
+    // seconds).
     if project.load_conversation(chat.conversation()).is_ok() {
         match project.extract_moments(Some(chat.conversation())) {
             Ok(report) if !report.written.is_empty() => {
@@ -339,6 +340,9 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
             }
             Ok(_) => {}
             Err(e) => cx.notice(&format!("moments of this chat were not extracted: {e}")),
+        }
+        if let Err(e) = project.summarize(Some(chat.conversation()), false) {
+            cx.notice(&format!("the summary of this chat was not refreshed: {e}"));
         }
     }
     if failures > 0 && one_shot {
