@@ -422,3 +422,51 @@ def test_a_chat_over_anthropics_messages_api_with_a_tool(project, scripted):
     assert messages[-1]["content"] == "Passwords are hashed with argon2id."
     stored = subprocess.run(["grep", "-r", "-l", key, str(project["root"] / ".zblade")], capture_output=True, text=True)
     assert stored.stdout == ""
+
+
+def last_line(screen):
+    lines = [line for line in screen.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+@needs_tmux
+def test_up_arrow_and_ctrl_r_bring_back_earlier_prompts(project, scripted):
+    prompt = "Remember the zebrafinch plan"
+    for answer in ("first answer", "second answer", "third answer", "fourth answer"):
+        scripted.queue(sse_response([delta(answer), data("[DONE]")]))
+    args = ("chat", "--endpoint", scripted.url + "/v1", "--model", "scripted", "--tools", "off", "--budget", "200")
+    term = Terminal(project, *args)
+    try:
+        text = term.wait_for(lambda s: "Ctrl-D ends" in s)
+        conversation = text.split("conversation ")[1].split()[0].rstrip(".")
+        term.keys(prompt, "Enter")
+        term.wait_for(lambda s: "first answer" in s)
+        term.keys("Up")
+        term.wait_for(lambda s: last_line(s).endswith("you> " + prompt))
+        term.keys("Enter")
+        term.wait_for(lambda s: "second answer" in s)
+        term.keys("C-r")
+        term.keys("zebraf")
+        term.wait_for(lambda s: "zebrafinch" in last_line(s))
+        term.keys("Enter")
+        term.wait_for(lambda s: "third answer" in s)
+        term.keys("C-d")
+        assert term.ended(), term.screen()
+    finally:
+        term.close()
+    users = [m["content"] for m in shown(project, conversation)["messages"] if m["role"] == "user"]
+    assert users == [prompt, prompt, prompt]
+    # A new chat starts with the project's earlier prompts in its history.
+    term = Terminal(project, *args)
+    try:
+        text = term.wait_for(lambda s: "Ctrl-D ends" in s)
+        conversation = text.split("conversation ")[1].split()[0].rstrip(".")
+        term.keys("Up")
+        term.wait_for(lambda s: last_line(s).endswith("you> " + prompt))
+        term.keys("Enter")
+        term.wait_for(lambda s: "fourth answer" in s)
+        term.keys("C-d")
+        assert term.ended(), term.screen()
+    finally:
+        term.close()
+    assert [m["content"] for m in shown(project, conversation)["messages"] if m["role"] == "user"] == [prompt]

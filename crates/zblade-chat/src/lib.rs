@@ -404,6 +404,8 @@ impl Chat {
     ) -> Result<Turn, ChatError> {
         let mut prompt = Message::new(Role::User, prepared.prompt.clone());
         prompt.id = zblade_core::ids::new_id(zblade_core::ids::MESSAGE);
+        // When each was said: history, `zblade history` and time filters read it.
+        prompt.timestamp = Some(now());
         // Too long with memory in it: the caller may ask again with less. Without memory there
         // is nothing to cut, and the prompt is recorded like any refused one.
         let had_memory = prepared.memory_entries > 0;
@@ -445,7 +447,8 @@ impl Chat {
                 break answer;
             }
             round += 1;
-            let (message, sent_back) = self.run_tools(project, endpoint.api, &answer, events, &mut uses);
+            let (mut message, sent_back) = self.run_tools(project, endpoint.api, &answer, events, &mut uses);
+            message.timestamp = Some(now());
             let messages = body["messages"].as_array_mut().expect("a request has messages");
             messages.push(assistant_with_calls(endpoint.api, &answer));
             messages.extend(sent_back);
@@ -456,7 +459,9 @@ impl Chat {
             }
         };
         if !answer.is_empty() {
-            new_messages.push(answer.message(zblade_core::ids::new_id(zblade_core::ids::MESSAGE)));
+            let mut message = answer.message(zblade_core::ids::new_id(zblade_core::ids::MESSAGE));
+            message.timestamp = Some(now());
+            new_messages.push(message);
         }
         let recorded = self.record(project, endpoint, new_messages)?;
         Ok(Turn {
@@ -631,6 +636,12 @@ fn client() -> Result<&'static reqwest::blocking::Client, ChatError> {
         .build()
         .map_err(|e| ChatError::Connection(e.to_string()))?;
     Ok(CLIENT.get_or_init(|| built))
+}
+
+/// Now, to the millisecond (as artifacts store times).
+fn now() -> chrono::DateTime<chrono::Utc> {
+    use chrono::SubsecRound;
+    chrono::Utc::now().trunc_subsecs(3)
 }
 
 /// The ULID part of a fresh id.

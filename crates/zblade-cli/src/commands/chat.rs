@@ -6,6 +6,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use rustyline::DefaultEditor;
+use rustyline::error::ReadlineError;
 use serde::Serialize;
 use zblade_chat::{Api, Chat, ChatError, Endpoint, ToolUse, TurnEvents, TurnOptions, printable};
 use zblade_engine::Error;
@@ -143,21 +145,6 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
         None => Chat::start(),
     };
 
-    // Ctrl-C while an answer streams stops that answer; at the prompt it ends the chat.
-    let stop = Arc::new(AtomicBool::new(false));
-    let answering = Arc::new(AtomicBool::new(false));
-    {
-        let (stop, answering) = (stop.clone(), answering.clone());
-        ctrlc::set_handler(move || {
-            if answering.load(Ordering::Relaxed) {
-                stop.store(true, Ordering::Relaxed);
-            } else {
-                std::process::exit(130);
-            }
-        })
-        .map_err(|e| Error::Usage(format!("cannot install the Ctrl-C handler: {e}")))?;
-    }
-
     let people = std::io::stdin().is_terminal() && !cx.json;
     if !cx.json {
         eprintln!(
@@ -183,16 +170,49 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
         || zblade_chat::consent::given(&project.layout().cache_dir(), &endpoint);
     let one_shot = args.prompt.is_some();
     let mut given = args.prompt;
+    // At a terminal, prompts are read with a line editor whose history holds the project's
+    // earlier prompts (oldest first, so up-arrow brings the newest back; Ctrl-R searches).
+    let mut editor = if people && !one_shot {
+        Some(line_editor(&project)?)
+    } else {
+        None
+    };
+    // Ctrl-C while an answer streams stops that answer; at the prompt it ends the chat.
+    // Installed after the line editor, which takes SIGINT for itself when it is created (it
+    // reads Ctrl-C as a key at the prompt, so it does not need the signal).
+    let stop = Arc::new(AtomicBool::new(false));
+    let answering = Arc::new(AtomicBool::new(false));
+    {
+        let (stop, answering) = (stop.clone(), answering.clone());
+        ctrlc::set_handler(move || {
+            if answering.load(Ordering::Relaxed) {
+                stop.store(true, Ordering::Relaxed);
+            } else {
+                std::process::exit(130);
+            }
+        })
+        .map_err(|e| Error::Usage(format!("cannot install the Ctrl-C handler: {e}")))?;
+    }
+
     let mut stdin = std::io::stdin().lock();
     let mut failures = 0;
     loop {
         let prompt = match given.take() {
             Some(prompt) => prompt,
             None if one_shot => break,
-            None => {
-                if people {
-                    eprint!("you> ");
+            None if editor.is_some() => {
+                let editor = editor.as_mut().expect("checked above");
+                match editor.readline("you> ") {
+                    Ok(line) => {
+                        let _ = editor.add_history_entry(line.trim());
+                        line
+                    }
+                    // Ctrl-D, or Ctrl-C at the prompt: the chat ends.
+                    Err(ReadlineError::Eof | ReadlineError::Interrupted) => break,
+                    Err(e) => return Err(Error::Usage(format!("reading the prompt: {e}"))),
                 }
+            }
+            None => {
                 let mut line = String::new();
                 let read = stdin
                     .read_line(&mut line)
@@ -349,6 +369,17 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
         return Err(Error::Usage("the turn did not complete".into()));
     }
     Ok(())
+}
+
+/// A line editor for prompts, its history the project's earlier prompts (at most 1,000).
+fn line_editor(project: &zblade_engine::Project) -> Result<DefaultEditor, Error> {
+    let mut editor = DefaultEditor::new().map_err(|e| Error::Usage(format!("cannot set up the terminal: {e}")))?;
+    // Newest first from the index; added oldest first.
+    let earlier = project.history(None, 1_000).unwrap_or_default();
+    for prompt in earlier.iter().rev() {
+        let _ = editor.add_history_entry(prompt.text.as_str());
+    }
+    Ok(editor)
 }
 
 /// A user's answer to "send this?".
