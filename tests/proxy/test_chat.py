@@ -437,19 +437,21 @@ def test_up_arrow_and_ctrl_r_bring_back_earlier_prompts(project, scripted):
     args = ("chat", "--endpoint", scripted.url + "/v1", "--model", "scripted", "--tools", "off", "--budget", "200")
     term = Terminal(project, *args)
     try:
-        text = term.wait_for(lambda s: "Ctrl-D ends" in s)
+        text = term.wait_for(lambda s: "Ctrl-D ends" in s and last_line(s).endswith("you>"))
         conversation = text.split("conversation ")[1].split()[0].rstrip(".")
         term.keys(prompt, "Enter")
-        term.wait_for(lambda s: "first answer" in s)
+        # Keys go only to a prompt that is up: typed while an answer ends, the terminal would
+        # echo them instead of the line editor reading them.
+        term.wait_for(lambda s: "first answer" in s and last_line(s).endswith("you>"))
         term.keys("Up")
         term.wait_for(lambda s: last_line(s).endswith("you> " + prompt))
         term.keys("Enter")
-        term.wait_for(lambda s: "second answer" in s)
+        term.wait_for(lambda s: "second answer" in s and last_line(s).endswith("you>"))
         term.keys("C-r")
         term.keys("zebraf")
         term.wait_for(lambda s: "zebrafinch" in last_line(s))
         term.keys("Enter")
-        term.wait_for(lambda s: "third answer" in s)
+        term.wait_for(lambda s: "third answer" in s and last_line(s).endswith("you>"))
         term.keys("C-d")
         assert term.ended(), term.screen()
     finally:
@@ -459,12 +461,12 @@ def test_up_arrow_and_ctrl_r_bring_back_earlier_prompts(project, scripted):
     # A new chat starts with the project's earlier prompts in its history.
     term = Terminal(project, *args)
     try:
-        text = term.wait_for(lambda s: "Ctrl-D ends" in s)
+        text = term.wait_for(lambda s: "Ctrl-D ends" in s and last_line(s).endswith("you>"))
         conversation = text.split("conversation ")[1].split()[0].rstrip(".")
         term.keys("Up")
         term.wait_for(lambda s: last_line(s).endswith("you> " + prompt))
         term.keys("Enter")
-        term.wait_for(lambda s: "fourth answer" in s)
+        term.wait_for(lambda s: "fourth answer" in s and last_line(s).endswith("you>"))
         term.keys("C-d")
         assert term.ended(), term.screen()
     finally:

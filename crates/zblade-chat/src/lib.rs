@@ -6,9 +6,10 @@
 //!    ([`Project::context`]), packed for the chosen tier and budget; hits from this chat itself
 //!    are left out (its turns are sent as history anyway);
 //! 2. **request** — an OpenAI Chat Completions request (`POST {base}/chat/completions`,
-//!    streamed): the memory, fenced as data, in a system message, then the recent history,
-//!    then the prompt. Ollama, LM Studio, llama.cpp's server, vLLM, OpenRouter and OpenAI all
-//!    speak it;
+//!    streamed; Ollama, LM Studio, llama.cpp's server, vLLM, OpenRouter and OpenAI speak it) or
+//!    an Anthropic Messages one: the memory, fenced as data, as system text, then the recent
+//!    history, then the prompt. A request too long for the model's window is asked again with
+//!    less memory;
 //! 3. **stream** — tokens are handed to the caller as they arrive; a stop request ends the turn
 //!    at once, keeping what arrived;
 //! 4. **record** — the prompt and the answer become messages of a zblade conversation
@@ -168,8 +169,8 @@ pub enum ChatError {
     Usage(String),
     /// The endpoint could not be reached, or the connection failed before any answer.
     Connection(String),
-    /// The provider refused the request as too long for the model (its context window): the
-    /// caller may ask again with less memory. Nothing was recorded.
+    /// The provider refused the request as too long for the model (its context window), with
+    /// no memory left to cut.
     TooLong(String),
     /// The provider refused the request.
     Provider {
@@ -209,8 +210,10 @@ pub struct Prepared {
     pub memory_entries: usize,
     /// How long the memory assembly took.
     pub assembly: Duration,
-    /// The Chat Completions request body.
+    /// The request body.
     pub body: Value,
+    /// What it was prepared with (a turn asked again with less memory starts from these).
+    pub options: TurnOptions,
 }
 
 /// How a turn ended.
@@ -226,6 +229,11 @@ pub struct Turn {
     pub model: Option<String>,
     /// The tools the model called, in order.
     pub tool_calls: Vec<ToolUse>,
+    /// Tokens of memory the answered request carried (less than prepared when the model's
+    /// window made the turn ask again with less).
+    pub memory_tokens: usize,
+    /// Entries of memory the answered request carried.
+    pub memory_entries: usize,
     /// What recording the turn changed.
     pub recorded: Recorded,
 }
@@ -278,19 +286,14 @@ impl Chat {
         }
     }
 
-    /// Goes on with the conversation `id`: its user and assistant messages are the history.
+    /// Goes on with the conversation `id`: its messages are the history.
     pub fn resume(project: &Project, id: &str) -> Result<Chat, ChatError> {
         let conversation = project
             .load_conversation(id)
             .map_err(|e| ChatError::Usage(format!("cannot resume {id}: {e}")))?;
-        let history = conversation
-            .messages
-            .into_iter()
-            .filter(|m| matches!(m.role, Role::User | Role::Assistant) && !m.content.trim().is_empty())
-            .collect();
         Ok(Chat {
             conversation: conversation.conversation_id,
-            history,
+            history: conversation.messages,
         })
     }
 
@@ -342,8 +345,14 @@ impl Chat {
         } else {
             zblade_proxy::memory_block(text)
         };
-        let recent = self.history.len().saturating_sub(HISTORY_MESSAGES);
-        let mut messages: Vec<Value> = self.history[recent..]
+        // Sent again: what the user and the model said (not tool rounds, which carried no text).
+        let said: Vec<&Message> = self
+            .history
+            .iter()
+            .filter(|m| matches!(m.role, Role::User | Role::Assistant) && !m.content.trim().is_empty())
+            .collect();
+        let recent = said.len().saturating_sub(HISTORY_MESSAGES);
+        let mut messages: Vec<Value> = said[recent..]
             .iter()
             .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
             .collect();
@@ -387,13 +396,16 @@ impl Chat {
             memory: fenced,
             assembly,
             body,
+            options,
         })
     }
 
     /// Sends a prepared turn, hands each piece of the answer to `events` as it arrives, runs
     /// the tools the model calls (asking `events` first) and sends their results back until
-    /// it answers, then records the turn. `stop` set ends the turn at once (what arrived is
-    /// kept, marked partial). The prompt is recorded even when the provider refuses it.
+    /// it answers, then records the turn. A request the server refuses as too long for the
+    /// model's window is prepared again with a quarter of the memory, then none (told through
+    /// `events`). `stop` set ends the turn at once (what arrived is kept, marked partial). The
+    /// prompt is recorded even when the provider refuses it.
     pub fn send(
         &mut self,
         project: &mut Project,
@@ -406,9 +418,8 @@ impl Chat {
         prompt.id = zblade_core::ids::new_id(zblade_core::ids::MESSAGE);
         // When each was said: history, `zblade history` and time filters read it.
         prompt.timestamp = Some(now());
-        // Too long with memory in it: the caller may ask again with less. Without memory there
-        // is nothing to cut, and the prompt is recorded like any refused one.
-        let had_memory = prepared.memory_entries > 0;
+        let mut memory = (prepared.memory_tokens, prepared.memory_entries);
+        let mut options = prepared.options;
         let mut body = prepared.body;
         let mut new_messages = vec![prompt];
         let mut uses: Vec<ToolUse> = Vec::new();
@@ -433,8 +444,19 @@ impl Chat {
             };
             let bytes = match streamed {
                 Ok(bytes) => bytes,
-                // The caller asks again with less memory; this turn is not over yet.
-                Err(e @ ChatError::TooLong(_)) if round == 0 && had_memory => return Err(e),
+                // Too long with memory in it: asked again with less. Without memory there is
+                // nothing to cut, and the prompt is recorded like any refused one.
+                Err(ChatError::TooLong(why)) if round == 0 && memory.1 > 0 => {
+                    options.budget = if options.budget > 400 { options.budget / 4 } else { 0 };
+                    let less = match options.budget {
+                        0 => "no memory".to_string(),
+                        n => format!("a memory budget of {n} tokens"),
+                    };
+                    events.notice(&format!("{why}; asking again with {less}"));
+                    let smaller = self.prepare(project, endpoint, &prepared.prompt, options)?;
+                    (memory, body) = ((smaller.memory_tokens, smaller.memory_entries), smaller.body);
+                    continue;
+                }
                 Err(e) => {
                     // Whatever was said before (the prompt, tool rounds) is remembered.
                     self.record(project, endpoint, new_messages)?;
@@ -470,6 +492,8 @@ impl Chat {
             error: answer.error.clone(),
             model: answer.model.clone(),
             tool_calls: uses,
+            memory_tokens: memory.0,
+            memory_entries: memory.1,
             recorded,
         })
     }
@@ -524,18 +548,21 @@ impl Chat {
         (message, sent_back)
     }
 
-    /// Records `new` after the history, and keeps them in it.
+    /// Records `new` after the history, and keeps them in it. Only the new messages are sent:
+    /// the earlier ones are recorded already, and each message passed is redacted and compared
+    /// again.
     fn record(&mut self, project: &mut Project, endpoint: &Endpoint, new: Vec<Message>) -> Result<Recorded, ChatError> {
-        self.history.extend(new);
         let exchange = Exchange {
             conversation: self.conversation.clone(),
-            messages: self.history.clone(),
+            messages: new.clone(),
             tool: "chat".into(),
             channel: endpoint.channel(),
         };
-        project
+        let recorded = project
             .record_exchange(exchange)
-            .map_err(|e| ChatError::Project(format!("the turn could not be recorded: {e}")))
+            .map_err(|e| ChatError::Project(format!("the turn could not be recorded: {e}")))?;
+        self.history.extend(new);
+        Ok(recorded)
     }
 }
 

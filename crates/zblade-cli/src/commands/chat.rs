@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 use serde::Serialize;
-use zblade_chat::{Api, Chat, ChatError, Endpoint, ToolUse, TurnEvents, TurnOptions, printable};
+use zblade_chat::{Api, Chat, ChatError, Endpoint, ToolUse, Turn, TurnEvents, TurnOptions, printable};
 use zblade_engine::Error;
 
 use super::Ctx;
@@ -137,7 +137,8 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
         max_tokens: args.max_tokens,
         tools: args.tools != ToolsArg::Off,
     };
-    if args.tools == ToolsArg::Ask && !std::io::stdin().is_terminal() {
+    let at_terminal = std::io::stdin().is_terminal();
+    if args.tools == ToolsArg::Ask && !at_terminal {
         return Err(Error::Usage("--tools ask needs a terminal to ask on".into()));
     }
     let mut chat = match &args.conversation {
@@ -145,7 +146,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
         None => Chat::start(),
     };
 
-    let people = std::io::stdin().is_terminal() && !cx.json;
+    let people = at_terminal && !cx.json;
     if !cx.json {
         eprintln!(
             "zblade: chatting with {} ({}); conversation {}{}",
@@ -165,9 +166,8 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
     }
     // --allow-remote is the consent of a chat without a terminal (a script); at a terminal the
     // user also sees what leaves before the first send, unless they said "always" before.
-    let mut consented = endpoint.is_local()
-        || !std::io::stdin().is_terminal()
-        || zblade_chat::consent::given(&project.layout().cache_dir(), &endpoint);
+    let mut consented =
+        endpoint.is_local() || !at_terminal || zblade_chat::consent::given(&project.layout().cache_dir(), &endpoint);
     let one_shot = args.prompt.is_some();
     let mut given = args.prompt;
     // At a terminal, prompts are read with a line editor whose history holds the project's
@@ -230,7 +230,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
         if prompt == "/exit" || prompt == "/quit" {
             break;
         }
-        let mut prepared = chat
+        let prepared = chat
             .prepare(&mut project, &endpoint, prompt, options)
             .map_err(chat_error)?;
         if !cx.json && prepared.memory_entries > 0 {
@@ -265,89 +265,29 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
             ask: args.tools == ToolsArg::Ask,
             answers: &mut stdin,
         };
-        // Too long for the model's window: asked again with a quarter of the memory, then none.
-        let mut budget = options.budget;
-        let sent = loop {
-            match chat.send(&mut project, &endpoint, prepared.clone(), &mut terminal, &stop) {
-                // (Without memory in it, the turn was recorded and the error is final.)
-                Err(ChatError::TooLong(why)) if prepared.memory_entries > 0 => {
-                    budget = if budget > 400 { budget / 4 } else { 0 };
-                    if !terminal.json {
-                        let less = match budget {
-                            0 => "no memory".to_string(),
-                            n => format!("a memory budget of {n} tokens"),
-                        };
-                        eprintln!("zblade: note: {}; asking again with {less}", printable(&why));
-                    }
-                    let smaller = TurnOptions { budget, ..options };
-                    prepared = chat
-                        .prepare(&mut project, &endpoint, prompt, smaller)
-                        .map_err(chat_error)?;
-                }
-                other => break other,
-            }
-        };
-        let (tokens, entries) = (prepared.memory_tokens, prepared.memory_entries);
+        let sent = chat.send(&mut project, &endpoint, prepared, &mut terminal, &stop);
         answering.store(false, Ordering::Relaxed);
+        if !matches!(&sent, Ok(turn) if !turn.partial) {
+            failures += 1;
+        }
+        if cx.json {
+            json_line(cx, &turn_line(chat.conversation(), prompt, &sent))?;
+            continue;
+        }
         match sent {
             Ok(turn) => {
-                if cx.json {
-                    let line = TurnLine {
-                        conversation: chat.conversation(),
-                        prompt,
-                        answer: Some(&turn.text),
-                        partial: turn.partial,
-                        error: turn.error.clone(),
-                        model: turn.model.as_deref(),
-                        memory_tokens: tokens,
-                        memory_entries: entries,
-                        tool_calls: turn
-                            .tool_calls
-                            .iter()
-                            .map(|c| ToolLine {
-                                name: &c.name,
-                                arguments: &c.arguments,
-                                result_bytes: c.outcome.size,
-                                is_error: c.outcome.is_error,
-                            })
-                            .collect(),
-                    };
-                    json_line(cx, &line)?;
-                } else {
-                    let out = cx.out.writer();
-                    writeln!(out)
-                        .and_then(|_| out.flush())
-                        .map_err(|e| Error::io("<stdout>", e))?;
-                    if let Some(error) = &turn.error {
-                        eprintln!("zblade: the model stopped with an error: {}", printable(error));
-                    }
-                    if turn.partial {
-                        eprintln!("zblade: the answer did not end; what arrived is kept, marked partial");
-                    }
+                let out = cx.out.writer();
+                writeln!(out)
+                    .and_then(|_| out.flush())
+                    .map_err(|e| Error::io("<stdout>", e))?;
+                if let Some(error) = &turn.error {
+                    eprintln!("zblade: the model stopped with an error: {}", printable(error));
                 }
                 if turn.partial {
-                    failures += 1;
+                    eprintln!("zblade: the answer did not end; what arrived is kept, marked partial");
                 }
             }
-            Err(e) => {
-                failures += 1;
-                if cx.json {
-                    let line = TurnLine {
-                        conversation: chat.conversation(),
-                        prompt,
-                        answer: None,
-                        partial: false,
-                        error: Some(e.to_string()),
-                        model: None,
-                        memory_tokens: tokens,
-                        memory_entries: entries,
-                        tool_calls: Vec::new(),
-                    };
-                    json_line(cx, &line)?;
-                } else {
-                    eprintln!("zblade: {e} (your prompt is kept in {})", chat.conversation());
-                }
-            }
+            Err(e) => eprintln!("zblade: {e} (your prompt is kept in {})", chat.conversation()),
         }
     }
     // Decisions taken in the chat become moments, and its summary is refreshed, as
@@ -369,6 +309,43 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
         return Err(Error::Usage("the turn did not complete".into()));
     }
     Ok(())
+}
+
+/// One turn as `--json` prints it.
+fn turn_line<'a>(conversation: &'a str, prompt: &'a str, sent: &'a Result<Turn, ChatError>) -> TurnLine<'a> {
+    match sent {
+        Ok(turn) => TurnLine {
+            conversation,
+            prompt,
+            answer: Some(&turn.text),
+            partial: turn.partial,
+            error: turn.error.clone(),
+            model: turn.model.as_deref(),
+            memory_tokens: turn.memory_tokens,
+            memory_entries: turn.memory_entries,
+            tool_calls: turn
+                .tool_calls
+                .iter()
+                .map(|c| ToolLine {
+                    name: &c.name,
+                    arguments: &c.arguments,
+                    result_bytes: c.outcome.size,
+                    is_error: c.outcome.is_error,
+                })
+                .collect(),
+        },
+        Err(e) => TurnLine {
+            conversation,
+            prompt,
+            answer: None,
+            partial: false,
+            error: Some(e.to_string()),
+            model: None,
+            memory_tokens: 0,
+            memory_entries: 0,
+            tool_calls: Vec::new(),
+        },
+    }
 }
 
 /// A line editor for prompts, its history the project's earlier prompts (at most 1,000).
