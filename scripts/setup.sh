@@ -28,6 +28,10 @@ command -v xwininfo >/dev/null 2>&1 || missing+=(x11-utils)
 # The tray test compiles a tiny X11 client that asks the window to close (ui/e2e/close-window.c).
 [ -e /usr/include/X11/Xlib.h ] || missing+=(libx11-dev)
 command -v WebKitWebDriver >/dev/null 2>&1 || missing+=(webkit2gtk-driver)
+# The chat's API keys live in a Secret Service keyring; the end-to-end test runs a real one
+# (GNOME Keyring) on a private D-Bus session.
+command -v gnome-keyring-daemon >/dev/null 2>&1 || missing+=(gnome-keyring)
+command -v dbus-daemon >/dev/null 2>&1 || missing+=(dbus)
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 # The sync server's PostgreSQL backend is tested against a private cluster (scripts/pg.sh).
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)

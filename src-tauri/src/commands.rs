@@ -20,7 +20,7 @@ use crate::views::*;
 const MAX_LIST: usize = 100_000;
 
 /// Runs `work` on the blocking pool with the app's state.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     app: AppHandle,
     work: impl FnOnce(&AppHandle, &AppState) -> AppResult<T> + Send + 'static,
 ) -> AppResult<T> {

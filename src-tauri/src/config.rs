@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use specta::Type;
-use zblade_engine::StorageMode;
+use zblade_engine::{ContextTier, StorageMode};
 
 /// How many recent projects the Projects view remembers.
 const MAX_RECENT: usize = 12;
@@ -32,6 +32,59 @@ pub struct AppConfig {
     /// user ticks one; reading another tool's store needs consent.
     #[serde(default)]
     pub follow_sources: Vec<String>,
+    /// The models the Chat view talks to (Settings → Models). Their API keys are in the
+    /// operating system's keyring, never here.
+    #[serde(default)]
+    pub chat_models: Vec<ChatModelConfig>,
+    /// Whether the chat runs a model's tool calls at once or asks first.
+    #[serde(default)]
+    pub chat_tools: ToolPolicy,
+}
+
+/// Where a chat model runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Type)]
+#[serde(rename_all = "snake_case")]
+pub enum ChatProvider {
+    /// An installed GGUF model run by llama.cpp inside the app: nothing leaves the machine.
+    Local,
+    /// An OpenAI-compatible server (Ollama, LM Studio, llama.cpp's server, vLLM, OpenRouter,
+    /// OpenAI).
+    Openai,
+    /// Anthropic's Messages API.
+    Anthropic,
+}
+
+/// A model in the registry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
+pub struct ChatModelConfig {
+    /// Its id in the registry (letters, digits, `-`, `_`, `.`); the keyring entry's name.
+    pub id: String,
+    /// What the model picker shows.
+    pub label: String,
+    /// Where it runs.
+    pub provider: ChatProvider,
+    /// The server's base URL (empty for a local model).
+    pub base_url: String,
+    /// The model's name at the server, or the installed GGUF model's name.
+    pub model: String,
+    /// Its tier (seed 004): shapes the memory packed into each turn.
+    pub tier: ContextTier,
+    /// Its context window in tokens: a turn's memory budget is a share of it.
+    pub context_window: u32,
+    /// Whether it is offered the project tools (read_project_file, search_project,
+    /// search_memory).
+    pub tools: bool,
+}
+
+/// What the chat does when a model calls a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, Type)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolPolicy {
+    /// Ask before each call (the default: a remote model reads what the tool returns).
+    #[default]
+    Ask,
+    /// Run the read-only tools without asking.
+    Allow,
 }
 
 impl Default for AppConfig {
@@ -43,6 +96,8 @@ impl Default for AppConfig {
             recent_projects: Vec::new(),
             indexer_paused: false,
             follow_sources: Vec::new(),
+            chat_models: Vec::new(),
+            chat_tools: ToolPolicy::Ask,
         }
     }
 }

@@ -23,6 +23,9 @@ pub enum ErrorCode {
     Network,
     /// The index is damaged; rebuilding it from the artifacts fixes it.
     IndexDamaged,
+    /// No system keyring could be reached to keep an API key: the UI offers to keep it for
+    /// this session only.
+    KeyringUnavailable,
     /// Anything else: a bug or the machine (disk full, permissions).
     Internal,
 }

@@ -10,11 +10,14 @@
 //!   answers, recent projects). [`network`]: the consent gate every network use passes.
 //!   [`guard`]: what the page may not do on its own word (leave the app's origin, open a link,
 //!   turn network use on) without a native confirmation.
+//! - [`chat`]: the Chat view and Settings → Models (zblade-chat's turns, streamed as events);
+//!   [`keys`]: API keys in the OS keyring.
 //!
 //! The window shows the Svelte UI from `ui/dist` under a strict CSP; the only capability is the
 //! main window's (see `capabilities/main.json`).
 
 pub mod agents;
+pub mod chat;
 pub mod commands;
 pub mod config;
 pub mod error;
@@ -23,6 +26,7 @@ pub mod graph;
 pub mod guard;
 pub mod indexer;
 pub mod instance;
+pub mod keys;
 pub mod network;
 pub mod proxy;
 pub mod relaunch;
@@ -90,13 +94,21 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::proxy_status,
             commands::start_proxy,
             commands::stop_proxy,
+            chat::chat_models,
+            chat::save_chat_model,
+            chat::remove_chat_model,
+            chat::set_chat_tools,
+            chat::chat_send,
+            chat::chat_stop,
+            chat::chat_answer_tool,
         ])
         .events(collect_events![
             IndexerStatus,
             ReferencesChanged,
             events::DownloadProgress,
             events::MigrationProgress,
-            events::ImportProgress
+            events::ImportProgress,
+            chat::ChatStream
         ])
 }
 

@@ -36,6 +36,8 @@ pub struct AppState {
     pub started: Instant,
     /// A project named on the command line, opened once the first-run wizard is completed.
     pub pending_open: Mutex<Option<PathBuf>>,
+    /// The Chat view's handle, loaded model, stop flag and keys.
+    pub chat: crate::chat::ChatState,
 }
 
 impl AppState {
@@ -54,6 +56,7 @@ impl AppState {
             indexer_status: Mutex::new(IndexerStatus::of(IndexerState::Idle)),
             started,
             pending_open: Mutex::new(None),
+            chat: crate::chat::ChatState::default(),
         }
     }
 

@@ -69,6 +69,23 @@ def test_a_chat_with_the_local_model_packs_memory_streams_and_is_remembered(proj
     assert conversation in listed.stdout
 
 
+def test_a_local_gguf_runs_inside_zblade_with_memory_and_is_remembered(project):
+    # No server at all: the tiny GGUF is installed and run by llama.cpp inside zblade.
+    from conftest import GGUF
+    zblade("--project", str(project["root"]), "compressor", "import", GGUF, "--name", "tiny-local", "--force", env=project["env"])
+    lines = turns(chat(project, "--json", "chat", "--local", "tiny-local", "--context-window", "2048", "--budget", "200",
+                       "--max-tokens", "10", "--prompt", QUESTION))
+    assert len(lines) == 1 and lines[0]["error"] is None, lines
+    assert lines[0]["answer"] and lines[0]["partial"] is False
+    assert lines[0]["memory_entries"] >= 1, "the turn packed the project's memory"
+    messages = shown(project, lines[0]["conversation"])["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[1]["content"] == lines[0]["answer"]
+    # A name that is not installed is a clear error that lists what is.
+    missing = chat(project, "chat", "--local", "nope", "--prompt", "hi", check=False)
+    assert missing.returncode != 0 and "no local model named nope" in missing.stderr and "tiny-local" in missing.stderr
+
+
 def test_one_prompt_as_json_names_the_model_itself_and_resumes(project, llama):
     first = turns(chat(project, "--json", "chat", "--endpoint", llama + "/v1", "--budget", "200", "--max-tokens", "8",
                        "--prompt", QUESTION))

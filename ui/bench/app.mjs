@@ -5,7 +5,9 @@
 //      loaded): RSS of the app process itself, and RSS/PSS of its WebKit helper processes;
 //   3. a search keystroke → results rendered, typed into the Search view through WebDriver on a
 //      project of 100,000 message chunks, next to the engine's own search time for the same
-//      request (the ratio is what the app adds: IPC, JSON, Svelte rendering).
+//      request (the ratio is what the app adds: IPC, JSON, Svelte rendering);
+//   4. the Chat view's frame rate while a model streams 100 tokens/s into a chat of 2,000
+//      messages (a model server on loopback sends one token every 10 ms).
 //
 // Usage (scripts/bench-app.sh sets these): ZBLADE_APP=… ZBLADE=… node ui/bench/app.mjs [--full]
 // Without --full it runs a small smoke version and writes nothing; with --full it rewrites the
@@ -15,6 +17,7 @@ import { existsSync, mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, 
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import net from "node:net";
+import http from "node:http";
 import { remote } from "webdriverio";
 
 const full = process.argv.includes("--full");
@@ -30,6 +33,8 @@ const MESSAGES = full ? 100_000 : 2_000;
 const PER_CONVERSATION = 10; // 100,000 messages → 10,000 conversations in the list
 const STARTS = full ? 7 : 2;
 const QUERIES = full ? 20 : 3;
+const CHAT_MESSAGES = 2_000;
+const STREAM_SECONDS = full ? 10 : 2;
 
 // ---------------------------------------------------------------------------------------------
 // A project of MESSAGES synthetic messages (Zipf-distributed vocabulary, deterministic).
@@ -118,6 +123,15 @@ function buildProject(root, env) {
   // nothing is embedded), done up front so it does not run during the measurements.
   process.stderr.write("bench-app: zblade index …\n");
   execFileSync(cli, ["index", "--project", root], { stdio: "ignore", env });
+  // The chat the streaming measure answers into: CHAT_MESSAGES messages, added last (the Chat
+  // view lists the newest chats).
+  const chat = Array.from({ length: CHAT_MESSAGES }, (_, m) => ({
+    role: m % 2 === 0 ? "user" : "assistant",
+    content: m % 2 === 0 ? text(40, 200) : text(200, 800),
+  }));
+  const chatFile = join(root, "..", "chat.json");
+  writeFileSync(chatFile, JSON.stringify({ conversation_id: "conv_chat-bench", title: "the long chat", messages: chat }));
+  execFileSync(cli, ["add", "conversation", "--project", root, chatFile], { stdio: "ignore", env });
   // Search queries: 1–3 words from vocabulary ranks 100–5,100, as users type them.
   const queries = Array.from({ length: QUERIES }, () => {
     const n = 1 + Math.floor(random() * 3);
@@ -149,8 +163,9 @@ function appEnv(work, display) {
   };
 }
 
-/** The app's settings as after the wizard, with `project` as the last one opened. */
-function writeConfig(work, project) {
+/** The app's settings as after the wizard, with `project` as the last one opened (and a chat
+ * model at `modelUrl`, on loopback). */
+function writeConfig(work, project, modelUrl) {
   mkdirSync(join(work, "config"), { recursive: true });
   const config = {
     wizard_completed: true,
@@ -158,6 +173,7 @@ function writeConfig(work, project) {
     allow_network: false,
     recent_projects: [{ path: project, name: "bench", opened_at: new Date().toISOString() }],
     indexer_paused: false,
+    chat_models: [{ id: "stream", label: "Streaming", provider: "openai", base_url: modelUrl, model: "stream", tier: "fast", context_window: 32768, tools: false }],
   };
   writeFileSync(join(work, "config", "app.json"), JSON.stringify(config, null, 2));
 }
@@ -348,6 +364,84 @@ async function keystrokes(work, display, project, queries) {
   }
 }
 
+/** A model server on loopback that streams one token every 10 ms for STREAM_SECONDS. */
+async function streamingModel() {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      let sent = 0;
+      const total = STREAM_SECONDS * 100;
+      const tick = setInterval(() => {
+        if (sent++ < total) {
+          res.write(`data: ${JSON.stringify({ model: "stream", choices: [{ index: 0, delta: { content: sent % 12 === 0 ? "\n" : "token " } }] })}\n\n`);
+        } else {
+          clearInterval(tick);
+          res.end(`data: ${JSON.stringify({ model: "stream", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\ndata: [DONE]\n\n`);
+        }
+      }, 10);
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return server;
+}
+
+/** Frames drawn while the answer streams into the 2,000-message chat. */
+async function chatStreaming(work, display, project) {
+  const env = appEnv(work, display);
+  const port = await freePort();
+  const driver = spawn("tauri-driver", ["--port", String(port), "--native-port", String(await freePort())], { env, stdio: "ignore" });
+  children.add(driver);
+  for (let i = 0; ; i++) {
+    const open = await new Promise((resolve) => {
+      const socket = net.connect(port, "127.0.0.1", () => (socket.end(), resolve(true)));
+      socket.on("error", () => resolve(false));
+    });
+    if (open) break;
+    if (i > 150) throw new Error("tauri-driver did not start");
+    await sleep(100);
+  }
+  const browser = await remote({ hostname: "127.0.0.1", port, logLevel: "error", capabilities: { "tauri:options": { application: app, args: [project] } } });
+  try {
+    const chatButton = await browser.$('button[data-view="chat"]');
+    await chatButton.waitForDisplayed({ timeout: 60_000 });
+    await browser.waitUntil(async () => /Up to date/.test(await (await browser.$(".statusbar")).getText()), { timeout: 300_000, interval: 500 });
+    await chatButton.click();
+    const pick = await browser.$('[data-testid="chat-pick"]');
+    await pick.waitForDisplayed({ timeout: 30_000 });
+    await browser.waitUntil(async () => (await browser.$$('[data-testid="chat-pick"] option[value="conv_chat-bench"]')).length === 1, { timeout: 30_000 });
+    await pick.selectByAttribute("value", "conv_chat-bench");
+    await browser.waitUntil(async () => (await browser.$$('[data-testid="chat-message"]')).length >= CHAT_MESSAGES - 10, { timeout: 120_000, interval: 500 });
+    const prompt = await browser.$('[data-testid="chat-prompt"]');
+    await prompt.setValue("stream please");
+    await browser.keys(["Enter"]);
+    // Frames from the first streamed piece to the end of the answer.
+    const frames = await browser.executeAsync((done) => {
+      const intervals = [];
+      let last = 0;
+      let streaming = false;
+      const step = (now) => {
+        const live = document.querySelector('[data-testid="chat-streaming"]');
+        if (live) {
+          if (streaming) intervals.push(now - last);
+          streaming = true;
+          last = now;
+        } else if (streaming) {
+          return done({ intervals, chars: 0 });
+        }
+        if (intervals.length > 5000) return done({ intervals, chars: 0 });
+        requestAnimationFrame(step);
+      };
+      requestAnimationFrame(step);
+    });
+    return frames.intervals;
+  } finally {
+    await browser.deleteSession().catch(() => {});
+    driver.kill("SIGTERM");
+    children.delete(driver);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 function machine() {
@@ -371,7 +465,8 @@ try {
   const project = join(work, "project");
   const { queries, status } = buildProject(project, appEnv(work, process.env.DISPLAY ?? ""));
   const chunks = status.indexed.messages + status.indexed.moments + status.code_chunks;
-  writeConfig(work, project);
+  const model = await streamingModel();
+  writeConfig(work, project, `http://127.0.0.1:${model.address().port}/v1`);
   const display = await startDisplay();
 
   process.stderr.write("bench-app: cold start …\n");
@@ -381,6 +476,11 @@ try {
   process.stderr.write("bench-app: keystrokes …\n");
   const { timings, scroll } = await keystrokes(work, display, project, queries);
   if (timings.length === 0) throw new Error("no search was rendered");
+  process.stderr.write("bench-app: chat streaming …\n");
+  const frames = await chatStreaming(work, display, project);
+  model.close();
+  if (frames.length < 10) throw new Error(`the streamed answer drew only ${frames.length} frames`);
+  const fps = 1000 / (frames.reduce((a, b) => a + b, 0) / frames.length);
   const rendered = timings.map((t) => t.renderedMs);
   const engine = timings.map((t) => t.engineMs);
 
@@ -388,7 +488,7 @@ try {
   const now = new Date().toISOString().slice(0, 16).replace("T", " ");
   const build = app.includes("/release/") ? "release build" : "debug build";
   const typed = 2 * queries.reduce((a, q) => a + q.length, 0); // each query typed, then deleted
-  const report = `## Desktop app: start, idle memory, scrolling, search as you type
+  const report = `## Desktop app: start, idle memory, scrolling, search as you type, chat streaming
 
 \`scripts/bench-app.sh\` — ${now} UTC, commit ${commit}, ${machine()}, ${build} of zblade-app, WebKitGTK under Xvfb.
 
@@ -400,6 +500,7 @@ Project: ${status.indexed.messages} messages in ${status.indexed.conversations} 
 | idle in the tray (\`--hidden\`: no window), project open and watched: the app process | RSS ${mb(memory.ownRss)} MB: ${mb(memory.ownAnon)} MB allocated + ${mb(memory.ownFile)} MB mapped code and libraries (PSS ${mb(memory.ownPss)} MB) | – | ≤ 120 MB |
 | idle: its WebKit helper processes (${[...new Set(memory.helperNames)].join(", ") || "none: no web view without a window"}) | RSS ${mb(memory.helpersRss)} MB (PSS ${mb(memory.helpersPss)} MB) | – | – |
 | scrolling the list of all ${status.indexed.conversations} conversations, 400 px per frame: time between frames p50 / p95 / max (${scroll.frames.length} frames) | ${fmt(quantile(scroll.frames, 0.5))} / ${fmt(quantile(scroll.frames, 0.95))} / ${fmt(Math.max(...scroll.frames))} ms, at most ${scroll.domRows} rows in the DOM | – | smooth (≤ 16.7 ms at 60 Hz) |
+| Chat view: a model streams 100 tokens/s (${STREAM_SECONDS} s) into a chat of ${CHAT_MESSAGES} messages: frames per second, and time between frames p50 / p95 / max (${frames.length} frames) | ${fmt(fps)} frames/s; ${fmt(quantile(frames, 0.5))} / ${fmt(quantile(frames, 0.95))} / ${fmt(Math.max(...frames))} ms | – | ≥ 30 frames/s |
 | search keystroke → results rendered, p50 / p95 of ${rendered.length} rendered (${queries.length} queries typed and deleted: ${typed} keystrokes, one per 150 ms) | ${fmt(quantile(rendered, 0.5))} / ${fmt(quantile(rendered, 0.95))} ms | ${fmt(quantile(engine, 0.5))} / ${fmt(quantile(engine, 0.95))} ms (the engine's search inside the same request) | ≤ 100 ms |
 
 The keystroke time runs from the input event to the frame after Svelte rendered the results (\`requestAnimationFrame\`); answers overtaken by a newer keystroke are dropped, not rendered, and not counted. The difference to the engine column is IPC, JSON and rendering.

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use common::text::TextGen;
 use common::{Stats, full_run, write_section};
-use zblade_chat::{Chat, Endpoint, TurnOptions};
+use zblade_chat::{Chat, Endpoint, Model, TurnOptions};
 use zblade_engine::{ContextRequest, Project};
 
 /// A model server on loopback: for each request, sends the arrival time of its first byte on
@@ -99,12 +99,12 @@ fn main() {
     project.add_conversations(batch).unwrap();
 
     let (sender, arrivals) = mpsc::channel();
-    let endpoint = Endpoint {
+    let endpoint = Model::Remote(Endpoint {
         base_url: model_server(sender),
         model: "bench".into(),
         api_key: None,
         api: zblade_chat::Api::ChatCompletions,
-    };
+    });
     let options = TurnOptions {
         tools: true,
         ..TurnOptions::default()

@@ -20,9 +20,11 @@
 //! anything is shown, and what is recorded goes through the engine's checks like any import.
 
 pub mod consent;
+pub mod local;
 pub mod tools;
 
 use std::io::BufRead;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
@@ -32,6 +34,8 @@ use zblade_core::ToolResult;
 use zblade_engine::{ContextRequest, ContextTier, Exchange, Message, Project, Recorded, Role};
 use zblade_proxy::answer;
 pub use zblade_proxy::api::Api;
+
+pub use crate::local::LocalModel;
 
 /// The most recent messages sent again with each turn (older ones stay in memory, where the
 /// packed context can still bring them back).
@@ -134,6 +138,62 @@ impl Endpoint {
     /// key or user info from the URL).
     fn channel(&self) -> String {
         format!("{} at {}", self.model, self.host().unwrap_or_default())
+    }
+}
+
+/// The model a chat talks to: a server ([`Endpoint`]) or a GGUF file run in this process.
+#[derive(Debug, Clone)]
+pub enum Model {
+    /// An OpenAI-compatible or Anthropic endpoint.
+    Remote(Endpoint),
+    /// A local GGUF model (nothing leaves the machine).
+    Local(Arc<LocalModel>),
+}
+
+impl Model {
+    /// The API whose request body a turn is built in (a local model reads Chat Completions).
+    pub fn api(&self) -> Api {
+        match self {
+            Model::Remote(endpoint) => endpoint.api,
+            Model::Local(_) => Api::ChatCompletions,
+        }
+    }
+
+    /// The model's name, as requests carry it.
+    pub fn name(&self) -> &str {
+        match self {
+            Model::Remote(endpoint) => &endpoint.model,
+            Model::Local(local) => local.name(),
+        }
+    }
+
+    /// True when nothing sent to the model leaves this machine.
+    pub fn is_local(&self) -> bool {
+        match self {
+            Model::Remote(endpoint) => endpoint.is_local(),
+            Model::Local(_) => true,
+        }
+    }
+
+    /// Whether the model is offered the [`tools`] (a local GGUF is not: see [`local`]).
+    pub fn takes_tools(&self) -> bool {
+        matches!(self, Model::Remote(_))
+    }
+
+    /// What a turn's provenance says about where it went (never a key).
+    fn channel(&self) -> String {
+        match self {
+            Model::Remote(endpoint) => endpoint.channel(),
+            Model::Local(local) => format!("{} (local)", local.name()),
+        }
+    }
+
+    /// Sends `body` and reads the answer's event stream (see [`stream`]).
+    fn stream(&self, body: &Value, on_text: &mut dyn FnMut(&str), stop: &AtomicBool) -> Result<Vec<u8>, ChatError> {
+        match self {
+            Model::Remote(endpoint) => stream(endpoint, body, on_text, stop),
+            Model::Local(local) => local.stream(body, on_text, stop),
+        }
     }
 }
 
@@ -311,7 +371,7 @@ impl Chat {
     pub fn prepare(
         &self,
         project: &mut Project,
-        endpoint: &Endpoint,
+        model: &Model,
         prompt: &str,
         options: TurnOptions,
     ) -> Result<Prepared, ChatError> {
@@ -357,12 +417,13 @@ impl Chat {
             .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
             .collect();
         messages.push(json!({"role": "user", "content": prompt}));
-        let body = match endpoint.api {
+        let tools = options.tools && model.takes_tools();
+        let body = match model.api() {
             Api::Messages => {
                 // Anthropic: the memory is the system text; turns must alternate, so
                 // neighbours of one role (a refused prompt, then the next) are joined.
                 let mut body = json!({
-                    "model": endpoint.model,
+                    "model": model.name(),
                     "stream": true,
                     "max_tokens": options.max_tokens.unwrap_or(ANTHROPIC_MAX_TOKENS),
                     "messages": alternating(messages),
@@ -370,7 +431,7 @@ impl Chat {
                 if !fenced.is_empty() {
                     body["system"] = json!(fenced);
                 }
-                if options.tools {
+                if tools {
                     body["tools"] = tools::anthropic_definitions();
                 }
                 body
@@ -379,11 +440,11 @@ impl Chat {
                 if !fenced.is_empty() {
                     messages.insert(0, json!({"role": "system", "content": fenced}));
                 }
-                let mut body = json!({"model": endpoint.model, "stream": true, "messages": messages});
+                let mut body = json!({"model": model.name(), "stream": true, "messages": messages});
                 if let Some(max) = options.max_tokens {
                     body["max_tokens"] = json!(max);
                 }
-                if options.tools {
+                if tools {
                     body["tools"] = tools::definitions();
                 }
                 body
@@ -409,7 +470,7 @@ impl Chat {
     pub fn send(
         &mut self,
         project: &mut Project,
-        endpoint: &Endpoint,
+        model: &Model,
         prepared: Prepared,
         events: &mut dyn TurnEvents,
         stop: &AtomicBool,
@@ -425,7 +486,7 @@ impl Chat {
         let mut uses: Vec<ToolUse> = Vec::new();
         let mut round = 0;
         let answer = loop {
-            let streamed = match stream(endpoint, &body, &mut |t| events.text(t), stop) {
+            let streamed = match model.stream(&body, &mut |t| events.text(t), stop) {
                 // A server that does not take tools (llama.cpp without --jinja, some
                 // proxies) refuses the request: asked again without them, once.
                 Err(ChatError::Provider { status, message })
@@ -438,7 +499,7 @@ impl Chat {
                         "the server does not take tools ({message}); asking without them"
                     ));
                     body.as_object_mut().expect("a request is an object").remove("tools");
-                    stream(endpoint, &body, &mut |t| events.text(t), stop)
+                    model.stream(&body, &mut |t| events.text(t), stop)
                 }
                 other => other,
             };
@@ -453,26 +514,26 @@ impl Chat {
                         n => format!("a memory budget of {n} tokens"),
                     };
                     events.notice(&format!("{why}; asking again with {less}"));
-                    let smaller = self.prepare(project, endpoint, &prepared.prompt, options)?;
+                    let smaller = self.prepare(project, model, &prepared.prompt, options)?;
                     (memory, body) = ((smaller.memory_tokens, smaller.memory_entries), smaller.body);
                     continue;
                 }
                 Err(e) => {
                     // Whatever was said before (the prompt, tool rounds) is remembered.
-                    self.record(project, endpoint, new_messages)?;
+                    self.record(project, model, new_messages)?;
                     return Err(e);
                 }
             };
-            let answer = answer::parse(endpoint.api, &bytes, true);
+            let answer = answer::parse(model.api(), &bytes, true);
             let tools_on = body.get("tools").is_some();
             if answer.tool_calls.is_empty() || !tools_on || !answer.complete || stop.load(Ordering::Relaxed) {
                 break answer;
             }
             round += 1;
-            let (mut message, sent_back) = self.run_tools(project, endpoint.api, &answer, events, &mut uses);
+            let (mut message, sent_back) = self.run_tools(project, model.api(), &answer, events, &mut uses);
             message.timestamp = Some(now());
             let messages = body["messages"].as_array_mut().expect("a request has messages");
-            messages.push(assistant_with_calls(endpoint.api, &answer));
+            messages.push(assistant_with_calls(model.api(), &answer));
             messages.extend(sent_back);
             new_messages.push(message);
             if round >= MAX_TOOL_ROUNDS {
@@ -485,7 +546,7 @@ impl Chat {
             message.timestamp = Some(now());
             new_messages.push(message);
         }
-        let recorded = self.record(project, endpoint, new_messages)?;
+        let recorded = self.record(project, model, new_messages)?;
         Ok(Turn {
             text: answer.text.clone(),
             partial: !answer.complete,
@@ -551,12 +612,12 @@ impl Chat {
     /// Records `new` after the history, and keeps them in it. Only the new messages are sent:
     /// the earlier ones are recorded already, and each message passed is redacted and compared
     /// again.
-    fn record(&mut self, project: &mut Project, endpoint: &Endpoint, new: Vec<Message>) -> Result<Recorded, ChatError> {
+    fn record(&mut self, project: &mut Project, model: &Model, new: Vec<Message>) -> Result<Recorded, ChatError> {
         let exchange = Exchange {
             conversation: self.conversation.clone(),
             messages: new.clone(),
             tool: "chat".into(),
-            channel: endpoint.channel(),
+            channel: model.channel(),
         };
         let recorded = project
             .record_exchange(exchange)
@@ -875,12 +936,12 @@ mod tests {
             {"role": "assistant", "content": "We chose Argon2id for password hashing."},
         ]});
         project.add_conversation(json.to_string().as_bytes(), "c.json").unwrap();
-        let endpoint = Endpoint {
+        let endpoint = Model::Remote(Endpoint {
             base_url: "http://127.0.0.1:9/v1".into(),
             model: "tiny".into(),
             api_key: None,
             api: Api::ChatCompletions,
-        };
+        });
         let mut chat = Chat::start();
         for i in 0..(HISTORY_MESSAGES + 3) {
             chat.history.push(Message::new(Role::User, format!("earlier {i}")));
@@ -921,12 +982,12 @@ mod tests {
             .local_addr()
             .unwrap()
             .port();
-        let endpoint = Endpoint {
+        let endpoint = Model::Remote(Endpoint {
             base_url: format!("http://127.0.0.1:{port}/v1"),
             model: "tiny".into(),
             api_key: None,
             api: Api::ChatCompletions,
-        };
+        });
         let mut chat = Chat::start();
         let prepared = chat
             .prepare(

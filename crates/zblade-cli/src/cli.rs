@@ -322,6 +322,13 @@ pub struct ChatArgs {
     /// The model to ask for. Default: $ZBLADE_CHAT_MODEL, else the first the server lists.
     #[arg(long)]
     pub model: Option<String>,
+    /// Run an installed GGUF model (`zblade compressor list`) inside zblade instead of asking a
+    /// server: nothing leaves the machine. Tools are not offered to a local model.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["endpoint", "model", "api_key_env"])]
+    pub local: Option<String>,
+    /// The local model's context window in tokens (prompt, memory and answer together).
+    #[arg(long, value_name = "TOKENS", default_value_t = 8192, requires = "local")]
+    pub context_window: u32,
     /// The environment variable that holds the API key (sent as a bearer token; zblade never
     /// writes it anywhere).
     #[arg(long, value_name = "VAR")]

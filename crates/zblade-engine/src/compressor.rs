@@ -396,6 +396,7 @@ impl Project {
                 .chain_update([0])
                 .chain_update(&request.system)
                 .chain_update([0])
+                .chain_update(serde_json::to_vec(&request.turns).unwrap_or_default())
                 .chain_update(&request.user)
                 .chain_update([0])
                 .chain_update(request.grammar.as_deref().unwrap_or_default())

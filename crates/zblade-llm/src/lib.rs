@@ -14,7 +14,7 @@ pub mod gguf;
 pub mod jobs;
 pub mod runtime;
 
-pub use runtime::{Compressor, Generation, JobHandle, LlamaTimings, ModelInfo, Options, Request, Stop};
+pub use runtime::{Compressor, Generation, JobHandle, LlamaTimings, ModelInfo, Options, Request, Stop, TextSink};
 
 use std::path::PathBuf;
 use std::time::Duration;

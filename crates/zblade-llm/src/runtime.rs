@@ -45,6 +45,9 @@ impl Default for Options {
 pub struct Request {
     /// Instructions, sent as the system message of the model's chat template.
     pub system: String,
+    /// Earlier turns of a chat, sent between the system and the user message: `(role, text)`
+    /// with role `user` or `assistant`. Empty for the compressor's one-shot jobs.
+    pub turns: Vec<(String, String)>,
     /// The material and the task, sent as the user message.
     pub user: String,
     /// A GBNF grammar the output must match (root rule `root`); `None` for free text.
@@ -57,6 +60,20 @@ pub struct Request {
     pub seed: u32,
     /// The job fails with [`LlmError::TimedOut`] when it runs longer than this.
     pub timeout: Duration,
+    /// Called on the worker thread with each piece of the output as it is generated (a chat
+    /// shows its answer as it grows); `None` for jobs that only want the result.
+    pub on_text: Option<TextSink>,
+}
+
+/// Where a streaming job's pieces go (see [`Request::on_text`]). A piece is whole UTF-8: bytes
+/// of a character split across tokens are held until the character is complete.
+#[derive(Clone)]
+pub struct TextSink(pub Arc<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for TextSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TextSink")
+    }
 }
 
 impl Request {
@@ -64,12 +81,14 @@ impl Request {
     pub fn new(system: impl Into<String>, user: impl Into<String>, max_tokens: u32) -> Self {
         Request {
             system: system.into(),
+            turns: Vec::new(),
             user: user.into(),
             grammar: None,
             max_tokens,
             temperature: 0.0,
             seed: 0,
             timeout: Duration::from_secs(60),
+            on_text: None,
         }
     }
 }
@@ -126,6 +145,15 @@ impl JobHandle {
     /// Asks the worker to stop this job; it stops before its next token.
     pub fn cancel(&self) {
         self.cancel.store(true, Ordering::Relaxed);
+    }
+
+    /// Waits up to `timeout` for the job to end: `None` while it still runs.
+    pub fn wait_timeout(&self, timeout: Duration) -> Option<Result<Generation, LlmError>> {
+        match self.result.recv_timeout(timeout) {
+            Ok(result) => Some(result),
+            Err(mpsc::RecvTimeoutError::Timeout) => None,
+            Err(mpsc::RecvTimeoutError::Disconnected) => Some(Err(LlmError::WorkerGone)),
+        }
     }
 
     /// Blocks until the job ends.
@@ -346,8 +374,10 @@ fn worker_loop(
 /// that have none (base models, and the generated test models).
 fn format_prompt(model: &LlamaModel, request: &Request) -> String {
     let template = model.chat_template(None).ok();
-    let messages = [("system", &request.system), ("user", &request.user)]
-        .into_iter()
+    let turns = request.turns.iter().map(|(role, text)| (role.as_str(), text));
+    let messages = std::iter::once(("system", &request.system))
+        .chain(turns)
+        .chain(std::iter::once(("user", &request.user)))
         .filter(|(_, text)| !text.is_empty())
         .map(|(role, text)| LlamaChatMessage::new(role.into(), text.replace('\0', " ")))
         .collect::<Result<Vec<_>, _>>();
@@ -356,7 +386,12 @@ fn format_prompt(model: &LlamaModel, request: &Request) -> String {
     {
         return prompt;
     }
-    format!("{}\n\n{}\n\nAnswer:\n", request.system, request.user)
+    let mut plain = format!("{}\n\n", request.system);
+    for (role, text) in &request.turns {
+        plain.push_str(&format!("{role}: {text}\n\n"));
+    }
+    plain.push_str(&format!("{}\n\nAnswer:\n", request.user));
+    plain
 }
 
 fn run_job(
@@ -425,6 +460,8 @@ fn run_job(
     let mut bytes = Vec::new();
     let mut generated = 0usize;
     let mut stop = Stop::MaxTokens;
+    // How many bytes of `bytes` were handed to `on_text`.
+    let mut streamed = 0usize;
     while generated < request.max_tokens as usize {
         check(started)?;
         // `sample` also accepts the token into the chain (the grammar advances); accepting
@@ -435,6 +472,9 @@ fn run_job(
             break;
         }
         bytes.extend(vocab.token_to_piece(token, false, None));
+        if let Some(sink) = &request.on_text {
+            streamed = stream_piece(&bytes, streamed, &sink.0);
+        }
         generated += 1;
         batch.clear();
         batch
@@ -442,6 +482,12 @@ fn run_job(
             .map_err(|e| LlmError::Generate(e.to_string()))?;
         position += 1;
         ctx.decode(batch).map_err(decode_error)?;
+    }
+    if let Some(sink) = &request.on_text
+        && streamed < bytes.len()
+    {
+        // The tail, even if the model ended inside a character.
+        (sink.0)(&String::from_utf8_lossy(&bytes[streamed..]));
     }
     let generation_ms = generating.elapsed().as_secs_f64() * 1000.0;
     let timings = ctx.timings();
@@ -459,4 +505,23 @@ fn run_job(
             generation_ms: timings.t_eval_ms(),
         },
     })
+}
+
+/// Hands `bytes[from..]` to `sink` up to the last whole UTF-8 character; returns how far it got.
+fn stream_piece(bytes: &[u8], from: usize, sink: &Arc<dyn Fn(&str) + Send + Sync>) -> usize {
+    let rest = &bytes[from..];
+    let whole = match std::str::from_utf8(rest) {
+        Ok(text) => text,
+        // Only an unfinished character at the end is held back; bytes that can never be
+        // UTF-8 are passed on replaced, as the final text will have them.
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&rest[..e.valid_up_to()]).unwrap_or_default(),
+        Err(_) => {
+            sink(&String::from_utf8_lossy(rest));
+            return bytes.len();
+        }
+    };
+    if !whole.is_empty() {
+        sink(whole);
+    }
+    from + whole.len()
 }

@@ -119,3 +119,43 @@ fn files_that_are_not_models_are_refused_with_their_name() {
     let err = Compressor::load(&cut, &Options::default()).err().unwrap().to_string();
     assert!(err.contains("cut.gguf") && err.contains("could not load"), "{err}");
 }
+
+#[test]
+fn streamed_pieces_add_up_to_the_text_and_earlier_turns_reach_the_prompt() {
+    let compressor = load();
+    let pieces = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = {
+        let pieces = std::sync::Arc::clone(&pieces);
+        zblade_llm::TextSink(std::sync::Arc::new(move |piece: &str| {
+            pieces.lock().unwrap().push(piece.to_string())
+        }))
+    };
+    let request = Request {
+        on_text: Some(sink),
+        ..Request::new("Answer.", "Where is the token checked?", 16)
+    };
+    let generation = compressor.generate(request).unwrap();
+    let pieces = pieces.lock().unwrap();
+    assert!(pieces.len() > 1, "the answer arrives in pieces: {pieces:?}");
+    assert_eq!(pieces.concat(), generation.text, "nothing lost or doubled");
+
+    // Earlier turns are part of the prompt: more prompt tokens than without them.
+    let alone = compressor
+        .generate(Request::new("Answer.", "And the refresh?", 4))
+        .unwrap();
+    let with_turns = compressor
+        .generate(Request {
+            turns: vec![
+                ("user".into(), "Where is the token checked?".into()),
+                ("assistant".into(), "In src/auth.rs, validate_token.".into()),
+            ],
+            ..Request::new("Answer.", "And the refresh?", 4)
+        })
+        .unwrap();
+    assert!(
+        with_turns.prompt_tokens > alone.prompt_tokens + 10,
+        "{} vs {}",
+        with_turns.prompt_tokens,
+        alone.prompt_tokens
+    );
+}

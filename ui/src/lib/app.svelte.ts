@@ -1,11 +1,12 @@
 // App-wide state, shared by the views: what is open, the indexer, reference health, errors.
-import type { AppInfo, IndexerStatus, ProjectInfo, StatusCount } from "./bindings";
+import type { AppInfo, IndexerStatus, ProjectInfo, StatusCount, Tier } from "./bindings";
 import { messageOf } from "./api";
 
-export type View = "projects" | "conversations" | "history" | "moments" | "search" | "context" | "health" | "settings";
+export type View = "projects" | "chat" | "conversations" | "history" | "moments" | "search" | "context" | "health" | "settings";
 
 export const VIEWS: { id: View; label: string; key: string }[] = [
   { id: "projects", label: "Projects", key: "1" },
+  { id: "chat", label: "Chat", key: "9" },
   { id: "conversations", label: "Conversations", key: "2" },
   { id: "history", label: "History", key: "3" },
   { id: "moments", label: "Moments", key: "4" },
@@ -29,6 +30,10 @@ class AppStore {
   openConversation = $state<string | null>(null);
   /** A message to scroll to in it. */
   focusMessage = $state<string | null>(null);
+  /** The chat the Chat view opens with (set by "Continue in Chat"). */
+  openChat = $state<string | null>(null);
+  /** What the Context view packs as it opens (a chat turn's "Context receipt"). */
+  contextPrefill = $state<{ query: string; tier: Tier; budget: number } | null>(null);
   /** Bumped when memory changed, so lists reload. */
   generation = $state(0);
   private nextToast = 1;

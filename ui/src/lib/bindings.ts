@@ -452,6 +452,85 @@ async stopProxy() : Promise<Result<ProxyView, AppError>> {
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
 }
+},
+/**
+ * The model registry (Settings → Models, the Chat view's picker).
+ */
+async chatModels() : Promise<Result<ChatModels, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("chat_models") };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Adds or replaces a model in the registry; `api_key`, when given, goes to the OS keyring
+ * (or, with `session_only`, to this session's memory) — never to the settings file.
+ */
+async saveChatModel(model: ChatModelConfig, apiKey: string | null, sessionOnly: boolean) : Promise<Result<ChatModels, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("save_chat_model", { model, apiKey, sessionOnly }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Removes a model from the registry, and its key from the keyring.
+ */
+async removeChatModel(id: string) : Promise<Result<ChatModels, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("remove_chat_model", { id }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Whether tool calls run at once or are asked about first.
+ */
+async setChatTools(policy: ToolPolicy) : Promise<Result<ChatModels, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("set_chat_tools", { policy }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Runs one turn: memory packed, the answer streamed as `ChatStream` events, the turn recorded.
+ * A remote model's first send in a chat returns `needs_consent` with what would leave.
+ */
+async chatSend(request: ChatRequest) : Promise<Result<ChatOutcome, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("chat_send", { request }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Stops the answer that is streaming.
+ */
+async chatStop() : Promise<Result<null, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("chat_stop") };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Answers the tool call that waits: run it (`allow`) or decline it.
+ */
+async chatAnswerTool(allow: boolean) : Promise<Result<null, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("chat_answer_tool", { allow }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
 }
 }
 
@@ -459,12 +538,14 @@ async stopProxy() : Promise<Result<ProxyView, AppError>> {
 
 
 export const events = __makeEvents__<{
+chatStream: ChatStream,
 downloadProgress: DownloadProgress,
 importProgress: ImportProgress,
 indexerStatus: IndexerStatus,
 migrationProgress: MigrationProgress,
 referencesChanged: ReferencesChanged
 }>({
+chatStream: "chat-stream",
 downloadProgress: "download-progress",
 importProgress: "import-progress",
 indexerStatus: "indexer-status",
@@ -508,7 +589,16 @@ indexer_paused: boolean;
  * Sources): each project opened follows those of them it has sessions of. Empty until the
  * user ticks one; reading another tool's store needs consent.
  */
-follow_sources?: string[] }
+follow_sources?: string[]; 
+/**
+ * The models the Chat view talks to (Settings → Models). Their API keys are in the
+ * operating system's keyring, never here.
+ */
+chat_models?: ChatModelConfig[]; 
+/**
+ * Whether the chat runs a model's tool calls at once or asks first.
+ */
+chat_tools?: ToolPolicy }
 /**
  * An error returned by a command.
  */
@@ -546,6 +636,181 @@ project: ProjectInfo | null;
  */
 indexer: IndexerStatus }
 /**
+ * A model in the registry.
+ */
+export type ChatModelConfig = { 
+/**
+ * Its id in the registry (letters, digits, `-`, `_`, `.`); the keyring entry's name.
+ */
+id: string; 
+/**
+ * What the model picker shows.
+ */
+label: string; 
+/**
+ * Where it runs.
+ */
+provider: ChatProvider; 
+/**
+ * The server's base URL (empty for a local model).
+ */
+base_url: string; 
+/**
+ * The model's name at the server, or the installed GGUF model's name.
+ */
+model: string; 
+/**
+ * Its tier (seed 004): shapes the memory packed into each turn.
+ */
+tier: Tier; 
+/**
+ * Its context window in tokens: a turn's memory budget is a share of it.
+ */
+context_window: number; 
+/**
+ * Whether it is offered the project tools (read_project_file, search_project,
+ * search_memory).
+ */
+tools: boolean }
+/**
+ * A registered model.
+ */
+export type ChatModelView = { 
+/**
+ * The registry entry.
+ */
+config: ChatModelConfig; 
+/**
+ * A key is stored for it (keyring or this session).
+ */
+has_key: boolean; 
+/**
+ * What it sends leaves this machine.
+ */
+remote: boolean }
+/**
+ * The registry as Settings → Models and the model picker show it.
+ */
+export type ChatModels = { 
+/**
+ * The registered models.
+ */
+models: ChatModelView[]; 
+/**
+ * What happens when a model calls a tool.
+ */
+tools: ToolPolicy; 
+/**
+ * Installed GGUF models a local chat model can name.
+ */
+local_files: string[] }
+/**
+ * How a turn asked by the window ended.
+ */
+export type ChatOutcome = 
+/**
+ * Nothing was sent: the user must first see what would leave the machine.
+ */
+({ kind: "needs_consent" } & ConsentPreview) | 
+/**
+ * The turn ran.
+ */
+({ kind: "answered" } & ChatTurnView)
+/**
+ * Where a chat model runs.
+ */
+export type ChatProvider = 
+/**
+ * An installed GGUF model run by llama.cpp inside the app: nothing leaves the machine.
+ */
+"local" | 
+/**
+ * An OpenAI-compatible server (Ollama, LM Studio, llama.cpp's server, vLLM, OpenRouter,
+ * OpenAI).
+ */
+"openai" | 
+/**
+ * Anthropic's Messages API.
+ */
+"anthropic"
+/**
+ * One turn asked by the window.
+ */
+export type ChatRequest = { 
+/**
+ * The registered model's id.
+ */
+model_id: string; 
+/**
+ * The chat to go on with; `None` starts one.
+ */
+conversation_id: string | null; 
+/**
+ * What the user wrote.
+ */
+prompt: string; 
+/**
+ * The user's answer to the consent preview, when one was shown.
+ */
+consent: ConsentAnswer }
+/**
+ * What streams into the window while a turn runs.
+ */
+export type ChatStream = { 
+/**
+ * The conversation of the turn.
+ */
+conversation_id: string; 
+/**
+ * `text` (a piece of the answer), `ask` (a tool call waits for the user), `tool` (a call
+ * ran) or `notice`.
+ */
+kind: string; 
+/**
+ * The piece of text, or the notice.
+ */
+text: string; 
+/**
+ * The tool call (`ask`, `tool`).
+ */
+tool: ToolCallView | null }
+/**
+ * A finished turn.
+ */
+export type ChatTurnView = { 
+/**
+ * The conversation it is recorded in.
+ */
+conversation_id: string; 
+/**
+ * The answer.
+ */
+text: string; 
+/**
+ * The answer did not end (stopped, cut off, an error mid-stream).
+ */
+partial: boolean; 
+/**
+ * An error the model sent mid-answer.
+ */
+error: string | null; 
+/**
+ * Tokens and entries of memory the turn carried.
+ */
+memory_tokens: number; 
+/**
+ * Entries of memory.
+ */
+memory_entries: number; 
+/**
+ * The tools it called.
+ */
+tool_calls: ToolCallView[]; 
+/**
+ * What the turn told the user on the way (asked again with less memory, tools refused).
+ */
+notices: string[] }
+/**
  * What a cleanup after a migration did.
  */
 export type CleanupView = { 
@@ -578,6 +843,42 @@ active: boolean;
  * Why it is unusable, if it is.
  */
 problem: string | null }
+/**
+ * The answer to "this leaves your machine: send it?".
+ */
+export type ConsentAnswer = 
+/**
+ * Not asked yet.
+ */
+"none" | 
+/**
+ * Send, and do not ask again in this chat.
+ */
+"once" | 
+/**
+ * Send, and never ask again for this model.
+ */
+"always"
+/**
+ * What a remote model would receive.
+ */
+export type ConsentPreview = { 
+/**
+ * The host it goes to.
+ */
+host: string; 
+/**
+ * The model.
+ */
+model: string; 
+/**
+ * Exactly what is sent: each message of the request, in order.
+ */
+text: string; 
+/**
+ * Tokens of packed memory in it.
+ */
+memory_tokens: number }
 /**
  * What to assemble a context for.
  */
@@ -778,6 +1079,11 @@ export type ErrorCode =
  * The index is damaged; rebuilding it from the artifacts fixes it.
  */
 "index_damaged" | 
+/**
+ * No system keyring could be reached to keep an API key: the UI offers to keep it for
+ * this session only.
+ */
+"keyring_unavailable" | 
 /**
  * Anything else: a bug or the machine (disk full, permissions).
  */
@@ -1837,6 +2143,42 @@ export type Tier =
  * Full content; 5 recent turns.
  */
 "fast"
+/**
+ * A tool call, as its card shows it.
+ */
+export type ToolCallView = { 
+/**
+ * The tool.
+ */
+name: string; 
+/**
+ * Its arguments as the model wrote them.
+ */
+arguments: string; 
+/**
+ * Bytes of its result (0 while it waits for an answer).
+ */
+result_bytes: number; 
+/**
+ * The result's start, for the expanded card.
+ */
+result_preview: string; 
+/**
+ * It failed or was declined.
+ */
+is_error: boolean }
+/**
+ * What the chat does when a model calls a tool.
+ */
+export type ToolPolicy = 
+/**
+ * Ask before each call (the default: a remote model reads what the tool returns).
+ */
+"ask" | 
+/**
+ * Run the read-only tools without asking.
+ */
+"allow"
 /**
  * What the wizard decided.
  */

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 use serde::Serialize;
-use zblade_chat::{Api, Chat, ChatError, Endpoint, ToolUse, Turn, TurnEvents, TurnOptions, printable};
+use zblade_chat::{
+    Api, Chat, ChatError, Endpoint, LocalModel, Model, ToolUse, Turn, TurnEvents, TurnOptions, printable,
+};
 use zblade_engine::Error;
 
 use super::Ctx;
@@ -95,42 +97,10 @@ impl<W: Write, R: BufRead> TurnEvents for Terminal<'_, W, R> {
 
 pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
     let mut project = cx.open()?;
-    let api = match args.api {
-        ApiArg::Openai => Api::ChatCompletions,
-        ApiArg::Anthropic => Api::Messages,
+    let model = match &args.local {
+        Some(name) => Model::Local(Arc::new(local_model(&project, name, args.context_window)?)),
+        None => Model::Remote(remote_endpoint(&args)?),
     };
-    let base_url = args
-        .endpoint
-        .or_else(|| std::env::var("ZBLADE_CHAT_ENDPOINT").ok())
-        .unwrap_or_else(|| match api {
-            Api::Messages => ANTHROPIC_ENDPOINT.to_string(),
-            _ => DEFAULT_ENDPOINT.to_string(),
-        });
-    let api_key = match &args.api_key_env {
-        Some(var) => Some(
-            std::env::var(var)
-                .map_err(|_| Error::Usage(format!("--api-key-env {var}: that environment variable is not set")))?,
-        ),
-        None => None,
-    };
-    let mut endpoint = Endpoint {
-        base_url,
-        model: String::new(),
-        api_key,
-        api,
-    };
-    if !endpoint.is_local() && !args.allow_remote {
-        return Err(Error::Usage(format!(
-            "{} is not on this machine: each turn would send it the packed project memory and your prompt. \
-             Run again with --allow-remote to consent for this chat.",
-            endpoint.base_url
-        )));
-    }
-    endpoint.model = match args.model.or_else(|| std::env::var("ZBLADE_CHAT_MODEL").ok()) {
-        Some(model) => model,
-        None => zblade_chat::first_model(&endpoint).map_err(chat_error)?,
-    };
-    endpoint.check().map_err(chat_error)?;
     let options = TurnOptions {
         tier: args.tier.into(),
         budget: args.budget.unwrap_or(project.settings().context.max_tokens as usize),
@@ -150,12 +120,8 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
     if !cx.json {
         eprintln!(
             "zblade: chatting with {} ({}); conversation {}{}",
-            endpoint.model,
-            if endpoint.is_local() {
-                "on this machine"
-            } else {
-                "remote"
-            },
+            model.name(),
+            if model.is_local() { "on this machine" } else { "remote" },
             chat.conversation(),
             if people {
                 ". Ctrl-C stops an answer, Ctrl-D ends."
@@ -166,8 +132,12 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
     }
     // --allow-remote is the consent of a chat without a terminal (a script); at a terminal the
     // user also sees what leaves before the first send, unless they said "always" before.
-    let mut consented =
-        endpoint.is_local() || !at_terminal || zblade_chat::consent::given(&project.layout().cache_dir(), &endpoint);
+    let mut consented = match &model {
+        Model::Remote(endpoint) if !endpoint.is_local() && at_terminal => {
+            zblade_chat::consent::given(&project.layout().cache_dir(), endpoint)
+        }
+        _ => true,
+    };
     let one_shot = args.prompt.is_some();
     let mut given = args.prompt;
     // At a terminal, prompts are read with a line editor whose history holds the project's
@@ -231,7 +201,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
             break;
         }
         let prepared = chat
-            .prepare(&mut project, &endpoint, prompt, options)
+            .prepare(&mut project, &model, prompt, options)
             .map_err(chat_error)?;
         if !cx.json && prepared.memory_entries > 0 {
             eprintln!(
@@ -242,12 +212,14 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
 
         // Before the first send to a model off this machine, the user sees exactly what leaves
         // it and says yes, no, or always for this model (remembered in .zblade/cache/, not committed).
-        if !endpoint.is_local() && !consented {
-            match ask_to_send(&endpoint, &prepared.body, &mut stdin) {
+        if let Model::Remote(endpoint) = &model
+            && !consented
+        {
+            match ask_to_send(endpoint, &prepared.body, &mut stdin) {
                 Consent::Once => consented = true,
                 Consent::Always => {
                     consented = true;
-                    if let Err(e) = zblade_chat::consent::remember(&project.layout().cache_dir(), &endpoint) {
+                    if let Err(e) = zblade_chat::consent::remember(&project.layout().cache_dir(), endpoint) {
                         cx.notice(&format!("could not remember the consent: {e}"));
                     }
                 }
@@ -265,7 +237,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
             ask: args.tools == ToolsArg::Ask,
             answers: &mut stdin,
         };
-        let sent = chat.send(&mut project, &endpoint, prepared, &mut terminal, &stop);
+        let sent = chat.send(&mut project, &model, prepared, &mut terminal, &stop);
         answering.store(false, Ordering::Relaxed);
         if !matches!(&sent, Ok(turn) if !turn.partial) {
             failures += 1;
@@ -309,6 +281,66 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
         return Err(Error::Usage("the turn did not complete".into()));
     }
     Ok(())
+}
+
+/// The server the chat talks to, from the options and the environment; refused when it is
+/// off this machine without `--allow-remote`.
+fn remote_endpoint(args: &ChatArgs) -> Result<Endpoint, Error> {
+    let api = match args.api {
+        ApiArg::Openai => Api::ChatCompletions,
+        ApiArg::Anthropic => Api::Messages,
+    };
+    let base_url = args
+        .endpoint
+        .clone()
+        .or_else(|| std::env::var("ZBLADE_CHAT_ENDPOINT").ok())
+        .unwrap_or_else(|| match api {
+            Api::Messages => ANTHROPIC_ENDPOINT.to_string(),
+            _ => DEFAULT_ENDPOINT.to_string(),
+        });
+    let api_key = match &args.api_key_env {
+        Some(var) => Some(
+            std::env::var(var)
+                .map_err(|_| Error::Usage(format!("--api-key-env {var}: that environment variable is not set")))?,
+        ),
+        None => None,
+    };
+    let mut endpoint = Endpoint {
+        base_url,
+        model: String::new(),
+        api_key,
+        api,
+    };
+    if !endpoint.is_local() && !args.allow_remote {
+        return Err(Error::Usage(format!(
+            "{} is not on this machine: each turn would send it the packed project memory and your prompt. \
+             Run again with --allow-remote to consent for this chat.",
+            endpoint.base_url
+        )));
+    }
+    endpoint.model = match args.model.clone().or_else(|| std::env::var("ZBLADE_CHAT_MODEL").ok()) {
+        Some(model) => model,
+        None => zblade_chat::first_model(&endpoint).map_err(chat_error)?,
+    };
+    endpoint.check().map_err(chat_error)?;
+    Ok(endpoint)
+}
+
+/// The installed GGUF model `name`, loaded.
+fn local_model(project: &zblade_engine::Project, name: &str, context_window: u32) -> Result<LocalModel, Error> {
+    let installed = project.compressor_models();
+    let Some(found) = installed.iter().find(|m| m.name == name) else {
+        let names: Vec<&str> = installed.iter().map(|m| m.name.as_str()).collect();
+        return Err(Error::Usage(format!(
+            "no local model named {name} (installed: {}); add one with `zblade compressor import FILE`",
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        )));
+    };
+    LocalModel::load(name, std::path::Path::new(&found.path), context_window).map_err(chat_error)
 }
 
 /// One turn as `--json` prints it.
