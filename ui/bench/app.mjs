@@ -21,6 +21,9 @@ import http from "node:http";
 import { remote } from "webdriverio";
 
 const full = process.argv.includes("--full");
+// --chat: only the chat streaming measure (its own section of docs/BENCHMARKS.md), on the small
+// project — the chat it streams into has 2,000 messages either way.
+const chatOnly = process.argv.includes("--chat");
 const app = process.env.ZBLADE_APP;
 const cli = process.env.ZBLADE;
 if (!app || !cli) throw new Error("ZBLADE_APP and ZBLADE must name the built binaries");
@@ -29,12 +32,12 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const children = new Set();
 process.on("exit", () => children.forEach((c) => c.kill("SIGKILL")));
 
-const MESSAGES = full ? 100_000 : 2_000;
+const MESSAGES = full && !chatOnly ? 100_000 : 2_000;
 const PER_CONVERSATION = 10; // 100,000 messages → 10,000 conversations in the list
 const STARTS = full ? 7 : 2;
 const QUERIES = full ? 20 : 3;
 const CHAT_MESSAGES = 2_000;
-const STREAM_SECONDS = full ? 10 : 2;
+const STREAM_SECONDS = full || chatOnly ? 10 : 2;
 
 // ---------------------------------------------------------------------------------------------
 // A project of MESSAGES synthetic messages (Zipf-distributed vocabulary, deterministic).
@@ -468,6 +471,32 @@ try {
   const model = await streamingModel();
   writeConfig(work, project, `http://127.0.0.1:${model.address().port}/v1`);
   const display = await startDisplay();
+
+  if (chatOnly) {
+    process.stderr.write("bench-app: chat streaming …\n");
+    const frames = await chatStreaming(work, display, project);
+    model.close();
+    const fps = 1000 / (frames.reduce((a, b) => a + b, 0) / frames.length);
+    const commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: repo, encoding: "utf8" }).trim();
+    const now = new Date().toISOString().slice(0, 16).replace("T", " ");
+    const build = app.includes("/release/") ? "release build" : "debug build";
+    const report = `## Desktop app: the Chat view while an answer streams
+
+\`scripts/bench-app.sh --chat\` — ${now} UTC, commit ${commit}, ${machine()}, ${build} of zblade-app, WebKitGTK under Xvfb.
+
+A model server on loopback streams one token every 10 ms (100 tokens/s) for ${STREAM_SECONDS} s into a chat of ${CHAT_MESSAGES} messages (every message rendered, Markdown and chips); the page counts its frames (\`requestAnimationFrame\`) from the first streamed piece to the end of the answer. Pieces are gathered and drawn once per frame.
+
+| measure | zblade-app | target |
+|---|---|---|
+| frames per second while streaming (${frames.length} frames) | **${fmt(fps)}** | ≥ 30 |
+| time between frames p50 / p95 / max | ${fmt(quantile(frames, 0.5))} / ${fmt(quantile(frames, 0.95))} / ${fmt(Math.max(...frames))} ms | ≤ 33.3 ms |
+`;
+    console.log(report);
+    if (full) writeSection("desktop-chat", report);
+    children.forEach((c) => c.kill("SIGKILL"));
+    rmSync(work, { recursive: true, force: true });
+    process.exit(0);
+  }
 
   process.stderr.write("bench-app: cold start …\n");
   const start = await coldStart(work, display, project);

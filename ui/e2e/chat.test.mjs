@@ -159,7 +159,13 @@ test("chat in the app", { timeout: 300_000 }, async (t) => {
     await prompt.setValue(text);
     await browser.keys(["Enter"]);
   };
-  const messages = async () => Promise.all((await browser.$$('[data-testid="chat-message"]')).map((m) => m.getText()));
+  // (WebdriverIO's element arrays map asynchronously: the result is awaited, not Promise.all'd.)
+  const texts = async (selector) => {
+    const out = [];
+    for (const element of await browser.$$(selector)) out.push(await element.getText());
+    return out;
+  };
+  const messages = () => texts('[data-testid="chat-message"]');
 
   try {
     // 1. Settings → Models: add the remote model with its key (into the keyring).
@@ -173,7 +179,7 @@ test("chat in the app", { timeout: 300_000 }, async (t) => {
     await (await byTest("chat-model-key")).setValue(SECRET);
     await (await byTest("chat-model-save")).click();
     await browser.waitUntil(async () => (await browser.$$('[data-testid="chat-model-row"]')).length === 2, { timeout: 10_000 });
-    const rows = await Promise.all((await browser.$$('[data-testid="chat-model-row"]')).map((r) => r.getText()));
+    const rows = await texts('[data-testid="chat-model-row"]');
     assert.ok(rows.some((r) => r.includes("Scripted (remote)") && r.includes("key stored")), rows.join("\n"));
     await shot("chat-01-models");
     assert.ok(!readFileSync(appJson, "utf8").includes(SECRET), "the API key is not in app.json");
