@@ -622,12 +622,39 @@ mod tests {
         };
         bad(model(ChatProvider::Openai, "file:///etc/passwd"), "base URL");
         bad(model(ChatProvider::Anthropic, "not a url"), "base URL");
-        bad(ChatModelConfig { id: "../../x".into(), ..model(ChatProvider::Openai, "http://h/v1") }, "id");
-        bad(ChatModelConfig { label: " ".into(), ..model(ChatProvider::Openai, "http://h/v1") }, "label");
-        bad(ChatModelConfig { context_window: 10, ..model(ChatProvider::Openai, "http://h/v1") }, "context window");
-        bad(ChatModelConfig { model: "../evil".into(), ..model(ChatProvider::Local, "") }, "model");
+        bad(
+            ChatModelConfig {
+                id: "../../x".into(),
+                ..model(ChatProvider::Openai, "http://h/v1")
+            },
+            "id",
+        );
+        bad(
+            ChatModelConfig {
+                label: " ".into(),
+                ..model(ChatProvider::Openai, "http://h/v1")
+            },
+            "label",
+        );
+        bad(
+            ChatModelConfig {
+                context_window: 10,
+                ..model(ChatProvider::Openai, "http://h/v1")
+            },
+            "context window",
+        );
+        bad(
+            ChatModelConfig {
+                model: "../evil".into(),
+                ..model(ChatProvider::Local, "")
+            },
+            "model",
+        );
         assert!(check_key("sk-abc").is_ok());
-        assert!(check_key("sk-abc\nX-Injected: 1").is_err(), "a key cannot smuggle a header line");
+        assert!(
+            check_key("sk-abc\nX-Injected: 1").is_err(),
+            "a key cannot smuggle a header line"
+        );
         assert!(check_key(&"k".repeat(5000)).is_err());
     }
 

@@ -8,7 +8,8 @@
 //   read_project_file, the app asks, the user allows, the file goes back, the answer streams.
 //   That server is scripted: a real one with the tiny model's random words never calls a tool,
 //   and cannot be made to break mid-answer — the last turn, which must stay, marked partial.
-// - The chat is then found by `zblade search` and in Conversations.
+// - The chat is forked after its first answer from the Chat view, then found by `zblade
+//   search` and in Conversations.
 //
 // Run by scripts/test.sh with the other e2e files (needs ZBLADE_APP, ZBLADE, a built ui/dist,
 // gnome-keyring and the tiny GGUF at $ZBLADE_TEST_GGUF).
@@ -255,14 +256,23 @@ test("chat in the app", { timeout: 300_000 }, async (t) => {
     await shot("chat-06-partial");
     assert.equal(requests.length, 3, "consent is asked once per chat");
 
-    // 6. The chat is memory: search finds it, Conversations lists it.
+    // 6. Fork the chat after its first answer: the fork is open, with those two messages.
+    const forks = await browser.$$('[data-testid="chat-fork"]');
+    await forks[1].click();
+    await browser.waitUntil(async () => (await messages()).length === 2 && (await (await byTest("chat-pick")).getValue()) !== "", {
+      timeout: 10_000, timeoutMsg: "the fork did not open",
+    });
+    assert.match((await messages())[1], /generateToken/);
+    await shot("chat-07-fork");
+
+    // 7. The chat is memory: search finds it, Conversations lists it.
     const found = execFileSync(cli, ["search", "--json", "signed generateToken"], { cwd: project, env, encoding: "utf8" });
     assert.match(found, /conv_chat-/, "search finds the chat");
     const shown = JSON.parse(execFileSync(cli, ["list", "conversations", "--json"], { cwd: project, env, encoding: "utf8" }));
     const chatRows = JSON.stringify(shown);
     assert.ok((chatRows.match(/conv_chat-/g) ?? []).length >= 2, "both chats are conversations");
     await view("conversations");
-    await shot("chat-07-conversations");
+    await shot("chat-08-conversations");
   } finally {
     await shot("chat-99-last").catch(() => {});
   }
