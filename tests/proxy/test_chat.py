@@ -74,7 +74,7 @@ def test_a_local_gguf_runs_inside_zblade_with_memory_and_is_remembered(project):
     from conftest import GGUF
     zblade("--project", str(project["root"]), "compressor", "import", GGUF, "--name", "tiny-local", "--force", env=project["env"])
     lines = turns(chat(project, "--json", "chat", "--local", "tiny-local", "--context-window", "2048", "--budget", "200",
-                       "--max-tokens", "10", "--prompt", QUESTION))
+                       "--max-tokens", "10", "--tools", "off", "--prompt", QUESTION))
     assert len(lines) == 1 and lines[0]["error"] is None, lines
     assert lines[0]["answer"] and lines[0]["partial"] is False
     assert lines[0]["memory_entries"] >= 1, "the turn packed the project's memory"

@@ -175,11 +175,6 @@ impl Model {
         }
     }
 
-    /// Whether the model is offered the [`tools`] (a local GGUF is not: see [`local`]).
-    pub fn takes_tools(&self) -> bool {
-        matches!(self, Model::Remote(_))
-    }
-
     /// What a turn's provenance says about where it went (never a key).
     fn channel(&self) -> String {
         match self {
@@ -417,7 +412,8 @@ impl Chat {
             .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
             .collect();
         messages.push(json!({"role": "user", "content": prompt}));
-        let tools = options.tools && model.takes_tools();
+        // (A local GGUF is told the tools in its system text: see [`local`].)
+        let tools = options.tools;
         let body = match model.api() {
             Api::Messages => {
                 // Anthropic: the memory is the system text; turns must alternate, so

@@ -323,7 +323,8 @@ pub struct ChatArgs {
     #[arg(long)]
     pub model: Option<String>,
     /// Run an installed GGUF model (`zblade compressor list`) inside zblade instead of asking a
-    /// server: nothing leaves the machine. Tools are not offered to a local model.
+    /// server: nothing leaves the machine. The tools are described to it in its system text
+    /// (--tools off leaves them out, for a small model's window).
     #[arg(long, value_name = "NAME", conflicts_with_all = ["endpoint", "model", "api_key_env"])]
     pub local: Option<String>,
     /// The local model's context window in tokens (prompt, memory and answer together).
