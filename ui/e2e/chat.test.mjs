@@ -2,7 +2,8 @@
 //
 // - A real Secret Service (GNOME Keyring on a private D-Bus session) holds the API key that
 //   Settings → Models stores; the remote server must receive it, app.json must not hold it.
-// - A chat with the repo's tiny GGUF model, run in the app by llama.cpp (nothing leaves).
+// - A chat with the repo's tiny GGUF model, run in the app by llama.cpp (nothing leaves), and
+//   one with llama-cpp-python's OpenAI-compatible server on loopback serving the same model.
 // - A chat with an OpenAI-compatible server on this machine's network address (so it counts as
 //   remote): the consent preview blocks the send until accepted; the model calls
 //   read_project_file, the app asks, the user allows, the file goes back, the answer streams.
@@ -121,14 +122,29 @@ test("chat in the app", { timeout: 300_000 }, async (t) => {
   t.after(() => model.close());
   const modelUrl = `http://${host}:${model.address().port}/v1`;
 
+  // A real OpenAI-compatible server on loopback: llama-cpp-python's, on the same tiny model
+  // (the one the proxy's tests use).
+  const llamaPort = await freePort();
+  const python = process.env.ZBLADE_PYTHON ?? "python3";
+  const llamaLog = createWriteStream(join(out, "chat-llama-server.log"));
+  const llama = spawn(python, ["-m", "llama_cpp.server", "--model", gguf, "--model_alias", "tiny-llama",
+    "--host", "127.0.0.1", "--port", String(llamaPort), "--n_ctx", "2048", "--verbose", "False"], { env });
+  llama.stdout.pipe(llamaLog);
+  llama.stderr.pipe(llamaLog);
+  children.push(llama);
+
   // The app's settings: the wizard done, network use allowed (the remote model needs it), the
-  // tiny model registered, tool calls asked about.
+  // tiny model registered twice — in the app and behind llama-cpp-python's server — and tool
+  // calls asked about.
   mkdirSync(env.ZBLADE_CONFIG_DIR, { recursive: true });
   const appJson = join(env.ZBLADE_CONFIG_DIR, "app.json");
   writeFileSync(appJson, JSON.stringify({
     wizard_completed: true, storage_mode: "local", allow_network: true, recent_projects: [], indexer_paused: false,
     follow_sources: [], chat_tools: "ask",
-    chat_models: [{ id: "tiny", label: "Tiny (local)", provider: "local", base_url: "", model: "tiny", tier: "fast", context_window: 4096, tools: false }],
+    chat_models: [
+      { id: "tiny", label: "Tiny (local)", provider: "local", base_url: "", model: "tiny", tier: "fast", context_window: 4096, tools: false },
+      { id: "llama-server", label: "Tiny (llama.cpp server)", provider: "openai", base_url: `http://127.0.0.1:${llamaPort}/v1`, model: "tiny-llama", tier: "fast", context_window: 1024, tools: false },
+    ],
   }));
 
   const port = await freePort();
@@ -179,7 +195,7 @@ test("chat in the app", { timeout: 300_000 }, async (t) => {
     await (await byTest("chat-model-tier")).selectByAttribute("value", "balanced");
     await (await byTest("chat-model-key")).setValue(SECRET);
     await (await byTest("chat-model-save")).click();
-    await browser.waitUntil(async () => (await browser.$$('[data-testid="chat-model-row"]')).length === 2, { timeout: 10_000 });
+    await browser.waitUntil(async () => (await browser.$$('[data-testid="chat-model-row"]')).length === 3, { timeout: 10_000 });
     const rows = await texts('[data-testid="chat-model-row"]');
     assert.ok(rows.some((r) => r.includes("Scripted (remote)") && r.includes("key stored")), rows.join("\n"));
     await shot("chat-01-models");
@@ -196,9 +212,22 @@ test("chat in the app", { timeout: 300_000 }, async (t) => {
     await shot("chat-02-local");
     assert.equal(requests.length, 0, "a local chat sends nothing");
 
+    // 2b. A real OpenAI-compatible server on loopback: no consent asked (nothing leaves the
+    // machine), the answer streams and is recorded.
+    await waitForPort(llamaPort, 120_000);
+    await (await byTest("chat-new")).click();
+    await (await byTest("chat-model")).selectByAttribute("value", "llama-server");
+    await ask("how do we sign tokens?");
+    await browser.waitUntil(async () => (await messages()).length === 2, { timeout: 120_000, timeoutMsg: "the llama.cpp server's turn was not recorded" });
+    const served = await messages();
+    assert.notEqual(await (await byTest("chat-pick")).getValue(), "", "the picker names the open chat");
+    assert.match(served[0], /how do we sign tokens\?/);
+    assert.ok(served[1].replace(/^assistant/i, "").trim().length > 0, "the server answered");
+    await shot("chat-02b-llama-server");
+
     // 3. The remote model in a new chat: the consent preview comes first, and blocks.
-    await (await byTest("chat-pick")).selectByAttribute("value", "");
-    await (await byTest("chat-model")).selectByAttribute("value", "model-2");
+    await (await byTest("chat-new")).click();
+    await (await byTest("chat-model")).selectByAttribute("value", "model-3");
     await ask("where do we validate tokens?");
     const consent = await byTest("chat-consent");
     await consent.waitForDisplayed({ timeout: 30_000 });
