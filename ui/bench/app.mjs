@@ -294,7 +294,8 @@ async function freePort() {
   });
 }
 
-async function keystrokes(work, display, project, queries) {
+/** The app on `project` under tauri-driver, as WebdriverIO drives it; `close` ends both. */
+async function openApp(work, display, project) {
   const env = appEnv(work, display);
   const port = await freePort();
   const driver = spawn("tauri-driver", ["--port", String(port), "--native-port", String(await freePort())], {
@@ -317,6 +318,16 @@ async function keystrokes(work, display, project, queries) {
     logLevel: "error",
     capabilities: { "tauri:options": { application: app, args: [project] } },
   });
+  const close = async () => {
+    await browser.deleteSession().catch(() => {});
+    driver.kill("SIGTERM");
+    children.delete(driver);
+  };
+  return { browser, close };
+}
+
+async function keystrokes(work, display, project, queries) {
+  const { browser, close } = await openApp(work, display, project);
   try {
     const searchButton = await browser.$('button[data-view="search"]');
     await searchButton.waitForDisplayed({ timeout: 60_000 });
@@ -361,9 +372,7 @@ async function keystrokes(work, display, project, queries) {
     const timings = await browser.execute(() => window.__zbladeSearchTimings ?? []);
     return { timings, scroll };
   } finally {
-    await browser.deleteSession().catch(() => {});
-    driver.kill("SIGTERM");
-    children.delete(driver);
+    await close();
   }
 }
 
@@ -391,20 +400,7 @@ async function streamingModel() {
 
 /** Frames drawn while the answer streams into the 2,000-message chat. */
 async function chatStreaming(work, display, project) {
-  const env = appEnv(work, display);
-  const port = await freePort();
-  const driver = spawn("tauri-driver", ["--port", String(port), "--native-port", String(await freePort())], { env, stdio: "ignore" });
-  children.add(driver);
-  for (let i = 0; ; i++) {
-    const open = await new Promise((resolve) => {
-      const socket = net.connect(port, "127.0.0.1", () => (socket.end(), resolve(true)));
-      socket.on("error", () => resolve(false));
-    });
-    if (open) break;
-    if (i > 150) throw new Error("tauri-driver did not start");
-    await sleep(100);
-  }
-  const browser = await remote({ hostname: "127.0.0.1", port, logLevel: "error", capabilities: { "tauri:options": { application: app, args: [project] } } });
+  const { browser, close } = await openApp(work, display, project);
   try {
     const chatButton = await browser.$('button[data-view="chat"]');
     await chatButton.waitForDisplayed({ timeout: 60_000 });
@@ -430,18 +426,16 @@ async function chatStreaming(work, display, project) {
           streaming = true;
           last = now;
         } else if (streaming) {
-          return done({ intervals, chars: 0 });
+          return done({ intervals });
         }
-        if (intervals.length > 5000) return done({ intervals, chars: 0 });
+        if (intervals.length > 5000) return done({ intervals });
         requestAnimationFrame(step);
       };
       requestAnimationFrame(step);
     });
     return frames.intervals;
   } finally {
-    await browser.deleteSession().catch(() => {});
-    driver.kill("SIGTERM");
-    children.delete(driver);
+    await close();
   }
 }
 
