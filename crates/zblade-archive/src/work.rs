@@ -1,0 +1,1134 @@
+//! The archive's operations: setup, push, status, restore, forget, share and accept.
+//!
+//! Order is what makes each one safe to interrupt:
+//! - push: a batch's keys go into the vault before its parts are named, its parts are
+//!   journaled (with the exact bytes to send) before they are sent, and a part is marked sent
+//!   only after the backend took it; a killed push resumes by sending the journaled parts.
+//! - forget: recorded first; then the surviving files of the affected batches are archived
+//!   again under new keys, a tombstone is archived, and only then are the old keys removed
+//!   from the vault. A killed forget is finished by the next archive command.
+//! - restore: the passphrase is checked before anything is written; files go to a staging
+//!   folder that becomes `.zblade/` only at the end.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+use zblade_core::{Error, Result};
+
+use crate::backend::{Backend, Listed};
+use crate::crypto::{self, Key};
+use crate::format::{self, Envelope, GrantBody, GrantPart, Header, Item, Kind, PartHeader};
+use crate::journal::{BatchRow, ForgetRow, Journal};
+use crate::vault::{BackendSpec, Vault};
+use crate::{ALONE_OVER, BATCH_BYTES, Config, ITEMS_PER_BATCH, PART_BYTES, Retry, STATE_DIR};
+
+/// Reports progress: a stage name, items done, items in all.
+pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, usize);
+
+/// An open archive, unlocked with its master key.
+pub struct Archive {
+    zblade_dir: PathBuf,
+    config: Config,
+    vault: Vault,
+    master: Key,
+    backend: Box<dyn Backend>,
+    journal: Journal,
+}
+
+/// What `push` may do besides sending changes.
+#[derive(Debug, Clone, Default)]
+pub struct PushOptions {
+    /// Also archive a snapshot (every file, the index included) after the batches.
+    pub snapshot: bool,
+}
+
+/// What a push did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PushReport {
+    /// Batches made.
+    pub batches: usize,
+    /// Objects sent (a batch over 8 MiB is several).
+    pub objects: usize,
+    /// Files archived.
+    pub files: usize,
+    /// Deletions archived.
+    pub deleted: usize,
+    /// Sealed bytes sent.
+    pub bytes: u64,
+    /// Objects of an interrupted push sent now.
+    pub resumed: usize,
+    /// Interrupted forgets finished now.
+    pub forgets_finished: usize,
+    /// The snapshot's sequence number, when one was made.
+    pub snapshot: Option<u64>,
+    /// Milliseconds.
+    pub elapsed_ms: u64,
+}
+
+/// `archive status`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArchiveStatus {
+    /// The archive's id.
+    pub archive: String,
+    /// Where its objects are.
+    pub backend: String,
+    /// The vault file.
+    pub vault: PathBuf,
+    /// The key others share to.
+    pub share_key: String,
+    /// Files changed since the last push (to be archived).
+    pub pending_files: usize,
+    /// Objects made but not yet taken by the backend.
+    pub unsent: u64,
+    /// Objects taken, awaiting confirmation.
+    pub submitted: u64,
+    /// Objects confirmed (mined at least once; a directory's at once).
+    pub confirmed: u64,
+    /// Sealed bytes on the backend.
+    pub stored_bytes: u64,
+    /// Bytes of the pending files.
+    pub pending_bytes: u64,
+    /// What storing the pending bytes would cost, when the backend charges.
+    pub pending_cost: Option<String>,
+    /// What the stored bytes cost at today's price.
+    pub stored_cost: Option<String>,
+    /// Forgets interrupted and not yet finished.
+    pub unfinished_forgets: usize,
+    /// Set when the backend could not be asked (offline).
+    pub offline: Option<String>,
+}
+
+/// Something a restore could not do; the rest went on.
+#[derive(Debug, Clone, Serialize)]
+pub struct Problem {
+    /// The object (or batch) concerned.
+    pub object: String,
+    /// Its sequence number.
+    pub seq: u64,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// How to restore.
+pub struct RestoreOptions {
+    /// The vault file.
+    pub vault: PathBuf,
+    /// The folder to restore into (its `.zblade/` must not exist).
+    pub into: PathBuf,
+    /// The passphrase.
+    pub passphrase: String,
+    /// Another gateway than the vault's.
+    pub gateway: Option<String>,
+    /// The wallet, to keep pushing from the restored project.
+    pub wallet: Option<PathBuf>,
+    /// Start from the newest snapshot and replay only newer batches.
+    pub use_snapshot: bool,
+    /// How hard to try the backend.
+    pub retry: Retry,
+}
+
+/// What a restore did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RestoreReport {
+    /// Files written.
+    pub files: usize,
+    /// Batches replayed.
+    pub batches: usize,
+    /// The snapshot started from.
+    pub snapshot: Option<u64>,
+    /// Objects whose keys were destroyed on purpose (forgotten).
+    pub forgotten: usize,
+    /// What could not be restored.
+    pub problems: Vec<Problem>,
+    /// Sealed bytes fetched.
+    pub bytes: u64,
+    /// Milliseconds spent fetching and decrypting.
+    pub fetch_ms: u64,
+    /// Milliseconds in all.
+    pub elapsed_ms: u64,
+}
+
+/// What a forget did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ForgetReport {
+    /// Batches whose keys were destroyed.
+    pub destroyed_batches: usize,
+    /// Files of those batches archived again under new keys.
+    pub rearchived: usize,
+    /// The tombstone's sequence number.
+    pub tombstone: Option<u64>,
+}
+
+/// An item given to or received from another user.
+#[derive(Debug, Clone)]
+pub struct SharedItem {
+    /// `conversations/<id>.json` or `moments/<id>.json`.
+    pub name: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// A sealed part ready for the backend.
+struct SealedPart {
+    object: String,
+    envelope: Envelope,
+    sealed: Vec<u8>,
+}
+
+impl Archive {
+    /// Sets up a project's archive: a new vault (refused if one is already where it would
+    /// go) and `.zblade/archive/config.json`. For Arweave the wallet gives the owner address.
+    pub fn setup(
+        zblade_dir: &Path,
+        mut spec: BackendSpec,
+        vault_path: Option<PathBuf>,
+        wallet: Option<PathBuf>,
+        passphrase: &str,
+        retry: Retry,
+    ) -> Result<Archive> {
+        if let Some(existing) = Config::load(zblade_dir)? {
+            return Err(Error::Usage(format!(
+                "this project already has archive {} (vault {}); `zblade archive status` shows it",
+                existing.archive,
+                existing.vault.display()
+            )));
+        }
+        if let BackendSpec::Arweave { owner, .. } = &mut spec {
+            let path = wallet
+                .as_ref()
+                .ok_or_else(|| Error::Usage("an Arweave archive needs --wallet FILE (a JWK wallet)".into()))?;
+            *owner = crate::Wallet::load(path)?.address();
+        }
+        let (vault, master) = Vault::create(spec.clone(), passphrase)?;
+        let vault_path = vault_path.unwrap_or_else(|| crate::default_vault_path(&spec, &vault.archive));
+        if vault_path.exists() {
+            return Err(Error::Usage(format!(
+                "{} already holds an archive vault; choose another --vault (or restore from it with `zblade archive restore`)",
+                vault_path.display()
+            )));
+        }
+        let backend = crate::open_backend(&spec, wallet.as_deref(), None, retry)?;
+        vault.save(&vault_path)?;
+        let config = Config {
+            archive: vault.archive.clone(),
+            vault: absolute(&vault_path),
+            wallet: wallet.map(|w| absolute(&w)),
+            auto_push: false,
+        };
+        config.save(zblade_dir)?;
+        let journal = Journal::open(&zblade_dir.join(STATE_DIR).join("journal.db"))?;
+        Ok(Archive {
+            zblade_dir: zblade_dir.to_path_buf(),
+            config,
+            vault,
+            master,
+            backend,
+            journal,
+        })
+    }
+
+    /// Opens a project's archive with the passphrase; a wrong one is a clear error.
+    pub fn open(zblade_dir: &Path, passphrase: &str, retry: Retry) -> Result<Archive> {
+        let (config, vault) = load_config_and_vault(zblade_dir)?;
+        let master = vault.unlock(passphrase)?;
+        Archive::open_parts(zblade_dir, config, vault, master, retry)
+    }
+
+    /// Opens a project's archive with a master key kept elsewhere (the OS keyring).
+    pub fn open_with_master(zblade_dir: &Path, master: Key, retry: Retry) -> Result<Archive> {
+        let (config, vault) = load_config_and_vault(zblade_dir)?;
+        vault.check_master(&master)?;
+        Archive::open_parts(zblade_dir, config, vault, master, retry)
+    }
+
+    fn open_parts(zblade_dir: &Path, config: Config, vault: Vault, master: Key, retry: Retry) -> Result<Archive> {
+        let backend = crate::open_backend(&vault.backend, config.wallet.as_deref(), None, retry)?;
+        let journal = Journal::open(&zblade_dir.join(STATE_DIR).join("journal.db"))?;
+        Ok(Archive {
+            zblade_dir: zblade_dir.to_path_buf(),
+            config,
+            vault,
+            master,
+            backend,
+            journal,
+        })
+    }
+
+    /// The master key (to keep in the OS keyring).
+    pub fn master(&self) -> &Key {
+        &self.master
+    }
+
+    /// The archive's settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The archive's id.
+    pub fn id(&self) -> &str {
+        &self.vault.archive
+    }
+
+    /// Archives what changed since the last push; first sends what an interrupted push left
+    /// and finishes interrupted forgets.
+    pub fn push(&mut self, options: &PushOptions, progress: Progress) -> Result<PushReport> {
+        let started = Instant::now();
+        let mut report = PushReport {
+            resumed: self.resume_parts()?,
+            ..PushReport::default()
+        };
+        for forget in self.journal.unfinished_forgets()? {
+            self.finish_forget(&forget, progress)?;
+            report.forgets_finished += 1;
+        }
+        self.push_changes(&mut report, progress)?;
+        if options.snapshot {
+            report.snapshot = Some(self.snapshot(&mut report, progress)?);
+        }
+        report.elapsed_ms = started.elapsed().as_millis() as u64;
+        Ok(report)
+    }
+
+    /// Sends parts journaled but not known to be sent. The same prepared bytes go again, so
+    /// a transaction that did reach the gateway is not made twice.
+    fn resume_parts(&mut self) -> Result<usize> {
+        let pending = self.journal.pending_parts()?;
+        for part in &pending {
+            // Already there (the kill came after the backend took it, before the journal
+            // knew): nothing to send.
+            if self.backend.confirmations(&part.locator)?.is_some() {
+                self.journal.mark_submitted(&part.object)?;
+                continue;
+            }
+            self.backend.submit(&crate::backend::Prepared {
+                locator: part.locator.clone(),
+                payload: part.payload.clone(),
+            })?;
+            self.journal.mark_submitted(&part.object)?;
+        }
+        Ok(pending.len())
+    }
+
+    /// Files whose archived version differs from the one on disk: (path, Some(bytes)) to
+    /// archive, (path, None) for deletions; sorted by path.
+    fn changes(&self) -> Result<Vec<(String, Option<Vec<u8>>)>> {
+        let archived = self.journal.current()?;
+        let mut out = Vec::new();
+        let local = truth_files(&self.zblade_dir)?;
+        for (path, full) in &local {
+            let bytes = std::fs::read(full).map_err(|e| Error::io(full, e))?;
+            if archived.get(path).and_then(|s| s.as_deref()) != Some(format::sha256_hex(&bytes).as_str()) {
+                out.push((path.clone(), Some(bytes)));
+            }
+        }
+        for (path, state) in archived {
+            if state.is_some() && !local.contains_key(&path) {
+                out.push((path, None));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    fn push_changes(&mut self, report: &mut PushReport, progress: Progress) -> Result<()> {
+        let changes = self.changes()?;
+        let total = changes.len();
+        let mut batch: Vec<(Item, Vec<u8>)> = Vec::new();
+        let mut batch_bytes = 0usize;
+        let mut done = 0;
+        progress("push", 0, total);
+        for (path, bytes) in changes {
+            let (item, body) = match bytes {
+                Some(bytes) => (
+                    Item {
+                        path,
+                        sha256: format::sha256_hex(&bytes),
+                        len: bytes.len() as u64,
+                        deleted: false,
+                    },
+                    bytes,
+                ),
+                None => (
+                    Item {
+                        path,
+                        sha256: String::new(),
+                        len: 0,
+                        deleted: true,
+                    },
+                    Vec::new(),
+                ),
+            };
+            // Big files travel alone (seed 5.2); a batch closes at 50 items or 4 MiB.
+            let alone = item.len > ALONE_OVER;
+            if !batch.is_empty() && (alone || batch.len() >= ITEMS_PER_BATCH || batch_bytes + body.len() > BATCH_BYTES)
+            {
+                done += batch.len();
+                self.flush(std::mem::take(&mut batch), report)?;
+                batch_bytes = 0;
+                progress("push", done, total);
+            }
+            batch_bytes += body.len();
+            batch.push((item, body));
+            if alone {
+                done += 1;
+                self.flush(std::mem::take(&mut batch), report)?;
+                batch_bytes = 0;
+                progress("push", done, total);
+            }
+        }
+        if !batch.is_empty() {
+            done += batch.len();
+            self.flush(batch, report)?;
+            progress("push", done, total);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, batch: Vec<(Item, Vec<u8>)>, report: &mut PushReport) -> Result<()> {
+        let (items, bodies): (Vec<Item>, Vec<Vec<u8>>) = batch.into_iter().unzip();
+        report.files += items.iter().filter(|i| !i.deleted).count();
+        report.deleted += items.iter().filter(|i| i.deleted).count();
+        let header = Header {
+            items,
+            created_ms: now_ms(),
+            ..Header::default()
+        };
+        let (_, parts, bytes) = self.write_batch(Kind::Batch, header, &bodies)?;
+        report.batches += 1;
+        report.objects += parts;
+        report.bytes += bytes;
+        Ok(())
+    }
+
+    /// Seals and sends one batch: keys into the vault first, then the journal, then the
+    /// backend. Returns the batch row, its part count and the sealed bytes.
+    fn write_batch(&mut self, kind: Kind, header: Header, bodies: &[Vec<u8>]) -> Result<(BatchRow, usize, u64)> {
+        let seq = self.journal.next_seq()?;
+        let batch_id = crypto::random_id();
+        let refs: Vec<&[u8]> = bodies.iter().map(Vec::as_slice).collect();
+        let plain = format::encode(&header, &refs);
+        let slices: Vec<&[u8]> = plain.chunks(PART_BYTES).collect();
+        let mut sealed_parts = Vec::with_capacity(slices.len());
+        for (i, slice) in slices.iter().enumerate() {
+            let object = crypto::random_id();
+            let key = Key::generate();
+            let envelope = Envelope {
+                archive: self.vault.archive.clone(),
+                object: object.clone(),
+                kind,
+                seq,
+            };
+            let part = format::encode_part(
+                &PartHeader {
+                    batch: batch_id.clone(),
+                    part: i as u32,
+                    parts: slices.len() as u32,
+                },
+                slice,
+            );
+            let sealed = format::seal(&key, &envelope, &part);
+            self.vault.add_key(&self.master, &object, &key);
+            sealed_parts.push(SealedPart {
+                object,
+                envelope,
+                sealed,
+            });
+        }
+        // The keys are safe before anything is named or sent: an object never exists
+        // without its key.
+        self.vault.save(&self.config.vault)?;
+        let mut prepared = Vec::with_capacity(sealed_parts.len());
+        for part in &sealed_parts {
+            prepared.push((
+                part.object.clone(),
+                self.backend.prepare(&part.envelope, &part.sealed, None)?,
+            ));
+        }
+        let row = BatchRow {
+            id: batch_id,
+            seq,
+            kind,
+            parts: sealed_parts.iter().map(|p| p.object.clone()).collect(),
+        };
+        let bytes: u64 = sealed_parts.iter().map(|p| p.sealed.len() as u64).sum();
+        self.journal
+            .record_batch(&row, &header.items, &prepared, bytes, header.created_ms, false)?;
+        for (object, p) in &prepared {
+            self.backend.submit(p)?;
+            self.journal.mark_submitted(object)?;
+        }
+        Ok((row, prepared.len(), bytes))
+    }
+
+    /// Archives every file, the index included, as of the last batch.
+    fn snapshot(&mut self, report: &mut PushReport, progress: Progress) -> Result<u64> {
+        let as_of = self.journal.next_seq()?.saturating_sub(1);
+        let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+        for (path, full) in truth_files(&self.zblade_dir)? {
+            files.push((path, std::fs::read(&full).map_err(|e| Error::io(&full, e))?));
+        }
+        files.extend(index_files(&self.zblade_dir)?);
+        progress("snapshot", 0, files.len());
+        let items = files
+            .iter()
+            .map(|(path, bytes)| Item {
+                path: path.clone(),
+                sha256: format::sha256_hex(bytes),
+                len: bytes.len() as u64,
+                deleted: false,
+            })
+            .collect();
+        let header = Header {
+            items,
+            created_ms: now_ms(),
+            as_of_seq: Some(as_of),
+            ..Header::default()
+        };
+        let bodies: Vec<Vec<u8>> = files.into_iter().map(|(_, b)| b).collect();
+        let count = bodies.len();
+        let (row, parts, bytes) = self.write_batch(Kind::Snapshot, header, &bodies)?;
+        report.objects += parts;
+        report.bytes += bytes;
+        progress("snapshot", count, count);
+        Ok(row.seq)
+    }
+
+    /// Where the archive stands, without the passphrase; `refresh` asks the backend about
+    /// unconfirmed objects and prices (the network).
+    pub fn status(zblade_dir: &Path, refresh: bool, retry: Retry) -> Result<ArchiveStatus> {
+        let (config, vault) = load_config_and_vault(zblade_dir)?;
+        let journal = Journal::open(&zblade_dir.join(STATE_DIR).join("journal.db"))?;
+        let backend = crate::open_backend(&vault.backend, None, None, retry)?;
+        let mut offline = None;
+        if refresh {
+            for (object, locator) in journal.unconfirmed()? {
+                match backend.confirmations(&locator) {
+                    Ok(Some(n)) if n > 0 => journal.mark_confirmed(&object)?,
+                    Ok(_) => {}
+                    Err(e) => {
+                        offline = Some(e.to_string());
+                        break;
+                    }
+                }
+            }
+        }
+        let archived = journal.current()?;
+        let mut pending_files = 0;
+        let mut pending_bytes = 0;
+        let local = truth_files(zblade_dir)?;
+        for (path, full) in &local {
+            let bytes = std::fs::read(full).map_err(|e| Error::io(full, e))?;
+            if archived.get(path).and_then(|s| s.as_deref()) != Some(format::sha256_hex(&bytes).as_str()) {
+                pending_files += 1;
+                pending_bytes += bytes.len() as u64;
+            }
+        }
+        pending_files += archived
+            .iter()
+            .filter(|(p, s)| s.is_some() && !local.contains_key(*p))
+            .count();
+        let counts = journal.part_counts()?;
+        let count = |state: &str| counts.iter().find(|c| c.0 == state).map_or((0, 0), |c| (c.1, c.2));
+        let stored_bytes = count("submitted").1 + count("confirmed").1;
+        let (mut pending_cost, mut stored_cost) = (None, None);
+        if refresh && offline.is_none() {
+            match (backend.price(pending_bytes), backend.price(stored_bytes)) {
+                (Ok(p), Ok(s)) => (pending_cost, stored_cost) = (p, s),
+                (Err(e), _) | (_, Err(e)) => offline = Some(e.to_string()),
+            }
+        }
+        Ok(ArchiveStatus {
+            archive: vault.archive.clone(),
+            backend: backend.describe(),
+            vault: config.vault.clone(),
+            share_key: vault.share_public.clone(),
+            pending_files,
+            unsent: count("prepared").0,
+            submitted: count("submitted").0,
+            confirmed: count("confirmed").0,
+            stored_bytes,
+            pending_bytes,
+            pending_cost,
+            stored_cost,
+            unfinished_forgets: journal.unfinished_forgets()?.len(),
+            offline,
+        })
+    }
+
+    /// Forgets files for good: the other files of every batch holding them are archived
+    /// again under new keys, a tombstone is archived, then the batches' keys are destroyed
+    /// (and every snapshot's, which held them too). The files must already be gone from
+    /// `.zblade/` (the engine removes a conversation and rewrites its message packs first).
+    pub fn forget(&mut self, paths: &[String], progress: Progress) -> Result<ForgetReport> {
+        let local = truth_files(&self.zblade_dir)?;
+        if let Some(path) = paths.iter().find(|p| local.contains_key(*p)) {
+            return Err(Error::Usage(format!(
+                ".zblade/{path} still exists; it must be removed before its archived copies are forgotten"
+            )));
+        }
+        self.resume_parts()?;
+        for forget in self.journal.unfinished_forgets()? {
+            self.finish_forget(&forget, progress)?;
+        }
+        let batches = self.journal.batches_touching(paths)?;
+        let row = ForgetRow {
+            id: crypto::random_id(),
+            paths: paths.to_vec(),
+            batches: batches.iter().map(|b| b.id.clone()).collect(),
+            tombstone: None,
+        };
+        self.journal.begin_forget(&row)?;
+        self.finish_forget(&row, progress)
+    }
+
+    fn finish_forget(&mut self, row: &ForgetRow, progress: Progress) -> Result<ForgetReport> {
+        let batches: Vec<BatchRow> = row
+            .batches
+            .iter()
+            .filter_map(|id| self.journal.batch(id).transpose())
+            .collect::<Result<_>>()?;
+        // 1. What else those batches held is archived again, under new keys.
+        self.journal.drop_items_of(&row.batches)?;
+        let mut pushed = PushReport::default();
+        self.push_changes(&mut pushed, progress)?;
+        // 2. A tombstone says which objects are gone on purpose (a restore then says
+        //    "forgotten", not "missing key").
+        let mut tombstone = None;
+        if row.tombstone.is_none() {
+            let header = Header {
+                created_ms: now_ms(),
+                destroyed: batches.iter().flat_map(|b| b.parts.clone()).collect(),
+                ..Header::default()
+            };
+            let (written, _, _) = self.write_batch(Kind::Tombstone, header, &[])?;
+            self.journal.set_forget_tombstone(&row.id, &written.id)?;
+            tombstone = Some(written.seq);
+        }
+        // 3. The keys go.
+        for batch in &batches {
+            for part in &batch.parts {
+                self.vault.keys.remove(part);
+            }
+        }
+        self.vault.save(&self.config.vault)?;
+        self.journal.finish_forget(&row.id, &row.batches)?;
+        Ok(ForgetReport {
+            destroyed_batches: batches.len(),
+            rearchived: pushed.files,
+            tombstone,
+        })
+    }
+
+    /// Shares items with another user: they are archived as a batch of their own under a
+    /// fresh key, and a grant holding that key, sealed to the recipient's share key, is
+    /// published where the recipient's `archive accept` finds it.
+    pub fn share(&mut self, items: Vec<SharedItem>, to: &str) -> Result<(String, usize)> {
+        let recipient = crypto::parse_public(to)?;
+        for item in &items {
+            check_share_name(&item.name)?;
+        }
+        let count = items.len();
+        let header = Header {
+            items: items
+                .iter()
+                .map(|i| Item {
+                    path: i.name.clone(),
+                    sha256: format::sha256_hex(&i.bytes),
+                    len: i.bytes.len() as u64,
+                    deleted: false,
+                })
+                .collect(),
+            created_ms: now_ms(),
+            ..Header::default()
+        };
+        let bodies: Vec<Vec<u8>> = items.into_iter().map(|i| i.bytes).collect();
+        let (row, _, _) = self.write_batch(Kind::Share, header, &bodies)?;
+        let mut parts = Vec::new();
+        for object in &row.parts {
+            let key = self
+                .vault
+                .key(&self.master, object)?
+                .ok_or_else(|| Error::Usage(format!("the key of shared object {object} is missing")))?;
+            let locator = self.locator_of(object)?;
+            parts.push(GrantPart {
+                object: object.clone(),
+                seq: row.seq,
+                locator,
+                key: hex::encode(key.bytes()),
+            });
+        }
+        let body = GrantBody {
+            archive: self.vault.archive.clone(),
+            parts,
+            from: self.vault.share_public.clone(),
+        };
+        let sealed = crypto::seal_grant(&recipient, &serde_json::to_vec(&body).expect("json"))?;
+        let envelope = Envelope {
+            archive: self.vault.archive.clone(),
+            object: crypto::random_id(),
+            kind: Kind::Grant,
+            seq: 0,
+        };
+        let prepared = self
+            .backend
+            .prepare(&envelope, &sealed, Some(&crypto::fingerprint(&recipient)))?;
+        self.backend.submit(&prepared)?;
+        Ok((prepared.locator, count))
+    }
+
+    fn locator_of(&self, object: &str) -> Result<String> {
+        self.journal
+            .locator(object)?
+            .ok_or_else(|| Error::Usage(format!("object {object} is not in the journal")))
+    }
+
+    /// Receives what others shared with this archive's share key, from `from` (another
+    /// backend) or this archive's own. Grants already accepted are skipped.
+    pub fn accept(&mut self, from: Option<&dyn Backend>) -> Result<Vec<(String, Vec<SharedItem>)>> {
+        let backend = from.unwrap_or(self.backend.as_ref());
+        let identity = self.vault.share_identity(&self.master)?;
+        let public = crypto::parse_public(&identity.public_text())?;
+        let mut out = Vec::new();
+        for grant in backend.list_grants(&crypto::fingerprint(&public))? {
+            if self.journal.accepted(&grant.envelope.object)? {
+                continue;
+            }
+            let sealed = backend.fetch(&grant.locator)?;
+            // Grants to this fingerprint may be anyone's, and anyone can publish: one that
+            // does not open for this key is not for us.
+            let Some(plain) = identity.open_grant(&sealed) else {
+                continue;
+            };
+            let body: GrantBody = serde_json::from_slice(&plain)
+                .map_err(|e| Error::Untrusted(format!("grant {}: {e}", grant.locator)))?;
+            let mut slices = Vec::new();
+            for part in &body.parts {
+                let key = Key::from_bytes(&hex::decode(&part.key).unwrap_or_default())?;
+                let envelope = Envelope {
+                    archive: body.archive.clone(),
+                    object: part.object.clone(),
+                    kind: Kind::Share,
+                    seq: part.seq,
+                };
+                let bytes = backend.fetch(&part.locator)?;
+                let plain = format::open(&key, &envelope, &bytes)
+                    .ok_or_else(|| Error::Untrusted(format!("shared object {} does not open", part.object)))?;
+                slices.push(format::decode_part(&plain, &part.object)?);
+            }
+            let plain = join_parts(slices, &grant.locator)?;
+            let contents = format::decode(&plain, &grant.locator)?;
+            let mut items = Vec::new();
+            for (item, bytes) in contents.header.items.iter().zip(contents.bodies) {
+                check_share_name(&item.path)?;
+                items.push(SharedItem {
+                    name: item.path.clone(),
+                    bytes,
+                });
+            }
+            self.journal.mark_accepted(&grant.envelope.object)?;
+            out.push((body.from, items));
+        }
+        Ok(out)
+    }
+}
+
+fn load_config_and_vault(zblade_dir: &Path) -> Result<(Config, Vault)> {
+    let config = Config::load(zblade_dir)?
+        .ok_or_else(|| Error::NotInitialized("this project has no archive; `zblade archive setup` makes one".into()))?;
+    let vault = Vault::load(&config.vault)?;
+    if vault.archive != config.archive {
+        return Err(Error::Usage(format!(
+            "{} is the vault of archive {}, not of this project's archive {}",
+            config.vault.display(),
+            vault.archive,
+            config.archive
+        )));
+    }
+    Ok((config, vault))
+}
+
+/// Restores a project's `.zblade/` from its archive: from nothing but the vault, the backend
+/// and the passphrase. Files only; the caller rebuilds the index.
+pub fn restore(options: &RestoreOptions, progress: Progress) -> Result<RestoreReport> {
+    let started = Instant::now();
+    let target = options.into.join(".zblade");
+    if target.exists() {
+        return Err(Error::Usage(format!(
+            "{} already exists; restore into an empty folder",
+            target.display()
+        )));
+    }
+    let vault = Vault::load(&options.vault)?;
+    let master = vault.unlock(&options.passphrase)?;
+    let backend = crate::open_backend(
+        &vault.backend,
+        options.wallet.as_deref(),
+        options.gateway.as_deref(),
+        options.retry.clone(),
+    )?;
+    let listed = backend.list(&vault.archive)?;
+    let mut report = RestoreReport::default();
+
+    // Objects grouped by batch (one sequence number each).
+    let mut by_seq: BTreeMap<u64, Vec<&Listed>> = BTreeMap::new();
+    for object in &listed {
+        by_seq.entry(object.envelope.seq).or_default().push(object);
+    }
+    let listed_ids: HashSet<&str> = listed.iter().map(|l| l.envelope.object.as_str()).collect();
+
+    // Tombstones first: which keys were destroyed on purpose.
+    let mut destroyed: HashSet<String> = HashSet::new();
+    for objects in by_seq.values() {
+        if objects[0].envelope.kind != Kind::Tombstone {
+            continue;
+        }
+        if let Ok(Some((contents, _))) = read_batch(backend.as_ref(), &vault, &master, objects, &mut report) {
+            destroyed.extend(contents.header.destroyed);
+        }
+    }
+
+    let staging = options.into.join(".zblade.restoring");
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+    }
+    std::fs::create_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+    let mut applied: Vec<(BatchRow, Vec<Item>, Vec<(String, crate::backend::Prepared)>)> = Vec::new();
+
+    // The newest snapshot that opens whole, when asked.
+    let mut start_after = 0;
+    if options.use_snapshot {
+        let snapshots: Vec<&Vec<&Listed>> = by_seq
+            .values()
+            .filter(|o| o[0].envelope.kind == Kind::Snapshot)
+            .collect();
+        for objects in snapshots.into_iter().rev() {
+            if objects.iter().any(|o| !vault.keys.contains_key(&o.envelope.object)) {
+                continue;
+            }
+            if let Ok(Some((contents, _))) = read_batch(backend.as_ref(), &vault, &master, objects, &mut report) {
+                for (item, bytes) in contents.header.items.iter().zip(&contents.bodies) {
+                    format::check_path(&item.path, true)?;
+                    write_file(&staging, &item.path, bytes)?;
+                }
+                start_after = contents.header.as_of_seq.unwrap_or(0);
+                report.snapshot = Some(objects[0].envelope.seq);
+                break;
+            }
+        }
+    }
+
+    let batches: Vec<(&u64, &Vec<&Listed>)> = by_seq
+        .iter()
+        .filter(|(seq, o)| o[0].envelope.kind == Kind::Batch && **seq > start_after)
+        .collect();
+    let total = batches.len();
+    for (done, (seq, objects)) in batches.into_iter().enumerate() {
+        progress("restore", done, total);
+        let keyless: Vec<&&Listed> = objects
+            .iter()
+            .filter(|o| !vault.keys.contains_key(&o.envelope.object))
+            .collect();
+        if !keyless.is_empty() {
+            if keyless.iter().all(|o| destroyed.contains(&o.envelope.object)) {
+                report.forgotten += 1;
+            } else {
+                report.problems.push(Problem {
+                    object: keyless[0].envelope.object.clone(),
+                    seq: *seq,
+                    message: "no key in the vault for this batch (not a forgotten one): it cannot be read".into(),
+                });
+            }
+            continue;
+        }
+        let Some((contents, batch_id)) = read_batch(backend.as_ref(), &vault, &master, objects, &mut report)? else {
+            continue;
+        };
+        let mut ok = true;
+        for item in &contents.header.items {
+            if let Err(e) = format::check_path(&item.path, false) {
+                report.problems.push(Problem {
+                    object: objects[0].envelope.object.clone(),
+                    seq: *seq,
+                    message: e.to_string(),
+                });
+                ok = false;
+            }
+        }
+        if !ok {
+            continue;
+        }
+        for (item, bytes) in contents.header.items.iter().zip(&contents.bodies) {
+            if item.deleted {
+                let path = staging.join(&item.path);
+                if path.exists() {
+                    std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
+                }
+            } else {
+                write_file(&staging, &item.path, bytes)?;
+            }
+        }
+        report.batches += 1;
+        let prepared = objects
+            .iter()
+            .map(|o| {
+                (
+                    o.envelope.object.clone(),
+                    crate::backend::Prepared {
+                        locator: o.locator.clone(),
+                        payload: Vec::new(),
+                    },
+                )
+            })
+            .collect();
+        applied.push((
+            BatchRow {
+                id: batch_id,
+                seq: *seq,
+                kind: Kind::Batch,
+                parts: objects.iter().map(|o| o.envelope.object.clone()).collect(),
+            },
+            contents.header.items,
+            prepared,
+        ));
+    }
+    progress("restore", total, total);
+    report.fetch_ms = started.elapsed().as_millis() as u64;
+
+    // Keys the vault holds whose objects the backend does not list: missing.
+    for object in vault.keys.keys() {
+        if !listed_ids.contains(object.as_str()) {
+            report.problems.push(Problem {
+                object: object.clone(),
+                seq: 0,
+                message: format!(
+                    "in the vault but not on {} (missing, or not yet visible)",
+                    backend.describe()
+                ),
+            });
+        }
+    }
+
+    report.files = count_files(&staging)?;
+    std::fs::rename(&staging, &target).map_err(|e| Error::io(&target, e))?;
+    // The restored project keeps pushing to the same archive, incrementally.
+    let config = Config {
+        archive: vault.archive.clone(),
+        vault: absolute(&options.vault),
+        wallet: options.wallet.as_ref().map(|w| absolute(w)),
+        auto_push: false,
+    };
+    config.save(&target)?;
+    let mut journal = Journal::open(&target.join(STATE_DIR).join("journal.db"))?;
+    for (row, items, prepared) in &applied {
+        journal.record_batch(row, items, prepared, 0, 0, true)?;
+    }
+    if let Some(max) = by_seq.keys().next_back() {
+        journal.reserve_seq_above(*max, Kind::Batch)?;
+    }
+    report.elapsed_ms = started.elapsed().as_millis() as u64;
+    Ok(report)
+}
+
+/// Fetches, decrypts and joins a batch's parts. A part that cannot be fetched or opened is a
+/// problem named in the report (and `Ok(None)`), not an error: the rest restores.
+fn read_batch(
+    backend: &dyn Backend,
+    vault: &Vault,
+    master: &Key,
+    objects: &[&Listed],
+    report: &mut RestoreReport,
+) -> Result<Option<(format::Contents, String)>> {
+    let seq = objects[0].envelope.seq;
+    let mut slices = Vec::new();
+    for object in objects {
+        let id = &object.envelope.object;
+        let problem = |message: String| Problem {
+            object: id.clone(),
+            seq,
+            message,
+        };
+        let Some(key) = vault.key(master, id)? else {
+            report.problems.push(problem("no key in the vault".into()));
+            return Ok(None);
+        };
+        let sealed = match backend.fetch(&object.locator) {
+            Ok(sealed) => sealed,
+            Err(e) => {
+                report
+                    .problems
+                    .push(problem(format!("could not be fetched from {}: {e}", object.locator)));
+                return Ok(None);
+            }
+        };
+        report.bytes += sealed.len() as u64;
+        let Some(plain) = format::open(&key, &object.envelope, &sealed) else {
+            report.problems.push(problem(format!(
+                "{} ({}) does not decrypt: damaged or changed",
+                object.locator,
+                object.envelope.kind.as_str()
+            )));
+            return Ok(None);
+        };
+        match format::decode_part(&plain, id) {
+            Ok(slice) => slices.push(slice),
+            Err(e) => {
+                report.problems.push(problem(e.to_string()));
+                return Ok(None);
+            }
+        }
+    }
+    let batch_id = slices[0].0.batch.clone();
+    let plain = match join_parts(slices, &objects[0].envelope.object) {
+        Ok(plain) => plain,
+        Err(e) => {
+            report.problems.push(Problem {
+                object: objects[0].envelope.object.clone(),
+                seq,
+                message: e.to_string(),
+            });
+            return Ok(None);
+        }
+    };
+    match format::decode(&plain, &format!("batch {seq}")) {
+        Ok(contents) => Ok(Some((contents, batch_id))),
+        Err(e) => {
+            report.problems.push(Problem {
+                object: objects[0].envelope.object.clone(),
+                seq,
+                message: e.to_string(),
+            });
+            Ok(None)
+        }
+    }
+}
+
+/// Puts a batch's parts back together: one batch, every part once, in order.
+fn join_parts(mut slices: Vec<(PartHeader, Vec<u8>)>, what: &str) -> Result<Vec<u8>> {
+    slices.sort_by_key(|(h, _)| h.part);
+    let parts = slices.first().map_or(0, |(h, _)| h.parts);
+    let whole = slices.len() as u32 == parts
+        && slices
+            .iter()
+            .enumerate()
+            .all(|(i, (h, _))| h.part == i as u32 && h.parts == parts && h.batch == slices[0].0.batch);
+    if !whole {
+        return Err(Error::Untrusted(format!(
+            "{what}: {} of {parts} parts, or parts of different batches",
+            slices.len()
+        )));
+    }
+    Ok(slices.into_iter().flat_map(|(_, s)| s).collect())
+}
+
+fn write_file(root: &Path, relative: &str, bytes: &[u8]) -> Result<()> {
+    let path = root.join(relative);
+    let dir = path.parent().expect("a relative path under root");
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))
+}
+
+fn count_files(dir: &Path) -> Result<usize> {
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        if entry.file_type().map_err(|e| Error::io(dir, e))?.is_dir() {
+            n += count_files(&entry.path())?;
+        } else {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Share item names: `conversations/<id>.json` or `moments/<id>.json`, ids by the local rules.
+fn check_share_name(name: &str) -> Result<()> {
+    let ok = name
+        .split_once('/')
+        .filter(|(dir, _)| matches!(*dir, "conversations" | "moments"))
+        .and_then(|(_, file)| file.strip_suffix(".json"))
+        .is_some_and(|id| {
+            !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Untrusted(format!("shared item name {name:?} refused")))
+    }
+}
+
+/// The files that are a project's truth: `instructions.md`, `config/settings.json` and
+/// everything under `artifacts/` (temporary files of interrupted writes left out), by
+/// path relative to `.zblade/`.
+pub fn truth_files(zblade_dir: &Path) -> Result<BTreeMap<String, PathBuf>> {
+    let mut out = BTreeMap::new();
+    for single in ["instructions.md", "config/settings.json"] {
+        let path = zblade_dir.join(single);
+        if path.is_file() {
+            out.insert(single.to_string(), path);
+        }
+    }
+    walk(&zblade_dir.join("artifacts"), "artifacts", &mut out)?;
+    Ok(out)
+}
+
+fn walk(dir: &Path, relative: &str, out: &mut BTreeMap<String, PathBuf>) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.contains(zblade_core::fsio::TEMP_MARKER) {
+            continue;
+        }
+        let kind = entry.file_type().map_err(|e| Error::io(dir, e))?;
+        let path = format!("{relative}/{name}");
+        if kind.is_dir() {
+            walk(&entry.path(), &path, out)?;
+        } else if kind.is_file() {
+            out.insert(path, entry.path());
+        }
+    }
+    Ok(())
+}
+
+/// The index for a snapshot: the catalog copied consistently with SQLite's `VACUUM INTO`
+/// (a plain copy could miss what sits in the write-ahead log), and the vector table's files.
+fn index_files(zblade_dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut out = Vec::new();
+    let database = zblade_dir.join("index").join("conversations.db");
+    if database.is_file() {
+        let tmp = zblade_dir
+            .join(STATE_DIR)
+            .join(format!("snapshot-{}.db", crypto::random_id()));
+        let result = (|| {
+            let db = rusqlite::Connection::open(&database)
+                .map_err(|e| Error::Usage(format!("{}: {e}", database.display())))?;
+            db.execute("VACUUM INTO ?1", [tmp.to_string_lossy()])
+                .map_err(|e| Error::Usage(format!("copying {} for a snapshot: {e}", database.display())))?;
+            std::fs::read(&tmp).map_err(|e| Error::io(&tmp, e))
+        })();
+        let _ = std::fs::remove_file(&tmp);
+        out.push(("index/conversations.db".to_string(), result?));
+    }
+    let mut vectors = BTreeMap::new();
+    walk(&zblade_dir.join("index").join("vectors"), "index/vectors", &mut vectors)?;
+    for (path, full) in vectors {
+        out.push((path, std::fs::read(&full).map_err(|e| Error::io(&full, e))?));
+    }
+    Ok(out)
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
