@@ -23,3 +23,8 @@ if [ -z "${ZBLADE_MCP_CLIENTS:-}" ]; then
   ZBLADE_MCP_CLIENTS="$HOME/.cache/zblade-npm/mcp-clients-$(sha256sum "$ZBLADE_ROOT/tests/mcp/package-lock.json" | cut -c1-16)"
   export ZBLADE_MCP_CLIENTS
 fi
+# The archive's test gateway from npm (arlocal) and the reference Arweave client (arweave-js).
+if [ -z "${ZBLADE_ARCHIVE_CLIENTS:-}" ]; then
+  ZBLADE_ARCHIVE_CLIENTS="$HOME/.cache/zblade-npm/archive-clients-$(sha256sum "$ZBLADE_ROOT/tests/archive/package-lock.json" | cut -c1-16)"
+  export ZBLADE_ARCHIVE_CLIENTS
+fi

@@ -95,6 +95,14 @@ if [ ! -x "$ZBLADE_MCP_CLIENTS/node_modules/.bin/conformance" ]; then
   cp "$ZBLADE_ROOT/tests/mcp/package.json" "$ZBLADE_ROOT/tests/mcp/package-lock.json" "$ZBLADE_MCP_CLIENTS/"
   (cd "$ZBLADE_MCP_CLIENTS" && npm install --no-audit --no-fund --loglevel=error)
 fi
+# ... and the archive's: arlocal (a local Arweave gateway) and arweave-js, which checks zblade's
+# transactions (the package.json says why avsc is overridden).
+if [ ! -x "$ZBLADE_ARCHIVE_CLIENTS/node_modules/.bin/arlocal" ]; then
+  echo "setup: installing arlocal and arweave-js (npm)" >&2
+  mkdir -p "$ZBLADE_ARCHIVE_CLIENTS"
+  cp "$ZBLADE_ROOT/tests/archive/package.json" "$ZBLADE_ROOT/tests/archive/package-lock.json" "$ZBLADE_ARCHIVE_CLIENTS/"
+  (cd "$ZBLADE_ARCHIVE_CLIENTS" && npm install --no-audit --no-fund --loglevel=error)
+fi
 
 # The model proxy's test clients, written by others (the official openai and anthropic clients),
 # and its real upstream: llama-cpp-python's OpenAI-compatible server, which pip builds from

@@ -2,6 +2,7 @@
 //! of the engine, LanceDB and llama.cpp instead of one per file. Each module is one story;
 //! run one with `cargo test --workspace … integration -- MODULE::`.
 
+mod archive;
 mod code_search;
 mod compressor;
 mod context;

@@ -364,6 +364,17 @@ impl Journal {
         Ok(out)
     }
 
+    /// Notes which batches a forget destroys (decided on its first try).
+    pub fn set_forget_batches(&self, forget: &str, batches: &[String]) -> Result<()> {
+        self.db
+            .execute(
+                "UPDATE forgets SET batches = ?2 WHERE id = ?1",
+                params![forget, serde_json::to_string(batches).expect("json")],
+            )
+            .map_err(db_error)?;
+        Ok(())
+    }
+
     /// Notes the tombstone a forget made.
     pub fn set_forget_tombstone(&self, forget: &str, tombstone: &str) -> Result<()> {
         self.db

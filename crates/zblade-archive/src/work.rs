@@ -59,8 +59,6 @@ pub struct PushReport {
     pub bytes: u64,
     /// Objects of an interrupted push sent now.
     pub resumed: usize,
-    /// Interrupted forgets finished now.
-    pub forgets_finished: usize,
     /// The snapshot's sequence number, when one was made.
     pub snapshot: Option<u64>,
     /// Milliseconds.
@@ -271,18 +269,15 @@ impl Archive {
         &self.vault.archive
     }
 
-    /// Archives what changed since the last push; first sends what an interrupted push left
-    /// and finishes interrupted forgets.
+    /// Archives what changed since the last push; first sends what an interrupted push left.
+    /// (Interrupted forgets are finished by [`Archive::finish_forgets`], after the engine has
+    /// removed what they forget.)
     pub fn push(&mut self, options: &PushOptions, progress: Progress) -> Result<PushReport> {
         let started = Instant::now();
         let mut report = PushReport {
             resumed: self.resume_parts()?,
             ..PushReport::default()
         };
-        for forget in self.journal.unfinished_forgets()? {
-            self.finish_forget(&forget, progress)?;
-            report.forgets_finished += 1;
-        }
         self.push_changes(&mut report, progress)?;
         if options.snapshot {
             report.snapshot = Some(self.snapshot(&mut report, progress)?);
@@ -557,10 +552,8 @@ impl Archive {
         })
     }
 
-    /// Forgets files for good: the other files of every batch holding them are archived
-    /// again under new keys, a tombstone is archived, then the batches' keys are destroyed
-    /// (and every snapshot's, which held them too). The files must already be gone from
-    /// `.zblade/` (the engine removes a conversation and rewrites its message packs first).
+    /// Forgets files for good: [`Archive::begin_forget`] then [`Archive::finish_forgets`].
+    /// The files must already be gone from `.zblade/`.
     pub fn forget(&mut self, paths: &[String], progress: Progress) -> Result<ForgetReport> {
         let local = truth_files(&self.zblade_dir)?;
         if let Some(path) = paths.iter().find(|p| local.contains_key(*p)) {
@@ -568,35 +561,70 @@ impl Archive {
                 ".zblade/{path} still exists; it must be removed before its archived copies are forgotten"
             )));
         }
-        self.resume_parts()?;
-        for forget in self.journal.unfinished_forgets()? {
-            self.finish_forget(&forget, progress)?;
-        }
-        let batches = self.journal.batches_touching(paths)?;
-        let row = ForgetRow {
+        self.begin_forget(paths)?;
+        self.finish_forgets(progress)
+    }
+
+    /// Records that `paths` are to be forgotten, before anything is removed: an interrupted
+    /// forget is found again and finished.
+    pub fn begin_forget(&mut self, paths: &[String]) -> Result<()> {
+        self.journal.begin_forget(&ForgetRow {
             id: crypto::random_id(),
             paths: paths.to_vec(),
-            batches: batches.iter().map(|b| b.id.clone()).collect(),
+            batches: Vec::new(),
             tombstone: None,
-        };
-        self.journal.begin_forget(&row)?;
-        self.finish_forget(&row, progress)
+        })
+    }
+
+    /// Forgets recorded and not finished (the engine removes their conversations before
+    /// [`Archive::finish_forgets`]).
+    pub fn unfinished_forgets(&self) -> Result<Vec<ForgetRow>> {
+        self.journal.unfinished_forgets()
+    }
+
+    /// Finishes every recorded forget: the other files of every batch holding a forgotten
+    /// one are archived again under new keys, a tombstone is archived, then the batches'
+    /// keys are destroyed (every snapshot's too: they held the files). A recorded path still
+    /// present in `.zblade/` (a message pack another conversation still uses) is kept.
+    pub fn finish_forgets(&mut self, progress: Progress) -> Result<ForgetReport> {
+        self.resume_parts()?;
+        let mut total = ForgetReport::default();
+        for row in self.journal.unfinished_forgets()? {
+            let report = self.finish_forget(&row, progress)?;
+            total.destroyed_batches += report.destroyed_batches;
+            total.rearchived += report.rearchived;
+            total.tombstone = report.tombstone.or(total.tombstone);
+        }
+        Ok(total)
     }
 
     fn finish_forget(&mut self, row: &ForgetRow, progress: Progress) -> Result<ForgetReport> {
-        let batches: Vec<BatchRow> = row
-            .batches
+        // Which batches: decided once (the first try), kept in the journal for a resume.
+        let batch_ids = if row.batches.is_empty() {
+            let local = truth_files(&self.zblade_dir)?;
+            let gone: Vec<String> = row.paths.iter().filter(|p| !local.contains_key(*p)).cloned().collect();
+            let ids: Vec<String> = if gone.is_empty() {
+                Vec::new()
+            } else {
+                self.journal.batches_touching(&gone)?.into_iter().map(|b| b.id).collect()
+            };
+            self.journal.set_forget_batches(&row.id, &ids)?;
+            ids
+        } else {
+            row.batches.clone()
+        };
+        let batches: Vec<BatchRow> = batch_ids
             .iter()
             .filter_map(|id| self.journal.batch(id).transpose())
             .collect::<Result<_>>()?;
         // 1. What else those batches held is archived again, under new keys.
-        self.journal.drop_items_of(&row.batches)?;
+        self.journal.drop_items_of(&batch_ids)?;
         let mut pushed = PushReport::default();
         self.push_changes(&mut pushed, progress)?;
         // 2. A tombstone says which objects are gone on purpose (a restore then says
         //    "forgotten", not "missing key").
         let mut tombstone = None;
-        if row.tombstone.is_none() {
+        if row.tombstone.is_none() && !batches.is_empty() {
             let header = Header {
                 created_ms: now_ms(),
                 destroyed: batches.iter().flat_map(|b| b.parts.clone()).collect(),
@@ -613,7 +641,7 @@ impl Archive {
             }
         }
         self.vault.save(&self.config.vault)?;
-        self.journal.finish_forget(&row.id, &row.batches)?;
+        self.journal.finish_forget(&row.id, &batch_ids)?;
         Ok(ForgetReport {
             destroyed_batches: batches.len(),
             rearchived: pushed.files,

@@ -111,6 +111,12 @@ pub enum Command {
     /// interruption (even kill -9) run the same command again.
     #[command(subcommand)]
     Migrate(MigrateCommand),
+    /// The permanent archive: the project's memory encrypted (AES-256-GCM, a fresh key per
+    /// batch, keys wrapped by a master key from your passphrase) on Arweave or in a directory;
+    /// restore it anywhere from the vault and the passphrase, forget for good by destroying
+    /// keys, share with another user. Off until `zblade archive setup`. See docs/ARCHIVE.md.
+    #[command(subcommand)]
+    Archive(ArchiveCommand),
     /// Local mode with storage.sync_metadata on: send the titles, tags and message counts of
     /// this project's conversations and moments (never their content) to storage.server_url.
     SyncMetadata {
@@ -449,6 +455,128 @@ pub enum HookEvent {
     Prompt,
     /// The agent finished a turn: import it.
     Stop,
+}
+
+/// How the archive's passphrase is given: ZBLADE_ARCHIVE_PASSPHRASE, the first line of
+/// standard input (--passphrase-stdin), or typed at the terminal (not echoed).
+#[derive(Debug, clap::Args)]
+pub struct PassphraseArgs {
+    /// Read the passphrase from the first line of standard input.
+    #[arg(long)]
+    pub passphrase_stdin: bool,
+    /// Allow the network for this command when the gateway is on another machine (settings
+    /// are not changed; privacy.allow_network allows it always).
+    #[arg(long)]
+    pub allow_network: bool,
+}
+
+/// `zblade archive …`
+#[derive(Debug, Subcommand)]
+pub enum ArchiveCommand {
+    /// Set up this project's archive: a directory (--dir, an external disk or synced folder)
+    /// or Arweave (--arweave GATEWAY --wallet JWK). Creates the vault (the keys; inside the
+    /// directory, or for Arweave under ~/.local/share/zblade/archive/<id>/ unless --vault):
+    /// keep it safe, restores need it.
+    Setup {
+        /// Keep batches in this directory.
+        #[arg(long, value_name = "DIR", conflicts_with = "arweave")]
+        dir: Option<PathBuf>,
+        /// Keep batches on Arweave through this gateway (https://arweave.net, or arlocal's
+        /// http://127.0.0.1:1984).
+        #[arg(long, value_name = "URL")]
+        arweave: Option<String>,
+        /// The Arweave wallet (JWK file) that signs and pays.
+        #[arg(long, value_name = "FILE")]
+        wallet: Option<PathBuf>,
+        /// Where to keep the vault.
+        #[arg(long, value_name = "FILE")]
+        vault: Option<PathBuf>,
+        #[command(flatten)]
+        passphrase: PassphraseArgs,
+    },
+    /// Where the archive stands: files waiting, objects sent and confirmed, bytes stored, the
+    /// cost of what is waiting (Arweave), and the share key others send to. No passphrase.
+    Status {
+        /// Do not ask the backend (no confirmations, no prices).
+        #[arg(long)]
+        offline: bool,
+        /// Allow the network for this command.
+        #[arg(long)]
+        allow_network: bool,
+    },
+    /// Archive what changed since the last push (incremental; an interrupted push, even by
+    /// kill -9, is finished without sending anything twice).
+    Push {
+        /// Also archive a snapshot (every file and the index), so restores can start from it.
+        #[arg(long)]
+        snapshot: bool,
+        #[command(flatten)]
+        passphrase: PassphraseArgs,
+    },
+    /// Rebuild a project's .zblade/ from its archive into DIR: every file byte for byte, then
+    /// the index and the vectors. Needs the vault and the passphrase, nothing else.
+    Restore {
+        /// The folder to restore into (its .zblade/ must not exist).
+        #[arg(long, value_name = "DIR")]
+        into: PathBuf,
+        /// The vault (default: DIR/vault.json with --from, else the only vault under
+        /// ~/.local/share/zblade/archive/).
+        #[arg(long, value_name = "FILE")]
+        vault: Option<PathBuf>,
+        /// A directory archive to restore from (its vault.json is used).
+        #[arg(long, value_name = "DIR")]
+        from: Option<PathBuf>,
+        /// Read through another gateway than the one the vault names.
+        #[arg(long, value_name = "URL")]
+        gateway: Option<String>,
+        /// The wallet, so the restored project can keep pushing.
+        #[arg(long, value_name = "FILE")]
+        wallet: Option<PathBuf>,
+        /// Start from the newest snapshot and replay only the batches after it.
+        #[arg(long)]
+        snapshot: bool,
+        /// Restore the files only; do not rebuild the index and vectors.
+        #[arg(long)]
+        no_index: bool,
+        #[command(flatten)]
+        passphrase: PassphraseArgs,
+    },
+    /// Forget conversations for good: removed here, the rest of every batch that held them
+    /// archived again under new keys, then those batches' keys destroyed (and a tombstone
+    /// archived). The ciphertext stays on Arweave; nobody can read it any more, you included.
+    Forget {
+        /// Conversation ids (conv_…; documents are conversations).
+        #[arg(required = true)]
+        ids: Vec<String>,
+        /// Do not ask.
+        #[arg(long, short = 'y')]
+        yes: bool,
+        #[command(flatten)]
+        passphrase: PassphraseArgs,
+    },
+    /// Share conversations with another zblade user: archived under a fresh key, and a grant
+    /// sealed to their share key (`zblade archive status` prints it on their side).
+    Share {
+        /// Conversation ids.
+        #[arg(required = true)]
+        ids: Vec<String>,
+        /// The recipient's share key (zbpk1…).
+        #[arg(long, value_name = "KEY")]
+        to: String,
+        #[command(flatten)]
+        passphrase: PassphraseArgs,
+    },
+    /// Add the conversations others shared with this archive's share key.
+    Accept {
+        /// Look for grants in this directory archive (default: this archive's backend).
+        #[arg(long, value_name = "DIR", conflicts_with = "gateway")]
+        from: Option<PathBuf>,
+        /// Look for grants through this Arweave gateway.
+        #[arg(long, value_name = "URL")]
+        gateway: Option<String>,
+        #[command(flatten)]
+        passphrase: PassphraseArgs,
+    },
 }
 
 /// Where a migration goes and how it asks.

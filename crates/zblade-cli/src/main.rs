@@ -95,6 +95,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Moments(command) => commands::moments::run(cx, command)?,
         Command::SyncMetadata { token } => commands::sync_metadata::run(cx, token)?,
         Command::Migrate(command) => commands::migrate::run(cx, command)?,
+        Command::Archive(command) => return commands::archive::run(cx, command),
         Command::Models(command) => commands::models::run(cx, command)?,
         Command::Summarize { conversation, force } => commands::summarize::run(cx, conversation.as_deref(), force)?,
         Command::Compressor(command) => commands::compressor::run(cx, command)?,

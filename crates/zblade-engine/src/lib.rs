@@ -15,6 +15,7 @@
 //! assert_eq!(hits[0].hit.conversation_id.as_deref(), Some(added.id.as_str()));
 //! ```
 
+mod archive;
 mod code;
 mod codeblocks;
 mod compressor;
@@ -45,6 +46,7 @@ mod time;
 pub mod warm;
 mod watch;
 
+pub use archive::check_archive_network;
 pub use code::{CodeIndexReport, chunk_rows, line_window_rows};
 pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus, gguf_dir};
 pub use context::{ContextRequest, ContextResult, ContextTimings, DEFAULT_BUDGET, MAX_QUERY_CHARS, RECENT_WINDOW};

@@ -3,6 +3,7 @@
 //! `render.rs`, so a command file reads as "what this command does".
 
 pub(crate) mod add;
+pub(crate) mod archive;
 pub(crate) mod chat;
 pub(crate) mod compressor;
 pub(crate) mod context;

@@ -1,0 +1,451 @@
+//! `zblade archive …`: the permanent archive (docs/ARCHIVE.md). Each subcommand opens the
+//! archive (zblade-archive) and, where conversations are concerned, the project (the engine);
+//! what is printed is a summary, or with `--json` the report itself.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use zblade_archive::{Archive, BackendSpec, Config, DirBackend, PushOptions, RestoreOptions, Retry, Vault};
+use zblade_engine::{Error, Project, check_archive_network};
+
+use super::Ctx;
+use crate::cli::{ArchiveCommand, PassphraseArgs};
+
+pub(crate) fn run(cx: &mut Ctx, command: ArchiveCommand) -> Result<ExitCode, Error> {
+    let code = match command {
+        ArchiveCommand::Setup {
+            dir,
+            arweave,
+            wallet,
+            vault,
+            passphrase,
+        } => setup(cx, dir, arweave, wallet, vault, &passphrase)?,
+        ArchiveCommand::Status { offline, allow_network } => status(cx, offline, allow_network)?,
+        ArchiveCommand::Push { snapshot, passphrase } => push(cx, snapshot, &passphrase)?,
+        ArchiveCommand::Restore {
+            into,
+            vault,
+            from,
+            gateway,
+            wallet,
+            snapshot,
+            no_index,
+            passphrase,
+        } => restore(cx, into, vault, from, gateway, wallet, snapshot, no_index, &passphrase)?,
+        ArchiveCommand::Forget { ids, yes, passphrase } => forget(cx, &ids, yes, &passphrase)?,
+        ArchiveCommand::Share { ids, to, passphrase } => share(cx, &ids, &to, &passphrase)?,
+        ArchiveCommand::Accept {
+            from,
+            gateway,
+            passphrase,
+        } => accept(cx, from, gateway, &passphrase)?,
+    };
+    cx.out.writer().flush().map_err(|e| Error::io("<stdout>", e))?;
+    Ok(code)
+}
+
+/// The passphrase: ZBLADE_ARCHIVE_PASSPHRASE, the first line of standard input, or typed at
+/// the terminal without echo (twice when `confirm`).
+fn passphrase(args: &PassphraseArgs, confirm: bool) -> Result<String, Error> {
+    if let Ok(value) = std::env::var("ZBLADE_ARCHIVE_PASSPHRASE")
+        && !value.is_empty()
+    {
+        return Ok(value);
+    }
+    if args.passphrase_stdin || !std::io::stdin().is_terminal() {
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .map_err(|e| Error::Usage(format!("reading the passphrase from standard input: {e}")))?;
+        let line = line.trim_end_matches(['\n', '\r']).to_string();
+        if line.is_empty() {
+            return Err(Error::Usage(
+                "no passphrase: set ZBLADE_ARCHIVE_PASSPHRASE, pass it on standard input, or run in a terminal".into(),
+            ));
+        }
+        return Ok(line);
+    }
+    let first = read_hidden("Archive passphrase: ")?;
+    if confirm && read_hidden("Again: ")? != first {
+        return Err(Error::Usage("the two passphrases differ; nothing was set up".into()));
+    }
+    Ok(first)
+}
+
+/// Reads a line from the terminal with echo off (`stty -echo`), restoring it afterwards.
+fn read_hidden(prompt: &str) -> Result<String, Error> {
+    eprint!("{prompt}");
+    let _ = std::io::stderr().flush();
+    let stty = |arg: &str| {
+        std::process::Command::new("stty")
+            .arg(arg)
+            .stdin(std::process::Stdio::inherit())
+            .status()
+    };
+    let hidden = stty("-echo").is_ok_and(|s| s.success());
+    let mut line = String::new();
+    let read = std::io::stdin().lock().read_line(&mut line);
+    if hidden {
+        let _ = stty("echo");
+        eprintln!();
+    }
+    read.map_err(|e| Error::Usage(format!("reading the passphrase: {e}")))?;
+    Ok(line.trim_end_matches(['\n', '\r']).to_string())
+}
+
+fn zblade_dir(cx: &Ctx) -> Result<PathBuf, Error> {
+    let dir = cx.root.join(".zblade");
+    if !dir.is_dir() {
+        return Err(Error::NotInitialized(format!(
+            "{} has no .zblade/ (run `zblade init`, or pass --project)",
+            cx.root.display()
+        )));
+    }
+    Ok(dir)
+}
+
+/// Network consent for the archive this project has, from settings or the flag.
+fn consent(cx: &Ctx, spec: &BackendSpec, allow_flag: bool) -> Result<(), Error> {
+    let allowed = allow_flag || Project::open(&cx.root).is_ok_and(|p| p.settings().privacy.allow_network);
+    check_archive_network(spec, None, allowed)
+}
+
+fn open(cx: &Ctx, args: &PassphraseArgs) -> Result<Archive, Error> {
+    let dir = zblade_dir(cx)?;
+    let config = Config::load(&dir)?
+        .ok_or_else(|| Error::NotInitialized("this project has no archive; `zblade archive setup` makes one".into()))?;
+    consent(cx, &Vault::load(&config.vault)?.backend, args.allow_network)?;
+    Archive::open(&dir, &passphrase(args, false)?, Retry::default())
+}
+
+fn bar_progress(cx: &Ctx) -> impl FnMut(&str, usize, usize) {
+    let mut bar = cx.bar();
+    move |stage, done, total| bar.update(stage, done, total)
+}
+
+fn setup(
+    cx: &mut Ctx,
+    dir: Option<PathBuf>,
+    arweave: Option<String>,
+    wallet: Option<PathBuf>,
+    vault: Option<PathBuf>,
+    args: &PassphraseArgs,
+) -> Result<ExitCode, Error> {
+    let zdir = zblade_dir(cx)?;
+    let spec = match (dir, arweave) {
+        (Some(path), None) => BackendSpec::Dir {
+            path: std::path::absolute(&path).map_err(|e| Error::io(&path, e))?,
+        },
+        (None, Some(gateway)) => BackendSpec::Arweave {
+            gateway,
+            owner: String::new(),
+        },
+        _ => {
+            return Err(Error::Usage(
+                "say where the archive goes: --dir DIR (a disk or synced folder) or --arweave GATEWAY --wallet FILE".into(),
+            ));
+        }
+    };
+    consent(cx, &spec, args.allow_network)?;
+    let archive = Archive::setup(&zdir, spec, vault, wallet, &passphrase(args, true)?, Retry::default())?;
+    let status = Archive::status(&zdir, false, Retry::default())?;
+    if cx.json {
+        cx.out.value(&serde_json::to_value(&status).expect("json"))?;
+    } else {
+        cx.out.note(&format!("Archive {} set up: {}.", archive.id(), status.backend))?;
+        cx.out.note(&format!(
+            "Vault (the keys; keep a copy with your passphrase, restores need it): {}",
+            status.vault.display()
+        ))?;
+        cx.out.note(&format!("Share key (others share to it): {}", status.share_key))?;
+        cx.out.note("Next: `zblade archive push`.")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn status(cx: &mut Ctx, offline: bool, allow_network: bool) -> Result<ExitCode, Error> {
+    let zdir = zblade_dir(cx)?;
+    let refresh = !offline
+        && match Config::load(&zdir)? {
+            Some(config) => consent(cx, &Vault::load(&config.vault)?.backend, allow_network).is_ok(),
+            None => false,
+        };
+    let status = Archive::status(&zdir, refresh, Retry::default())?;
+    if cx.json {
+        cx.out.value(&serde_json::to_value(&status).expect("json"))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let s = &status;
+    cx.out.note(&format!("archive    {} on {}", s.archive, s.backend))?;
+    cx.out.note(&format!("vault      {}", s.vault.display()))?;
+    cx.out.note(&format!("share key  {}", s.share_key))?;
+    cx.out.note(&format!(
+        "pending    {} file(s), {} byte(s){}",
+        s.pending_files,
+        s.pending_bytes,
+        s.pending_cost.as_ref().map(|c| format!(", about {c} to store")).unwrap_or_default()
+    ))?;
+    cx.out.note(&format!(
+        "objects    {} unsent, {} submitted, {} confirmed; {} byte(s) stored{}",
+        s.unsent,
+        s.submitted,
+        s.confirmed,
+        s.stored_bytes,
+        s.stored_cost.as_ref().map(|c| format!(" ({c} at today's price)")).unwrap_or_default()
+    ))?;
+    if s.unfinished_forgets > 0 {
+        cx.out.note(&format!(
+            "{} forget(s) were interrupted; the next `zblade archive push` finishes them",
+            s.unfinished_forgets
+        ))?;
+    }
+    if let Some(offline) = &s.offline {
+        cx.out.note(&format!("offline    {offline}"))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn push(cx: &mut Ctx, snapshot: bool, args: &PassphraseArgs) -> Result<ExitCode, Error> {
+    let mut archive = open(cx, args)?;
+    let mut progress = bar_progress(cx);
+    // A forget killed half-way is finished first: its conversations go, then its keys.
+    let finished = Project::open(&cx.root)?.finish_archive_forgets(&mut archive, &mut progress)?;
+    if finished.destroyed_batches > 0 && !cx.json {
+        cx.out.note(&format!(
+            "Finished an interrupted forget: {} batch(es) had their keys destroyed.",
+            finished.destroyed_batches
+        ))?;
+    }
+    let report = archive.push(&PushOptions { snapshot }, &mut progress)?;
+    if cx.json {
+        cx.out.value(&serde_json::to_value(&report).expect("json"))?;
+    } else {
+        cx.out.note(&format!(
+            "Pushed {} file(s) and {} deletion(s) in {} batch(es), {} object(s), {} byte(s){}{} in {:.1} s.",
+            report.files,
+            report.deleted,
+            report.batches,
+            report.objects,
+            report.bytes,
+            if report.resumed > 0 {
+                format!("; resumed {} object(s) of an interrupted push", report.resumed)
+            } else {
+                String::new()
+            },
+            report.snapshot.map(|s| format!("; snapshot {s}")).unwrap_or_default(),
+            report.elapsed_ms as f64 / 1000.0
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The vault to restore with: given, in the directory archive, or the only one under the
+/// user's data folder.
+fn find_vault(vault: Option<PathBuf>, from: Option<&Path>) -> Result<PathBuf, Error> {
+    if let Some(vault) = vault {
+        return Ok(vault);
+    }
+    if let Some(dir) = from {
+        return Ok(dir.join(zblade_archive::vault::VAULT_FILE));
+    }
+    let root = zblade_archive::user_data_dir().join("zblade").join("archive");
+    let found: Vec<PathBuf> = std::fs::read_dir(&root)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path().join(zblade_archive::vault::VAULT_FILE))
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    match found.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(Error::Usage(format!(
+            "no vault under {}; pass --vault FILE (the vault you kept) or --from DIR (a directory archive)",
+            root.display()
+        ))),
+        many => Err(Error::Usage(format!(
+            "several vaults under {}: pass --vault with one of {}",
+            root.display(),
+            many.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn restore(
+    cx: &mut Ctx,
+    into: PathBuf,
+    vault: Option<PathBuf>,
+    from: Option<PathBuf>,
+    gateway: Option<String>,
+    wallet: Option<PathBuf>,
+    snapshot: bool,
+    no_index: bool,
+    args: &PassphraseArgs,
+) -> Result<ExitCode, Error> {
+    let vault_path = find_vault(vault, from.as_deref())?;
+    let spec = Vault::load(&vault_path)?.backend;
+    check_archive_network(&spec, gateway.as_deref(), args.allow_network)?;
+    std::fs::create_dir_all(&into).map_err(|e| Error::io(&into, e))?;
+    let options = RestoreOptions {
+        vault: vault_path,
+        into: into.clone(),
+        passphrase: passphrase(args, false)?,
+        gateway,
+        wallet,
+        use_snapshot: snapshot,
+        retry: Retry::default(),
+    };
+    let mut progress = bar_progress(cx);
+    let report = zblade_archive::restore(&options, &mut progress)?;
+    // Then the index: the catalog from the artifacts, and vectors for what is not embedded
+    // (all of it, or after a snapshot only what the newer batches brought).
+    let mut index = serde_json::Value::Null;
+    if !no_index {
+        let started = std::time::Instant::now();
+        let mut project = Project::open(&into)?;
+        let reindexed = project.reindex()?;
+        let catalog_ms = started.elapsed().as_millis() as u64;
+        let started = std::time::Instant::now();
+        let embedded = match project.index_semantic(&mut |_, _| {}) {
+            Ok(report) => serde_json::json!({"chunks": report.chunks, "embedded": report.embedded}),
+            Err(e) => serde_json::json!({"error": e.to_string()}),
+        };
+        index = serde_json::json!({
+            "conversations": reindexed.conversations,
+            "messages": reindexed.messages,
+            "catalog_ms": catalog_ms,
+            "vectors": embedded,
+            "embedding_ms": started.elapsed().as_millis() as u64,
+        });
+    }
+    if cx.json {
+        let mut value = serde_json::to_value(&report).expect("json");
+        value["index"] = index;
+        cx.out.value(&value)?;
+    } else {
+        cx.out.note(&format!(
+            "Restored {} file(s) from {} batch(es){} into {} in {:.1} s{}.",
+            report.files,
+            report.batches,
+            report.snapshot.map(|s| format!(" after snapshot {s}")).unwrap_or_default(),
+            into.join(".zblade").display(),
+            report.elapsed_ms as f64 / 1000.0,
+            if report.forgotten > 0 {
+                format!("; {} forgotten batch(es) skipped", report.forgotten)
+            } else {
+                String::new()
+            }
+        ))?;
+        if !index.is_null() {
+            cx.out.note(&format!(
+                "Index rebuilt: {} conversation(s), {} message(s) ({} ms); vectors: {} ({} ms).",
+                index["conversations"], index["messages"], index["catalog_ms"], index["vectors"], index["embedding_ms"]
+            ))?;
+        }
+        for problem in &report.problems {
+            cx.out.note(&format!("problem: batch {} object {}: {}", problem.seq, problem.object, problem.message))?;
+        }
+    }
+    Ok(if report.problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "zblade: {} object(s) could not be restored (listed above); everything else was",
+            report.problems.len()
+        );
+        ExitCode::from(1)
+    })
+}
+
+fn forget(cx: &mut Ctx, ids: &[String], yes: bool, args: &PassphraseArgs) -> Result<ExitCode, Error> {
+    let mut archive = open(cx, args)?;
+    if !yes && std::io::stdin().is_terminal() {
+        eprint!(
+            "Forget {} conversation(s) for good (here and in every archived copy; this cannot be undone)? [y/N] ",
+            ids.len()
+        );
+        let _ = std::io::stderr().flush();
+        let mut answer = String::new();
+        let _ = std::io::stdin().read_line(&mut answer);
+        if !matches!(answer.trim().to_lowercase().as_str(), "y" | "yes") {
+            cx.out.note("Nothing forgotten.")?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let mut project = Project::open(&cx.root)?;
+    let mut progress = bar_progress(cx);
+    let report = project.forget_archived(&mut archive, ids, &mut progress)?;
+    if cx.json {
+        cx.out.value(&serde_json::to_value(&report).expect("json"))?;
+    } else {
+        cx.out.note(&format!(
+            "Forgot {} conversation(s): {} batch(es) had their keys destroyed after {} file(s) they held were archived again{}.",
+            ids.len(),
+            report.destroyed_batches,
+            report.rearchived,
+            report.tombstone.map(|t| format!("; tombstone {t}")).unwrap_or_default()
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn share(cx: &mut Ctx, ids: &[String], to: &str, args: &PassphraseArgs) -> Result<ExitCode, Error> {
+    let project = Project::open(&cx.root)?;
+    let items = project.share_items(ids)?;
+    let mut archive = open(cx, args)?;
+    let (grant, count) = archive.share(items, to)?;
+    if cx.json {
+        cx.out.value(&serde_json::json!({"grant": grant, "items": count}))?;
+    } else {
+        cx.out.note(&format!(
+            "Shared {count} conversation(s); grant {grant}. The recipient runs `zblade archive accept`."
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn accept(cx: &mut Ctx, from: Option<PathBuf>, gateway: Option<String>, args: &PassphraseArgs) -> Result<ExitCode, Error> {
+    let mut archive = open(cx, args)?;
+    let other: Option<Box<dyn zblade_archive::Backend>> = match (from, gateway) {
+        (Some(dir), _) => Some(Box::new(DirBackend::new(&dir)?)),
+        (None, Some(gateway)) => {
+            let spec = BackendSpec::Arweave {
+                gateway: gateway.clone(),
+                owner: String::new(),
+            };
+            check_archive_network(&spec, None, args.allow_network)?;
+            Some(Box::new(zblade_archive::ArweaveBackend::new(&gateway, "", None, Retry::default())?))
+        }
+        (None, None) => None,
+    };
+    let received = archive.accept(other.as_deref())?;
+    let mut project = Project::open(&cx.root)?;
+    let mut added = Vec::new();
+    let mut failed = 0;
+    for (sender, items) in &received {
+        for (name, outcome) in project.accept_shared(items) {
+            match outcome {
+                Ok(outcome) => added.push(serde_json::json!({"from": sender, "id": outcome.id, "name": name})),
+                Err(e) => {
+                    failed += 1;
+                    eprintln!("zblade: {name} from {sender}: {e}");
+                }
+            }
+        }
+    }
+    if cx.json {
+        cx.out.value(&serde_json::json!({"grants": received.len(), "added": added, "failed": failed}))?;
+    } else {
+        cx.out.note(&format!(
+            "Accepted {} grant(s): {} conversation(s) added{}.",
+            received.len(),
+            added.len(),
+            if failed > 0 { format!(", {failed} refused") } else { String::new() }
+        ))?;
+    }
+    Ok(if failed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}

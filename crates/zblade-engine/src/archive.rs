@@ -1,0 +1,182 @@
+//! The permanent archive (zblade-archive) seen from a project: which files a conversation
+//! is, removing them before their archived copies are forgotten, the items a share exports,
+//! taking in what others shared, and the network consent an Arweave gateway needs. The
+//! archive itself only knows files; these are the parts that know conversations.
+
+use zblade_archive::{Archive, BackendSpec, ForgetReport, SharedItem};
+use zblade_core::{Error, Result};
+
+use crate::{AddOutcome, ExportFormat, Project};
+
+/// Refuses an Arweave gateway on another machine unless the network may be used
+/// (`privacy.allow_network`, or `--allow-network` for this command). A directory, or a
+/// gateway on this machine (arlocal), needs nothing.
+pub fn check_archive_network(spec: &BackendSpec, gateway: Option<&str>, allowed: bool) -> Result<()> {
+    let BackendSpec::Arweave { gateway: own, .. } = spec else {
+        return Ok(());
+    };
+    let url = gateway.unwrap_or(own);
+    let local = reqwest_free_host(url).is_some_and(|h| h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()));
+    if local || allowed {
+        return Ok(());
+    }
+    Err(Error::ConsentRequired(format!(
+        "the archive sends encrypted batches to {url}: pass --allow-network for this command, or set privacy.allow_network to true in .zblade/config/settings.json"
+    )))
+}
+
+/// The host of an http(s) URL, without pulling in a URL parser for one field.
+fn reqwest_free_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(v6) = host.strip_prefix('[') {
+        v6.split(']').next()?
+    } else {
+        host.split(':').next()?
+    };
+    Some(host.to_ascii_lowercase())
+}
+
+impl Project {
+    /// Forgets conversations (documents included) for good: each is removed here with the
+    /// messages no other conversation uses (their packs rewritten), then the archive destroys
+    /// the keys of every batch that held them, after archiving the rest of those batches
+    /// again. Messages a fork or merge still uses stay: they belong to that conversation too.
+    pub fn forget_archived(
+        &mut self,
+        archive: &mut Archive,
+        ids: &[String],
+        progress: zblade_archive::Progress,
+    ) -> Result<ForgetReport> {
+        if self.settings.storage.mode != zblade_core::StorageMode::Local {
+            return Err(Error::Usage("the archive keeps local projects; this one is in server mode".into()));
+        }
+        // Which files each conversation is, recorded in the archive's journal before
+        // anything is removed: a forget killed half-way is finished by the next push.
+        let mut paths = Vec::new();
+        for id in ids {
+            if !id.starts_with("conv_") {
+                return Err(Error::Usage(format!(
+                    "{id}: `archive forget` takes conversation ids (conv_…; documents are conversations too)"
+                )));
+            }
+            let manifest = self.layout.conversation_path(id);
+            paths.push(self.layout_relative(&manifest));
+            match std::fs::read(&manifest) {
+                Ok(bytes) => paths.extend(message_files(&bytes)),
+                // Gone already (an interrupted forget): its archived copies are still found
+                // by the manifest's path.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(&manifest, e)),
+            }
+        }
+        paths.sort();
+        paths.dedup();
+        archive.begin_forget(&paths)?;
+        self.finish_archive_forgets(archive, progress)
+    }
+
+    /// Finishes the forgets recorded in the archive's journal: their conversations are
+    /// removed here (with the messages nothing else uses; packs rewritten), then the archive
+    /// destroys the keys. Run before every push.
+    pub fn finish_archive_forgets(
+        &mut self,
+        archive: &mut Archive,
+        progress: zblade_archive::Progress,
+    ) -> Result<ForgetReport> {
+        let pending = archive.unfinished_forgets()?;
+        if pending.is_empty() {
+            return Ok(ForgetReport::default());
+        }
+        for row in &pending {
+            for path in &row.paths {
+                let id = path
+                    .strip_prefix("artifacts/conversations/")
+                    .and_then(|f| f.strip_suffix(".json"));
+                if let Some(id) = id
+                    && self.layout.dir().join(path).exists()
+                {
+                    self.delete_conversation(id)?;
+                }
+            }
+        }
+        self.gc_messages()?;
+        archive.finish_forgets(progress)
+    }
+
+    fn layout_relative(&self, path: &std::path::Path) -> String {
+        path.strip_prefix(self.layout.dir())
+            .unwrap_or(path)
+            .to_string_lossy()
+            .replace('\\', "/")
+    }
+
+    /// The items `archive share` sends: each conversation in format 1 (every message inline).
+    pub fn share_items(&self, ids: &[String]) -> Result<Vec<SharedItem>> {
+        ids.iter()
+            .map(|id| {
+                Ok(SharedItem {
+                    name: format!("conversations/{id}.json"),
+                    bytes: self.export_conversation(id, ExportFormat::Json)?.into_bytes(),
+                })
+            })
+            .collect()
+    }
+
+    /// Adds what another user shared. Each item is validated like any conversation added
+    /// from a file; one that is not is reported and the others are still added.
+    pub fn accept_shared(&mut self, items: &[SharedItem]) -> Vec<(String, Result<AddOutcome>)> {
+        items
+            .iter()
+            .map(|item| {
+                let outcome = if item.name.starts_with("conversations/") {
+                    self.add_conversation(&item.bytes, &item.name)
+                } else {
+                    Err(Error::Untrusted(format!("{}: only conversations are taken from shares", item.name)))
+                };
+                (item.name.clone(), outcome)
+            })
+            .collect()
+    }
+}
+
+/// The message files a conversation manifest names: its packs and older per-message files.
+fn message_files(manifest: &[u8]) -> Vec<String> {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(manifest) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for message in value["messages"].as_array().into_iter().flatten() {
+        if let Some(pack) = message["pack"].as_str() {
+            let name = pack.split(':').next().unwrap_or("");
+            if !name.is_empty() && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+                out.push(format!("artifacts/messages/packs/{name}.jsonl"));
+            }
+        } else if let Some(sha) = message["sha256"].as_str().filter(|s| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())) {
+            out.push(format!("artifacts/messages/{}/{sha}.json", &sha[..2]));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_gateways_on_this_machine_go_without_consent() {
+        let spec = |g: &str| BackendSpec::Arweave {
+            gateway: g.into(),
+            owner: "o".into(),
+        };
+        assert!(check_archive_network(&spec("http://127.0.0.1:1984"), None, false).is_ok());
+        assert!(check_archive_network(&spec("http://localhost:1984/"), None, false).is_ok());
+        assert!(check_archive_network(&spec("http://[::1]:1984"), None, false).is_ok());
+        assert!(check_archive_network(&spec("https://arweave.net"), None, false).is_err());
+        assert!(check_archive_network(&spec("http://127.0.0.1.evil.com"), None, false).is_err());
+        assert!(check_archive_network(&spec("http://127.0.0.1@evil.com"), None, false).is_err());
+        assert!(check_archive_network(&spec("https://arweave.net"), None, true).is_ok());
+        assert!(check_archive_network(&BackendSpec::Dir { path: "/x".into() }, None, false).is_ok());
+    }
+}

@@ -1,0 +1,404 @@
+//! The permanent archive on a real local Arweave gateway (arlocal, npm: transactions, mined
+//! blocks, GraphQL), through the `zblade` binary like a user: set up with a wallet made by
+//! arweave-js, push, mine, check every transaction with arweave-js (signature and data
+//! root), delete the project, restore it from the vault and passphrase alone (same files,
+//! same search results), forget a conversation and prove it no longer decrypts with any key
+//! the passphrase opens, and kill -9 a push and a forget half-way: no duplicate transaction,
+//! nothing left undeletable.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use zblade_archive::format::{self, Kind};
+use zblade_archive::{ArweaveBackend, Backend, BackendSpec, Retry, Vault};
+use zblade_engine::Project;
+use zblade_tests::{conversation_json, stderr, zblade_bin};
+
+const PASS: &str = "the archive passphrase for tests";
+
+fn clients() -> PathBuf {
+    let dir = PathBuf::from(std::env::var("ZBLADE_ARCHIVE_CLIENTS").unwrap_or_else(|_| {
+        panic!("ZBLADE_ARCHIVE_CLIENTS is not set: run the tests through scripts/test.sh (scripts/setup.sh installs arlocal)")
+    }));
+    assert!(
+        dir.join("node_modules/.bin/arlocal").exists(),
+        "arlocal is not installed in {}: run scripts/setup.sh",
+        dir.display()
+    );
+    dir
+}
+
+/// arlocal on a free port, in its own folder; killed on drop.
+struct Arlocal {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Arlocal {
+    fn start() -> Arlocal {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(clients().join("node_modules/.bin/arlocal"))
+            .args([port.to_string().as_str(), "--hidelogs"])
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let gateway = Arlocal { child, port, _dir: dir };
+        let started = Instant::now();
+        while gateway.try_get("/info").is_none() {
+            assert!(started.elapsed() < Duration::from_secs(60), "arlocal did not start");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        gateway
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn try_get(&self, path: &str) -> Option<Vec<u8>> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).ok()?;
+        let split = answer.windows(4).position(|w| w == b"\r\n\r\n")?;
+        answer.starts_with(b"HTTP/1.1 200").then(|| answer[split + 4..].to_vec())
+    }
+
+    fn get(&self, path: &str) -> Vec<u8> {
+        self.try_get(path).unwrap_or_else(|| panic!("GET {path} failed"))
+    }
+
+    fn mine(&self) {
+        self.get("/mine");
+    }
+}
+
+impl Drop for Arlocal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs arweave-js (the reference client) on a script; returns its standard output.
+fn arweave_js(script: &str, args: &[&str]) -> String {
+    let out = Command::new("node")
+        .arg("-e")
+        .arg(script)
+        .args(args)
+        .env("NODE_PATH", clients().join("node_modules"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "node: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A new wallet from arweave-js, funded on the gateway; returns its file and address.
+fn funded_wallet(gateway: &Arlocal, dir: &Path) -> (PathBuf, String) {
+    let out = arweave_js(
+        "const A = require('arweave'); const a = A.init({}); \
+         a.wallets.generate().then(async k => console.log(JSON.stringify({jwk: k, address: await a.wallets.jwkToAddress(k)})))",
+        &[],
+    );
+    let value: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let path = dir.join("wallet.json");
+    std::fs::write(&path, value["jwk"].to_string()).unwrap();
+    let address = value["address"].as_str().unwrap().to_string();
+    gateway.get(&format!("/mint/{address}/100000000000000000"));
+    (path, address)
+}
+
+/// The environment every archive command runs in: the passphrase, and a data folder of its
+/// own (where an Arweave vault goes by default).
+struct User {
+    data: tempfile::TempDir,
+}
+
+impl User {
+    fn zblade(&self, root: &Path, args: &[&str]) -> Output {
+        self.spawn(root, args).wait_with_output().unwrap()
+    }
+
+    fn spawn(&self, root: &Path, args: &[&str]) -> Child {
+        Command::new(zblade_bin())
+            .arg("--project")
+            .arg(root)
+            .args(args)
+            .env("ZBLADE_ARCHIVE_PASSPHRASE", PASS)
+            .env("XDG_DATA_HOME", self.data.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    fn ok(&self, root: &Path, args: &[&str]) -> serde_json::Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = self.zblade(root, &all);
+        assert!(out.status.success(), "zblade {args:?}: {}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+    }
+
+    fn vault(&self) -> PathBuf {
+        let root = self.data.path().join("zblade/archive");
+        let dir = std::fs::read_dir(&root).unwrap().next().unwrap().unwrap().path();
+        dir.join("vault.json")
+    }
+}
+
+fn project_with(dir: &Path, conversations: usize) {
+    let (mut project, _) = Project::init(dir).unwrap();
+    for i in 0..conversations {
+        let json = conversation_json(&format!("conv_arch{i:05}"), &format!("topic{i} ledger"), 4);
+        project.add_conversation(json.as_bytes(), "<test>").unwrap();
+    }
+}
+
+fn manifest(root: &Path) -> BTreeMap<String, String> {
+    zblade_archive::truth_files(&root.join(".zblade"))
+        .unwrap()
+        .into_iter()
+        .map(|(p, full)| (p, format::sha256_hex(&std::fs::read(full).unwrap())))
+        .collect()
+}
+
+fn search_ids(user: &User, root: &Path, query: &str) -> Vec<String> {
+    let value = user.ok(root, &["search", query, "--limit", "10"]);
+    value["results"]
+        .as_array()
+        .or(value.as_array())
+        .unwrap_or_else(|| panic!("search answer: {value}"))
+        .iter()
+        .map(|h| h["conversation_id"].as_str().or(h["hit"]["conversation_id"].as_str()).unwrap_or("").to_string())
+        .collect()
+}
+
+/// Every transaction of the archive as the gateway lists it.
+fn listed(gateway: &Arlocal, vault: &Vault) -> Vec<zblade_archive::Listed> {
+    let BackendSpec::Arweave { owner, .. } = &vault.backend else { panic!("an Arweave vault") };
+    ArweaveBackend::new(&gateway.url(), owner, None, Retry::default())
+        .unwrap()
+        .list(&vault.archive)
+        .unwrap()
+}
+
+
+#[test]
+fn archive_to_arlocal_restore_from_nothing_and_forget_for_good() {
+    let gateway = Arlocal::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let user = User {
+        data: tempfile::tempdir().unwrap(),
+    };
+    let (wallet, address) = funded_wallet(&gateway, tmp.path());
+    let root = tmp.path().join("project");
+    project_with(&root, 60);
+    user.ok(&root, &["index"]);
+
+    let setup = user.ok(&root, &["archive", "setup", "--arweave", &gateway.url(), "--wallet", wallet.to_str().unwrap()]);
+    assert!(setup["share_key"].as_str().unwrap().starts_with("zbpk1"));
+    let pushed = user.ok(&root, &["archive", "push", "--snapshot"]);
+    assert_eq!(pushed["files"], 62 + count_packs(&root), "{pushed}");
+    gateway.mine();
+    let status = user.ok(&root, &["archive", "status"]);
+    assert_eq!(status["pending_files"], 0, "{status}");
+    assert_eq!(status["unsent"], 0);
+    assert!(status["confirmed"].as_u64().unwrap() >= 3, "{status}");
+    assert!(status["stored_cost"].as_str().unwrap().ends_with(" AR"));
+
+    // arweave-js, the reference client, verifies every signature and recomputes every data
+    // root from the data; and no tag or data byte carries a title, an id or a path.
+    let vault = Vault::load(&user.vault()).unwrap();
+    let objects = listed(&gateway, &vault);
+    assert!(objects.len() >= 3);
+    let ids: Vec<&str> = objects.iter().map(|o| o.locator.as_str()).collect();
+    let verdict = arweave_js(
+        "const A = require('arweave'); const { computeRootHash } = require('arweave/node/lib/merkle'); \
+         const a = A.init({host: '127.0.0.1', port: process.argv[1], protocol: 'http'}); \
+         (async () => { for (const id of process.argv.slice(2)) { \
+           const tx = await a.transactions.get(id); const ok = await a.transactions.verify(tx); \
+           const data = await a.transactions.getData(id, {decode: true}); \
+           const root = A.utils.bufferTob64Url(await computeRootHash(data)); \
+           console.log(id, ok, root === tx.data_root, tx.owner.length > 0 && (await a.wallets.ownerToAddress(tx.owner))); } })()",
+        &[&[gateway.port.to_string().as_str()], ids.as_slice()].concat(),
+    );
+    for line in verdict.lines() {
+        assert!(line.ends_with(&format!("true true {address}")), "arweave-js: {line}");
+    }
+    assert_eq!(verdict.lines().count(), ids.len());
+    for object in &objects {
+        let data = gateway.get(&format!("/{}", object.locator));
+        let tags = gateway.get(&format!("/tx/{}/tags", object.locator));
+        for needle in [&b"ledger"[..], b"conv_arch", b"artifacts", b"About topic"] {
+            assert!(!data.windows(needle.len()).any(|w| w == needle), "plaintext in {}", object.locator);
+            let tags_text = String::from_utf8_lossy(&tags).to_string();
+            assert!(!tags_text.contains(std::str::from_utf8(needle).unwrap()), "{tags_text}");
+        }
+    }
+
+    // The folder goes; a restore from the vault and the passphrase brings it all back.
+    let before = manifest(&root);
+    let found_before = search_ids(&user, &root, "topic7 ledger retries");
+    std::fs::remove_dir_all(&root).unwrap();
+    let restored = tmp.path().join("restored");
+    let report = user.ok(&restored, &["archive", "restore", "--into", restored.to_str().unwrap(), "--wallet", wallet.to_str().unwrap()]);
+    assert_eq!(report["problems"], serde_json::json!([]), "{report}");
+    assert_eq!(manifest(&restored), before, "every artifact byte for byte");
+    assert_eq!(search_ids(&user, &restored, "topic7 ledger retries"), found_before);
+
+    // Wrong passphrase: a clear error, nothing written.
+    let elsewhere = tmp.path().join("elsewhere");
+    let out = Command::new(zblade_bin())
+        .args(["archive", "restore", "--into", elsewhere.to_str().unwrap()])
+        .env("ZBLADE_ARCHIVE_PASSPHRASE", "not the passphrase at all")
+        .env("XDG_DATA_HOME", user.data.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("wrong passphrase"), "{}", stderr(&out));
+    assert!(!elsewhere.join(".zblade").exists());
+
+    // Forget one conversation: gone here, and no key the passphrase opens decrypts it.
+    let victim = "conv_arch00007";
+    let victim_text = b"topic7 ledger";
+    let forgot = user.ok(&restored, &["archive", "forget", victim, "-y"]);
+    assert!(forgot["destroyed_batches"].as_u64().unwrap() >= 2, "{forgot}");
+    gateway.mine();
+    assert!(!user.zblade(&restored, &["show", victim]).status.success());
+    assert_no_key_opens(&gateway, &user.vault(), victim_text);
+    let again = tmp.path().join("again");
+    let report = user.ok(&again, &["archive", "restore", "--into", again.to_str().unwrap()]);
+    assert_eq!(report["problems"], serde_json::json!([]), "{report}");
+    assert!(report["forgotten"].as_u64().unwrap() >= 1);
+    assert_eq!(manifest(&again), manifest(&restored));
+    assert!(!search_ids(&user, &again, "topic7 ledger retries").contains(&victim.to_string()));
+}
+
+fn count_packs(root: &Path) -> usize {
+    std::fs::read_dir(root.join(".zblade/artifacts/messages/packs")).map_or(0, |d| d.count())
+}
+
+/// Tries every object the gateway lists with every key the vault (opened with the
+/// passphrase) holds: none may yield `needle`.
+fn assert_no_key_opens(gateway: &Arlocal, vault_path: &Path, needle: &[u8]) {
+    let vault = Vault::load(vault_path).unwrap();
+    let master = vault.unlock(PASS).unwrap();
+    let keys: Vec<_> = vault.keys.keys().map(|k| vault.key(&master, k).unwrap().unwrap()).collect();
+    for object in listed(gateway, &vault) {
+        let sealed = gateway.get(&format!("/{}", object.locator));
+        for key in &keys {
+            if let Some(plain) = format::open(key, &object.envelope, &sealed) {
+                assert!(
+                    !plain.windows(needle.len()).any(|w| w == needle),
+                    "object {} still decrypts to the forgotten text",
+                    object.locator
+                );
+            }
+        }
+    }
+}
+
+/// Waits until the journal shows `ready`, then kill -9s the command; says whether it was
+/// still running.
+fn kill_when(mut child: Child, journal: &Path, ready: &dyn Fn(&journal_counts::Counts) -> bool) -> bool {
+    let started = Instant::now();
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            return false;
+        }
+        if let Some(counts) = journal_counts::counts(journal)
+            && ready(&counts)
+        {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return true;
+        }
+        assert!(started.elapsed() < Duration::from_secs(300), "the command never got there");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The journal's counts, read through the archive crate's own journal type.
+mod journal_counts {
+    use std::path::Path;
+
+    pub struct Counts {
+        pub submitted: u64,
+        pub forgets: usize,
+    }
+
+    pub fn counts(journal: &Path) -> Option<Counts> {
+        if !journal.exists() {
+            return None;
+        }
+        let journal = zblade_archive::journal::Journal::open(journal).ok()?;
+        let parts = journal.part_counts().ok()?;
+        Some(Counts {
+            submitted: parts.iter().filter(|p| p.0 != "prepared").map(|p| p.1).sum(),
+            forgets: journal.unfinished_forgets().ok()?.len(),
+        })
+    }
+}
+
+#[test]
+fn kill_9_during_push_and_forget_resumes_without_duplicates_or_undeletable_items() {
+    let gateway = Arlocal::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let user = User {
+        data: tempfile::tempdir().unwrap(),
+    };
+    let (wallet, _) = funded_wallet(&gateway, tmp.path());
+    let root = tmp.path().join("project");
+    project_with(&root, 1500);
+    user.ok(&root, &["archive", "setup", "--arweave", &gateway.url(), "--wallet", wallet.to_str().unwrap()]);
+    let journal = root.join(".zblade/archive/journal.db");
+
+    // kill -9 once a few objects are out.
+    let push = user.spawn(&root, &["archive", "push"]);
+    assert!(
+        kill_when(push, &journal, &|c| c.submitted >= 3),
+        "the push finished before it could be killed"
+    );
+    let resumed = user.ok(&root, &["archive", "push"]);
+    assert!(resumed["batches"].as_u64().unwrap() > 0, "{resumed}");
+    gateway.mine();
+
+    let vault = Vault::load(&user.vault()).unwrap();
+    let objects = listed(&gateway, &vault);
+    let mut seen = std::collections::HashSet::new();
+    for object in &objects {
+        assert!(seen.insert(object.envelope.object.clone()), "object {} sent twice", object.envelope.object);
+    }
+    let parts = zblade_archive::journal::Journal::open(&journal).unwrap().part_counts().unwrap();
+    let journaled: u64 = parts.iter().map(|p| p.1).sum();
+    assert_eq!(objects.len() as u64, journaled, "one transaction per journaled object");
+    assert!(objects.iter().all(|o| o.envelope.kind == Kind::Batch));
+
+    // kill -9 a forget once it is recorded; the next push finishes it.
+    let victim = "conv_arch00010";
+    let forget = user.spawn(&root, &["archive", "forget", victim, "-y"]);
+    let killed = kill_when(forget, &journal, &|c| c.forgets > 0);
+    let status = user.ok(&root, &["archive", "status", "--offline"]);
+    if killed {
+        assert!(status["unfinished_forgets"].as_u64().unwrap() <= 1);
+    }
+    user.ok(&root, &["archive", "push"]);
+    let status = user.ok(&root, &["archive", "status", "--offline"]);
+    assert_eq!(status["unfinished_forgets"], 0, "{status}");
+    assert_no_key_opens(&gateway, &user.vault(), b"topic10 ledger");
+    let restored = tmp.path().join("restored");
+    let report = user.ok(&restored, &["archive", "restore", "--into", restored.to_str().unwrap(), "--no-index"]);
+    assert_eq!(report["problems"], serde_json::json!([]), "{report}");
+    assert_eq!(manifest(&restored), manifest(&root));
+}
