@@ -42,7 +42,11 @@ struct Arlocal {
 impl Arlocal {
     fn start() -> Arlocal {
         let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let child = Command::new(clients().join("node_modules/.bin/arlocal"))
             .args([port.to_string().as_str(), "--hidelogs"])
             .current_dir(dir.path())
@@ -69,7 +73,9 @@ impl Arlocal {
         let mut answer = Vec::new();
         stream.read_to_end(&mut answer).ok()?;
         let split = answer.windows(4).position(|w| w == b"\r\n\r\n")?;
-        answer.starts_with(b"HTTP/1.1 200").then(|| answer[split + 4..].to_vec())
+        answer
+            .starts_with(b"HTTP/1.1 200")
+            .then(|| answer[split + 4..].to_vec())
     }
 
     fn get(&self, path: &str) -> Vec<u8> {
@@ -179,19 +185,26 @@ fn search_ids(user: &User, root: &Path, query: &str) -> Vec<String> {
         .or(value.as_array())
         .unwrap_or_else(|| panic!("search answer: {value}"))
         .iter()
-        .map(|h| h["conversation_id"].as_str().or(h["hit"]["conversation_id"].as_str()).unwrap_or("").to_string())
+        .map(|h| {
+            h["conversation_id"]
+                .as_str()
+                .or(h["hit"]["conversation_id"].as_str())
+                .unwrap_or("")
+                .to_string()
+        })
         .collect()
 }
 
 /// Every transaction of the archive as the gateway lists it.
 fn listed(gateway: &Arlocal, vault: &Vault) -> Vec<zblade_archive::Listed> {
-    let BackendSpec::Arweave { owner, .. } = &vault.backend else { panic!("an Arweave vault") };
+    let BackendSpec::Arweave { owner, .. } = &vault.backend else {
+        panic!("an Arweave vault")
+    };
     ArweaveBackend::new(&gateway.url(), owner, None, Retry::default())
         .unwrap()
         .list(&vault.archive)
         .unwrap()
 }
-
 
 #[test]
 fn archive_to_arlocal_restore_from_nothing_and_forget_for_good() {
@@ -205,7 +218,17 @@ fn archive_to_arlocal_restore_from_nothing_and_forget_for_good() {
     project_with(&root, 60);
     user.ok(&root, &["index"]);
 
-    let setup = user.ok(&root, &["archive", "setup", "--arweave", &gateway.url(), "--wallet", wallet.to_str().unwrap()]);
+    let setup = user.ok(
+        &root,
+        &[
+            "archive",
+            "setup",
+            "--arweave",
+            &gateway.url(),
+            "--wallet",
+            wallet.to_str().unwrap(),
+        ],
+    );
     assert!(setup["share_key"].as_str().unwrap().starts_with("zbpk1"));
     let pushed = user.ok(&root, &["archive", "push", "--snapshot"]);
     assert_eq!(pushed["files"], 62 + count_packs(&root), "{pushed}");
@@ -240,7 +263,11 @@ fn archive_to_arlocal_restore_from_nothing_and_forget_for_good() {
         let data = gateway.get(&format!("/{}", object.locator));
         let tags = gateway.get(&format!("/tx/{}/tags", object.locator));
         for needle in [&b"ledger"[..], b"conv_arch", b"artifacts", b"About topic"] {
-            assert!(!data.windows(needle.len()).any(|w| w == needle), "plaintext in {}", object.locator);
+            assert!(
+                !data.windows(needle.len()).any(|w| w == needle),
+                "plaintext in {}",
+                object.locator
+            );
             let tags_text = String::from_utf8_lossy(&tags).to_string();
             assert!(!tags_text.contains(std::str::from_utf8(needle).unwrap()), "{tags_text}");
         }
@@ -251,7 +278,17 @@ fn archive_to_arlocal_restore_from_nothing_and_forget_for_good() {
     let found_before = search_ids(&user, &root, "topic7 ledger retries");
     std::fs::remove_dir_all(&root).unwrap();
     let restored = tmp.path().join("restored");
-    let report = user.ok(&restored, &["archive", "restore", "--into", restored.to_str().unwrap(), "--wallet", wallet.to_str().unwrap()]);
+    let report = user.ok(
+        &restored,
+        &[
+            "archive",
+            "restore",
+            "--into",
+            restored.to_str().unwrap(),
+            "--wallet",
+            wallet.to_str().unwrap(),
+        ],
+    );
     assert_eq!(report["problems"], serde_json::json!([]), "{report}");
     assert_eq!(manifest(&restored), before, "every artifact byte for byte");
     assert_eq!(search_ids(&user, &restored, "topic7 ledger retries"), found_before);
@@ -294,7 +331,11 @@ fn count_packs(root: &Path) -> usize {
 fn assert_no_key_opens(gateway: &Arlocal, vault_path: &Path, needle: &[u8]) {
     let vault = Vault::load(vault_path).unwrap();
     let master = vault.unlock(PASS).unwrap();
-    let keys: Vec<_> = vault.keys.keys().map(|k| vault.key(&master, k).unwrap().unwrap()).collect();
+    let keys: Vec<_> = vault
+        .keys
+        .keys()
+        .map(|k| vault.key(&master, k).unwrap().unwrap())
+        .collect();
     for object in listed(gateway, &vault) {
         let sealed = gateway.get(&format!("/{}", object.locator));
         for key in &keys {
@@ -324,7 +365,10 @@ fn kill_when(mut child: Child, journal: &Path, ready: &dyn Fn(&journal_counts::C
             child.wait().unwrap();
             return true;
         }
-        assert!(started.elapsed() < Duration::from_secs(300), "the command never got there");
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "the command never got there"
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
 }
@@ -361,7 +405,17 @@ fn kill_9_during_push_and_forget_resumes_without_duplicates_or_undeletable_items
     let (wallet, _) = funded_wallet(&gateway, tmp.path());
     let root = tmp.path().join("project");
     project_with(&root, 1500);
-    user.ok(&root, &["archive", "setup", "--arweave", &gateway.url(), "--wallet", wallet.to_str().unwrap()]);
+    user.ok(
+        &root,
+        &[
+            "archive",
+            "setup",
+            "--arweave",
+            &gateway.url(),
+            "--wallet",
+            wallet.to_str().unwrap(),
+        ],
+    );
     let journal = root.join(".zblade/archive/journal.db");
 
     // kill -9 once a few objects are out.
@@ -378,9 +432,16 @@ fn kill_9_during_push_and_forget_resumes_without_duplicates_or_undeletable_items
     let objects = listed(&gateway, &vault);
     let mut seen = std::collections::HashSet::new();
     for object in &objects {
-        assert!(seen.insert(object.envelope.object.clone()), "object {} sent twice", object.envelope.object);
+        assert!(
+            seen.insert(object.envelope.object.clone()),
+            "object {} sent twice",
+            object.envelope.object
+        );
     }
-    let parts = zblade_archive::journal::Journal::open(&journal).unwrap().part_counts().unwrap();
+    let parts = zblade_archive::journal::Journal::open(&journal)
+        .unwrap()
+        .part_counts()
+        .unwrap();
     let journaled: u64 = parts.iter().map(|p| p.1).sum();
     assert_eq!(objects.len() as u64, journaled, "one transaction per journaled object");
     assert!(objects.iter().all(|o| o.envelope.kind == Kind::Batch));
@@ -398,7 +459,10 @@ fn kill_9_during_push_and_forget_resumes_without_duplicates_or_undeletable_items
     assert_eq!(status["unfinished_forgets"], 0, "{status}");
     assert_no_key_opens(&gateway, &user.vault(), b"topic10 ledger");
     let restored = tmp.path().join("restored");
-    let report = user.ok(&restored, &["archive", "restore", "--into", restored.to_str().unwrap(), "--no-index"]);
+    let report = user.ok(
+        &restored,
+        &["archive", "restore", "--into", restored.to_str().unwrap(), "--no-index"],
+    );
     assert_eq!(report["problems"], serde_json::json!([]), "{report}");
     assert_eq!(manifest(&restored), manifest(&root));
 }

@@ -606,7 +606,11 @@ impl Archive {
             let ids: Vec<String> = if gone.is_empty() {
                 Vec::new()
             } else {
-                self.journal.batches_touching(&gone)?.into_iter().map(|b| b.id).collect()
+                self.journal
+                    .batches_touching(&gone)?
+                    .into_iter()
+                    .map(|b| b.id)
+                    .collect()
             };
             self.journal.set_forget_batches(&row.id, &ids)?;
             ids

@@ -16,7 +16,8 @@ pub fn check_archive_network(spec: &BackendSpec, gateway: Option<&str>, allowed:
         return Ok(());
     };
     let url = gateway.unwrap_or(own);
-    let local = reqwest_free_host(url).is_some_and(|h| h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()));
+    let local = reqwest_free_host(url)
+        .is_some_and(|h| h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()));
     if local || allowed {
         return Ok(());
     }
@@ -50,7 +51,9 @@ impl Project {
         progress: zblade_archive::Progress,
     ) -> Result<ForgetReport> {
         if self.settings.storage.mode != zblade_core::StorageMode::Local {
-            return Err(Error::Usage("the archive keeps local projects; this one is in server mode".into()));
+            return Err(Error::Usage(
+                "the archive keeps local projects; this one is in server mode".into(),
+            ));
         }
         // Which files each conversation is, recorded in the archive's journal before
         // anything is removed: a forget killed half-way is finished by the next push.
@@ -133,7 +136,10 @@ impl Project {
                 let outcome = if item.name.starts_with("conversations/") {
                     self.add_conversation(&item.bytes, &item.name)
                 } else {
-                    Err(Error::Untrusted(format!("{}: only conversations are taken from shares", item.name)))
+                    Err(Error::Untrusted(format!(
+                        "{}: only conversations are taken from shares",
+                        item.name
+                    )))
                 };
                 (item.name.clone(), outcome)
             })
@@ -153,7 +159,10 @@ fn message_files(manifest: &[u8]) -> Vec<String> {
             if !name.is_empty() && name.bytes().all(|b| b.is_ascii_hexdigit()) {
                 out.push(format!("artifacts/messages/packs/{name}.jsonl"));
             }
-        } else if let Some(sha) = message["sha256"].as_str().filter(|s| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())) {
+        } else if let Some(sha) = message["sha256"]
+            .as_str()
+            .filter(|s| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
             out.push(format!("artifacts/messages/{}/{sha}.json", &sha[..2]));
         }
     }

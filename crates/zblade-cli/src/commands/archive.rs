@@ -120,7 +120,7 @@ fn open(cx: &Ctx, args: &PassphraseArgs) -> Result<Archive, Error> {
     Archive::open(&dir, &passphrase(args, false)?, Retry::default())
 }
 
-fn bar_progress(cx: &Ctx) -> impl FnMut(&str, usize, usize) {
+fn bar_progress(cx: &Ctx) -> impl FnMut(&str, usize, usize) + use<> {
     let mut bar = cx.bar();
     move |stage, done, total| bar.update(stage, done, total)
 }
@@ -144,7 +144,8 @@ fn setup(
         },
         _ => {
             return Err(Error::Usage(
-                "say where the archive goes: --dir DIR (a disk or synced folder) or --arweave GATEWAY --wallet FILE".into(),
+                "say where the archive goes: --dir DIR (a disk or synced folder) or --arweave GATEWAY --wallet FILE"
+                    .into(),
             ));
         }
     };
@@ -154,12 +155,14 @@ fn setup(
     if cx.json {
         cx.out.value(&serde_json::to_value(&status).expect("json"))?;
     } else {
-        cx.out.note(&format!("Archive {} set up: {}.", archive.id(), status.backend))?;
+        cx.out
+            .note(&format!("Archive {} set up: {}.", archive.id(), status.backend))?;
         cx.out.note(&format!(
             "Vault (the keys; keep a copy with your passphrase, restores need it): {}",
             status.vault.display()
         ))?;
-        cx.out.note(&format!("Share key (others share to it): {}", status.share_key))?;
+        cx.out
+            .note(&format!("Share key (others share to it): {}", status.share_key))?;
         cx.out.note("Next: `zblade archive push`.")?;
     }
     Ok(ExitCode::SUCCESS)
@@ -185,7 +188,10 @@ fn status(cx: &mut Ctx, offline: bool, allow_network: bool) -> Result<ExitCode, 
         "pending    {} file(s), {} byte(s){}",
         s.pending_files,
         s.pending_bytes,
-        s.pending_cost.as_ref().map(|c| format!(", about {c} to store")).unwrap_or_default()
+        s.pending_cost
+            .as_ref()
+            .map(|c| format!(", about {c} to store"))
+            .unwrap_or_default()
     ))?;
     cx.out.note(&format!(
         "objects    {} unsent, {} submitted, {} confirmed; {} byte(s) stored{}",
@@ -193,7 +199,10 @@ fn status(cx: &mut Ctx, offline: bool, allow_network: bool) -> Result<ExitCode, 
         s.submitted,
         s.confirmed,
         s.stored_bytes,
-        s.stored_cost.as_ref().map(|c| format!(" ({c} at today's price)")).unwrap_or_default()
+        s.stored_cost
+            .as_ref()
+            .map(|c| format!(" ({c} at today's price)"))
+            .unwrap_or_default()
     ))?;
     if s.unfinished_forgets > 0 {
         cx.out.note(&format!(
@@ -269,7 +278,10 @@ fn find_vault(vault: Option<PathBuf>, from: Option<&Path>) -> Result<PathBuf, Er
         many => Err(Error::Usage(format!(
             "several vaults under {}: pass --vault with one of {}",
             root.display(),
-            many.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            many.iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
     }
 }
@@ -331,7 +343,10 @@ fn restore(
             "Restored {} file(s) from {} batch(es){} into {} in {:.1} s{}.",
             report.files,
             report.batches,
-            report.snapshot.map(|s| format!(" after snapshot {s}")).unwrap_or_default(),
+            report
+                .snapshot
+                .map(|s| format!(" after snapshot {s}"))
+                .unwrap_or_default(),
             into.join(".zblade").display(),
             report.elapsed_ms as f64 / 1000.0,
             if report.forgotten > 0 {
@@ -347,7 +362,10 @@ fn restore(
             ))?;
         }
         for problem in &report.problems {
-            cx.out.note(&format!("problem: batch {} object {}: {}", problem.seq, problem.object, problem.message))?;
+            cx.out.note(&format!(
+                "problem: batch {} object {}: {}",
+                problem.seq, problem.object, problem.message
+            ))?;
         }
     }
     Ok(if report.problems.is_empty() {
@@ -408,7 +426,12 @@ fn share(cx: &mut Ctx, ids: &[String], to: &str, args: &PassphraseArgs) -> Resul
     Ok(ExitCode::SUCCESS)
 }
 
-fn accept(cx: &mut Ctx, from: Option<PathBuf>, gateway: Option<String>, args: &PassphraseArgs) -> Result<ExitCode, Error> {
+fn accept(
+    cx: &mut Ctx,
+    from: Option<PathBuf>,
+    gateway: Option<String>,
+    args: &PassphraseArgs,
+) -> Result<ExitCode, Error> {
     let mut archive = open(cx, args)?;
     let other: Option<Box<dyn zblade_archive::Backend>> = match (from, gateway) {
         (Some(dir), _) => Some(Box::new(DirBackend::new(&dir)?)),
@@ -418,7 +441,12 @@ fn accept(cx: &mut Ctx, from: Option<PathBuf>, gateway: Option<String>, args: &P
                 owner: String::new(),
             };
             check_archive_network(&spec, None, args.allow_network)?;
-            Some(Box::new(zblade_archive::ArweaveBackend::new(&gateway, "", None, Retry::default())?))
+            Some(Box::new(zblade_archive::ArweaveBackend::new(
+                &gateway,
+                "",
+                None,
+                Retry::default(),
+            )?))
         }
         (None, None) => None,
     };
@@ -438,14 +466,23 @@ fn accept(cx: &mut Ctx, from: Option<PathBuf>, gateway: Option<String>, args: &P
         }
     }
     if cx.json {
-        cx.out.value(&serde_json::json!({"grants": received.len(), "added": added, "failed": failed}))?;
+        cx.out
+            .value(&serde_json::json!({"grants": received.len(), "added": added, "failed": failed}))?;
     } else {
         cx.out.note(&format!(
             "Accepted {} grant(s): {} conversation(s) added{}.",
             received.len(),
             added.len(),
-            if failed > 0 { format!(", {failed} refused") } else { String::new() }
+            if failed > 0 {
+                format!(", {failed} refused")
+            } else {
+                String::new()
+            }
         ))?;
     }
-    Ok(if failed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
