@@ -114,7 +114,7 @@ fn text(seed: usize, words: usize) -> String {
         "retry", "token", "ledger", "index", "parser", "cache", "socket", "deploy", "schema", "review", "timeout",
         "branch", "merge", "vector", "budget", "compress",
     ];
-    let mut x = seed as u64 * 0x9E37_79B9_7F4A_7C15 + 1;
+    let mut x = (seed as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..words)
         .map(|_| {
             x ^= x << 13;
@@ -209,8 +209,43 @@ fn bare_push(gateway: &Arlocal, z: &Path, owner: &str) -> Duration {
     started.elapsed()
 }
 
+/// Under `cargo test`: the same push and restores, small, on a directory (no gateway), so
+/// the benchmark's code cannot rot.
+fn smoke() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("p");
+    let files = project(&root, 40, 5);
+    let spec = BackendSpec::Dir {
+        path: tmp.path().join("backup"),
+    };
+    let mut archive = Archive::setup(&root.join(".zblade"), spec, None, None, PASS, Retry::default()).unwrap();
+    let pushed = archive
+        .push(&PushOptions { snapshot: true }, &mut |_, _, _| {})
+        .unwrap();
+    assert_eq!(pushed.files, files);
+    for (into, use_snapshot) in [("r1", false), ("r2", true)] {
+        let report = restore(
+            &RestoreOptions {
+                vault: tmp.path().join("backup/vault.json"),
+                into: tmp.path().join(into),
+                passphrase: PASS.into(),
+                gateway: None,
+                wallet: None,
+                use_snapshot,
+                retry: Retry::default(),
+            },
+            &mut |_, _, _| {},
+        )
+        .unwrap();
+        assert!(report.problems.is_empty() && report.files == files, "{report:?}");
+    }
+}
+
 fn main() {
     let full = report::full_run();
+    if !full {
+        return smoke();
+    }
     let (push_conversations, restore_conversations) = if full { (10_000, 2_000) } else { (200, 40) };
     let gateway = arlocal();
     let tmp = tempfile::tempdir().unwrap();

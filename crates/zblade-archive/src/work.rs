@@ -956,6 +956,33 @@ pub fn restore(options: &RestoreOptions, progress: Progress) -> Result<RestoreRe
     for (row, items, prepared) in &applied {
         journal.record_batch(row, items, prepared, 0, 0, true)?;
     }
+    // Snapshots hold every file: a later forget must destroy their keys too, so the
+    // restored journal knows them (as batches without items).
+    for objects in by_seq.values() {
+        let first = &objects[0].envelope;
+        if first.kind != Kind::Snapshot || objects.iter().any(|o| !vault.keys.contains_key(&o.envelope.object)) {
+            continue;
+        }
+        let row = BatchRow {
+            id: format!("snapshot-{}", first.object),
+            seq: first.seq,
+            kind: Kind::Snapshot,
+            parts: objects.iter().map(|o| o.envelope.object.clone()).collect(),
+        };
+        let prepared: Vec<_> = objects
+            .iter()
+            .map(|o| {
+                (
+                    o.envelope.object.clone(),
+                    crate::backend::Prepared {
+                        locator: o.locator.clone(),
+                        payload: Vec::new(),
+                    },
+                )
+            })
+            .collect();
+        journal.record_batch(&row, &[], &prepared, 0, 0, true)?;
+    }
     if let Some(max) = by_seq.keys().next_back() {
         journal.reserve_seq_above(*max, Kind::Batch)?;
     }

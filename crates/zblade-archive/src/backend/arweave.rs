@@ -158,6 +158,7 @@ impl ArweaveBackend {
     /// Every transaction matching `tags` (and this owner, when `owners`), in pages.
     fn search(&self, tags: &[(&str, &str)], owners: bool) -> Result<Vec<(String, Vec<(String, String)>, Option<u64>)>> {
         let mut out = Vec::new();
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
         let mut after: Option<String> = None;
         for _page in 0..100_000 {
             let answer = self.graphql(tags, owners, after.as_deref())?;
@@ -170,6 +171,10 @@ impl ArweaveBackend {
                 let Some(id) = node["id"].as_str().filter(|id| is_tx_id(id)) else {
                     continue;
                 };
+                // A transaction listed twice (a gateway's paging) is one transaction.
+                if !seen.insert(id.to_string()) {
+                    continue;
+                }
                 let tags = node["tags"]
                     .as_array()
                     .map(|tags| {
@@ -243,6 +248,14 @@ fn read_capped(response: Response, cap: u64) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// The first `limit` bytes of an answer, as text (for error messages).
+fn read_prefix(response: Response, limit: u64) -> String {
+    use std::io::Read;
+    let mut out = Vec::new();
+    let _ = response.take(limit).read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Transaction ids: 43 base64url characters.
 pub fn is_tx_id(text: &str) -> bool {
     text.len() == 43
@@ -305,7 +318,8 @@ impl Backend for ArweaveBackend {
                 .body(prepared.payload.clone())
         })?;
         let status = response.status();
-        let body = String::from_utf8_lossy(&read_capped(response, 64 * 1024)?).into_owned();
+        // Only the start of the answer is read: some gateways echo the whole transaction.
+        let body = read_prefix(response, 4096);
         match status.as_u16() {
             // 208 is "transaction already processed": an earlier try got through.
             200..=299 => Ok(()),
@@ -356,12 +370,17 @@ impl Backend for ArweaveBackend {
         }
         let (status, text) = self.get_text(&format!("/tx/{locator}/status"))?;
         match status.as_u16() {
-            200 => {
+            // Mined: in a block (arlocal counts the tip block as 0 confirmations, a node as 1).
+            200 if text.trim_start().starts_with('{') => {
                 let value: Value = serde_json::from_str(&text)
                     .map_err(|e| Error::Untrusted(format!("the gateway's status of {locator}: {e}")))?;
-                Ok(Some(value["number_of_confirmations"].as_u64().unwrap_or(0)))
+                if value["block_height"].is_null() {
+                    return Ok(Some(0));
+                }
+                Ok(Some(value["number_of_confirmations"].as_u64().unwrap_or(0).max(1)))
             }
-            202 => Ok(Some(0)),
+            // Known, not yet mined ("Pending").
+            200 | 202 => Ok(Some(0)),
             404 => Ok(None),
             _ => Err(Error::Network(format!(
                 "{}/tx/{locator}/status answered {status}",
