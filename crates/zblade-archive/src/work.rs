@@ -826,7 +826,7 @@ pub fn restore(options: &RestoreOptions, progress: Progress) -> Result<RestoreRe
         std::fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
     }
     std::fs::create_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
-    let mut applied: Vec<(BatchRow, Vec<Item>, Vec<(String, crate::backend::Prepared)>)> = Vec::new();
+    let mut applied: Vec<Applied> = Vec::new();
 
     // The newest snapshot that opens whole, when asked.
     let mut start_after = 0;
@@ -989,6 +989,9 @@ pub fn restore(options: &RestoreOptions, progress: Progress) -> Result<RestoreRe
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
 }
+
+/// A batch a restore replayed, for the restored journal: its row, items and parts.
+type Applied = (BatchRow, Vec<Item>, Vec<(String, crate::backend::Prepared)>);
 
 /// Fetches, decrypts and joins a batch's parts. A part that cannot be fetched or opened is a
 /// problem named in the report (and `Ok(None)`), not an error: the rest restores.

@@ -156,7 +156,7 @@ impl ArweaveBackend {
     }
 
     /// Every transaction matching `tags` (and this owner, when `owners`), in pages.
-    fn search(&self, tags: &[(&str, &str)], owners: bool) -> Result<Vec<(String, Vec<(String, String)>, Option<u64>)>> {
+    fn search(&self, tags: &[(&str, &str)], owners: bool) -> Result<Vec<Found>> {
         let mut out = Vec::new();
         let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
         let mut after: Option<String> = None;
@@ -206,7 +206,7 @@ impl ArweaveBackend {
             .ok_or_else(|| Error::Untrusted("the gateway's /info has no height".into()))
     }
 
-    fn listed(&self, found: Vec<(String, Vec<(String, String)>, Option<u64>)>) -> Result<Vec<Listed>> {
+    fn listed(&self, found: Vec<Found>) -> Result<Vec<Listed>> {
         let height = if found.iter().any(|f| f.2.is_some()) {
             Some(self.height()?)
         } else {
@@ -233,6 +233,9 @@ impl ArweaveBackend {
         Ok(out)
     }
 }
+
+/// A transaction a GraphQL search found: its id, tags and block height (when mined).
+type Found = (String, Vec<(String, String)>, Option<u64>);
 
 /// Reads an answer's body, refusing more than `cap` bytes.
 fn read_capped(response: Response, cap: u64) -> Result<Vec<u8>> {
