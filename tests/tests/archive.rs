@@ -7,8 +7,6 @@
 //! nothing left undeletable.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -18,117 +16,12 @@ use zblade_archive::{ArweaveBackend, Backend, BackendSpec, Retry, Vault};
 use zblade_engine::Project;
 use zblade_tests::{conversation_json, stderr, zblade_bin};
 
+#[path = "../archive/arlocal.rs"]
+mod arlocal;
+
+use arlocal::{Arlocal, arweave_js, funded_wallet};
+
 const PASS: &str = "the archive passphrase for tests";
-
-fn clients() -> PathBuf {
-    let dir = PathBuf::from(std::env::var("ZBLADE_ARCHIVE_CLIENTS").unwrap_or_else(|_| {
-        panic!("ZBLADE_ARCHIVE_CLIENTS is not set: run the tests through scripts/test.sh (scripts/setup.sh installs arlocal)")
-    }));
-    assert!(
-        dir.join("node_modules/.bin/arlocal").exists(),
-        "arlocal is not installed in {}: run scripts/setup.sh",
-        dir.display()
-    );
-    dir
-}
-
-/// arlocal on a free port, in its own folder; killed on drop.
-struct Arlocal {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Arlocal {
-    fn start() -> Arlocal {
-        let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(clients().join("node_modules/.bin/arlocal"))
-            .args([port.to_string().as_str(), "--hidelogs"])
-            .current_dir(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let gateway = Arlocal { child, port, _dir: dir };
-        let started = Instant::now();
-        while gateway.try_get("/info").is_none() {
-            assert!(started.elapsed() < Duration::from_secs(60), "arlocal did not start");
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        gateway
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn try_get(&self, path: &str) -> Option<Vec<u8>> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-        let mut answer = Vec::new();
-        stream.read_to_end(&mut answer).ok()?;
-        let split = answer.windows(4).position(|w| w == b"\r\n\r\n")?;
-        answer
-            .starts_with(b"HTTP/1.1 200")
-            .then(|| answer[split + 4..].to_vec())
-    }
-
-    fn get(&self, path: &str) -> Vec<u8> {
-        self.try_get(path).unwrap_or_else(|| panic!("GET {path} failed"))
-    }
-
-    fn mine(&self) {
-        self.get("/mine");
-    }
-}
-
-impl Drop for Arlocal {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Runs arweave-js (the reference client) on a script; returns its standard output.
-fn arweave_js(script: &str, args: &[&str]) -> String {
-    let out = Command::new("node")
-        .arg("-e")
-        .arg(script)
-        .args(args)
-        .env("NODE_PATH", clients().join("node_modules"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "node: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// A new wallet from arweave-js, funded on the gateway; returns its file and address.
-fn funded_wallet(gateway: &Arlocal, dir: &Path) -> (PathBuf, String) {
-    let out = arweave_js(
-        "const A = require('arweave'); const a = A.init({}); \
-         a.wallets.generate().then(async k => console.log(JSON.stringify({jwk: k, address: await a.wallets.jwkToAddress(k)})))",
-        &[],
-    );
-    let value: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    let path = dir.join("wallet.json");
-    std::fs::write(&path, value["jwk"].to_string()).unwrap();
-    let address = value["address"].as_str().unwrap().to_string();
-    // arlocal answers /info before its database is ready: mint until it takes.
-    let started = Instant::now();
-    while gateway
-        .try_get(&format!("/mint/{address}/100000000000000000"))
-        .is_none()
-    {
-        assert!(started.elapsed() < Duration::from_secs(30), "arlocal never minted");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    (path, address)
-}
 
 /// The environment every archive command runs in: the passphrase, and a data folder of its
 /// own (where an Arweave vault goes by default).
@@ -215,8 +108,19 @@ fn listed(gateway: &Arlocal, vault: &Vault) -> Vec<zblade_archive::Listed> {
         .unwrap()
 }
 
-#[test]
-fn archive_to_arlocal_restore_from_nothing_and_forget_for_good() {
+/// A project whose archive is set up on a fresh arlocal, with a wallet arweave-js made.
+struct Fixture {
+    gateway: Arlocal,
+    tmp: tempfile::TempDir,
+    user: User,
+    wallet: PathBuf,
+    address: String,
+    root: PathBuf,
+    /// What `archive setup --json` said.
+    setup: serde_json::Value,
+}
+
+fn fixture(conversations: usize) -> Fixture {
     let gateway = Arlocal::start();
     let tmp = tempfile::tempdir().unwrap();
     let user = User {
@@ -224,9 +128,7 @@ fn archive_to_arlocal_restore_from_nothing_and_forget_for_good() {
     };
     let (wallet, address) = funded_wallet(&gateway, tmp.path());
     let root = tmp.path().join("project");
-    project_with(&root, 60);
-    user.ok(&root, &["index"]);
-
+    project_with(&root, conversations);
     let setup = user.ok(
         &root,
         &[
@@ -238,6 +140,29 @@ fn archive_to_arlocal_restore_from_nothing_and_forget_for_good() {
             wallet.to_str().unwrap(),
         ],
     );
+    Fixture {
+        gateway,
+        tmp,
+        user,
+        wallet,
+        address,
+        root,
+        setup,
+    }
+}
+
+#[test]
+fn archive_to_arlocal_restore_from_nothing_and_forget_for_good() {
+    let Fixture {
+        gateway,
+        tmp,
+        user,
+        wallet,
+        address,
+        root,
+        setup,
+    } = fixture(60);
+    user.ok(&root, &["index"]);
     assert!(setup["share_key"].as_str().unwrap().starts_with("zbpk1"));
     let pushed = user.ok(&root, &["archive", "push", "--snapshot"]);
     assert_eq!(pushed["files"], 62 + count_packs(&root), "{pushed}");
@@ -421,25 +346,13 @@ mod journal_counts {
 
 #[test]
 fn kill_9_during_push_and_forget_resumes_without_duplicates_or_undeletable_items() {
-    let gateway = Arlocal::start();
-    let tmp = tempfile::tempdir().unwrap();
-    let user = User {
-        data: tempfile::tempdir().unwrap(),
-    };
-    let (wallet, _) = funded_wallet(&gateway, tmp.path());
-    let root = tmp.path().join("project");
-    project_with(&root, 1500);
-    user.ok(
-        &root,
-        &[
-            "archive",
-            "setup",
-            "--arweave",
-            &gateway.url(),
-            "--wallet",
-            wallet.to_str().unwrap(),
-        ],
-    );
+    let Fixture {
+        gateway,
+        tmp,
+        user,
+        root,
+        ..
+    } = fixture(1500);
     let journal = root.join(".zblade/archive/journal.db");
 
     // kill -9 once a few objects are out.

@@ -11,13 +11,14 @@
 //! `cargo bench -p zblade-archive --bench archive` writes docs/BENCHMARKS.md; under
 //! `cargo test` it runs small and writes nothing.
 
+#[path = "../../../tests/archive/arlocal.rs"]
+mod arlocal;
 #[path = "../../zblade-engine/benches/common/report.rs"]
 mod report;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -25,26 +26,6 @@ use ring::aead::{AES_256_GCM, Aad, LessSafeKey, Nonce, UnboundKey};
 use zblade_archive::{Archive, BackendSpec, PushOptions, RestoreOptions, Retry, restore};
 
 const PASS: &str = "benchmark passphrase, long enough";
-
-struct Arlocal {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Arlocal {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn clients() -> PathBuf {
-    PathBuf::from(
-        std::env::var("ZBLADE_ARCHIVE_CLIENTS")
-            .expect("ZBLADE_ARCHIVE_CLIENTS (scripts/env.sh; setup.sh installs arlocal)"),
-    )
-}
 
 fn http(port: u16, method: &str, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -60,52 +41,6 @@ fn http(port: u16, method: &str, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
     let status = std::str::from_utf8(&answer[9..12]).unwrap().parse().unwrap();
     let split = answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
     (status, answer[split + 4..].to_vec())
-}
-
-fn arlocal() -> Arlocal {
-    let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(clients().join("node_modules/.bin/arlocal"))
-        .args([port.to_string().as_str(), "--hidelogs"])
-        .current_dir(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(60), "arlocal did not start");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    Arlocal { child, port, _dir: dir }
-}
-
-/// A wallet from arweave-js, funded on the gateway.
-fn wallet(gateway: &Arlocal, dir: &Path) -> PathBuf {
-    let out = Command::new("node")
-        .arg("-e")
-        .arg(
-            "const A = require('arweave'); const a = A.init({}); \
-             a.wallets.generate().then(async k => console.log(JSON.stringify({jwk: k, address: await a.wallets.jwkToAddress(k)})))",
-        )
-        .env("NODE_PATH", clients().join("node_modules"))
-        .output()
-        .unwrap();
-    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let path = dir.join("wallet.json");
-    std::fs::write(&path, value["jwk"].to_string()).unwrap();
-    http(
-        gateway.port,
-        "GET",
-        &format!("/mint/{}/1000000000000000000", value["address"].as_str().unwrap()),
-        b"",
-    );
-    path
 }
 
 /// Words for generated text (deterministic).
@@ -171,7 +106,7 @@ fn project(root: &Path, conversations: usize, messages: usize) -> usize {
 }
 
 /// The bare work: the same files in the same batches, sealed with AES-256-GCM and POSTed.
-fn bare_push(gateway: &Arlocal, z: &Path, owner: &str) -> Duration {
+fn bare_push(gateway: &arlocal::Arlocal, z: &Path, owner: &str) -> Duration {
     let files = zblade_archive::truth_files(z).unwrap();
     let mut batches: Vec<Vec<u8>> = Vec::new();
     let mut current: Vec<u8> = Vec::new();
@@ -187,8 +122,7 @@ fn bare_push(gateway: &Arlocal, z: &Path, owner: &str) -> Duration {
         count += 1;
     }
     batches.push(current);
-    let (_, anchor) = http(gateway.port, "GET", "/tx_anchor", b"");
-    let anchor = String::from_utf8(anchor).unwrap();
+    let anchor = String::from_utf8(gateway.get("/tx_anchor")).unwrap();
     let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let started = Instant::now();
     for plain in batches {
@@ -223,33 +157,37 @@ fn smoke() {
         .push(&PushOptions { snapshot: true }, &mut |_, _, _| {})
         .unwrap();
     assert_eq!(pushed.files, files);
+    let vault = tmp.path().join("backup/vault.json");
     for (into, use_snapshot) in [("r1", false), ("r2", true)] {
-        let report = restore(
-            &RestoreOptions {
-                vault: tmp.path().join("backup/vault.json"),
-                into: tmp.path().join(into),
-                passphrase: PASS.into(),
-                gateway: None,
-                wallet: None,
-                use_snapshot,
-                retry: Retry::default(),
-            },
-            &mut |_, _, _| {},
-        )
-        .unwrap();
-        assert!(report.problems.is_empty() && report.files == files, "{report:?}");
+        let report = restore_from(&vault, &tmp.path().join(into), use_snapshot);
+        assert_eq!(report.files, files);
     }
 }
 
+/// Restores from `vault` into `into`, which must go without a problem.
+fn restore_from(vault: &Path, into: &Path, use_snapshot: bool) -> zblade_archive::RestoreReport {
+    let options = RestoreOptions {
+        vault: vault.to_path_buf(),
+        into: into.to_path_buf(),
+        passphrase: PASS.into(),
+        gateway: None,
+        wallet: None,
+        use_snapshot,
+        retry: Retry::default(),
+    };
+    let report = restore(&options, &mut |_, _, _| {}).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    report
+}
+
 fn main() {
-    let full = report::full_run();
-    if !full {
+    if !report::full_run() {
         return smoke();
     }
-    let (push_conversations, restore_conversations) = if full { (10_000, 2_000) } else { (200, 40) };
-    let gateway = arlocal();
+    let (push_conversations, restore_conversations) = (10_000, 2_000);
+    let gateway = arlocal::Arlocal::start();
     let tmp = tempfile::tempdir().unwrap();
-    let wallet = wallet(&gateway, tmp.path());
+    let (wallet, _) = arlocal::funded_wallet(&gateway, tmp.path());
     let url = format!("http://127.0.0.1:{}", gateway.port);
     let spec = BackendSpec::Arweave {
         gateway: url.clone(),
@@ -290,26 +228,9 @@ fn main() {
     archive
         .push(&PushOptions { snapshot: true }, &mut |_, _, _| {})
         .unwrap();
-    http(gateway.port, "GET", "/mine", b"");
-    let run_restore = |into: &Path, use_snapshot: bool| {
-        let report = restore(
-            &RestoreOptions {
-                vault: rvault.clone(),
-                into: into.to_path_buf(),
-                passphrase: PASS.into(),
-                gateway: None,
-                wallet: None,
-                use_snapshot,
-                retry: Retry::default(),
-            },
-            &mut |_, _, _| {},
-        )
-        .unwrap();
-        assert!(report.problems.is_empty(), "{:?}", report.problems);
-        report
-    };
-    let from_batches = run_restore(&tmp.path().join("r1"), false);
-    let from_snapshot = run_restore(&tmp.path().join("r2"), true);
+    gateway.mine();
+    let from_batches = restore_from(&rvault, &tmp.path().join("r1"), false);
+    let from_snapshot = restore_from(&rvault, &tmp.path().join("r2"), true);
     assert!(from_snapshot.snapshot.is_some());
 
     let body = format!(
@@ -331,7 +252,5 @@ fn main() {
         from_snapshot.elapsed_ms as f64 / 1000.0,
     );
     println!("{body}");
-    if full {
-        report::write_section("archive", "Archive: push and restore on arlocal", "archive", &body);
-    }
+    report::write_section("archive", "Archive: push and restore on arlocal", "archive", &body);
 }

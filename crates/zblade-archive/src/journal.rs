@@ -85,33 +85,33 @@ impl Journal {
              CREATE TABLE IF NOT EXISTS forgets (
                  id TEXT PRIMARY KEY, paths TEXT NOT NULL, batches TEXT NOT NULL,
                  tombstone TEXT, state TEXT NOT NULL);
-             CREATE TABLE IF NOT EXISTS accepted (grant_object TEXT PRIMARY KEY);",
+             CREATE TABLE IF NOT EXISTS accepted (grant_object TEXT PRIMARY KEY);
+             CREATE TABLE IF NOT EXISTS seq_floor (seq INTEGER NOT NULL);",
         )
         .map_err(db_error)?;
         Ok(Journal { db })
     }
 
-    /// The next sequence number.
+    /// The next sequence number: above every batch recorded here and above the archive's
+    /// last one when a restore saw it.
     pub fn next_seq(&self) -> Result<u64> {
-        let max: Option<i64> = self
+        let max: i64 = self
             .db
-            .query_row("SELECT MAX(seq) FROM batches", [], |r| r.get(0))
+            .query_row(
+                "SELECT MAX(COALESCE((SELECT MAX(seq) FROM batches), 0), COALESCE((SELECT MAX(seq) FROM seq_floor), 0))",
+                [],
+                |r| r.get(0),
+            )
             .map_err(db_error)?;
-        Ok(max.map_or(1, |m| m as u64 + 1))
+        Ok(max as u64 + 1)
     }
 
-    /// Makes sure the next sequence number is above `seq` (after a restore learned the
-    /// archive's last one).
-    pub fn reserve_seq_above(&self, seq: u64, kind: Kind) -> Result<()> {
-        if self.next_seq()? <= seq {
-            // A placeholder batch row keeps MAX(seq); it has no parts and no items.
-            self.db
-                .execute(
-                    "INSERT OR IGNORE INTO batches VALUES (?1, ?2, ?3, 'seen', 0, 0, 0)",
-                    params![format!("seen-{seq}"), seq as i64, kind.as_str()],
-                )
-                .map_err(db_error)?;
-        }
+    /// Makes the next sequence number exceed `seq` (a restore saw the archive go that far,
+    /// tombstones and shares included).
+    pub fn reserve_seq_above(&self, seq: u64) -> Result<()> {
+        self.db
+            .execute("INSERT INTO seq_floor VALUES (?1)", [seq as i64])
+            .map_err(db_error)?;
         Ok(())
     }
 
@@ -437,19 +437,5 @@ impl Journal {
             .execute("INSERT OR IGNORE INTO accepted VALUES (?1)", [grant])
             .map_err(db_error)?;
         Ok(())
-    }
-
-    /// Live batches of a kind, by sequence.
-    pub fn batches_of(&self, kind: Kind) -> Result<Vec<BatchRow>> {
-        let mut statement = self
-            .db
-            .prepare("SELECT id FROM batches WHERE kind = ?1 AND state NOT IN ('destroyed', 'seen') ORDER BY seq")
-            .map_err(db_error)?;
-        let ids: Vec<String> = statement
-            .query_map([kind.as_str()], |r| r.get(0))
-            .map_err(db_error)?
-            .collect::<std::result::Result<_, _>>()
-            .map_err(db_error)?;
-        ids.iter().filter_map(|id| self.batch(id).transpose()).collect()
     }
 }

@@ -56,9 +56,6 @@ pub struct Config {
     /// The Arweave wallet (JWK) used to sign, when the backend is Arweave.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wallet: Option<PathBuf>,
-    /// Push in the background (the app's tray indexer) when the master key is available.
-    #[serde(default)]
-    pub auto_push: bool,
 }
 
 impl Config {
@@ -116,6 +113,23 @@ pub fn user_data_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// Refuses an Arweave gateway on another machine unless the network may be used
+/// (`privacy.allow_network`, or `--allow-network` for one command). A directory, or a gateway
+/// on this machine (arlocal), needs nothing. `gateway` overrides the vault's.
+pub fn check_network(spec: &BackendSpec, gateway: Option<&str>, allowed: bool) -> Result<()> {
+    let BackendSpec::Arweave { gateway: own, .. } = spec else {
+        return Ok(());
+    };
+    let url = gateway.unwrap_or(own);
+    let local = reqwest::Url::parse(url).is_ok_and(|u| zblade_sync::check::is_loopback(&u));
+    if local || allowed {
+        return Ok(());
+    }
+    Err(Error::ConsentRequired(format!(
+        "the archive sends encrypted batches to {url}: pass --allow-network for this command, or set privacy.allow_network to true in .zblade/config/settings.json"
+    )))
+}
+
 /// Opens the backend a vault names; `wallet` is needed to write to Arweave; `gateway`
 /// overrides the vault's (a restore through another gateway).
 pub fn open_backend(
@@ -131,4 +145,26 @@ pub fn open_backend(
             Box::new(ArweaveBackend::new(gateway.unwrap_or(own), owner, wallet, retry)?)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_gateways_on_this_machine_go_without_consent() {
+        let spec = |g: &str| BackendSpec::Arweave {
+            gateway: g.into(),
+            owner: "o".into(),
+        };
+        assert!(check_network(&spec("http://127.0.0.1:1984"), None, false).is_ok());
+        assert!(check_network(&spec("http://localhost:1984/"), None, false).is_ok());
+        assert!(check_network(&spec("http://[::1]:1984"), None, false).is_ok());
+        assert!(check_network(&spec("https://arweave.net"), None, false).is_err());
+        assert!(check_network(&spec("http://127.0.0.1.evil.com"), None, false).is_err());
+        assert!(check_network(&spec("http://127.0.0.1@evil.com"), None, false).is_err());
+        assert!(check_network(&spec("https://arweave.net"), None, true).is_ok());
+        assert!(check_network(&spec("http://127.0.0.1:1984"), Some("https://arweave.net"), false).is_err());
+        assert!(check_network(&BackendSpec::Dir { path: "/x".into() }, None, false).is_ok());
+    }
 }

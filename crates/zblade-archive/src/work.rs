@@ -213,7 +213,6 @@ impl Archive {
             archive: vault.archive.clone(),
             vault: absolute(&vault_path),
             wallet: wallet.map(|w| absolute(&w)),
-            auto_push: false,
         };
         config.save(zblade_dir)?;
         let journal = Journal::open(&zblade_dir.join(STATE_DIR).join("journal.db"))?;
@@ -234,13 +233,6 @@ impl Archive {
         Archive::open_parts(zblade_dir, config, vault, master, retry)
     }
 
-    /// Opens a project's archive with a master key kept elsewhere (the OS keyring).
-    pub fn open_with_master(zblade_dir: &Path, master: Key, retry: Retry) -> Result<Archive> {
-        let (config, vault) = load_config_and_vault(zblade_dir)?;
-        vault.check_master(&master)?;
-        Archive::open_parts(zblade_dir, config, vault, master, retry)
-    }
-
     fn open_parts(zblade_dir: &Path, config: Config, vault: Vault, master: Key, retry: Retry) -> Result<Archive> {
         let backend = crate::open_backend(&vault.backend, config.wallet.as_deref(), None, retry)?;
         let journal = Journal::open(&zblade_dir.join(STATE_DIR).join("journal.db"))?;
@@ -252,11 +244,6 @@ impl Archive {
             backend,
             journal,
         })
-    }
-
-    /// The master key (to keep in the OS keyring).
-    pub fn master(&self) -> &Key {
-        &self.master
     }
 
     /// The archive's settings.
@@ -306,25 +293,8 @@ impl Archive {
         Ok(pending.len())
     }
 
-    /// Files whose archived version differs from the one on disk: (path, Some(bytes)) to
-    /// archive, (path, None) for deletions; sorted by path.
     fn changes(&self) -> Result<Vec<(String, Option<Vec<u8>>)>> {
-        let archived = self.journal.current()?;
-        let mut out = Vec::new();
-        let local = truth_files(&self.zblade_dir)?;
-        for (path, full) in &local {
-            let bytes = std::fs::read(full).map_err(|e| Error::io(full, e))?;
-            if archived.get(path).and_then(|s| s.as_deref()) != Some(format::sha256_hex(&bytes).as_str()) {
-                out.push((path.clone(), Some(bytes)));
-            }
-        }
-        for (path, state) in archived {
-            if state.is_some() && !local.contains_key(&path) {
-                out.push((path, None));
-            }
-        }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(out)
+        changes(&self.zblade_dir, &self.journal)
     }
 
     fn push_changes(&mut self, report: &mut PushReport, progress: Progress) -> Result<()> {
@@ -509,21 +479,13 @@ impl Archive {
                 }
             }
         }
-        let archived = journal.current()?;
-        let mut pending_files = 0;
-        let mut pending_bytes = 0;
-        let local = truth_files(zblade_dir)?;
-        for (path, full) in &local {
-            let bytes = std::fs::read(full).map_err(|e| Error::io(full, e))?;
-            if archived.get(path).and_then(|s| s.as_deref()) != Some(format::sha256_hex(&bytes).as_str()) {
-                pending_files += 1;
-                pending_bytes += bytes.len() as u64;
-            }
-        }
-        pending_files += archived
+        let pending = changes(zblade_dir, &journal)?;
+        let pending_files = pending.len();
+        let pending_bytes = pending
             .iter()
-            .filter(|(p, s)| s.is_some() && !local.contains_key(*p))
-            .count();
+            .filter_map(|(_, b)| b.as_ref())
+            .map(|b| b.len() as u64)
+            .sum();
         let counts = journal.part_counts()?;
         let count = |state: &str| counts.iter().find(|c| c.0 == state).map_or((0, 0), |c| (c.1, c.2));
         let stored_bytes = count("submitted").1 + count("confirmed").1;
@@ -781,6 +743,27 @@ fn load_config_and_vault(zblade_dir: &Path) -> Result<(Config, Vault)> {
     Ok((config, vault))
 }
 
+/// Files whose archived version differs from the one on disk: (path, Some(bytes)) to
+/// archive, (path, None) for deletions; sorted by path.
+fn changes(zblade_dir: &Path, journal: &Journal) -> Result<Vec<(String, Option<Vec<u8>>)>> {
+    let archived = journal.current()?;
+    let mut out = Vec::new();
+    let local = truth_files(zblade_dir)?;
+    for (path, full) in &local {
+        let bytes = std::fs::read(full).map_err(|e| Error::io(full, e))?;
+        if archived.get(path).and_then(|s| s.as_deref()) != Some(format::sha256_hex(&bytes).as_str()) {
+            out.push((path.clone(), Some(bytes)));
+        }
+    }
+    for (path, state) in archived {
+        if state.is_some() && !local.contains_key(&path) {
+            out.push((path, None));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
 /// Restores a project's `.zblade/` from its archive: from nothing but the vault, the backend
 /// and the passphrase. Files only; the caller rebuilds the index.
 pub fn restore(options: &RestoreOptions, progress: Progress) -> Result<RestoreReport> {
@@ -902,18 +885,7 @@ pub fn restore(options: &RestoreOptions, progress: Progress) -> Result<RestoreRe
             }
         }
         report.batches += 1;
-        let prepared = objects
-            .iter()
-            .map(|o| {
-                (
-                    o.envelope.object.clone(),
-                    crate::backend::Prepared {
-                        locator: o.locator.clone(),
-                        payload: Vec::new(),
-                    },
-                )
-            })
-            .collect();
+        let prepared = sent_parts(objects);
         applied.push((
             BatchRow {
                 id: batch_id,
@@ -949,7 +921,6 @@ pub fn restore(options: &RestoreOptions, progress: Progress) -> Result<RestoreRe
         archive: vault.archive.clone(),
         vault: absolute(&options.vault),
         wallet: options.wallet.as_ref().map(|w| absolute(w)),
-        auto_push: false,
     };
     config.save(&target)?;
     let mut journal = Journal::open(&target.join(STATE_DIR).join("journal.db"))?;
@@ -969,22 +940,11 @@ pub fn restore(options: &RestoreOptions, progress: Progress) -> Result<RestoreRe
             kind: Kind::Snapshot,
             parts: objects.iter().map(|o| o.envelope.object.clone()).collect(),
         };
-        let prepared: Vec<_> = objects
-            .iter()
-            .map(|o| {
-                (
-                    o.envelope.object.clone(),
-                    crate::backend::Prepared {
-                        locator: o.locator.clone(),
-                        payload: Vec::new(),
-                    },
-                )
-            })
-            .collect();
+        let prepared = sent_parts(objects);
         journal.record_batch(&row, &[], &prepared, 0, 0, true)?;
     }
     if let Some(max) = by_seq.keys().next_back() {
-        journal.reserve_seq_above(*max, Kind::Batch)?;
+        journal.reserve_seq_above(*max)?;
     }
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
@@ -992,6 +952,22 @@ pub fn restore(options: &RestoreOptions, progress: Progress) -> Result<RestoreRe
 
 /// A batch a restore replayed, for the restored journal: its row, items and parts.
 type Applied = (BatchRow, Vec<Item>, Vec<(String, crate::backend::Prepared)>);
+
+/// Listed objects as the journal records sent parts: id and locator, no payload.
+fn sent_parts(objects: &[&Listed]) -> Vec<(String, crate::backend::Prepared)> {
+    objects
+        .iter()
+        .map(|o| {
+            (
+                o.envelope.object.clone(),
+                crate::backend::Prepared {
+                    locator: o.locator.clone(),
+                    payload: Vec::new(),
+                },
+            )
+        })
+        .collect()
+}
 
 /// Fetches, decrypts and joins a batch's parts. A part that cannot be fetched or opened is a
 /// problem named in the report (and `Ok(None)`), not an error: the rest restores.
@@ -1002,68 +978,60 @@ fn read_batch(
     objects: &[&Listed],
     report: &mut RestoreReport,
 ) -> Result<Option<(format::Contents, String)>> {
-    let seq = objects[0].envelope.seq;
-    let mut slices = Vec::new();
-    for object in objects {
-        let id = &object.envelope.object;
-        let problem = |message: String| Problem {
-            object: id.clone(),
-            seq,
-            message,
-        };
-        let Some(key) = vault.key(master, id)? else {
-            report.problems.push(problem("no key in the vault".into()));
-            return Ok(None);
-        };
-        let sealed = match backend.fetch(&object.locator) {
-            Ok(sealed) => sealed,
-            Err(e) => {
-                report
-                    .problems
-                    .push(problem(format!("could not be fetched from {}: {e}", object.locator)));
-                return Ok(None);
-            }
-        };
-        report.bytes += sealed.len() as u64;
-        let Some(plain) = format::open(&key, &object.envelope, &sealed) else {
-            report.problems.push(problem(format!(
-                "{} ({}) does not decrypt: damaged or changed",
-                object.locator,
-                object.envelope.kind.as_str()
-            )));
-            return Ok(None);
-        };
-        match format::decode_part(&plain, id) {
-            Ok(slice) => slices.push(slice),
-            Err(e) => {
-                report.problems.push(problem(e.to_string()));
-                return Ok(None);
-            }
-        }
-    }
-    let batch_id = slices[0].0.batch.clone();
-    let plain = match join_parts(slices, &objects[0].envelope.object) {
-        Ok(plain) => plain,
-        Err(e) => {
+    match open_batch(backend, vault, master, objects, &mut report.bytes)? {
+        Ok(opened) => Ok(Some(opened)),
+        Err((object, message)) => {
             report.problems.push(Problem {
-                object: objects[0].envelope.object.clone(),
-                seq,
-                message: e.to_string(),
-            });
-            return Ok(None);
-        }
-    };
-    match format::decode(&plain, &format!("batch {seq}")) {
-        Ok(contents) => Ok(Some((contents, batch_id))),
-        Err(e) => {
-            report.problems.push(Problem {
-                object: objects[0].envelope.object.clone(),
-                seq,
-                message: e.to_string(),
+                object,
+                seq: objects[0].envelope.seq,
+                message,
             });
             Ok(None)
         }
     }
+}
+
+/// [`read_batch`]'s work: the batch, or the object at fault and why. Only a vault that
+/// cannot be read is an error.
+#[allow(clippy::type_complexity)]
+fn open_batch(
+    backend: &dyn Backend,
+    vault: &Vault,
+    master: &Key,
+    objects: &[&Listed],
+    fetched: &mut u64,
+) -> Result<std::result::Result<(format::Contents, String), (String, String)>> {
+    let mut slices = Vec::new();
+    for object in objects {
+        let id = &object.envelope.object;
+        let fault = |message: String| Ok(Err((id.clone(), message)));
+        let Some(key) = vault.key(master, id)? else {
+            return fault("no key in the vault".into());
+        };
+        let sealed = match backend.fetch(&object.locator) {
+            Ok(sealed) => sealed,
+            Err(e) => return fault(format!("could not be fetched from {}: {e}", object.locator)),
+        };
+        *fetched += sealed.len() as u64;
+        let Some(plain) = format::open(&key, &object.envelope, &sealed) else {
+            return fault(format!(
+                "{} ({}) does not decrypt: damaged or changed",
+                object.locator,
+                object.envelope.kind.as_str()
+            ));
+        };
+        match format::decode_part(&plain, id) {
+            Ok(slice) => slices.push(slice),
+            Err(e) => return fault(e.to_string()),
+        }
+    }
+    let first = &objects[0].envelope;
+    let batch_id = slices[0].0.batch.clone();
+    let decoded =
+        join_parts(slices, &first.object).and_then(|plain| format::decode(&plain, &format!("batch {}", first.seq)));
+    Ok(decoded
+        .map(|contents| (contents, batch_id))
+        .map_err(|e| (first.object.clone(), e.to_string())))
 }
 
 /// Puts a batch's parts back together: one batch, every part once, in order.

@@ -1,43 +1,12 @@
 //! The permanent archive (zblade-archive) seen from a project: which files a conversation
 //! is, removing them before their archived copies are forgotten, the items a share exports,
-//! taking in what others shared, and the network consent an Arweave gateway needs. The
-//! archive itself only knows files; these are the parts that know conversations.
+//! taking in what others shared. The archive itself only knows files; these are the parts
+//! that know conversations.
 
-use zblade_archive::{Archive, BackendSpec, ForgetReport, SharedItem};
+use zblade_archive::{Archive, ForgetReport, SharedItem};
 use zblade_core::{Error, Result};
 
 use crate::{AddOutcome, ExportFormat, Project};
-
-/// Refuses an Arweave gateway on another machine unless the network may be used
-/// (`privacy.allow_network`, or `--allow-network` for this command). A directory, or a
-/// gateway on this machine (arlocal), needs nothing.
-pub fn check_archive_network(spec: &BackendSpec, gateway: Option<&str>, allowed: bool) -> Result<()> {
-    let BackendSpec::Arweave { gateway: own, .. } = spec else {
-        return Ok(());
-    };
-    let url = gateway.unwrap_or(own);
-    let local = reqwest_free_host(url)
-        .is_some_and(|h| h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()));
-    if local || allowed {
-        return Ok(());
-    }
-    Err(Error::ConsentRequired(format!(
-        "the archive sends encrypted batches to {url}: pass --allow-network for this command, or set privacy.allow_network to true in .zblade/config/settings.json"
-    )))
-}
-
-/// The host of an http(s) URL, without pulling in a URL parser for one field.
-fn reqwest_free_host(url: &str) -> Option<String> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = if let Some(v6) = host.strip_prefix('[') {
-        v6.split(']').next()?
-    } else {
-        host.split(':').next()?
-    };
-    Some(host.to_ascii_lowercase())
-}
 
 impl Project {
     /// Forgets conversations (documents included) for good: each is removed here with the
@@ -167,25 +136,4 @@ fn message_files(manifest: &[u8]) -> Vec<String> {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_gateways_on_this_machine_go_without_consent() {
-        let spec = |g: &str| BackendSpec::Arweave {
-            gateway: g.into(),
-            owner: "o".into(),
-        };
-        assert!(check_archive_network(&spec("http://127.0.0.1:1984"), None, false).is_ok());
-        assert!(check_archive_network(&spec("http://localhost:1984/"), None, false).is_ok());
-        assert!(check_archive_network(&spec("http://[::1]:1984"), None, false).is_ok());
-        assert!(check_archive_network(&spec("https://arweave.net"), None, false).is_err());
-        assert!(check_archive_network(&spec("http://127.0.0.1.evil.com"), None, false).is_err());
-        assert!(check_archive_network(&spec("http://127.0.0.1@evil.com"), None, false).is_err());
-        assert!(check_archive_network(&spec("https://arweave.net"), None, true).is_ok());
-        assert!(check_archive_network(&BackendSpec::Dir { path: "/x".into() }, None, false).is_ok());
-    }
 }

@@ -46,7 +46,6 @@ mod time;
 pub mod warm;
 mod watch;
 
-pub use archive::check_archive_network;
 pub use code::{CodeIndexReport, chunk_rows, line_window_rows};
 pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus, gguf_dir};
 pub use context::{ContextRequest, ContextResult, ContextTimings, DEFAULT_BUDGET, MAX_QUERY_CHARS, RECENT_WINDOW};

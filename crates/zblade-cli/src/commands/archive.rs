@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use zblade_archive::{Archive, BackendSpec, Config, DirBackend, PushOptions, RestoreOptions, Retry, Vault};
-use zblade_engine::{Error, Project, check_archive_network};
+use zblade_engine::{Error, Project};
 
 use super::Ctx;
 use crate::cli::{ArchiveCommand, PassphraseArgs};
@@ -109,7 +109,7 @@ fn zblade_dir(cx: &Ctx) -> Result<PathBuf, Error> {
 /// Network consent for the archive this project has, from settings or the flag.
 fn consent(cx: &Ctx, spec: &BackendSpec, allow_flag: bool) -> Result<(), Error> {
     let allowed = allow_flag || Project::open(&cx.root).is_ok_and(|p| p.settings().privacy.allow_network);
-    check_archive_network(spec, None, allowed)
+    zblade_archive::check_network(spec, None, allowed)
 }
 
 fn open(cx: &Ctx, args: &PassphraseArgs) -> Result<Archive, Error> {
@@ -300,7 +300,7 @@ fn restore(
 ) -> Result<ExitCode, Error> {
     let vault_path = find_vault(vault, from.as_deref())?;
     let spec = Vault::load(&vault_path)?.backend;
-    check_archive_network(&spec, gateway.as_deref(), args.allow_network)?;
+    zblade_archive::check_network(&spec, gateway.as_deref(), args.allow_network)?;
     std::fs::create_dir_all(&into).map_err(|e| Error::io(&into, e))?;
     let options = RestoreOptions {
         vault: vault_path,
@@ -440,7 +440,7 @@ fn accept(
                 gateway: gateway.clone(),
                 owner: String::new(),
             };
-            check_archive_network(&spec, None, args.allow_network)?;
+            zblade_archive::check_network(&spec, None, args.allow_network)?;
             Some(Box::new(zblade_archive::ArweaveBackend::new(
                 &gateway,
                 "",
