@@ -1162,3 +1162,51 @@ fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_in_a_received_share_are_checked() {
+        check_share_name("conversations/conv_01ABC.json").unwrap();
+        check_share_name("moments/moment_1.json").unwrap();
+        for hostile in [
+            "../../.bashrc",
+            "conversations/../../x.json",
+            "conversations/a/b.json",
+            "artifacts/conversations/conv_1.json",
+            "conversations/.json",
+            "conversations/conv 1.json",
+        ] {
+            assert!(check_share_name(hostile).is_err(), "{hostile}");
+        }
+    }
+
+    #[test]
+    fn parts_of_different_batches_or_missing_parts_do_not_join() {
+        let part = |batch: &str, part: u32, parts: u32| {
+            (
+                PartHeader {
+                    batch: batch.into(),
+                    part,
+                    parts,
+                },
+                vec![part as u8],
+            )
+        };
+        assert_eq!(
+            join_parts(vec![part("a", 1, 2), part("a", 0, 2)], "t").unwrap(),
+            vec![0, 1]
+        );
+        assert!(join_parts(vec![part("a", 0, 2)], "t").is_err(), "a part missing");
+        assert!(
+            join_parts(vec![part("a", 0, 2), part("b", 1, 2)], "t").is_err(),
+            "two batches"
+        );
+        assert!(
+            join_parts(vec![part("a", 0, 2), part("a", 0, 2)], "t").is_err(),
+            "a part twice"
+        );
+    }
+}

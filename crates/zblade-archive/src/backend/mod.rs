@@ -71,3 +71,19 @@ pub fn envelope_from(archive: &str, object: &str, kind: &str, seq: &str) -> Opti
         seq: seq.parse().ok().filter(|s: &u64| *s < 1 << 53)?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelopes_from_hostile_tags_or_file_names_are_refused() {
+        let id = "0123456789abcdef0123456789abcdef";
+        assert!(envelope_from(id, id, "batch", "7").is_some());
+        assert!(envelope_from("../x", id, "batch", "7").is_none());
+        assert!(envelope_from(id, "ABCDEF0123456789abcdef0123456789", "batch", "7").is_none());
+        assert!(envelope_from(id, id, "script", "7").is_none());
+        assert!(envelope_from(id, id, "batch", "-1").is_none());
+        assert!(envelope_from(id, id, "batch", "99999999999999999999").is_none());
+    }
+}

@@ -356,9 +356,14 @@ fn restore(
             }
         ))?;
         if !index.is_null() {
+            let vectors = &index["vectors"];
+            let vectors = match vectors["error"].as_str() {
+                Some(error) => format!("not embedded ({error}; `zblade index` embeds later)"),
+                None => format!("{} of {} chunk(s) embedded", vectors["embedded"], vectors["chunks"]),
+            };
             cx.out.note(&format!(
-                "Index rebuilt: {} conversation(s), {} message(s) ({} ms); vectors: {} ({} ms).",
-                index["conversations"], index["messages"], index["catalog_ms"], index["vectors"], index["embedding_ms"]
+                "Index rebuilt: {} conversation(s), {} message(s) ({} ms); {vectors} ({} ms).",
+                index["conversations"], index["messages"], index["catalog_ms"], index["embedding_ms"]
             ))?;
         }
         for problem in &report.problems {
