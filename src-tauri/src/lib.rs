@@ -17,6 +17,7 @@
 //! main window's (see `capabilities/main.json`).
 
 pub mod agents;
+pub mod archive;
 pub mod chat;
 pub mod commands;
 pub mod config;
@@ -101,6 +102,10 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             chat::chat_send,
             chat::chat_stop,
             chat::chat_answer_tool,
+            archive::archive_status,
+            archive::archive_setup,
+            archive::archive_push,
+            archive::archive_restore,
         ])
         .events(collect_events![
             IndexerStatus,
@@ -108,7 +113,8 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             events::DownloadProgress,
             events::MigrationProgress,
             events::ImportProgress,
-            chat::ChatStream
+            chat::ChatStream,
+            archive::ArchiveProgress
         ])
 }
 

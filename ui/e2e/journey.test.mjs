@@ -1,7 +1,7 @@
 // End-to-end journey in the real app window: WebKitGTK under Xvfb, driven through tauri-driver
 // and WebKitWebDriver with WebdriverIO. First-run wizard → open the fixture project → search →
 // open a conversation → the test edits the referenced file on disk → the chip's status changes
-// without a reload; then every other view, and the migration wizard against a real sync server. A screenshot of each step goes to $ZBLADE_E2E_OUT.
+// without a reload; then every other view, a folder archive (set up, pushed, restored by the CLI), and the migration wizard against a real sync server. A screenshot of each step goes to $ZBLADE_E2E_OUT.
 //
 // Also proves the privacy promise: a counting HTTP server stands in for the model hub, and it
 // must see no request at all before the user allows network use, and one after.
@@ -10,7 +10,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, readFileSync, realpathSync, writeFileSync, createWriteStream } from "node:fs";
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync, createWriteStream } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import http from "node:http";
@@ -332,6 +332,38 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   await shot("13e-settings-proxy");
   await (await byTest("proxy-stop")).click();
   await (await byTest("proxy-start")).waitForDisplayed({ timeout: 10_000 });
+
+  // 7e. Archive: set up a folder archive, push with the passphrase, see the status; then the
+  // CLI restores that folder's archive elsewhere, byte for byte, from the vault and passphrase.
+  const archiveDir = join(work, "archive");
+  const passphrase = "e2e archive passphrase";
+  await (await byTest("settings-archive")).scrollIntoView();
+  await (await byTest("archive-dir")).setValue(archiveDir);
+  await (await byTest("archive-passphrase")).setValue(passphrase);
+  await (await byTest("archive-passphrase-again")).setValue(passphrase);
+  await (await byTest("archive-setup")).click();
+  await (await byTest("archive-status")).waitForDisplayed({ timeout: 30_000 });
+  await (await byTest("archive-passphrase")).setValue(passphrase);
+  await (await byTest("archive-push")).click();
+  const pushedText = await byTest("archive-result");
+  await browser.waitUntil(async () => /^Pushed [1-9]\d* file\(s\)/.test(await pushedText.getText()), {
+    timeout: 60_000,
+    timeoutMsg: "the archive push did not report",
+  });
+  await browser.waitUntil(async () => /0 file\(s\) waiting .* [1-9]\d* confirmed/.test(await (await byTest("archive-status")).getText()), {
+    timeout: 15_000,
+    timeoutMsg: "the archive status did not show the push",
+  });
+  await shot("13f-settings-archive");
+  const restoredInto = join(work, "restored");
+  execFileSync(cli, ["archive", "restore", "--into", restoredInto, "--from", archiveDir, "--no-index"], {
+    env: { ...env, ZBLADE_ARCHIVE_PASSPHRASE: passphrase },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const conversationsDir = ".zblade/artifacts/conversations";
+  for (const name of readdirSync(join(project, conversationsDir))) {
+    assert.deepEqual(readFileSync(join(restoredInto, conversationsDir, name)), readFileSync(join(project, conversationsDir, name)), name);
+  }
 
   // 8. The migration wizard, against a real zblade-server: test the server, see the plan,
   // migrate, see the verification.

@@ -531,6 +531,51 @@ async chatAnswerTool(allow: boolean) : Promise<Result<null, AppError>> {
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
 }
+},
+/**
+ * The open project's archive; `archive` is null when none is set up.
+ */
+async archiveStatus() : Promise<Result<ArchiveView, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("archive_status") };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Sets up the open project's archive (a new vault; refused if the project has one).
+ */
+async archiveSetup(target: ArchiveTarget, passphrase: string) : Promise<Result<ArchiveView, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("archive_setup", { target, passphrase }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Archives what changed (finishing an interrupted forget first), with `ArchiveProgress`.
+ */
+async archivePush(passphrase: string, snapshot: boolean) : Promise<Result<ArchivePushView, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("archive_push", { passphrase, snapshot }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Restores an archive into a folder from its vault and passphrase (files, then the index),
+ * with `ArchiveProgress`. The folder's `.zblade/` must not exist.
+ */
+async archiveRestore(vault: string, into: string, passphrase: string, snapshot: boolean) : Promise<Result<ArchiveRestoreView, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("archive_restore", { vault, into, passphrase, snapshot }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
 }
 }
 
@@ -538,6 +583,7 @@ async chatAnswerTool(allow: boolean) : Promise<Result<null, AppError>> {
 
 
 export const events = __makeEvents__<{
+archiveProgress: ArchiveProgress,
 chatStream: ChatStream,
 downloadProgress: DownloadProgress,
 importProgress: ImportProgress,
@@ -545,6 +591,7 @@ indexerStatus: IndexerStatus,
 migrationProgress: MigrationProgress,
 referencesChanged: ReferencesChanged
 }>({
+archiveProgress: "archive-progress",
 chatStream: "chat-stream",
 downloadProgress: "download-progress",
 importProgress: "import-progress",
@@ -635,6 +682,134 @@ project: ProjectInfo | null;
  * The indexer now.
  */
 indexer: IndexerStatus }
+/**
+ * Progress of a push or restore: `stage` (push, snapshot, restore), `done` of `total`.
+ */
+export type ArchiveProgress = { 
+/**
+ * The stage.
+ */
+stage: string; 
+/**
+ * Items done.
+ */
+done: number; 
+/**
+ * Items in all.
+ */
+total: number }
+/**
+ * What a push did.
+ */
+export type ArchivePushView = { 
+/**
+ * Files archived.
+ */
+files: number; 
+/**
+ * Deletions archived.
+ */
+deleted: number; 
+/**
+ * Batches made.
+ */
+batches: number; 
+/**
+ * Sealed bytes sent.
+ */
+bytes: number; 
+/**
+ * Seconds.
+ */
+seconds: number }
+/**
+ * What a restore did.
+ */
+export type ArchiveRestoreView = { 
+/**
+ * Files written.
+ */
+files: number; 
+/**
+ * Batches replayed.
+ */
+batches: number; 
+/**
+ * Batches forgotten on purpose.
+ */
+forgotten: number; 
+/**
+ * What could not be restored (the rest was).
+ */
+problems: string[]; 
+/**
+ * Seconds.
+ */
+seconds: number }
+/**
+ * Where a new archive goes.
+ */
+export type ArchiveTarget = 
+/**
+ * A directory: an external disk, a synced folder.
+ */
+{ kind: "dir"; path: string } | 
+/**
+ * Arweave through a gateway, signed and paid by a JWK wallet.
+ */
+{ kind: "arweave"; gateway: string; wallet: string }
+/**
+ * The archive as the card shows it; `archive` is null when none is set up.
+ */
+export type ArchiveView = { 
+/**
+ * The archive's id.
+ */
+archive: string | null; 
+/**
+ * Where its objects are, in words.
+ */
+backend: string; 
+/**
+ * The vault file (keep a copy).
+ */
+vault: string; 
+/**
+ * The key others share to.
+ */
+share_key: string; 
+/**
+ * Files changed since the last push.
+ */
+pending_files: number; 
+/**
+ * Objects made but not yet sent.
+ */
+unsent: number; 
+/**
+ * Objects sent, awaiting confirmation.
+ */
+submitted: number; 
+/**
+ * Objects confirmed.
+ */
+confirmed: number; 
+/**
+ * Sealed bytes stored.
+ */
+stored_bytes: number; 
+/**
+ * What the pending bytes would cost (Arweave).
+ */
+pending_cost: string | null; 
+/**
+ * What the stored bytes cost at today's price (Arweave).
+ */
+stored_cost: string | null; 
+/**
+ * Why the backend could not be asked, when it could not.
+ */
+offline: string | null }
 /**
  * A model in the registry.
  */
