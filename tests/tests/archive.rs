@@ -238,6 +238,24 @@ fn archive_to_arlocal_restore_from_nothing_and_forget_for_good() {
     assert_eq!(manifest(&restored), before, "every artifact byte for byte");
     assert_eq!(search_ids(&user, &restored, "topic7 ledger retries"), found_before);
 
+    // From the snapshot: the same files, and the vectors came with it (nothing embedded again).
+    let from_snapshot = tmp.path().join("from-snapshot");
+    let report = user.ok(
+        &from_snapshot,
+        &[
+            "archive",
+            "restore",
+            "--into",
+            from_snapshot.to_str().unwrap(),
+            "--snapshot",
+        ],
+    );
+    assert_eq!(report["problems"], serde_json::json!([]), "{report}");
+    assert!(report["snapshot"].is_u64(), "{report}");
+    assert_eq!(report["index"]["vectors"]["embedded"], 0, "{report}");
+    assert_eq!(manifest(&from_snapshot), before);
+    assert_eq!(search_ids(&user, &from_snapshot, "topic7 ledger retries"), found_before);
+
     // Wrong passphrase: a clear error, nothing written.
     let elsewhere = tmp.path().join("elsewhere");
     let out = Command::new(zblade_bin())

@@ -25,8 +25,8 @@ pub const SEALED_MAGIC: &[u8] = b"ZBA1";
 pub enum Kind {
     /// Changed files of a project, in push order.
     Batch,
-    /// Every file of a project (index included) as of a batch: restores skip the batches
-    /// before it.
+    /// Every file of a project (and its vector files) as of a batch: restores skip the
+    /// batches before it.
     Snapshot,
     /// Names batches whose keys were destroyed on purpose (`archive forget`).
     Tombstone,
@@ -265,7 +265,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// Checks an item path read from an archive before anything is written with it: relative,
 /// `/`-separated, no `.`/`..`/empty parts, no backslashes or control characters, and under
 /// what the archive keeps (`instructions.md`, `config/settings.json`, `artifacts/…`, and in
-/// snapshots `index/…`).
+/// snapshots `index/vectors/…`).
 pub fn check_path(path: &str, allow_index: bool) -> Result<()> {
     let bad = |why: &str| Err(Error::Untrusted(format!("archived path {path:?} refused: {why}")));
     if path.is_empty() || path.len() > 512 {
@@ -283,7 +283,7 @@ pub fn check_path(path: &str, allow_index: bool) -> Result<()> {
     let kept = path == "instructions.md"
         || path == "config/settings.json"
         || path.starts_with("artifacts/")
-        || (allow_index && path.starts_with("index/"));
+        || (allow_index && path.starts_with("index/vectors/"));
     if !kept {
         return bad("outside what the archive keeps");
     }
@@ -345,7 +345,11 @@ mod tests {
         }
         check_path("artifacts/conversations/conv_1.json", false).unwrap();
         check_path("instructions.md", false).unwrap();
-        check_path("index/conversations.db", true).unwrap();
+        check_path("index/vectors/chunks.lance/data/0.lance", true).unwrap();
+        assert!(
+            check_path("index/conversations.db", true).is_err(),
+            "the catalog is rebuilt, never restored"
+        );
     }
 
     #[test]

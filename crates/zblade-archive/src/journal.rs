@@ -209,6 +209,26 @@ impl Journal {
         rows.collect::<std::result::Result<_, _>>().map_err(db_error)
     }
 
+    /// Removes the batch of a part that was never sent (its key was never kept), with its
+    /// parts and items: its files count as changed again.
+    pub fn drop_unsent_batch_of(&mut self, object: &str) -> Result<()> {
+        let tx = self.db.transaction().map_err(db_error)?;
+        let batch: Option<String> = tx
+            .query_row("SELECT batch FROM parts WHERE object = ?1", [object], |r| r.get(0))
+            .optional()
+            .map_err(db_error)?;
+        if let Some(batch) = batch {
+            for table in [
+                "DELETE FROM parts WHERE batch = ?1",
+                "DELETE FROM items WHERE batch = ?1",
+                "DELETE FROM batches WHERE id = ?1",
+            ] {
+                tx.execute(table, [&batch]).map_err(db_error)?;
+            }
+        }
+        tx.commit().map_err(db_error)
+    }
+
     /// A part reached the backend: its payload is no longer kept.
     pub fn mark_submitted(&self, object: &str) -> Result<()> {
         self.db

@@ -173,6 +173,7 @@ struct SealedPart {
     object: String,
     envelope: Envelope,
     sealed: Vec<u8>,
+    key: Key,
 }
 
 impl Archive {
@@ -278,6 +279,12 @@ impl Archive {
     fn resume_parts(&mut self) -> Result<usize> {
         let pending = self.journal.pending_parts()?;
         for part in &pending {
+            // Killed between the journal and the vault: the key was never kept, so the part
+            // was never sent; its batch is forgotten and its files count as changed again.
+            if !self.vault.keys.contains_key(&part.object) {
+                self.journal.drop_unsent_batch_of(&part.object)?;
+                continue;
+            }
             // Already there (the kill came after the backend took it, before the journal
             // knew): nothing to send.
             if self.backend.confirmations(&part.locator)?.is_some() {
@@ -394,16 +401,13 @@ impl Archive {
                 slice,
             );
             let sealed = format::seal(&key, &envelope, &part);
-            self.vault.add_key(&self.master, &object, &key);
             sealed_parts.push(SealedPart {
                 object,
                 envelope,
                 sealed,
+                key,
             });
         }
-        // The keys are safe before anything is named or sent: an object never exists
-        // without its key.
-        self.vault.save(&self.config.vault)?;
         let mut prepared = Vec::with_capacity(sealed_parts.len());
         for part in &sealed_parts {
             prepared.push((
@@ -418,8 +422,15 @@ impl Archive {
             parts: sealed_parts.iter().map(|p| p.object.clone()).collect(),
         };
         let bytes: u64 = sealed_parts.iter().map(|p| p.sealed.len() as u64).sum();
+        // Journal first, then the keys, then the backend: the vault never holds a key the
+        // journal does not know (no orphan a restore would call missing), and nothing is sent
+        // before its key is safe (a resume drops a journaled part whose key never was).
         self.journal
             .record_batch(&row, &header.items, &prepared, bytes, header.created_ms, false)?;
+        for part in &sealed_parts {
+            self.vault.add_key(&self.master, &part.object, &part.key);
+        }
+        self.vault.save(&self.config.vault)?;
         for (object, p) in &prepared {
             self.backend.submit(p)?;
             self.journal.mark_submitted(object)?;
@@ -427,7 +438,7 @@ impl Archive {
         Ok((row, prepared.len(), bytes))
     }
 
-    /// Archives every file, the index included, as of the last batch.
+    /// Archives every file, and the vector files, as of the last batch.
     fn snapshot(&mut self, report: &mut PushReport, progress: Progress) -> Result<u64> {
         let as_of = self.journal.next_seq()?.saturating_sub(1);
         let mut files: Vec<(String, Vec<u8>)> = Vec::new();
@@ -1126,31 +1137,16 @@ fn walk(dir: &Path, relative: &str, out: &mut BTreeMap<String, PathBuf>) -> Resu
     Ok(())
 }
 
-/// The index for a snapshot: the catalog copied consistently with SQLite's `VACUUM INTO`
-/// (a plain copy could miss what sits in the write-ahead log), and the vector table's files.
+/// The index for a snapshot: the vector table's files, what is slow to make again (every
+/// chunk embedded). The SQLite catalog is left out: it is rebuilt from the artifacts in
+/// seconds, and a copy taken beside a live writer could be torn.
 fn index_files(zblade_dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
-    let mut out = Vec::new();
-    let database = zblade_dir.join("index").join("conversations.db");
-    if database.is_file() {
-        let tmp = zblade_dir
-            .join(STATE_DIR)
-            .join(format!("snapshot-{}.db", crypto::random_id()));
-        let result = (|| {
-            let db = rusqlite::Connection::open(&database)
-                .map_err(|e| Error::Usage(format!("{}: {e}", database.display())))?;
-            db.execute("VACUUM INTO ?1", [tmp.to_string_lossy()])
-                .map_err(|e| Error::Usage(format!("copying {} for a snapshot: {e}", database.display())))?;
-            std::fs::read(&tmp).map_err(|e| Error::io(&tmp, e))
-        })();
-        let _ = std::fs::remove_file(&tmp);
-        out.push(("index/conversations.db".to_string(), result?));
-    }
     let mut vectors = BTreeMap::new();
     walk(&zblade_dir.join("index").join("vectors"), "index/vectors", &mut vectors)?;
-    for (path, full) in vectors {
-        out.push((path, std::fs::read(&full).map_err(|e| Error::io(&full, e))?));
-    }
-    Ok(out)
+    vectors
+        .into_iter()
+        .map(|(path, full)| Ok((path, std::fs::read(&full).map_err(|e| Error::io(&full, e))?)))
+        .collect()
 }
 
 fn absolute(path: &Path) -> PathBuf {
