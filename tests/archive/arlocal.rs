@@ -7,7 +7,7 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// Where setup.sh installed arlocal and arweave-js (`ZBLADE_ARCHIVE_CLIENTS`).
@@ -32,28 +32,51 @@ pub struct Arlocal {
 }
 
 impl Arlocal {
-    /// Starts one and waits until it answers.
+    /// Starts one and waits until it answers. Its database lives in its own folder: by
+    /// default every arlocal shares one under the user's app data and deletes it on start,
+    /// so a second instance wiped the first one's (it then answered 404). A port taken
+    /// between our probe and arlocal's bind makes it exit; it is then started again on
+    /// another port.
     pub fn start() -> Arlocal {
-        let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(clients().join("node_modules/.bin/arlocal"))
-            .args([port.to_string().as_str(), "--hidelogs"])
-            .current_dir(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let gateway = Arlocal { child, port, _dir: dir };
-        let started = Instant::now();
-        while gateway.try_get("/info").is_none() {
-            assert!(started.elapsed() < Duration::from_secs(60), "arlocal did not start");
-            std::thread::sleep(Duration::from_millis(200));
+        for _ in 0..3 {
+            let dir = tempfile::tempdir().unwrap();
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let log = std::fs::File::create(dir.path().join("arlocal.log")).unwrap();
+            let child = Command::new(clients().join("node_modules/.bin/arlocal"))
+                .args([port.to_string().as_str(), "--hidelogs", "--dbpath", "db"])
+                .current_dir(dir.path())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap();
+            let mut gateway = Arlocal { child, port, _dir: dir };
+            let started = Instant::now();
+            loop {
+                if gateway.try_get("/info").is_some() {
+                    return gateway;
+                }
+                if gateway.child.try_wait().unwrap().is_some() {
+                    eprintln!("arlocal on port {port} exited: {}", gateway.log());
+                    break;
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(120),
+                    "arlocal did not answer within 120 s: {}",
+                    gateway.log()
+                );
+                std::thread::sleep(Duration::from_millis(200));
+            }
         }
-        gateway
+        panic!("arlocal exited three times (see above)");
+    }
+
+    /// What it printed.
+    fn log(&self) -> String {
+        std::fs::read_to_string(self._dir.path().join("arlocal.log")).unwrap_or_default()
     }
 
     /// Its base URL.

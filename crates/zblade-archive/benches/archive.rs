@@ -175,8 +175,8 @@ fn main() {
     let (push_conversations, restore_conversations) = (10_000, 2_000);
     let tmp = tempfile::tempdir().unwrap();
     // Each part runs on a fresh arlocal, one at a time: arlocal slows as its database grows
-    // (a second run on one gateway would pay for the first), and two instances side by side
-    // answered 404 to transactions after a while.
+    // (a second run on one gateway would pay for the first), and two runs side by side
+    // would share the machine's two cores.
     let fresh = |name: &str| {
         let gateway = arlocal::Arlocal::start();
         let dir = tmp.path().join(name);
