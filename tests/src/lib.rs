@@ -411,3 +411,103 @@ pub fn fresh_postgres_database() -> String {
         &admin[..admin.rfind('/').expect("a URL ending in /DATABASE")]
     )
 }
+
+/// A private D-Bus session with GNOME Keyring's Secret Service, unlocked with a test
+/// password: the real keyring zblade's keyring users talk to on Linux. Commands get
+/// [`SecretService::env`]; both daemons are killed on drop.
+pub struct SecretService {
+    children: Vec<std::process::Child>,
+    dir: tempfile::TempDir,
+    bus: String,
+}
+
+impl SecretService {
+    /// Starts dbus-daemon and gnome-keyring-daemon (scripts/setup.sh installs both).
+    pub fn start() -> SecretService {
+        use std::io::{BufRead, Write};
+        use std::process::{Command, Stdio};
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = dir.path().join("run");
+        std::fs::create_dir_all(&runtime).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        let mut bus = Command::new("dbus-daemon")
+            .args(["--session", "--nofork", "--print-address=1"])
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("dbus-daemon (scripts/setup.sh installs dbus)");
+        let mut address = String::new();
+        std::io::BufReader::new(bus.stdout.take().unwrap())
+            .read_line(&mut address)
+            .unwrap();
+        let address = address.trim().to_string();
+        assert!(!address.is_empty(), "dbus-daemon printed no address");
+        let mut service = SecretService {
+            children: vec![bus],
+            dir,
+            bus: address,
+        };
+        let mut keyring = Command::new("gnome-keyring-daemon")
+            .args(["--unlock", "--components=secrets", "--foreground"])
+            .envs(service.env())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("gnome-keyring-daemon (scripts/setup.sh installs gnome-keyring)");
+        keyring.stdin.take().unwrap().write_all(b"test-password").unwrap();
+        service.children.push(keyring);
+        // Ready when the bus knows the Secret Service's name.
+        let started = std::time::Instant::now();
+        loop {
+            let names = Command::new("dbus-send")
+                .args([
+                    "--session",
+                    "--print-reply",
+                    "--dest=org.freedesktop.DBus",
+                    "/org/freedesktop/DBus",
+                    "org.freedesktop.DBus.ListNames",
+                ])
+                .envs(service.env())
+                .output()
+                .expect("dbus-send");
+            if String::from_utf8_lossy(&names.stdout).contains("org.freedesktop.secrets") {
+                return service;
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(30),
+                "gnome-keyring-daemon did not register the Secret Service"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+
+    /// What a process needs to reach this keyring.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("DBUS_SESSION_BUS_ADDRESS".into(), self.bus.clone()),
+            (
+                "XDG_RUNTIME_DIR".into(),
+                self.dir.path().join("run").display().to_string(),
+            ),
+            (
+                "XDG_DATA_HOME".into(),
+                self.dir.path().join("data").display().to_string(),
+            ),
+        ]
+    }
+}
+
+impl Drop for SecretService {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

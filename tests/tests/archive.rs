@@ -421,3 +421,98 @@ fn kill_9_during_push_and_forget_resumes_without_duplicates_or_undeletable_items
     assert_eq!(report["problems"], serde_json::json!([]), "{report}");
     assert_eq!(manifest(&restored), manifest(&root));
 }
+
+/// `archive setup --keyring` keeps the master key in a real Secret Service (GNOME Keyring on
+/// a private bus): pushes then need no passphrase; `remember --off` takes it away again, and
+/// without the keyring the command asks (here: fails plainly, as no passphrase comes).
+#[test]
+fn the_keyring_remembers_the_master_key_so_pushes_need_no_passphrase() {
+    let keyring = zblade_tests::SecretService::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("project");
+    project_with(&root, 3);
+    let backend = tmp.path().join("backup");
+    let zblade = |args: &[&str], passphrase: Option<&str>| {
+        let mut command = Command::new(zblade_bin());
+        command
+            .arg("--project")
+            .arg(&root)
+            .arg("--json")
+            .args(args)
+            .envs(keyring.env())
+            .env_remove("ZBLADE_ARCHIVE_PASSPHRASE")
+            .stdin(Stdio::null());
+        if let Some(p) = passphrase {
+            command.env("ZBLADE_ARCHIVE_PASSPHRASE", p);
+        }
+        command.output().unwrap()
+    };
+    let out = zblade(
+        &["archive", "setup", "--dir", backend.to_str().unwrap(), "--keyring"],
+        Some(PASS),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("not kept"), "{}", stderr(&out));
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["remembered"], true, "{status}");
+
+    // No passphrase anywhere: the keyring's key opens the archive.
+    let out = zblade(&["archive", "push"], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pushed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(pushed["files"], 5 + count_packs(&root), "{pushed}");
+
+    // The key is in the keyring, not in any file of the project or the archive.
+    let master = Vault::load(&backend.join("vault.json")).unwrap().unlock(PASS).unwrap();
+    let needle = hex_of(master.bytes());
+    for dir in [root.join(".zblade"), backend.clone()] {
+        for file in walk(&dir) {
+            let text = std::fs::read(&file).unwrap();
+            assert!(
+                !text.windows(needle.len()).any(|w| w == needle.as_bytes())
+                    && !text.windows(32).any(|w| w == master.bytes()),
+                "the master key is in {}",
+                file.display()
+            );
+        }
+    }
+
+    // Taken away: the next push has no key and no passphrase, and says so.
+    let out = zblade(&["archive", "remember", "--off"], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = zblade(&["archive", "push"], None);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("no passphrase"), "{}", stderr(&out));
+
+    // Remembered again with the passphrase (a wrong one keeps nothing), with background push.
+    let out = zblade(
+        &["archive", "remember", "--background"],
+        Some("not the passphrase at all"),
+    );
+    assert!(stderr(&out).contains("wrong passphrase"), "{}", stderr(&out));
+    let out = zblade(&["archive", "remember", "--background"], Some(PASS));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (status["remembered"].clone(), status["auto_push"].clone()),
+        (true.into(), true.into())
+    );
+    assert!(zblade(&["archive", "push"], None).status.success());
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

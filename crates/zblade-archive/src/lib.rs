@@ -16,6 +16,7 @@ pub mod backend;
 pub mod crypto;
 pub mod format;
 pub mod journal;
+pub mod keychain;
 pub mod vault;
 mod work;
 
@@ -56,6 +57,12 @@ pub struct Config {
     /// The Arweave wallet (JWK) used to sign, when the backend is Arweave.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wallet: Option<PathBuf>,
+    /// Whether this machine keeps the master key in the OS keyring ([`keychain`]).
+    #[serde(default)]
+    pub remembered: bool,
+    /// Whether the app pushes in the background (needs the remembered key).
+    #[serde(default)]
+    pub auto_push: bool,
 }
 
 impl Config {

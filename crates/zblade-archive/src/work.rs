@@ -35,6 +35,9 @@ pub struct Archive {
     master: Key,
     backend: Box<dyn Backend>,
     journal: Journal,
+    /// `.zblade/archive/lock`, held while the archive is open: two pushes (the app's
+    /// background one and a CLI command) would otherwise send the same batch twice.
+    _lock: std::fs::File,
 }
 
 /// What `push` may do besides sending changes.
@@ -94,6 +97,10 @@ pub struct ArchiveStatus {
     pub stored_cost: Option<String>,
     /// Forgets interrupted and not yet finished.
     pub unfinished_forgets: usize,
+    /// Whether this machine keeps the master key in the OS keyring.
+    pub remembered: bool,
+    /// Whether the app pushes in the background.
+    pub auto_push: bool,
     /// Set when the backend could not be asked (offline).
     pub offline: Option<String>,
 }
@@ -214,7 +221,10 @@ impl Archive {
             archive: vault.archive.clone(),
             vault: absolute(&vault_path),
             wallet: wallet.map(|w| absolute(&w)),
+            remembered: false,
+            auto_push: false,
         };
+        let lock = lock(zblade_dir)?;
         config.save(zblade_dir)?;
         let journal = Journal::open(&zblade_dir.join(STATE_DIR).join("journal.db"))?;
         Ok(Archive {
@@ -224,6 +234,7 @@ impl Archive {
             master,
             backend,
             journal,
+            _lock: lock,
         })
     }
 
@@ -234,7 +245,28 @@ impl Archive {
         Archive::open_parts(zblade_dir, config, vault, master, retry)
     }
 
+    /// Opens a project's archive with the master key this machine remembers in the OS
+    /// keyring ([`crate::keychain`]); `Ok(None)` when it remembers none. A key that does not
+    /// open the vault (stale, or planted by another program) is refused.
+    pub fn open_remembered(zblade_dir: &Path, retry: Retry) -> Result<Option<Archive>> {
+        let (config, vault) = load_config_and_vault(zblade_dir)?;
+        if !config.remembered {
+            return Ok(None);
+        }
+        let Some(master) = crate::keychain::recall(&config.archive)? else {
+            return Ok(None);
+        };
+        vault.check_master(&master).map_err(|_| {
+            Error::Untrusted(format!(
+                "the keyring's key for archive {} does not open its vault; `zblade archive remember` stores the right one",
+                config.archive
+            ))
+        })?;
+        Archive::open_parts(zblade_dir, config, vault, master, retry).map(Some)
+    }
+
     fn open_parts(zblade_dir: &Path, config: Config, vault: Vault, master: Key, retry: Retry) -> Result<Archive> {
+        let lock = lock(zblade_dir)?;
         let backend = crate::open_backend(&vault.backend, config.wallet.as_deref(), None, retry)?;
         let journal = Journal::open(&zblade_dir.join(STATE_DIR).join("journal.db"))?;
         Ok(Archive {
@@ -244,7 +276,27 @@ impl Archive {
             master,
             backend,
             journal,
+            _lock: lock,
         })
+    }
+
+    /// Keeps the master key in the OS keyring, so that pushes need no passphrase on this
+    /// machine; `push_in_background` lets the app push on its own.
+    pub fn remember(&mut self, push_in_background: bool) -> Result<()> {
+        crate::keychain::remember(&self.vault.archive, &self.master)?;
+        self.config.remembered = true;
+        self.config.auto_push = push_in_background;
+        self.config.save(&self.zblade_dir)
+    }
+
+    /// Removes the master key from the OS keyring and stops background pushes; the
+    /// passphrase is needed again. Needs no passphrase itself.
+    pub fn unremember(zblade_dir: &Path) -> Result<()> {
+        let (mut config, _) = load_config_and_vault(zblade_dir)?;
+        crate::keychain::forget(&config.archive)?;
+        config.remembered = false;
+        config.auto_push = false;
+        config.save(zblade_dir)
     }
 
     /// The archive's settings.
@@ -521,6 +573,8 @@ impl Archive {
             pending_cost,
             stored_cost,
             unfinished_forgets: journal.unfinished_forgets()?.len(),
+            remembered: config.remembered,
+            auto_push: config.auto_push,
             offline,
         })
     }
@@ -739,6 +793,27 @@ impl Archive {
     }
 }
 
+/// Takes `.zblade/archive/lock` for as long as the returned file lives (the OS releases it
+/// when the process dies, so a killed push never leaves it held).
+fn lock(zblade_dir: &Path) -> Result<std::fs::File> {
+    let dir = zblade_dir.join(STATE_DIR);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let path = dir.join("lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Usage(
+            "another archive command is running on this project (a push, forget or share, maybe the app's background push); try again when it ends".into(),
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(&path, e)),
+    }
+}
+
 fn load_config_and_vault(zblade_dir: &Path) -> Result<(Config, Vault)> {
     let config = Config::load(zblade_dir)?
         .ok_or_else(|| Error::NotInitialized("this project has no archive; `zblade archive setup` makes one".into()))?;
@@ -932,6 +1007,8 @@ pub fn restore(options: &RestoreOptions, progress: Progress) -> Result<RestoreRe
         archive: vault.archive.clone(),
         vault: absolute(&options.vault),
         wallet: options.wallet.as_ref().map(|w| absolute(w)),
+        remembered: false,
+        auto_push: false,
     };
     config.save(&target)?;
     let mut journal = Journal::open(&target.join(STATE_DIR).join("journal.db"))?;

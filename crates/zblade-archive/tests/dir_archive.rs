@@ -261,3 +261,28 @@ fn shared_items_reach_their_recipient_only() {
     assert!(alice.share(vec![hostile], &bob_key).is_err());
     assert!(Config::load(&bob_z).unwrap().is_some());
 }
+
+#[test]
+fn one_archive_command_at_a_time_per_project() {
+    let tmp = tempfile::tempdir().unwrap();
+    let z = project(&tmp.path().join("p"), 3);
+    let backend = tmp.path().join("backup");
+    let archive = setup(&z, &backend);
+    // The app's background push and a CLI push must not send the same batch twice.
+    let busy = Archive::open(&z, PASS, Retry::default()).err().unwrap().to_string();
+    assert!(busy.contains("another archive command is running"), "{busy}");
+    drop(archive);
+    let mut again = Archive::open(&z, PASS, Retry::default()).unwrap();
+    assert_eq!(again.push(&PushOptions::default(), &mut quiet()).unwrap().files, 5);
+}
+
+#[test]
+fn without_a_remembered_key_nothing_opens_unattended() {
+    let tmp = tempfile::tempdir().unwrap();
+    let z = project(&tmp.path().join("p"), 1);
+    drop(setup(&z, &tmp.path().join("backup")));
+    // Set up without the keyring: the keyring is not even asked.
+    assert!(Archive::open_remembered(&z, Retry::default()).unwrap().is_none());
+    let status = Archive::status(&z, false, Retry::default()).unwrap();
+    assert!(!status.remembered && !status.auto_push);
+}

@@ -458,7 +458,8 @@ pub enum HookEvent {
 }
 
 /// How the archive's passphrase is given: ZBLADE_ARCHIVE_PASSPHRASE, the first line of
-/// standard input (--passphrase-stdin), or typed at the terminal (not echoed).
+/// standard input (--passphrase-stdin), or typed at the terminal (not echoed). Where this
+/// machine remembers the master key (`zblade archive remember`), none of them is needed.
 #[derive(Debug, clap::Args)]
 pub struct PassphraseArgs {
     /// Read the passphrase from the first line of standard input.
@@ -491,6 +492,24 @@ pub enum ArchiveCommand {
         /// Where to keep the vault.
         #[arg(long, value_name = "FILE")]
         vault: Option<PathBuf>,
+        /// Also keep the master key in the OS keyring on this machine, so that pushes need
+        /// no passphrase (as `zblade archive remember` does).
+        #[arg(long)]
+        keyring: bool,
+        #[command(flatten)]
+        passphrase: PassphraseArgs,
+    },
+    /// Keep the master key in the OS keyring on this machine (GNOME Keyring, KWallet, macOS
+    /// Keychain, Windows Credential Manager), so that push, forget and share need no
+    /// passphrase here; --background also lets the desktop app push on its own. The
+    /// passphrase is still what restores on a new machine. --off removes the key.
+    Remember {
+        /// Let the desktop app push in the background while the project is open.
+        #[arg(long, conflicts_with = "off")]
+        background: bool,
+        /// Remove the key from the keyring and stop background pushes.
+        #[arg(long)]
+        off: bool,
         #[command(flatten)]
         passphrase: PassphraseArgs,
     },

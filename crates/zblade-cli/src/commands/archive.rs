@@ -19,8 +19,14 @@ pub(crate) fn run(cx: &mut Ctx, command: ArchiveCommand) -> Result<ExitCode, Err
             arweave,
             wallet,
             vault,
+            keyring,
             passphrase,
-        } => setup(cx, dir, arweave, wallet, vault, &passphrase)?,
+        } => setup(cx, dir, arweave, wallet, vault, keyring, &passphrase)?,
+        ArchiveCommand::Remember {
+            background,
+            off,
+            passphrase,
+        } => remember(cx, background, off, &passphrase)?,
         ArchiveCommand::Status { offline, allow_network } => status(cx, offline, allow_network)?,
         ArchiveCommand::Push { snapshot, passphrase } => push(cx, snapshot, &passphrase)?,
         ArchiveCommand::Restore {
@@ -112,12 +118,55 @@ fn consent(cx: &Ctx, spec: &BackendSpec, allow_flag: bool) -> Result<(), Error> 
     zblade_archive::check_network(spec, None, allowed)
 }
 
+/// Opens the archive: with the passphrase when one is given (the environment, --passphrase-
+/// stdin), else with the key this machine remembers, else with the passphrase typed or read.
 fn open(cx: &Ctx, args: &PassphraseArgs) -> Result<Archive, Error> {
     let dir = zblade_dir(cx)?;
     let config = Config::load(&dir)?
         .ok_or_else(|| Error::NotInitialized("this project has no archive; `zblade archive setup` makes one".into()))?;
     consent(cx, &Vault::load(&config.vault)?.backend, args.allow_network)?;
+    let given = args.passphrase_stdin || std::env::var("ZBLADE_ARCHIVE_PASSPHRASE").is_ok_and(|v| !v.is_empty());
+    if !given && config.remembered {
+        match Archive::open_remembered(&dir, Retry::default()) {
+            Ok(Some(archive)) => return Ok(archive),
+            Ok(None) => {}
+            // The keyring is down or its key is wrong: say so, and ask for the passphrase.
+            Err(e) => eprintln!("zblade: the remembered key was not used: {e}"),
+        }
+    }
     Archive::open(&dir, &passphrase(args, false)?, Retry::default())
+}
+
+fn remember(cx: &mut Ctx, background: bool, off: bool, args: &PassphraseArgs) -> Result<ExitCode, Error> {
+    let dir = zblade_dir(cx)?;
+    if off {
+        Archive::unremember(&dir)?;
+    } else {
+        // The passphrase proves the key right before it is kept.
+        let vault = Vault::load(
+            &Config::load(&dir)?
+                .ok_or_else(|| {
+                    Error::NotInitialized("this project has no archive; `zblade archive setup` makes one".into())
+                })?
+                .vault,
+        )?;
+        consent(cx, &vault.backend, args.allow_network)?;
+        Archive::open(&dir, &passphrase(args, false)?, Retry::default())?.remember(background)?;
+    }
+    let status = Archive::status(&dir, false, Retry::default())?;
+    if cx.json {
+        cx.out.value(&serde_json::to_value(&status).expect("json"))?;
+    } else if off {
+        cx.out
+            .note("The master key is gone from the keyring: archive commands ask for the passphrase again.")?;
+    } else {
+        cx.out.note(&format!(
+            "The master key of archive {} is in the system keyring: push, forget and share need no passphrase on this machine{}.",
+            status.archive,
+            if background { "; the desktop app pushes in the background while the project is open" } else { "" }
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn bar_progress(cx: &Ctx) -> impl FnMut(&str, usize, usize) + use<> {
@@ -131,6 +180,7 @@ fn setup(
     arweave: Option<String>,
     wallet: Option<PathBuf>,
     vault: Option<PathBuf>,
+    keyring: bool,
     args: &PassphraseArgs,
 ) -> Result<ExitCode, Error> {
     let zdir = zblade_dir(cx)?;
@@ -150,7 +200,13 @@ fn setup(
         }
     };
     consent(cx, &spec, args.allow_network)?;
-    let archive = Archive::setup(&zdir, spec, vault, wallet, &passphrase(args, true)?, Retry::default())?;
+    let mut archive = Archive::setup(&zdir, spec, vault, wallet, &passphrase(args, true)?, Retry::default())?;
+    if keyring {
+        // Set up already: a keyring that cannot be reached is said, and the archive stays.
+        if let Err(e) = archive.remember(false) {
+            eprintln!("zblade: the archive is set up, but its key was not kept: {e}");
+        }
+    }
     let status = Archive::status(&zdir, false, Retry::default())?;
     if cx.json {
         cx.out.value(&serde_json::to_value(&status).expect("json"))?;
@@ -203,6 +259,14 @@ fn status(cx: &mut Ctx, offline: bool, allow_network: bool) -> Result<ExitCode, 
             .as_ref()
             .map(|c| format!(" ({c} at today's price)"))
             .unwrap_or_default()
+    ))?;
+    cx.out.note(&format!(
+        "keyring    {}",
+        match (s.remembered, s.auto_push) {
+            (false, _) => "not used: commands ask for the passphrase (`zblade archive remember` keeps the key)",
+            (true, false) => "the master key is remembered on this machine",
+            (true, true) => "the master key is remembered; the desktop app pushes in the background",
+        }
     ))?;
     if s.unfinished_forgets > 0 {
         cx.out.note(&format!(
