@@ -1,16 +1,20 @@
 //! Settings → Archive: the permanent archive (zblade-archive, docs/ARCHIVE.md) from the app —
-//! set up (a directory or Arweave), status, push with progress, restore into a folder. The
-//! passphrase is typed in the card for each step and never stored. An Arweave gateway on
-//! another machine needs the app's network consent, like the CLI's `--allow-network`.
+//! set up (a directory or Arweave), status, push with progress, restore into a folder, push in
+//! the background, forget, share and accept. The passphrase is typed in the card for each step
+//! and never stored by the app; "Push in the background" keeps the master key in the OS
+//! keyring (zblade-archive's `keychain`), and then steps need no passphrase. An Arweave
+//! gateway on another machine needs the app's network consent, like the CLI's
+//! `--allow-network`.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use specta::Type;
-use tauri::AppHandle;
+use tauri::{AppHandle, Manager};
 use tauri_specta::Event;
 use zblade_archive::{Archive, ArchiveStatus, BackendSpec, Config, PushOptions, RestoreOptions, Retry, Vault};
 
+use crate::archive_push::Round;
 use crate::commands::blocking;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
@@ -60,6 +64,12 @@ pub struct ArchiveView {
     pub stored_cost: Option<String>,
     /// Why the backend could not be asked, when it could not.
     pub offline: Option<String>,
+    /// Whether this machine keeps the master key in the OS keyring.
+    pub remembered: bool,
+    /// Whether the app pushes in the background.
+    pub auto_push: bool,
+    /// The last background push, in words.
+    pub background: Option<String>,
 }
 
 impl ArchiveView {
@@ -77,6 +87,9 @@ impl ArchiveView {
             pending_cost: None,
             stored_cost: None,
             offline: None,
+            remembered: false,
+            auto_push: false,
+            background: None,
         }
     }
 
@@ -94,6 +107,9 @@ impl ArchiveView {
             pending_cost: status.pending_cost,
             stored_cost: status.stored_cost,
             offline: status.offline,
+            remembered: status.remembered,
+            auto_push: status.auto_push,
+            background: None,
         }
     }
 }
@@ -128,6 +144,35 @@ pub struct ArchiveRestoreView {
     pub seconds: f64,
 }
 
+/// A round of the background push, in words; `ok` is false when it failed.
+#[derive(Debug, Clone, Serialize, Deserialize, Type, Event)]
+pub struct ArchiveBackground {
+    /// What happened, with the time.
+    pub message: String,
+    /// Whether it pushed (or had nothing to push).
+    pub ok: bool,
+}
+
+/// What a forget did.
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct ArchiveForgetView {
+    /// Batches whose keys were destroyed.
+    pub destroyed_batches: u32,
+    /// Files of those batches archived again under new keys.
+    pub rearchived: u32,
+}
+
+/// What an accept did.
+#[derive(Debug, Clone, Serialize, Deserialize, Type)]
+pub struct ArchiveAcceptView {
+    /// Grants opened.
+    pub grants: u32,
+    /// Conversations added.
+    pub added: Vec<String>,
+    /// What was refused, and why.
+    pub refused: Vec<String>,
+}
+
 /// Progress of a push or restore: `stage` (push, snapshot, restore), `done` of `total`.
 #[derive(Debug, Clone, Serialize, Deserialize, Type, Event)]
 pub struct ArchiveProgress {
@@ -157,7 +202,42 @@ fn status_of(state: &AppState, dir: &Path) -> AppResult<ArchiveView> {
         return Ok(ArchiveView::none());
     };
     let refresh = consent(state, &Vault::load(&config.vault)?.backend).is_ok();
-    Ok(ArchiveView::of(Archive::status(dir, refresh, Retry::default())?))
+    let mut view = ArchiveView::of(Archive::status(dir, refresh, Retry::default())?);
+    view.background = state.archive_background.lock().map_err(AppError::internal)?.clone();
+    Ok(view)
+}
+
+/// A round of the background push, said in the card: kept for the next status and sent as
+/// [`ArchiveBackground`].
+pub fn publish_round(app: &AppHandle, round: Round) {
+    let at = chrono::Local::now().format("%H:%M");
+    let (message, ok) = match round {
+        Round::Off => return,
+        Round::Pushed { files: 0, deleted: 0 } => (format!("{at}: up to date"), true),
+        Round::Pushed { files, deleted } => (format!("{at}: pushed {files} file(s), {deleted} deletion(s)"), true),
+        Round::Failed(why) => (format!("{at}: not pushed: {why}"), false),
+    };
+    if let Some(state) = app.try_state::<AppState>() {
+        *state.archive_background.lock().expect("archive background lock") = Some(message.clone());
+    }
+    let _ = ArchiveBackground { message, ok }.emit(app);
+}
+
+/// Opens the project's archive: with `passphrase`, or when it is empty with the key this
+/// machine keeps in the keyring.
+fn open_archive(state: &AppState, dir: &Path, passphrase: &str) -> AppResult<Archive> {
+    let config = Config::load(dir)?
+        .ok_or_else(|| AppError::new(ErrorCode::NotInitialized, "this project has no archive yet"))?;
+    consent(state, &Vault::load(&config.vault)?.backend)?;
+    if passphrase.is_empty() {
+        return Archive::open_remembered(dir, Retry::default())?.ok_or_else(|| {
+            AppError::new(
+                ErrorCode::InvalidInput,
+                "type the archive's passphrase (this machine does not keep its key)",
+            )
+        });
+    }
+    Ok(Archive::open(dir, passphrase, Retry::default())?)
 }
 
 fn progress(app: &AppHandle) -> impl FnMut(&str, usize, usize) + use<> {
@@ -219,10 +299,7 @@ pub async fn archive_setup(app: AppHandle, target: ArchiveTarget, passphrase: St
 pub async fn archive_push(app: AppHandle, passphrase: String, snapshot: bool) -> AppResult<ArchivePushView> {
     blocking(app, move |app, state| {
         let dir = zblade_dir(state)?;
-        let config = Config::load(&dir)?
-            .ok_or_else(|| AppError::new(ErrorCode::NotInitialized, "this project has no archive yet"))?;
-        consent(state, &Vault::load(&config.vault)?.backend)?;
-        let mut archive = Archive::open(&dir, &passphrase, Retry::default())?;
+        let mut archive = open_archive(state, &dir, &passphrase)?;
         let mut report = progress(app);
         {
             let mut guard = state.project.lock().map_err(AppError::internal)?;
@@ -283,4 +360,110 @@ pub async fn archive_restore(
         })
     })
     .await
+}
+
+/// Turns the background push on (the passphrase proves the key, which then goes into the OS
+/// keyring) or off (the key leaves the keyring).
+#[tauri::command]
+#[specta::specta]
+pub async fn archive_background(app: AppHandle, enable: bool, passphrase: String) -> AppResult<ArchiveView> {
+    blocking(app, move |_, state| {
+        let dir = zblade_dir(state)?;
+        if enable {
+            if passphrase.is_empty() {
+                return Err(AppError::new(
+                    ErrorCode::InvalidInput,
+                    "type the archive's passphrase: it unlocks the key the keyring will keep",
+                ));
+            }
+            open_archive(state, &dir, &passphrase)?.remember(true)?;
+        } else {
+            Archive::unremember(&dir)?;
+        }
+        status_of(state, &dir)
+    })
+    .await
+}
+
+/// Forgets conversations for good (here, and every archived copy made unreadable), with
+/// `ArchiveProgress`.
+#[tauri::command]
+#[specta::specta]
+pub async fn archive_forget(app: AppHandle, ids: Vec<String>, passphrase: String) -> AppResult<ArchiveForgetView> {
+    blocking(app, move |app, state| {
+        let ids = conversation_ids(&ids)?;
+        let dir = zblade_dir(state)?;
+        let mut archive = open_archive(state, &dir, &passphrase)?;
+        let mut guard = state.project.lock().map_err(AppError::internal)?;
+        let project = guard.as_mut().ok_or_else(AppError::no_project)?;
+        let report = project.forget_archived(&mut archive, &ids, &mut progress(app))?;
+        Ok(ArchiveForgetView {
+            destroyed_batches: report.destroyed_batches as u32,
+            rearchived: report.rearchived as u32,
+        })
+    })
+    .await
+}
+
+/// Shares conversations with another zblade user's share key; returns the grant's id.
+#[tauri::command]
+#[specta::specta]
+pub async fn archive_share(app: AppHandle, ids: Vec<String>, to: String, passphrase: String) -> AppResult<String> {
+    blocking(app, move |_, state| {
+        let ids = conversation_ids(&ids)?;
+        let dir = zblade_dir(state)?;
+        let items = {
+            let guard = state.project.lock().map_err(AppError::internal)?;
+            guard.as_ref().ok_or_else(AppError::no_project)?.share_items(&ids)?
+        };
+        let mut archive = open_archive(state, &dir, &passphrase)?;
+        Ok(archive.share(items, to.trim())?.0)
+    })
+    .await
+}
+
+/// Adds the conversations others shared with this archive's share key (each grant once).
+#[tauri::command]
+#[specta::specta]
+pub async fn archive_accept(app: AppHandle, passphrase: String) -> AppResult<ArchiveAcceptView> {
+    blocking(app, move |_, state| {
+        let dir = zblade_dir(state)?;
+        let mut archive = open_archive(state, &dir, &passphrase)?;
+        let received = archive.accept(None)?;
+        let mut guard = state.project.lock().map_err(AppError::internal)?;
+        let project = guard.as_mut().ok_or_else(AppError::no_project)?;
+        let mut view = ArchiveAcceptView {
+            grants: received.len() as u32,
+            added: Vec::new(),
+            refused: Vec::new(),
+        };
+        for (sender, items) in &received {
+            for (name, outcome) in project.accept_shared(items) {
+                match outcome {
+                    Ok(outcome) => view.added.push(outcome.id),
+                    Err(e) => view.refused.push(format!("{name} from {sender}: {e}")),
+                }
+            }
+        }
+        Ok(view)
+    })
+    .await
+}
+
+/// The ids typed in the card (spaces or commas between them); at least one.
+fn conversation_ids(ids: &[String]) -> AppResult<Vec<String>> {
+    let ids: Vec<String> = ids
+        .iter()
+        .flat_map(|s| s.split([',', ' ', '\n']))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    if ids.is_empty() {
+        return Err(AppError::new(
+            ErrorCode::InvalidInput,
+            "name at least one conversation (conv_…)",
+        ));
+    }
+    Ok(ids)
 }

@@ -31,6 +31,8 @@ pub enum IndexerUpdate {
         /// What caused it.
         trigger: String,
     },
+    /// The background archive push did a round ([`crate::archive_push`]).
+    Archive(crate::archive_push::Round),
 }
 
 /// Where the indexer's updates go.

@@ -4,7 +4,8 @@
 //!   generated from [`specta_builder`] (the `bindings_are_current` test checks it, and writes
 //!   it with `ZBLADE_WRITE_BINDINGS=1`) and committed.
 //! - [`indexer`]: the background indexer (index, then watch) that keeps running in the tray
-//!   while the window is closed.
+//!   while the window is closed; beside it [`archive_push`], the background archive push.
+//! - [`archive`]: Settings → Archive (the permanent archive).
 //! - [`tray`]: the tray icon and menu; [`relaunch`]: the light tray shape the app takes while
 //!   its window is closed, and the window shape it takes to show it. [`config`]: the app's own settings (first-run wizard
 //!   answers, recent projects). [`network`]: the consent gate every network use passes.
@@ -18,6 +19,7 @@
 
 pub mod agents;
 pub mod archive;
+pub mod archive_push;
 pub mod chat;
 pub mod commands;
 pub mod config;
@@ -106,6 +108,10 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             archive::archive_setup,
             archive::archive_push,
             archive::archive_restore,
+            archive::archive_background,
+            archive::archive_forget,
+            archive::archive_share,
+            archive::archive_accept,
         ])
         .events(collect_events![
             IndexerStatus,
@@ -114,7 +120,8 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             events::MigrationProgress,
             events::ImportProgress,
             chat::ChatStream,
-            archive::ArchiveProgress
+            archive::ArchiveProgress,
+            archive::ArchiveBackground
         ])
 }
 
@@ -157,6 +164,7 @@ pub fn indexer_sink(app: AppHandle) -> Sink {
             }
             .emit(&app);
         }
+        IndexerUpdate::Archive(round) => archive::publish_round(&app, round),
     })
 }
 

@@ -2,11 +2,13 @@
 //! the background indexer of that project.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use zblade_engine::Project;
 
+use crate::archive_push::BackgroundPush;
 use crate::config::{self, AppConfig};
 use crate::error::{AppError, AppResult};
 use crate::events::{IndexerState, IndexerStatus};
@@ -32,6 +34,13 @@ pub struct AppState {
     pub indexer: Mutex<Option<Indexer>>,
     /// The indexer's last reported status.
     pub indexer_status: Mutex<IndexerStatus>,
+    /// The open project's background archive push (runs beside the indexer; does nothing
+    /// unless the project's archive asks for it).
+    pub archive_push: Mutex<Option<BackgroundPush>>,
+    /// Its last round, in words, for Settings → Archive.
+    pub archive_background: Mutex<Option<String>>,
+    /// The app's network consent, for threads that must not lock the settings.
+    pub network_allowed: Arc<AtomicBool>,
     /// When the process started (for the startup benchmark).
     pub started: Instant,
     /// A project named on the command line, opened once the first-run wizard is completed.
@@ -45,6 +54,7 @@ impl AppState {
     pub fn load(started: Instant) -> AppState {
         let config_path = config::config_dir().join("app.json");
         let (config, notice) = config::load(&config_path);
+        let network_allowed = Arc::new(AtomicBool::new(config.allow_network));
         AppState {
             config_path,
             config: Mutex::new(config),
@@ -54,6 +64,9 @@ impl AppState {
             proxy: tokio::sync::Mutex::new(None),
             indexer: Mutex::new(None),
             indexer_status: Mutex::new(IndexerStatus::of(IndexerState::Idle)),
+            archive_push: Mutex::new(None),
+            archive_background: Mutex::new(None),
+            network_allowed,
             started,
             pending_open: Mutex::new(None),
             chat: crate::chat::ChatState::default(),
@@ -73,6 +86,7 @@ impl AppState {
         config::save(&self.config_path, &next)
             .map_err(|e| AppError::internal(format!("{}: {e}", self.config_path.display())))?;
         *config = next.clone();
+        self.network_allowed.store(next.allow_network, Ordering::Relaxed);
         Ok(next)
     }
 
@@ -150,18 +164,31 @@ impl AppState {
             .map(|p| p.layout().root().to_path_buf())
     }
 
-    /// Starts the indexer on `root` (stopping any other first).
+    /// Starts the indexer on `root` (stopping any other first), and the background archive
+    /// push beside it.
     pub fn start_indexer(&self, root: PathBuf, sink: Sink) {
         self.stop_indexer();
+        *self.archive_push.lock().expect("archive push lock") = Some(BackgroundPush::start(
+            root.clone(),
+            crate::archive_push::interval(),
+            self.network_allowed.clone(),
+            sink.clone(),
+        ));
         *self.indexer.lock().expect("indexer lock") = Some(Indexer::start(root, sink));
     }
 
-    /// Stops the indexer, waiting for it to finish the batch it is writing.
+    /// Stops the indexer, waiting for it to finish the batch it is writing, and the
+    /// background archive push (after the push in flight).
     pub fn stop_indexer(&self) {
         let indexer = self.indexer.lock().expect("indexer lock").take();
         if let Some(indexer) = indexer {
             indexer.stop();
         }
+        let push = self.archive_push.lock().expect("archive push lock").take();
+        if let Some(push) = push {
+            push.stop();
+        }
+        *self.archive_background.lock().expect("archive background lock") = None;
     }
 }
 

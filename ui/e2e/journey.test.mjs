@@ -10,7 +10,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync, createWriteStream } from "node:fs";
+import { existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync, createWriteStream } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import http from "node:http";
@@ -107,6 +107,22 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   const projectSettings = JSON.parse(readFileSync(settingsFile, "utf8"));
   projectSettings.proxy = { listen: `127.0.0.1:${proxyPort}`, openai_upstream: `http://127.0.0.1:${provider.address().port}` };
   writeFileSync(settingsFile, JSON.stringify(projectSettings, null, 2));
+  // A private session bus with GNOME Keyring's Secret Service (the archive's background push
+  // keeps its master key there), and a background push every 2 s instead of every minute.
+  env.XDG_RUNTIME_DIR = join(work, "run");
+  env.XDG_DATA_HOME = join(work, "data");
+  mkdirSync(env.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });
+  const bus = spawn("dbus-daemon", ["--session", "--nofork", "--print-address=1"], { env, stdio: ["ignore", "pipe", "ignore"] });
+  children.push(bus);
+  env.DBUS_SESSION_BUS_ADDRESS = await new Promise((resolve, reject) => {
+    bus.stdout.once("data", (d) => resolve(d.toString().trim().split("\n")[0]));
+    bus.once("exit", () => reject(new Error("dbus-daemon exited")));
+  });
+  const keyring = spawn("gnome-keyring-daemon", ["--unlock", "--components=secrets", "--foreground"], { env, stdio: ["pipe", "ignore", "ignore"] });
+  keyring.stdin.end("e2e-password");
+  children.push(keyring);
+  await sleep(1500);
+  env.ZBLADE_ARCHIVE_PUSH_SECONDS = "2";
   // Turning network use on asks in a native GTK dialog, which WebDriver cannot click: the app
   // answers its own confirmations yes in this run (a page cannot set this; see guard.rs).
   env.ZBLADE_TEST_ANSWER_DIALOGS = "yes";
@@ -355,12 +371,47 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
     timeoutMsg: "the archive status did not show the push",
   });
   await shot("13f-settings-archive");
+
+  // Background push: the passphrase puts the key in the keyring; a conversation the CLI adds
+  // is pushed by the app on its own; then it is forgotten for good from the card, with no
+  // passphrase typed (the keyring's key).
+  await (await byTest("archive-background")).click();
+  await browser.waitUntil(async () => (await (await byTest("archive-background")).isSelected()), {
+    timeout: 15_000,
+    timeoutMsg: "background push did not turn on",
+  });
+  const added = join(work, "archived-later.json");
+  writeFileSync(added, JSON.stringify({
+    conversation_id: "conv_e2e_archived_later",
+    title: "Pushed in the background",
+    messages: [{ role: "user", content: "Where do the archive's batches go?" }, { role: "assistant", content: "Into the folder archive." }],
+  }));
+  execFileSync(cli, ["add", "conversation", added], { cwd: project, env, stdio: ["ignore", "pipe", "pipe"] });
+  await browser.waitUntil(async () => {
+    const line = await byTest("archive-background-status");
+    return (await line.isExisting()) && /pushed [1-9]\d* file\(s\)/.test(await line.getText());
+  }, { timeout: 60_000, timeoutMsg: "the background push did not push the new conversation" });
+  await (await byTest("archive-passphrase")).clearValue();
+  await (await byTest("archive-forget-section")).click();
+  await (await byTest("archive-forget-ids")).setValue("conv_e2e_archived_later");
+  await (await byTest("archive-forget-sure")).click();
+  await shot("13g-settings-archive-background");
+  await (await byTest("archive-forget")).click();
+  await browser.waitUntil(async () => /^Forgotten for good: [1-9]\d* batch/.test(await (await byTest("archive-result")).getText()), {
+    timeout: 60_000,
+    timeoutMsg: "the forget did not report",
+  });
+  assert.ok(!existsSync(join(project, ".zblade/artifacts/conversations/conv_e2e_archived_later.json")));
+
+  // The CLI restores the folder's archive elsewhere from the vault and passphrase: every
+  // conversation byte for byte, and the forgotten one nowhere.
   const restoredInto = join(work, "restored");
   execFileSync(cli, ["archive", "restore", "--into", restoredInto, "--from", archiveDir, "--no-index"], {
     env: { ...env, ZBLADE_ARCHIVE_PASSPHRASE: passphrase },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const conversationsDir = ".zblade/artifacts/conversations";
+  assert.deepEqual(readdirSync(join(restoredInto, conversationsDir)).sort(), readdirSync(join(project, conversationsDir)).sort());
   for (const name of readdirSync(join(project, conversationsDir))) {
     assert.deepEqual(readFileSync(join(restoredInto, conversationsDir, name)), readFileSync(join(project, conversationsDir, name)), name);
   }

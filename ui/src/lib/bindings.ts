@@ -576,6 +576,52 @@ async archiveRestore(vault: string, into: string, passphrase: string, snapshot: 
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
 }
+},
+/**
+ * Turns the background push on (the passphrase proves the key, which then goes into the OS
+ * keyring) or off (the key leaves the keyring).
+ */
+async archiveBackground(enable: boolean, passphrase: string) : Promise<Result<ArchiveView, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("archive_background", { enable, passphrase }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Forgets conversations for good (here, and every archived copy made unreadable), with
+ * `ArchiveProgress`.
+ */
+async archiveForget(ids: string[], passphrase: string) : Promise<Result<ArchiveForgetView, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("archive_forget", { ids, passphrase }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Shares conversations with another zblade user's share key; returns the grant's id.
+ */
+async archiveShare(ids: string[], to: string, passphrase: string) : Promise<Result<string, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("archive_share", { ids, to, passphrase }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Adds the conversations others shared with this archive's share key (each grant once).
+ */
+async archiveAccept(passphrase: string) : Promise<Result<ArchiveAcceptView, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("archive_accept", { passphrase }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
 }
 }
 
@@ -583,6 +629,7 @@ async archiveRestore(vault: string, into: string, passphrase: string, snapshot: 
 
 
 export const events = __makeEvents__<{
+archiveBackground: ArchiveBackground,
 archiveProgress: ArchiveProgress,
 chatStream: ChatStream,
 downloadProgress: DownloadProgress,
@@ -591,6 +638,7 @@ indexerStatus: IndexerStatus,
 migrationProgress: MigrationProgress,
 referencesChanged: ReferencesChanged
 }>({
+archiveBackground: "archive-background",
 archiveProgress: "archive-progress",
 chatStream: "chat-stream",
 downloadProgress: "download-progress",
@@ -682,6 +730,46 @@ project: ProjectInfo | null;
  * The indexer now.
  */
 indexer: IndexerStatus }
+/**
+ * What an accept did.
+ */
+export type ArchiveAcceptView = { 
+/**
+ * Grants opened.
+ */
+grants: number; 
+/**
+ * Conversations added.
+ */
+added: string[]; 
+/**
+ * What was refused, and why.
+ */
+refused: string[] }
+/**
+ * A round of the background push, in words; `ok` is false when it failed.
+ */
+export type ArchiveBackground = { 
+/**
+ * What happened, with the time.
+ */
+message: string; 
+/**
+ * Whether it pushed (or had nothing to push).
+ */
+ok: boolean }
+/**
+ * What a forget did.
+ */
+export type ArchiveForgetView = { 
+/**
+ * Batches whose keys were destroyed.
+ */
+destroyed_batches: number; 
+/**
+ * Files of those batches archived again under new keys.
+ */
+rearchived: number }
 /**
  * Progress of a push or restore: `stage` (push, snapshot, restore), `done` of `total`.
  */
@@ -809,7 +897,19 @@ stored_cost: string | null;
 /**
  * Why the backend could not be asked, when it could not.
  */
-offline: string | null }
+offline: string | null; 
+/**
+ * Whether this machine keeps the master key in the OS keyring.
+ */
+remembered: boolean; 
+/**
+ * Whether the app pushes in the background.
+ */
+auto_push: boolean; 
+/**
+ * The last background push, in words.
+ */
+background: string | null }
 /**
  * A model in the registry.
  */

@@ -1,0 +1,141 @@
+//! The background archive push: while a project is open (and indexing is not paused), a
+//! thread next to the indexer pushes what changed to the permanent archive — seed 5.2's
+//! batches flush at 50 items, after 60 s, or on demand; here every minute, and a minute's
+//! changes are cut into batches of 50 by the push itself.
+//!
+//! It runs only where the user asked for it: the archive's config says `auto_push` (Settings →
+//! Archive → "Push in the background", or `zblade archive remember --background`) and this
+//! machine's keyring holds the master key, which is checked against the vault before use. A
+//! gateway on another machine also needs the app's network consent, read at each push.
+//!
+//! Like the indexer it knows nothing of Tauri: it reports through the indexer's sink.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use zblade_archive::{Archive, Config, PushOptions, Retry, Vault};
+use zblade_engine::Project;
+
+use crate::indexer::{IndexerUpdate, Sink};
+
+/// How often it pushes: `ZBLADE_ARCHIVE_PUSH_SECONDS`, else every 60 s (seed 5.2).
+pub fn interval() -> Duration {
+    std::env::var("ZBLADE_ARCHIVE_PUSH_SECONDS")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .filter(|&s| s > 0)
+        .map_or(Duration::from_secs(60), Duration::from_secs)
+}
+
+/// What one round did, for the Archive card.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Round {
+    /// Background push is off, or the project has no archive: nothing was tried.
+    Off,
+    /// Pushed (possibly nothing: no change since the last push).
+    Pushed {
+        /// Files archived.
+        files: usize,
+        /// Deletions archived.
+        deleted: usize,
+    },
+    /// Tried and could not: why, in words (the next round tries again).
+    Failed(String),
+}
+
+/// A running background push; stops (after the push in flight) when stopped or dropped.
+pub struct BackgroundPush {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl BackgroundPush {
+    /// Starts pushing the project at `root` every `every`; the first round comes soon after
+    /// the start (what piled up while the app was closed). `allow_network` is the app's
+    /// consent, read at each round.
+    pub fn start(root: PathBuf, every: Duration, allow_network: Arc<AtomicBool>, sink: Sink) -> BackgroundPush {
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("zblade-archive-push".into())
+                .spawn(move || {
+                    let mut wait = every.min(Duration::from_secs(5));
+                    loop {
+                        let until = Instant::now() + wait;
+                        while Instant::now() < until {
+                            if stop.load(Ordering::Relaxed) {
+                                return;
+                            }
+                            std::thread::sleep(Duration::from_millis(100));
+                        }
+                        let round = push_once(&root, allow_network.load(Ordering::Relaxed));
+                        if round != Round::Off {
+                            sink(IndexerUpdate::Archive(round));
+                        }
+                        wait = every;
+                    }
+                })
+                .expect("spawn the archive push thread")
+        };
+        BackgroundPush {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops it and waits for the push in flight to end.
+    pub fn stop(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for BackgroundPush {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// One round: finish an interrupted forget, then push what changed.
+pub fn push_once(root: &std::path::Path, allow_network: bool) -> Round {
+    let dir = root.join(".zblade");
+    match Config::load(&dir) {
+        Ok(Some(config)) if config.auto_push => {}
+        Ok(_) => return Round::Off,
+        Err(e) => return Round::Failed(e.to_string()),
+    }
+    match try_push(root, allow_network) {
+        Ok(round) => round,
+        Err(e) => Round::Failed(e.to_string()),
+    }
+}
+
+fn try_push(root: &std::path::Path, allow_network: bool) -> zblade_engine::Result<Round> {
+    let dir = root.join(".zblade");
+    let config = Config::load(&dir)?.ok_or_else(|| zblade_engine::Error::NotInitialized("no archive".into()))?;
+    zblade_archive::check_network(&Vault::load(&config.vault)?.backend, None, allow_network)?;
+    let Some(mut archive) = Archive::open_remembered(&dir, Retry::default())? else {
+        return Ok(Round::Failed(
+            "background push needs the master key in the system keyring: turn it on again in Settings → Archive".into(),
+        ));
+    };
+    let mut quiet = |_: &str, _: usize, _: usize| {};
+    if !archive.unfinished_forgets()?.is_empty() {
+        Project::open(root)?.finish_archive_forgets(&mut archive, &mut quiet)?;
+    }
+    let report = archive.push(&PushOptions::default(), &mut quiet)?;
+    Ok(Round::Pushed {
+        files: report.files,
+        deleted: report.deleted,
+    })
+}
