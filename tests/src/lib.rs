@@ -511,3 +511,65 @@ impl Drop for SecretService {
         }
     }
 }
+
+/// Forwards connections to `target` and records what clients send: what leaves the machine,
+/// for the privacy tests.
+pub struct RecordingProxy {
+    /// Its URL (`http://127.0.0.1:PORT`).
+    pub url: String,
+    sent: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    /// Connections accepted so far.
+    pub connections: std::sync::Arc<std::sync::Mutex<usize>>,
+}
+
+impl RecordingProxy {
+    /// Listens on a free port and forwards to `target` (`http://host:port`).
+    pub fn start(target: &str) -> RecordingProxy {
+        use std::io::{Read, Write};
+        use std::net::{TcpListener, TcpStream};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let target = target.trim_start_matches("http://").to_string();
+        let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let connections = std::sync::Arc::new(std::sync::Mutex::new(0));
+        let (sent2, connections2) = (sent.clone(), connections.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                *connections2.lock().unwrap() += 1;
+                let server = TcpStream::connect(&target).unwrap();
+                let (mut c_read, mut s_write) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let (mut s_read, mut c_write) = (server, client);
+                let record = sent2.clone();
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 16384];
+                    while let Ok(n) = c_read.read(&mut buf) {
+                        if n == 0 || s_write.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                        record.lock().unwrap().extend_from_slice(&buf[..n]);
+                    }
+                });
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut s_read, &mut c_write);
+                });
+            }
+        });
+        RecordingProxy { url, sent, connections }
+    }
+
+    /// Every byte clients sent, as text (binary bytes replaced).
+    pub fn sent(&self) -> String {
+        String::from_utf8_lossy(&self.sent.lock().unwrap()).into_owned()
+    }
+
+    /// The request lines ("PUT /api/v0/… HTTP/1.1") sent so far.
+    pub fn requests(&self) -> Vec<String> {
+        self.sent()
+            .lines()
+            .filter(|l| {
+                l.starts_with("GET ") || l.starts_with("PUT ") || l.starts_with("POST ") || l.starts_with("DELETE ")
+            })
+            .map(str::to_string)
+            .collect()
+    }
+}

@@ -11,10 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use zblade_archive::backend::arweave_tx::unb64;
 use zblade_archive::format::{self, Kind};
 use zblade_archive::{ArweaveBackend, Backend, BackendSpec, Retry, Vault};
 use zblade_engine::Project;
-use zblade_tests::{conversation_json, stderr, zblade_bin};
+use zblade_tests::{RecordingProxy, conversation_json, stderr, zblade_bin};
 
 #[path = "../archive/arlocal.rs"]
 mod arlocal;
@@ -108,9 +109,11 @@ fn listed(gateway: &Arlocal, vault: &Vault) -> Vec<zblade_archive::Listed> {
         .unwrap()
 }
 
-/// A project whose archive is set up on a fresh arlocal, with a wallet arweave-js made.
+/// A project whose archive is set up on a fresh arlocal, with a wallet arweave-js made;
+/// zblade reaches the gateway through a recording proxy, which keeps every byte it sends.
 struct Fixture {
     gateway: Arlocal,
+    proxy: RecordingProxy,
     tmp: tempfile::TempDir,
     user: User,
     wallet: PathBuf,
@@ -122,6 +125,7 @@ struct Fixture {
 
 fn fixture(conversations: usize) -> Fixture {
     let gateway = Arlocal::start();
+    let proxy = RecordingProxy::start(&gateway.url());
     let tmp = tempfile::tempdir().unwrap();
     let user = User {
         data: tempfile::tempdir().unwrap(),
@@ -135,13 +139,14 @@ fn fixture(conversations: usize) -> Fixture {
             "archive",
             "setup",
             "--arweave",
-            &gateway.url(),
+            &proxy.url,
             "--wallet",
             wallet.to_str().unwrap(),
         ],
     );
     Fixture {
         gateway,
+        proxy,
         tmp,
         user,
         wallet,
@@ -155,6 +160,7 @@ fn fixture(conversations: usize) -> Fixture {
 fn archive_to_arlocal_restore_from_nothing_and_forget_for_good() {
     let Fixture {
         gateway,
+        proxy,
         tmp,
         user,
         wallet,
@@ -206,14 +212,23 @@ fn archive_to_arlocal_restore_from_nothing_and_forget_for_good() {
     assert_eq!(verdict.lines().count(), ids.len());
     for object in &objects {
         let data = gateway.get(&format!("/{}", object.locator));
-        let tags = gateway.get(&format!("/tx/{}/tags", object.locator));
+        // Tags travel base64url-encoded: decoded, they must hold nothing readable either.
+        let tags: serde_json::Value =
+            serde_json::from_slice(&gateway.get(&format!("/tx/{}/tags", object.locator))).unwrap();
+        let tags_text: String = tags
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|t| [&t["name"], &t["value"]])
+            .map(|v| String::from_utf8(unb64(v.as_str().unwrap(), "tag").unwrap()).unwrap() + "\n")
+            .collect();
+        assert!(tags_text.contains("Zb-Archive"), "{tags_text}");
         for needle in [&b"ledger"[..], b"conv_arch", b"artifacts", b"About topic"] {
             assert!(
                 !data.windows(needle.len()).any(|w| w == needle),
                 "plaintext in {}",
                 object.locator
             );
-            let tags_text = String::from_utf8_lossy(&tags).to_string();
             assert!(!tags_text.contains(std::str::from_utf8(needle).unwrap()), "{tags_text}");
         }
     }
@@ -287,6 +302,28 @@ fn archive_to_arlocal_restore_from_nothing_and_forget_for_good() {
             .iter()
             .any(|h| h.starts_with(victim))
     );
+
+    // The privacy line: of every byte zblade sent the gateway (setup, pushes, status, the
+    // restores, the forget), none is message text, a title, an id or a path.
+    let sent = proxy.sent();
+    assert!(
+        proxy.requests().iter().any(|r| r.starts_with("POST /tx ")),
+        "{:?}",
+        proxy.requests()
+    );
+    let home = tmp.path().to_string_lossy().to_string();
+    for needle in [
+        "ledger",
+        "Turn 1 about",
+        "About topic",
+        "conv_arch",
+        "artifacts/",
+        ".zblade",
+        "project",
+        &home,
+    ] {
+        assert!(!sent.contains(needle), "{needle:?} was sent to the gateway");
+    }
 }
 
 fn count_packs(root: &Path) -> usize {

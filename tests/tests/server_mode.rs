@@ -1,69 +1,11 @@
 //! Server mode through the `zblade` binary, and the privacy line of local mode: a recording
 //! proxy sits between zblade and a real `zblade-server` and keeps every byte zblade sends.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 
 use zblade_engine::Project;
-use zblade_tests::{GitFixture, ServerProcess, conversation_json, zblade_bin};
-
-/// Forwards connections to `target` and records what clients send.
-struct RecordingProxy {
-    url: String,
-    sent: Arc<Mutex<Vec<u8>>>,
-    connections: Arc<Mutex<usize>>,
-}
-
-impl RecordingProxy {
-    fn start(target: &str) -> RecordingProxy {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let target = target.trim_start_matches("http://").to_string();
-        let sent = Arc::new(Mutex::new(Vec::new()));
-        let connections = Arc::new(Mutex::new(0));
-        let (sent2, connections2) = (sent.clone(), connections.clone());
-        std::thread::spawn(move || {
-            for client in listener.incoming().flatten() {
-                *connections2.lock().unwrap() += 1;
-                let server = TcpStream::connect(&target).unwrap();
-                let (mut c_read, mut s_write) = (client.try_clone().unwrap(), server.try_clone().unwrap());
-                let (mut s_read, mut c_write) = (server, client);
-                let record = sent2.clone();
-                std::thread::spawn(move || {
-                    let mut buf = [0u8; 16384];
-                    while let Ok(n) = c_read.read(&mut buf) {
-                        if n == 0 || s_write.write_all(&buf[..n]).is_err() {
-                            break;
-                        }
-                        record.lock().unwrap().extend_from_slice(&buf[..n]);
-                    }
-                });
-                std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut s_read, &mut c_write);
-                });
-            }
-        });
-        RecordingProxy { url, sent, connections }
-    }
-
-    fn sent(&self) -> String {
-        String::from_utf8_lossy(&self.sent.lock().unwrap()).into_owned()
-    }
-
-    /// The request lines ("PUT /api/v0/… HTTP/1.1") sent so far.
-    fn requests(&self) -> Vec<String> {
-        self.sent()
-            .lines()
-            .filter(|l| {
-                l.starts_with("GET ") || l.starts_with("PUT ") || l.starts_with("POST ") || l.starts_with("DELETE ")
-            })
-            .map(str::to_string)
-            .collect()
-    }
-}
+use zblade_tests::{GitFixture, RecordingProxy, ServerProcess, conversation_json, zblade_bin};
 
 fn run(root: &Path, config: &Path, args: &[&str]) -> String {
     let out = Command::new(zblade_bin())
