@@ -553,3 +553,199 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A gateway in front of arlocal whose transaction anchors expire. A real Arweave node refuses
+/// a transaction whose anchor block is over 50 blocks old ("Invalid anchor (last_tx).");
+/// arlocal never does, so this proxy does for the anchors it is told are old (or for every
+/// transaction while `refuse_all`). Everything else goes to arlocal untouched.
+struct ExpiringGateway {
+    url: String,
+    /// Anchors arlocal handed out so far.
+    handed_out: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Anchors refused as too old.
+    stale: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    refuse_all: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Ids of the transactions refused.
+    refused: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl ExpiringGateway {
+    fn start(target: u16) -> ExpiringGateway {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let gateway = ExpiringGateway {
+            url: format!("http://{}", listener.local_addr().unwrap()),
+            handed_out: Default::default(),
+            stale: Default::default(),
+            refuse_all: Default::default(),
+            refused: Default::default(),
+        };
+        let (handed_out, stale, refuse_all, refused) = (
+            gateway.handed_out.clone(),
+            gateway.stale.clone(),
+            gateway.refuse_all.clone(),
+            gateway.refused.clone(),
+        );
+        std::thread::spawn(move || {
+            for mut client in listener.incoming().flatten() {
+                // One request per connection (answers say "Connection: close").
+                let mut request = Vec::new();
+                let mut buf = [0u8; 65536];
+                let head_end = loop {
+                    let n = client.read(&mut buf).unwrap_or(0);
+                    if n == 0 {
+                        break None;
+                    }
+                    request.extend_from_slice(&buf[..n]);
+                    if let Some(i) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break Some(i + 4);
+                    }
+                };
+                let Some(head_end) = head_end else { continue };
+                let head = String::from_utf8_lossy(&request[..head_end]).to_string();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        let (name, value) = l.split_once(':')?;
+                        name.eq_ignore_ascii_case("content-length")
+                            .then(|| value.trim().parse().ok())?
+                    })
+                    .unwrap_or(0);
+                while request.len() < head_end + length {
+                    let n = client.read(&mut buf).unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    request.extend_from_slice(&buf[..n]);
+                }
+                let body = &request[head_end..];
+                if head.starts_with("POST /tx ") {
+                    let tx: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+                    let anchor = tx["last_tx"].as_str().unwrap_or("").to_string();
+                    if refuse_all.load(std::sync::atomic::Ordering::SeqCst) || stale.lock().unwrap().contains(&anchor) {
+                        refused
+                            .lock()
+                            .unwrap()
+                            .push(tx["id"].as_str().unwrap_or("").to_string());
+                        let answer = "Invalid anchor (last_tx).";
+                        let _ = write!(
+                            client,
+                            "HTTP/1.1 400 Bad Request\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                            answer.len()
+                        );
+                        continue;
+                    }
+                }
+                // Forward with "Connection: close" and relay the whole answer.
+                let mut upstream = std::net::TcpStream::connect(("127.0.0.1", target)).unwrap();
+                let forwarded: String = head
+                    .trim_end()
+                    .lines()
+                    .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
+                    .map(|l| format!("{l}\r\n"))
+                    .collect();
+                upstream
+                    .write_all(format!("{forwarded}Connection: close\r\n\r\n").as_bytes())
+                    .unwrap();
+                upstream.write_all(body).unwrap();
+                let mut answer = Vec::new();
+                let _ = upstream.read_to_end(&mut answer);
+                if head.starts_with("GET /tx_anchor ")
+                    && let Some(i) = answer.windows(4).position(|w| w == b"\r\n\r\n")
+                {
+                    handed_out
+                        .lock()
+                        .unwrap()
+                        .push(String::from_utf8_lossy(&answer[i + 4..]).trim().to_string());
+                }
+                let _ = client.write_all(&answer);
+            }
+        });
+        gateway
+    }
+}
+
+/// A push interrupted long enough for its journaled transactions' anchors to expire (a laptop
+/// closed for hours) is not stuck: the resume signs them again under a fresh anchor, and every
+/// object is stored once.
+#[test]
+fn a_resumed_push_whose_anchors_expired_signs_again_and_stores_each_object_once() {
+    let gateway = Arlocal::start();
+    let expiring = ExpiringGateway::start(gateway.port);
+    let tmp = tempfile::tempdir().unwrap();
+    let user = User {
+        data: tempfile::tempdir().unwrap(),
+    };
+    let (wallet, _) = funded_wallet(&gateway, tmp.path());
+    let root = tmp.path().join("project");
+    project_with(&root, 30);
+    user.ok(
+        &root,
+        &[
+            "archive",
+            "setup",
+            "--arweave",
+            &expiring.url,
+            "--wallet",
+            wallet.to_str().unwrap(),
+        ],
+    );
+
+    // The first push journals its transaction, and the gateway refuses it: it stops plainly.
+    expiring.refuse_all.store(true, std::sync::atomic::Ordering::SeqCst);
+    let out = user.zblade(&root, &["archive", "push"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("too old"), "{}", stderr(&out));
+    let journal = root.join(".zblade/archive/journal.db");
+    let stuck = zblade_archive::journal::Journal::open(&journal)
+        .unwrap()
+        .pending_parts()
+        .unwrap();
+    assert_eq!(stuck.len(), 1, "one transaction journaled and unsent");
+
+    // Hours later: the chain moved on and its anchor is too old for any gateway.
+    gateway.mine();
+    expiring
+        .stale
+        .lock()
+        .unwrap()
+        .extend(expiring.handed_out.lock().unwrap().iter().cloned());
+    expiring.refuse_all.store(false, std::sync::atomic::Ordering::SeqCst);
+    let pushed = user.ok(&root, &["archive", "push"]);
+    assert_eq!(pushed["resumed"], 1, "{pushed}");
+    gateway.mine();
+
+    // The old transaction was refused (twice) and never stored; its object went under a new
+    // id, which arlocal took (arlocal checks signatures); each object is stored once.
+    let old = &stuck[0].locator;
+    assert_eq!(
+        expiring.refused.lock().unwrap().iter().filter(|id| *id == old).count(),
+        2
+    );
+    assert!(gateway.try_get(&format!("/tx/{old}/status")).is_none());
+    let vault = Vault::load(&user.vault()).unwrap();
+    let objects = listed(&gateway, &vault);
+    let mut seen = std::collections::HashSet::new();
+    assert!(
+        objects.iter().all(|o| seen.insert(o.envelope.object.clone())),
+        "an object stored twice"
+    );
+    assert!(objects.iter().any(|o| o.envelope.object == stuck[0].object));
+    let parts: u64 = zblade_archive::journal::Journal::open(&journal)
+        .unwrap()
+        .part_counts()
+        .unwrap()
+        .iter()
+        .map(|p| p.1)
+        .sum();
+    assert_eq!(objects.len() as u64, parts);
+
+    // And it all restores.
+    let restored = tmp.path().join("restored");
+    let report = user.ok(
+        &restored,
+        &["archive", "restore", "--into", restored.to_str().unwrap(), "--no-index"],
+    );
+    assert_eq!(report["problems"], serde_json::json!([]), "{report}");
+    assert_eq!(manifest(&restored), manifest(&root));
+}

@@ -12,6 +12,7 @@ use std::path::Path;
 use rusqlite::{Connection, OptionalExtension, params};
 use zblade_core::{Error, Result};
 
+use crate::backend::Prepared;
 use crate::format::Kind;
 
 /// The journal of one project.
@@ -140,7 +141,7 @@ impl Journal {
         &mut self,
         batch: &BatchRow,
         items: &[crate::format::Item],
-        prepared: &[(String, crate::backend::Prepared)],
+        prepared: &[(String, Prepared)],
         bytes: u64,
         created_ms: i64,
         submitted: bool,
@@ -227,6 +228,18 @@ impl Journal {
             }
         }
         tx.commit().map_err(db_error)
+    }
+
+    /// A part prepared again (its first form expired before it was sent) takes the place of
+    /// the old one.
+    pub fn replace_part(&self, object: &str, fresh: &Prepared) -> Result<()> {
+        self.db
+            .execute(
+                "UPDATE parts SET locator = ?2, payload = ?3 WHERE object = ?1 AND state = 'prepared'",
+                params![object, fresh.locator, fresh.payload],
+            )
+            .map_err(db_error)?;
+        Ok(())
     }
 
     /// A part reached the backend: its payload is no longer kept.

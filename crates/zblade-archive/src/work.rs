@@ -343,13 +343,26 @@ impl Archive {
                 self.journal.mark_submitted(&part.object)?;
                 continue;
             }
-            self.backend.submit(&crate::backend::Prepared {
-                locator: part.locator.clone(),
-                payload: part.payload.clone(),
-            })?;
-            self.journal.mark_submitted(&part.object)?;
+            self.send_part(
+                &part.object,
+                &crate::backend::Prepared {
+                    locator: part.locator.clone(),
+                    payload: part.payload.clone(),
+                },
+            )?;
         }
         Ok(pending.len())
+    }
+
+    /// Sends a journaled part and marks it sent. One the backend calls expired (a push
+    /// resumed long after it was prepared) is prepared again and journaled in its place
+    /// before it is sent; the expired one can no longer land, so nothing is stored twice.
+    fn send_part(&mut self, object: &str, prepared: &crate::backend::Prepared) -> Result<()> {
+        if let Some(fresh) = self.backend.resend(prepared)? {
+            self.journal.replace_part(object, &fresh)?;
+            self.backend.submit(&fresh)?;
+        }
+        self.journal.mark_submitted(object)
     }
 
     fn changes(&self) -> Result<Vec<(String, Option<Vec<u8>>)>> {
@@ -484,8 +497,7 @@ impl Archive {
         }
         self.vault.save(&self.config.vault)?;
         for (object, p) in &prepared {
-            self.backend.submit(p)?;
-            self.journal.mark_submitted(object)?;
+            self.send_part(object, p)?;
         }
         Ok((row, prepared.len(), bytes))
     }

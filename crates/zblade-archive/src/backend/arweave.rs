@@ -20,7 +20,7 @@ use reqwest::blocking::{Client, Response};
 use serde_json::{Value, json};
 use zblade_core::{Error, Result};
 
-use super::arweave_tx::{Wallet, sign};
+use super::arweave_tx::{Transaction, Wallet, sign, unb64};
 use super::{Backend, Listed, Prepared, envelope_from};
 use crate::format::{Envelope, Kind};
 
@@ -194,6 +194,81 @@ impl ArweaveBackend {
         Err(Error::Untrusted("the gateway's GraphQL listing never ends".into()))
     }
 
+    /// Signs `sealed` with `tags` under the gateway's current anchor and price.
+    fn signed(&self, wallet: &Wallet, sealed: &[u8], tags: &[(&str, &str)]) -> Result<Prepared> {
+        let (status, anchor) = self.get_text("/tx_anchor")?;
+        if !status.is_success() || !is_tx_id(anchor.trim()) && anchor.trim().len() != 64 {
+            return Err(Error::Network(format!(
+                "{}/tx_anchor answered {status}: {anchor:.100}",
+                self.gateway
+            )));
+        }
+        let (status, reward) = self.get_text(&format!("/price/{}", sealed.len()))?;
+        let reward = reward.trim();
+        if !status.is_success() || reward.is_empty() || !reward.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(Error::Network(format!(
+                "{}/price answered {status}: {reward:.100}",
+                self.gateway
+            )));
+        }
+        let tx = sign(wallet, sealed, tags, anchor.trim(), reward)?;
+        Ok(Prepared {
+            locator: tx.id.clone(),
+            payload: serde_json::to_vec(&tx).expect("json"),
+        })
+    }
+
+    /// The same object as `prepared` (our own transaction, from the journal) signed anew under
+    /// a fresh anchor: same data, same tags, a new id.
+    fn signed_again(&self, prepared: &Prepared) -> Result<Prepared> {
+        let wallet = self.wallet.as_ref().ok_or_else(|| {
+            Error::Usage("writing to Arweave needs the wallet: `zblade archive setup --wallet FILE`".into())
+        })?;
+        let old: Transaction = serde_json::from_slice(&prepared.payload)
+            .map_err(|e| Error::Untrusted(format!("journaled transaction {}: {e}", prepared.locator)))?;
+        let data = unb64(&old.data, "data")?;
+        let mut tags = Vec::new();
+        for tag in &old.tags {
+            let name = String::from_utf8(unb64(&tag.name, "tag name")?).map_err(|_| {
+                Error::Untrusted(format!("journaled transaction {}: a tag is not text", prepared.locator))
+            })?;
+            let value = String::from_utf8(unb64(&tag.value, "tag value")?).map_err(|_| {
+                Error::Untrusted(format!("journaled transaction {}: a tag is not text", prepared.locator))
+            })?;
+            tags.push((name, value));
+        }
+        let tags: Vec<(&str, &str)> = tags.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        self.signed(wallet, &data, &tags)
+    }
+
+    /// Posts a signed transaction; an anchor the gateway calls too old is told apart from
+    /// other refusals (it is the one a new signature cures).
+    fn post(&self, prepared: &Prepared) -> Result<Posted> {
+        let url = format!("{}/tx", self.gateway);
+        let response = self.request("sending a transaction", &|c| {
+            c.post(&url)
+                .header("content-type", "application/json")
+                .body(prepared.payload.clone())
+        })?;
+        let status = response.status();
+        // Only the start of the answer is read: some gateways echo the whole transaction.
+        let body = read_prefix(response, 4096);
+        match status.as_u16() {
+            // 208 is "transaction already processed": an earlier try got through.
+            200..=299 => Ok(Posted::Taken),
+            // Arweave nodes answer "Invalid anchor (last_tx)." (and "… from mempool").
+            400 if body.to_ascii_lowercase().contains("anchor") => Ok(Posted::StaleAnchor(body)),
+            402 | 410 => Err(Error::Usage(format!(
+                "the gateway refused transaction {}: the wallet cannot pay for it ({status}). Fund the wallet and run `zblade archive push` again",
+                prepared.locator
+            ))),
+            _ => Err(Error::Network(format!(
+                "the gateway refused transaction {} ({status}): {body:.300}",
+                prepared.locator
+            ))),
+        }
+    }
+
     fn height(&self) -> Result<u64> {
         let (status, text) = self.get_text("/info")?;
         if !status.is_success() {
@@ -232,6 +307,14 @@ impl ArweaveBackend {
         }
         Ok(out)
     }
+}
+
+/// What a gateway did with a posted transaction.
+enum Posted {
+    /// Took it (or had it already).
+    Taken,
+    /// Refused it because its anchor is too old; the gateway's words.
+    StaleAnchor(String),
 }
 
 /// A transaction a GraphQL search found: its id, tags and block height (when mined).
@@ -278,21 +361,6 @@ impl Backend for ArweaveBackend {
                 sealed.len()
             )));
         }
-        let (status, anchor) = self.get_text("/tx_anchor")?;
-        if !status.is_success() || !is_tx_id(anchor.trim()) && anchor.trim().len() != 64 {
-            return Err(Error::Network(format!(
-                "{}/tx_anchor answered {status}: {anchor:.100}",
-                self.gateway
-            )));
-        }
-        let (status, reward) = self.get_text(&format!("/price/{}", sealed.len()))?;
-        let reward = reward.trim();
-        if !status.is_success() || reward.is_empty() || !reward.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(Error::Network(format!(
-                "{}/price answered {status}: {reward:.100}",
-                self.gateway
-            )));
-        }
         let seq = envelope.seq.to_string();
         let mut tags = vec![
             ("App-Name", APP_NAME),
@@ -306,34 +374,23 @@ impl Backend for ArweaveBackend {
         if let (Kind::Grant, Some(fp)) = (envelope.kind, grant_to) {
             tags.push(("Zb-Grant-To", fp));
         }
-        let tx = sign(wallet, sealed, &tags, anchor.trim(), reward)?;
-        Ok(Prepared {
-            locator: tx.id.clone(),
-            payload: serde_json::to_vec(&tx).expect("json"),
-        })
+        self.signed(wallet, sealed, &tags)
     }
 
     fn submit(&self, prepared: &Prepared) -> Result<()> {
-        let url = format!("{}/tx", self.gateway);
-        let response = self.request("sending a transaction", &|c| {
-            c.post(&url)
-                .header("content-type", "application/json")
-                .body(prepared.payload.clone())
-        })?;
-        let status = response.status();
-        // Only the start of the answer is read: some gateways echo the whole transaction.
-        let body = read_prefix(response, 4096);
-        match status.as_u16() {
-            // 208 is "transaction already processed": an earlier try got through.
-            200..=299 => Ok(()),
-            402 | 410 => Err(Error::Usage(format!(
-                "the gateway refused transaction {}: the wallet cannot pay for it ({status}). Fund the wallet and run `zblade archive push` again",
+        match self.post(prepared)? {
+            Posted::Taken => Ok(()),
+            Posted::StaleAnchor(body) => Err(Error::Network(format!(
+                "the gateway refused transaction {} as too old ({body:.200}); `zblade archive push` signs it again",
                 prepared.locator
             ))),
-            _ => Err(Error::Network(format!(
-                "the gateway refused transaction {} ({status}): {body:.300}",
-                prepared.locator
-            ))),
+        }
+    }
+
+    fn resend(&self, prepared: &Prepared) -> Result<Option<Prepared>> {
+        match self.post(prepared)? {
+            Posted::Taken => Ok(None),
+            Posted::StaleAnchor(_) => self.signed_again(prepared).map(Some),
         }
     }
 

@@ -40,6 +40,13 @@ pub trait Backend: Send + Sync {
     fn prepare(&self, envelope: &Envelope, sealed: &[u8], grant_to: Option<&str>) -> Result<Prepared>;
     /// Sends a prepared object; sending one that is already there succeeds.
     fn submit(&self, prepared: &Prepared) -> Result<()>;
+    /// Sends a journaled object. `Ok(None)`: sent as prepared. `Ok(Some(fresh))`: the backend
+    /// refused it as expired (an Arweave transaction names a recent block, its anchor, and is
+    /// refused once that block is 50 blocks old: a push resumed hours later) and `fresh` is
+    /// the same object prepared again, not sent: the caller journals it, then submits it.
+    fn resend(&self, prepared: &Prepared) -> Result<Option<Prepared>> {
+        self.submit(prepared).map(|()| None)
+    }
     /// The archive's objects (grants excluded).
     fn list(&self, archive: &str) -> Result<Vec<Listed>>;
     /// Grants addressed to a key fingerprint, from any archive.
