@@ -385,7 +385,7 @@ pub async fn archive_background(app: AppHandle, enable: bool, passphrase: String
     .await
 }
 
-/// Forgets conversations for good (here, and every archived copy made unreadable), with
+/// Forgets conversations and moments for good (here, and every archived copy made unreadable), with
 /// `ArchiveProgress`.
 #[tauri::command]
 #[specta::specta]
@@ -462,7 +462,7 @@ fn conversation_ids(ids: &[String]) -> AppResult<Vec<String>> {
     if ids.is_empty() {
         return Err(AppError::new(
             ErrorCode::InvalidInput,
-            "name at least one conversation (conv_…)",
+            "name at least one conversation or moment (conv_…, moment_…)",
         ));
     }
     Ok(ids)

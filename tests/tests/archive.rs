@@ -334,24 +334,32 @@ fn count_packs(root: &Path) -> usize {
 /// passphrase) holds: none may yield `needle`.
 fn assert_no_key_opens(gateway: &Arlocal, vault_path: &Path, needle: &[u8]) {
     let vault = Vault::load(vault_path).unwrap();
+    let BackendSpec::Arweave { owner, .. } = &vault.backend else {
+        panic!("an Arweave vault")
+    };
+    let backend = ArweaveBackend::new(&gateway.url(), owner, None, Retry::default()).unwrap();
+    assert!(
+        !some_key_opens(&backend, vault_path, needle),
+        "an archived object still decrypts to the forgotten text"
+    );
+}
+
+/// Whether any object of the archive, opened with any key the vault holds, holds `needle`.
+fn some_key_opens(backend: &dyn Backend, vault_path: &Path, needle: &[u8]) -> bool {
+    let vault = Vault::load(vault_path).unwrap();
     let master = vault.unlock(PASS).unwrap();
     let keys: Vec<_> = vault
         .keys
         .keys()
         .map(|k| vault.key(&master, k).unwrap().unwrap())
         .collect();
-    for object in listed(gateway, &vault) {
-        let sealed = gateway.get(&format!("/{}", object.locator));
-        for key in &keys {
-            if let Some(plain) = format::open(key, &object.envelope, &sealed) {
-                assert!(
-                    !plain.windows(needle.len()).any(|w| w == needle),
-                    "object {} still decrypts to the forgotten text",
-                    object.locator
-                );
-            }
-        }
-    }
+    backend.list(&vault.archive).unwrap().iter().any(|object| {
+        let sealed = backend.fetch(&object.locator).unwrap();
+        keys.iter().any(|key| {
+            format::open(key, &object.envelope, &sealed)
+                .is_some_and(|plain| plain.windows(needle.len()).any(|w| w == needle))
+        })
+    })
 }
 
 /// Waits until the journal shows `ready`, then kill -9s the command; says whether it was
@@ -748,4 +756,104 @@ fn a_resumed_push_whose_anchors_expired_signs_again_and_stores_each_object_once(
     );
     assert_eq!(report["problems"], serde_json::json!([]), "{report}");
     assert_eq!(manifest(&restored), manifest(&root));
+}
+
+/// A moment of its own is forgotten like a conversation: gone here, its batch's key destroyed
+/// (the rest re-archived), so no key the passphrase opens reads it, and a restore lacks it.
+/// A moment recorded inside a conversation is refused with a pointer to its conversation.
+#[test]
+fn a_moment_is_forgotten_for_good_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let user = User {
+        data: tempfile::tempdir().unwrap(),
+    };
+    let root = tmp.path().join("project");
+    project_with(&root, 3);
+    let secret = "The staging database password rotates on Fridays";
+    std::fs::write(
+        tmp.path().join("m1.json"),
+        serde_json::json!({"type": "decision", "content": secret, "tags": ["ops"]}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path().join("m2.json"),
+        serde_json::json!({"type": "pattern", "content": "Retries are bounded at five", "tags": ["ops"]}).to_string(),
+    )
+    .unwrap();
+    let added = user.ok(
+        &root,
+        &[
+            "add",
+            "moment",
+            tmp.path().join("m1.json").to_str().unwrap(),
+            tmp.path().join("m2.json").to_str().unwrap(),
+        ],
+    );
+    let (victim, kept) = (added[0]["id"].as_str().unwrap(), added[1]["id"].as_str().unwrap());
+    let backend_dir = tmp.path().join("backup");
+    user.ok(&root, &["archive", "setup", "--dir", backend_dir.to_str().unwrap()]);
+    user.ok(&root, &["archive", "push"]);
+    let backend = zblade_archive::DirBackend::new(&backend_dir).unwrap();
+    let vault = backend_dir.join("vault.json");
+    assert!(
+        some_key_opens(&backend, &vault, secret.as_bytes()),
+        "archived before the forget"
+    );
+
+    let forgot = user.ok(&root, &["archive", "forget", victim, "-y"]);
+    assert!(forgot["destroyed_batches"].as_u64().unwrap() >= 1, "{forgot}");
+    assert!(!user.zblade(&root, &["show", victim]).status.success());
+    assert!(user.zblade(&root, &["show", kept]).status.success());
+    assert!(
+        !some_key_opens(&backend, &vault, secret.as_bytes()),
+        "the forgotten moment still decrypts"
+    );
+    assert!(
+        some_key_opens(&backend, &vault, b"Retries are bounded at five"),
+        "the other moment was re-archived"
+    );
+
+    let restored = tmp.path().join("restored");
+    let report = user.ok(
+        &restored,
+        &[
+            "archive",
+            "restore",
+            "--into",
+            restored.to_str().unwrap(),
+            "--from",
+            backend_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(report["problems"], serde_json::json!([]), "{report}");
+    assert_eq!(manifest(&restored), manifest(&root));
+    assert!(
+        !restored
+            .join(format!(".zblade/artifacts/moments/{victim}.json"))
+            .exists()
+    );
+
+    // A moment recorded inside a conversation goes with it: the forget says so.
+    std::fs::write(
+        tmp.path().join("c.json"),
+        serde_json::json!({"conversation_id": "conv_with_moment", "title": "Inline", "messages": [{"role": "user", "content": "hi"}],
+            "moments": [{"id": "moment_inline_one", "type": "decision", "content": "Kept with its conversation"}]})
+        .to_string(),
+    )
+    .unwrap();
+    user.ok(
+        &root,
+        &["add", "conversation", tmp.path().join("c.json").to_str().unwrap()],
+    );
+    let out = user.zblade(&root, &["archive", "forget", "moment_inline_one", "-y"]);
+    assert!(stderr(&out).contains("forget that conversation"), "{}", stderr(&out));
+    assert!(user.zblade(&root, &["show", "moment_inline_one"]).status.success());
+
+    // Hostile or wrong ids are refused before anything changes.
+    let before = manifest(&root);
+    for bad in ["moment_../../etc", "../conv_x", "conv_../x", "msg_01"] {
+        let out = user.zblade(&root, &["archive", "forget", bad, "-y"]);
+        assert!(!out.status.success(), "{bad}");
+    }
+    assert_eq!(manifest(&root), before);
 }

@@ -560,11 +560,13 @@ pub enum ArchiveCommand {
         #[command(flatten)]
         passphrase: PassphraseArgs,
     },
-    /// Forget conversations for good: removed here, the rest of every batch that held them
-    /// archived again under new keys, then those batches' keys destroyed (and a tombstone
-    /// archived). The ciphertext stays on Arweave; nobody can read it any more, you included.
+    /// Forget conversations and moments for good: removed here, the rest of every batch that
+    /// held them archived again under new keys, then those batches' keys destroyed (and a
+    /// tombstone archived). The ciphertext stays on Arweave; nobody can read it any more, you
+    /// included.
     Forget {
-        /// Conversation ids (conv_…; documents are conversations).
+        /// Conversation ids (conv_…; documents are conversations) and moment ids (moment_…;
+        /// a moment recorded inside a conversation goes with it).
         #[arg(required = true)]
         ids: Vec<String>,
         /// Do not ask.

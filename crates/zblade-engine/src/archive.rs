@@ -1,5 +1,5 @@
 //! The permanent archive (zblade-archive) seen from a project: which files a conversation
-//! is, removing them before their archived copies are forgotten, the items a share exports,
+//! or moment is, removing them before their archived copies are forgotten, the items a share exports,
 //! taking in what others shared. The archive itself only knows files; these are the parts
 //! that know conversations.
 
@@ -9,10 +9,11 @@ use zblade_core::{Error, Result};
 use crate::{AddOutcome, ExportFormat, Project};
 
 impl Project {
-    /// Forgets conversations (documents included) for good: each is removed here with the
-    /// messages no other conversation uses (their packs rewritten), then the archive destroys
-    /// the keys of every batch that held them, after archiving the rest of those batches
-    /// again. Messages a fork or merge still uses stay: they belong to that conversation too.
+    /// Forgets conversations (documents included) and moments for good: each is removed here
+    /// (a conversation with the messages no other conversation uses; their packs rewritten),
+    /// then the archive destroys the keys of every batch that held them, after archiving the
+    /// rest of those batches again. Messages a fork or merge still uses stay: they belong to
+    /// that conversation too. A moment recorded inside a conversation goes with it.
     pub fn forget_archived(
         &mut self,
         archive: &mut Archive,
@@ -28,11 +29,28 @@ impl Project {
         // anything is removed: a forget killed half-way is finished by the next push.
         let mut paths = Vec::new();
         for id in ids {
-            if !id.starts_with("conv_") {
+            if id.starts_with(zblade_core::ids::MOMENT) {
+                zblade_core::ids::check_id(id, Some(zblade_core::ids::MOMENT))
+                    .map_err(|reason| Error::Usage(format!("{id}: not a moment id: {reason}")))?;
+                let path = self.layout.moment_path(id);
+                if !path.exists()
+                    && let Some(owner) = self.index()?.moment_artifact(id)?
+                    && owner.contains("conversations/")
+                {
+                    return Err(Error::Usage(format!(
+                        "{id} was recorded inside a conversation ({owner}) and goes with it: forget that conversation"
+                    )));
+                }
+                paths.push(self.layout_relative(&path));
+                continue;
+            }
+            if !id.starts_with(zblade_core::ids::CONVERSATION) {
                 return Err(Error::Usage(format!(
-                    "{id}: `archive forget` takes conversation ids (conv_…; documents are conversations too)"
+                    "{id}: `archive forget` takes conversation ids (conv_…; documents are conversations too) and moment ids (moment_…)"
                 )));
             }
+            zblade_core::ids::check_id(id, Some(zblade_core::ids::CONVERSATION))
+                .map_err(|reason| Error::Usage(format!("{id}: not a conversation id: {reason}")))?;
             let manifest = self.layout.conversation_path(id);
             paths.push(self.layout_relative(&manifest));
             match std::fs::read(&manifest) {
@@ -63,18 +81,35 @@ impl Project {
         }
         for row in &pending {
             for path in &row.paths {
-                let id = path
-                    .strip_prefix("artifacts/conversations/")
-                    .and_then(|f| f.strip_suffix(".json"));
-                if let Some(id) = id
-                    && self.layout.dir().join(path).exists()
-                {
+                if !self.layout.dir().join(path).exists() {
+                    continue;
+                }
+                let id_in = |dir: &str| path.strip_prefix(dir).and_then(|f| f.strip_suffix(".json"));
+                if let Some(id) = id_in("artifacts/conversations/") {
                     self.delete_conversation(id)?;
+                } else if let Some(id) = id_in("artifacts/moments/") {
+                    self.delete_moment(id)?;
                 }
             }
         }
         self.gc_messages()?;
         archive.finish_forgets(progress)
+    }
+
+    /// Removes a moment of its own (not one inside a conversation): its file, then its rows.
+    fn delete_moment(&mut self, id: &str) -> Result<()> {
+        zblade_core::ids::check_id(id, Some(zblade_core::ids::MOMENT))
+            .map_err(|reason| Error::Usage(format!("{id}: not a moment id: {reason}")))?;
+        let layout = self.layout.clone();
+        let _lock = crate::lock::WriteLock::acquire(&layout)?;
+        let path = layout.moment_path(id);
+        match std::fs::remove_file(&path) {
+            Ok(()) => zblade_core::fsio::sync_dir(&layout.moments_dir())?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&path, e)),
+        }
+        self.index_mut()?.remove_moment(id)?;
+        Ok(())
     }
 
     fn layout_relative(&self, path: &std::path::Path) -> String {

@@ -452,7 +452,7 @@ fn forget(cx: &mut Ctx, ids: &[String], yes: bool, args: &PassphraseArgs) -> Res
     let mut archive = open(cx, args)?;
     if !yes && std::io::stdin().is_terminal() {
         eprint!(
-            "Forget {} conversation(s) for good (here and in every archived copy; this cannot be undone)? [y/N] ",
+            "Forget {} item(s) for good (here and in every archived copy; this cannot be undone)? [y/N] ",
             ids.len()
         );
         let _ = std::io::stderr().flush();
@@ -470,7 +470,7 @@ fn forget(cx: &mut Ctx, ids: &[String], yes: bool, args: &PassphraseArgs) -> Res
         cx.out.value(&serde_json::to_value(&report).expect("json"))?;
     } else {
         cx.out.note(&format!(
-            "Forgot {} conversation(s): {} batch(es) had their keys destroyed after {} file(s) they held were archived again{}.",
+            "Forgot {} item(s): {} batch(es) had their keys destroyed after {} file(s) they held were archived again{}.",
             ids.len(),
             report.destroyed_batches,
             report.rearchived,
