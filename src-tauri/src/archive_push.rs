@@ -110,19 +110,17 @@ impl Drop for BackgroundPush {
 pub fn push_once(root: &std::path::Path, allow_network: bool) -> Round {
     let dir = root.join(".zblade");
     match Config::load(&dir) {
-        Ok(Some(config)) if config.auto_push => {}
-        Ok(_) => return Round::Off,
-        Err(e) => return Round::Failed(e.to_string()),
-    }
-    match try_push(root, allow_network) {
-        Ok(round) => round,
+        Ok(Some(config)) if config.auto_push => match try_push(root, &config, allow_network) {
+            Ok(round) => round,
+            Err(e) => Round::Failed(e.to_string()),
+        },
+        Ok(_) => Round::Off,
         Err(e) => Round::Failed(e.to_string()),
     }
 }
 
-fn try_push(root: &std::path::Path, allow_network: bool) -> zblade_engine::Result<Round> {
+fn try_push(root: &std::path::Path, config: &Config, allow_network: bool) -> zblade_engine::Result<Round> {
     let dir = root.join(".zblade");
-    let config = Config::load(&dir)?.ok_or_else(|| zblade_engine::Error::NotInitialized("no archive".into()))?;
     zblade_archive::check_network(&Vault::load(&config.vault)?.backend, None, allow_network)?;
     let Some(mut archive) = Archive::open_remembered(&dir, Retry::default())? else {
         return Ok(Round::Failed(
@@ -138,4 +136,51 @@ fn try_push(root: &std::path::Path, allow_network: bool) -> zblade_engine::Resul
         files: report.files,
         deleted: report.deleted,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project_with_archive() -> (tempfile::TempDir, std::path::PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("p");
+        Project::init(&root).unwrap();
+        let spec = zblade_archive::BackendSpec::Dir {
+            path: tmp.path().join("backup"),
+        };
+        Archive::setup(
+            &root.join(".zblade"),
+            spec,
+            None,
+            None,
+            "a long enough passphrase",
+            Retry::default(),
+        )
+        .unwrap();
+        (tmp, root)
+    }
+
+    #[test]
+    fn nothing_is_tried_unless_the_archive_asks_for_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        Project::init(tmp.path()).unwrap();
+        assert_eq!(push_once(tmp.path(), false), Round::Off, "no archive");
+        let (_tmp, root) = project_with_archive();
+        assert_eq!(push_once(&root, false), Round::Off, "background push not turned on");
+    }
+
+    #[test]
+    fn without_the_remembered_key_a_round_says_why() {
+        let (_tmp, root) = project_with_archive();
+        let dir = root.join(".zblade");
+        // Turned on, but the key is not (or no longer) kept on this machine.
+        let mut config = Config::load(&dir).unwrap().unwrap();
+        config.auto_push = true;
+        config.save(&dir).unwrap();
+        match push_once(&root, false) {
+            Round::Failed(why) => assert!(why.contains("master key in the system keyring"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -590,7 +590,7 @@ async archiveBackground(enable: boolean, passphrase: string) : Promise<Result<Ar
 }
 },
 /**
- * Forgets conversations for good (here, and every archived copy made unreadable), with
+ * Forgets conversations and moments for good (here, and every archived copy made unreadable), with
  * `ArchiveProgress`.
  */
 async archiveForget(ids: string[], passphrase: string) : Promise<Result<ArchiveForgetView, AppError>> {
