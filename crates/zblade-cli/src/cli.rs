@@ -114,7 +114,9 @@ pub enum Command {
     /// The permanent archive: the project's memory encrypted (AES-256-GCM, a fresh key per
     /// batch, keys wrapped by a master key from your passphrase) on Arweave or in a directory;
     /// restore it anywhere from the vault and the passphrase, forget for good by destroying
-    /// keys, share with another user. Off until `zblade archive setup`. See docs/ARCHIVE.md.
+    /// keys, share with another user; with the key kept in the OS keyring, pushes need no
+    /// passphrase and the app pushes in the background. Off until `zblade archive setup`. See
+    /// docs/ARCHIVE.md.
     #[command(subcommand)]
     Archive(ArchiveCommand),
     /// Local mode with storage.sync_metadata on: send the titles, tags and message counts of

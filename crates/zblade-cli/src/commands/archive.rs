@@ -201,12 +201,12 @@ fn setup(
     };
     consent(cx, &spec, args.allow_network)?;
     let mut archive = Archive::setup(&zdir, spec, vault, wallet, &passphrase(args, true)?, Retry::default())?;
-    if keyring {
-        // Set up already: a keyring that cannot be reached is said, and the archive stays.
-        if let Err(e) = archive.remember(false) {
-            eprintln!("zblade: the archive is set up, but its key was not kept: {e}");
-        }
-    }
+    // Set up already: a keyring that cannot be reached is said, and the archive stays.
+    let kept = keyring
+        && archive
+            .remember(false)
+            .map_err(|e| eprintln!("zblade: the archive is set up, but its key was not kept: {e}"))
+            .is_ok();
     let status = Archive::status(&zdir, false, Retry::default())?;
     if cx.json {
         cx.out.value(&serde_json::to_value(&status).expect("json"))?;
@@ -219,6 +219,11 @@ fn setup(
         ))?;
         cx.out
             .note(&format!("Share key (others share to it): {}", status.share_key))?;
+        if kept {
+            cx.out.note(
+                "The master key is in the system keyring: push, forget and share need no passphrase on this machine.",
+            )?;
+        }
         cx.out.note("Next: `zblade archive push`.")?;
     }
     Ok(ExitCode::SUCCESS)
