@@ -13,13 +13,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use zblade_archive::{Archive, Config, PushOptions, Retry, Vault};
 use zblade_engine::Project;
 
 use crate::indexer::{IndexerUpdate, Sink};
+use crate::worker::Worker;
 
 /// How often it pushes: `ZBLADE_ARCHIVE_PUSH_SECONDS`, else every 60 s (seed 5.2).
 pub fn interval() -> Duration {
@@ -47,62 +47,35 @@ pub enum Round {
 }
 
 /// A running background push; stops (after the push in flight) when stopped or dropped.
-pub struct BackgroundPush {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
+pub struct BackgroundPush(Worker);
 
 impl BackgroundPush {
     /// Starts pushing the project at `root` every `every`; the first round comes soon after
     /// the start (what piled up while the app was closed). `allow_network` is the app's
     /// consent, read at each round.
     pub fn start(root: PathBuf, every: Duration, allow_network: Arc<AtomicBool>, sink: Sink) -> BackgroundPush {
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let stop = stop.clone();
-            std::thread::Builder::new()
-                .name("zblade-archive-push".into())
-                .spawn(move || {
-                    let mut wait = every.min(Duration::from_secs(5));
-                    loop {
-                        let until = Instant::now() + wait;
-                        while Instant::now() < until {
-                            if stop.load(Ordering::Relaxed) {
-                                return;
-                            }
-                            std::thread::sleep(Duration::from_millis(100));
-                        }
-                        let round = push_once(&root, allow_network.load(Ordering::Relaxed));
-                        if round != Round::Off {
-                            sink(IndexerUpdate::Archive(round));
-                        }
-                        wait = every;
+        BackgroundPush(Worker::spawn("zblade-archive-push", move |stop| {
+            let mut wait = every.min(Duration::from_secs(5));
+            loop {
+                let until = Instant::now() + wait;
+                while Instant::now() < until {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
                     }
-                })
-                .expect("spawn the archive push thread")
-        };
-        BackgroundPush {
-            stop,
-            thread: Some(thread),
-        }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                let round = push_once(&root, allow_network.load(Ordering::Relaxed));
+                if round != Round::Off {
+                    sink(IndexerUpdate::Archive(round));
+                }
+                wait = every;
+            }
+        }))
     }
 
     /// Stops it and waits for the push in flight to end.
-    pub fn stop(mut self) {
-        self.stop_and_join();
-    }
-
-    fn stop_and_join(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for BackgroundPush {
-    fn drop(&mut self) {
-        self.stop_and_join();
+    pub fn stop(self) {
+        self.0.stop();
     }
 }
 

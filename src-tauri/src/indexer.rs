@@ -11,13 +11,13 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use zblade_engine::{Error, IndexStage, Project, ReferenceReport, WatchEvent, WatchOptions};
 
 use crate::events::{IndexerState, IndexerStatus};
+use crate::worker::Worker;
 
 /// What the indexer reports.
 #[derive(Debug, Clone)]
@@ -41,8 +41,7 @@ pub type Sink = Arc<dyn Fn(IndexerUpdate) + Send + Sync>;
 /// A running indexer; [`Indexer::stop`] (or dropping it) stops it and waits for the thread.
 pub struct Indexer {
     root: PathBuf,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    worker: Worker,
 }
 
 /// Progress is reported at most this often (a 100k-file index would otherwise flood the UI).
@@ -51,19 +50,11 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 impl Indexer {
     /// Starts indexing and watching the project at `root` on a new thread.
     pub fn start(root: PathBuf, sink: Sink) -> Indexer {
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (root, stop) = (root.clone(), stop.clone());
-            std::thread::Builder::new()
-                .name("zblade-indexer".into())
-                .spawn(move || run(root, stop, sink))
-                .expect("spawn the indexer thread")
+        let worker = {
+            let root = root.clone();
+            Worker::spawn("zblade-indexer", move |stop| run(root, stop, sink))
         };
-        Indexer {
-            root,
-            stop,
-            thread: Some(thread),
-        }
+        Indexer { root, worker }
     }
 
     /// The project it indexes.
@@ -73,21 +64,8 @@ impl Indexer {
 
     /// Asks the thread to stop and waits for it: it finishes the batch it is writing (at most
     /// one SQLite transaction or one LanceDB append) and returns.
-    pub fn stop(mut self) {
-        self.stop_and_join();
-    }
-
-    fn stop_and_join(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for Indexer {
-    fn drop(&mut self) {
-        self.stop_and_join();
+    pub fn stop(self) {
+        self.worker.stop();
     }
 }
 

@@ -4,7 +4,8 @@
 //!   generated from [`specta_builder`] (the `bindings_are_current` test checks it, and writes
 //!   it with `ZBLADE_WRITE_BINDINGS=1`) and committed.
 //! - [`indexer`]: the background indexer (index, then watch) that keeps running in the tray
-//!   while the window is closed; beside it [`archive_push`], the background archive push.
+//!   while the window is closed; beside it [`archive_push`], the background archive push; both
+//!   run on a [`worker::Worker`] (a thread with a stop flag, joined on stop).
 //! - [`archive`]: Settings → Archive (the permanent archive).
 //! - [`tray`]: the tray icon and menu; [`relaunch`]: the light tray shape the app takes while
 //!   its window is closed, and the window shape it takes to show it. [`config`]: the app's own settings (first-run wizard
@@ -37,6 +38,7 @@ pub mod sources;
 pub mod state;
 pub mod tray;
 pub mod views;
+pub mod worker;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;

@@ -82,6 +82,16 @@ fn manifest(root: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// Restores the archive into `into` (files only, with `extra` arguments) and checks every
+/// file is `root`'s, byte for byte, and that nothing was reported missing.
+fn restores_as(user: &User, into: &Path, root: &Path, extra: &[&str]) {
+    let mut args = vec!["archive", "restore", "--into", into.to_str().unwrap(), "--no-index"];
+    args.extend_from_slice(extra);
+    let report = user.ok(into, &args);
+    assert_eq!(report["problems"], serde_json::json!([]), "{report}");
+    assert_eq!(manifest(into), manifest(root));
+}
+
 fn search_ids(user: &User, root: &Path, query: &str) -> Vec<String> {
     let value = user.ok(root, &["search", query, "--limit", "10"]);
     value["hits"]
@@ -458,13 +468,7 @@ fn kill_9_during_push_and_forget_resumes_without_duplicates_or_undeletable_items
     let status = user.ok(&root, &["archive", "status", "--offline"]);
     assert_eq!(status["unfinished_forgets"], 0, "{status}");
     assert_no_key_opens(&gateway, &user.vault(), b"topic10 ledger");
-    let restored = tmp.path().join("restored");
-    let report = user.ok(
-        &restored,
-        &["archive", "restore", "--into", restored.to_str().unwrap(), "--no-index"],
-    );
-    assert_eq!(report["problems"], serde_json::json!([]), "{report}");
-    assert_eq!(manifest(&restored), manifest(&root));
+    restores_as(&user, &tmp.path().join("restored"), &root, &[]);
 }
 
 /// `archive setup --keyring` keeps the master key in a real Secret Service (GNOME Keyring on
@@ -511,7 +515,7 @@ fn the_keyring_remembers_the_master_key_so_pushes_need_no_passphrase() {
     let master = Vault::load(&backend.join("vault.json")).unwrap().unlock(PASS).unwrap();
     let needle = hex_of(master.bytes());
     for dir in [root.join(".zblade"), backend.clone()] {
-        for file in walk(&dir) {
+        for file in zblade_tests::files_under(&dir) {
             let text = std::fs::read(&file).unwrap();
             assert!(
                 !text.windows(needle.len()).any(|w| w == needle.as_bytes())
@@ -547,19 +551,6 @@ fn the_keyring_remembers_the_master_key_so_pushes_need_no_passphrase() {
 
 fn hex_of(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }
 
 /// A gateway in front of arlocal whose transaction anchors expire. A real Arweave node refuses
@@ -749,13 +740,7 @@ fn a_resumed_push_whose_anchors_expired_signs_again_and_stores_each_object_once(
     assert_eq!(objects.len() as u64, parts);
 
     // And it all restores.
-    let restored = tmp.path().join("restored");
-    let report = user.ok(
-        &restored,
-        &["archive", "restore", "--into", restored.to_str().unwrap(), "--no-index"],
-    );
-    assert_eq!(report["problems"], serde_json::json!([]), "{report}");
-    assert_eq!(manifest(&restored), manifest(&root));
+    restores_as(&user, &tmp.path().join("restored"), &root, &[]);
 }
 
 /// A moment of its own is forgotten like a conversation: gone here, its batch's key destroyed
@@ -814,19 +799,7 @@ fn a_moment_is_forgotten_for_good_too() {
     );
 
     let restored = tmp.path().join("restored");
-    let report = user.ok(
-        &restored,
-        &[
-            "archive",
-            "restore",
-            "--into",
-            restored.to_str().unwrap(),
-            "--from",
-            backend_dir.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(report["problems"], serde_json::json!([]), "{report}");
-    assert_eq!(manifest(&restored), manifest(&root));
+    restores_as(&user, &restored, &root, &["--from", backend_dir.to_str().unwrap()]);
     assert!(
         !restored
             .join(format!(".zblade/artifacts/moments/{victim}.json"))

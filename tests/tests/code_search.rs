@@ -78,7 +78,7 @@ fn project_files_are_indexed_searched_and_kept_as_references() {
     // No copy of the code in the index: not in SQLite (contentless FTS) nor in LanceDB.
     drop(project);
     let index_dir = repo.root().join(".zblade/index");
-    for file in walk(&index_dir) {
+    for file in zblade_tests::files_under(&index_dir) {
         let bytes = std::fs::read(&file).unwrap();
         let needle = b"let rotated = rotate_signing_key(expired);";
         assert!(
@@ -99,19 +99,6 @@ fn project_files_are_indexed_searched_and_kept_as_references() {
     let after = project.update_search_index(&mut |_, _, _| {}).unwrap();
     assert_eq!(after.code.removed, 1);
     assert!(code_hits(&project, "evict oldest", SearchMode::Keyword).is_empty());
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }
 
 #[test]

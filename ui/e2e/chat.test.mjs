@@ -23,6 +23,7 @@ import { join } from "node:path";
 import http from "node:http";
 import net from "node:net";
 import { remote } from "webdriverio";
+import { startSecretService } from "./secret-service.mjs";
 
 const app = process.env.ZBLADE_APP;
 const cli = process.env.ZBLADE;
@@ -82,19 +83,7 @@ test("chat in the app", { timeout: 300_000 }, async (t) => {
   execFileSync(cli, ["compressor", "import", gguf, "--name", "tiny"], { cwd: project, env, stdio: "inherit" });
 
   // A private session bus with GNOME Keyring's Secret Service, unlocked with a test password.
-  env.XDG_DATA_HOME = join(work, "data");
-  env.XDG_RUNTIME_DIR = join(work, "run");
-  mkdirSync(env.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });
-  const bus = spawn("dbus-daemon", ["--session", "--nofork", "--print-address=1"], { env, stdio: ["ignore", "pipe", "ignore"] });
-  children.push(bus);
-  env.DBUS_SESSION_BUS_ADDRESS = await new Promise((resolve, reject) => {
-    bus.stdout.once("data", (d) => resolve(d.toString().trim().split("\n")[0]));
-    bus.once("exit", () => reject(new Error("dbus-daemon exited")));
-  });
-  const keyring = spawn("gnome-keyring-daemon", ["--unlock", "--components=secrets", "--foreground"], { env, stdio: ["pipe", "ignore", "ignore"] });
-  keyring.stdin.end("e2e-password");
-  children.push(keyring);
-  await sleep(1500);
+  await startSecretService(env, work, children);
 
   // A display.
   if (!env.DISPLAY) {

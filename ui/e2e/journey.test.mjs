@@ -16,6 +16,7 @@ import { join } from "node:path";
 import http from "node:http";
 import net from "node:net";
 import { remote } from "webdriverio";
+import { startSecretService } from "./secret-service.mjs";
 
 const app = process.env.ZBLADE_APP;
 const cli = process.env.ZBLADE;
@@ -109,19 +110,7 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   writeFileSync(settingsFile, JSON.stringify(projectSettings, null, 2));
   // A private session bus with GNOME Keyring's Secret Service (the archive's background push
   // keeps its master key there), and a background push every 2 s instead of every minute.
-  env.XDG_RUNTIME_DIR = join(work, "run");
-  env.XDG_DATA_HOME = join(work, "data");
-  mkdirSync(env.XDG_RUNTIME_DIR, { recursive: true, mode: 0o700 });
-  const bus = spawn("dbus-daemon", ["--session", "--nofork", "--print-address=1"], { env, stdio: ["ignore", "pipe", "ignore"] });
-  children.push(bus);
-  env.DBUS_SESSION_BUS_ADDRESS = await new Promise((resolve, reject) => {
-    bus.stdout.once("data", (d) => resolve(d.toString().trim().split("\n")[0]));
-    bus.once("exit", () => reject(new Error("dbus-daemon exited")));
-  });
-  const keyring = spawn("gnome-keyring-daemon", ["--unlock", "--components=secrets", "--foreground"], { env, stdio: ["pipe", "ignore", "ignore"] });
-  keyring.stdin.end("e2e-password");
-  children.push(keyring);
-  await sleep(1500);
+  await startSecretService(env, work, children);
   env.ZBLADE_ARCHIVE_PUSH_SECONDS = "2";
   // Turning network use on asks in a native GTK dialog, which WebDriver cannot click: the app
   // answers its own confirmations yes in this run (a page cannot set this; see guard.rs).

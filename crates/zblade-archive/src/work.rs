@@ -246,8 +246,7 @@ impl Archive {
     }
 
     /// Opens a project's archive with the master key this machine remembers in the OS
-    /// keyring ([`crate::keychain`]); `Ok(None)` when it remembers none. A key that does not
-    /// open the vault (stale, or planted by another program) is refused.
+    /// keyring ([`crate::keychain`]); `Ok(None)` when it remembers none.
     pub fn open_remembered(zblade_dir: &Path, retry: Retry) -> Result<Option<Archive>> {
         let (config, vault) = load_config_and_vault(zblade_dir)?;
         if !config.remembered {
@@ -256,13 +255,25 @@ impl Archive {
         let Some(master) = crate::keychain::recall(&config.archive)? else {
             return Ok(None);
         };
+        Archive::open_checked(zblade_dir, config, vault, master, retry).map(Some)
+    }
+
+    /// Opens a project's archive with a master key kept elsewhere than in the passphrase (the
+    /// OS keyring). A key that does not open the vault (stale, or planted by another program)
+    /// is refused.
+    pub fn open_with_master(zblade_dir: &Path, master: Key, retry: Retry) -> Result<Archive> {
+        let (config, vault) = load_config_and_vault(zblade_dir)?;
+        Archive::open_checked(zblade_dir, config, vault, master, retry)
+    }
+
+    fn open_checked(zblade_dir: &Path, config: Config, vault: Vault, master: Key, retry: Retry) -> Result<Archive> {
         vault.check_master(&master).map_err(|_| {
             Error::Untrusted(format!(
                 "the keyring's key for archive {} does not open its vault; `zblade archive remember` stores the right one",
                 config.archive
             ))
         })?;
-        Archive::open_parts(zblade_dir, config, vault, master, retry).map(Some)
+        Archive::open_parts(zblade_dir, config, vault, master, retry)
     }
 
     fn open_parts(zblade_dir: &Path, config: Config, vault: Vault, master: Key, retry: Retry) -> Result<Archive> {

@@ -286,3 +286,22 @@ fn without_a_remembered_key_nothing_opens_unattended() {
     let status = Archive::status(&z, false, Retry::default()).unwrap();
     assert!(!status.remembered && !status.auto_push);
 }
+
+#[test]
+fn a_master_key_that_does_not_open_the_vault_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let z = project(&tmp.path().join("p"), 1);
+    drop(setup(&z, &tmp.path().join("backup")));
+    // What a stale or planted keyring entry would hand over.
+    let planted = zblade_archive::crypto::Key::generate();
+    let error = Archive::open_with_master(&z, planted, Retry::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(error.contains("does not open its vault"), "{error}");
+    let right = Vault::load(&tmp.path().join("backup/vault.json"))
+        .unwrap()
+        .unlock(PASS)
+        .unwrap();
+    assert!(Archive::open_with_master(&z, right, Retry::default()).is_ok());
+}

@@ -227,16 +227,15 @@ impl ArweaveBackend {
         let old: Transaction = serde_json::from_slice(&prepared.payload)
             .map_err(|e| Error::Untrusted(format!("journaled transaction {}: {e}", prepared.locator)))?;
         let data = unb64(&old.data, "data")?;
-        let mut tags = Vec::new();
-        for tag in &old.tags {
-            let name = String::from_utf8(unb64(&tag.name, "tag name")?).map_err(|_| {
-                Error::Untrusted(format!("journaled transaction {}: a tag is not text", prepared.locator))
-            })?;
-            let value = String::from_utf8(unb64(&tag.value, "tag value")?).map_err(|_| {
-                Error::Untrusted(format!("journaled transaction {}: a tag is not text", prepared.locator))
-            })?;
-            tags.push((name, value));
-        }
+        let text = |b64: &str| {
+            String::from_utf8(unb64(b64, "tag")?)
+                .map_err(|_| Error::Untrusted(format!("journaled transaction {}: a tag is not text", prepared.locator)))
+        };
+        let tags = old
+            .tags
+            .iter()
+            .map(|tag| Ok((text(&tag.name)?, text(&tag.value)?)))
+            .collect::<Result<Vec<_>>>()?;
         let tags: Vec<(&str, &str)> = tags.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
         self.signed(wallet, &data, &tags)
     }

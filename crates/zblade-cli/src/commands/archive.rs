@@ -118,12 +118,17 @@ fn consent(cx: &Ctx, spec: &BackendSpec, allow_flag: bool) -> Result<(), Error> 
     zblade_archive::check_network(spec, None, allowed)
 }
 
+/// The project's archive settings; an error that says how to set one up when there are none.
+fn archive_config(dir: &Path) -> Result<Config, Error> {
+    Config::load(dir)?
+        .ok_or_else(|| Error::NotInitialized("this project has no archive; `zblade archive setup` makes one".into()))
+}
+
 /// Opens the archive: with the passphrase when one is given (the environment, --passphrase-
 /// stdin), else with the key this machine remembers, else with the passphrase typed or read.
 fn open(cx: &Ctx, args: &PassphraseArgs) -> Result<Archive, Error> {
     let dir = zblade_dir(cx)?;
-    let config = Config::load(&dir)?
-        .ok_or_else(|| Error::NotInitialized("this project has no archive; `zblade archive setup` makes one".into()))?;
+    let config = archive_config(&dir)?;
     consent(cx, &Vault::load(&config.vault)?.backend, args.allow_network)?;
     let given = args.passphrase_stdin || std::env::var("ZBLADE_ARCHIVE_PASSPHRASE").is_ok_and(|v| !v.is_empty());
     if !given && config.remembered {
@@ -143,14 +148,8 @@ fn remember(cx: &mut Ctx, background: bool, off: bool, args: &PassphraseArgs) ->
         Archive::unremember(&dir)?;
     } else {
         // The passphrase proves the key right before it is kept.
-        let vault = Vault::load(
-            &Config::load(&dir)?
-                .ok_or_else(|| {
-                    Error::NotInitialized("this project has no archive; `zblade archive setup` makes one".into())
-                })?
-                .vault,
-        )?;
-        consent(cx, &vault.backend, args.allow_network)?;
+        let config = archive_config(&dir)?;
+        consent(cx, &Vault::load(&config.vault)?.backend, args.allow_network)?;
         Archive::open(&dir, &passphrase(args, false)?, Retry::default())?.remember(background)?;
     }
     let status = Archive::status(&dir, false, Retry::default())?;
