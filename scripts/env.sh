@@ -12,11 +12,9 @@ export ZBLADE_PYTHON="$ZBLADE_PY_ENV/bin/python"
 export ZBLADE_MODELS_DIR="${ZBLADE_MODELS_DIR:-$HOME/.cache/zblade/models}"
 # The tiny llama.cpp model tests use (scripts/models/build_tiny_gguf.py writes it).
 export ZBLADE_TEST_GGUF="${ZBLADE_TEST_GGUF:-$ZBLADE_MODELS_DIR/test/tiny-llama.gguf}"
-if [ -z "${ORT_DYLIB_PATH:-}" ]; then
-  ort_lib="$(ls "$ZBLADE_PY_ENV"/lib/python3*/site-packages/onnxruntime/capi/libonnxruntime.so* 2>/dev/null | sort | tail -n 1 || true)"
-  # An `if`, not `&&`: a false test as the last command would fail the scripts that source this.
-  if [ -n "$ort_lib" ]; then export ORT_DYLIB_PATH="$ort_lib"; fi
-fi
+# ONNX Runtime is found by zblade itself (zblade_search::embed::find_onnx_runtime: ORT_DYLIB_PATH
+# if set, then beside the binary, then $ZBLADE_PY_ENV), so nothing here depends on whether
+# setup.sh has created the Python environment yet.
 # The MCP test clients from npm (conformance suite, Inspector, Node 22); setup.sh installs
 # them here, one folder per lockfile.
 if [ -z "${ZBLADE_MCP_CLIENTS:-}" ]; then

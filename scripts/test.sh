@@ -4,13 +4,27 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ZBLADE_ROOT"
+# Every binary, test and benchmark finds ONNX Runtime through zblade's own lookup, as on a fresh
+# machine where nothing sets the override (issue 43); a user's ORT_DYLIB_PATH would hide a
+# broken lookup.
+unset ORT_DYLIB_PATH
+
+# Where the time goes: each stage's seconds, printed at the end.
+timings=()
+stage_started=$SECONDS
+stage_done() {
+  timings+=("$(printf '%5d s  %s' $((SECONDS - stage_started)) "$1")")
+  stage_started=$SECONDS
+}
 
 bash scripts/setup.sh
+stage_done "setup (Debian packages, Python environment, models, npm clients, UI)"
 # Style and lints first: they fail fast and cheaply.
 # (setup.sh installs rustfmt and clippy; neither is skipped.)
 cargo fmt --all --check
 cargo clippy --workspace --exclude zblade-server --all-targets --locked -- -D warnings
 cargo clippy -p zblade-server --all-targets --locked -- -D warnings
+stage_done "format check and clippy (builds every dependency's metadata)"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 # PostgreSQL for the sync server's stories (a private cluster; SQLite needs nothing).
@@ -22,21 +36,33 @@ bash scripts/check-one-build.sh
 # The sync server is built and tested on its own: in one build with the rest, its web server
 # features (hyper's server side) would change the features of crates LanceDB is built on and
 # make cargo build LanceDB and DataFusion again, twice over.
+cargo test -p zblade-server --all-targets --locked --no-run
+stage_done "build: the sync server and its tests"
 cargo test -p zblade-server --all-targets --locked 2>&1 | tee "$log"
+stage_done "test: the sync server (SQLite and PostgreSQL)"
 # --all-targets builds and runs benches too (in a small smoke mode), so they cannot rot.
+cargo test --workspace --exclude zblade-server --all-targets --locked --no-run
+stage_done "build: the workspace, its tests and benches (LanceDB, DataFusion, llama.cpp, Tauri)"
 cargo test --workspace --exclude zblade-server --all-targets --locked 2>&1 | tee -a "$log"
+stage_done "test: unit, integration and journey tests; benchmark smoke runs"
+# Doc tests share every dependency build with the line above (Cargo.toml's build-override says
+# why that needs saying).
 cargo test --workspace --doc --exclude zblade-server --locked 2>&1 | tee -a "$log"
+stage_done "test: doc tests"
 
 # The MCP server driven by clients written by others: the official Python SDK (pytest), the
 # official conformance suite and the MCP Inspector (see docs/MCP.md).
 ZBLADE="$CARGO_TARGET_DIR/debug/zblade" bash tests/mcp/run.sh 2>&1 | tee -a "$log"
+stage_done "test: MCP (official Python SDK, conformance suite, Inspector)"
 
 # The model proxy driven by the official openai and anthropic clients, against llama-cpp-python's
 # server and a scripted upstream for faults (see docs/PROXY.md).
 ZBLADE="$CARGO_TARGET_DIR/debug/zblade" bash tests/proxy/run.sh 2>&1 | tee -a "$log"
+stage_done "test: model proxy (openai and anthropic clients, llama-cpp-python)"
 
 # The UI: type check (svelte-check, warnings fail) and unit tests (vitest).
 (cd ui && npm run --silent check && npm test --silent) 2>&1 | tee -a "$log"
+stage_done "test: UI type check and unit tests"
 
 # End to end in the real app window (WebKitGTK under Xvfb, through tauri-driver); screenshots
 # of every view are kept in $CARGO_TARGET_DIR/e2e-screenshots. `cargo test` above already built
@@ -44,9 +70,14 @@ ZBLADE="$CARGO_TARGET_DIR/debug/zblade" bash tests/proxy/run.sh 2>&1 | tee -a "$
 # LanceDB a second time, with the features of a build without dev-dependencies.
 ZBLADE_APP="$CARGO_TARGET_DIR/debug/zblade-app" ZBLADE="$CARGO_TARGET_DIR/debug/zblade" \
   ZBLADE_SERVER="$CARGO_TARGET_DIR/debug/zblade-server" ZBLADE_E2E_OUT="$CARGO_TARGET_DIR/e2e-screenshots" node --test ui/e2e/ 2>&1 | tee -a "$log"
+stage_done "test: desktop app end to end (WebKitGTK under Xvfb)"
 
 # The desktop app's benchmark in its smoke version (small project, writes nothing), so it cannot rot.
 ZBLADE_APP="$CARGO_TARGET_DIR/debug/zblade-app" ZBLADE="$CARGO_TARGET_DIR/debug/zblade" node ui/bench/app.mjs
+stage_done "bench: desktop app smoke run"
+
+echo "test.sh: where the time went ($((SECONDS / 60)) min $((SECONDS % 60)) s in all):"
+printf '  %s\n' "${timings[@]}"
 
 # One closing line with the totals of every test run above: cargo's test binaries, vitest's
 # ("Tests  12 passed"), node --test's (TAP "# pass 1", or "ℹ pass 1" from its spec reporter, the

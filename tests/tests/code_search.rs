@@ -287,6 +287,41 @@ fn zblade(root: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, Str
     )
 }
 
+/// Issue 43: on a fresh machine nothing sets `ORT_DYLIB_PATH` (scripts/env.sh once set it only
+/// when setup had already run). The CLI finds ONNX Runtime through zblade's own lookup: here in
+/// a Python environment named by `ZBLADE_PY_ENV`, with `HOME` empty so the default place cannot
+/// answer instead.
+#[test]
+fn cli_finds_onnx_runtime_with_ort_dylib_path_unset() {
+    let (repo, _project) = fixture();
+    let runtime = zblade_search::embed::find_onnx_runtime()
+        .filter(|p| p.exists())
+        .expect("ONNX Runtime is installed (scripts/setup.sh)");
+    let places = tempfile::tempdir().unwrap();
+    let capi = places.path().join("env/lib/python3.11/site-packages/onnxruntime/capi");
+    std::fs::create_dir_all(&capi).unwrap();
+    std::os::unix::fs::symlink(&runtime, capi.join("libonnxruntime.so.1.99.0")).unwrap();
+    std::fs::create_dir_all(places.path().join("home")).unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(zblade_bin())
+            .args(args)
+            .current_dir(repo.root())
+            .env_remove("ORT_DYLIB_PATH")
+            .env("ZBLADE_PY_ENV", places.path().join("env"))
+            .env("HOME", places.path().join("home"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "zblade {args:?}: {stderr}");
+        assert!(!stderr.contains("ONNX Runtime"), "zblade {args:?}: {stderr}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let indexed: Value = serde_json::from_str(&run(&["--json", "index"])).unwrap();
+    assert_eq!(indexed["semantic"]["embedded"], 2, "{indexed}");
+    let found: Value = serde_json::from_str(&run(&["--json", "search", "rotate", "--mode", "semantic"])).unwrap();
+    assert_eq!(found["mode"], "semantic", "{found}");
+}
+
 #[test]
 fn cli_without_onnx_runtime_still_indexes_and_searches_by_keyword() {
     let (repo, _project) = fixture();

@@ -201,7 +201,7 @@ fn main() {
     // Embedding, reported separately: what `zblade index` then does for the new messages.
     // Skipped in an unoptimised build: tokenizing tens of thousands of messages there takes
     // longer than everything else together and says nothing about a real build.
-    let embed = if std::env::var_os("ORT_DYLIB_PATH").is_some() && !cfg!(debug_assertions) {
+    let embed = if zblade_search::embed::load_onnx_runtime().is_ok() && !cfg!(debug_assertions) {
         let started = Instant::now();
         match project.index_semantic(&mut |_, _| {}) {
             Ok(r) => Some((started.elapsed(), r.embedded)),

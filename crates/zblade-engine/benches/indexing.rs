@@ -46,8 +46,8 @@ fn main() {
             return;
         }
     }
-    if std::env::var_os("ORT_DYLIB_PATH").is_none() {
-        eprintln!("ORT_DYLIB_PATH is not set (source scripts/env.sh); skipped");
+    if let Err(e) = zblade_search::embed::load_onnx_runtime() {
+        eprintln!("{e}; skipped");
         return;
     }
     let Some(source) = registry_crate(CODE_BASE) else {

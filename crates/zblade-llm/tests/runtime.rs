@@ -49,7 +49,10 @@ fn grammar_constrained_moments_are_valid_json() {
     let compressor = load();
     let transcript = "user: Should we use JWT or sessions for auth?\n\
                       assistant: Decided: JWT with 15 minute expiry, signed in src/auth.rs.";
-    let mut request = jobs::moments_request(transcript, Duration::from_secs(120));
+    // `max_tokens` already bounds each generation; the time limit is there only to turn a real
+    // hang into a failure. A loaded two-core machine once took over 120 s for one of these
+    // generations, so the limit is far above any honest run.
+    let mut request = jobs::moments_request(transcript, Duration::from_secs(30 * 60));
     let mut found = 0;
     for seed in 0..20 {
         // Sampling with different seeds explores different paths through the grammar.

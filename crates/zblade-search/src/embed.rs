@@ -48,45 +48,64 @@ pub trait Embedder: Send + std::fmt::Debug {
     fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
 }
 
-/// Where to look for `libonnxruntime.so`: `ORT_DYLIB_PATH`, then the Python environment that
-/// `scripts/setup.sh` creates (`~/.cache/zblade-py`, from the `onnxruntime` wheel).
+/// What to tell a user whose machine has no ONNX Runtime zblade can find.
+const NO_RUNTIME_HINT: &str =
+    "set ORT_DYLIB_PATH to libonnxruntime.so (pip install onnxruntime ships one), or run scripts/setup.sh";
+
+/// Where `libonnxruntime.so` is, found the same way by every binary, test and benchmark of
+/// zblade, so none depends on a variable a script may or may not have set. In order:
+/// 1. `ORT_DYLIB_PATH`, the override (ONNX Runtime's own variable);
+/// 2. beside the running executable, or in `../lib/zblade/` from it (an installed package);
+/// 3. the Python environment `scripts/setup.sh` creates from the `onnxruntime` wheel:
+///    `$ZBLADE_PY_ENV`, by default `~/.cache/zblade-py`.
+///
+/// The path is returned even when it does not exist (an override pointing nowhere is reported
+/// as such, not silently replaced).
 pub fn find_onnx_runtime() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(path));
     }
-    let home = std::env::var_os("HOME")?;
-    let lib = Path::new(&home).join(".cache/zblade-py/lib");
-    for python in std::fs::read_dir(&lib).ok()?.flatten() {
-        let capi = python.path().join("site-packages/onnxruntime/capi");
-        let mut found: Vec<PathBuf> = std::fs::read_dir(&capi)
+    let beside_executable = std::env::current_exe().ok().and_then(|exe| {
+        let dir = exe.parent()?.to_path_buf();
+        [dir.clone(), dir.join("../lib/zblade")]
             .into_iter()
+            .find_map(|d| newest_runtime_in(&d))
+    });
+    beside_executable.or_else(|| {
+        let env = match std::env::var_os("ZBLADE_PY_ENV").filter(|p| !p.is_empty()) {
+            Some(env) => PathBuf::from(env),
+            None => Path::new(&std::env::var_os("HOME")?).join(".cache/zblade-py"),
+        };
+        let mut found: Vec<PathBuf> = std::fs::read_dir(env.join("lib"))
+            .ok()?
             .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("libonnxruntime.so"))
-            })
+            .filter_map(|python| newest_runtime_in(&python.path().join("site-packages/onnxruntime/capi")))
             .collect();
         found.sort();
-        if let Some(path) = found.pop() {
-            return Some(path);
-        }
-    }
-    None
+        found.pop()
+    })
 }
 
-/// Loads ONNX Runtime once per process; later calls return the first outcome.
+/// The `libonnxruntime.so*` in `dir` with the highest name (`.so.1.23.2` over `.so`), if any.
+fn newest_runtime_in(dir: &Path) -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("libonnxruntime.so"))
+        })
+        .collect();
+    found.sort();
+    found.pop()
+}
+
 /// Why no model could load from `dir`, found without loading anything (no runtime library,
 /// or model files missing); `None` when both look present.
 pub fn quick_check(dir: &Path) -> Option<EmbedError> {
     match find_onnx_runtime() {
-        None => {
-            return Some(EmbedError::NoRuntime(
-                "set ORT_DYLIB_PATH to libonnxruntime.so (pip install onnxruntime ships one), or run scripts/setup.sh"
-                    .into(),
-            ));
-        }
+        None => return Some(EmbedError::NoRuntime(NO_RUNTIME_HINT.into())),
         Some(path) if !path.exists() => {
             return Some(EmbedError::NoRuntime(format!("{} does not exist", path.display())));
         }
@@ -99,20 +118,20 @@ pub fn quick_check(dir: &Path) -> Option<EmbedError> {
         .map(|path| EmbedError::NoModel(format!("{}: not found", path.display())))
 }
 
-fn init_runtime() -> Result<(), EmbedError> {
+/// Loads ONNX Runtime from [`find_onnx_runtime`], once per process; later calls return the
+/// first outcome. Anything that uses fastembed or `ort` directly (the benchmarks' raw
+/// baselines) calls this first: without it `ort` would look for `libonnxruntime.so` on the
+/// loader's path only, and fail on a machine where setup just created the Python environment.
+pub fn load_onnx_runtime() -> Result<(), EmbedError> {
     static RESULT: OnceLock<Result<(), EmbedError>> = OnceLock::new();
     RESULT
         .get_or_init(|| {
-            let path = find_onnx_runtime().ok_or_else(|| {
-                EmbedError::NoRuntime(
-                    "set ORT_DYLIB_PATH to libonnxruntime.so (pip install onnxruntime ships one), or run scripts/setup.sh"
-                        .into(),
-                )
-            })?;
+            let path = find_onnx_runtime().ok_or_else(|| EmbedError::NoRuntime(NO_RUNTIME_HINT.into()))?;
             if !path.exists() {
                 return Err(EmbedError::NoRuntime(format!("{} does not exist", path.display())));
             }
-            let builder = ort::init_from(&path).map_err(|e| EmbedError::NoRuntime(format!("{}: {e}", path.display())))?;
+            let builder =
+                ort::init_from(&path).map_err(|e| EmbedError::NoRuntime(format!("{}: {e}", path.display())))?;
             builder.commit();
             Ok(())
         })
@@ -174,7 +193,7 @@ impl LocalModel {
             special_tokens_map_file: read("special_tokens_map.json")?,
             tokenizer_config_file: read("tokenizer_config.json")?,
         };
-        init_runtime()?;
+        load_onnx_runtime()?;
         let user_model = UserDefinedEmbeddingModel::new(onnx, files).with_pooling(Pooling::Mean);
         let options = InitOptionsUserDefined::new().with_max_length(max_length(dir));
         let model = TextEmbedding::try_new_from_user_defined(user_model, options)

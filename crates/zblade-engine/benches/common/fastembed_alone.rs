@@ -6,9 +6,10 @@ use std::path::Path;
 
 use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
 
-/// The sentence-transformers model in `dir`, loaded as zblade loads it (mean pooling, the
-/// model's `max_seq_length`) and warmed up.
+/// The sentence-transformers model in `dir`, loaded as zblade loads it (ONNX Runtime found by
+/// zblade's one lookup, mean pooling, the model's `max_seq_length`) and warmed up.
 pub fn load(dir: &Path) -> TextEmbedding {
+    zblade_search::embed::load_onnx_runtime().expect("ONNX Runtime loads (zblade's lookup)");
     let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
     let files = TokenizerFiles {
         tokenizer_file: read("tokenizer.json"),
