@@ -252,6 +252,7 @@ pub async fn context_preview(app: AppHandle, request: ContextRequestView) -> App
             tier,
             mode: None,
             exclude_conversation: None,
+            min_relevance: None,
         })?;
         let pack = result.pack;
         Ok(ContextView {

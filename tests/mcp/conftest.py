@@ -37,6 +37,10 @@ def server_env(home: Path) -> dict:
     env["ZBLADE_MODELS_DIR"] = str(home / "no-models")
     env["HOME"] = str(home)
     env.pop("ZBLADE_MCP_TOKEN", None)
+    # The prompt hook would start a warm engine for the project in the background, which the
+    # tests that start `zblade serve` themselves would then find; the one test of that start
+    # drops this.
+    env["ZBLADE_NO_AUTO_SERVE"] = "1"
     return env
 
 

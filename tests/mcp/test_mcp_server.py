@@ -442,6 +442,45 @@ def test_a_warm_engine_answers_context_for_short_lived_processes(world):
         daemon.wait(timeout=10)
 
 
+def test_the_first_prompt_hook_starts_the_warm_engine(world, tmp_path):
+    """With no warm engine, the prompt hook answers by itself and starts `zblade serve
+    --idle-exit 30` detached, so the session's next prompt is answered warm; it holds the
+    project's engine lock, so a second engine cannot start beside it."""
+    import re
+    import signal
+    import subprocess
+    import time
+
+    from conftest import zblade
+
+    root = world["root"]
+    env = {k: v for k, v in world["env"].items() if k != "ZBLADE_NO_AUTO_SERVE"}
+    event = {"session_id": "s1", "cwd": str(root), "hook_event_name": "UserPromptSubmit",
+             "prompt": "how does the refresh token rotation work?"}
+    first = zblade("hook", "prompt", cwd=root, env=env, input=json.dumps(event))
+    assert "rotate the refresh token" in first.stdout, first.stderr
+    log = root / ".zblade/cache/serve.log"
+    deadline = time.time() + 60
+    while not (log.exists() and "serving on" in log.read_text()):
+        assert time.time() < deadline, log.read_text() if log.exists() else "no serve.log"
+        time.sleep(0.2)
+    socket = re.search(r"serving on (\S+) ", log.read_text()).group(1)
+    pid = int(open(socket[: -len(".sock")] + ".lock").read())
+    try:
+        assert "exits after 30 idle minutes" in log.read_text()
+        second = zblade("hook", "prompt", cwd=root, env=env, input=json.dumps(event))
+        assert second.stdout == first.stdout
+        another = subprocess.run([ZBLADE, "--project", str(root), "serve"], env=env,
+                                 capture_output=True, text=True, timeout=60)
+        assert another.returncode != 0 and "already serves" in another.stderr
+    finally:
+        os.kill(pid, signal.SIGINT)  # its Ctrl-C handler removes the socket
+    deadline = time.time() + 20
+    while os.path.exists(socket):
+        assert time.time() < deadline, "the engine did not stop"
+        time.sleep(0.2)
+
+
 def test_writes_beside_other_writers_never_surface_busy(world, tmp_path):
     """The server's `remember` calls racing `zblade add` processes on the same project: every
     write lands, none fails with SQLITE_BUSY or a lock error."""

@@ -122,6 +122,7 @@ fn main() {
             tier: options.tier,
             mode: None,
             exclude_conversation: Some(chat.conversation().to_string()),
+            min_relevance: None,
         };
         let assemble_alone = |project: &mut Project| {
             let started = Instant::now();

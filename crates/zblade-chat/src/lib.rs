@@ -378,6 +378,7 @@ impl Chat {
             tier: options.tier,
             mode: None,
             exclude_conversation: Some(self.conversation.clone()),
+            min_relevance: None,
         };
         let started = std::time::Instant::now();
         // A budget of 0 asks for no memory at all (a model whose window is full without it).

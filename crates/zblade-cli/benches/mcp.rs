@@ -236,6 +236,7 @@ fn main() {
             tier: Default::default(),
             mode: None,
             exclude_conversation: None,
+            min_relevance: None,
         };
         project.context(&request).unwrap();
     };

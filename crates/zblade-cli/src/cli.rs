@@ -172,8 +172,13 @@ pub enum Command {
     /// Keep this project's engine warm for agent hooks and `zblade context`: the embedding model
     /// and tokenizer stay loaded, and short-lived zblade processes ask this one over a private
     /// local socket instead of loading them each time (the desktop app does the same while it
-    /// has the project open). Ctrl-C stops.
-    Serve,
+    /// has the project open). Ctrl-C stops. An agent's prompt hook starts one by itself
+    /// (with --idle-exit 30) when none runs.
+    Serve {
+        /// Exit after this many minutes without a request (default: run until stopped).
+        #[arg(long, value_name = "MINUTES")]
+        idle_exit: Option<u64>,
+    },
     /// Agent hooks: commands an agent runs on events (Claude Code's UserPromptSubmit and Stop).
     #[command(subcommand)]
     Hooks(HooksCommand),
@@ -1024,6 +1029,21 @@ pub struct ContextArgs {
     /// Also print the receipt.
     #[arg(long)]
     pub receipt: bool,
+    /// The relevance gate's floor, 0 to 1: retrieved memory is packed only when the query's
+    /// relevance reaches it. Default: context.min_relevance in settings, else 0.5
+    /// (docs/CONTEXT.md, "The relevance gate").
+    #[arg(long, value_name = "FLOOR", conflicts_with = "no_gate")]
+    pub min_relevance: Option<f64>,
+    /// Pack retrieved memory whatever its relevance (the receipt still shows the relevance).
+    #[arg(long)]
+    pub no_gate: bool,
+}
+
+impl ContextArgs {
+    /// The floor asked for on the command line, if any (`--no-gate` is a floor of 0).
+    pub fn floor(&self) -> Option<f64> {
+        if self.no_gate { Some(0.0) } else { self.min_relevance }
+    }
 }
 
 impl From<KindArg> for SearchKind {

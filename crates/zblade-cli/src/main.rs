@@ -114,7 +114,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Mcp(args) => commands::mcp::run(cx, args)?,
         Command::Proxy(args) => commands::proxy::run(cx, args)?,
         Command::Chat(args) => commands::chat::run(cx, args)?,
-        Command::Serve => commands::serve::run(cx)?,
+        Command::Serve { idle_exit } => commands::serve::run(cx, idle_exit)?,
         Command::Hooks(command) => commands::mcp::hooks(cx, command)?,
         Command::Hook { event } => commands::hook::run(cx, event)?,
     }

@@ -539,6 +539,18 @@ impl Render for Assembled<'_> {
                 .mode
                 .map_or("none".to_string(), |m| format!("{m:?}").to_lowercase())
         )?;
+        if let Some(gate) = &pack.gate {
+            let evidence = &gate.evidence;
+            let part = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
+            line!(
+                out,
+                "relevance gate {} (nearest chunk {}, {} spreads above unrelated prompts; known words {})",
+                gate.summary(),
+                part(evidence.semantic_best),
+                part(evidence.semantic_margin()),
+                part(evidence.known_words),
+            )?;
+        }
         for l in &pack.receipt {
             let mark = if l.included { "+" } else { "-" };
             let score = l

@@ -63,6 +63,7 @@ fn options() -> PackOptions<'static> {
         now: Utc::now(),
         active_conversation: Some("conv_active"),
         weights: Default::default(),
+        gate: None,
     }
 }
 

@@ -5,6 +5,7 @@
 //! conversation's recent turns, hybrid search hits) and hydrates code from the working tree;
 //! this crate decides what goes in: [`query::analyse`] reads time phrases and `@` references,
 //! [`rerank`] orders retrieved memory (recency, session affinity, moment type, MMR),
+//! [`gate`] keeps retrieved memory out when nothing found bears on the prompt,
 //! [`pack::pack`] fills the budget in priority order, shrinking what does not fit with a
 //! [`pack::Compressor`], and [`format`] renders XML, Markdown or JSON. Tokens are real
 //! tokens ([`tokens`]). Nothing here touches the disk or the network.
@@ -12,6 +13,7 @@
 pub mod candidate;
 pub mod extractive;
 pub mod format;
+pub mod gate;
 pub mod moments;
 pub mod pack;
 pub mod query;
@@ -20,6 +22,7 @@ pub mod tokens;
 
 pub use candidate::{Candidate, Item, Source};
 pub use format::{Entry, Format};
+pub use gate::{DEFAULT_MIN_RELEVANCE, Evidence, Gate, NullScores};
 pub use pack::{Compressor, Extractive, Pack, PackError, PackOptions, ReceiptLine, Tier, pack};
 pub use query::{Analysis, FileRef, TimeRange, analyse};
 pub use rerank::{RerankWeights, ScoreParts};

@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::candidate::{Candidate, Item, Source};
 use crate::extractive;
 use crate::format::{self, Entry, Format, render};
+use crate::gate::Gate;
 use crate::rerank::{RerankWeights, ScoreParts, rerank};
 use crate::tokens::TokenCounter;
 
@@ -76,6 +77,9 @@ pub struct PackOptions<'a> {
     pub active_conversation: Option<&'a str>,
     /// Rerank weights.
     pub weights: RerankWeights,
+    /// The relevance gate's verdict for the query (`None`: nothing was searched, or no gate):
+    /// when it did not pass, no retrieved candidate enters the pack.
+    pub gate: Option<Gate>,
 }
 
 /// Below this many free tokens a candidate that does not fit is dropped rather than shrunk:
@@ -132,6 +136,28 @@ pub struct Pack {
     pub entries: Vec<Entry>,
     /// Every candidate: included or dropped, and why.
     pub receipt: Vec<ReceiptLine>,
+    /// The relevance gate's verdict, when retrieval ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate: Option<Gate>,
+}
+
+impl Pack {
+    /// Whether anything found by search is in the pack (instructions, named references and the
+    /// active conversation's turns are not "retrieved").
+    pub fn has_retrieved(&self) -> bool {
+        self.entries.iter().any(|e| e.candidate.source == Source::Retrieved)
+    }
+
+    /// Whether the gate left out everything retrieval found.
+    pub fn gated(&self) -> bool {
+        self.gate.as_ref().is_some_and(|g| !g.passed)
+    }
+
+    /// Whether the gate closed and nothing but the instructions is left: the hook, the proxy
+    /// and MCP then add nothing to the prompt (the agent has its own instructions).
+    pub fn nothing_relevant(&self) -> bool {
+        self.gated() && self.entries.iter().all(|e| e.candidate.source == Source::Instructions)
+    }
 }
 
 /// Why a pack cannot be made.
@@ -296,6 +322,13 @@ pub fn pack(
             receipt.push(line);
             continue;
         }
+        if candidate.source == Source::Retrieved
+            && let Some(reason) = options.gate.as_ref().and_then(Gate::reason)
+        {
+            line.reason = reason;
+            receipt.push(line);
+            continue;
+        }
         if candidate.source == Source::Recent {
             // Newest first: the window is the first `recent_turns` seen.
             recent_taken += 1;
@@ -395,6 +428,7 @@ pub fn pack(
         tier: options.tier,
         entries,
         receipt,
+        gate: options.gate.clone(),
     })
 }
 
@@ -463,6 +497,7 @@ mod tests {
             now: now(),
             active_conversation: Some("conv_a"),
             weights: RerankWeights::default(),
+            gate: None,
         }
     }
 
@@ -568,6 +603,41 @@ mod tests {
         assert_eq!(budget, 100);
         assert!(needed > 400);
         assert!(err.to_string().contains("--budget"));
+    }
+
+    #[test]
+    fn a_closed_gate_keeps_every_retrieved_candidate_out_and_nothing_else() {
+        let bpe = Cl100k::new();
+        let mut closed = options(8000, Format::Xml, Tier::Balanced);
+        closed.gate = Some(Gate::judge(
+            crate::Evidence {
+                known_words: Some(0.0),
+                ..Default::default()
+            },
+            0.5,
+        ));
+        let gated = pack(corpus(), &closed, &bpe, &Extractive).unwrap();
+        assert!(gated.gated() && !gated.has_retrieved() && !gated.nothing_relevant());
+        // Instructions, named references and the active conversation's turns are never gated.
+        assert!(gated.entries.iter().any(|e| e.candidate.source == Source::Instructions));
+        assert!(gated.entries.iter().any(|e| e.candidate.source == Source::Recent));
+        for line in gated.receipt.iter().filter(|l| l.source == Source::Retrieved) {
+            assert!(!line.included, "{}", line.key);
+            assert!(
+                line.reason.starts_with("gated: relevance") || line.reason.starts_with("same text as"),
+                "{}",
+                line.reason
+            );
+        }
+        // The same candidates with the gate open: retrieved memory is packed again.
+        let mut open = options(8000, Format::Xml, Tier::Balanced);
+        open.gate = closed.gate.clone().map(|g| Gate::judge(g.evidence, 0.0));
+        let open = pack(corpus(), &open, &bpe, &Extractive).unwrap();
+        assert!(!open.gated() && open.has_retrieved());
+        // Without the active conversation, a closed gate leaves only the instructions.
+        let alone: Vec<Candidate> = corpus().into_iter().filter(|c| c.source != Source::Recent).collect();
+        let nothing = pack(alone, &closed, &bpe, &Extractive).unwrap();
+        assert!(nothing.nothing_relevant(), "{:?}", nothing.receipt);
     }
 
     #[test]

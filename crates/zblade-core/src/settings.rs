@@ -136,6 +136,11 @@ pub struct ContextSettings {
     pub max_tokens: u32,
     /// The compressor.
     pub compression: CompressionSettings,
+    /// The relevance gate's floor, 0 to 1: retrieved memory is packed only when the prompt's
+    /// relevance reaches it (0 turns the gate off). Unset: zblade's default
+    /// (`zblade_context::DEFAULT_MIN_RELEVANCE`; docs/CONTEXT.md, "The relevance gate").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_relevance: Option<f64>,
     /// Unknown fields.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -146,6 +151,7 @@ impl Default for ContextSettings {
         ContextSettings {
             max_tokens: 8000,
             compression: CompressionSettings::default(),
+            min_relevance: None,
             extra: Map::new(),
         }
     }

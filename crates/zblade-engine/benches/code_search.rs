@@ -26,7 +26,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::{full_run, write_section};
-use registry::registry_crate;
+use registry::{files_under, registry_crate};
+
+/// Every `.rs` file under `dir`, relative, sorted.
+fn rust_files_under(dir: &Path) -> Vec<PathBuf> {
+    files_under(dir, &["rs"])
+}
 use zblade_engine::{CANDIDATES, HYBRID_SEMANTIC_WEIGHT, Project, SearchKind, SearchMode, SearchQuery};
 use zblade_search::fusion::relative_score_fusion;
 
@@ -81,24 +86,6 @@ impl Scores {
     }
 }
 
-/// Every `.rs` file under `dir`, relative, sorted.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = entry.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p.strip_prefix(dir).unwrap().to_path_buf());
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// `[`Foo::bar`](crate::Foo)` → `Foo::bar`; backticks and markdown emphasis dropped.
 fn plain(doc: &str) -> String {
     let mut out = String::new();
@@ -128,7 +115,7 @@ fn prepare(krate: &Path, root: &Path) -> Vec<Query> {
     let mut parser = tree_sitter::Parser::new();
     parser.set_language(&tree_sitter_rust::LANGUAGE.into()).unwrap();
     let mut queries = Vec::new();
-    for rel in rust_files(&krate.join("src")) {
+    for rel in rust_files_under(&krate.join("src")) {
         let Ok(text) = std::fs::read_to_string(krate.join("src").join(&rel)) else {
             continue;
         };
@@ -219,7 +206,7 @@ impl Peer {
             "CREATE VIRTUAL TABLE w USING fts5(path UNINDEXED, start UNINDEXED, end UNINDEXED, text, tokenize='porter unicode61')",
         )
         .unwrap();
-        for rel in rust_files(&root.join("src")) {
+        for rel in rust_files_under(&root.join("src")) {
             let path = format!("src/{}", rel.to_string_lossy());
             let text = std::fs::read_to_string(root.join(&path)).unwrap();
             let lines: Vec<&str> = text.lines().collect();
@@ -285,7 +272,7 @@ fn indexing_cost(
     let started = Instant::now();
     let mut updates = Vec::new();
     let mut texts = Vec::new();
-    for rel in rust_files(&root.join("src")) {
+    for rel in rust_files_under(&root.join("src")) {
         let path = format!("src/{}", rel.to_string_lossy());
         let text = std::fs::read_to_string(root.join(&path)).unwrap();
         let chunks = rows(&path, &text);
@@ -355,7 +342,7 @@ fn main() {
             let all = prepare(&krate, root);
             let documented = all.len();
             let queries = spread(all, per_crate);
-            let crate_files = rust_files(&root.join("src"));
+            let crate_files = rust_files_under(&root.join("src"));
             files += crate_files.len();
             lines += crate_files
                 .iter()

@@ -24,7 +24,7 @@ use zblade_search::code;
 
 mod common;
 use common::{full_run, write_section};
-use registry::registry_crate;
+use registry::{copy_code_base, registry_crate};
 #[path = "common/fastembed_alone.rs"]
 mod fastembed_alone;
 #[path = "common/registry.rs"]
@@ -142,34 +142,6 @@ fn main() {
         fp32_peak / 1_000_000,
     );
     write_section("indexing-speed", "Indexing speed and memory", "indexing", &body);
-}
-
-/// Copies the `.rs` and `.md` files of `from` into `to` (at most `limit` files); returns the
-/// files and lines copied.
-fn copy_code_base(from: &Path, to: &Path, limit: usize) -> (usize, usize) {
-    let mut stack = vec![from.to_path_buf()];
-    let mut found = Vec::new();
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs" || e == "md") {
-                found.push(path);
-            }
-        }
-    }
-    found.sort();
-    let (mut files, mut lines) = (0, 0);
-    for path in found.into_iter().take(limit) {
-        let target = to.join(path.strip_prefix(from).unwrap());
-        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        lines += text.lines().count();
-        files += 1;
-        std::fs::write(target, text).unwrap();
-    }
-    (files, lines)
 }
 
 /// The distinct chunk texts zblade embeds for the code base, in file order.

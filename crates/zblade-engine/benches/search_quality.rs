@@ -21,7 +21,10 @@ use zblade_engine::{
 use zblade_search::fusion::{relative_score_fusion, spread_to_neighbours, weighted_rank_fusion};
 
 mod common;
+#[path = "common/locomo.rs"]
+mod locomo;
 use common::{full_run, write_section};
+use locomo::{locomo_dir, message_id};
 
 /// Fusion methods compared on the same candidate lists.
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -120,17 +123,6 @@ const MODES: [(SearchMode, &str); 3] = [
     (SearchMode::Hybrid, "hybrid"),
 ];
 
-/// Where the LoCoMo files are: `$ZBLADE_LOCOMO_DIR`, else `../shared/data/locomo` next to the
-/// repository (the dataset's licence keeps it out of the repository itself).
-fn locomo_dir() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("ZBLADE_LOCOMO_DIR").map(PathBuf::from),
-        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/locomo")),
-        Some(PathBuf::from("/work/shared/data/locomo")),
-    ];
-    candidates.into_iter().flatten().find(|dir| dir.is_dir())
-}
-
 /// A small conversation in LoCoMo's format, for smoke runs on machines without the dataset:
 /// three sessions, and questions whose evidence turns are known.
 fn synthetic_locomo(dir: &std::path::Path) -> PathBuf {
@@ -174,11 +166,6 @@ fn synthetic_locomo(dir: &std::path::Path) -> PathBuf {
     path
 }
 
-/// `D1:3` → `D1_3`: message ids may not contain `:`.
-fn message_id(dia_id: &str) -> String {
-    dia_id.replace(':', "_")
-}
-
 #[derive(Default, Clone, Copy)]
 struct Scores {
     recall5: f64,
@@ -207,12 +194,7 @@ fn main() {
     let full = full_run();
     let synthetic = tempfile::tempdir().unwrap();
     let mut files: Vec<PathBuf> = match locomo_dir() {
-        Some(dir) => std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect(),
+        Some(dir) => locomo::conversation_files(&dir),
         None if !full => {
             eprintln!(
                 "search_quality: LoCoMo not found (set ZBLADE_LOCOMO_DIR); smoke run on a synthetic conversation"
@@ -230,7 +212,6 @@ fn main() {
     let mut sweep = [[Scores::default(); SWEEP.len()]; 2];
     let mut turns = 0;
     let mut embed_time = 0.0;
-    let counter = zblade_context::Cl100k::new();
     let mut packing = Packing::default();
     for (f, file) in files.iter().enumerate() {
         let split = usize::from(f >= TUNE_FILES);
@@ -245,39 +226,9 @@ fn main() {
             settings.save(&path).unwrap();
             project = Project::open(work.path()).unwrap();
         }
-        let speaker_a = data["speaker_a"].as_str().unwrap_or_default().to_string();
-        let mut session = 1;
-        let mut batch = Vec::new();
-        let mut turn_ids = HashSet::new();
-        while let Some(list) = data.get(format!("session_{session}")).and_then(Value::as_array) {
-            let messages: Vec<Value> = list
-                .iter()
-                .map(|turn| {
-                    let speaker = turn["speaker"].as_str().unwrap_or_default();
-                    let mut text = format!("{speaker}: {}", turn["text"].as_str().unwrap_or_default());
-                    if let Some(caption) = turn.get("blip_caption").and_then(Value::as_str) {
-                        text.push_str(&format!(" [shares {caption}]"));
-                    }
-                    turns += 1;
-                    turn_ids.insert(message_id(turn["dia_id"].as_str().unwrap()));
-                    serde_json::json!({"id": message_id(turn["dia_id"].as_str().unwrap()),
-                        "role": if speaker == speaker_a { "user" } else { "assistant" }, "content": text})
-                })
-                .collect();
-            let json = serde_json::json!({"conversation_id": format!("conv_s{session}"),
-                "title": format!("Session {session}"), "messages": messages});
-            batch.push((
-                zblade_engine::parse_conversation(json.to_string().as_bytes(), "locomo").unwrap(),
-                "locomo".to_string(),
-            ));
-            session += 1;
-        }
-        let whole_tokens: usize = batch
-            .iter()
-            .flat_map(|(c, _)| c.messages.iter())
-            .map(|m| zblade_context::TokenCounter::count(&counter, &m.content))
-            .sum();
-        project.add_conversations(batch).unwrap();
+        let loaded = locomo::add_to_project(&mut project, &data, usize::MAX);
+        turns += loaded.turns;
+        let (turn_ids, whole_tokens) = (loaded.turn_ids, loaded.whole_tokens);
         let started = Instant::now();
         project
             .index_semantic(&mut |_, _| {})
@@ -330,6 +281,7 @@ fn main() {
                 tier: ContextTier::Balanced,
                 mode: None,
                 exclude_conversation: None,
+                min_relevance: None,
             };
             let result = project.context(&request).unwrap();
             let packed: HashSet<&str> = result

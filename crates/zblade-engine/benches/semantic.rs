@@ -295,6 +295,7 @@ fn search_at_scale(messages: usize, query_count: usize) -> (String, String) {
             tier: ContextTier::Balanced,
             mode: None,
             exclude_conversation: None,
+            min_relevance: None,
         };
         let started = Instant::now();
         let result = project.context(&request).unwrap();

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use zblade_context::{Analysis, Candidate, Cl100k, Extractive, FileRef, Format, Item, Pack, PackOptions, Source, Tier};
+use zblade_context::{
+    Analysis, Candidate, Cl100k, Evidence, Extractive, FileRef, Format, Gate, Item, Pack, PackOptions, Source, Tier,
+};
 use zblade_core::{Error, Result};
 use zblade_index::{HitKind, MemoryText};
 use zblade_search::chunk::cid;
@@ -45,6 +47,9 @@ pub struct ContextRequest {
     /// A conversation whose turns the reader already has (a proxy's client resends its whole
     /// history): search hits from it are left out rather than packed a second time.
     pub exclude_conversation: Option<String>,
+    /// The relevance gate's floor (`None`: `context.min_relevance`, else the default; 0: no
+    /// gate, the receipt still shows the relevance).
+    pub min_relevance: Option<f64>,
 }
 
 /// An assembled context.
@@ -212,7 +217,8 @@ impl Project {
             search_text = search_text.chars().take(MAX_QUERY_CHARS).collect();
         }
         let mut timings = ContextTimings::default();
-        let mode = self.memory_candidates(
+        let floor = self.min_relevance(request.min_relevance)?;
+        let retrieval = self.memory_candidates(
             &analysis,
             request,
             &search_text,
@@ -222,6 +228,15 @@ impl Project {
         )?;
         timings.gather_ms = millis_since(started) - timings.search_ms;
         let packing = Instant::now();
+        let mode = retrieval.as_ref().map(|(mode, _)| *mode);
+        let gate = retrieval.map(|(_, evidence)| Gate::judge(evidence, floor));
+        if let Some(gate) = gate.as_ref().filter(|g| !g.passed) {
+            notices.push(format!(
+                "nothing remembered bears on this prompt (relevance gate {}); retrieved memory was left out \
+                 (--no-gate shows it)",
+                gate.summary()
+            ));
+        }
 
         let options = PackOptions {
             budget: request.budget,
@@ -231,6 +246,7 @@ impl Project {
             now,
             active_conversation: request.conversation.as_deref(),
             weights: Default::default(),
+            gate,
         };
         // With a compressor model, budgets are counted in its tokens and it shrinks what does
         // not fit (within a time budget); otherwise cl100k_base and the extractive compressor.
@@ -268,7 +284,8 @@ impl Project {
 
     /// Memory candidates, from wherever the project keeps its memory: explicit references,
     /// the active conversation's recent turns and summary, and search hits with their code.
-    /// Returns the search mode that ran (`None` when there was nothing to search for).
+    /// Returns the search mode that ran and the relevance gate's evidence (`None` when there
+    /// was nothing to search for).
     fn memory_candidates(
         &self,
         analysis: &Analysis,
@@ -277,7 +294,7 @@ impl Project {
         candidates: &mut Vec<Candidate>,
         notices: &mut Vec<String>,
         timings: &mut ContextTimings,
-    ) -> Result<Option<SearchMode>> {
+    ) -> Result<Option<(SearchMode, Evidence)>> {
         let storage = &self.storage;
         for conversation in &analysis.conversations {
             match storage.recent_turns(self, conversation, RECENT_WINDOW)? {
@@ -333,7 +350,7 @@ impl Project {
         candidates.extend(retrieved_candidates.into_iter().filter(|candidate| {
             !matches!((&candidate.item, excluded), (Item::Message { conversation, .. }, Some(skip)) if conversation == skip)
         }));
-        Ok(Some(retrieved.mode))
+        Ok(Some((retrieved.mode, retrieved.evidence)))
     }
 
     /// Names as `fork`'s the retrieved messages it shares with an ancestor (local storage;

@@ -24,6 +24,7 @@ mod documents;
 mod extract;
 mod files;
 mod fsck;
+mod gate;
 mod graph;
 mod import;
 mod lock;
@@ -75,7 +76,9 @@ pub use status::Status;
 pub use summaries::{REFRESH_EVERY, SUMMARY_TOKENS, SessionSummary, SummarizeReport};
 pub use time::{parse_time, parse_time_bound};
 pub use watch::WatchEvent;
-pub use zblade_context::{Format as ContextFormat, Source as ContextSource, Tier as ContextTier};
+pub use zblade_context::{
+    DEFAULT_MIN_RELEVANCE, Format as ContextFormat, Gate as RelevanceGate, Source as ContextSource, Tier as ContextTier,
+};
 pub use zblade_core::settings::ProxySettings;
 pub use zblade_core::{
     CodeReference, Conversation, Error, Message, Moment, MomentType, ReferenceStatus, Result, Role, StorageMode,

@@ -89,6 +89,8 @@ pub struct Project {
     /// The vector table searches read, kept open across searches (opening one costs a runtime,
     /// a connection and a manifest read), with the model id it belongs to.
     pub(crate) vector_reader: std::sync::Mutex<Option<(String, std::sync::Arc<zblade_search::VectorStore>)>>,
+    /// What unrelated prompts score here, for the relevance gate (measured once, kept).
+    pub(crate) gate_null: crate::gate::NullCache,
     /// The compressor model, loaded on first use; `Err` says why there is none.
     pub(crate) compressor: std::sync::OnceLock<std::result::Result<zblade_llm::Compressor, String>>,
     /// Set by the owner (the app's indexer) to stop long work between two complete batches.
@@ -184,6 +186,7 @@ impl Project {
             given_embedder: None,
             query_vectors: Default::default(),
             vector_reader: Default::default(),
+            gate_null: Default::default(),
             compressor: std::sync::OnceLock::new(),
             interrupt: None,
             agent_places: zblade_import::detect::Places::from_env(),

@@ -120,7 +120,7 @@ const EMBED_BATCH: usize = 256;
 /// Query embeddings kept (a few hundred KB at 384 dimensions); the cache starts over when full.
 const QUERY_CACHE_SIZE: usize = 256;
 
-fn search_error(e: impl std::fmt::Display) -> Error {
+pub(crate) fn search_error(e: impl std::fmt::Display) -> Error {
     Error::Index {
         message: format!("vectors: {e}"),
         source: None,
@@ -166,7 +166,7 @@ impl Project {
 
     /// The configured model's vector table for searching, opened on first use and kept;
     /// `None` when nothing has been embedded with that model yet.
-    fn vector_reader(&self) -> Result<Option<Arc<VectorStore>>> {
+    pub(crate) fn vector_reader(&self) -> Result<Option<Arc<VectorStore>>> {
         let model = self.model_id();
         let mut cached = self.vector_reader.lock().expect("vector reader lock");
         if let Some((id, store)) = cached.as_ref()
@@ -573,7 +573,7 @@ impl Project {
         query: &SearchQuery,
         mode: Option<SearchMode>,
         snippets: bool,
-    ) -> Result<(Vec<SearchHit>, SearchMode, Option<String>)> {
+    ) -> Result<ModeSearch> {
         let unavailable = match mode {
             Some(SearchMode::Keyword) => None,
             _ => self.semantic_unavailable(),
@@ -590,11 +590,13 @@ impl Project {
             effective
         };
         let index = self.index()?;
+        let mut nearest = None;
         let hits = match effective {
             SearchMode::Keyword if snippets => index.search(query)?,
             SearchMode::Keyword => index.search_candidates(query)?,
             SearchMode::Semantic => {
                 let keys = self.semantic_keys(query, query.limit)?;
+                nearest = keys.first().map(|(_, similarity)| *similarity);
                 let mut hits = Vec::new();
                 for (key, similarity) in keys {
                     hits.extend(index.hit_for_key(&key, similarity)?);
@@ -629,6 +631,7 @@ impl Project {
                 };
                 let keyword = keyword?;
                 let semantic = self.keys_of_neighbours(query, CANDIDATES, first?)?;
+                nearest = semantic.first().map(|(_, similarity)| *similarity);
                 let keyword_scores: Vec<(String, f64)> = keyword.iter().map(|h| (hit_key(h), h.score)).collect();
                 // Code search was tuned on its own benchmark too (docs/BENCHMARKS.md, "Code
                 // search"): the same weight came out best there, so one weight serves both.
@@ -672,8 +675,26 @@ impl Project {
             (Some(SearchMode::Keyword), _) => None,
             (_, notice) => notice,
         };
-        Ok((hits, effective, notice))
+        Ok(ModeSearch {
+            hits,
+            mode: effective,
+            notice,
+            nearest,
+        })
     }
+}
+
+/// What one search found, in the mode that ran.
+pub(crate) struct ModeSearch {
+    /// The hits, best first.
+    pub hits: Vec<SearchHit>,
+    /// The mode that ran.
+    pub mode: SearchMode,
+    /// Why the requested (or default) mode could not run, if it could not.
+    pub notice: Option<String>,
+    /// Cosine similarity of the nearest chunk that passed the query's kind and filter
+    /// (semantic and hybrid searches): the relevance gate's semantic evidence.
+    pub nearest: Option<f64>,
 }
 
 /// Cores from which the two halves of a hybrid search run at the same time. LanceDB already
@@ -785,10 +806,16 @@ mod tests {
         assert_eq!(embedded.load(Ordering::Relaxed), 2);
 
         let query = SearchQuery::new("signing key rotation", 5, SearchKind::All);
-        let (hits, mode, notice) = project
+        let ModeSearch {
+            hits,
+            mode,
+            notice,
+            nearest,
+        } = project
             .search_in_mode(&query, Some(SearchMode::Semantic), true)
             .unwrap();
         assert_eq!((mode, notice), (SearchMode::Semantic, None));
+        assert!(nearest.is_some_and(|s| s > 0.0 && s <= 1.0001), "{nearest:?}");
         assert_eq!(hits[0].title.as_deref(), Some("keys"), "{hits:?}");
         // The same question again is answered from the query cache.
         project.search_in_mode(&query, Some(SearchMode::Hybrid), true).unwrap();

@@ -38,6 +38,9 @@ pub struct WarmRequest {
     pub format: Format,
     /// Reading model tier.
     pub tier: Tier,
+    /// The relevance gate's floor (`None`: the project's setting or the default).
+    #[serde(default)]
+    pub min_relevance: Option<f64>,
 }
 
 /// A warm engine's answer.
@@ -49,6 +52,10 @@ pub struct WarmAnswer {
     pub entries: usize,
     /// Notices for the user (a mode that could not run, a cut query).
     pub notices: Vec<String>,
+    /// True when the relevance gate closed and nothing but the instructions is left: callers
+    /// that ride along with a prompt (the hook) then add nothing.
+    #[serde(default)]
+    pub nothing_relevant: bool,
 }
 
 impl WarmRequest {
@@ -61,6 +68,7 @@ impl WarmRequest {
             conversation: None,
             format: Format::default(),
             tier: Tier::default(),
+            min_relevance: None,
         }
     }
 
@@ -74,10 +82,12 @@ impl WarmRequest {
             tier: self.tier,
             mode: None,
             exclude_conversation: None,
+            min_relevance: self.min_relevance,
         };
         let result = project.context(&request).map_err(|e| e.to_string())?;
         Ok(WarmAnswer {
             entries: result.pack.entries.len(),
+            nothing_relevant: result.pack.nothing_relevant(),
             text: result.pack.text,
             notices: result.notices,
         })
@@ -130,9 +140,51 @@ pub fn ask(root: &Path, request: &WarmRequest, timeout: Duration) -> Option<Resu
     serde_json::from_str::<Result<WarmAnswer, String>>(&answer).ok()
 }
 
-/// A warm engine listening for this project. Dropping it stops answering and removes the socket.
+/// The right to serve one project: an OS lock on a file beside the socket, held from before
+/// the engine loads its model until it stops (the kernel drops it if the process dies). Only
+/// its holder binds the socket, so two engines never serve, or race for, one project.
+pub struct EngineLock {
+    socket: PathBuf,
+    _file: std::fs::File,
+}
+
+fn lock_path(socket: &Path) -> PathBuf {
+    socket.with_extension("lock")
+}
+
+/// Claims the right to serve the project at `root`; `AddrInUse` when another process holds it.
+pub fn claim(root: &Path) -> std::io::Result<EngineLock> {
+    let socket = socket_path(root).ok_or_else(|| std::io::Error::other("no private folder for the engine's socket"))?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(lock_path(&socket))?;
+    match file.try_lock() {
+        Ok(()) => {
+            // Who serves, for people and tests that want to stop it.
+            file.set_len(0)?;
+            write!(&file, "{}", std::process::id())?;
+            Ok(EngineLock { socket, _file: file })
+        }
+        Err(std::fs::TryLockError::WouldBlock) => Err(std::io::Error::new(
+            std::io::ErrorKind::AddrInUse,
+            format!("another zblade already serves this project ({})", socket.display()),
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
+}
+
+/// Whether some process holds the project's engine lock: an engine is loading or serving.
+pub fn engine_starting_or_running(root: &Path) -> bool {
+    claim(root).is_err_and(|e| e.kind() == std::io::ErrorKind::AddrInUse)
+}
+
+/// A warm engine listening for this project. Dropping it stops answering, removes the socket
+/// and releases the project's engine lock.
 pub struct WarmServer {
     socket: PathBuf,
+    _lock: EngineLock,
 }
 
 impl Drop for WarmServer {
@@ -149,19 +201,23 @@ impl WarmServer {
 }
 
 /// Starts answering requests for the project at `root` on a thread: `handle` runs each one
-/// (it locks whatever holds the project). Fails when another engine already answers there.
+/// (it locks whatever holds the project). Fails when another engine already serves there.
 pub fn serve(
     root: &Path,
     handle: impl Fn(WarmRequest) -> Result<WarmAnswer, String> + Send + 'static,
 ) -> std::io::Result<WarmServer> {
-    let socket = socket_path(root).ok_or_else(|| std::io::Error::other("no private folder for the engine's socket"))?;
-    if UnixStream::connect(&socket).is_ok() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::AddrInUse,
-            format!("another zblade already serves this project ({})", socket.display()),
-        ));
-    }
-    let _ = std::fs::remove_file(&socket); // left by an engine that crashed
+    serve_claimed(claim(root)?, handle)
+}
+
+/// [`serve`] with the project's lock already claimed (before a slow warm-up, so that a second
+/// process started meanwhile sees the engine coming and does not load a model for nothing).
+pub fn serve_claimed(
+    lock: EngineLock,
+    handle: impl Fn(WarmRequest) -> Result<WarmAnswer, String> + Send + 'static,
+) -> std::io::Result<WarmServer> {
+    let socket = lock.socket.clone();
+    // Holding the lock, whatever socket is there was left by an engine that died.
+    let _ = std::fs::remove_file(&socket);
     let listener = UnixListener::bind(&socket)?;
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))?;
     std::thread::Builder::new().name("zblade-warm".into()).spawn(move || {
@@ -170,7 +226,7 @@ pub fn serve(
             answer(stream, &handle);
         }
     })?;
-    Ok(WarmServer { socket })
+    Ok(WarmServer { socket, _lock: lock })
 }
 
 /// Reads one request from `stream`, writes one answer.
@@ -203,6 +259,7 @@ mod tests {
                 text: format!("packed for {}", request.query),
                 entries: 1,
                 notices: Vec::new(),
+                nothing_relevant: false,
             })
         })
         .unwrap();
@@ -214,6 +271,7 @@ mod tests {
             conversation: None,
             format: Format::Xml,
             tier: Tier::Balanced,
+            min_relevance: None,
         };
         let answer = ask(root.path(), &request, Duration::from_secs(5)).unwrap().unwrap();
         assert_eq!(answer.text, "packed for refresh tokens");
@@ -221,6 +279,7 @@ mod tests {
             serve(root.path(), |_| Err("x".into())).is_err(),
             "a second engine took the socket"
         );
+        assert!(engine_starting_or_running(root.path()));
 
         let mut raw = UnixStream::connect(server.socket()).unwrap();
         raw.write_all(b"{not json}\n").unwrap();
@@ -231,6 +290,14 @@ mod tests {
         let socket = server.socket().to_path_buf();
         drop(server);
         assert!(!socket.exists());
+        assert!(
+            !engine_starting_or_running(root.path()),
+            "the lock went with the engine"
+        );
+        // A socket left by an engine that died does not stop the next one.
+        std::fs::write(&socket, b"").unwrap();
+        let again = serve(root.path(), |_| Err("x".into())).unwrap();
+        drop(again);
         assert!(ask(root.path(), &request, Duration::from_secs(1)).is_none());
     }
 }

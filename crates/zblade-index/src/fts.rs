@@ -21,6 +21,11 @@ const STOPWORDS: &[&str] = &[
     "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your",
 ];
 
+/// Whether `word` (any case) is one of the very common words keyword search drops.
+pub fn is_stopword(word: &str) -> bool {
+    STOPWORDS.contains(&word.to_lowercase().as_str())
+}
+
 /// The searchable words of a query, each already quoted as an FTS5 phrase.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Terms(Vec<String>);

@@ -27,6 +27,7 @@ mod memory;
 mod references;
 pub mod schema;
 mod search;
+mod vocab;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -44,6 +45,7 @@ pub use graph::{LineageNode, MergeEdge, Prompt};
 pub use memory::MemoryText;
 pub use references::{LiveLocation, StoredReference};
 pub use search::{HitKind, SearchHit, SearchKind, SearchQuery};
+pub use vocab::{MAX_COUNTED_TERMS, TermCounts};
 
 /// How long a writer waits for another process's write transaction before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);

@@ -261,11 +261,32 @@ pub(crate) fn context(project: &mut Project, args: ContextArgs) -> Result<Contex
         },
         mode: None,
         exclude_conversation: None,
+        min_relevance: None,
     };
     let result = project.context(&request).map_err(|e| e.to_string())?;
     let pack = &result.pack;
+    let gate = pack
+        .gate
+        .as_ref()
+        .map(|g| format!("; gate {}", g.summary()))
+        .unwrap_or_default();
+    if pack.nothing_relevant() {
+        return Ok(ContextOut {
+            notice: DATA_NOTICE,
+            text: format!(
+                "Nothing relevant is remembered about this query{gate}. Go on without project memory, \
+                 or search with other words."
+            ),
+            tokens: 0,
+            budget: pack.budget,
+            receipt: format!("nothing packed in {:.0} ms{gate}", result.elapsed_ms),
+            relevant: false,
+            items: Vec::new(),
+            notices: result.notices.clone(),
+        });
+    }
     let receipt = format!(
-        "{} of {} tokens, {} of {} candidates packed in {:.0} ms; search: {}",
+        "{} of {} tokens, {} of {} candidates packed in {:.0} ms; search: {}{gate}",
         pack.tokens,
         pack.budget,
         pack.entries.len(),
@@ -275,6 +296,7 @@ pub(crate) fn context(project: &mut Project, args: ContextArgs) -> Result<Contex
             .mode
             .map_or("none".to_string(), |m| format!("{m:?}").to_lowercase()),
     );
+    let relevant = !pack.gated();
     let items = pack
         .entries
         .iter()
@@ -296,6 +318,7 @@ pub(crate) fn context(project: &mut Project, args: ContextArgs) -> Result<Contex
         tokens: pack.tokens,
         budget: pack.budget,
         receipt,
+        relevant,
         items,
         notices: result.notices.clone(),
     })

@@ -20,6 +20,9 @@ pub struct ContextOut {
     pub budget: usize,
     /// One line: what was packed, from how many candidates, how fast.
     pub receipt: String,
+    /// False when the relevance gate found nothing remembered that bears on the query: `text`
+    /// then says so and nothing is packed.
+    pub relevant: bool,
     pub items: Vec<PackedItem>,
     pub notices: Vec<String>,
 }

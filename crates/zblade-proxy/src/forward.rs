@@ -294,6 +294,7 @@ impl Proxy {
             tier: entry.tier,
             mode: None,
             exclude_conversation: Some(conversation.clone()),
+            min_relevance: None,
         };
         let memory = Arc::clone(&self.memory);
         let receipt = Receipt {
@@ -311,6 +312,7 @@ impl Proxy {
             injected: String::new(),
             error: None,
             notices: Vec::new(),
+            gate: None,
         };
         let assemble = tokio::task::spawn_blocking(move || {
             let mut outcome = Err("not run".to_string());
@@ -335,6 +337,10 @@ impl Proxy {
         prepared
             .headers
             .push(("x-zblade-context-entries", assembled.entries.to_string()));
+        if let Some(gate) = &assembled.gate {
+            // `closed: relevance 0.12 < floor 0.50` when nothing remembered bore on the prompt.
+            prepared.headers.push(("x-zblade-gate", header_text(gate)));
+        }
         prepared.headers.push((
             "x-zblade-context-ms",
             format!("{:.1}", started.elapsed().as_secs_f64() * 1000.0),
@@ -433,19 +439,26 @@ struct Assembled {
     text: String,
     tokens: usize,
     entries: usize,
+    /// The relevance gate's verdict in one line, for the `x-zblade-gate` header.
+    gate: Option<String>,
 }
 
 fn assemble(project: &mut Project, request: &ContextRequest, mut receipt: Receipt) -> Result<Assembled, String> {
     let result = project
         .context(request)
         .map_err(|e| format!("memory assembly failed: {e}"))?;
-    let entries = result.pack.entries.len();
-    let text = if result.pack.entries.is_empty() {
+    // The gate closed and only the instructions are left: nothing is added (the client has its
+    // own instructions), and the receipt and the `x-zblade-gate` header say why.
+    let nothing = result.pack.entries.is_empty() || result.pack.nothing_relevant();
+    let entries = if nothing { 0 } else { result.pack.entries.len() };
+    let text = if nothing {
         String::new()
     } else {
         fenced(&result.pack.text)
     };
-    receipt.tokens = result.pack.tokens;
+    let tokens = if nothing { 0 } else { result.pack.tokens };
+    receipt.gate = result.pack.gate.clone();
+    receipt.tokens = tokens;
     receipt.entries = entries;
     receipt.elapsed_ms = result.elapsed_ms;
     receipt.injected = text.clone();
@@ -453,8 +466,9 @@ fn assemble(project: &mut Project, request: &ContextRequest, mut receipt: Receip
     receipts::write(project.layout().dir(), &receipt)?;
     Ok(Assembled {
         text,
-        tokens: result.pack.tokens,
+        tokens,
         entries,
+        gate: result.pack.gate.as_ref().map(|g| g.summary()),
     })
 }
 

@@ -44,6 +44,9 @@ pub struct Receipt {
     /// Notices of the assembly (a mode that could not run, a cut query).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<String>,
+    /// The relevance gate's verdict: its relevance, floor and evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<zblade_engine::RelevanceGate>,
 }
 
 /// Where a project's receipts live.
@@ -137,6 +140,7 @@ mod tests {
             injected: "memory".into(),
             error: None,
             notices: vec![],
+            gate: None,
         }
     }
 

@@ -22,6 +22,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ContextArgs) -> Result<(), Error> {
             conversation: args.conversation.clone(),
             format: args.format.into(),
             tier: args.tier.into(),
+            min_relevance: args.floor(),
         };
         if let Some(answer) = warm::ask(&cx.root, &request, WARM_TIMEOUT) {
             let answer = answer.map_err(Error::Usage)?;
@@ -32,6 +33,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ContextArgs) -> Result<(), Error> {
         }
     }
     let project = cx.open()?;
+    let floor = args.floor();
     let request = ContextRequest {
         query: args.query.join(" "),
         budget: args.budget.unwrap_or(project.settings().context.max_tokens as usize),
@@ -40,6 +42,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ContextArgs) -> Result<(), Error> {
         tier: args.tier.into(),
         mode: args.mode.map(Into::into),
         exclude_conversation: None,
+        min_relevance: floor,
     };
     let result = project.context(&request)?;
     for notice in &result.notices {

@@ -57,13 +57,19 @@ fn prompt(cx: &mut Ctx, event: &serde_json::Value) -> Result<(), Error> {
         conversation: None,
         format: Default::default(),
         tier: Default::default(),
+        min_relevance: None,
     };
-    // The warm engine when one runs (the app, `zblade serve`); else this process does it.
+    // The warm engine when one runs (the app, `zblade serve`); else this process does it, and
+    // starts one in the background so that only a session's first prompt pays the cold start.
     let answer = match warm::ask(&cx.root, &request, WARM_TIMEOUT) {
         Some(answer) => answer.map_err(Error::Usage)?,
-        None => request.run(&cx.open()?).map_err(Error::Usage)?,
+        None => {
+            super::serve::start_detached(&cx.root);
+            request.run(&cx.open()?).map_err(Error::Usage)?
+        }
     };
-    if answer.entries > 0 {
+    // Nothing remembered bears on the prompt (the relevance gate closed): print nothing.
+    if answer.entries > 0 && !answer.nothing_relevant {
         println!("{}\n{}", zblade_mcp::DATA_NOTICE, answer.text);
     }
     Ok(())

@@ -279,11 +279,11 @@ impl Storage for LocalStorage {
         mode: Option<SearchMode>,
         snippets: bool,
     ) -> Result<SearchResults> {
-        let (hits, mode, notice) = project.search_in_mode(query, mode, snippets)?;
-        let (hits, stale_files) = project.with_references(hits)?;
+        let found = project.search_in_mode(query, mode, snippets)?;
+        let (hits, stale_files) = project.with_references(found.hits)?;
         Ok(SearchResults {
-            mode,
-            notice,
+            mode: found.mode,
+            notice: found.notice,
             hits,
             stale_files,
         })
@@ -325,8 +325,16 @@ impl Storage for LocalStorage {
         let query = SearchQuery::new(text.to_string(), CANDIDATES, SearchKind::All).with_filter(filter);
         // No snippets: the candidates' whole texts are read below.
         let searching = Instant::now();
-        let results = self.search(project, &query, mode, false)?;
+        let found = project.search_in_mode(&query, mode, false)?;
+        let (hits, stale_files) = project.with_references(found.hits)?;
         let search_ms = millis_since(searching);
+        let nearest = found.nearest;
+        let results = SearchResults {
+            mode: found.mode,
+            notice: found.notice,
+            hits,
+            stale_files,
+        };
         let mut notices: Vec<String> = results.notice.into_iter().collect();
         if !results.stale_files.is_empty() {
             notices.push(format!(
@@ -385,11 +393,13 @@ impl Storage for LocalStorage {
                 HitKind::Conversation => {}
             }
         }
+        let evidence = project.gate_evidence(text, nearest, candidates.iter().map(|c| c.text.as_str()))?;
         Ok(Retrieved {
             mode: results.mode,
             notices,
             search_ms,
             candidates,
+            evidence,
         })
     }
 }

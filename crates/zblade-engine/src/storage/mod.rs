@@ -47,6 +47,9 @@ pub(crate) struct Retrieved {
     pub search_ms: f64,
     /// Remembered turns and moments, and the code they point to, scored for retrieval.
     pub candidates: Vec<Candidate>,
+    /// What the relevance gate judges the candidates by (empty where the storage cannot
+    /// tell: the gate then lets them through).
+    pub evidence: zblade_context::Evidence,
 }
 
 /// The time range a query named ("last week"), as `[since, until)`.

@@ -434,6 +434,9 @@ impl Storage for ServerStorage {
             notices: vec![KEYWORD_ON_SERVER.into()],
             search_ms,
             candidates,
+            // The server keeps no word counts or vectors this client can read: the gate has
+            // no evidence here and lets retrieval through, as before it existed.
+            evidence: Default::default(),
         })
     }
 }

@@ -1,0 +1,173 @@
+//! The relevance gate's evidence in this project (`zblade_context::gate` judges it): the
+//! prompt's nearest-chunk similarity next to what unrelated prompts reach here, and how much
+//! of the prompt's wording the project holds anywhere.
+//!
+//! What unrelated prompts reach (the null) is measured once per project, model and size: the
+//! [`NULL_PROBES`] are embedded and searched (about a second on two cores), and the result is
+//! kept in `.zblade/cache/gate-null.json` and in memory. It is measured again when the model
+//! changes or the number of vectors has moved by more than a fifth, since a bigger project
+//! has closer neighbours for anything.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use zblade_context::DEFAULT_MIN_RELEVANCE;
+use zblade_context::gate::{Evidence, NULL_PROBES, NullScores, best_cover, known_words, unknown_names};
+use zblade_core::{Error, Result};
+use zblade_search::VectorStore;
+
+use crate::Project;
+use crate::semantic::search_error;
+
+/// How far the number of vectors may move before the null is measured again.
+const NULL_DRIFT: f64 = 0.2;
+/// How often a long-running engine checks the number of vectors (each check reads the vector
+/// table's newest version, which is not free).
+const NULL_CHECK_EVERY: Duration = Duration::from_secs(60);
+
+/// The null as measured, and for what.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct MeasuredNull {
+    /// The embedding model's id.
+    model: String,
+    /// Vectors in its table then.
+    vectors: usize,
+    /// A digest of the probe prompts (new probes: measured again).
+    probes: String,
+    /// The scores.
+    scores: NullScores,
+}
+
+/// The null in memory, with when its size was last checked.
+#[derive(Debug, Default)]
+pub(crate) struct NullCache(std::sync::Mutex<Option<(MeasuredNull, Instant)>>);
+
+fn probes_digest() -> String {
+    let joined = NULL_PROBES.join("\n");
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(joined.as_bytes()))
+}
+
+impl MeasuredNull {
+    fn fits(&self, model: &str, vectors: usize) -> bool {
+        let drift = (vectors as f64 - self.vectors as f64).abs() / (self.vectors.max(1) as f64);
+        self.model == model && self.probes == probes_digest() && drift <= NULL_DRIFT
+    }
+}
+
+impl Project {
+    /// The floor retrieved memory must reach: the request's, else `context.min_relevance`,
+    /// else [`DEFAULT_MIN_RELEVANCE`]. A value outside 0..=1 is refused with the field named.
+    pub(crate) fn min_relevance(&self, requested: Option<f64>) -> Result<f64> {
+        let (floor, from) = match (requested, self.settings.context.min_relevance) {
+            (Some(floor), _) => (floor, "--min-relevance"),
+            (None, Some(floor)) => (floor, "context.min_relevance in .zblade/config/settings.json"),
+            (None, None) => return Ok(DEFAULT_MIN_RELEVANCE),
+        };
+        if !(0.0..=1.0).contains(&floor) {
+            return Err(Error::Usage(format!(
+                "{from} is {floor}: it must be between 0 (no gate) and 1"
+            )));
+        }
+        Ok(floor)
+    }
+
+    /// The evidence that this project remembers something about `text`; `nearest` is the
+    /// similarity of its nearest embedded chunk, when the search that ran had vectors, and
+    /// `retrieved` the texts the search found.
+    pub(crate) fn gate_evidence<'a>(
+        &self,
+        text: &str,
+        nearest: Option<f64>,
+        retrieved: impl Iterator<Item = &'a str>,
+    ) -> Result<Evidence> {
+        let counts = self.index()?.term_counts(text)?;
+        let known = counts.as_ref().and_then(|counts| known_words(&counts.terms));
+        let cover = counts.as_ref().and_then(|counts| best_cover(&counts.terms, retrieved));
+        let unknown = counts
+            .as_ref()
+            .map(|counts| unknown_names(text, &counts.terms))
+            .unwrap_or_default();
+        let null = match nearest {
+            Some(_) => self.null_scores()?,
+            None => None,
+        };
+        Ok(Evidence {
+            semantic_best: nearest,
+            semantic_null: null,
+            known_words: known,
+            best_cover: cover,
+            unknown_names: unknown,
+        })
+    }
+
+    /// What unrelated prompts reach in this project (`None` when nothing is embedded).
+    fn null_scores(&self) -> Result<Option<NullScores>> {
+        let Some(store) = self.vector_reader()? else {
+            return Ok(None);
+        };
+        let model = self.model_id();
+        let mut cached = self.gate_null.0.lock().expect("gate null lock");
+        if let Some((null, checked)) = cached.as_mut()
+            && null.model == model
+        {
+            if checked.elapsed() < NULL_CHECK_EVERY {
+                return Ok(Some(null.scores));
+            }
+            if null.fits(&model, vector_count(&store)?) {
+                *checked = Instant::now();
+                return Ok(Some(null.scores));
+            }
+        }
+        let vectors = vector_count(&store)?;
+        let path = self.layout.cache_dir().join("gate-null.json");
+        // A damaged or foreign file is measured again, never trusted.
+        let on_disk = std::fs::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<MeasuredNull>(&bytes).ok())
+            .filter(|null| null.fits(&model, vectors) && null.scores.mean.is_finite() && null.scores.spread > 0.0);
+        let null = match on_disk {
+            Some(null) => null,
+            None => {
+                let Some(scores) = self.measure_null(&store)? else {
+                    return Ok(None);
+                };
+                let null = MeasuredNull {
+                    model,
+                    vectors,
+                    probes: probes_digest(),
+                    scores,
+                };
+                // A cache: failing to keep it only means measuring again next time.
+                if std::fs::create_dir_all(self.layout.cache_dir()).is_ok() {
+                    let _ =
+                        zblade_core::fsio::write_atomic(&path, &serde_json::to_vec_pretty(&null).unwrap_or_default());
+                }
+                null
+            }
+        };
+        let scores = null.scores;
+        *cached = Some((null, Instant::now()));
+        Ok(Some(scores))
+    }
+
+    /// Embeds the probes and finds each one's nearest chunk.
+    fn measure_null(&self, store: &Arc<VectorStore>) -> Result<Option<NullScores>> {
+        let embedder = self.embedder().map_err(search_error)?;
+        let vectors = embedder
+            .lock()
+            .expect("embedder lock")
+            .embed(&NULL_PROBES)
+            .map_err(search_error)?;
+        let mut similarities = Vec::new();
+        for vector in vectors {
+            let nearest = store.nearest(&vector, 1).map_err(search_error)?;
+            similarities.extend(nearest.first().map(|n| 1.0 - n.distance as f64));
+        }
+        Ok(NullScores::of(&similarities))
+    }
+}
+
+fn vector_count(store: &VectorStore) -> Result<usize> {
+    store.len().map_err(search_error)
+}
