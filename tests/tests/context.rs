@@ -344,3 +344,83 @@ fn moments_are_extracted_once_and_updated_in_place() {
     let out = zblade(root, &["moments", "extract", "conv_nope"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// Issue 45 through the `zblade` binary (keyword search: nothing is embedded here, so the gate
+/// judges by words and names): a prompt about something the memory never mentions gets no
+/// retrieved memory — the hook prints nothing, the receipt says why, `--no-gate` shows what was
+/// left out — while a question the memory answers still gets its evidence.
+#[test]
+fn the_relevance_gate_keeps_unrelated_prompts_free_of_memory() {
+    let repo = fixture();
+    let root = repo.root();
+    let hook = |prompt: &str| {
+        let mut child = Command::new(zblade_bin())
+            .arg("--project")
+            .arg(root)
+            .args(["hook", "prompt"])
+            .env("ZBLADE_NO_AUTO_SERVE", "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let event = serde_json::json!({"hook_event_name": "UserPromptSubmit", "prompt": prompt});
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), event.to_string().as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(hook("fix the typo in README"), "", "nothing remembered is about README");
+    let answered = hook("how do we refresh the JWT when it expires?");
+    assert!(answered.contains("refresh_jwt rotates the signing key"), "{answered}");
+
+    // One word of it ("session") is in a remembered turn, so search finds a candidate to gate.
+    let unrelated = "fix the typo in README about the session";
+    assert_eq!(hook(unrelated), "");
+    let gated = context(root, &[unrelated]);
+    let gate = &gated["gate"];
+    assert_eq!(gate["passed"], false, "{gate:#}");
+    assert!(gate["relevance"].as_f64().unwrap() < gate["floor"].as_f64().unwrap());
+    assert_eq!(gate["evidence"]["unknown_names"], serde_json::json!(["readme"]));
+    let retrieved = |result: &Value| {
+        result["receipt"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["source"] == "retrieved")
+            .map(|l| {
+                (
+                    l["included"].as_bool().unwrap(),
+                    l["reason"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let lines = retrieved(&gated);
+    assert!(!lines.is_empty(), "keyword search found the turn about the session");
+    assert!(
+        lines
+            .iter()
+            .all(|(included, reason)| !included && reason.starts_with("gated: relevance")),
+        "{lines:?}"
+    );
+    assert!(
+        gated["notices"]
+            .to_string()
+            .contains("nothing remembered bears on this prompt")
+    );
+    // --no-gate: the same candidates, packed; the relevance is still reported.
+    let open = context(root, &[unrelated, "--no-gate"]);
+    assert_eq!(open["gate"]["floor"], 0.0);
+    assert!(retrieved(&open).iter().any(|(included, _)| *included));
+    // A floor from the command line wins over the default; one outside 0..1 names the option.
+    let strict = context(root, &["how do we refresh the JWT?", "--min-relevance", "1"]);
+    assert_eq!(strict["gate"]["passed"], false);
+    let bad = zblade(root, &["context", "refresh", "--min-relevance", "2"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--min-relevance is 2"));
+    // The receipt in text says why, in one line.
+    let text = zblade(root, &["context", "--mode", "keyword", "--receipt", unrelated]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("relevance gate closed: relevance"), "{text}");
+}

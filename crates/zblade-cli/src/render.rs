@@ -542,13 +542,19 @@ impl Render for Assembled<'_> {
         if let Some(gate) = &pack.gate {
             let evidence = &gate.evidence;
             let part = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
+            let names = if evidence.unknown_names.is_empty() {
+                String::new()
+            } else {
+                format!("; names nothing mentions: {}", evidence.unknown_names.join(", "))
+            };
             line!(
                 out,
-                "relevance gate {} (nearest chunk {}, {} spreads above unrelated prompts; known words {})",
+                "relevance gate {} (nearest chunk {}, {} spreads above unrelated prompts; known words {}, best cover {}{names})",
                 gate.summary(),
                 part(evidence.semantic_best),
                 part(evidence.semantic_margin()),
                 part(evidence.known_words),
+                part(evidence.best_cover),
             )?;
         }
         for l in &pack.receipt {
