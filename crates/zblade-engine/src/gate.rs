@@ -171,3 +171,99 @@ impl Project {
 fn vector_count(store: &VectorStore) -> Result<usize> {
     store.len().map_err(search_error)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use zblade_search::FakeEmbedder;
+
+    use super::*;
+
+    fn conversation(title: &str, text: &str) -> (zblade_core::Conversation, String) {
+        let json = serde_json::json!({"title": title, "messages": [{"role": "user", "content": text}]});
+        (
+            zblade_core::parse_conversation(json.to_string().as_bytes(), title).unwrap(),
+            title.to_string(),
+        )
+    }
+
+    fn project_with(dir: &std::path::Path, fake: FakeEmbedder) -> Project {
+        let mut project = Project::open(dir).unwrap();
+        project.use_embedder(Box::new(fake));
+        project
+    }
+
+    /// The null is measured once (every probe embedded once), kept on disk for the next
+    /// process, never trusted when damaged, and measured again when the project has grown.
+    #[test]
+    fn what_unrelated_prompts_score_is_measured_once_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        Project::init(dir.path()).unwrap();
+        let fake = FakeEmbedder::new("fake-64", 64);
+        let embedded = fake.texts_embedded();
+        let mut project = project_with(dir.path(), fake);
+        project
+            .add_conversations(vec![
+                conversation("keys", "rotate the jwt signing key every month"),
+                conversation("bread", "banana bread needs ripe bananas"),
+            ])
+            .unwrap();
+        project.index_semantic(&mut |_, _| {}).unwrap();
+        let before = embedded.load(Ordering::Relaxed);
+        let null = project.null_scores().unwrap().expect("vectors exist");
+        assert!(null.mean.is_finite() && null.spread >= zblade_context::gate::MIN_SPREAD);
+        assert_eq!(embedded.load(Ordering::Relaxed), before + NULL_PROBES.len());
+        assert_eq!(project.null_scores().unwrap(), Some(null), "kept in memory");
+        assert_eq!(embedded.load(Ordering::Relaxed), before + NULL_PROBES.len());
+        let file = dir.path().join(".zblade/cache/gate-null.json");
+        assert!(file.is_file());
+
+        // Another process reads the file instead of measuring.
+        let fake = FakeEmbedder::new("fake-64", 64);
+        let again = fake.texts_embedded();
+        let other = project_with(dir.path(), fake);
+        assert_eq!(other.null_scores().unwrap(), Some(null));
+        assert_eq!(again.load(Ordering::Relaxed), 0);
+
+        // A damaged file is measured again and rewritten.
+        std::fs::write(&file, b"{not json").unwrap();
+        let fake = FakeEmbedder::new("fake-64", 64);
+        let again = fake.texts_embedded();
+        let other = project_with(dir.path(), fake);
+        assert_eq!(other.null_scores().unwrap(), Some(null));
+        assert_eq!(again.load(Ordering::Relaxed), NULL_PROBES.len());
+        assert!(serde_json::from_slice::<MeasuredNull>(&std::fs::read(&file).unwrap()).is_ok());
+
+        // Three times the vectors: the kept null no longer fits and is measured again.
+        let mut grown = project_with(dir.path(), FakeEmbedder::new("fake-64", 64));
+        grown
+            .add_conversations(
+                (0..6)
+                    .map(|i| conversation(&format!("more {i}"), &format!("another topic number {i} entirely")))
+                    .collect(),
+            )
+            .unwrap();
+        grown.index_semantic(&mut |_, _| {}).unwrap();
+        let fake = FakeEmbedder::new("fake-64", 64);
+        let again = fake.texts_embedded();
+        let other = project_with(dir.path(), fake);
+        other.null_scores().unwrap();
+        assert_eq!(again.load(Ordering::Relaxed), NULL_PROBES.len());
+    }
+
+    #[test]
+    fn the_floor_comes_from_the_request_then_the_settings_and_is_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut project, _) = Project::init(dir.path()).unwrap();
+        assert_eq!(project.min_relevance(None).unwrap(), DEFAULT_MIN_RELEVANCE);
+        assert_eq!(project.min_relevance(Some(0.0)).unwrap(), 0.0);
+        project.settings.context.min_relevance = Some(0.8);
+        assert_eq!(project.min_relevance(None).unwrap(), 0.8);
+        assert_eq!(project.min_relevance(Some(0.3)).unwrap(), 0.3);
+        project.settings.context.min_relevance = Some(1.5);
+        let err = project.min_relevance(None).unwrap_err().to_string();
+        assert!(err.contains("context.min_relevance") && err.contains("1.5"), "{err}");
+        assert!(project.min_relevance(Some(f64::NAN)).is_err());
+    }
+}
