@@ -140,6 +140,23 @@ def test_every_byte_outside_the_memory_passes_as_sent(faults, scripted):
     assert sent["path"] == "/v1/chat/completions"
 
 
+def test_a_prompt_the_memory_knows_nothing_about_goes_through_untouched(faults, scripted):
+    """The relevance gate (docs/CONTEXT.md): nothing remembered bears on the prompt, so the
+    request reaches the provider byte for byte, and the header and the receipt say why."""
+    body = (b'{"model":"gpt-4o","messages":[{"role":"user","content":"fix the typo in README"}]}')
+    scripted.queue(json_response(chat_answer()))
+    response = httpx.post(faults.url + "/v1/chat/completions", content=body,
+                          headers={"authorization": f"Bearer {KEY}", "content-type": "application/json"})
+    assert response.status_code == 200
+    assert scripted.last()["body"] == body
+    assert response.headers["x-zblade-context-entries"] == "0"
+    assert response.headers["x-zblade-gate"].startswith("closed: relevance ")
+    listed = faults.zblade("--json", "proxy", "receipts", response.headers["x-zblade-receipt"]).stdout
+    receipt = json.loads(listed)["receipts"][0]
+    assert receipt["injected"] == "" and receipt["gate"]["passed"] is False
+    assert receipt["gate"]["evidence"]["unknown_names"] == ["readme"]
+
+
 def test_the_api_key_is_never_stored(faults, project):
     stored = b"".join(p.read_bytes() for p in (project["root"] / ".zblade").rglob("*") if p.is_file())
     assert KEY.encode() not in stored
@@ -355,7 +372,7 @@ def test_anthropic_non_streaming_and_errors(faults, scripted):
     scripted.queue(json_response(answer, headers={"request-id": "req_a1", "anthropic-ratelimit-requests-remaining": "49"}))
     client = anthropic_client(faults)
     raw = client.messages.with_raw_response.create(model="claude-sonnet-5", max_tokens=100, system="Be brief.",
-                                                   messages=[{"role": "user", "content": "Anthropic: hashing?"}])
+                                                   messages=[{"role": "user", "content": "Anthropic: which password hashing?"}])
     assert raw.parse().content[0].text == "Use Argon2id."
     assert raw.headers["anthropic-ratelimit-requests-remaining"] == "49" and raw.headers["request-id"] == "req_a1"
     sent = json.loads(scripted.last()["body"])
