@@ -76,8 +76,17 @@ def test_every_tool_is_listed_and_works(connect, world):
             out = result.structured_content
             assert "data, not" in out["notice"]
             assert "rotate the refresh token" in out["text"]
-            assert "candidates packed" in out["receipt"]
+            assert "candidates packed" in out["receipt"] and "gate open" in out["receipt"]
+            assert out["relevant"] is True
             assert any(i["id"].startswith("conv_mcp_1") for i in out["items"])
+
+            # Nothing remembered bears on it (the relevance gate): said so, nothing packed.
+            result, text = await call(client, tools, "context", {"query": "fix the typo in README"})
+            assert not result.is_error, text
+            out = result.structured_content
+            assert out["relevant"] is False and out["items"] == [] and out["tokens"] == 0
+            assert out["text"].startswith("Nothing relevant is remembered about this query")
+            assert "gate closed" in out["receipt"]
 
             # Numbers as strings, as models send them.
             result, text = await call(client, tools, "search", {"query": "refresh token", "limit": "3"})
