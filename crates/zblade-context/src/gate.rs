@@ -128,21 +128,9 @@ pub fn known_words(terms: &[(String, u64)]) -> Option<f64> {
     Some(known as f64 / terms.len() as f64)
 }
 
-/// Capitalised words that are dates, not names: a memory holds what happened, rarely the
-/// calendar words a question about it uses ("on 7 July 2023").
-const CALENDAR_WORDS: [&str; 31] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
+/// Capitalised words that are dates, not names, besides the months (`query::MONTHS`): a memory
+/// holds what happened, rarely the calendar words a question about it uses ("on 7 July 2023").
+const CALENDAR_WORDS: [&str; 19] = [
     "jan",
     "feb",
     "mar",
@@ -186,7 +174,7 @@ pub fn names(text: &str) -> Vec<Vec<String>> {
             || word.chars().skip(1).any(char::is_uppercase) && word.chars().any(char::is_lowercase)
             || (word.chars().any(|c| c.is_ascii_digit()) && !letters.is_empty());
         let lower = word.to_lowercase();
-        let calendar = CALENDAR_WORDS.contains(&lower.as_str());
+        let calendar = CALENDAR_WORDS.contains(&lower.as_str()) || crate::query::MONTHS.contains(&lower.as_str());
         let is_name = !calendar && (identifier || all_capitals || (capitalised && !sentence_start));
         sentence_start = ends_sentence;
         if !is_name {

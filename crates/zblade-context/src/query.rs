@@ -46,7 +46,8 @@ pub struct Analysis {
     pub moments: Vec<String>,
 }
 
-const MONTHS: [&str; 12] = [
+/// Month names, lower case (also what the relevance gate does not count as names).
+pub(crate) const MONTHS: [&str; 12] = [
     "january",
     "february",
     "march",
