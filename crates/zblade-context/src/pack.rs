@@ -142,12 +142,6 @@ pub struct Pack {
 }
 
 impl Pack {
-    /// Whether anything found by search is in the pack (instructions, named references and the
-    /// active conversation's turns are not "retrieved").
-    pub fn has_retrieved(&self) -> bool {
-        self.entries.iter().any(|e| e.candidate.source == Source::Retrieved)
-    }
-
     /// Whether the gate left out everything retrieval found.
     pub fn gated(&self) -> bool {
         self.gate.as_ref().is_some_and(|g| !g.passed)
@@ -608,6 +602,7 @@ mod tests {
     #[test]
     fn a_closed_gate_keeps_every_retrieved_candidate_out_and_nothing_else() {
         let bpe = Cl100k::new();
+        let has_retrieved = |pack: &Pack| pack.entries.iter().any(|e| e.candidate.source == Source::Retrieved);
         let mut closed = options(8000, Format::Xml, Tier::Balanced);
         closed.gate = Some(Gate::judge(
             crate::Evidence {
@@ -617,7 +612,7 @@ mod tests {
             0.5,
         ));
         let gated = pack(corpus(), &closed, &bpe, &Extractive).unwrap();
-        assert!(gated.gated() && !gated.has_retrieved() && !gated.nothing_relevant());
+        assert!(gated.gated() && !has_retrieved(&gated) && !gated.nothing_relevant());
         // Instructions, named references and the active conversation's turns are never gated.
         assert!(gated.entries.iter().any(|e| e.candidate.source == Source::Instructions));
         assert!(gated.entries.iter().any(|e| e.candidate.source == Source::Recent));
@@ -633,7 +628,7 @@ mod tests {
         let mut open = options(8000, Format::Xml, Tier::Balanced);
         open.gate = closed.gate.clone().map(|g| Gate::judge(g.evidence, 0.0));
         let open = pack(corpus(), &open, &bpe, &Extractive).unwrap();
-        assert!(!open.gated() && open.has_retrieved());
+        assert!(!open.gated() && has_retrieved(&open));
         // Without the active conversation, a closed gate leaves only the instructions.
         let alone: Vec<Candidate> = corpus().into_iter().filter(|c| c.source != Source::Recent).collect();
         let nothing = pack(alone, &closed, &bpe, &Extractive).unwrap();

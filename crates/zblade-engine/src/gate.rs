@@ -108,18 +108,19 @@ impl Project {
         };
         let model = self.model_id();
         let mut cached = self.gate_null.0.lock().expect("gate null lock");
-        if let Some((null, checked)) = cached.as_mut()
+        if let Some((null, checked)) = cached.as_ref()
             && null.model == model
+            && checked.elapsed() < NULL_CHECK_EVERY
         {
-            if checked.elapsed() < NULL_CHECK_EVERY {
-                return Ok(Some(null.scores));
-            }
-            if null.fits(&model, vector_count(&store)?) {
-                *checked = Instant::now();
-                return Ok(Some(null.scores));
-            }
+            return Ok(Some(null.scores));
         }
         let vectors = vector_count(&store)?;
+        if let Some((null, checked)) = cached.as_mut()
+            && null.fits(&model, vectors)
+        {
+            *checked = Instant::now();
+            return Ok(Some(null.scores));
+        }
         let path = self.layout.cache_dir().join("gate-null.json");
         // A damaged or foreign file is measured again, never trusted.
         let on_disk = std::fs::read(&path)
@@ -180,13 +181,7 @@ mod tests {
 
     use super::*;
 
-    fn conversation(title: &str, text: &str) -> (zblade_core::Conversation, String) {
-        let json = serde_json::json!({"title": title, "messages": [{"role": "user", "content": text}]});
-        (
-            zblade_core::parse_conversation(json.to_string().as_bytes(), title).unwrap(),
-            title.to_string(),
-        )
-    }
+    use crate::semantic::tests::conversation;
 
     fn project_with(dir: &std::path::Path, fake: FakeEmbedder) -> Project {
         let mut project = Project::open(dir).unwrap();

@@ -766,7 +766,7 @@ fn embed_query(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::atomic::Ordering;
 
     use zblade_index::SearchQuery;
@@ -774,7 +774,8 @@ mod tests {
 
     use super::*;
 
-    fn conversation(title: &str, text: &str) -> (zblade_core::Conversation, String) {
+    /// A one-message conversation titled `title`, as `add_conversations` takes it.
+    pub(crate) fn conversation(title: &str, text: &str) -> (zblade_core::Conversation, String) {
         let json = serde_json::json!({"title": title, "messages": [{"role": "user", "content": text}]});
         (
             zblade_core::parse_conversation(json.to_string().as_bytes(), title).unwrap(),

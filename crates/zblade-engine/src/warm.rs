@@ -152,8 +152,9 @@ fn lock_path(socket: &Path) -> PathBuf {
     socket.with_extension("lock")
 }
 
-/// Claims the right to serve the project at `root`; `AddrInUse` when another process holds it.
-pub fn claim(root: &Path) -> std::io::Result<EngineLock> {
+/// The project's socket and its lock file, locked by this process; `AddrInUse` when another
+/// process holds the lock.
+fn lock(root: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
     let socket = socket_path(root).ok_or_else(|| std::io::Error::other("no private folder for the engine's socket"))?;
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -161,12 +162,7 @@ pub fn claim(root: &Path) -> std::io::Result<EngineLock> {
         .write(true)
         .open(lock_path(&socket))?;
     match file.try_lock() {
-        Ok(()) => {
-            // Who serves, for people and tests that want to stop it.
-            file.set_len(0)?;
-            write!(&file, "{}", std::process::id())?;
-            Ok(EngineLock { socket, _file: file })
-        }
+        Ok(()) => Ok((socket, file)),
         Err(std::fs::TryLockError::WouldBlock) => Err(std::io::Error::new(
             std::io::ErrorKind::AddrInUse,
             format!("another zblade already serves this project ({})", socket.display()),
@@ -175,9 +171,19 @@ pub fn claim(root: &Path) -> std::io::Result<EngineLock> {
     }
 }
 
+/// Claims the right to serve the project at `root`; `AddrInUse` when another process holds it.
+pub fn claim(root: &Path) -> std::io::Result<EngineLock> {
+    let (socket, file) = lock(root)?;
+    // Who serves, for people and tests that want to stop it.
+    file.set_len(0)?;
+    write!(&file, "{}", std::process::id())?;
+    Ok(EngineLock { socket, _file: file })
+}
+
 /// Whether some process holds the project's engine lock: an engine is loading or serving.
+/// Asking takes the lock for an instant and writes nothing.
 pub fn engine_starting_or_running(root: &Path) -> bool {
-    claim(root).is_err_and(|e| e.kind() == std::io::ErrorKind::AddrInUse)
+    lock(root).is_err_and(|e| e.kind() == std::io::ErrorKind::AddrInUse)
 }
 
 /// A warm engine listening for this project. Dropping it stops answering, removes the socket

@@ -279,14 +279,7 @@ impl Storage for LocalStorage {
         mode: Option<SearchMode>,
         snippets: bool,
     ) -> Result<SearchResults> {
-        let found = project.search_in_mode(query, mode, snippets)?;
-        let (hits, stale_files) = project.with_references(found.hits)?;
-        Ok(SearchResults {
-            mode: found.mode,
-            notice: found.notice,
-            hits,
-            stale_files,
-        })
+        Ok(search_with_nearest(project, query, mode, snippets)?.0)
     }
 
     fn recent_turns(
@@ -325,16 +318,8 @@ impl Storage for LocalStorage {
         let query = SearchQuery::new(text.to_string(), CANDIDATES, SearchKind::All).with_filter(filter);
         // No snippets: the candidates' whole texts are read below.
         let searching = Instant::now();
-        let found = project.search_in_mode(&query, mode, false)?;
-        let (hits, stale_files) = project.with_references(found.hits)?;
+        let (results, nearest) = search_with_nearest(project, &query, mode, false)?;
         let search_ms = millis_since(searching);
-        let nearest = found.nearest;
-        let results = SearchResults {
-            mode: found.mode,
-            notice: found.notice,
-            hits,
-            stale_files,
-        };
         let mut notices: Vec<String> = results.notice.into_iter().collect();
         if !results.stale_files.is_empty() {
             notices.push(format!(
@@ -402,4 +387,23 @@ impl Storage for LocalStorage {
             evidence,
         })
     }
+}
+
+/// A search in `mode` with each hit's references checked, and the similarity of the nearest
+/// embedded chunk (the relevance gate's semantic evidence) when vectors took part.
+fn search_with_nearest(
+    project: &Project,
+    query: &SearchQuery,
+    mode: Option<SearchMode>,
+    snippets: bool,
+) -> Result<(SearchResults, Option<f64>)> {
+    let found = project.search_in_mode(query, mode, snippets)?;
+    let (hits, stale_files) = project.with_references(found.hits)?;
+    let results = SearchResults {
+        mode: found.mode,
+        notice: found.notice,
+        hits,
+        stale_files,
+    };
+    Ok((results, found.nearest))
 }
