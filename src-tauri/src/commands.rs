@@ -350,6 +350,7 @@ pub async fn settings_view(app: AppHandle) -> AppResult<SettingsView> {
                     installed: m.dir.is_some(),
                     name: m.name,
                     active: m.active,
+                    code: m.code,
                     repo: m.repo,
                 })
                 .collect(),

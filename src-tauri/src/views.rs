@@ -472,8 +472,10 @@ pub struct EmbeddingModelView {
     pub name: String,
     /// Installed.
     pub installed: bool,
-    /// Search uses it.
+    /// Conversation and moment search uses it.
     pub active: bool,
+    /// Code search uses it.
+    pub code: bool,
     /// Where it downloads from, for known models.
     pub repo: Option<String>,
 }

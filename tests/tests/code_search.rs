@@ -12,11 +12,140 @@ const AUTH: &str = "//! Authentication.\n\npub fn refresh_jwt_token(expired: &st
 const CACHE: &str =
     "pub struct LruCache {\n    capacity: usize,\n}\n\nimpl LruCache {\n    pub fn evict_oldest(&mut self) {}\n}\n";
 
+/// The tiny model for conversations and code alike (one model, one vector table).
 fn use_tiny_model(root: &Path) {
     let path = root.join(".zblade/config/settings.json");
     let mut settings = zblade_core::Settings::load(&path).unwrap();
     settings.search.embedding_model = tiny_model().to_string_lossy().into_owned();
+    settings.search.code_model = settings.search.embedding_model.clone();
     settings.save(&path).unwrap();
+}
+
+/// A copy of the tiny model under another name (another model id, so another vector table).
+fn tiny_model_named(root: &Path, name: &str) -> String {
+    let dir = root.join("models").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(tiny_model()).unwrap().flatten() {
+        std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+    }
+    dir.to_string_lossy().into_owned()
+}
+
+/// Issue 44: code has a model of its own. Its vectors live in that model's table and
+/// conversations stay with theirs; code search and message search each embed the query with
+/// their own model; switching the code model re-embeds the code once, not the conversations,
+/// and `zblade index` says so.
+#[test]
+fn code_is_embedded_with_its_own_model_and_again_once_when_that_model_changes() {
+    let (repo, _) = fixture();
+    std::fs::write(repo.root().join(".gitignore"), "target/\nmodels/\n").unwrap();
+    let settings_path = repo.root().join(".zblade/config/settings.json");
+    let mut settings = zblade_core::Settings::load(&settings_path).unwrap();
+    settings.search.embedding_model = tiny_model_named(repo.root(), "tiny-conv");
+    settings.search.code_model = tiny_model_named(repo.root(), "tiny-code");
+    settings.save(&settings_path).unwrap();
+    let mut project = Project::open(repo.root()).unwrap();
+    let json = serde_json::json!({"title": "jwt", "messages": [{"role": "user", "content": "we rotate the jwt signing key monthly"}]});
+    project
+        .add_conversations(vec![(
+            zblade_engine::parse_conversation(json.to_string().as_bytes(), "jwt").unwrap(),
+            "jwt".into(),
+        )])
+        .unwrap();
+    let report = project
+        .update_search_index(&mut |_, _, _| {})
+        .unwrap()
+        .semantic
+        .unwrap();
+    let code_chunks = report.chunks - 1;
+    assert_eq!(report.model, "tiny-conv");
+    assert_eq!(report.code_model.as_deref(), Some("tiny-code"));
+    assert_eq!(
+        (report.embedded, report.code_embedded),
+        (code_chunks + 1, code_chunks),
+        "{report:?}"
+    );
+    let vectors = project.layout().vectors_dir();
+    assert_eq!(
+        zblade_search::VectorStore::tables(&vectors).unwrap(),
+        vec!["chunks_tiny_code".to_string(), "chunks_tiny_conv".to_string()]
+    );
+    assert_eq!(
+        zblade_search::VectorStore::count_in(&vectors, "tiny-code").unwrap(),
+        Some(code_chunks)
+    );
+    assert_eq!(
+        zblade_search::VectorStore::count_in(&vectors, "tiny-conv").unwrap(),
+        Some(1)
+    );
+    // Each kind is searched in its own table: code hits only from code, the message from
+    // the conversation model's table, and both together for an unfiltered search.
+    assert!(!code_hits(&project, "refresh jwt token", SearchMode::Semantic).is_empty());
+    let messages = project
+        .search_with(
+            &SearchQuery::new("jwt signing key", 5, SearchKind::Messages),
+            Some(SearchMode::Semantic),
+        )
+        .unwrap();
+    assert_eq!(
+        (messages.mode, messages.hits.len()),
+        (SearchMode::Semantic, 1),
+        "{:?}",
+        messages.notice
+    );
+    let all = project
+        .search_with(
+            &SearchQuery::new("jwt signing key", 10, SearchKind::All),
+            Some(SearchMode::Semantic),
+        )
+        .unwrap();
+    let kinds: std::collections::BTreeSet<String> = all.hits.iter().map(|h| format!("{:?}", h.hit.kind)).collect();
+    assert_eq!(kinds.len(), 2, "messages and code: {:?}", all.hits);
+    // `zblade models list` says which model serves what.
+    let (code, stdout, stderr) = zblade(repo.root(), &["--json", "models", "list"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let listed: Value = serde_json::from_str(&stdout).unwrap();
+    let entry = |name: &str| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(
+        (entry("tiny-code")["code"].clone(), entry("tiny-code")["active"].clone()),
+        (Value::Bool(true), Value::Bool(false))
+    );
+    assert_eq!(
+        (entry("tiny-conv")["code"].clone(), entry("tiny-conv")["active"].clone()),
+        (Value::Bool(false), Value::Bool(true))
+    );
+
+    // Another code model: the code is embedded again, once; the conversation is not.
+    let mut settings = zblade_core::Settings::load(&settings_path).unwrap();
+    settings.search.code_model = tiny_model_named(repo.root(), "tiny-code-2");
+    settings.save(&settings_path).unwrap();
+    let (code, stdout, stderr) = zblade(repo.root(), &["index"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "{code_chunks} code chunk(s) embedded with the code model tiny-code-2"
+        )),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = zblade(repo.root(), &["--json", "index"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let again: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(again["semantic"]["embedded"], 0, "{again}");
+    // `zblade gc` drops the old code model's table and keeps both in use.
+    let (code, _, stderr) = zblade(repo.root(), &["gc"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        zblade_search::VectorStore::tables(&vectors).unwrap(),
+        vec!["chunks_tiny_code_2".to_string(), "chunks_tiny_conv".to_string()]
+    );
 }
 
 fn fixture() -> (GitFixture, Project) {
@@ -390,6 +519,7 @@ fn switching_models_makes_a_new_table_and_gc_drops_the_old_one() {
     let settings = repo.root().join(".zblade/config/settings.json");
     let mut s = zblade_core::Settings::load(&settings).unwrap();
     s.search.embedding_model = other.to_string_lossy().into_owned();
+    s.search.code_model = s.search.embedding_model.clone();
     s.save(&settings).unwrap();
     let mut project = Project::open(repo.root()).unwrap();
     let report = project.update_search_index(&mut |_, _, _| {}).unwrap();

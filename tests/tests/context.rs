@@ -259,6 +259,7 @@ fn retrieval_is_hybrid_once_the_project_is_embedded() {
     let settings = root.join(".zblade/config/settings.json");
     let mut s = zblade_core::Settings::load(&settings).unwrap();
     s.search.embedding_model = zblade_tests::tiny_model().to_string_lossy().into_owned();
+    s.search.code_model = s.search.embedding_model.clone();
     s.save(&settings).unwrap();
     json(&zblade(root, &["--json", "index"]));
     let result = json(&zblade(

@@ -72,6 +72,7 @@ fn project_with_tiny_model() -> (tempfile::TempDir, Project) {
     let settings_path = project.layout().settings();
     let mut settings = zblade_core::Settings::load(&settings_path).unwrap();
     settings.search.embedding_model = tiny_model().to_string_lossy().into_owned();
+    settings.search.code_model = settings.search.embedding_model.clone();
     settings.save(&settings_path).unwrap();
     let mut project = Project::open(dir.path()).unwrap();
     for (i, (title, text)) in [

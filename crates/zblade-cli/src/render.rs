@@ -710,7 +710,13 @@ impl Render for [ModelEntry] {
                 (None, Some(repo)) => format!("not installed; `zblade models download {}` fetches {repo}", m.name),
                 (None, None) => "not installed".into(),
             };
-            line!(out, "{mark} {:<20} {place}", m.name)?;
+            let used = match (m.active, m.code) {
+                (true, true) => "conversations, code",
+                (true, false) => "conversations",
+                (false, true) => "code",
+                (false, false) => "",
+            };
+            line!(out, "{mark} {:<22} {used:<20} {place}", m.name)?;
         }
         Ok(())
     }
@@ -779,10 +785,14 @@ impl Render for IndexReport {
             )?;
         }
         if let Some(s) = &self.semantic {
+            let model = match &s.code_model {
+                Some(code) => format!("{}, code: {code}", s.model),
+                None => s.model.clone(),
+            };
             line!(
                 out,
                 "Embeddings ({}): {} chunks, {} distinct texts, {} embedded now, {} already had vectors, {} stale removed{} ({:.1} s).",
-                s.model,
+                model,
                 s.chunks,
                 s.distinct,
                 s.embedded,
@@ -791,6 +801,15 @@ impl Render for IndexReport {
                 if s.ann_index { ", ANN index in use" } else { "" },
                 s.elapsed.as_secs_f64()
             )?;
+            if let Some(code) = &s.code_model
+                && s.code_embedded > 0
+            {
+                line!(
+                    out,
+                    "  {} code chunk(s) embedded with the code model {code}.",
+                    s.code_embedded
+                )?;
+            }
         }
         let m = &self.summaries;
         line!(

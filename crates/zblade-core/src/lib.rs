@@ -39,4 +39,4 @@ pub use graph::{
 pub use layout::Layout;
 pub use protected::PathGuard;
 pub use reference_status::ReferenceStatus;
-pub use settings::{SearchSettings, Settings, StorageMode};
+pub use settings::{DEFAULT_CODE_MODEL, SearchSettings, Settings, StorageMode};

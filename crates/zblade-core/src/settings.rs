@@ -270,13 +270,21 @@ pub struct ImportSettings {
     pub extra: Map<String, Value>,
 }
 
-/// `search`: the embedding model for semantic search.
+/// The code model shipped with zblade (trained here on documented public code; docs/SEARCH.md,
+/// "How the code model is made"): the default embedding model for code.
+pub const DEFAULT_CODE_MODEL: &str = "zblade-code-v1";
+
+/// `search`: the embedding models for semantic search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SearchSettings {
-    /// A model name, looked up in `$ZBLADE_MODELS_DIR` (default `~/.cache/zblade/models`), or
-    /// an absolute path to a model directory.
+    /// The model for conversations and moments: a model name, looked up in
+    /// `$ZBLADE_MODELS_DIR` (default `~/.cache/zblade/models`), or an absolute path to a model
+    /// directory.
     pub embedding_model: String,
+    /// The model for project code, named the same way. When it is not installed, code is
+    /// embedded with `embedding_model`; set it equal to `embedding_model` for one model.
+    pub code_model: String,
     /// Unknown fields.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -286,6 +294,7 @@ impl Default for SearchSettings {
     fn default() -> Self {
         SearchSettings {
             embedding_model: "all-minilm-l6-v2-int8".into(),
+            code_model: DEFAULT_CODE_MODEL.into(),
             extra: Map::new(),
         }
     }

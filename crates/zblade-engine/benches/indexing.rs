@@ -159,7 +159,7 @@ fn chunk_texts(root: &Path) -> Vec<String> {
         for chunk in zblade_engine::chunk_rows(&rel, &text) {
             if seen.insert(chunk.vector_cid) {
                 let body = lines[chunk.start_line as usize - 1..chunk.end_line as usize].join("\n");
-                texts.push(code::embedding_text(&rel, chunk.symbol.as_deref(), &body));
+                texts.push(zblade_syntax::embedding_text(&rel, chunk.symbol.as_deref(), &body));
             }
         }
     }

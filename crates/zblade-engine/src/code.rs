@@ -105,7 +105,7 @@ fn read_one(root: &Path, rel: &str, known: Option<&CodeFileState>) -> Outcome {
 /// (functions, types, impls, Markdown sections; see `zblade-syntax`), in line windows
 /// otherwise.
 pub fn chunk_rows(rel: &str, text: &str) -> Vec<CodeChunkRow> {
-    let Some(pieces) = zblade_syntax::chunk(Path::new(rel), text, code::WINDOW_CHARS) else {
+    let Some(pieces) = zblade_syntax::chunk(Path::new(rel), text, zblade_syntax::CHUNK_CHARS) else {
         return line_window_rows(text);
     };
     let module = zblade_syntax::module_path(Path::new(rel));
@@ -115,7 +115,7 @@ pub fn chunk_rows(rel: &str, text: &str) -> Vec<CodeChunkRow> {
         .map(|piece| {
             let body = lines[piece.start_line as usize - 1..piece.end_line as usize].join("\n");
             let symbol = piece.symbol();
-            let vector_text = code::embedding_text(rel, symbol.as_deref(), &body);
+            let vector_text = zblade_syntax::embedding_text(rel, symbol.as_deref(), &body);
             CodeChunkRow {
                 start_line: piece.start_line,
                 end_line: piece.end_line,

@@ -68,8 +68,8 @@ pub use registry::{history_of_all_projects, known_projects, remember_project};
 pub use remote::connect;
 pub use search::{Hit, SearchResults};
 pub use semantic::{
-    ANN_THRESHOLD, CANDIDATES, EmbedReport, HYBRID_NEIGHBOUR_WEIGHT, HYBRID_SEMANTIC_WEIGHT, IndexReport, IndexStage,
-    SearchMode,
+    ANN_THRESHOLD, CANDIDATES, CODE_SEMANTIC_WEIGHT, EmbedReport, HYBRID_NEIGHBOUR_WEIGHT, HYBRID_SEMANTIC_WEIGHT,
+    IndexReport, IndexStage, SearchMode,
 };
 pub use show::{MessageMatch, Shown};
 pub use status::Status;

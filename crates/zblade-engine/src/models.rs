@@ -16,8 +16,11 @@ pub struct ModelEntry {
     pub name: String,
     /// Its directory, when installed.
     pub dir: Option<String>,
-    /// Whether search is configured to use it.
+    /// Whether search is configured to use it for conversations and moments.
     pub active: bool,
+    /// Whether code search uses it (the code model, or the conversation model when no code
+    /// model is installed).
+    pub code: bool,
     /// The hub repository it downloads from, for known models.
     pub repo: Option<String>,
 }
@@ -68,6 +71,7 @@ impl Project {
     /// Installed models (in [`models_dir`]) and the known ones that can be downloaded.
     pub fn list_models(&self) -> Vec<ModelEntry> {
         let configured = self.embedding_model_dir();
+        let code = self.code_model_dir().unwrap_or_else(|| configured.clone());
         let mut out: Vec<ModelEntry> = Vec::new();
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(models_dir())
             .into_iter()
@@ -76,8 +80,10 @@ impl Project {
             .map(|e| e.path())
             .filter(|p| is_model_dir(p) && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
             .collect();
-        if is_model_dir(&configured) && !dirs.contains(&configured) {
-            dirs.push(configured.clone());
+        for dir in [&configured, &code] {
+            if is_model_dir(dir) && !dirs.contains(dir) {
+                dirs.push(dir.clone());
+            }
         }
         dirs.sort();
         for dir in dirs {
@@ -88,6 +94,7 @@ impl Project {
             out.push(ModelEntry {
                 repo: zblade_models::known_embedding_model(&name).map(|m| m.repo.to_string()),
                 active: dir == configured,
+                code: dir == code,
                 dir: Some(dir.display().to_string()),
                 name,
             });
@@ -98,6 +105,7 @@ impl Project {
                     name: known.name.to_string(),
                     dir: None,
                     active: false,
+                    code: false,
                     repo: Some(known.repo.to_string()),
                 });
             }

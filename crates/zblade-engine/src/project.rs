@@ -81,14 +81,20 @@ pub struct Project {
     pub(crate) embedder: std::sync::OnceLock<
         std::result::Result<std::sync::Mutex<Box<dyn zblade_search::Embedder>>, zblade_search::EmbedError>,
     >,
+    /// The code model (`search.code_model`), loaded on first use when code has a model of
+    /// its own; see [`crate::semantic::Space`].
+    pub(crate) code_embedder: std::sync::OnceLock<
+        std::result::Result<std::sync::Mutex<Box<dyn zblade_search::Embedder>>, zblade_search::EmbedError>,
+    >,
     /// The id of the embedder given to [`Project::use_embedder`], if one was.
     pub(crate) given_embedder: Option<String>,
-    /// Embeddings of recent query texts: the same question asked again (paging, a re-run
-    /// after re-indexing stale files, context assembly) skips the model.
+    /// Embeddings of recent query texts, by model id and text: the same question asked again
+    /// (paging, a re-run after re-indexing stale files, context assembly) skips the model.
     pub(crate) query_vectors: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
-    /// The vector table searches read, kept open across searches (opening one costs a runtime,
-    /// a connection and a manifest read), with the model id it belongs to.
-    pub(crate) vector_reader: std::sync::Mutex<Option<(String, std::sync::Arc<zblade_search::VectorStore>)>>,
+    /// The vector tables searches read (one per model: conversations, code), kept open across
+    /// searches (opening one costs a runtime, a connection and a manifest read), with the model
+    /// id each belongs to.
+    pub(crate) vector_readers: std::sync::Mutex<Vec<(String, std::sync::Arc<zblade_search::VectorStore>)>>,
     /// What unrelated prompts score here, for the relevance gate (measured once, kept).
     pub(crate) gate_null: crate::gate::NullCache,
     /// The compressor model, loaded on first use; `Err` says why there is none.
@@ -183,9 +189,10 @@ impl Project {
             settings,
             index,
             embedder: std::sync::OnceLock::new(),
+            code_embedder: std::sync::OnceLock::new(),
             given_embedder: None,
             query_vectors: Default::default(),
-            vector_reader: Default::default(),
+            vector_readers: Default::default(),
             gate_null: Default::default(),
             compressor: std::sync::OnceLock::new(),
             interrupt: None,
@@ -201,15 +208,16 @@ impl Project {
         self.interrupt = Some(flag);
     }
 
-    /// Embeds with `embedder` instead of the configured local model (a hosted model, or a
-    /// [`zblade_search::FakeEmbedder`] in tests). Its vectors live in a table of their own,
-    /// named by its model id; chunks are still named by content digest, so switching back and
-    /// forth re-embeds nothing twice.
+    /// Embeds with `embedder` instead of the configured local models (a hosted model, or a
+    /// [`zblade_search::FakeEmbedder`] in tests), for conversations and code alike. Its
+    /// vectors live in a table of their own, named by its model id; chunks are still named by
+    /// content digest, so switching back and forth re-embeds nothing twice.
     pub fn use_embedder(&mut self, embedder: Box<dyn zblade_search::Embedder>) {
         self.given_embedder = Some(embedder.model_id().to_string());
         self.embedder = std::sync::OnceLock::from(Ok(std::sync::Mutex::new(embedder)));
+        self.code_embedder = std::sync::OnceLock::new();
         self.query_vectors = Default::default();
-        self.vector_reader = Default::default();
+        self.vector_readers = Default::default();
     }
 
     /// Looks for coding agents' sessions under `places` instead of this process's home and

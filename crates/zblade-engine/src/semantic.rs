@@ -45,14 +45,18 @@ pub enum SearchMode {
 /// What embedding new chunks did.
 #[derive(Debug, Clone, Serialize)]
 pub struct EmbedReport {
-    /// The embedding model.
+    /// The embedding model of conversations and moments (and of code without a code model).
     pub model: String,
+    /// The code model, when code has a model of its own.
+    pub code_model: Option<String>,
     /// Chunks of messages, moments and code.
     pub chunks: usize,
     /// Distinct texts (CIDs) among them.
     pub distinct: usize,
     /// CIDs embedded by this run (the others already had vectors).
     pub embedded: usize,
+    /// Of those, code chunks: all of them once after the code model changes.
+    pub code_embedded: usize,
     /// Vectors of CIDs no longer in the catalog, removed.
     pub removed: usize,
     /// Whether vector search uses an approximate (ANN) index.
@@ -91,6 +95,15 @@ pub enum IndexStage {
     Summaries,
 }
 
+/// A model's directory from its name in the settings: an absolute path, or a name under
+/// [`crate::models::models_dir`].
+fn model_dir_named(name: &str) -> PathBuf {
+    if PathBuf::from(name).is_absolute() {
+        return PathBuf::from(name);
+    }
+    crate::models::models_dir().join(name)
+}
+
 pub(crate) fn secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
 }
@@ -105,6 +118,11 @@ pub const CANDIDATES: usize = 50;
 /// of names and specific terms, and keeping its score gaps lets a clear keyword match stay
 /// ahead while vectors reorder near-ties and add what keywords miss.
 pub const HYBRID_SEMANTIC_WEIGHT: f64 = 0.4;
+/// The semantic list's weight when only code is searched (`--kind code`, `search_project`):
+/// chosen on the tuning crates of the code-search benchmark with the code model
+/// (docs/BENCHMARKS.md, "Code search"), where vectors that understand code earn more weight
+/// than on conversation memory.
+pub const CODE_SEMANTIC_WEIGHT: f64 = 0.4;
 /// After fusion, each message gains this share of the best score of the messages just before
 /// and after it ([`spread_to_neighbours`]): an answer sits next to the question that matched.
 /// Chosen with [`HYBRID_SEMANTIC_WEIGHT`] on the same tuning split.
@@ -127,23 +145,58 @@ pub(crate) fn search_error(e: impl std::fmt::Display) -> Error {
     }
 }
 
+/// Which embedding model a text is embedded with, and so which vector table holds it:
+/// conversations and moments (`search.embedding_model`) or project code (`search.code_model`).
+/// When the code model is not installed, or is the same model, code lives in the memory
+/// space: one model, one table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Space {
+    /// Messages and moments.
+    Memory,
+    /// Code chunks.
+    Code,
+}
+
 impl Project {
-    /// The directory of the configured embedding model.
+    /// The directory of the configured embedding model (conversations and moments).
     pub(crate) fn embedding_model_dir(&self) -> PathBuf {
-        let name = &self.settings.search.embedding_model;
-        if PathBuf::from(name).is_absolute() {
-            return PathBuf::from(name);
+        model_dir_named(&self.settings.search.embedding_model)
+    }
+
+    /// The code model's directory, when code has a model of its own: configured, installed,
+    /// different from the conversation model, and no embedder was given for both.
+    pub(crate) fn code_model_dir(&self) -> Option<PathBuf> {
+        if self.given_embedder.is_some() {
+            return None;
         }
-        let base = crate::models::models_dir();
-        base.join(name)
+        let dir = model_dir_named(&self.settings.search.code_model);
+        let installed = zblade_search::embed::MODEL_FILES.iter().all(|f| dir.join(f).is_file());
+        (installed && dir != self.embedding_model_dir()).then_some(dir)
+    }
+
+    /// The space code chunks live in.
+    pub(crate) fn code_space(&self) -> Space {
+        if self.code_model_dir().is_some() {
+            Space::Code
+        } else {
+            Space::Memory
+        }
     }
 
     /// The id vectors are stored under: the given embedder's, or the model directory's name.
     pub(crate) fn model_id(&self) -> String {
+        self.model_id_of(Space::Memory)
+    }
+
+    /// The id of the model that embeds `space`.
+    pub(crate) fn model_id_of(&self, space: Space) -> String {
         if let Some(id) = &self.given_embedder {
             return id.clone();
         }
-        let dir = self.embedding_model_dir();
+        let dir = match (space, self.code_model_dir()) {
+            (Space::Code, Some(dir)) => dir,
+            _ => self.embedding_model_dir(),
+        };
         dir.file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "model".into())
@@ -160,25 +213,46 @@ impl Project {
             .map_err(Clone::clone)
     }
 
-    fn vectors(&self, dim: usize) -> Result<VectorStore> {
-        VectorStore::open(&self.layout.vectors_dir(), &self.model_id(), dim).map_err(search_error)
+    /// The model that embeds `space`, loaded once.
+    pub(crate) fn embedder_of(&self, space: Space) -> std::result::Result<&Mutex<Box<dyn Embedder>>, EmbedError> {
+        match (space, self.code_model_dir()) {
+            (Space::Code, Some(dir)) => self
+                .code_embedder
+                .get_or_init(|| {
+                    LocalModel::load(&dir, &self.model_id_of(Space::Code))
+                        .map(|model| Mutex::new(Box::new(model) as Box<dyn Embedder>))
+                })
+                .as_ref()
+                .map_err(Clone::clone),
+            _ => self.embedder(),
+        }
     }
 
-    /// The configured model's vector table for searching, opened on first use and kept;
-    /// `None` when nothing has been embedded with that model yet.
+    fn vectors_of(&self, space: Space, dim: usize) -> Result<VectorStore> {
+        VectorStore::open(&self.layout.vectors_dir(), &self.model_id_of(space), dim).map_err(search_error)
+    }
+
+    /// The conversation model's vector table for searching (see [`Project::vector_reader_of`]).
     pub(crate) fn vector_reader(&self) -> Result<Option<Arc<VectorStore>>> {
-        let model = self.model_id();
-        let mut cached = self.vector_reader.lock().expect("vector reader lock");
-        if let Some((id, store)) = cached.as_ref()
-            && *id == model
-        {
+        self.vector_reader_of(Space::Memory)
+    }
+
+    /// The vector table of `space`'s model for searching, opened on first use and kept;
+    /// `None` when nothing has been embedded with that model yet.
+    pub(crate) fn vector_reader_of(&self, space: Space) -> Result<Option<Arc<VectorStore>>> {
+        let model = self.model_id_of(space);
+        let mut cached = self.vector_readers.lock().expect("vector reader lock");
+        if let Some((_, store)) = cached.iter().find(|(id, _)| *id == model) {
             return Ok(Some(store.clone()));
         }
         let Some(store) = VectorStore::open_existing(&self.layout.vectors_dir(), &model).map_err(search_error)? else {
             return Ok(None);
         };
         let store = Arc::new(store);
-        *cached = Some((model, store.clone()));
+        // Two tables at most are in use (conversations, code); a model switched away from is
+        // dropped here.
+        cached.retain(|(id, _)| *id == self.model_id_of(Space::Memory) || *id == self.model_id_of(Space::Code));
+        cached.push((model, store.clone()));
         Ok(Some(store))
     }
 
@@ -260,28 +334,44 @@ impl Project {
         })
     }
 
-    /// Embeds every chunk (messages, moments, indexed code) that has no vector yet for the
-    /// configured model, reporting progress as (done, total); removes vectors nobody uses any
-    /// more, compacts the table and, past [`ANN_THRESHOLD`] vectors, keeps an ANN index.
+    /// Embeds every chunk (messages, moments, indexed code) that has no vector yet for its
+    /// model (code with the code model when it has one, see [`Space`]), reporting progress as
+    /// (done, total); removes vectors nobody uses any more, compacts the tables and, past
+    /// [`ANN_THRESHOLD`] vectors, keeps an ANN index.
     pub fn index_semantic(&mut self, progress: &mut dyn FnMut(usize, usize)) -> Result<EmbedReport> {
         let started = Instant::now();
         let chunks = self.embedding_chunks()?;
         let rows = self.store_chunk_rows(&chunks)?;
-        let embedder = self.embedder().map_err(|e| Error::Usage(e.to_string()))?;
-        let dim = embedder.lock().expect("embedder lock").dim();
-        let mut store = self.vectors(dim)?;
-        let have = store.cids().map_err(search_error)?;
-        // CID → text, for the CIDs still to embed.
-        let mut todo: Vec<(String, String)> = Vec::new();
+        let code_space = self.code_space();
+        let memory = self
+            .embedder_of(Space::Memory)
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        let memory_store = self.vectors_of(Space::Memory, memory.lock().expect("embedder lock").dim())?;
+        let memory_have = memory_store.cids().map_err(search_error)?;
+        let code_store = match code_space {
+            Space::Memory => None,
+            Space::Code => {
+                let code = self.embedder_of(Space::Code).map_err(|e| Error::Usage(e.to_string()))?;
+                Some(self.vectors_of(Space::Code, code.lock().expect("embedder lock").dim())?)
+            }
+        };
+        let code_have = match &code_store {
+            Some(store) => store.cids().map_err(search_error)?,
+            None => memory_have.clone(),
+        };
+        // CID → text, for the CIDs still to embed, per space.
+        let mut memory_todo: Vec<(String, String)> = Vec::new();
         let mut seen = HashSet::new();
         for (row, chunk) in rows.iter().zip(chunks) {
-            if !have.contains(&row.cid) && seen.insert(row.cid.clone()) {
-                todo.push((row.cid.clone(), chunk.text));
+            if !memory_have.contains(&row.cid) && seen.insert(row.cid.clone()) {
+                memory_todo.push((row.cid.clone(), chunk.text));
             }
         }
+        if code_space == Space::Code {
+            seen.clear();
+        }
         let code_chunks = self.index()?.code_chunks()?;
-        let (code_todo, stale_files) = self.code_texts(&code_chunks, &have, &mut seen);
-        todo.extend(code_todo);
+        let (mut code_todo, stale_files) = self.code_texts(&code_chunks, &code_have, &mut seen);
         if !stale_files.is_empty() {
             // Files changed since they were indexed: index them again and embed what they hold now.
             self.index_code_paths(&stale_files, &mut |_, _| {})?;
@@ -291,49 +381,79 @@ impl Project {
                 .into_iter()
                 .filter(|c| stale_files.contains(&c.path))
                 .collect();
-            todo.extend(self.code_texts(&fresh, &have, &mut seen).0);
+            code_todo.extend(self.code_texts(&fresh, &code_have, &mut seen).0);
         }
-        let mut wanted: HashSet<String> = rows.iter().map(|r| r.cid.clone()).collect();
-        wanted.extend(self.index()?.code_chunks()?.into_iter().map(|c| c.vector_cid));
-        let stale: Vec<String> = have.iter().filter(|c| !wanted.contains(c.as_str())).cloned().collect();
-        let embedder = self.embedder().map_err(|e| Error::Usage(e.to_string()))?;
-        // Similar lengths together: the model pads each batch to its longest text, so mixing a
-        // one-line message with a 256-token code chunk costs the one-liner 256 tokens of work.
-        todo.sort_by_key(|(_, text)| text.len());
-        let total = todo.len();
+        let memory_wanted: HashSet<String> = rows.iter().map(|r| r.cid.clone()).collect();
+        let code_wanted: HashSet<String> = self.index()?.code_chunks()?.into_iter().map(|c| c.vector_cid).collect();
+        let distinct = match code_space {
+            Space::Memory => memory_wanted.union(&code_wanted).count(),
+            Space::Code => memory_wanted.len() + code_wanted.len(),
+        };
+        let total = memory_todo.len() + code_todo.len();
+        let code_embedded = code_todo.len();
         progress(0, total);
         let mut done = 0;
-        for batch in todo.chunks(EMBED_BATCH) {
-            self.check_interrupt()?;
-            let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
-            let vectors = embedder
-                .lock()
-                .expect("embedder lock")
-                .embed(&texts)
-                .map_err(search_error)?;
-            let rows: Vec<(String, Vec<f32>)> = batch.iter().map(|(c, _)| c.clone()).zip(vectors).collect();
-            store.add(&rows).map_err(search_error)?;
-            done += batch.len();
-            progress(done, total);
+        // One table per space: what it should hold, what to add, the store.
+        let mut plans: Vec<(
+            Space,
+            VectorStore,
+            HashSet<String>,
+            HashSet<String>,
+            Vec<(String, String)>,
+        )> = Vec::new();
+        match code_store {
+            None => {
+                memory_todo.extend(code_todo);
+                let wanted = memory_wanted.union(&code_wanted).cloned().collect();
+                plans.push((Space::Memory, memory_store, memory_have, wanted, memory_todo));
+            }
+            Some(code_store) => {
+                plans.push((Space::Memory, memory_store, memory_have, memory_wanted, memory_todo));
+                plans.push((Space::Code, code_store, code_have, code_wanted, code_todo));
+            }
         }
-        if !stale.is_empty() {
-            store.remove(&stale).map_err(search_error)?;
-        }
-        // Compaction and index builds prune old versions: one process at a time, or each would
-        // remove versions the other is rewriting.
-        let ann_index = {
+        let mut removed = 0;
+        let mut ann_index = false;
+        for (space, mut store, have, wanted, mut todo) in plans {
+            let embedder = self.embedder_of(space).map_err(|e| Error::Usage(e.to_string()))?;
+            // Similar lengths together: the model pads each batch to its longest text, so
+            // mixing a one-line message with a 256-token code chunk costs the one-liner 256
+            // tokens of work.
+            todo.sort_by_key(|(_, text)| text.len());
+            for batch in todo.chunks(EMBED_BATCH) {
+                self.check_interrupt()?;
+                let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
+                let vectors = embedder
+                    .lock()
+                    .expect("embedder lock")
+                    .embed(&texts)
+                    .map_err(search_error)?;
+                let rows: Vec<(String, Vec<f32>)> = batch.iter().map(|(c, _)| c.clone()).zip(vectors).collect();
+                store.add(&rows).map_err(search_error)?;
+                done += batch.len();
+                progress(done, total);
+            }
+            let stale: Vec<String> = have.iter().filter(|c| !wanted.contains(c.as_str())).cloned().collect();
+            if !stale.is_empty() {
+                store.remove(&stale).map_err(search_error)?;
+            }
+            removed += stale.len();
+            // Compaction and index builds prune old versions: one process at a time, or each
+            // would remove versions the other is rewriting.
             let _lock = crate::lock::hold(&self.layout, VECTORS_LOCK)?;
-            if total > 0 || !stale.is_empty() {
+            if !todo.is_empty() || !stale.is_empty() {
                 store.compact().map_err(search_error)?;
             }
-            store.ensure_ann_index(ANN_THRESHOLD).map_err(search_error)?
-        };
+            ann_index |= store.ensure_ann_index(ANN_THRESHOLD).map_err(search_error)?;
+        }
         Ok(EmbedReport {
             model: self.model_id(),
+            code_model: (code_space == Space::Code).then(|| self.model_id_of(Space::Code)),
             chunks: rows.len() + code_chunks.len(),
-            distinct: wanted.len(),
+            distinct,
             embedded: total,
-            removed: stale.len(),
+            code_embedded,
+            removed,
             ann_index,
             elapsed: started.elapsed(),
         })
@@ -367,7 +487,7 @@ impl Project {
             match text.and_then(|t| zblade_search::code::lines_of(t, chunk.start_line, chunk.end_line)) {
                 Some(lines) if cid(&lines) == chunk.cid => {
                     seen.insert(chunk.vector_cid.clone());
-                    let text = zblade_search::code::embedding_text(&chunk.path, chunk.symbol.as_deref(), &lines);
+                    let text = zblade_syntax::embedding_text(&chunk.path, chunk.symbol.as_deref(), &lines);
                     todo.push((chunk.vector_cid.clone(), text));
                 }
                 _ => {
@@ -383,11 +503,12 @@ impl Project {
     /// Embeds the code chunks of these files that have no vector yet; used by the watcher
     /// after re-indexing changed files. Does nothing when no model is available.
     pub(crate) fn embed_code_paths(&mut self, paths: &[String]) -> Result<usize> {
-        let Ok(embedder) = self.embedder() else {
+        let space = self.code_space();
+        let Ok(embedder) = self.embedder_of(space) else {
             return Ok(0);
         };
         let dim = embedder.lock().expect("embedder lock").dim();
-        let store = self.vectors(dim)?;
+        let store = self.vectors_of(space, dim)?;
         let wanted: HashSet<&str> = paths.iter().map(String::as_str).collect();
         let chunks: Vec<_> = self
             .index()?
@@ -411,34 +532,45 @@ impl Project {
         Ok(todo.len())
     }
 
-    /// Removes what search no longer needs: vector tables of models other than the configured
-    /// one (after switching models), and vectors of CIDs no chunk uses. Returns the tables
+    /// Removes what search no longer needs: vector tables of models no longer configured
+    /// (after switching models), and vectors of CIDs no chunk uses. Returns the tables
     /// dropped and the vectors removed.
     pub fn gc(&mut self) -> Result<(Vec<String>, usize)> {
         let dir = self.layout.vectors_dir();
-        let keep = zblade_search::vectors::table_name(&self.model_id());
+        let code_space = self.code_space();
+        let keep = [
+            zblade_search::vectors::table_name(&self.model_id_of(Space::Memory)),
+            zblade_search::vectors::table_name(&self.model_id_of(Space::Code)),
+        ];
         let mut dropped = Vec::new();
         for table in VectorStore::tables(&dir).map_err(search_error)? {
-            if table != keep {
+            if !keep.contains(&table) {
                 VectorStore::drop_table(&dir, &table).map_err(search_error)?;
                 dropped.push(table);
             }
         }
+        self.vector_readers.lock().expect("vector reader lock").clear();
+        let memory_wanted: HashSet<String> = self.refresh_chunks()?.into_iter().map(|r| r.cid).collect();
+        let code_wanted: HashSet<String> = self.index()?.code_chunks()?.into_iter().map(|c| c.vector_cid).collect();
+        let spaces = match code_space {
+            Space::Memory => vec![(Space::Memory, memory_wanted.union(&code_wanted).cloned().collect())],
+            Space::Code => vec![(Space::Memory, memory_wanted), (Space::Code, code_wanted)],
+        };
         let mut removed = 0;
-        let rows = self.refresh_chunks()?;
-        let mut wanted: HashSet<String> = rows.into_iter().map(|r| r.cid).collect();
-        wanted.extend(self.index()?.code_chunks()?.into_iter().map(|c| c.vector_cid));
-        if let Ok(model) = self.embedder() {
+        for (space, wanted) in spaces {
+            let Ok(model) = self.embedder_of(space) else {
+                continue;
+            };
             let dim = model.lock().expect("embedder lock").dim();
-            let store = self.vectors(dim)?;
+            let store = self.vectors_of(space, dim)?;
             let stale: Vec<String> = store
                 .cids()
                 .map_err(search_error)?
                 .into_iter()
                 .filter(|c| !wanted.contains(c.as_str()))
                 .collect();
-            removed = stale.len();
-            if removed > 0 {
+            removed += stale.len();
+            if !stale.is_empty() {
                 store.remove(&stale).map_err(search_error)?;
             }
             let _lock = crate::lock::hold(&self.layout, VECTORS_LOCK)?;
@@ -449,8 +581,13 @@ impl Project {
 
     /// The embedding of a query text, from the cache of recent queries or the model.
     pub fn query_vector(&self, text: &str) -> Result<Vec<f32>> {
-        let embedder = self.embedder().map_err(|e| Error::Usage(e.to_string()))?;
-        embed_query(embedder, &self.query_vectors, text)
+        self.query_vector_of(Space::Memory, text)
+    }
+
+    /// The embedding of a query text by `space`'s model.
+    pub(crate) fn query_vector_of(&self, space: Space, text: &str) -> Result<Vec<f32>> {
+        let embedder = self.embedder_of(space).map_err(|e| Error::Usage(e.to_string()))?;
+        embed_query(embedder, &self.query_vectors, &self.model_id_of(space), text)
     }
 
     /// How many neighbours the first vector query asks for, so that usually `limit` pass the
@@ -465,18 +602,79 @@ impl Project {
         }
     }
 
+    /// The spaces a query of this kind searches: code, memory, or both.
+    fn spaces_for(&self, kind: SearchKind) -> Vec<Space> {
+        let code = self.code_space();
+        match kind {
+            SearchKind::Code => vec![code],
+            SearchKind::Messages | SearchKind::Moments | SearchKind::Conversations => vec![Space::Memory],
+            SearchKind::All if code == Space::Code => vec![Space::Memory, Space::Code],
+            SearchKind::All => vec![Space::Memory],
+        }
+    }
+
+    /// The first neighbours of the query in each space it searches (embedding the query
+    /// with each space's model). Touches no SQLite: the result is a closure that can run on
+    /// another thread.
+    fn vector_half<'a>(
+        &'a self,
+        query: &'a SearchQuery,
+        fetch: usize,
+    ) -> Result<impl FnOnce() -> Result<Vec<(Space, Option<Neighbours>)>> + Send + 'a> {
+        let mut lookups = Vec::new();
+        for space in self.spaces_for(query.kind) {
+            // A model with nothing embedded yet is not even loaded.
+            let Some(store) = self.vector_reader_of(space)? else {
+                continue;
+            };
+            let embedder = self.embedder_of(space).map_err(|e| Error::Usage(e.to_string()))?;
+            lookups.push((space, embedder, self.model_id_of(space), Some(store)));
+        }
+        let cache = &self.query_vectors;
+        Ok(move || {
+            lookups
+                .into_iter()
+                .map(|(space, embedder, model, store)| {
+                    Ok((
+                        space,
+                        first_neighbours(embedder, cache, &model, store, &query.text, fetch)?,
+                    ))
+                })
+                .collect()
+        })
+    }
+
     /// Messages, moments and code chunks nearest to the query in meaning that pass its kind
     /// and filter, as (key, similarity), best first.
-    fn semantic_keys(&self, query: &SearchQuery, limit: usize) -> Result<Vec<(String, f64)>> {
-        let embedder = self.embedder().map_err(|e| Error::Usage(e.to_string()))?;
-        let first = first_neighbours(
-            embedder,
-            &self.query_vectors,
-            self.vector_reader()?,
-            &query.text,
-            Self::first_fetch(query, limit),
-        )?;
-        self.keys_of_neighbours(query, limit, first)
+    fn semantic_keys(&self, query: &SearchQuery, limit: usize) -> Result<(Vec<(String, f64)>, Option<f64>)> {
+        let firsts = self.vector_half(query, Self::first_fetch(query, limit))?()?;
+        self.keys_in_spaces(query, limit, firsts)
+    }
+
+    /// The owners of each space's neighbours, merged by similarity, and the similarity the
+    /// relevance gate reads: the nearest memory chunk's when memory was searched (its null
+    /// is measured with the memory model), else the nearest code chunk's.
+    fn keys_in_spaces(
+        &self,
+        query: &SearchQuery,
+        limit: usize,
+        firsts: Vec<(Space, Option<Neighbours>)>,
+    ) -> Result<(Vec<(String, f64)>, Option<f64>)> {
+        let separate = self.code_space() == Space::Code;
+        let mut all: Vec<(String, f64)> = Vec::new();
+        let mut nearest = None;
+        for (space, first) in firsts {
+            let keys = self.keys_of_neighbours(query, limit, first, separate.then_some(space))?;
+            if nearest.is_none() || space == Space::Memory {
+                nearest = keys.first().map(|(_, similarity)| *similarity).or(nearest);
+            }
+            all.extend(keys);
+        }
+        // Similarities of two models are not on one scale; within a kind each list is one
+        // model's, and hybrid search rescales the merged list anyway.
+        all.sort_by(|a, b| b.1.total_cmp(&a.1));
+        all.truncate(limit);
+        Ok((all, nearest))
     }
 
     /// The owners (messages, moments, code chunks) of `first`'s neighbours that pass the
@@ -486,6 +684,7 @@ impl Project {
         query: &SearchQuery,
         limit: usize,
         first: Option<Neighbours>,
+        only: Option<Space>,
     ) -> Result<Vec<(String, f64)>> {
         let Some(Neighbours {
             vector,
@@ -500,6 +699,13 @@ impl Project {
         let wanted_kind = |key: &str| {
             let is_code = key.starts_with("code:");
             let is_message = !is_code && key.contains('/');
+            // A text in two spaces (the same words in a message and a code chunk) counts
+            // only where its kind is embedded.
+            match only {
+                Some(Space::Code) if !is_code => return false,
+                Some(Space::Memory) if is_code => return false,
+                _ => {}
+            }
             match query.kind {
                 SearchKind::Messages => is_message,
                 SearchKind::Moments => !is_code && !is_message,
@@ -542,26 +748,40 @@ impl Project {
     /// Why semantic search cannot run now, if it cannot: no runtime or model, or nothing
     /// embedded yet.
     pub fn semantic_unavailable(&self) -> Option<String> {
-        // Ask the vector table first: it is cheap, and loading a model is not.
-        match self
-            .vector_reader()
-            .and_then(|r| r.map(|s| s.len().map_err(search_error)).transpose())
-        {
-            Ok(Some(n)) if n > 0 => {}
-            Ok(_) => {
-                // Say the root cause: "run zblade index" does not help without a runtime or model.
-                let local_model_problem = match self.given_embedder {
-                    Some(_) => None,
-                    None => zblade_search::embed::quick_check(&self.embedding_model_dir()),
-                };
-                return Some(match local_model_problem {
-                    Some(e) => format!("{e}; using keyword search"),
-                    None => "nothing is embedded yet (run `zblade index`); using keyword search".into(),
-                });
+        self.semantic_unavailable_for(SearchKind::All)
+    }
+
+    /// Why semantic search of this kind cannot run now: it can when one of the spaces the kind
+    /// searches has vectors and its model loads.
+    pub(crate) fn semantic_unavailable_for(&self, kind: SearchKind) -> Option<String> {
+        let spaces = self.spaces_for(kind);
+        // Ask the vector tables first: it is cheap, and loading a model is not.
+        let mut embedded = Vec::new();
+        for &space in &spaces {
+            match self
+                .vector_reader_of(space)
+                .and_then(|r| r.map(|s| s.len().map_err(search_error)).transpose())
+            {
+                Ok(Some(n)) if n > 0 => embedded.push(space),
+                Ok(_) => {}
+                Err(e) => return Some(format!("vectors: {e}; using keyword search")),
             }
-            Err(e) => return Some(format!("vectors: {e}; using keyword search")),
         }
-        self.embedder().err().map(|e| format!("{e}; using keyword search"))
+        if embedded.is_empty() {
+            // Say the root cause: "run zblade index" does not help without a runtime or model.
+            let local_model_problem = match self.given_embedder {
+                Some(_) => None,
+                None => zblade_search::embed::quick_check(&self.embedding_model_dir()),
+            };
+            return Some(match local_model_problem {
+                Some(e) => format!("{e}; using keyword search"),
+                None => "nothing is embedded yet (run `zblade index`); using keyword search".into(),
+            });
+        }
+        spaces
+            .iter()
+            .find_map(|&space| self.embedder_of(space).err())
+            .map(|e| format!("{e}; using keyword search"))
     }
 
     /// Search in the given mode (`None`: hybrid when a model and vectors are there, else
@@ -576,7 +796,7 @@ impl Project {
     ) -> Result<ModeSearch> {
         let unavailable = match mode {
             Some(SearchMode::Keyword) => None,
-            _ => self.semantic_unavailable(),
+            _ => self.semantic_unavailable_for(query.kind),
         };
         let effective = match (mode, &unavailable) {
             (Some(SearchMode::Keyword), _) | (_, Some(_)) => SearchMode::Keyword,
@@ -595,8 +815,8 @@ impl Project {
             SearchMode::Keyword if snippets => index.search(query)?,
             SearchMode::Keyword => index.search_candidates(query)?,
             SearchMode::Semantic => {
-                let keys = self.semantic_keys(query, query.limit)?;
-                nearest = keys.first().map(|(_, similarity)| *similarity);
+                let (keys, best) = self.semantic_keys(query, query.limit)?;
+                nearest = best;
                 let mut hits = Vec::new();
                 for (key, similarity) in keys {
                     hits.extend(index.hit_for_key(&key, similarity)?);
@@ -608,37 +828,33 @@ impl Project {
                     limit: CANDIDATES,
                     ..query.clone()
                 };
-                let embedder = self.embedder().map_err(|e| Error::Usage(e.to_string()))?;
-                let store = self.vector_reader()?;
-                let fetch = Self::first_fetch(query, CANDIDATES);
-                let (cache, text) = (&self.query_vectors, &query.text);
-                let (keyword, first) = if halves_in_parallel() {
+                let vector_half = self.vector_half(query, Self::first_fetch(query, CANDIDATES))?;
+                let (keyword, firsts) = if halves_in_parallel() {
                     // The vector half (embedding the query, nearest neighbours) runs on a thread
                     // of its own while SQLite runs the keyword half: they share nothing until
                     // the neighbours' owners are looked up. Only what is safe to share goes to
                     // the thread (not `self`: SQLite stays here).
                     std::thread::scope(|scope| {
-                        let vectors = scope.spawn(move || first_neighbours(embedder, cache, store, text, fetch));
+                        let vectors = scope.spawn(vector_half);
                         let keyword = index.search_candidates(&wide);
-                        let first = vectors
+                        let firsts = vectors
                             .join()
                             .unwrap_or_else(|_| Err(search_error("the vector search thread panicked")));
-                        (keyword, first)
+                        (keyword, firsts)
                     })
                 } else {
                     let keyword = index.search_candidates(&wide);
-                    (keyword, first_neighbours(embedder, cache, store, text, fetch))
+                    (keyword, vector_half())
                 };
                 let keyword = keyword?;
-                let semantic = self.keys_of_neighbours(query, CANDIDATES, first?)?;
-                nearest = semantic.first().map(|(_, similarity)| *similarity);
+                let (semantic, best) = self.keys_in_spaces(query, CANDIDATES, firsts?)?;
+                nearest = best;
                 let keyword_scores: Vec<(String, f64)> = keyword.iter().map(|h| (hit_key(h), h.score)).collect();
-                // Code search was tuned on its own benchmark too (docs/BENCHMARKS.md, "Code
-                // search"): the same weight came out best there, so one weight serves both.
-                let lists = [
-                    (keyword_scores.as_slice(), 1.0 - HYBRID_SEMANTIC_WEIGHT),
-                    (semantic.as_slice(), HYBRID_SEMANTIC_WEIGHT),
-                ];
+                let weight = match query.kind {
+                    SearchKind::Code => CODE_SEMANTIC_WEIGHT,
+                    _ => HYBRID_SEMANTIC_WEIGHT,
+                };
+                let lists = [(keyword_scores.as_slice(), 1.0 - weight), (semantic.as_slice(), weight)];
                 let fused = relative_score_fusion(&lists);
                 let keys: Vec<String> = fused.iter().map(|(key, _)| key.clone()).collect();
                 // A neighbour that was no candidate has passed no filter: with a time or path
@@ -720,14 +936,17 @@ struct Neighbours {
 fn first_neighbours(
     embedder: &Mutex<Box<dyn Embedder>>,
     cache: &Mutex<std::collections::HashMap<String, Vec<f32>>>,
+    model: &str,
     store: Option<Arc<VectorStore>>,
     text: &str,
     fetch: usize,
 ) -> Result<Option<Neighbours>> {
-    let vector = embed_query(embedder, cache, text)?;
+    // Nothing embedded with this model (a project without code, say): no need to embed the
+    // query with it.
     let Some(store) = store else {
         return Ok(None);
     };
+    let vector = embed_query(embedder, cache, model, text)?;
     if store.dim() != vector.len() {
         return Err(search_error(format!(
             "the model makes {} dimensions, its vector table holds {}; run `zblade index` again",
@@ -744,13 +963,15 @@ fn first_neighbours(
     }))
 }
 
-/// The embedding of a query text, from the cache of recent queries or the model.
+/// The embedding of a query text by `model`, from the cache of recent queries or the model.
 fn embed_query(
     embedder: &Mutex<Box<dyn Embedder>>,
     cache: &Mutex<std::collections::HashMap<String, Vec<f32>>>,
+    model: &str,
     text: &str,
 ) -> Result<Vec<f32>> {
-    if let Some(vector) = cache.lock().expect("query cache lock").get(text) {
+    let key = format!("{model}\n{text}");
+    if let Some(vector) = cache.lock().expect("query cache lock").get(&key) {
         return Ok(vector.clone());
     }
     let vector = {
@@ -761,7 +982,7 @@ fn embed_query(
     if cache.len() >= QUERY_CACHE_SIZE {
         cache.clear();
     }
-    cache.insert(text.to_string(), vector.clone());
+    cache.insert(key, vector.clone());
     Ok(vector)
 }
 

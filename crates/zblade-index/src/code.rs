@@ -35,7 +35,7 @@ pub struct CodeChunkRow {
     pub cid: String,
     /// The symbols the chunk holds (`Type::method, Type::other`), for a chunk cut by syntax.
     pub symbol: Option<String>,
-    /// sha256 of what is embedded for the chunk (see `zblade_search::code::embedding_text`).
+    /// sha256 of what is embedded for the chunk (see `zblade_syntax::embedding_text`).
     pub vector_cid: String,
     /// What the keyword index reads in the symbol column: module path and symbols, with
     /// identifiers split (never stored).

@@ -224,17 +224,6 @@ pub fn verify(path: &Path, start: u32, end: u32, expected_cid: &str) -> Option<S
     (cid(&lines) == expected_cid).then_some(lines)
 }
 
-/// What is embedded for a code chunk: for one cut by syntax, its file and symbol path first
-/// (`src/gitignore.rs: GitignoreBuilder::add_line`), so the enclosing type and module are
-/// part of its meaning; a line window alone. Its CID is the chunk's `vector_cid`, so a function
-/// that did not change keeps its vector across re-indexing.
-pub fn embedding_text(path: &str, symbol: Option<&str>, lines: &str) -> String {
-    match symbol {
-        Some(symbol) => format!("{path}: {symbol}\n{lines}"),
-        None => lines.to_string(),
-    }
-}
-
 /// Text for the keyword index: the chunk plus its identifiers split into words, so
 /// `refreshToken` and `refresh_token` are found by "refresh token". Only the index sees it;
 /// the FTS table is contentless, so none of it is stored.

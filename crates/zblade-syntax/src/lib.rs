@@ -11,6 +11,7 @@
 //! Grammars are tree-sitter's (C libraries compiled into this crate); they live here, away
 //! from the crates that do not need them.
 
+pub mod docs;
 mod items;
 mod markdown;
 
@@ -38,6 +39,21 @@ impl SyntaxChunk {
     /// The symbols joined for display and storage: `A::new, A::add`.
     pub fn symbol(&self) -> Option<String> {
         (!self.symbols.is_empty()).then(|| self.symbols.join(", "))
+    }
+}
+
+/// Characters per chunk, at most (about 512 tokens, what embedding models read): the budget
+/// the index cuts files with.
+pub const CHUNK_CHARS: usize = 2000;
+
+/// What is embedded for a code chunk: for one cut by syntax, its file and symbol path first
+/// (`src/gitignore.rs: GitignoreBuilder::add_line`), so the enclosing type and module are
+/// part of its meaning; a line window alone. Its CID is the chunk's `vector_cid`, so a function
+/// that did not change keeps its vector across re-indexing.
+pub fn embedding_text(path: &str, symbol: Option<&str>, lines: &str) -> String {
+    match symbol {
+        Some(symbol) => format!("{path}: {symbol}\n{lines}"),
+        None => lines.to_string(),
     }
 }
 
