@@ -1026,6 +1026,13 @@ impl Render for ProjectStatus<'_> {
             None => "nothing embedded yet (run `zblade index`)".into(),
         };
         line!(out, "embeddings    {}: {vectors}", self.status.embedding_model)?;
+        if let Some(code_model) = &self.status.code_model {
+            let vectors = match self.status.code_vectors {
+                Some(n) => format!("{n} vectors"),
+                None => "nothing embedded yet (run `zblade index`)".into(),
+            };
+            line!(out, "code model    {code_model}: {vectors}")?;
+        }
         if self.status.compressor_model.is_empty() {
             line!(out, "compressor    extractive (no model configured)")?;
         } else {

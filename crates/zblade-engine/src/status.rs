@@ -37,6 +37,11 @@ pub struct Status {
     pub embedding_model: String,
     /// See `embedding_model`.
     pub vectors: Option<usize>,
+    /// The code model, when code has a model of its own (see docs/SEARCH.md, "The code
+    /// model"), and how many vectors it has.
+    pub code_model: Option<String>,
+    /// See `code_model`.
+    pub code_vectors: Option<usize>,
     /// The compressor model configured (`context.compression.local_model`); empty: the
     /// extractive compressor. Not loaded here: `zblade compressor status` checks it loads.
     pub compressor_model: String,
@@ -56,6 +61,10 @@ impl Project {
         let moment_artifacts = count_json(&layout.moments_dir());
         let (code_files, code_chunks) = self.index().ok().and_then(|i| i.code_counts().ok()).unwrap_or_default();
         let vectors = zblade_search::VectorStore::count_in(&layout.vectors_dir(), &self.model_id()).unwrap_or_default();
+        let code_model = (self.code_space() == crate::semantic::Space::Code).then(|| self.model_id_of(crate::semantic::Space::Code));
+        let code_vectors = code_model
+            .as_ref()
+            .and_then(|model| zblade_search::VectorStore::count_in(&layout.vectors_dir(), model).unwrap_or_default());
         let (indexed, schema_version, index_health) = match self.index() {
             Ok(index) => {
                 let counts = index.counts()?;
@@ -91,6 +100,8 @@ impl Project {
             embedding_model: self.settings.search.embedding_model.clone(),
             compressor_model: self.settings.context.compression.local_model.clone(),
             vectors,
+            code_model,
+            code_vectors,
             cache_bytes: dir_size(&layout.cache_dir()),
             index_health,
             schema_version,

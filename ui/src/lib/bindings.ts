@@ -1315,9 +1315,13 @@ name: string;
  */
 installed: boolean; 
 /**
- * Search uses it.
+ * Conversation and moment search uses it.
  */
 active: boolean; 
+/**
+ * Code search uses it.
+ */
+code: boolean; 
 /**
  * Where it downloads from, for known models.
  */
