@@ -252,8 +252,14 @@ fn a_changed_file_is_never_shown_as_indexed_and_is_reindexed_on_read() {
         "the default with a model installed: {:?}",
         fresh.notice
     );
-    assert_eq!(fresh.hits[0].hit.path.as_deref(), Some("src/auth.rs"));
-    assert!(fresh.hits[0].hit.snippet.contains("rotate_hmac_secret"));
+    // Which of the two files ranks first is the tiny random model's call (code search gives
+    // vectors 0.6 of the weight); that the renamed function is found, in its new text, is not.
+    let auth = fresh.hits.iter().find(|h| h.hit.path.as_deref() == Some("src/auth.rs"));
+    assert!(
+        auth.is_some_and(|h| h.hit.snippet.contains("rotate_hmac_secret")),
+        "{:?}",
+        fresh.hits
+    );
     assert!(fresh.hits.iter().all(|h| !h.hit.snippet.contains("rotate_signing_key")));
     // The old words still match the new text in part ("rotate"), never the old text.
     let old = project.search_fresh(&query, Some(SearchMode::Keyword)).unwrap();

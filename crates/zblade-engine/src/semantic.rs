@@ -20,6 +20,26 @@ use crate::{Project, SummarizeReport};
 /// both remove the table's old versions, which must not happen in two processes at once.
 const VECTORS_LOCK: &str = "vectors.lock";
 
+/// One vector table's work in an index run: the CIDs it has, those it should have, and the
+/// texts to embed into it.
+struct TablePlan {
+    space: Space,
+    store: VectorStore,
+    have: HashSet<String>,
+    wanted: HashSet<String>,
+    todo: Vec<(String, String)>,
+}
+
+/// Each searched space's first neighbours of a query.
+type SpaceNeighbours = Vec<(Space, Option<Neighbours>)>;
+
+/// Nearest owners in meaning, best first, as (key, similarity), and the similarity the
+/// relevance gate reads.
+struct SemanticKeys {
+    keys: Vec<(String, f64)>,
+    nearest: Option<f64>,
+}
+
 /// One text embedded for a message or moment: its `seq`th piece, as [`Project::refresh_chunks`]
 /// names it by CID.
 struct EmbeddingChunk {
@@ -394,28 +414,45 @@ impl Project {
         let code_embedded = code_todo.len();
         progress(0, total);
         let mut done = 0;
-        // One table per space: what it should hold, what to add, the store.
-        let mut plans: Vec<(
-            Space,
-            VectorStore,
-            HashSet<String>,
-            HashSet<String>,
-            Vec<(String, String)>,
-        )> = Vec::new();
-        match code_store {
+        let plans = match code_store {
             None => {
                 memory_todo.extend(code_todo);
                 let wanted = memory_wanted.union(&code_wanted).cloned().collect();
-                plans.push((Space::Memory, memory_store, memory_have, wanted, memory_todo));
+                vec![TablePlan {
+                    space: Space::Memory,
+                    store: memory_store,
+                    have: memory_have,
+                    wanted,
+                    todo: memory_todo,
+                }]
             }
-            Some(code_store) => {
-                plans.push((Space::Memory, memory_store, memory_have, memory_wanted, memory_todo));
-                plans.push((Space::Code, code_store, code_have, code_wanted, code_todo));
-            }
-        }
+            Some(code_store) => vec![
+                TablePlan {
+                    space: Space::Memory,
+                    store: memory_store,
+                    have: memory_have,
+                    wanted: memory_wanted,
+                    todo: memory_todo,
+                },
+                TablePlan {
+                    space: Space::Code,
+                    store: code_store,
+                    have: code_have,
+                    wanted: code_wanted,
+                    todo: code_todo,
+                },
+            ],
+        };
         let mut removed = 0;
         let mut ann_index = false;
-        for (space, mut store, have, wanted, mut todo) in plans {
+        for TablePlan {
+            space,
+            mut store,
+            have,
+            wanted,
+            mut todo,
+        } in plans
+        {
             let embedder = self.embedder_of(space).map_err(|e| Error::Usage(e.to_string()))?;
             // Similar lengths together: the model pads each batch to its longest text, so
             // mixing a one-line message with a 256-token code chunk costs the one-liner 256
@@ -621,7 +658,7 @@ impl Project {
         &'a self,
         query: &'a SearchQuery,
         fetch: usize,
-    ) -> Result<impl FnOnce() -> Result<Vec<(Space, Option<Neighbours>)>> + Send + 'a> {
+    ) -> Result<impl FnOnce() -> Result<SpaceNeighbours> + Send + 'a> {
         let mut lookups = Vec::new();
         for space in self.spaces_for(query.kind) {
             // A model with nothing embedded yet is not even loaded.
@@ -647,7 +684,7 @@ impl Project {
 
     /// Messages, moments and code chunks nearest to the query in meaning that pass its kind
     /// and filter, as (key, similarity), best first.
-    fn semantic_keys(&self, query: &SearchQuery, limit: usize) -> Result<(Vec<(String, f64)>, Option<f64>)> {
+    fn semantic_keys(&self, query: &SearchQuery, limit: usize) -> Result<SemanticKeys> {
         let firsts = self.vector_half(query, Self::first_fetch(query, limit))?()?;
         self.keys_in_spaces(query, limit, firsts)
     }
@@ -655,12 +692,7 @@ impl Project {
     /// The owners of each space's neighbours, merged by similarity, and the similarity the
     /// relevance gate reads: the nearest memory chunk's when memory was searched (its null
     /// is measured with the memory model), else the nearest code chunk's.
-    fn keys_in_spaces(
-        &self,
-        query: &SearchQuery,
-        limit: usize,
-        firsts: Vec<(Space, Option<Neighbours>)>,
-    ) -> Result<(Vec<(String, f64)>, Option<f64>)> {
+    fn keys_in_spaces(&self, query: &SearchQuery, limit: usize, firsts: SpaceNeighbours) -> Result<SemanticKeys> {
         let separate = self.code_space() == Space::Code;
         let mut all: Vec<(String, f64)> = Vec::new();
         let mut nearest = None;
@@ -675,7 +707,7 @@ impl Project {
         // model's, and hybrid search rescales the merged list anyway.
         all.sort_by(|a, b| b.1.total_cmp(&a.1));
         all.truncate(limit);
-        Ok((all, nearest))
+        Ok(SemanticKeys { keys: all, nearest })
     }
 
     /// The owners (messages, moments, code chunks) of `first`'s neighbours that pass the
@@ -816,7 +848,7 @@ impl Project {
             SearchMode::Keyword if snippets => index.search(query)?,
             SearchMode::Keyword => index.search_candidates(query)?,
             SearchMode::Semantic => {
-                let (keys, best) = self.semantic_keys(query, query.limit)?;
+                let SemanticKeys { keys, nearest: best } = self.semantic_keys(query, query.limit)?;
                 nearest = best;
                 let mut hits = Vec::new();
                 for (key, similarity) in keys {
@@ -848,7 +880,10 @@ impl Project {
                     (keyword, vector_half())
                 };
                 let keyword = keyword?;
-                let (semantic, best) = self.keys_in_spaces(query, CANDIDATES, firsts?)?;
+                let SemanticKeys {
+                    keys: semantic,
+                    nearest: best,
+                } = self.keys_in_spaces(query, CANDIDATES, firsts?)?;
                 nearest = best;
                 let keyword_scores: Vec<(String, f64)> = keyword.iter().map(|h| (hit_key(h), h.score)).collect();
                 let weight = match query.kind {

@@ -61,7 +61,8 @@ impl Project {
         let moment_artifacts = count_json(&layout.moments_dir());
         let (code_files, code_chunks) = self.index().ok().and_then(|i| i.code_counts().ok()).unwrap_or_default();
         let vectors = zblade_search::VectorStore::count_in(&layout.vectors_dir(), &self.model_id()).unwrap_or_default();
-        let code_model = (self.code_space() == crate::semantic::Space::Code).then(|| self.model_id_of(crate::semantic::Space::Code));
+        let code_model =
+            (self.code_space() == crate::semantic::Space::Code).then(|| self.model_id_of(crate::semantic::Space::Code));
         let code_vectors = code_model
             .as_ref()
             .and_then(|model| zblade_search::VectorStore::count_in(&layout.vectors_dir(), model).unwrap_or_default());
