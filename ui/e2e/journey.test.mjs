@@ -10,7 +10,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync, createWriteStream } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync, createWriteStream } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import http from "node:http";
@@ -75,7 +75,10 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   t.after(() => hub.close());
 
   env.ZBLADE_CONFIG_DIR = join(work, "config");
-  env.ZBLADE_MODELS_DIR = join(work, "models"); // empty: no model installed, downloads offered
+  // No conversation model installed (downloads are offered); only the code model that ships
+  // in the repository, as setup installs it.
+  env.ZBLADE_MODELS_DIR = join(work, "models");
+  cpSync(join(repo, "models/zblade-code-v1"), join(work, "models/zblade-code-v1"), { recursive: true });
   env.ZBLADE_MODEL_HUB = `http://127.0.0.1:${hub.address().port}`;
   env.WEBKIT_DISABLE_COMPOSITING_MODE = "1";
   // A Claude Code store holding one session recorded in the demo project (the importers'
@@ -269,8 +272,10 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   await browser.waitUntil(async () => (await browser.$$(".stat")).length > 0, { timeout: 10_000 });
   await shot("11-health");
 
-  // 7. Privacy: a download before consent is refused without a single request.
+  // 7. Settings lists the shipped code model as the one code search uses.
   await view("settings");
+  await (await byTest("code-model-badge")).waitForDisplayed({ timeout: 10_000 });
+  // Privacy: a download before consent is refused without a single request.
   const download = await browser.$('[data-testid="download-model"]');
   await download.waitForDisplayed({ timeout: 10_000 });
   await download.click();
