@@ -7,10 +7,10 @@
 //! indexing is noticed instead of shown as if it were what was indexed (seed 002, "Chunk
 //! Integrity").
 //!
-//! Chunks are line windows with a small overlap, ending where possible at a blank line or
+//! Chunks here are line windows with a small overlap, ending where possible at a blank line or
 //! before a line that starts at column 0 (a new top-level item in most languages), so a
-//! function tends to stay in one chunk. A syntax tree would do better for some languages;
-//! tree-sitter grammars are C libraries per language and were left out to keep the build light.
+//! function tends to stay in one chunk. They serve languages without a grammar: files with one
+//! are cut along their syntax by `zblade-syntax`.
 
 use std::path::{Path, PathBuf};
 
