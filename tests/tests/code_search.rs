@@ -511,6 +511,56 @@ fn cli_with_a_corrupt_model_explains_and_falls_back() {
     assert!(stdout.contains("src/cache.rs"), "{stdout}");
 }
 
+/// A code model that does not load never stops indexing: conversations are still embedded,
+/// the report names the model and says code is searched by keyword, and code search answers
+/// by keyword with a note.
+#[test]
+fn a_corrupt_code_model_leaves_code_to_keywords_and_embeds_the_rest() {
+    let (repo, mut project) = fixture();
+    let broken = repo.root().join("models/broken-code-model");
+    std::fs::create_dir_all(&broken).unwrap();
+    for file in zblade_search::embed::MODEL_FILES {
+        std::fs::copy(tiny_model().join(file), broken.join(file)).unwrap();
+    }
+    std::fs::write(broken.join("model.onnx"), b"not a model").unwrap();
+    std::fs::write(repo.root().join(".gitignore"), "target/\nmodels/\n").unwrap();
+    let settings = repo.root().join(".zblade/config/settings.json");
+    let mut s = zblade_core::Settings::load(&settings).unwrap();
+    s.search.code_model = broken.to_string_lossy().into_owned();
+    s.save(&settings).unwrap();
+    let json = serde_json::json!({"title": "jwt", "messages": [{"role": "user", "content": "we rotate the jwt signing key monthly"}]});
+    project
+        .add_conversations(vec![(
+            zblade_engine::parse_conversation(json.to_string().as_bytes(), "jwt").unwrap(),
+            "jwt".into(),
+        )])
+        .unwrap();
+    drop(project);
+    let (code, stdout, stderr) = zblade(repo.root(), &["--json", "index"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let notice = report["notice"].as_str().unwrap_or_default();
+    assert!(
+        notice.contains("broken-code-model") && notice.contains("keyword"),
+        "{report}"
+    );
+    assert_eq!(
+        report["semantic"]["embedded"], 1,
+        "the conversation is embedded: {report}"
+    );
+    let project = Project::open(repo.root()).unwrap();
+    let found = project
+        .search_with(&SearchQuery::new("evict oldest", 10, SearchKind::Code), None)
+        .unwrap();
+    assert_eq!(found.mode, SearchMode::Keyword);
+    assert!(found.notice.is_some_and(|n| n.contains("broken-code-model")));
+    assert_eq!(found.hits[0].hit.path.as_deref(), Some("src/cache.rs"));
+    let messages = project
+        .search_with(&SearchQuery::new("jwt signing key", 5, SearchKind::Messages), None)
+        .unwrap();
+    assert_eq!(messages.mode, SearchMode::Hybrid, "{:?}", messages.notice);
+}
+
 #[test]
 fn switching_models_makes_a_new_table_and_gc_drops_the_old_one() {
     let (repo, mut project) = fixture();

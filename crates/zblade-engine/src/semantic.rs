@@ -340,7 +340,17 @@ impl Project {
             Err(e) => (None, Some(format!("{e}; only keyword search is indexed"))),
             Ok(_) => {
                 let report = self.index_semantic(&mut |done, total| progress(IndexStage::Embedding, done, total))?;
-                (Some(report), None)
+                let code_model_problem = match self.code_space() {
+                    Space::Code => self.embedder_of(Space::Code).err(),
+                    Space::Memory => None,
+                };
+                let notice = code_model_problem.map(|e| {
+                    format!(
+                        "code model: {}; code is searched by keyword only",
+                        e.to_string().trim_end_matches('.')
+                    )
+                });
+                (Some(report), notice)
             }
         };
         let summaries = self.summarize_with_progress(None, false, &mut |done, total| {
@@ -369,12 +379,12 @@ impl Project {
             .map_err(|e| Error::Usage(e.to_string()))?;
         let memory_store = self.vectors_of(Space::Memory, memory.lock().expect("embedder lock").dim())?;
         let memory_have = memory_store.cids().map_err(search_error)?;
-        let code_store = match code_space {
-            Space::Memory => None,
-            Space::Code => {
-                let code = self.embedder_of(Space::Code).map_err(|e| Error::Usage(e.to_string()))?;
-                Some(self.vectors_of(Space::Code, code.lock().expect("embedder lock").dim())?)
-            }
+        // A code model that does not load leaves code to keyword search (the index report says
+        // why); conversations and moments are embedded all the same.
+        let code_model_broken = code_space == Space::Code && self.embedder_of(Space::Code).is_err();
+        let code_store = match (code_space, self.embedder_of(Space::Code)) {
+            (Space::Code, Ok(code)) => Some(self.vectors_of(Space::Code, code.lock().expect("embedder lock").dim())?),
+            _ => None,
         };
         let code_have = match &code_store {
             Some(store) => store.cids().map_err(search_error)?,
@@ -391,7 +401,11 @@ impl Project {
         if code_space == Space::Code {
             seen.clear();
         }
-        let code_chunks = self.index()?.code_chunks()?;
+        let code_chunks = if code_model_broken {
+            Vec::new()
+        } else {
+            self.index()?.code_chunks()?
+        };
         let (mut code_todo, stale_files) = self.code_texts(&code_chunks, &code_have, &mut seen);
         if !stale_files.is_empty() {
             // Files changed since they were indexed: index them again and embed what they hold now.
@@ -405,7 +419,11 @@ impl Project {
             code_todo.extend(self.code_texts(&fresh, &code_have, &mut seen).0);
         }
         let memory_wanted: HashSet<String> = rows.iter().map(|r| r.cid.clone()).collect();
-        let code_wanted: HashSet<String> = self.index()?.code_chunks()?.into_iter().map(|c| c.vector_cid).collect();
+        let code_wanted: HashSet<String> = if code_model_broken {
+            HashSet::new()
+        } else {
+            self.index()?.code_chunks()?.into_iter().map(|c| c.vector_cid).collect()
+        };
         let distinct = match code_space {
             Space::Memory => memory_wanted.union(&code_wanted).count(),
             Space::Code => memory_wanted.len() + code_wanted.len(),
@@ -802,9 +820,15 @@ impl Project {
         }
         if embedded.is_empty() {
             // Say the root cause: "run zblade index" does not help without a runtime or model.
+            // A code model that does not load leaves its table empty: loading it once says so.
             let local_model_problem = match self.given_embedder {
                 Some(_) => None,
-                None => zblade_search::embed::quick_check(&self.embedding_model_dir()),
+                None => zblade_search::embed::quick_check(&self.embedding_model_dir()).or_else(|| {
+                    spaces
+                        .contains(&Space::Code)
+                        .then(|| self.embedder_of(Space::Code).err())
+                        .flatten()
+                }),
             };
             return Some(match local_model_problem {
                 Some(e) => format!("{e}; using keyword search"),
