@@ -21,6 +21,17 @@ fn use_tiny_model(root: &Path) {
     settings.save(&path).unwrap();
 }
 
+/// One conversation about rotating the jwt signing key.
+fn add_jwt_conversation(project: &mut Project) {
+    let json = serde_json::json!({"title": "jwt", "messages": [{"role": "user", "content": "we rotate the jwt signing key monthly"}]});
+    project
+        .add_conversations(vec![(
+            zblade_engine::parse_conversation(json.to_string().as_bytes(), "jwt").unwrap(),
+            "jwt".into(),
+        )])
+        .unwrap();
+}
+
 /// A copy of the tiny model under another name (another model id, so another vector table).
 fn tiny_model_named(root: &Path, name: &str) -> String {
     let dir = root.join("models").join(name);
@@ -45,13 +56,7 @@ fn code_is_embedded_with_its_own_model_and_again_once_when_that_model_changes() 
     settings.search.code_model = tiny_model_named(repo.root(), "tiny-code");
     settings.save(&settings_path).unwrap();
     let mut project = Project::open(repo.root()).unwrap();
-    let json = serde_json::json!({"title": "jwt", "messages": [{"role": "user", "content": "we rotate the jwt signing key monthly"}]});
-    project
-        .add_conversations(vec![(
-            zblade_engine::parse_conversation(json.to_string().as_bytes(), "jwt").unwrap(),
-            "jwt".into(),
-        )])
-        .unwrap();
+    add_jwt_conversation(&mut project);
     let report = project
         .update_search_index(&mut |_, _, _| {})
         .unwrap()
@@ -528,13 +533,7 @@ fn a_corrupt_code_model_leaves_code_to_keywords_and_embeds_the_rest() {
     let mut s = zblade_core::Settings::load(&settings).unwrap();
     s.search.code_model = broken.to_string_lossy().into_owned();
     s.save(&settings).unwrap();
-    let json = serde_json::json!({"title": "jwt", "messages": [{"role": "user", "content": "we rotate the jwt signing key monthly"}]});
-    project
-        .add_conversations(vec![(
-            zblade_engine::parse_conversation(json.to_string().as_bytes(), "jwt").unwrap(),
-            "jwt".into(),
-        )])
-        .unwrap();
+    add_jwt_conversation(&mut project);
     drop(project);
     let (code, stdout, stderr) = zblade(repo.root(), &["--json", "index"], &[]);
     assert_eq!(code, 0, "{stderr}");

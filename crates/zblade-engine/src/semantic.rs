@@ -381,9 +381,10 @@ impl Project {
         let memory_have = memory_store.cids().map_err(search_error)?;
         // A code model that does not load leaves code to keyword search (the index report says
         // why); conversations and moments are embedded all the same.
-        let code_model_broken = code_space == Space::Code && self.embedder_of(Space::Code).is_err();
-        let code_store = match (code_space, self.embedder_of(Space::Code)) {
-            (Space::Code, Ok(code)) => Some(self.vectors_of(Space::Code, code.lock().expect("embedder lock").dim())?),
+        let code_embedder = (code_space == Space::Code).then(|| self.embedder_of(Space::Code));
+        let code_model_broken = matches!(code_embedder, Some(Err(_)));
+        let code_store = match code_embedder {
+            Some(Ok(code)) => Some(self.vectors_of(Space::Code, code.lock().expect("embedder lock").dim())?),
             _ => None,
         };
         let code_have = match &code_store {
@@ -478,14 +479,7 @@ impl Project {
             todo.sort_by_key(|(_, text)| text.len());
             for batch in todo.chunks(EMBED_BATCH) {
                 self.check_interrupt()?;
-                let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
-                let vectors = embedder
-                    .lock()
-                    .expect("embedder lock")
-                    .embed(&texts)
-                    .map_err(search_error)?;
-                let rows: Vec<(String, Vec<f32>)> = batch.iter().map(|(c, _)| c.clone()).zip(vectors).collect();
-                store.add(&rows).map_err(search_error)?;
+                embed_into(embedder, &store, batch)?;
                 done += batch.len();
                 progress(done, total);
             }
@@ -576,14 +570,7 @@ impl Project {
         let have = store.existing(&cids).map_err(search_error)?;
         let (todo, _) = self.code_texts(&chunks, &have, &mut HashSet::new());
         for batch in todo.chunks(EMBED_BATCH) {
-            let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
-            let vectors = embedder
-                .lock()
-                .expect("embedder lock")
-                .embed(&texts)
-                .map_err(search_error)?;
-            let rows: Vec<(String, Vec<f32>)> = batch.iter().map(|(c, _)| c.clone()).zip(vectors).collect();
-            store.add(&rows).map_err(search_error)?;
+            embed_into(embedder, &store, batch)?;
         }
         Ok(todo.len())
     }
@@ -835,7 +822,9 @@ impl Project {
                 None => "nothing is embedded yet (run `zblade index`); using keyword search".into(),
             });
         }
-        spaces
+        // Only the models of tables that hold vectors are loaded (a search of a project without
+        // code never loads the code model).
+        embedded
             .iter()
             .find_map(|&space| self.embedder_of(space).err())
             .map(|e| format!("{e}; using keyword search"))
@@ -1021,6 +1010,18 @@ fn first_neighbours(
         fetched: fetch,
         list,
     }))
+}
+
+/// Embeds a batch of (CID, text) and adds the vectors to `store`.
+fn embed_into(embedder: &Mutex<Box<dyn Embedder>>, store: &VectorStore, batch: &[(String, String)]) -> Result<()> {
+    let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
+    let vectors = embedder
+        .lock()
+        .expect("embedder lock")
+        .embed(&texts)
+        .map_err(search_error)?;
+    let rows: Vec<(String, Vec<f32>)> = batch.iter().map(|(c, _)| c.clone()).zip(vectors).collect();
+    store.add(&rows).map_err(search_error)
 }
 
 /// The embedding of a query text by `model`, from the cache of recent queries or the model.
