@@ -14,10 +14,10 @@ use tauri::{AppHandle, Manager};
 use tauri_specta::Event;
 use zblade_archive::{Archive, ArchiveStatus, BackendSpec, Config, PushOptions, RestoreOptions, Retry, Vault};
 
-use crate::archive_push::Round;
-use crate::commands::blocking;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
+use crate::state::blocking;
+use crate::updates::ArchiveRound;
 
 /// Where a new archive goes.
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
@@ -209,13 +209,15 @@ fn status_of(state: &AppState, dir: &Path) -> AppResult<ArchiveView> {
 
 /// A round of the background push, said in the card: kept for the next status and sent as
 /// [`ArchiveBackground`].
-pub fn publish_round(app: &AppHandle, round: Round) {
+pub fn publish_round(app: &AppHandle, round: ArchiveRound) {
     let at = chrono::Local::now().format("%H:%M");
     let (message, ok) = match round {
-        Round::Off => return,
-        Round::Pushed { files: 0, deleted: 0 } => (format!("{at}: up to date"), true),
-        Round::Pushed { files, deleted } => (format!("{at}: pushed {files} file(s), {deleted} deletion(s)"), true),
-        Round::Failed(why) => (format!("{at}: not pushed: {why}"), false),
+        ArchiveRound::Off => return,
+        ArchiveRound::Pushed { files: 0, deleted: 0 } => (format!("{at}: up to date"), true),
+        ArchiveRound::Pushed { files, deleted } => {
+            (format!("{at}: pushed {files} file(s), {deleted} deletion(s)"), true)
+        }
+        ArchiveRound::Failed(why) => (format!("{at}: not pushed: {why}"), false),
     };
     if let Some(state) = app.try_state::<AppState>() {
         *state.archive_background.lock().expect("archive background lock") = Some(message.clone());

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use zblade_archive::{Archive, Config, PushOptions, Retry, Vault};
 use zblade_engine::Project;
 
-use crate::indexer::{IndexerUpdate, Sink};
+use crate::updates::{ArchiveRound, IndexerUpdate, Sink};
 use crate::worker::Worker;
 
 /// How often it pushes: `ZBLADE_ARCHIVE_PUSH_SECONDS`, else every 60 s (seed 5.2).
@@ -28,22 +28,6 @@ pub fn interval() -> Duration {
         .and_then(|s| s.parse::<u64>().ok())
         .filter(|&s| s > 0)
         .map_or(Duration::from_secs(60), Duration::from_secs)
-}
-
-/// What one round did, for the Archive card.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Round {
-    /// Background push is off, or the project has no archive: nothing was tried.
-    Off,
-    /// Pushed (possibly nothing: no change since the last push).
-    Pushed {
-        /// Files archived.
-        files: usize,
-        /// Deletions archived.
-        deleted: usize,
-    },
-    /// Tried and could not: why, in words (the next round tries again).
-    Failed(String),
 }
 
 /// A running background push; stops (after the push in flight) when stopped or dropped.
@@ -65,7 +49,7 @@ impl BackgroundPush {
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 let round = push_once(&root, allow_network.load(Ordering::Relaxed));
-                if round != Round::Off {
+                if round != ArchiveRound::Off {
                     sink(IndexerUpdate::Archive(round));
                 }
                 wait = every;
@@ -80,23 +64,23 @@ impl BackgroundPush {
 }
 
 /// One round: finish an interrupted forget, then push what changed.
-pub fn push_once(root: &std::path::Path, allow_network: bool) -> Round {
+pub fn push_once(root: &std::path::Path, allow_network: bool) -> ArchiveRound {
     let dir = root.join(".zblade");
     match Config::load(&dir) {
         Ok(Some(config)) if config.auto_push => match try_push(root, &config, allow_network) {
             Ok(round) => round,
-            Err(e) => Round::Failed(e.to_string()),
+            Err(e) => ArchiveRound::Failed(e.to_string()),
         },
-        Ok(_) => Round::Off,
-        Err(e) => Round::Failed(e.to_string()),
+        Ok(_) => ArchiveRound::Off,
+        Err(e) => ArchiveRound::Failed(e.to_string()),
     }
 }
 
-fn try_push(root: &std::path::Path, config: &Config, allow_network: bool) -> zblade_engine::Result<Round> {
+fn try_push(root: &std::path::Path, config: &Config, allow_network: bool) -> zblade_engine::Result<ArchiveRound> {
     let dir = root.join(".zblade");
     zblade_archive::check_network(&Vault::load(&config.vault)?.backend, None, allow_network)?;
     let Some(mut archive) = Archive::open_remembered(&dir, Retry::default())? else {
-        return Ok(Round::Failed(
+        return Ok(ArchiveRound::Failed(
             "background push needs the master key in the system keyring: turn it on again in Settings → Archive".into(),
         ));
     };
@@ -105,7 +89,7 @@ fn try_push(root: &std::path::Path, config: &Config, allow_network: bool) -> zbl
         Project::open(root)?.finish_archive_forgets(&mut archive, &mut quiet)?;
     }
     let report = archive.push(&PushOptions::default(), &mut quiet)?;
-    Ok(Round::Pushed {
+    Ok(ArchiveRound::Pushed {
         files: report.files,
         deleted: report.deleted,
     })
@@ -138,9 +122,13 @@ mod tests {
     fn nothing_is_tried_unless_the_archive_asks_for_it() {
         let tmp = tempfile::tempdir().unwrap();
         Project::init(tmp.path()).unwrap();
-        assert_eq!(push_once(tmp.path(), false), Round::Off, "no archive");
+        assert_eq!(push_once(tmp.path(), false), ArchiveRound::Off, "no archive");
         let (_tmp, root) = project_with_archive();
-        assert_eq!(push_once(&root, false), Round::Off, "background push not turned on");
+        assert_eq!(
+            push_once(&root, false),
+            ArchiveRound::Off,
+            "background push not turned on"
+        );
     }
 
     #[test]
@@ -152,7 +140,7 @@ mod tests {
         config.auto_push = true;
         config.save(&dir).unwrap();
         match push_once(&root, false) {
-            Round::Failed(why) => assert!(why.contains("master key in the system keyring"), "{why}"),
+            ArchiveRound::Failed(why) => assert!(why.contains("master key in the system keyring"), "{why}"),
             other => panic!("{other:?}"),
         }
     }

@@ -11,10 +11,9 @@
 //! - API keys are read from the OS keyring ([`crate::keys`]) for each turn and never written
 //!   anywhere else.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -24,33 +23,16 @@ use tauri_specta::Event;
 use zblade_chat::{Api, Chat, ChatError, Endpoint, LocalModel, Model, ToolUse, TurnEvents, TurnOptions};
 use zblade_engine::Project;
 
+use crate::chat_state::ChatState;
 use crate::config::{ChatModelConfig, ChatProvider, ToolPolicy};
 use crate::error::{AppError, AppResult, ErrorCode};
-use crate::keys::Keys;
-use crate::state::AppState;
+use crate::state::{AppState, blocking};
 
 /// How long a tool call waits for the user's answer before it is declined.
 const APPROVAL_WAIT: Duration = Duration::from_secs(600);
 /// The share of a model's context window the packed memory may take (the rest is for the
 /// history, the prompt and the answer).
 const MEMORY_SHARE: u32 = 3;
-
-/// What the chat holds between turns.
-#[derive(Default)]
-pub struct ChatState {
-    /// The chat's own handle on the open project.
-    project: Mutex<Option<Project>>,
-    /// The loaded local model (file and window), kept for the next turn.
-    local: Mutex<Option<(PathBuf, u32, Arc<LocalModel>)>>,
-    /// Set by the stop button.
-    stop: Arc<AtomicBool>,
-    /// Where the user's answer to the pending tool call goes.
-    approval: Mutex<Option<mpsc::Sender<bool>>>,
-    /// "Send" answered for a conversation and model this session (`conversation|model id`).
-    consented: Mutex<HashSet<String>>,
-    /// API keys.
-    pub keys: Keys,
-}
 
 /// The registry as Settings → Models and the model picker show it.
 #[derive(Debug, Clone, Serialize, Type)]
@@ -509,7 +491,7 @@ fn chat_error(e: ChatError) -> AppError {
 #[tauri::command]
 #[specta::specta]
 pub async fn chat_models(app: AppHandle) -> AppResult<ChatModels> {
-    crate::commands::blocking(app, |_, state| Ok(models(state))).await
+    blocking(app, |_, state| Ok(models(state))).await
 }
 
 /// Adds or replaces a model in the registry; `api_key`, when given, goes to the OS keyring
@@ -522,7 +504,7 @@ pub async fn save_chat_model(
     api_key: Option<String>,
     session_only: bool,
 ) -> AppResult<ChatModels> {
-    crate::commands::blocking(app, move |_, state| {
+    blocking(app, move |_, state| {
         check(&model)?;
         if let Some(key) = api_key.as_deref().map(str::trim).filter(|k| !k.is_empty()) {
             check_key(key)?;
@@ -541,7 +523,7 @@ pub async fn save_chat_model(
 #[tauri::command]
 #[specta::specta]
 pub async fn remove_chat_model(app: AppHandle, id: String) -> AppResult<ChatModels> {
-    crate::commands::blocking(app, move |_, state| {
+    blocking(app, move |_, state| {
         state.update_config(|c| c.chat_models.retain(|m| m.id != id))?;
         state.chat.keys.forget(&id)?;
         Ok(models(state))
@@ -553,7 +535,7 @@ pub async fn remove_chat_model(app: AppHandle, id: String) -> AppResult<ChatMode
 #[tauri::command]
 #[specta::specta]
 pub async fn set_chat_tools(app: AppHandle, policy: ToolPolicy) -> AppResult<ChatModels> {
-    crate::commands::blocking(app, move |_, state| {
+    blocking(app, move |_, state| {
         state.update_config(|c| c.chat_tools = policy)?;
         Ok(models(state))
     })
@@ -565,7 +547,7 @@ pub async fn set_chat_tools(app: AppHandle, policy: ToolPolicy) -> AppResult<Cha
 #[tauri::command]
 #[specta::specta]
 pub async fn chat_send(app: AppHandle, request: ChatRequest) -> AppResult<ChatOutcome> {
-    crate::commands::blocking(app, move |app, state| {
+    blocking(app, move |app, state| {
         let outcome = send(app, state, request)?;
         if let ChatOutcome::Answered(turn) = &outcome {
             // Moments and the summary follow on their own thread; the window has its answer.

@@ -8,41 +8,31 @@ use std::time::Instant;
 use tauri::{AppHandle, Manager};
 use tauri_specta::Event;
 use zblade_engine::{
-    ContextRequest, MigrationDirection, MomentType, Project, ReferenceStatus, SearchFilter, SearchQuery, Shown,
+    ContextRequest, MigrationDirection, MomentType, ReferenceStatus, SearchFilter, SearchQuery, Shown,
 };
 
+use crate::config::AppConfig;
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::events::{DownloadProgress, IndexerStatus, MigrationProgress};
-use crate::state::AppState;
+use crate::state::{AppState, blocking, with_project};
 use crate::views::*;
 
 /// Most conversations the list loads (the UI virtualizes it).
 const MAX_LIST: usize = 100_000;
 
-/// Runs `work` on the blocking pool with the app's state.
-pub(crate) async fn blocking<T: Send + 'static>(
-    app: AppHandle,
-    work: impl FnOnce(&AppHandle, &AppState) -> AppResult<T> + Send + 'static,
-) -> AppResult<T> {
-    tauri::async_runtime::spawn_blocking(move || {
-        let state = app.state::<AppState>();
-        work(&app, &state)
-    })
-    .await
-    .map_err(AppError::internal)?
-}
-
-/// Runs `work` on the blocking pool with the open project.
-pub(crate) async fn with_project<T: Send + 'static>(
-    app: AppHandle,
-    work: impl FnOnce(&mut Project) -> AppResult<T> + Send + 'static,
-) -> AppResult<T> {
-    blocking(app, move |_, state| {
-        let mut guard = state.project.lock().map_err(AppError::internal)?;
-        let project = guard.as_mut().ok_or_else(AppError::no_project)?;
-        work(project)
-    })
-    .await
+/// Everything the UI needs at start.
+#[derive(Debug, Clone, serde::Serialize, specta::Type)]
+pub struct AppInfo {
+    /// zblade's version.
+    pub version: String,
+    /// The app's settings (the wizard runs while `wizard_completed` is false).
+    pub config: AppConfig,
+    /// A problem with the settings file, said once.
+    pub notice: Option<String>,
+    /// The project open now (the app reopens the last one on start).
+    pub project: Option<ProjectInfo>,
+    /// The indexer now.
+    pub indexer: IndexerStatus,
 }
 
 /// Everything the UI needs to start: version, settings, the open project, the indexer.

@@ -7,8 +7,8 @@ use specta::Type;
 use tauri::AppHandle;
 use zblade_engine::{GraphOutcome, LineageNode, MessageSelector};
 
-use crate::commands::with_project;
 use crate::error::AppResult;
+use crate::state::with_project;
 
 /// What a fork or merge made.
 #[derive(Debug, Clone, Serialize, Type)]

@@ -14,29 +14,11 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use zblade_engine::{Error, IndexStage, Project, ReferenceReport, WatchEvent, WatchOptions};
+use zblade_engine::{Error, IndexStage, Project, WatchEvent, WatchOptions};
 
 use crate::events::{IndexerState, IndexerStatus};
+use crate::updates::{IndexerUpdate, Sink};
 use crate::worker::Worker;
-
-/// What the indexer reports.
-#[derive(Debug, Clone)]
-pub enum IndexerUpdate {
-    /// Its state changed (or progress moved).
-    Status(IndexerStatus),
-    /// References changed status or place.
-    References {
-        /// The changed references, as they are now.
-        changed: Vec<ReferenceReport>,
-        /// What caused it.
-        trigger: String,
-    },
-    /// The background archive push did a round ([`crate::archive_push`]).
-    Archive(crate::archive_push::Round),
-}
-
-/// Where the indexer's updates go.
-pub type Sink = Arc<dyn Fn(IndexerUpdate) + Send + Sync>;
 
 /// A running indexer; [`Indexer::stop`] (or dropping it) stops it and waits for the thread.
 pub struct Indexer {

@@ -22,6 +22,7 @@ pub mod agents;
 pub mod archive;
 pub mod archive_push;
 pub mod chat;
+pub mod chat_state;
 pub mod commands;
 pub mod config;
 pub mod error;
@@ -37,6 +38,7 @@ pub mod relaunch;
 pub mod sources;
 pub mod state;
 pub mod tray;
+pub mod updates;
 pub mod views;
 pub mod worker;
 
@@ -49,8 +51,8 @@ use zblade_engine::Project;
 
 use crate::error::AppResult;
 use crate::events::{IndexerState, IndexerStatus, ReferencesChanged};
-use crate::indexer::{IndexerUpdate, Sink};
 use crate::state::AppState;
+use crate::updates::{IndexerUpdate, Sink};
 use crate::views::{ReferenceView, StatusCount};
 
 /// Where the generated TypeScript bindings live.

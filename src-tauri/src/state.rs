@@ -6,13 +6,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use tauri::{AppHandle, Manager};
 use zblade_engine::Project;
 
 use crate::archive_push::BackgroundPush;
+use crate::chat_state::ChatState;
 use crate::config::{self, AppConfig};
 use crate::error::{AppError, AppResult};
 use crate::events::{IndexerState, IndexerStatus};
-use crate::indexer::{Indexer, Sink};
+use crate::indexer::Indexer;
+use crate::updates::Sink;
 use crate::views::ProjectInfo;
 
 /// The app's state, shared by every command.
@@ -46,7 +49,33 @@ pub struct AppState {
     /// A project named on the command line, opened once the first-run wizard is completed.
     pub pending_open: Mutex<Option<PathBuf>>,
     /// The Chat view's handle, loaded model, stop flag and keys.
-    pub chat: crate::chat::ChatState,
+    pub chat: ChatState,
+}
+
+/// Runs `work` on the blocking pool with the app's state.
+pub(crate) async fn blocking<T: Send + 'static>(
+    app: AppHandle,
+    work: impl FnOnce(&AppHandle, &AppState) -> AppResult<T> + Send + 'static,
+) -> AppResult<T> {
+    tauri::async_runtime::spawn_blocking(move || {
+        let state = app.state::<AppState>();
+        work(&app, &state)
+    })
+    .await
+    .map_err(AppError::internal)?
+}
+
+/// Runs `work` on the blocking pool with the open project.
+pub(crate) async fn with_project<T: Send + 'static>(
+    app: AppHandle,
+    work: impl FnOnce(&mut Project) -> AppResult<T> + Send + 'static,
+) -> AppResult<T> {
+    blocking(app, move |_, state| {
+        let mut guard = state.project.lock().map_err(AppError::internal)?;
+        let project = guard.as_mut().ok_or_else(AppError::no_project)?;
+        work(project)
+    })
+    .await
 }
 
 impl AppState {
@@ -69,7 +98,7 @@ impl AppState {
             network_allowed,
             started,
             pending_open: Mutex::new(None),
-            chat: crate::chat::ChatState::default(),
+            chat: ChatState::default(),
         }
     }
 

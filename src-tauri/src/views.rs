@@ -512,21 +512,6 @@ pub struct SettingsView {
     pub ignored_paths: Vec<String>,
 }
 
-/// Everything the UI needs at start.
-#[derive(Debug, Clone, Serialize, Type)]
-pub struct AppInfo {
-    /// zblade's version.
-    pub version: String,
-    /// The app's settings (the wizard runs while `wizard_completed` is false).
-    pub config: AppConfig,
-    /// A problem with the settings file, said once.
-    pub notice: Option<String>,
-    /// The project open now (the app reopens the last one on start).
-    pub project: Option<ProjectInfo>,
-    /// The indexer now.
-    pub indexer: crate::events::IndexerStatus,
-}
-
 /// What the wizard decided.
 #[derive(Debug, Clone, Deserialize, Type)]
 pub struct WizardChoice {

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zblade_app::events::IndexerState;
-use zblade_app::indexer::{Indexer, IndexerUpdate};
+use zblade_app::indexer::Indexer;
+use zblade_app::updates::IndexerUpdate;
 use zblade_engine::Project;
 
 /// A project with `files` Rust files, set to an embedding model that is not installed, so
@@ -29,7 +30,7 @@ fn project_with_files(files: usize) -> tempfile::TempDir {
     dir
 }
 
-fn collecting() -> (zblade_app::indexer::Sink, mpsc::Receiver<IndexerUpdate>) {
+fn collecting() -> (zblade_app::updates::Sink, mpsc::Receiver<IndexerUpdate>) {
     let (tx, rx) = mpsc::channel();
     let tx = Mutex::new(tx);
     (

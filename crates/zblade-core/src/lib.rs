@@ -21,6 +21,7 @@ pub mod fsio;
 pub mod graph;
 pub mod ids;
 pub mod layout;
+pub mod lineage;
 pub mod paths;
 pub mod protected;
 pub mod reference_status;
@@ -33,10 +34,11 @@ pub use artifact::{
 };
 pub use error::{Error, Result};
 pub use graph::{
-    Compaction, ForkPoint, Manifest, MergeRecord, MessageOrigin, MessageRef, PackPlace, SharedPrefix,
-    StoredConversation, TokenUsage, is_pack_name, message_sha256, pack_name, parse_stored_conversation,
+    Manifest, MessageRef, PackPlace, StoredConversation, is_pack_name, message_sha256, pack_name,
+    parse_stored_conversation,
 };
 pub use layout::Layout;
+pub use lineage::{Compaction, ForkPoint, MergeRecord, MessageOrigin, SharedPrefix, TokenUsage};
 pub use protected::PathGuard;
 pub use reference_status::ReferenceStatus;
 pub use settings::{DEFAULT_CODE_MODEL, SearchSettings, Settings, StorageMode};

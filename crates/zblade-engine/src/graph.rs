@@ -75,50 +75,6 @@ fn out_of_range(conversation: &str, index: usize, len: usize) -> Error {
     }
 }
 
-/// A fork as a copy (for storage that cannot share messages): the parent's first messages,
-/// each marked as inherited.
-pub(crate) fn forked_copy(parent: &Conversation, after: usize, request: &ForkRequest) -> Conversation {
-    let messages: Vec<Message> = parent.messages[..=after]
-        .iter()
-        .cloned()
-        .map(|mut m| {
-            m.origin.get_or_insert(MessageOrigin::Inherited {
-                conversation_id: parent.conversation_id.clone(),
-            });
-            m
-        })
-        .collect();
-    Conversation {
-        version: zblade_core::ARTIFACT_VERSION.to_string(),
-        conversation_id: zblade_core::ids::new_id(zblade_core::ids::CONVERSATION),
-        project_id: parent.project_id.clone(),
-        created_at: Some(request.now),
-        updated_at: Some(request.now),
-        title: request
-            .title
-            .clone()
-            .unwrap_or_else(|| format!("{} (fork)", parent.title)),
-        metadata: zblade_core::ConversationMetadata {
-            total_messages: messages.len() as u64,
-            tags: parent.metadata.tags.clone(),
-            ..Default::default()
-        },
-        forked_from: Some(zblade_core::ForkPoint {
-            conversation_id: parent.conversation_id.clone(),
-            after_message_id: parent.messages[after].id.clone(),
-            after_index: after,
-            forked_at: request.now,
-        }),
-        messages,
-        moments: Vec::new(),
-        merged_from: Vec::new(),
-        compaction: None,
-        token_usage: Default::default(),
-        shared_prefix: None,
-        extra: serde_json::Map::new(),
-    }
-}
-
 /// What a fork, merge or cherry-pick made.
 #[derive(Debug, Clone, Serialize)]
 pub struct GraphOutcome {

@@ -27,6 +27,7 @@ mod fsck;
 mod gate;
 mod graph;
 mod import;
+mod loaded;
 mod lock;
 mod migrate;
 mod models;

@@ -5,15 +5,7 @@ use std::path::{Path, PathBuf};
 
 use zblade_core::{Conversation, Error, Layout, Moment, Result, fsio, parse_moment, sha256_hex};
 
-/// An artifact file read from disk and checked.
-pub struct Loaded<T> {
-    /// The artifact.
-    pub artifact: T,
-    /// Path relative to the project root.
-    pub path: String,
-    /// sha256 of the file's bytes.
-    pub sha256: String,
-}
+use crate::loaded::Loaded;
 
 /// Everything found under `artifacts/`.
 #[derive(Default)]

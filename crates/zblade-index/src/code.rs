@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use rusqlite::{OptionalExtension, params};
 use zblade_core::Result;
 
-use crate::search::{HitKind, SearchHit};
+use crate::hit::{HitKind, SearchHit};
 use crate::{Index, SearchFilter};
 
 /// What the index remembers of an indexed file, to skip it when unchanged.

@@ -23,6 +23,7 @@ mod code;
 mod filter;
 pub mod fts;
 mod graph;
+mod hit;
 mod memory;
 mod references;
 pub mod schema;
@@ -42,9 +43,10 @@ pub use chunks::{ChunkRow, ChunkSource, hit_key};
 pub use code::{CodeChunkRow, CodeFileState, CodeFileUpdate, StoredCodeChunk, parse_code_key};
 pub use filter::SearchFilter;
 pub use graph::{LineageNode, MergeEdge, Prompt};
+pub use hit::{HitKind, SearchHit};
 pub use memory::MemoryText;
 pub use references::{LiveLocation, StoredReference};
-pub use search::{HitKind, SearchHit, SearchKind, SearchQuery};
+pub use search::{SearchKind, SearchQuery};
 pub use vocab::{MAX_COUNTED_TERMS, TermCounts};
 
 /// How long a writer waits for another process's write transaction before giving up.

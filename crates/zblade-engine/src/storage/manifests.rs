@@ -22,7 +22,7 @@ use zblade_core::{
 };
 
 use super::ForkRequest;
-use crate::scan::Loaded;
+use crate::loaded::Loaded;
 
 /// The deepest chain of shared prefixes followed (a fork of a fork of …); deeper chains are
 /// refused as damage rather than walked forever.

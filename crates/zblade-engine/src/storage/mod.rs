@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use zblade_context::Candidate;
-use zblade_core::{Conversation, InlineMoment, Moment, Result, Settings, StorageMode};
+use zblade_core::{Conversation, InlineMoment, Message, MessageOrigin, Moment, Result, Settings, StorageMode};
 use zblade_index::{ConversationSummary, MemoryText, MomentSummary, SearchQuery};
 
 use crate::{AddOutcome, MessageMatch, Project, ReferenceReport, SearchMode, SearchResults};
@@ -86,7 +86,7 @@ pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
         let after = request
             .after
             .position(&request.parent, parent.messages.iter().map(|m| m.id.as_str()))?;
-        let fork = crate::graph::forked_copy(&parent, after, request);
+        let fork = forked_copy(&parent, after, request);
         self.put_conversations(project, std::slice::from_ref(&fork))?;
         Ok(fork)
     }
@@ -165,5 +165,49 @@ pub(crate) fn for_settings(settings: &Settings) -> Arc<dyn Storage> {
     match settings.storage.mode {
         StorageMode::Server => Arc::new(server::ServerStorage),
         StorageMode::Local => Arc::new(local::LocalStorage),
+    }
+}
+
+/// A fork as a copy (for storage that cannot share messages): the parent's first messages,
+/// each marked as inherited.
+fn forked_copy(parent: &Conversation, after: usize, request: &ForkRequest) -> Conversation {
+    let messages: Vec<Message> = parent.messages[..=after]
+        .iter()
+        .cloned()
+        .map(|mut m| {
+            m.origin.get_or_insert(MessageOrigin::Inherited {
+                conversation_id: parent.conversation_id.clone(),
+            });
+            m
+        })
+        .collect();
+    Conversation {
+        version: zblade_core::ARTIFACT_VERSION.to_string(),
+        conversation_id: zblade_core::ids::new_id(zblade_core::ids::CONVERSATION),
+        project_id: parent.project_id.clone(),
+        created_at: Some(request.now),
+        updated_at: Some(request.now),
+        title: request
+            .title
+            .clone()
+            .unwrap_or_else(|| format!("{} (fork)", parent.title)),
+        metadata: zblade_core::ConversationMetadata {
+            total_messages: messages.len() as u64,
+            tags: parent.metadata.tags.clone(),
+            ..Default::default()
+        },
+        forked_from: Some(zblade_core::ForkPoint {
+            conversation_id: parent.conversation_id.clone(),
+            after_message_id: parent.messages[after].id.clone(),
+            after_index: after,
+            forked_at: request.now,
+        }),
+        messages,
+        moments: Vec::new(),
+        merged_from: Vec::new(),
+        compaction: None,
+        token_usage: Default::default(),
+        shared_prefix: None,
+        extra: serde_json::Map::new(),
     }
 }
