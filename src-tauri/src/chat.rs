@@ -30,9 +30,6 @@ use crate::state::{AppState, blocking};
 
 /// How long a tool call waits for the user's answer before it is declined.
 const APPROVAL_WAIT: Duration = Duration::from_secs(600);
-/// The share of a model's context window the packed memory may take (the rest is for the
-/// history, the prompt and the answer).
-const MEMORY_SHARE: u32 = 3;
 
 /// The registry as Settings → Models and the model picker show it.
 #[derive(Debug, Clone, Serialize, Type)]
@@ -287,12 +284,11 @@ pub fn send(app: &AppHandle, state: &AppState, request: ChatRequest) -> AppResul
         Some(id) => Chat::resume(project, id).map_err(chat_error)?,
         None => Chat::start(),
     };
-    let window = registered.context_window;
     let options = TurnOptions {
         tier: registered.tier,
-        budget: (project.settings().context.max_tokens as usize).min((window / MEMORY_SHARE) as usize),
-        // A local model shares its window with the answer: a quarter of it at most.
-        max_tokens: (registered.provider == ChatProvider::Local).then_some((window / 4).min(1024)),
+        budget: None,
+        window: Some(registered.context_window),
+        max_tokens: None,
         tools: registered.tools,
     };
     let prepared = chat.prepare(project, &model, prompt, options).map_err(chat_error)?;

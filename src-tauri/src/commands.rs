@@ -236,7 +236,7 @@ pub async fn context_preview(app: AppHandle, request: ContextRequestView) -> App
     with_project(app, move |project| {
         let result = project.context(&ContextRequest {
             query: request.query,
-            budget: request.budget as usize,
+            budget: Some(request.budget as usize),
             conversation: request.conversation.filter(|c| !c.is_empty()),
             format,
             tier,

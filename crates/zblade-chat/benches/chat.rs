@@ -116,7 +116,7 @@ fn main() {
         // The assembly alone, as the same turn's first step runs it.
         let request = ContextRequest {
             query: query.clone(),
-            budget: options.budget,
+            budget: Some(options.memory_budget(&project)),
             conversation: None,
             format: Default::default(),
             tier: options.tier,

@@ -198,9 +198,14 @@ impl Model {
 pub struct TurnOptions {
     /// The reading model's tier (how the pack is shaped).
     pub tier: ContextTier,
-    /// Token budget of the packed memory.
-    pub budget: usize,
-    /// The longest answer, in tokens (`max_tokens`); `None` leaves it to the server.
+    /// Token budget of the packed memory (`None`: the project's `context.max_tokens`); never
+    /// more than a third of `window`; 0 packs none.
+    pub budget: Option<usize>,
+    /// The model's context window in tokens, when known: the prompt, the history, the memory
+    /// and the answer share it.
+    pub window: Option<u32>,
+    /// The longest answer, in tokens (`max_tokens`); `None`: a local model gets a quarter of
+    /// its window (at most 1,024), a server decides for itself.
     pub max_tokens: Option<u32>,
     /// Offer the model the read-only [`tools`].
     pub tools: bool,
@@ -210,10 +215,38 @@ impl Default for TurnOptions {
     fn default() -> Self {
         TurnOptions {
             tier: ContextTier::Balanced,
-            budget: zblade_engine::DEFAULT_BUDGET,
+            budget: None,
+            window: None,
             max_tokens: None,
             tools: true,
         }
+    }
+}
+
+/// The share of a model's context window the packed memory may take: at most a third (the
+/// rest is for the history, the prompt and the answer).
+const MEMORY_SHARE: u32 = 3;
+/// The longest answer a local model is asked for when none is set: a quarter of its window,
+/// at most this.
+const LOCAL_ANSWER_TOKENS: u32 = 1_024;
+
+impl TurnOptions {
+    /// The memory budget of a turn on `project`: what was asked (else the project's
+    /// `context.max_tokens`), within the model's share of its window.
+    pub fn memory_budget(&self, project: &Project) -> usize {
+        let asked = self.budget.unwrap_or(project.settings().context.max_tokens as usize);
+        match self.window {
+            Some(window) => asked.min((window / MEMORY_SHARE) as usize),
+            None => asked,
+        }
+    }
+
+    /// The longest answer to ask `model` for (see [`TurnOptions::max_tokens`]).
+    pub fn answer_tokens(&self, model: &Model) -> Option<u32> {
+        self.max_tokens.or(match (model, self.window) {
+            (Model::Local(_), Some(window)) => Some((window / 4).min(LOCAL_ANSWER_TOKENS)),
+            _ => None,
+        })
     }
 }
 
@@ -370,19 +403,16 @@ impl Chat {
         prompt: &str,
         options: TurnOptions,
     ) -> Result<Prepared, ChatError> {
+        let budget = options.memory_budget(project);
         let request = ContextRequest {
-            query: prompt.to_string(),
-            budget: options.budget,
-            conversation: None,
-            format: Default::default(),
+            budget: Some(budget),
             tier: options.tier,
-            mode: None,
             exclude_conversation: Some(self.conversation.clone()),
-            min_relevance: None,
+            ..ContextRequest::new(prompt)
         };
         let started = std::time::Instant::now();
         // A budget of 0 asks for no memory at all (a model whose window is full without it).
-        let packed = if options.budget == 0 {
+        let packed = if budget == 0 {
             None
         } else {
             Some(
@@ -422,7 +452,7 @@ impl Chat {
                 let mut body = json!({
                     "model": model.name(),
                     "stream": true,
-                    "max_tokens": options.max_tokens.unwrap_or(ANTHROPIC_MAX_TOKENS),
+                    "max_tokens": options.answer_tokens(model).unwrap_or(ANTHROPIC_MAX_TOKENS),
                     "messages": alternating(messages),
                 });
                 if !fenced.is_empty() {
@@ -438,7 +468,7 @@ impl Chat {
                     messages.insert(0, json!({"role": "system", "content": fenced}));
                 }
                 let mut body = json!({"model": model.name(), "stream": true, "messages": messages});
-                if let Some(max) = options.max_tokens {
+                if let Some(max) = options.answer_tokens(model) {
                     body["max_tokens"] = json!(max);
                 }
                 if tools {
@@ -505,8 +535,12 @@ impl Chat {
                 // Too long with memory in it: asked again with less. Without memory there is
                 // nothing to cut, and the prompt is recorded like any refused one.
                 Err(ChatError::TooLong(why)) if round == 0 && memory.1 > 0 => {
-                    options.budget = if options.budget > 400 { options.budget / 4 } else { 0 };
-                    let less = match options.budget {
+                    let smaller = match options.memory_budget(project) {
+                        budget if budget > 400 => budget / 4,
+                        _ => 0,
+                    };
+                    options.budget = Some(smaller);
+                    let less = match smaller {
                         0 => "no memory".to_string(),
                         n => format!("a memory budget of {n} tokens"),
                     };

@@ -219,7 +219,6 @@ fn main() {
 
     // The context tool over stdio, next to Project::context in this process.
     let project = Project::open(&root).unwrap();
-    let budget = project.settings().context.max_tokens as usize;
     let mut server = McpProcess::start(&root);
     server.request("initialize", initialize());
     server.notify("notifications/initialized");
@@ -228,16 +227,7 @@ fn main() {
         assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
     };
     let direct_call = |query: &str| {
-        let request = ContextRequest {
-            query: query.to_string(),
-            budget,
-            conversation: None,
-            format: Default::default(),
-            tier: Default::default(),
-            mode: None,
-            exclude_conversation: None,
-            min_relevance: None,
-        };
+        let request = ContextRequest::new(query);
         project.context(&request).unwrap();
     };
     call(&mut server, &queries[0]); // both load their model once, outside the timing

@@ -84,7 +84,7 @@ impl Asked {
 fn request(query: &str, budget: usize, min_relevance: f64) -> ContextRequest {
     ContextRequest {
         query: query.to_string(),
-        budget,
+        budget: Some(budget),
         conversation: None,
         format: ContextFormat::Xml,
         tier: ContextTier::Balanced,

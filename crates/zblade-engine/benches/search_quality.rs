@@ -275,7 +275,7 @@ fn main() {
             // Context assembly (issue 5): does an 8,000-token pack hold the evidence turns?
             let request = ContextRequest {
                 query: text.to_string(),
-                budget: PACK_BUDGET,
+                budget: Some(PACK_BUDGET),
                 conversation: None,
                 format: ContextFormat::Xml,
                 tier: ContextTier::Balanced,

@@ -289,7 +289,7 @@ fn search_at_scale(messages: usize, query_count: usize) -> (String, String) {
     for q in &queries {
         let request = ContextRequest {
             query: q.clone(),
-            budget: 8_000,
+            budget: Some(8_000),
             conversation: None,
             format: ContextFormat::Xml,
             tier: ContextTier::Balanced,

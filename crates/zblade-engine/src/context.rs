@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use zblade_context::{
     Analysis, Candidate, Cl100k, Evidence, Extractive, FileRef, Format, Gate, Item, Pack, PackOptions, Source, Tier,
 };
@@ -26,16 +26,16 @@ pub const RECENT_WINDOW: usize = 20;
 pub const MAX_QUERY_CHARS: usize = 2_000;
 /// Files named with `@file:` are read up to this size.
 pub const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
-/// Default budget when none is given and settings name none.
-pub const DEFAULT_BUDGET: usize = 8_000;
-
-/// What to assemble.
-#[derive(Debug, Clone)]
+/// What to assemble: one request type for every face (the CLI, MCP, the app, the proxy, the
+/// chat, and the warm engine's socket, which carries it as JSON). Every field but `query` may
+/// be left out; the engine decides what that means, in one place each.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ContextRequest {
     /// What the user asks.
     pub query: String,
-    /// Token budget.
-    pub budget: usize,
+    /// Token budget (`None`: the project's `context.max_tokens`).
+    pub budget: Option<usize>,
     /// The conversation the user is in (its recent turns are working context).
     pub conversation: Option<String>,
     /// Output format.
@@ -50,6 +50,21 @@ pub struct ContextRequest {
     /// The relevance gate's floor (`None`: `context.min_relevance`, else the default; 0: no
     /// gate, the receipt still shows the relevance).
     pub min_relevance: Option<f64>,
+}
+
+impl ContextRequest {
+    /// A request for `query` with every other choice left to the engine.
+    pub fn new(query: impl Into<String>) -> ContextRequest {
+        ContextRequest {
+            query: query.into(),
+            ..ContextRequest::default()
+        }
+    }
+
+    /// The budget this request packs into on `project`.
+    pub fn budget_on(&self, project: &Project) -> usize {
+        self.budget.unwrap_or(project.settings().context.max_tokens as usize)
+    }
 }
 
 /// An assembled context.
@@ -239,7 +254,7 @@ impl Project {
         }
 
         let options = PackOptions {
-            budget: request.budget,
+            budget: request.budget_on(self),
             format: request.format,
             tier: request.tier,
             query: &search_text,

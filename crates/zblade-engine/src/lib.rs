@@ -50,7 +50,7 @@ mod watch;
 
 pub use code::{CodeIndexReport, chunk_rows, line_window_rows};
 pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus, gguf_dir};
-pub use context::{ContextRequest, ContextResult, ContextTimings, DEFAULT_BUDGET, MAX_QUERY_CHARS, RECENT_WINDOW};
+pub use context::{ContextRequest, ContextResult, ContextTimings, MAX_QUERY_CHARS, RECENT_WINDOW};
 pub use documents::{DOCUMENT_SOURCE, DocumentsAdded};
 pub use extract::ExtractReport;
 pub use files::{DEFAULT_READ_LINES, MAX_READ_BYTES, ProjectFile};

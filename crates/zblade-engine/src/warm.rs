@@ -18,30 +18,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use zblade_context::{Format, Tier};
 
 use crate::{ContextRequest, Project};
 
 /// The most a request may hold.
 pub const MAX_REQUEST: u64 = 256 * 1024;
-
-/// A context request sent to a warm engine.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WarmRequest {
-    /// What the user asks.
-    pub query: String,
-    /// Token budget (`None`: the project's `context.max_tokens`).
-    pub budget: Option<usize>,
-    /// The conversation the user is in.
-    pub conversation: Option<String>,
-    /// Output format.
-    pub format: Format,
-    /// Reading model tier.
-    pub tier: Tier,
-    /// The relevance gate's floor (`None`: the project's setting or the default).
-    #[serde(default)]
-    pub min_relevance: Option<f64>,
-}
 
 /// A warm engine's answer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -58,40 +39,24 @@ pub struct WarmAnswer {
     pub nothing_relevant: bool,
 }
 
-impl WarmRequest {
-    /// A small request that loads what the first real one would (tokenizer, embedding model,
-    /// vector table), for a long-running process to run before it starts answering.
-    pub fn warm_up() -> WarmRequest {
-        WarmRequest {
-            query: "warm up".into(),
-            budget: Some(100),
-            conversation: None,
-            format: Format::default(),
-            tier: Tier::default(),
-            min_relevance: None,
-        }
+/// A small request that loads what the first real one would (tokenizer, embedding model,
+/// vector table), for a long-running process to run before it starts answering.
+pub fn warm_up_request() -> ContextRequest {
+    ContextRequest {
+        budget: Some(100),
+        ..ContextRequest::new("warm up")
     }
+}
 
-    /// Runs the request on `project`.
-    pub fn run(&self, project: &Project) -> Result<WarmAnswer, String> {
-        let request = ContextRequest {
-            query: self.query.clone(),
-            budget: self.budget.unwrap_or(project.settings().context.max_tokens as usize),
-            conversation: self.conversation.clone(),
-            format: self.format,
-            tier: self.tier,
-            mode: None,
-            exclude_conversation: None,
-            min_relevance: self.min_relevance,
-        };
-        let result = project.context(&request).map_err(|e| e.to_string())?;
-        Ok(WarmAnswer {
-            entries: result.pack.entries.len(),
-            nothing_relevant: result.pack.nothing_relevant(),
-            text: result.pack.text,
-            notices: result.notices,
-        })
-    }
+/// Runs `request` on `project`, answering as the warm engine does.
+pub fn run(project: &Project, request: &ContextRequest) -> Result<WarmAnswer, String> {
+    let result = project.context(request).map_err(|e| e.to_string())?;
+    Ok(WarmAnswer {
+        entries: result.pack.entries.len(),
+        nothing_relevant: result.pack.nothing_relevant(),
+        text: result.pack.text,
+        notices: result.notices,
+    })
 }
 
 /// The socket of the project at `root`, in this user's private folder; `None` when no such
@@ -125,7 +90,7 @@ pub fn socket_path(root: &Path) -> Option<PathBuf> {
 
 /// Asks the warm engine of the project at `root`; `None` when none answers within `timeout`
 /// (the caller then works in-process). `Some(Err)` is the engine's own error for the request.
-pub fn ask(root: &Path, request: &WarmRequest, timeout: Duration) -> Option<Result<WarmAnswer, String>> {
+pub fn ask(root: &Path, request: &ContextRequest, timeout: Duration) -> Option<Result<WarmAnswer, String>> {
     let socket = socket_path(root)?;
     let mut stream = UnixStream::connect(&socket).ok()?;
     stream.set_read_timeout(Some(timeout)).ok()?;
@@ -210,7 +175,7 @@ impl WarmServer {
 /// (it locks whatever holds the project). Fails when another engine already serves there.
 pub fn serve(
     root: &Path,
-    handle: impl Fn(WarmRequest) -> Result<WarmAnswer, String> + Send + 'static,
+    handle: impl Fn(ContextRequest) -> Result<WarmAnswer, String> + Send + 'static,
 ) -> std::io::Result<WarmServer> {
     serve_claimed(claim(root)?, handle)
 }
@@ -219,7 +184,7 @@ pub fn serve(
 /// process started meanwhile sees the engine coming and does not load a model for nothing).
 pub fn serve_claimed(
     lock: EngineLock,
-    handle: impl Fn(WarmRequest) -> Result<WarmAnswer, String> + Send + 'static,
+    handle: impl Fn(ContextRequest) -> Result<WarmAnswer, String> + Send + 'static,
 ) -> std::io::Result<WarmServer> {
     let socket = lock.socket.clone();
     // Holding the lock, whatever socket is there was left by an engine that died.
@@ -236,13 +201,13 @@ pub fn serve_claimed(
 }
 
 /// Reads one request from `stream`, writes one answer.
-fn answer(stream: UnixStream, handle: &impl Fn(WarmRequest) -> Result<WarmAnswer, String>) {
+fn answer(stream: UnixStream, handle: &impl Fn(ContextRequest) -> Result<WarmAnswer, String>) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
     let Ok(mut writer) = stream.try_clone() else { return };
     let mut line = String::new();
     let read = BufReader::new(stream.take(MAX_REQUEST)).read_line(&mut line);
     let outcome = match read {
-        Ok(_) if line.ends_with('\n') => match serde_json::from_str::<WarmRequest>(&line) {
+        Ok(_) if line.ends_with('\n') => match serde_json::from_str::<ContextRequest>(&line) {
             Ok(request) => handle(request),
             Err(e) => Err(format!("bad request: {e}")),
         },
@@ -256,6 +221,7 @@ fn answer(stream: UnixStream, handle: &impl Fn(WarmRequest) -> Result<WarmAnswer
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zblade_context::{Format, Tier};
 
     #[test]
     fn a_request_is_answered_over_the_socket_and_garbage_is_refused() {
@@ -271,13 +237,11 @@ mod tests {
         .unwrap();
         let mode = std::fs::metadata(server.socket()).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        let request = WarmRequest {
-            query: "refresh tokens".into(),
+        let request = ContextRequest {
             budget: Some(500),
-            conversation: None,
             format: Format::Xml,
             tier: Tier::Balanced,
-            min_relevance: None,
+            ..ContextRequest::new("refresh tokens")
         };
         let answer = ask(root.path(), &request, Duration::from_secs(5)).unwrap().unwrap();
         assert_eq!(answer.text, "packed for refresh tokens");

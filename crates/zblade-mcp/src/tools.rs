@@ -249,9 +249,7 @@ pub(crate) fn context(project: &mut Project, args: ContextArgs) -> Result<Contex
     }
     let request = ContextRequest {
         query: args.query,
-        budget: args
-            .budget
-            .map_or(project.settings().context.max_tokens as usize, |b| b as usize),
+        budget: args.budget.map(|b| b as usize),
         conversation: args.conversation,
         format: Default::default(),
         tier: match args.tier {

@@ -288,7 +288,7 @@ impl Proxy {
         let receipt_id = receipts::new_id();
         let request = ContextRequest {
             query: read.query.clone(),
-            budget: entry.budget,
+            budget: Some(entry.budget),
             conversation: None,
             format: Default::default(),
             tier: entry.tier,

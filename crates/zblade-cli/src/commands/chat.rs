@@ -103,7 +103,8 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
     };
     let options = TurnOptions {
         tier: args.tier.into(),
-        budget: args.budget.unwrap_or(project.settings().context.max_tokens as usize),
+        budget: args.budget,
+        window: args.local.is_some().then_some(args.context_window),
         max_tokens: args.max_tokens,
         tools: args.tools != ToolsArg::Off,
     };

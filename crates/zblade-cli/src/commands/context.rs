@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use zblade_engine::warm::{self, WarmRequest};
+use zblade_engine::warm;
 use zblade_engine::{ContextRequest, Error};
 
 use super::Ctx;
@@ -14,37 +14,28 @@ use crate::render::{Assembled, WarmText};
 pub(crate) const WARM_TIMEOUT: Duration = Duration::from_secs(20);
 
 pub(crate) fn run(cx: &mut Ctx, args: ContextArgs) -> Result<(), Error> {
-    // Plain text is all a warm engine sends back; the receipt and --json need the whole result.
-    if !args.receipt && !cx.json {
-        let request = WarmRequest {
-            query: args.query.join(" "),
-            budget: args.budget,
-            conversation: args.conversation.clone(),
-            format: args.format.into(),
-            tier: args.tier.into(),
-            min_relevance: args.floor(),
-        };
-        if let Some(answer) = warm::ask(&cx.root, &request, WARM_TIMEOUT) {
-            let answer = answer.map_err(Error::Usage)?;
-            for notice in &answer.notices {
-                cx.notice(notice);
-            }
-            return cx.out.print(&WarmText(answer.text));
-        }
-    }
-    let project = cx.open()?;
-    let floor = args.floor();
     let request = ContextRequest {
         query: args.query.join(" "),
-        budget: args.budget.unwrap_or(project.settings().context.max_tokens as usize),
-        conversation: args.conversation,
+        budget: args.budget,
+        conversation: args.conversation.clone(),
         format: args.format.into(),
         tier: args.tier.into(),
         mode: args.mode.map(Into::into),
         exclude_conversation: None,
-        min_relevance: floor,
+        min_relevance: args.floor(),
     };
-    let result = project.context(&request)?;
+    // Plain text is all a warm engine sends back; the receipt and --json need the whole result.
+    if !args.receipt
+        && !cx.json
+        && let Some(answer) = warm::ask(&cx.root, &request, WARM_TIMEOUT)
+    {
+        let answer = answer.map_err(Error::Usage)?;
+        for notice in &answer.notices {
+            cx.notice(notice);
+        }
+        return cx.out.print(&WarmText(answer.text));
+    }
+    let result = cx.open()?.context(&request)?;
     for notice in &result.notices {
         cx.notice(notice);
     }

@@ -10,8 +10,8 @@
 use std::io::Read;
 use std::path::PathBuf;
 
-use zblade_engine::warm::{self, WarmRequest};
-use zblade_engine::{Error, ImportRequest, ImportSource};
+use zblade_engine::warm;
+use zblade_engine::{ContextRequest, Error, ImportRequest, ImportSource};
 
 use super::context::WARM_TIMEOUT;
 
@@ -51,13 +51,9 @@ fn prompt(cx: &mut Ctx, event: &serde_json::Value) -> Result<(), Error> {
     else {
         return Ok(()); // nothing asked, nothing to add
     };
-    let request = WarmRequest {
-        query: prompt.to_string(),
+    let request = ContextRequest {
         budget: Some(HOOK_BUDGET),
-        conversation: None,
-        format: Default::default(),
-        tier: Default::default(),
-        min_relevance: None,
+        ..ContextRequest::new(prompt)
     };
     // The warm engine when one runs (the app, `zblade serve`); else this process does it, and
     // starts one in the background so that only a session's first prompt pays the cold start.
@@ -65,7 +61,7 @@ fn prompt(cx: &mut Ctx, event: &serde_json::Value) -> Result<(), Error> {
         Some(answer) => answer.map_err(Error::Usage)?,
         None => {
             super::serve::start_detached(&cx.root);
-            request.run(&cx.open()?).map_err(Error::Usage)?
+            warm::run(&cx.open()?, &request).map_err(Error::Usage)?
         }
     };
     // Nothing remembered bears on the prompt (the relevance gate closed): print nothing.

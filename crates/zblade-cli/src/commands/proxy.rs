@@ -53,7 +53,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ProxyArgs) -> Result<(), Error> {
     }
     // Load what the first request would (tokenizer, embedding model, vector table) now, so the
     // user's first request through the proxy is not the slow one.
-    if let Err(e) = zblade_engine::warm::WarmRequest::warm_up().run(&project) {
+    if let Err(e) = zblade_engine::warm::run(&project, &zblade_engine::warm::warm_up_request()) {
         cx.notice(&format!("warming up: {e}"));
     }
     let memory: Arc<dyn zblade_proxy::Memory> = Arc::new(Arc::new(Mutex::new(project)));

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zblade_engine::Error;
-use zblade_engine::warm::{self, WarmRequest};
+use zblade_engine::warm;
 
 use super::Ctx;
 
@@ -25,7 +25,7 @@ pub(crate) fn run(cx: &mut Ctx, idle_exit: Option<u64>) -> Result<(), Error> {
     let project = cx.open()?;
     let started = Instant::now();
     // Load what a cold process would: the first context request loads the model and tokenizer.
-    if let Err(e) = WarmRequest::warm_up().run(&project) {
+    if let Err(e) = warm::run(&project, &warm::warm_up_request()) {
         cx.notice(&format!("warming up: {e}"));
     }
     if let Some(why) = project.semantic_unavailable() {
@@ -38,7 +38,7 @@ pub(crate) fn run(cx: &mut Ctx, idle_exit: Option<u64>) -> Result<(), Error> {
     let server = warm::serve_claimed(lock, move |request| {
         seen.store(started.elapsed().as_secs(), Ordering::Relaxed);
         let project = project.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        request.run(&project)
+        warm::run(&project, &request)
     })
     .map_err(|e| Error::Usage(format!("cannot serve this project: {e}")))?;
     eprintln!(
