@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use zblade_engine::{ContextFormat, ContextTier, ImportSource, SearchKind, SearchMode};
+use zblade_engine::{ContextFormat, ContextTier, ImportSource, MomentType, SearchKind, SearchMode};
 
 /// zblade: an unlimited, trustworthy memory of a project for AI coding assistants.
 ///
@@ -349,8 +349,8 @@ pub struct ChatArgs {
     pub api_key_env: Option<String>,
     /// The model's tier, which shapes the packed memory: smart (pointers for long texts),
     /// balanced or fast (full content).
-    #[arg(long, value_enum, default_value_t = TierArg::Balanced)]
-    pub tier: TierArg,
+    #[arg(long, value_enum, default_value_t = ContextTier::Balanced)]
+    pub tier: ContextTier,
     /// Token budget of the memory packed into each turn. Default: context.max_tokens in
     /// settings (8000).
     #[arg(long, value_name = "TOKENS")]
@@ -876,7 +876,7 @@ pub enum ListCommand {
     Moments {
         /// Only this type.
         #[arg(long = "type", value_enum)]
-        kind: Option<MomentTypeArg>,
+        kind: Option<MomentType>,
         /// Most rows to show.
         #[arg(long, short = 'n', default_value_t = 50)]
         limit: usize,
@@ -884,79 +884,6 @@ pub enum ListCommand {
         #[arg(long, default_value_t = 0)]
         offset: usize,
     },
-}
-
-/// `--kind` of `zblade search`.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum KindArg {
-    /// Messages, moments and project files.
-    All,
-    /// Messages only.
-    Messages,
-    /// Moments only.
-    Moments,
-    /// Whole conversations, by title, tags and best message.
-    Conversations,
-    /// Project files indexed by `zblade index`, as path and lines.
-    Code,
-}
-
-/// `--mode` of `zblade search`.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ModeArg {
-    /// FTS5 and BM25.
-    Keyword,
-    /// Nearest neighbours of the query's embedding.
-    Semantic,
-    /// Both, merged by relative score fusion (BM25 0.7, vectors 0.3).
-    Hybrid,
-}
-
-/// `--type` of `zblade list moments`.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum MomentTypeArg {
-    /// Choices and their reasons.
-    Decision,
-    /// Conventions.
-    Pattern,
-    /// How problems were solved.
-    Solution,
-    /// Background.
-    Context,
-}
-
-impl MomentTypeArg {
-    /// The name stored in the index.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MomentTypeArg::Decision => "decision",
-            MomentTypeArg::Pattern => "pattern",
-            MomentTypeArg::Solution => "solution",
-            MomentTypeArg::Context => "context",
-        }
-    }
-}
-
-/// `--format` of `zblade context`.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum FormatArg {
-    /// `<unlimited_context>` with sessions, turns, moments and code.
-    Xml,
-    /// Headings and fenced code.
-    Markdown,
-    /// One JSON object.
-    Json,
-}
-
-/// `--tier` of `zblade context`.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum TierArg {
-    /// Models that call tools: pointers for long retrieved texts, 20 recent turns.
-    Smart,
-    /// Full content, 10 recent turns.
-    Balanced,
-    /// Full content, 5 recent turns.
-    Fast,
 }
 
 /// `zblade moments …`
@@ -982,12 +909,12 @@ pub struct SearchArgs {
     #[arg(long, short = 'n', default_value_t = 10)]
     pub limit: usize,
     /// What to search.
-    #[arg(long, value_enum, default_value_t = KindArg::All)]
-    pub kind: KindArg,
+    #[arg(long, value_enum, default_value_t = SearchKind::All)]
+    pub kind: SearchKind,
     /// keyword (BM25), semantic (embeddings) or hybrid (both, fused). Default: hybrid when
     /// an embedding model is installed and `zblade index` has run, else keyword.
     #[arg(long, value_enum)]
-    pub mode: Option<ModeArg>,
+    pub mode: Option<SearchMode>,
     /// Only this conversation's messages and moments.
     #[arg(long, value_name = "ID")]
     pub conversation: Option<String>,
@@ -1017,15 +944,15 @@ pub struct ContextArgs {
     #[arg(long, value_name = "ID")]
     pub conversation: Option<String>,
     /// xml (`<unlimited_context>`), markdown or json.
-    #[arg(long, value_enum, default_value_t = FormatArg::Xml)]
-    pub format: FormatArg,
+    #[arg(long, value_enum, default_value_t = ContextFormat::Xml)]
+    pub format: ContextFormat,
     /// smart: pointers (path, lines, summary, size) for long retrieved texts, for models
     /// that can call tools; balanced and fast: full content, 10 and 5 recent turns.
-    #[arg(long, value_enum, default_value_t = TierArg::Balanced)]
-    pub tier: TierArg,
+    #[arg(long, value_enum, default_value_t = ContextTier::Balanced)]
+    pub tier: ContextTier,
     /// How retrieval searches (default: hybrid when available, else keyword).
     #[arg(long, value_enum)]
-    pub mode: Option<ModeArg>,
+    pub mode: Option<SearchMode>,
     /// Also print the receipt.
     #[arg(long)]
     pub receipt: bool,
@@ -1046,44 +973,3 @@ impl ContextArgs {
     }
 }
 
-impl From<KindArg> for SearchKind {
-    fn from(kind: KindArg) -> SearchKind {
-        match kind {
-            KindArg::All => SearchKind::All,
-            KindArg::Messages => SearchKind::Messages,
-            KindArg::Moments => SearchKind::Moments,
-            KindArg::Conversations => SearchKind::Conversations,
-            KindArg::Code => SearchKind::Code,
-        }
-    }
-}
-
-impl From<ModeArg> for SearchMode {
-    fn from(mode: ModeArg) -> SearchMode {
-        match mode {
-            ModeArg::Keyword => SearchMode::Keyword,
-            ModeArg::Semantic => SearchMode::Semantic,
-            ModeArg::Hybrid => SearchMode::Hybrid,
-        }
-    }
-}
-
-impl From<FormatArg> for ContextFormat {
-    fn from(format: FormatArg) -> ContextFormat {
-        match format {
-            FormatArg::Xml => ContextFormat::Xml,
-            FormatArg::Markdown => ContextFormat::Markdown,
-            FormatArg::Json => ContextFormat::Json,
-        }
-    }
-}
-
-impl From<TierArg> for ContextTier {
-    fn from(tier: TierArg) -> ContextTier {
-        match tier {
-            TierArg::Smart => ContextTier::Smart,
-            TierArg::Balanced => ContextTier::Balanced,
-            TierArg::Fast => ContextTier::Fast,
-        }
-    }
-}

@@ -9,6 +9,7 @@ use crate::candidate::{Candidate, Item, Source};
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     /// `<unlimited_context>` with sessions, turns, moments and code.

@@ -17,6 +17,7 @@ use crate::tokens::TokenCounter;
 /// they get pointers to retrieved memory and read what they need; the others get content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Tier {
     /// Pointers (path, lines, one-line summary, tokens) for retrieved memory; 20 recent turns.

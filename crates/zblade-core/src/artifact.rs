@@ -268,6 +268,7 @@ pub struct ReferenceDiff {
 /// What kind of knowledge a moment holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum MomentType {
     /// A choice that was made, and why.

@@ -52,13 +52,14 @@ struct EmbeddingChunk {
 /// How to search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
-    /// FTS5 and BM25 only.
+    /// FTS5 and BM25.
     Keyword,
-    /// Vectors only.
+    /// Nearest neighbours of the query's embedding.
     Semantic,
-    /// Both, merged by reciprocal rank fusion.
+    /// Both, merged by relative score fusion (the default where vectors exist).
     Hybrid,
 }
 

@@ -17,9 +17,10 @@ pub const HIGHLIGHT: (&str, &str) = ("«", "»");
 /// Which kinds of records a search covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum SearchKind {
-    /// Messages and moments, merged by score.
+    /// Messages, moments and project files, merged by score.
     All,
     /// Messages only.
     Messages,
@@ -27,7 +28,7 @@ pub enum SearchKind {
     Moments,
     /// Conversations, by title, tags and their best-matching message.
     Conversations,
-    /// Chunks of project files.
+    /// Project files indexed by `zblade index`, as path and lines.
     Code,
 }
 

@@ -102,7 +102,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
         None => Model::Remote(remote_endpoint(&args)?),
     };
     let options = TurnOptions {
-        tier: args.tier.into(),
+        tier: args.tier,
         budget: args.budget,
         window: args.local.is_some().then_some(args.context_window),
         max_tokens: args.max_tokens,

@@ -18,9 +18,9 @@ pub(crate) fn run(cx: &mut Ctx, args: ContextArgs) -> Result<(), Error> {
         query: args.query.join(" "),
         budget: args.budget,
         conversation: args.conversation.clone(),
-        format: args.format.into(),
-        tier: args.tier.into(),
-        mode: args.mode.map(Into::into),
+        format: args.format,
+        tier: args.tier,
+        mode: args.mode,
         exclude_conversation: None,
         min_relevance: args.floor(),
     };

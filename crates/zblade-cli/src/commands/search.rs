@@ -16,8 +16,8 @@ pub(crate) fn run(cx: &mut Ctx, args: SearchArgs) -> Result<(), Error> {
         until: args.until.map(|t| parse_time(&t, "--until")).transpose()?,
     };
     let text = args.query.join(" ");
-    let query = SearchQuery::new(text.clone(), args.limit, args.kind.into()).with_filter(filter);
-    let results = project.search_fresh(&query, args.mode.map(Into::into))?;
+    let query = SearchQuery::new(text.clone(), args.limit, args.kind).with_filter(filter);
+    let results = project.search_fresh(&query, args.mode)?;
     if let Some(notice) = &results.notice {
         cx.notice(notice);
     }
