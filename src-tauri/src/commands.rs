@@ -575,7 +575,7 @@ pub async fn migrate(
         let emitter = app.clone();
         let report = project.migrate(direction, &client, &mut |phase, done, total| {
             let _ = MigrationProgress {
-                phase: format!("{phase:?}").to_lowercase(),
+                phase,
                 done: done as f64,
                 total: total as f64,
             }

@@ -100,11 +100,11 @@ pub struct DownloadProgress {
     pub total: f64,
 }
 
-/// Progress of a migration: `copy` or `verify`, items done of total.
+/// Progress of a migration: its phase, items done of total.
 #[derive(Debug, Clone, Serialize, Deserialize, Type, Event)]
 pub struct MigrationProgress {
-    /// `copy` or `verify`.
-    pub phase: String,
+    /// The phase it is in (`copy`, then `verify`).
+    pub phase: zblade_engine::MigrationPhase,
     /// Items done.
     pub done: f64,
     /// Items in all.

@@ -972,4 +972,3 @@ impl ContextArgs {
         if self.no_gate { Some(0.0) } else { self.min_relevance }
     }
 }
-

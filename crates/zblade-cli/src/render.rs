@@ -535,9 +535,7 @@ impl Render for Assembled<'_> {
             pack.entries.len(),
             pack.receipt.len(),
             self.result.elapsed_ms,
-            self.result
-                .mode
-                .map_or("none".to_string(), |m| format!("{m:?}").to_lowercase())
+            self.result.mode.map_or("none", |m| m.as_str())
         )?;
         if let Some(gate) = &pack.gate {
             let evidence = &gate.evidence;
@@ -573,7 +571,7 @@ impl Render for Assembled<'_> {
                 out,
                 "{mark} {:>5} tok  {:<9} {}  {}{score}",
                 if l.included { l.tokens } else { l.full_tokens },
-                format!("{:?}", l.source).to_lowercase(),
+                l.source.as_str(),
                 one_line(&l.label, 60),
                 l.reason
             )?;

@@ -22,6 +22,19 @@ pub enum Source {
     Retrieved,
 }
 
+impl Source {
+    /// Its name, as JSON spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Instructions => "instructions",
+            Source::Explicit => "explicit",
+            Source::Recent => "recent",
+            Source::Summary => "summary",
+            Source::Retrieved => "retrieved",
+        }
+    }
+}
+
 /// What a candidate is.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -63,6 +63,17 @@ pub enum SearchMode {
     Hybrid,
 }
 
+impl SearchMode {
+    /// Its name, as JSON and the command line spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::Keyword => "keyword",
+            SearchMode::Semantic => "semantic",
+            SearchMode::Hybrid => "hybrid",
+        }
+    }
+}
+
 /// What embedding new chunks did.
 #[derive(Debug, Clone, Serialize)]
 pub struct EmbedReport {

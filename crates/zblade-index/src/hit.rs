@@ -18,6 +18,18 @@ pub enum HitKind {
     Code,
 }
 
+impl HitKind {
+    /// Its name, as JSON spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HitKind::Message => "message",
+            HitKind::Moment => "moment",
+            HitKind::Conversation => "conversation",
+            HitKind::Code => "code",
+        }
+    }
+}
+
 /// One search result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchHit {

@@ -290,9 +290,7 @@ pub(crate) fn context(project: &mut Project, args: ContextArgs) -> Result<Contex
         pack.entries.len(),
         pack.receipt.len(),
         result.elapsed_ms,
-        result
-            .mode
-            .map_or("none".to_string(), |m| format!("{m:?}").to_lowercase()),
+        result.mode.map_or("none", |m| m.as_str()),
     );
     let relevant = !pack.gated();
     let items = pack
@@ -300,7 +298,7 @@ pub(crate) fn context(project: &mut Project, args: ContextArgs) -> Result<Contex
         .iter()
         .map(|entry| PackedItem {
             id: entry.candidate.key.clone(),
-            via: format!("{:?}", entry.candidate.source).to_lowercase(),
+            via: entry.candidate.source.as_str().to_string(),
             label: entry.candidate.label(),
             time: entry.candidate.time.map(|t| t.to_rfc3339()),
             tokens: pack
@@ -337,13 +335,13 @@ fn search(project: &mut Project, args: SearchArgs) -> Result<SearchOut, String> 
     let query = SearchQuery::new(args.query, limit(args.limit), kind).with_filter(under(args.path));
     let results = project.search_with(&query, mode).map_err(|e| e.to_string())?;
     Ok(SearchOut {
-        mode: format!("{:?}", results.mode).to_lowercase(),
+        mode: results.mode.as_str().to_string(),
         notice: results.notice,
         hits: results
             .hits
             .into_iter()
             .map(|hit| HitOut {
-                kind: format!("{:?}", hit.hit.kind).to_lowercase(),
+                kind: hit.hit.kind.as_str().to_string(),
                 id: hit.hit.id,
                 conversation: hit.hit.conversation_id,
                 title: hit.hit.title,
@@ -416,7 +414,7 @@ fn get_conversation(project: &mut Project, args: GetConversationArgs) -> Result<
         .map(|(i, m)| MessageOut {
             n: i + 1,
             id: m.id.clone(),
-            role: format!("{:?}", m.role).to_lowercase(),
+            role: m.role.as_str().to_string(),
             time: m.timestamp.map(|t| t.to_rfc3339()),
             text: cut(&m.content, MAX_MESSAGE_CHARS),
             tools: m.tool_calls.iter().map(|c| c.name.clone()).collect(),

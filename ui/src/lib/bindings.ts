@@ -1704,13 +1704,13 @@ bytes: number;
  */
 skipped: string[] }
 /**
- * Progress of a migration: `copy` or `verify`, items done of total.
+ * Progress of a migration: its phase, items done of total.
  */
 export type MigrationProgress = { 
 /**
- * `copy` or `verify`.
+ * The phase it is in (`copy`, then `verify`).
  */
-phase: string; 
+phase: Phase; 
 /**
  * Items done.
  */
@@ -2208,7 +2208,7 @@ references: ReferenceView[] }
  */
 export type SearchKind = 
 /**
- * Messages and moments, merged by score.
+ * Messages, moments and project files, merged by score.
  */
 "all" | 
 /**
@@ -2224,7 +2224,7 @@ export type SearchKind =
  */
 "conversations" | 
 /**
- * Chunks of project files.
+ * Project files indexed by `zblade index`, as path and lines.
  */
 "code"
 /**
@@ -2232,15 +2232,15 @@ export type SearchKind =
  */
 export type SearchMode = 
 /**
- * FTS5 and BM25 only.
+ * FTS5 and BM25.
  */
 "keyword" | 
 /**
- * Vectors only.
+ * Nearest neighbours of the query's embedding.
  */
 "semantic" | 
 /**
- * Both, merged by reciprocal rank fusion.
+ * Both, merged by relative score fusion (the default where vectors exist).
  */
 "hybrid"
 /**
