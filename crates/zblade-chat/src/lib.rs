@@ -32,8 +32,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use zblade_core::ToolResult;
 use zblade_engine::{ContextRequest, ContextTier, Exchange, Message, Project, Recorded, Role};
-use zblade_proxy::answer;
-pub use zblade_proxy::api::Api;
+use zblade_wire::answer;
+pub use zblade_wire::api::Api;
 
 pub use crate::local::LocalModel;
 
@@ -429,7 +429,7 @@ impl Chat {
         let fenced = if entries == 0 {
             String::new()
         } else {
-            zblade_proxy::memory_block(text)
+            zblade_wire::fenced(text)
         };
         // Sent again: what the user and the model said (not tool rounds, which carried no text).
         let said: Vec<&Message> = self
@@ -790,7 +790,7 @@ fn stream(
         let status = response.status();
         if !status.is_success() {
             let text = response.text().unwrap_or_default();
-            if matches!(status.as_u16(), 400 | 413 | 422) && zblade_proxy::refused_for_size(text.as_bytes()) {
+            if matches!(status.as_u16(), 400 | 413 | 422) && zblade_wire::refused_for_size(text.as_bytes()) {
                 return Err(ChatError::TooLong(provider_message(&text)));
             }
             return Err(ChatError::Provider {

@@ -3,7 +3,7 @@
 //!
 //! A turn is the same Chat Completions body a remote model gets; [`LocalModel::stream`] runs
 //! it and writes the answer as the event stream an OpenAI-compatible server would send, so
-//! one parser ([`zblade_proxy::answer`]) reads both and a local turn is recorded exactly like a
+//! one parser ([`zblade_wire::answer`]) reads both and a local turn is recorded exactly like a
 //! remote one.
 //!
 //! Tools: llama.cpp's raw API has no tool-call format, so the tools are described in the system

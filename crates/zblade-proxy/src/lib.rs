@@ -12,18 +12,9 @@
 //!
 //! See docs/PROXY.md.
 
-pub mod answer;
-pub mod api;
 mod forward;
 pub mod models;
 pub mod receipts;
-mod span;
-
-/// Memory fenced as data, with the notice before it: what the proxy (and `zblade chat`) put in
-/// a model's system text.
-pub use forward::fenced as memory_block;
-/// True when a provider's 400/413 body says the request was too long for the model.
-pub use forward::refused_for_size;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -4,7 +4,7 @@
 //! partial.
 
 use serde_json::{Map, Value};
-use zblade_engine::{Message, Role, ToolCall};
+use zblade_core::{Message, Role, ToolCall};
 
 use crate::api::{Api, arguments, str_of, text_of};
 

@@ -8,7 +8,7 @@
 //! | Anthropic Messages | `/v1/messages` | `system` |
 
 use serde_json::Value;
-use zblade_engine::{Message, Role};
+use zblade_core::{Message, Role};
 
 use crate::span;
 
@@ -124,7 +124,7 @@ fn chat_message(message: &Value, read: &mut Conversation) {
                 .flatten()
             {
                 let function = call.get("function").unwrap_or(&Value::Null);
-                m.tool_calls.push(zblade_engine::ToolCall::new(
+                m.tool_calls.push(zblade_core::ToolCall::new(
                     str_of(call, "id"),
                     str_of(function, "name"),
                     arguments(function.get("arguments")),
@@ -145,7 +145,7 @@ fn chat_message(message: &Value, read: &mut Conversation) {
 fn response_item(item: &Value, read: &mut Conversation) {
     match item.get("type").and_then(Value::as_str) {
         Some("function_call") => {
-            let call = zblade_engine::ToolCall::new(
+            let call = zblade_core::ToolCall::new(
                 str_of(item, "call_id"),
                 str_of(item, "name"),
                 arguments(item.get("arguments")),
@@ -190,7 +190,7 @@ fn anthropic_message(message: &Value, read: &mut Conversation) {
     let mut results = Vec::new();
     for block in content.as_array().into_iter().flatten() {
         match block.get("type").and_then(Value::as_str) {
-            Some("tool_use") => m.tool_calls.push(zblade_engine::ToolCall::new(
+            Some("tool_use") => m.tool_calls.push(zblade_core::ToolCall::new(
                 str_of(block, "id"),
                 str_of(block, "name"),
                 block.get("input").cloned().unwrap_or(Value::Null),
