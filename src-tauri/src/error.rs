@@ -75,6 +75,7 @@ impl From<Error> for AppError {
             Error::NotInitialized(_) => ErrorCode::NotInitialized,
             Error::ConsentRequired(_) => ErrorCode::ConsentRequired,
             Error::Usage(_) => ErrorCode::InvalidInput,
+            Error::Environment(_) => ErrorCode::Internal,
             Error::Network(_) | Error::Untrusted(_) => ErrorCode::Network,
             Error::IndexCorrupt { .. } => ErrorCode::IndexDamaged,
             _ => ErrorCode::Internal,

@@ -155,7 +155,7 @@ impl KdfParams {
         let mut out = [0u8; KEY_LEN];
         Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
             .hash_password_into(passphrase.as_bytes(), &salt, &mut out)
-            .map_err(|e| Error::Usage(format!("deriving the master key: {e}")))?;
+            .map_err(|e| Error::Environment(format!("deriving the master key: {e}")))?;
         Ok(Key(out))
     }
 }

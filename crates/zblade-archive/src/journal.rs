@@ -57,7 +57,7 @@ pub struct ForgetRow {
 }
 
 fn db_error(e: rusqlite::Error) -> Error {
-    Error::Usage(format!("the archive journal (.zblade/archive/journal.db): {e}"))
+    Error::index("the archive journal (.zblade/archive/journal.db)", e)
 }
 
 impl Journal {

@@ -23,7 +23,7 @@ fn unavailable(e: &keyring::Error) -> Error {
         keyring::Error::PlatformFailure(inner) | keyring::Error::NoStorageAccess(inner) => inner.to_string(),
         other => other.to_string(),
     };
-    Error::Usage(format!(
+    Error::Environment(format!(
         "the system keyring could not be used ({why}); on Linux it is a Secret Service such as GNOME Keyring \
          or KWallet. Without one, type the passphrase for each push (or set ZBLADE_ARCHIVE_PASSPHRASE)"
     ))

@@ -2,7 +2,8 @@
 //!
 //! Each variant carries a stable machine-readable [`Error::code`] so that callers (the CLI's
 //! exit code, the desktop app's UI) classify failures without matching on message text, and
-//! [`Error::is_user_error`] separates the user's mistakes (exit 1) from internal failures (exit 2).
+//! [`Error::is_user_error`] separates the user's mistakes (exit 1) from failures of zblade or
+//! of this machine (exit 2).
 
 use std::path::{Path, PathBuf};
 
@@ -52,6 +53,10 @@ pub enum Error {
     /// The user asked for something that cannot be done as asked.
     #[error("{0}")]
     Usage(String),
+    /// This machine failed to give zblade something it needs — a signal handler, the OS
+    /// keyring, a terminal, standard input, a socket, a thread: not the user's mistake.
+    #[error("{0}")]
+    Environment(String),
     /// The folder is not a zblade project yet (no `.zblade/`); `zblade init` makes it one.
     #[error("{0}")]
     NotInitialized(String),
@@ -118,6 +123,7 @@ impl Error {
             Error::UnsupportedVersion { .. } => "unsupported_version",
             Error::NotFound(_) => "not_found",
             Error::Usage(_) => "usage",
+            Error::Environment(_) => "environment",
             Error::NotInitialized(_) => "not_initialized",
             Error::ConsentRequired(_) => "consent_required",
             Error::Io { .. } => "io",

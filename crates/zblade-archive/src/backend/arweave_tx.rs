@@ -99,7 +99,7 @@ impl Wallet {
         let mut signature = vec![0u8; self.key.public().modulus_len()];
         self.key
             .sign(&RSA_PSS_SHA256, &SystemRandom::new(), message, &mut signature)
-            .map_err(|_| Error::Usage("signing the transaction failed".into()))?;
+            .map_err(|_| Error::Environment("signing the transaction failed".into()))?;
         Ok(signature)
     }
 }

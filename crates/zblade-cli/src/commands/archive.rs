@@ -64,7 +64,7 @@ fn passphrase(args: &PassphraseArgs, confirm: bool) -> Result<String, Error> {
         std::io::stdin()
             .lock()
             .read_line(&mut line)
-            .map_err(|e| Error::Usage(format!("reading the passphrase from standard input: {e}")))?;
+            .map_err(|e| Error::Environment(format!("reading the passphrase from standard input: {e}")))?;
         let line = line.trim_end_matches(['\n', '\r']).to_string();
         if line.is_empty() {
             return Err(Error::Usage(
@@ -97,7 +97,7 @@ fn read_hidden(prompt: &str) -> Result<String, Error> {
         let _ = stty("echo");
         eprintln!();
     }
-    read.map_err(|e| Error::Usage(format!("reading the passphrase: {e}")))?;
+    read.map_err(|e| Error::Environment(format!("reading the passphrase: {e}")))?;
     Ok(line.trim_end_matches(['\n', '\r']).to_string())
 }
 

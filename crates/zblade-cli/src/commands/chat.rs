@@ -162,7 +162,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
                 std::process::exit(130);
             }
         })
-        .map_err(|e| Error::Usage(format!("cannot install the Ctrl-C handler: {e}")))?;
+        .map_err(|e| Error::Environment(format!("cannot install the Ctrl-C handler: {e}")))?;
     }
 
     let mut stdin = std::io::stdin().lock();
@@ -180,14 +180,14 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
                     }
                     // Ctrl-D, or Ctrl-C at the prompt: the chat ends.
                     Err(ReadlineError::Eof | ReadlineError::Interrupted) => break,
-                    Err(e) => return Err(Error::Usage(format!("reading the prompt: {e}"))),
+                    Err(e) => return Err(Error::Environment(format!("reading the prompt: {e}"))),
                 }
             }
             None => {
                 let mut line = String::new();
                 let read = stdin
                     .read_line(&mut line)
-                    .map_err(|e| Error::Usage(format!("reading the prompt: {e}")))?;
+                    .map_err(|e| Error::Environment(format!("reading the prompt: {e}")))?;
                 if read == 0 {
                     break; // Ctrl-D, or the end of piped input
                 }
@@ -383,7 +383,8 @@ fn turn_line<'a>(conversation: &'a str, prompt: &'a str, sent: &'a Result<Turn, 
 
 /// A line editor for prompts, its history the project's earlier prompts (at most 1,000).
 fn line_editor(project: &zblade_engine::Project) -> Result<DefaultEditor, Error> {
-    let mut editor = DefaultEditor::new().map_err(|e| Error::Usage(format!("cannot set up the terminal: {e}")))?;
+    let mut editor =
+        DefaultEditor::new().map_err(|e| Error::Environment(format!("cannot set up the terminal: {e}")))?;
     // Newest first from the index; added oldest first.
     let earlier = project.history(None, 1_000).unwrap_or_default();
     for prompt in earlier.iter().rev() {

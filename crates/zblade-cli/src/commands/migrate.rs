@@ -41,7 +41,7 @@ fn ask(question: &str) -> Result<bool, Error> {
     let mut answer = String::new();
     std::io::stdin()
         .read_line(&mut answer)
-        .map_err(|e| Error::Usage(format!("cannot read the answer: {e}")))?;
+        .map_err(|e| Error::Environment(format!("cannot read the answer: {e}")))?;
     Ok(matches!(answer.trim().to_lowercase().as_str(), "y" | "yes"))
 }
 

@@ -86,7 +86,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ProxyArgs) -> Result<(), Error> {
             let _ = tokio::signal::ctrl_c().await;
             stop.cancel();
         });
-        listening.wait().await.map_err(Error::Usage)?;
+        listening.wait().await.map_err(Error::Environment)?;
         let counts = stats.counts();
         eprintln!(
             "zblade: proxy stopped after {} requests ({} with memory, {} turns recorded, {} zblade errors)",

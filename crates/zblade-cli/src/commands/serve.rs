@@ -40,7 +40,7 @@ pub(crate) fn run(cx: &mut Ctx, idle_exit: Option<u64>) -> Result<(), Error> {
         let project = project.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         warm::run(&project, &request)
     })
-    .map_err(|e| Error::Usage(format!("cannot serve this project: {e}")))?;
+    .map_err(|e| Error::Environment(format!("cannot serve this project: {e}")))?;
     eprintln!(
         "zblade: engine warm for {} in {:.0} ms; serving on {} (Ctrl-C stops{})",
         cx.root.display(),
@@ -52,7 +52,7 @@ pub(crate) fn run(cx: &mut Ctx, idle_exit: Option<u64>) -> Result<(), Error> {
     ctrlc::set_handler(move || {
         let _ = tx.send(());
     })
-    .map_err(|e| Error::Usage(format!("cannot handle Ctrl-C: {e}")))?;
+    .map_err(|e| Error::Environment(format!("cannot handle Ctrl-C: {e}")))?;
     match idle_exit {
         None => {
             let _ = rx.recv();

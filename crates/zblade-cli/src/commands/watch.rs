@@ -12,7 +12,7 @@ pub(crate) fn run(cx: &mut Ctx, debounce_ms: u64) -> Result<(), Error> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
-        .map_err(|e| Error::Usage(format!("cannot install the Ctrl-C handler: {e}")))?;
+        .map_err(|e| Error::Environment(format!("cannot install the Ctrl-C handler: {e}")))?;
     let options = WatchOptions {
         debounce: std::time::Duration::from_millis(debounce_ms),
         ..Default::default()
