@@ -11,16 +11,6 @@ pub fn parse(name: &str) -> AppResult<ImportSource> {
     ImportSource::parse(name).ok_or_else(|| AppError::new(ErrorCode::InvalidInput, format!("unknown source {name:?}")))
 }
 
-fn label(source: ImportSource) -> &'static str {
-    match source {
-        ImportSource::ClaudeCode => "Claude Code",
-        ImportSource::Codex => "Codex CLI",
-        ImportSource::Aider => "Aider",
-        ImportSource::Continue => "Continue",
-        ImportSource::Cline => "Cline / Roo Code",
-    }
-}
-
 /// One row per agent; per-project facts when a project is open.
 pub fn views(project: Option<&Project>) -> Vec<SourceView> {
     let detected = match project {
@@ -38,7 +28,7 @@ pub fn views(project: Option<&Project>) -> Vec<SourceView> {
                 .map_or((None, 0), |(_, last, n)| (*last, *n));
             SourceView {
                 source: d.source.as_str().to_string(),
-                label: label(d.source).to_string(),
+                label: d.source.label().to_string(),
                 store: d.stores.first().map(|p| p.display().to_string()),
                 sessions: d.sessions as u32,
                 in_project: d.in_project as u32,

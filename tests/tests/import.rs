@@ -362,7 +362,7 @@ fn a_session_whose_folder_is_gone_still_belongs_to_the_project() {
     );
     let mut project = world.project();
     let report = project
-        .import(&ImportRequest::new(ImportSource::Codex), &mut |_, _, _| {})
+        .import(&ImportRequest::new(ImportSource::CODEX), &mut |_, _, _| {})
         .unwrap();
     assert_eq!(report.conversations.len(), 1, "{report:?}");
 }
@@ -376,7 +376,7 @@ fn two_importers_at_once_neither_duplicate_nor_lose_a_turn() {
             let mut project = world.project();
             std::thread::spawn(move || {
                 project
-                    .import(&ImportRequest::new(ImportSource::ClaudeCode), &mut |_, _, _| {})
+                    .import(&ImportRequest::new(ImportSource::CLAUDE_CODE), &mut |_, _, _| {})
                     .unwrap()
                     .messages
             })
@@ -395,7 +395,7 @@ fn watch_imports_a_followed_agents_new_turns_within_two_seconds() {
     let world = World::new();
     let path = world.install_claude();
     let mut project = world.project();
-    project.set_source_enabled(ImportSource::ClaudeCode, true).unwrap();
+    project.set_source_enabled(ImportSource::CLAUDE_CODE, true).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = std::sync::mpsc::channel();
     let flag = stop.clone();

@@ -794,9 +794,9 @@ pub enum AddCommand {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["source", "detect"])))]
 pub struct ImportArgs {
-    /// The agent: claude-code, codex, aider, continue or cline (Cline and Roo Code).
-    #[arg(value_enum)]
-    pub source: Option<SourceArg>,
+    /// The agent (cline also reads Roo Code).
+    #[arg(value_parser = source_parser())]
+    pub source: Option<ImportSource>,
     /// Session files or folders to read instead of the agent's own store (files named here
     /// are imported whatever project they were recorded in).
     #[arg(value_name = "PATH")]
@@ -821,31 +821,13 @@ pub struct ImportArgs {
     pub unfollow: bool,
 }
 
-/// An agent whose sessions can be imported.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum SourceArg {
-    /// Claude Code (~/.claude/projects).
-    ClaudeCode,
-    /// OpenAI Codex CLI (~/.codex/sessions).
-    Codex,
-    /// Aider (.aider.chat.history.md in the project).
-    Aider,
-    /// Continue (~/.continue/sessions).
-    Continue,
-    /// Cline and Roo Code (VS Code's global storage).
-    Cline,
-}
-
-impl From<SourceArg> for ImportSource {
-    fn from(arg: SourceArg) -> ImportSource {
-        match arg {
-            SourceArg::ClaudeCode => ImportSource::ClaudeCode,
-            SourceArg::Codex => ImportSource::Codex,
-            SourceArg::Aider => ImportSource::Aider,
-            SourceArg::Continue => ImportSource::Continue,
-            SourceArg::Cline => ImportSource::Cline,
-        }
-    }
+/// How `--source` and `zblade import SOURCE` read an agent's name: the agents zblade-import
+/// registers, each with its label as help (a new agent needs nothing here).
+fn source_parser() -> impl clap::builder::TypedValueParser<Value = ImportSource> {
+    let names = ImportSource::all().map(|s| clap::builder::PossibleValue::new(s.as_str()).help(s.label()));
+    clap::builder::TypedValueParser::map(clap::builder::PossibleValuesParser::new(names), |name| {
+        ImportSource::parse(&name).expect("clap accepts only the names listed")
+    })
 }
 
 /// `zblade list …`
@@ -854,8 +836,8 @@ pub enum ListCommand {
     /// Conversations, most recently updated first.
     Conversations {
         /// Only conversations imported from this agent.
-        #[arg(long, value_enum)]
-        source: Option<SourceArg>,
+        #[arg(long, value_parser = source_parser())]
+        source: Option<ImportSource>,
         /// Most rows to show.
         #[arg(long, short = 'n', default_value_t = 50)]
         limit: usize,

@@ -183,7 +183,7 @@ fn main() {
     let cpu_before = cpu_seconds();
     let started = Instant::now();
     let report = project
-        .import(&ImportRequest::new(ImportSource::ClaudeCode), &mut |_, _, _| {})
+        .import(&ImportRequest::new(ImportSource::CLAUDE_CODE), &mut |_, _, _| {})
         .unwrap();
     let import = started.elapsed();
     let import_cpu = cpu_seconds().zip(cpu_before).map(|(after, before)| after - before);
@@ -311,7 +311,7 @@ fn import_in_memory(text: &mut TextGen, bytes: u64) -> Option<(f64, f64)> {
     project.use_agent_places(places(&home));
     let started = Instant::now();
     let report = project
-        .import(&ImportRequest::new(ImportSource::ClaudeCode), &mut |_, _, _| {})
+        .import(&ImportRequest::new(ImportSource::CLAUDE_CODE), &mut |_, _, _| {})
         .unwrap();
     let import = started.elapsed();
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
@@ -327,7 +327,7 @@ fn follow_latency(root: &Path, home: &Path, store: &Path, rounds: usize) -> Vec<
     std::fs::write(&path, "").unwrap();
     let mut project = Project::open(root).unwrap();
     project.use_agent_places(places(home));
-    project.set_source_enabled(ImportSource::ClaudeCode, true).unwrap();
+    project.set_source_enabled(ImportSource::CLAUDE_CODE, true).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     let (tx, rx) = std::sync::mpsc::channel();

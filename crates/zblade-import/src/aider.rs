@@ -8,11 +8,13 @@
 //! start time, and a message's from its position in the session: the same file read twice
 //! gives the same ids, and an appended session gets new ones.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Local, NaiveDateTime, TimeZone, Utc};
 use zblade_core::{Message, Role};
 
+use crate::agent::Agent;
+use crate::detect::Places;
 use crate::patch::search_replace_touches;
 use crate::{Cursor, FileRead, ReadError, Session, Source, Turn};
 
@@ -97,7 +99,7 @@ struct Builder {
 
 impl Builder {
     fn new(path: &Path, id: &str, started: Option<DateTime<Utc>>) -> Builder {
-        let mut session = Session::new(Source::Aider, id, path);
+        let mut session = Session::new(Source::AIDER, id, path);
         session.started = started;
         session.cwd = path.parent().map(Path::to_path_buf);
         Builder {
@@ -145,7 +147,7 @@ impl Builder {
         };
         let position = self.session.turns.len();
         let mut msg = Message::new(role, text);
-        msg.id = crate::message_id(Source::Aider, &format!("{}-{position}", self.session.id));
+        msg.id = crate::message_id(Source::AIDER, &format!("{}-{position}", self.session.id));
         msg.timestamp = self.session.started;
         let mut touches = Vec::new();
         if role == Role::Assistant {
@@ -158,5 +160,40 @@ impl Builder {
     fn finish(mut self) -> Session {
         self.flush();
         self.session
+    }
+}
+
+impl Source {
+    /// Aider (`.aider.chat.history.md` in the project).
+    pub const AIDER: Source = Source("aider");
+}
+
+/// Aider: `.aider.chat.history.md` in the project itself (so nothing to look at without one).
+pub(crate) struct Aider;
+
+impl Agent for Aider {
+    fn source(&self) -> Source {
+        Source::AIDER
+    }
+    fn label(&self) -> &'static str {
+        "Aider"
+    }
+    fn id_tag(&self) -> &'static str {
+        "aider"
+    }
+    fn stores(&self, _places: &Places, project: Option<&Path>) -> Vec<PathBuf> {
+        project.map(Path::to_path_buf).into_iter().collect()
+    }
+    fn session_files(&self, store: &Path, found: &mut Vec<PathBuf>) {
+        let path = store.join(".aider.chat.history.md");
+        if path.is_file() {
+            found.push(path);
+        }
+    }
+    fn session_cwd(&self, path: &Path) -> Option<PathBuf> {
+        path.parent().map(Path::to_path_buf)
+    }
+    fn read(&self, path: &Path, _cursor: &Cursor) -> Result<FileRead, ReadError> {
+        read(path)
     }
 }

@@ -7,12 +7,14 @@
 //! and counted; an unknown one is never an error.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use zblade_core::{Message, Role, ToolCall};
 
+use crate::agent::{Agent, files_named, jsonl_cwd};
+use crate::detect::Places;
 use crate::patch::{citations, numbered_listing};
 use crate::{
     Cursor, FileRead, LateResult, ReadError, Session, SessionContext, Source, Touch, TouchKind, Turn, jsonl, trim,
@@ -53,7 +55,7 @@ pub(crate) fn read(path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> 
         ..SessionContext::default()
     });
     let mut state = State {
-        session: Session::new(Source::ClaudeCode, &context.id, path),
+        session: Session::new(Source::CLAUDE_CODE, &context.id, path),
         by_message: HashMap::new(),
         calls: HashMap::new(),
         id_known: cursor.session.is_some(),
@@ -160,7 +162,7 @@ impl State {
             .and_then(Value::as_str)
             .map_or_else(|| format!("L{line}"), str::to_string);
         let mut msg = Message::new(role, text);
-        msg.id = crate::message_id(Source::ClaudeCode, &id);
+        msg.id = crate::message_id(Source::CLAUDE_CODE, &id);
         msg.timestamp = at;
         self.session.turns.push(Turn {
             message: msg,
@@ -175,7 +177,7 @@ impl State {
             .and_then(Value::as_str)
             .or_else(|| value.get("uuid").and_then(Value::as_str))
             .map_or_else(|| format!("L{line}"), str::to_string);
-        let id = crate::message_id(Source::ClaudeCode, &raw_id);
+        let id = crate::message_id(Source::CLAUDE_CODE, &raw_id);
         let index = match self.by_message.get(&id) {
             Some(&i) => i,
             None => {
@@ -339,4 +341,44 @@ fn result_touches(structured: &Value) -> Vec<Touch> {
         text: Some(text),
         kind: TouchKind::Read,
     }]
+}
+
+impl Source {
+    /// Anthropic's Claude Code (`~/.claude/projects/*/*.jsonl`).
+    pub const CLAUDE_CODE: Source = Source("claude-code");
+}
+
+/// Claude Code: one JSON Lines file per session under `$CLAUDE_CONFIG_DIR/projects` (else
+/// `~/.claude/projects`), `cwd` on its message lines.
+pub(crate) struct ClaudeCode;
+
+impl Agent for ClaudeCode {
+    fn source(&self) -> Source {
+        Source::CLAUDE_CODE
+    }
+    fn label(&self) -> &'static str {
+        "Claude Code"
+    }
+    fn id_tag(&self) -> &'static str {
+        "cc"
+    }
+    fn incremental(&self) -> bool {
+        true
+    }
+    fn stores(&self, places: &Places, _project: Option<&Path>) -> Vec<PathBuf> {
+        let base = places
+            .claude_config_dir
+            .clone()
+            .unwrap_or_else(|| places.home.join(".claude"));
+        vec![base.join("projects")]
+    }
+    fn session_files(&self, store: &Path, found: &mut Vec<PathBuf>) {
+        files_named(store, |name| name.ends_with(".jsonl"), found);
+    }
+    fn session_cwd(&self, path: &Path) -> Option<PathBuf> {
+        jsonl_cwd(path)
+    }
+    fn read(&self, path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
+        read(path, cursor)
+    }
 }

@@ -13,8 +13,10 @@ use chrono::{TimeZone, Utc};
 use serde_json::Value;
 use zblade_core::{Message, Role, ToolCall};
 
+use crate::agent::{Agent, list_dir};
+use crate::detect::Places;
 use crate::patch::{numbered_listing, search_replace_touches};
-use crate::{FileRead, ReadError, Session, Source, Touch, TouchKind, Turn, trim};
+use crate::{Cursor, FileRead, ReadError, Session, Source, Touch, TouchKind, Turn, trim};
 
 pub(crate) fn read(path: &Path) -> Result<FileRead, ReadError> {
     let (value, mut read) = crate::read_whole_json(path, "a Cline task history")?;
@@ -23,7 +25,7 @@ pub(crate) fn read(path: &Path) -> Result<FileRead, ReadError> {
         .and_then(Path::file_name)
         .and_then(|n| n.to_str())
         .unwrap_or("task");
-    let mut session = Session::new(Source::Cline, task_id, path);
+    let mut session = Session::new(Source::CLINE, task_id, path);
     let Some(messages) = value.as_array() else {
         read.warn(path, None, "not a list of messages; nothing to import");
         return Ok(read);
@@ -48,7 +50,7 @@ pub(crate) fn read(path: &Path) -> Result<FileRead, ReadError> {
         };
         let assistant = message.get("role").and_then(Value::as_str) == Some("assistant");
         let mut msg = Message::new(if assistant { Role::Assistant } else { Role::User }, "");
-        msg.id = crate::message_id(Source::Cline, &format!("{task_id}-{i}"));
+        msg.id = crate::message_id(Source::CLINE, &format!("{task_id}-{i}"));
         msg.timestamp = at;
         msg.model = message
             .pointer("/modelInfo/modelId")
@@ -180,5 +182,64 @@ fn edit_touches(name: &str, input: &Value) -> Vec<Touch> {
             .map(|diff| search_replace_touches(diff, Some(path)))
             .unwrap_or_default(),
         _ => Vec::new(),
+    }
+}
+
+impl Source {
+    /// Cline and Roo Code (task folders in VS Code's global storage).
+    pub const CLINE: Source = Source("cline");
+}
+
+/// Cline and Roo Code: a folder per task in the global storage of VS Code (and its forks),
+/// `api_conversation_history.json` inside; the first environment details name the folder.
+pub(crate) struct Cline;
+
+impl Agent for Cline {
+    fn source(&self) -> Source {
+        Source::CLINE
+    }
+    fn label(&self) -> &'static str {
+        "Cline / Roo Code"
+    }
+    fn id_tag(&self) -> &'static str {
+        "cline"
+    }
+    fn stores(&self, places: &Places, _project: Option<&Path>) -> Vec<PathBuf> {
+        let config = places
+            .config_home
+            .clone()
+            .unwrap_or_else(|| places.home.join(".config"));
+        let mac = places.home.join("Library/Application Support");
+        let mut stores = Vec::new();
+        for base in [config, mac] {
+            for editor in ["Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf"] {
+                for extension in ["saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline"] {
+                    stores.push(
+                        base.join(editor)
+                            .join("User/globalStorage")
+                            .join(extension)
+                            .join("tasks"),
+                    );
+                }
+            }
+        }
+        stores
+    }
+    fn session_files(&self, store: &Path, found: &mut Vec<PathBuf>) {
+        for task in list_dir(store) {
+            let path = task.join("api_conversation_history.json");
+            if path.is_file() {
+                found.push(path);
+            }
+        }
+    }
+    fn session_cwd(&self, path: &Path) -> Option<PathBuf> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let pos = text.find("Current Working Directory (")?;
+        let rest = &text[pos + "Current Working Directory (".len()..];
+        Some(PathBuf::from(&rest[..rest.find(')')?]))
+    }
+    fn read(&self, path: &Path, _cursor: &Cursor) -> Result<FileRead, ReadError> {
+        read(path)
     }
 }

@@ -5,12 +5,14 @@
 //! cursor so a resumed read knows them.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use zblade_core::{Message, Role, ToolCall};
 
+use crate::agent::{Agent, files_named, jsonl_cwd};
+use crate::detect::Places;
 use crate::patch::{apply_patch_touches, citations, sed_reads};
 use crate::{Cursor, FileRead, LateResult, ReadError, Session, SessionContext, Source, Touch, Turn, jsonl, trim};
 
@@ -32,7 +34,7 @@ pub(crate) fn read(path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> 
         id: id_from_name,
         ..SessionContext::default()
     });
-    let mut session = Session::new(Source::Codex, &context.id, path);
+    let mut session = Session::new(Source::CODEX, &context.id, path);
     let mut calls: HashMap<String, (usize, usize)> = HashMap::new();
     let mut read = FileRead::default();
     let next = jsonl::for_each_line(path, cursor, &mut read, |line, value, read| {
@@ -68,7 +70,7 @@ pub(crate) fn read(path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> 
                 let text = payload.get("message").and_then(Value::as_str).unwrap_or("");
                 if !text.trim().is_empty() {
                     let mut msg = Message::new(Role::System, format!("Earlier turns, compacted by Codex:\n{text}"));
-                    msg.id = crate::message_id(Source::Codex, &format!("L{line}"));
+                    msg.id = crate::message_id(Source::CODEX, &format!("L{line}"));
                     msg.timestamp = at;
                     session.turns.push(Turn {
                         message: msg,
@@ -104,7 +106,7 @@ fn response_item(
     line: u64,
     read: &mut FileRead,
 ) {
-    let id = crate::message_id(Source::Codex, &format!("L{line}"));
+    let id = crate::message_id(Source::CODEX, &format!("L{line}"));
     match payload.get("type").and_then(Value::as_str).unwrap_or("") {
         "message" => {
             let text = trim::content_text(payload.get("content").unwrap_or(&Value::Null));
@@ -214,4 +216,45 @@ fn output_text(output: &Value) -> (String, bool) {
         .find_map(|l| l.strip_prefix("Process exited with code "))
         .is_some_and(|code| code.trim() != "0");
     (raw, failed)
+}
+
+impl Source {
+    /// OpenAI's Codex CLI (`~/.codex/sessions/**/rollout-*.jsonl`).
+    pub const CODEX: Source = Source("codex");
+}
+
+/// Codex CLI: `rollout-*.jsonl` under `$CODEX_HOME` (else `~/.codex`) `sessions/` and
+/// `archived_sessions/`, `session_meta.payload.cwd` in the first lines.
+pub(crate) struct Codex;
+
+impl Agent for Codex {
+    fn source(&self) -> Source {
+        Source::CODEX
+    }
+    fn label(&self) -> &'static str {
+        "Codex CLI"
+    }
+    fn id_tag(&self) -> &'static str {
+        "codex"
+    }
+    fn incremental(&self) -> bool {
+        true
+    }
+    fn stores(&self, places: &Places, _project: Option<&Path>) -> Vec<PathBuf> {
+        let home = places.codex_home.clone().unwrap_or_else(|| places.home.join(".codex"));
+        vec![home.join("sessions"), home.join("archived_sessions")]
+    }
+    fn session_files(&self, store: &Path, found: &mut Vec<PathBuf>) {
+        files_named(
+            store,
+            |name| name.starts_with("rollout-") && name.ends_with(".jsonl"),
+            found,
+        );
+    }
+    fn session_cwd(&self, path: &Path) -> Option<PathBuf> {
+        jsonl_cwd(path)
+    }
+    fn read(&self, path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
+        read(path, cursor)
+    }
 }

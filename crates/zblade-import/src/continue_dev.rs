@@ -11,14 +11,16 @@ use chrono::{DateTime, TimeZone, Utc};
 use serde_json::Value;
 use zblade_core::{Message, Role, ToolCall};
 
+use crate::agent::{Agent, files_named};
+use crate::detect::Places;
 use crate::patch::fenced_ranges;
-use crate::{FileRead, ReadError, Session, Source, Touch, TouchKind, Turn, trim};
+use crate::{Cursor, FileRead, ReadError, Session, Source, Touch, TouchKind, Turn, trim};
 
 pub(crate) fn read(path: &Path) -> Result<FileRead, ReadError> {
     let (value, mut read) = crate::read_whole_json(path, "a Continue session")?;
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("session");
     let id = value.get("sessionId").and_then(Value::as_str).unwrap_or(stem);
-    let mut session = Session::new(Source::Continue, id, path);
+    let mut session = Session::new(Source::CONTINUE, id, path);
     session.title = value
         .get("title")
         .and_then(Value::as_str)
@@ -72,7 +74,7 @@ pub(crate) fn read(path: &Path) -> Result<FileRead, ReadError> {
             .and_then(Value::as_str)
             .map_or_else(|| format!("{id}-{i}"), str::to_string);
         let mut msg = Message::new(role, text.trim().to_string());
-        msg.id = crate::message_id(Source::Continue, &raw_id);
+        msg.id = crate::message_id(Source::CONTINUE, &raw_id);
         msg.timestamp = session.started;
         let mut touches = fenced_ranges(&msg.content);
         touches.extend(context_items(item));
@@ -201,6 +203,44 @@ fn created_at(path: &Path, id: &str) -> Option<DateTime<Utc>> {
         let modified = std::fs::metadata(path).ok()?.modified().ok()?;
         Some(DateTime::<Utc>::from(modified))
     })
+}
+
+impl Source {
+    /// Continue (`~/.continue/sessions/*.json`).
+    pub const CONTINUE: Source = Source("continue");
+}
+
+/// Continue: one JSON file per session under `$CONTINUE_GLOBAL_DIR` (else `~/.continue`)
+/// `sessions/`, `workspaceDirectory` inside.
+pub(crate) struct Continue;
+
+impl Agent for Continue {
+    fn source(&self) -> Source {
+        Source::CONTINUE
+    }
+    fn label(&self) -> &'static str {
+        "Continue"
+    }
+    fn id_tag(&self) -> &'static str {
+        "continue"
+    }
+    fn stores(&self, places: &Places, _project: Option<&Path>) -> Vec<PathBuf> {
+        let base = places
+            .continue_dir
+            .clone()
+            .unwrap_or_else(|| places.home.join(".continue"));
+        vec![base.join("sessions")]
+    }
+    fn session_files(&self, store: &Path, found: &mut Vec<PathBuf>) {
+        files_named(store, |name| name.ends_with(".json") && name != "sessions.json", found);
+    }
+    fn session_cwd(&self, path: &Path) -> Option<PathBuf> {
+        let value: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+        workspace_path(value.get("workspaceDirectory")?.as_str()?)
+    }
+    fn read(&self, path: &Path, _cursor: &Cursor) -> Result<FileRead, ReadError> {
+        read(path)
+    }
 }
 
 #[cfg(test)]

@@ -5,12 +5,10 @@
 //! Code's global storage for Cline and Roo Code, and the project itself for Aider. Symlinked
 //! folders are followed (a depth limit stops loops).
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::Source;
 
@@ -73,43 +71,7 @@ impl Places {
     /// The folders a source keeps sessions in (they may not exist). Aider keeps its history
     /// in the project, so it is looked up from `project`.
     pub fn stores(&self, source: Source, project: &Path) -> Vec<PathBuf> {
-        match source {
-            Source::ClaudeCode => vec![
-                self.claude_config_dir
-                    .clone()
-                    .unwrap_or_else(|| self.home.join(".claude"))
-                    .join("projects"),
-            ],
-            Source::Codex => {
-                let home = self.codex_home.clone().unwrap_or_else(|| self.home.join(".codex"));
-                vec![home.join("sessions"), home.join("archived_sessions")]
-            }
-            Source::Aider => vec![project.to_path_buf()],
-            Source::Continue => vec![
-                self.continue_dir
-                    .clone()
-                    .unwrap_or_else(|| self.home.join(".continue"))
-                    .join("sessions"),
-            ],
-            Source::Cline => {
-                let config = self.config_home.clone().unwrap_or_else(|| self.home.join(".config"));
-                let mac = self.home.join("Library/Application Support");
-                let mut stores = Vec::new();
-                for base in [config, mac] {
-                    for editor in ["Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf"] {
-                        for extension in ["saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline"] {
-                            stores.push(
-                                base.join(editor)
-                                    .join("User/globalStorage")
-                                    .join(extension)
-                                    .join("tasks"),
-                            );
-                        }
-                    }
-                }
-                stores
-            }
-        }
+        source.agent().stores(self, Some(project))
     }
 }
 
@@ -118,34 +80,7 @@ impl Places {
 pub fn find_session_files(source: Source, stores: &[PathBuf]) -> Vec<SessionFile> {
     let mut files = Vec::new();
     for store in stores {
-        match source {
-            Source::Aider => {
-                let path = store.join(".aider.chat.history.md");
-                if path.is_file() {
-                    files.push(path);
-                }
-            }
-            Source::Cline => {
-                for task in list_dir(store) {
-                    let path = task.join("api_conversation_history.json");
-                    if path.is_file() {
-                        files.push(path);
-                    }
-                }
-            }
-            _ => walk(store, 0, &mut |path| {
-                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                let wanted = match source {
-                    Source::ClaudeCode => name.ends_with(".jsonl"),
-                    Source::Codex => name.starts_with("rollout-") && name.ends_with(".jsonl"),
-                    Source::Continue => name.ends_with(".json") && name != "sessions.json",
-                    _ => false,
-                };
-                if wanted {
-                    files.push(path.to_path_buf());
-                }
-            }),
-        }
+        source.agent().session_files(store, &mut files);
     }
     files.sort();
     files.dedup();
@@ -162,65 +97,11 @@ pub fn find_session_files(source: Source, stores: &[PathBuf]) -> Vec<SessionFile
         .collect()
 }
 
-fn list_dir(dir: &Path) -> Vec<PathBuf> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    entries.sort();
-    entries
-}
-
-/// Depth-first walk following symlinks, at most six levels deep (Codex uses three).
-fn walk(dir: &Path, depth: usize, found: &mut impl FnMut(&Path)) {
-    if depth > 6 {
-        return;
-    }
-    for path in list_dir(dir) {
-        if path.is_dir() {
-            walk(&path, depth + 1, found);
-        } else if path.is_file() {
-            found(&path);
-        }
-    }
-}
-
 /// The working directory a session file names in its first lines (Claude Code: `cwd` on
 /// message lines; Codex: `session_meta.payload.cwd`; Continue: `workspaceDirectory`; Cline:
 /// the `Current Working Directory` of its first environment details; Aider: its folder).
 pub fn session_cwd(source: Source, path: &Path) -> Option<PathBuf> {
-    match source {
-        Source::Aider => path.parent().map(Path::to_path_buf),
-        Source::ClaudeCode | Source::Codex => {
-            let file = std::fs::File::open(path).ok()?;
-            let reader = BufReader::new(file);
-            for line in reader.split(b'\n').take(200).map_while(Result::ok) {
-                let Ok(value) = serde_json::from_slice::<Value>(&line) else {
-                    continue;
-                };
-                let cwd = value
-                    .get("cwd")
-                    .or_else(|| value.pointer("/payload/cwd"))
-                    .and_then(Value::as_str);
-                if let Some(cwd) = cwd {
-                    return Some(PathBuf::from(cwd));
-                }
-            }
-            None
-        }
-        Source::Continue => {
-            let value: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
-            crate::continue_dev::workspace_path(value.get("workspaceDirectory")?.as_str()?)
-        }
-        Source::Cline => {
-            let text = std::fs::read_to_string(path).ok()?;
-            let pos = text.find("Current Working Directory (")?;
-            let rest = &text[pos + "Current Working Directory (".len()..];
-            Some(PathBuf::from(&rest[..rest.find(')')?]))
-        }
-    }
+    source.agent().session_cwd(path)
 }
 
 /// True when `cwd` is `root` or inside it. Compared after resolving symlinks when both exist,

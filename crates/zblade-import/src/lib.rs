@@ -19,10 +19,11 @@
 //! std::fs::write(&path, concat!(
 //!     r#"{"type":"user","uuid":"u1","sessionId":"0b5c","cwd":"/p","timestamp":"2025-09-03T00:47:19.293Z","message":{"role":"user","content":"Use argon2 for passwords"}}"#, "\n",
 //! )).unwrap();
-//! let read = read_file(Source::ClaudeCode, &path, &Cursor::default()).unwrap();
+//! let read = read_file(Source::CLAUDE_CODE, &path, &Cursor::default()).unwrap();
 //! assert_eq!(read.sessions[0].turns[0].message.content, "Use argon2 for passwords");
 //! ```
 
+pub mod agent;
 mod aider;
 mod claude_code;
 mod cline;
@@ -42,67 +43,91 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use zblade_core::{Message, ToolResult};
 
+pub use agent::{AGENTS, Agent};
 pub use detect::{Detected, SessionFile, find_session_files};
 pub use document::{Document, MAX_DOCUMENT_BYTES, SECTION_CHARS, read_document};
 pub use jsonl::MAX_LINE_BYTES;
 pub use trim::{MAX_ARGUMENT_BYTES, MAX_RESULT_BYTES};
 
-/// A coding agent whose sessions zblade can import.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Source {
-    /// Anthropic's Claude Code (`~/.claude/projects/*/*.jsonl`).
-    ClaudeCode,
-    /// OpenAI's Codex CLI (`~/.codex/sessions/**/rollout-*.jsonl`).
-    Codex,
-    /// Aider (`.aider.chat.history.md` in the project).
-    Aider,
-    /// Continue (`~/.continue/sessions/*.json`).
-    Continue,
-    /// Cline and Roo Code (task folders in VS Code's global storage).
-    Cline,
-}
+/// A coding agent whose sessions zblade can import, by the name the command line, settings
+/// and provenance use (`claude-code`). Each is one module implementing [`Agent`], listed once
+/// in [`AGENTS`]; only those modules make a `Source`, so every one has an agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Source(&'static str);
 
 impl Source {
     /// Every source, in the order `--detect` lists them.
-    pub const ALL: [Source; 5] = [
-        Source::ClaudeCode,
-        Source::Codex,
-        Source::Aider,
-        Source::Continue,
-        Source::Cline,
-    ];
+    pub fn all() -> impl Iterator<Item = Source> {
+        AGENTS.iter().map(|agent| agent.source())
+    }
 
     /// The name used on the command line, in settings and in provenance.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Source::ClaudeCode => "claude-code",
-            Source::Codex => "codex",
-            Source::Aider => "aider",
-            Source::Continue => "continue",
-            Source::Cline => "cline",
-        }
+        self.0
     }
 
     /// Parses a source name.
     pub fn parse(name: &str) -> Option<Source> {
-        Source::ALL.into_iter().find(|s| s.as_str() == name)
+        Source::all().find(|s| s.as_str() == name)
+    }
+
+    /// The agent behind it.
+    pub fn agent(self) -> &'static dyn Agent {
+        *AGENTS
+            .iter()
+            .find(|agent| agent.source() == self)
+            .expect("a Source is made only by a registered agent")
+    }
+
+    /// How people call the agent (`Claude Code`).
+    pub fn label(self) -> &'static str {
+        self.agent().label()
     }
 
     /// A short tag used in conversation ids (`conv_cc-…`).
     fn id_tag(self) -> &'static str {
-        match self {
-            Source::ClaudeCode => "cc",
-            Source::Codex => "codex",
-            Source::Aider => "aider",
-            Source::Continue => "continue",
-            Source::Cline => "cline",
-        }
+        self.agent().id_tag()
     }
 
     /// True for stores of one JSON Lines file per session, read incrementally.
     pub fn is_incremental(self) -> bool {
-        matches!(self, Source::ClaudeCode | Source::Codex)
+        self.agent().incremental()
+    }
+
+    /// Its place in [`AGENTS`], which orders sources.
+    fn position(self) -> usize {
+        AGENTS
+            .iter()
+            .position(|agent| agent.source() == self)
+            .unwrap_or(usize::MAX)
+    }
+}
+
+impl Ord for Source {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.position().cmp(&other.position())
+    }
+}
+
+impl PartialOrd for Source {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Serialize for Source {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Source {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Source, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Source::parse(&name).ok_or_else(|| {
+            let known: Vec<&str> = Source::all().map(Source::as_str).collect();
+            serde::de::Error::custom(format!("unknown agent `{name}` (zblade knows {})", known.join(", ")))
+        })
     }
 }
 
@@ -416,13 +441,7 @@ pub fn has_news(source: Source, path: &Path, cursor: &Cursor) -> bool {
 /// Reads what is new in one store file since `cursor`. Secrets are redacted in everything
 /// returned. Fails only when the file cannot be read at all; bad records become warnings.
 pub fn read_file(source: Source, path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
-    let mut read = match source {
-        Source::ClaudeCode => claude_code::read(path, cursor)?,
-        Source::Codex => codex::read(path, cursor)?,
-        Source::Aider => aider::read(path)?,
-        Source::Continue => continue_dev::read(path)?,
-        Source::Cline => cline::read(path)?,
-    };
+    let mut read = source.agent().read(path, cursor)?;
     if let Ok((size, mtime)) = file_stamp(path) {
         read.cursor.mtime_ms = mtime;
         if !source.is_incremental() {

@@ -31,7 +31,7 @@ fn claude_code_sessions_become_messages_tool_calls_and_touches() {
         &dir.path().join("s/0b5c1d2e-7f40-4c1a-9d51-3a7e2c9b8f10.jsonl"),
         Path::new("/home/u/proj"),
     );
-    let read = read_file(Source::ClaudeCode, &path, &Cursor::default()).unwrap();
+    let read = read_file(Source::CLAUDE_CODE, &path, &Cursor::default()).unwrap();
     assert!(read.warnings.is_empty(), "{:?}", read.warnings);
     let s = &read.sessions[0];
     assert_eq!(s.id, "0b5c1d2e-7f40-4c1a-9d51-3a7e2c9b8f10");
@@ -90,7 +90,7 @@ fn claude_code_sessions_become_messages_tool_calls_and_touches() {
 fn codex_rollouts_keep_the_protocol_stream_and_patches() {
     let dir = tempfile::tempdir().unwrap();
     let path = install(CODEX, &dir.path().join(CODEX), Path::new("/home/u/proj"));
-    let read = read_file(Source::Codex, &path, &Cursor::default()).unwrap();
+    let read = read_file(Source::CODEX, &path, &Cursor::default()).unwrap();
     assert!(read.warnings.is_empty(), "{:?}", read.warnings);
     let s = &read.sessions[0];
     assert_eq!(s.id, "01999a2b-3c4d-7e5f-8a9b-0c1d2e3f4a5b");
@@ -132,7 +132,7 @@ fn aider_history_splits_sessions_and_finds_search_replace_edits() {
         &dir.path().join(".aider.chat.history.md"),
         dir.path(),
     );
-    let read = read_file(Source::Aider, &path, &Cursor::default()).unwrap();
+    let read = read_file(Source::AIDER, &path, &Cursor::default()).unwrap();
     assert_eq!(read.sessions.len(), 2);
     let s = &read.sessions[0];
     let roles: Vec<Role> = s.turns.iter().map(|t| t.message.role).collect();
@@ -157,7 +157,7 @@ fn aider_history_splits_sessions_and_finds_search_replace_edits() {
     assert!(reply.touches[0].text.as_deref().unwrap().contains("self.ttl"));
     assert!(s.started.is_some());
     // Reading again gives the same ids: nothing is duplicated on re-import.
-    let again = read_file(Source::Aider, &path, &Cursor::default()).unwrap();
+    let again = read_file(Source::AIDER, &path, &Cursor::default()).unwrap();
     assert_eq!(again.sessions[1].id, read.sessions[1].id);
     assert_eq!(
         again.sessions[1].turns[1].message.id,
@@ -180,7 +180,7 @@ fn continue_sessions_pair_tool_calls_and_keep_attached_files() {
         &dir.path().join("sessions/5f1c2d3e-aaaa-bbbb-cccc-0123456789ab.json"),
         root,
     );
-    let read = read_file(Source::Continue, &path, &Cursor::default()).unwrap();
+    let read = read_file(Source::CONTINUE, &path, &Cursor::default()).unwrap();
     let s = &read.sessions[0];
     assert_eq!(s.title.as_deref(), Some("Retry policy for the HTTP client"));
     assert_eq!(s.cwd.as_deref(), Some(root));
@@ -212,7 +212,7 @@ fn cline_tasks_pair_results_and_drop_environment_details() {
         &dir.path().join("tasks/1733000000000/api_conversation_history.json"),
         root,
     );
-    let read = read_file(Source::Cline, &path, &Cursor::default()).unwrap();
+    let read = read_file(Source::CLINE, &path, &Cursor::default()).unwrap();
     let s = &read.sessions[0];
     assert_eq!(s.id, "1733000000000");
     assert_eq!(s.cwd.as_deref(), Some(root));
@@ -260,7 +260,7 @@ fn a_malformed_line_in_the_middle_is_named_and_the_rest_imported() {
     lines.insert(4, "{\"type\":\"user\",\"message\":".into());
     let path = dir.path().join("0b5c.jsonl");
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    let read = read_file(Source::ClaudeCode, &path, &Cursor::default()).unwrap();
+    let read = read_file(Source::CLAUDE_CODE, &path, &Cursor::default()).unwrap();
     assert_eq!(read.warnings.len(), 1);
     let warning = read.warnings[0].to_string();
     assert!(warning.contains("0b5c.jsonl:5: not valid JSON"), "{warning}");
@@ -275,7 +275,7 @@ fn a_growing_file_is_read_in_pieces_without_duplicates_or_lost_results() {
     // First piece: up to the Read call, plus half of the line with its result.
     let cut = lines[4].len() / 2;
     std::fs::write(&path, format!("{}\n{}", lines[..4].join("\n"), &lines[4][..cut])).unwrap();
-    let first = read_file(Source::ClaudeCode, &path, &Cursor::default()).unwrap();
+    let first = read_file(Source::CLAUDE_CODE, &path, &Cursor::default()).unwrap();
     assert!(
         first.warnings.is_empty(),
         "a half-written line is not a problem: {:?}",
@@ -286,7 +286,7 @@ fn a_growing_file_is_read_in_pieces_without_duplicates_or_lost_results() {
     assert!(call.result.is_none());
     // The writer finishes the line and goes on.
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    let second = read_file(Source::ClaudeCode, &path, &first.cursor).unwrap();
+    let second = read_file(Source::CLAUDE_CODE, &path, &first.cursor).unwrap();
     let s = &second.sessions[0];
     assert_eq!(
         s.id, "0b5c1d2e-7f40-4c1a-9d51-3a7e2c9b8f10",
@@ -303,7 +303,7 @@ fn a_growing_file_is_read_in_pieces_without_duplicates_or_lost_results() {
         s.turns.iter().all(|t| t.message.id != "msg_cc-msg_01AbCdEf"),
         "nothing read twice"
     );
-    let third = read_file(Source::ClaudeCode, &path, &second.cursor).unwrap();
+    let third = read_file(Source::CLAUDE_CODE, &path, &second.cursor).unwrap();
     assert!(third.sessions.is_empty());
 }
 
@@ -317,7 +317,7 @@ fn a_fifty_megabyte_tool_output_is_kept_trimmed_with_its_size() {
     );
     let path = dir.path().join("s.jsonl");
     std::fs::write(&path, format!("{}\n{result_line}\n", lines[..4].join("\n"))).unwrap();
-    let read = read_file(Source::ClaudeCode, &path, &Cursor::default()).unwrap();
+    let read = read_file(Source::CLAUDE_CODE, &path, &Cursor::default()).unwrap();
     let result = read.sessions[0].turns[1].message.tool_calls[0].result.clone().unwrap();
     assert_eq!(result.size, 50 * 1024 * 1024);
     assert!(result.text.len() < 5000);
@@ -330,7 +330,7 @@ fn invalid_utf8_is_repaired_and_the_line_kept() {
     let mut bytes = br#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"caf"#.to_vec();
     bytes.extend_from_slice(b"\xe9 au lait\"}}\n");
     std::fs::write(&path, bytes).unwrap();
-    let read = read_file(Source::ClaudeCode, &path, &Cursor::default()).unwrap();
+    let read = read_file(Source::CLAUDE_CODE, &path, &Cursor::default()).unwrap();
     assert_eq!(read.sessions[0].turns[0].message.content, "caf\u{fffd} au lait");
     assert_eq!(read.warnings[0].line, Some(1));
 }
@@ -340,7 +340,7 @@ fn whole_file_stores_that_are_not_json_fail_with_their_name() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("broken.json");
     std::fs::write(&path, "{\n  \"sessionId\": \"x\",\n  \"history\": [\n").unwrap();
-    let err = read_file(Source::Continue, &path, &Cursor::default()).unwrap_err();
+    let err = read_file(Source::CONTINUE, &path, &Cursor::default()).unwrap_err();
     assert!(
         err.to_string().contains("broken.json: line 4: not a Continue session"),
         "{err}"
@@ -374,16 +374,16 @@ fn stores_are_found_through_symlinks_and_sessions_matched_to_projects() {
         config_home: None,
     };
     let project = Path::new("/work/proj");
-    let claude = find_session_files(Source::ClaudeCode, &places.stores(Source::ClaudeCode, project));
+    let claude = find_session_files(Source::CLAUDE_CODE, &places.stores(Source::CLAUDE_CODE, project));
     assert_eq!(claude.len(), 1);
     assert_eq!(
-        session_cwd(Source::ClaudeCode, &claude[0].path).as_deref(),
+        session_cwd(Source::CLAUDE_CODE, &claude[0].path).as_deref(),
         Some(project)
     );
-    let codex = find_session_files(Source::Codex, &places.stores(Source::Codex, project));
+    let codex = find_session_files(Source::CODEX, &places.stores(Source::CODEX, project));
     assert_eq!(codex.len(), 1);
     assert!(!is_inside(
-        &session_cwd(Source::Codex, &codex[0].path).unwrap(),
+        &session_cwd(Source::CODEX, &codex[0].path).unwrap(),
         project
     ));
     // A session in a subfolder of the project is the project's; a sibling with a common

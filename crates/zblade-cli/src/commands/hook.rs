@@ -86,7 +86,7 @@ fn stop(cx: &mut Ctx, event: &serde_json::Value) -> Result<(), Error> {
         )));
     }
     let mut project = cx.open()?;
-    let mut request = ImportRequest::new(ImportSource::ClaudeCode);
+    let mut request = ImportRequest::new(ImportSource::CLAUDE_CODE);
     request.paths = vec![transcript];
     project.import(&request, &mut |_, _, _| {})?;
     Ok(())

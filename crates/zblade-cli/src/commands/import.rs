@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use chrono::Utc;
-use zblade_engine::{Error, ImportRequest, ImportSource, parse_time};
+use zblade_engine::{Error, ImportRequest, parse_time};
 
 use super::Ctx;
 use crate::cli::ImportArgs;
@@ -11,7 +11,7 @@ use crate::render::{Detection, Imported};
 
 pub(crate) fn run(cx: &mut Ctx, args: ImportArgs) -> Result<(), Error> {
     let mut project = cx.open()?;
-    let Some(source) = args.source.map(ImportSource::from) else {
+    let Some(source) = args.source else {
         let detected = project.detect_sources();
         let history = project.import_history();
         let followed = project.enabled_sources();

@@ -9,7 +9,7 @@ pub(crate) fn run(cx: &mut Ctx, list: ListCommand) -> Result<(), Error> {
     let project = cx.open()?;
     match list {
         ListCommand::Conversations { source, limit, offset } => {
-            let source = source.map(|s| ImportSource::from(s).as_str());
+            let source = source.map(ImportSource::as_str);
             cx.out
                 .print(project.list_conversations(limit, offset, source)?.as_slice())
         }

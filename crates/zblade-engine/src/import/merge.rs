@@ -138,7 +138,7 @@ mod tests {
     /// A session as a reader returns it (the readers' own tests cover parsing).
     fn session() -> Session {
         Session {
-            source: Source::ClaudeCode,
+            source: Source::CLAUDE_CODE,
             id: "s1".into(),
             file: "/store/s1.jsonl".into(),
             cwd: None,

@@ -643,8 +643,7 @@ impl Project {
     /// When each source was last imported, and how many conversations it fed.
     pub fn import_history(&self) -> Vec<(Source, Option<DateTime<Utc>>, usize)> {
         let state = ImportState::load(&self.layout);
-        Source::ALL
-            .into_iter()
+        Source::all()
             .map(|source| {
                 let files: Vec<&FileState> = state.files.values().filter(|f| f.source == source).collect();
                 let last = files.iter().map(|f| f.imported_at).max();
@@ -666,15 +665,9 @@ pub(crate) fn empty_conversation(id: &str) -> Conversation {
 /// What each agent has on this machine; with a project, its sessions counted apart (the app's
 /// first-run wizard asks before any project is open).
 pub fn detect_agents(places: &zblade_import::detect::Places, project: Option<&Path>) -> Vec<Detected> {
-    Source::ALL
-        .into_iter()
+    Source::all()
         .map(|source| {
-            // Aider keeps its history in the project; without one there is nothing to look at.
-            let stores = match project {
-                Some(root) => places.stores(source, root),
-                None if source == Source::Aider => Vec::new(),
-                None => places.stores(source, Path::new("/")),
-            };
+            let stores = source.agent().stores(places, project);
             let files = find_session_files(source, &stores);
             let stores = stores.into_iter().filter(|s| s.exists()).collect();
             summarize(source, stores, &files, project)
@@ -740,7 +733,7 @@ mod tests {
             ],
         };
         let mut written = Vec::new();
-        assert!(project.commit_pending(&mut pending, &mut state, Source::ClaudeCode, &mut report, &mut written));
+        assert!(project.commit_pending(&mut pending, &mut state, Source::CLAUDE_CODE, &mut report, &mut written));
         assert!(
             project.show("conv_cc-good").is_ok(),
             "the good conversation was written"

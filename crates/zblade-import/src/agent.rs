@@ -1,0 +1,109 @@
+//! The agents zblade imports from, one module each, listed once in [`AGENTS`].
+//!
+//! An agent is everything zblade knows of one coding tool's session store: its name, how
+//! people call it, where its sessions are, which files are sessions, which project a session
+//! belongs to, and how to read one. Adding an agent is one module implementing [`Agent`] and
+//! one line in [`AGENTS`]; the engine, the CLI (`--source`, `--detect`), the hooks and the
+//! app's Sources panel all read this list.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::detect::Places;
+use crate::{Cursor, FileRead, ReadError, Source};
+
+/// One coding agent's session store.
+pub trait Agent: Sync {
+    /// Its name on the command line, in settings and in provenance (`claude-code`).
+    fn source(&self) -> Source;
+
+    /// How people call it (`Claude Code`).
+    fn label(&self) -> &'static str;
+
+    /// A short tag in the ids of what it brought (`conv_cc-…`, `msg_cc-…`). Never change it:
+    /// a re-import finds its conversations by these ids.
+    fn id_tag(&self) -> &'static str;
+
+    /// True for stores of one JSON Lines file per session, read incrementally from a cursor;
+    /// false for files read whole when their size or time changed.
+    fn incremental(&self) -> bool {
+        false
+    }
+
+    /// The folders it keeps sessions in (they may not exist). `project` is the project looked
+    /// at, when there is one (an agent that keeps its history in the project needs it).
+    fn stores(&self, places: &Places, project: Option<&Path>) -> Vec<PathBuf>;
+
+    /// Adds its session files under `store` to `found` (in any order: the caller sorts).
+    fn session_files(&self, store: &Path, found: &mut Vec<PathBuf>);
+
+    /// The working directory the session file at `path` was recorded in, when it says.
+    fn session_cwd(&self, path: &Path) -> Option<PathBuf>;
+
+    /// Reads the store file at `path` from `cursor` (whole-file stores ignore it).
+    fn read(&self, path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError>;
+}
+
+/// Every agent, in the order `--detect` and the app list them.
+pub static AGENTS: &[&dyn Agent] = &[
+    &crate::claude_code::ClaudeCode,
+    &crate::codex::Codex,
+    &crate::aider::Aider,
+    &crate::continue_dev::Continue,
+    &crate::cline::Cline,
+];
+
+/// Files under `dir` whose name `wanted` accepts, symlinks followed, at most six levels deep.
+pub(crate) fn files_named(dir: &Path, wanted: impl Fn(&str) -> bool, found: &mut Vec<PathBuf>) {
+    walk(dir, 0, &mut |path| {
+        if path.file_name().and_then(|n| n.to_str()).is_some_and(&wanted) {
+            found.push(path.to_path_buf());
+        }
+    });
+}
+
+/// The entries of `dir`, sorted; none when it cannot be read.
+pub(crate) fn list_dir(dir: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    entries
+}
+
+/// Depth-first walk following symlinks, at most six levels deep (Codex uses three).
+fn walk(dir: &Path, depth: usize, found: &mut impl FnMut(&Path)) {
+    if depth > 6 {
+        return;
+    }
+    for path in list_dir(dir) {
+        if path.is_dir() {
+            walk(&path, depth + 1, found);
+        } else if path.is_file() {
+            found(&path);
+        }
+    }
+}
+
+/// The first `cwd` (or `payload.cwd`) in the first 200 lines of a JSON Lines session file.
+pub(crate) fn jsonl_cwd(path: &Path) -> Option<PathBuf> {
+    let file = std::fs::File::open(path).ok()?;
+    for line in BufReader::new(file).split(b'\n').take(200).map_while(Result::ok) {
+        let Ok(value) = serde_json::from_slice::<Value>(&line) else {
+            continue;
+        };
+        let cwd = value
+            .get("cwd")
+            .or_else(|| value.pointer("/payload/cwd"))
+            .and_then(Value::as_str);
+        if let Some(cwd) = cwd {
+            return Some(PathBuf::from(cwd));
+        }
+    }
+    None
+}
