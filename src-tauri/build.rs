@@ -1,4 +1,15 @@
 //! Build script: generates the Tauri context (config, capabilities, icons, the embedded ui/dist).
+//!
+//! The app's commands are declared to Tauri here, so each gets an `allow-<command>` permission
+//! and none is callable unless a capability grants it: `permissions/*.toml` groups them by
+//! what they touch (reading memory, changing it, models, the sync server, agents, chat, the
+//! archive, leaving the app) and `capabilities/main.json` gives the main window its groups.
+
+#[path = "src/command_names.rs"]
+mod command_names;
+
 fn main() {
-    tauri_build::build();
+    println!("cargo:rerun-if-changed=permissions");
+    let manifest = tauri_build::AppManifest::new().commands(command_names::COMMAND_NAMES);
+    tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).expect("tauri-build failed");
 }
