@@ -8,7 +8,8 @@ use std::time::Instant;
 use tauri::{AppHandle, Manager};
 use tauri_specta::Event;
 use zblade_engine::{
-    ContextRequest, MigrationDirection, MomentType, ReferenceStatus, SearchFilter, SearchQuery, Shown,
+    ContextRequest, ConversationSummary, MigrationDirection, MomentSummary, MomentType, ReferenceStatus, SearchFilter,
+    SearchQuery, Shown,
 };
 
 use crate::config::AppConfig;
@@ -152,10 +153,10 @@ pub async fn project_status(app: AppHandle) -> AppResult<ProjectStatus> {
 /// Conversations, newest first (up to `limit`).
 #[tauri::command]
 #[specta::specta]
-pub async fn list_conversations(app: AppHandle, limit: u32) -> AppResult<Vec<ConversationRow>> {
+pub async fn list_conversations(app: AppHandle, limit: u32) -> AppResult<Vec<ConversationSummary>> {
     with_project(app, move |project| {
         let rows = project.list_conversations((limit as usize).min(MAX_LIST), 0, None)?;
-        Ok(rows.into_iter().map(ConversationRow::from).collect())
+        Ok(rows)
     })
     .await
 }
@@ -191,10 +192,10 @@ pub async fn conversation_detail(app: AppHandle, id: String) -> AppResult<Conver
 /// Moments, newest first, optionally of one type.
 #[tauri::command]
 #[specta::specta]
-pub async fn list_moments(app: AppHandle, kind: Option<MomentType>) -> AppResult<Vec<MomentRow>> {
+pub async fn list_moments(app: AppHandle, kind: Option<MomentType>) -> AppResult<Vec<MomentSummary>> {
     with_project(app, move |project| {
         let rows = project.list_moments(MAX_LIST, 0, kind.map(MomentType::as_str))?;
-        Ok(rows.into_iter().map(MomentRow::from).collect())
+        Ok(rows)
     })
     .await
 }

@@ -5,9 +5,8 @@
 use serde::{Deserialize, Serialize};
 use specta::Type;
 use zblade_engine::{
-    ContextFormat, ContextSource as Source, ContextTier, ConversationSummary, Hit, HitKind, Message,
-    MigrationDirection, MigrationPhase, MomentSummary, ReferenceReport, ReferenceStatus, Role, SearchKind, SearchMode,
-    StorageMode,
+    ContextFormat, ContextSource as Source, ContextTier, Hit, HitKind, Message, MigrationDirection, MigrationPhase,
+    ReferenceReport, ReferenceStatus, Role, SearchKind, SearchMode, StorageMode,
 };
 
 use crate::config::AppConfig;
@@ -59,36 +58,6 @@ pub struct ProjectStatus {
     pub index_health: String,
     /// Why search is keyword-only, when it is.
     pub search_notice: Option<String>,
-}
-
-/// One line of the conversation list.
-#[derive(Debug, Clone, Serialize, Type)]
-pub struct ConversationRow {
-    /// `conv_…`
-    pub id: String,
-    /// Title.
-    pub title: String,
-    /// Last update (RFC 3339).
-    pub updated_at: String,
-    /// Number of messages.
-    pub message_count: u32,
-    /// Tags.
-    pub tags: Vec<String>,
-    /// The coding agent it was imported from (`claude-code`, ...), if imported.
-    pub source: Option<String>,
-}
-
-impl From<ConversationSummary> for ConversationRow {
-    fn from(c: ConversationSummary) -> Self {
-        ConversationRow {
-            id: c.id,
-            title: c.title,
-            updated_at: c.updated_at,
-            message_count: c.message_count.max(0) as u32,
-            tags: c.tags,
-            source: c.source,
-        }
-    }
 }
 
 /// A coding agent that reaches tools over MCP, for Settings → Agents.
@@ -274,36 +243,6 @@ pub struct ConversationDetail {
     pub tags: Vec<String>,
     /// Messages, in order.
     pub messages: Vec<MessageView>,
-}
-
-/// One moment.
-#[derive(Debug, Clone, Serialize, Type)]
-pub struct MomentRow {
-    /// `moment_…`
-    pub id: String,
-    /// decision, pattern, solution or context.
-    pub kind: String,
-    /// Its text.
-    pub content: String,
-    /// Tags.
-    pub tags: Vec<String>,
-    /// The conversation it came from.
-    pub conversation_id: Option<String>,
-    /// Created (RFC 3339).
-    pub created_at: String,
-}
-
-impl From<MomentSummary> for MomentRow {
-    fn from(m: MomentSummary) -> Self {
-        MomentRow {
-            id: m.id,
-            kind: m.kind,
-            content: m.content,
-            tags: m.tags,
-            conversation_id: m.conversation_id,
-            created_at: m.created_at,
-        }
-    }
 }
 
 /// What to search.

@@ -35,6 +35,7 @@ pub struct IndexedArtifact {
 
 /// One line of `zblade list conversations`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ConversationSummary {
     /// `conv_…`
     pub id: String,
@@ -57,6 +58,7 @@ pub struct ConversationSummary {
 
 /// One line of `zblade list moments`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct MomentSummary {
     /// `moment_…`
     pub id: String,

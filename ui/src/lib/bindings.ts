@@ -78,7 +78,7 @@ async projectStatus() : Promise<Result<ProjectStatus, AppError>> {
 /**
  * Conversations, newest first (up to `limit`).
  */
-async listConversations(limit: number) : Promise<Result<ConversationRow[], AppError>> {
+async listConversations(limit: number) : Promise<Result<ConversationSummary[], AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("list_conversations", { limit }) };
 } catch (e) {
@@ -145,7 +145,7 @@ async promptHistory(search: string | null, limit: number) : Promise<Result<Promp
 /**
  * Moments, newest first, optionally of one type.
  */
-async listMoments(kind: MomentType | null) : Promise<Result<MomentRow[], AppError>> {
+async listMoments(kind: MomentType | null) : Promise<Result<MomentSummary[], AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("list_moments", { kind }) };
 } catch (e) {
@@ -1243,9 +1243,9 @@ tags: string[];
  */
 messages: MessageView[] }
 /**
- * One line of the conversation list.
+ * One line of `zblade list conversations`.
  */
-export type ConversationRow = { 
+export type ConversationSummary = { 
 /**
  * `conv_…`
  */
@@ -1255,7 +1255,11 @@ id: string;
  */
 title: string; 
 /**
- * Last update (RFC 3339).
+ * RFC 3339, UTC, milliseconds.
+ */
+created_at: string; 
+/**
+ * RFC 3339, UTC, milliseconds.
  */
 updated_at: string; 
 /**
@@ -1267,9 +1271,13 @@ message_count: number;
  */
 tags: string[]; 
 /**
- * The coding agent it was imported from (`claude-code`, ...), if imported.
+ * Path of the artifact, relative to the project root.
  */
-source: string | null }
+artifact_path: string; 
+/**
+ * The agent an imported conversation came from (`claude-code`, ...), if imported.
+ */
+source?: string | null }
 /**
  * Which way memory moves.
  */
@@ -1744,9 +1752,9 @@ code_blocks_to_references: number;
  */
 mode: StorageMode }
 /**
- * One moment.
+ * One line of `zblade list moments`.
  */
-export type MomentRow = { 
+export type MomentSummary = { 
 /**
  * `moment_…`
  */
@@ -1754,9 +1762,9 @@ id: string;
 /**
  * decision, pattern, solution or context.
  */
-kind: string; 
+type: string; 
 /**
- * Its text.
+ * The moment's text.
  */
 content: string; 
 /**
@@ -1768,9 +1776,21 @@ tags: string[];
  */
 conversation_id: string | null; 
 /**
- * Created (RFC 3339).
+ * RFC 3339, UTC, milliseconds.
  */
-created_at: string }
+created_at: string; 
+/**
+ * 0..1
+ */
+relevance_score: number; 
+/**
+ * True when the moment is stored inside its conversation's artifact.
+ */
+inline: boolean; 
+/**
+ * Path of the artifact that holds it, relative to the project root.
+ */
+artifact_path: string }
 /**
  * What kind of knowledge a moment holds.
  */
