@@ -346,18 +346,14 @@ pub fn send(app: &AppHandle, state: &AppState, request: ChatRequest) -> AppResul
     }))
 }
 
-/// Decisions of the chat `conversation` become moments and its summary is refreshed, as
-/// `zblade index` does for any conversation (after a turn, on the chat's handle).
+/// After a turn, on the chat's handle: [`zblade_chat::remember`].
 pub fn remember(state: &AppState, conversation: &str) {
     let Ok(mut guard) = state.chat.project.lock() else {
         return;
     };
     if let Some(project) = guard.as_mut() {
-        if let Err(e) = project.extract_moments(Some(conversation)) {
-            eprintln!("zblade-app: moments of {conversation} were not extracted: {e}");
-        }
-        if let Err(e) = project.summarize(Some(conversation), false) {
-            eprintln!("zblade-app: the summary of {conversation} was not refreshed: {e}");
+        for notice in zblade_chat::remember(project, conversation).notices {
+            eprintln!("zblade-app: {notice}");
         }
     }
 }

@@ -250,6 +250,37 @@ impl TurnOptions {
     }
 }
 
+/// What [`remember`] did after a chat.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Remembered {
+    /// Moments written from the chat.
+    pub moments: usize,
+    /// What could not be done, in words (the chat itself is recorded either way).
+    pub notices: Vec<String>,
+}
+
+/// After a chat (or a turn of one): the decisions taken in `conversation` become moments and its
+/// summary is refreshed, as `zblade index` does for any conversation. With a local compressor
+/// model each takes seconds, so a face calls this once at the end or off its window's thread.
+/// A chat that recorded nothing yet is left alone.
+pub fn remember(project: &mut Project, conversation: &str) -> Remembered {
+    let mut done = Remembered::default();
+    if project.load_conversation(conversation).is_err() {
+        return done;
+    }
+    match project.extract_moments(Some(conversation)) {
+        Ok(report) => done.moments = report.written.len(),
+        Err(e) => done
+            .notices
+            .push(format!("moments of {conversation} were not extracted: {e}")),
+    }
+    if let Err(e) = project.summarize(Some(conversation), false) {
+        done.notices
+            .push(format!("the summary of {conversation} was not refreshed: {e}"));
+    }
+    done
+}
+
 /// Why a turn failed.
 #[derive(Debug)]
 pub enum ChatError {

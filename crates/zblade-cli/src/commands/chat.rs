@@ -263,20 +263,13 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
             Err(e) => eprintln!("zblade: {e} (your prompt is kept in {})", chat.conversation()),
         }
     }
-    // Decisions taken in the chat become moments, and its summary is refreshed, as
-    // `zblade index` would do (once at the end: with a local compressor model, each takes
-    // seconds).
-    if project.load_conversation(chat.conversation()).is_ok() {
-        match project.extract_moments(Some(chat.conversation())) {
-            Ok(report) if !report.written.is_empty() => {
-                cx.notice(&format!("{} moments from this chat", report.written.len()))
-            }
-            Ok(_) => {}
-            Err(e) => cx.notice(&format!("moments of this chat were not extracted: {e}")),
-        }
-        if let Err(e) = project.summarize(Some(chat.conversation()), false) {
-            cx.notice(&format!("the summary of this chat was not refreshed: {e}"));
-        }
+    // Once at the end: with a local compressor model, moments and the summary take seconds each.
+    let remembered = zblade_chat::remember(&mut project, chat.conversation());
+    if remembered.moments > 0 {
+        cx.notice(&format!("{} moments from this chat", remembered.moments));
+    }
+    for notice in &remembered.notices {
+        cx.notice(notice);
     }
     if failures > 0 && one_shot {
         return Err(Error::Usage("the turn did not complete".into()));
