@@ -606,16 +606,12 @@ pub async fn migration_cleanup(
     url: String,
     token: String,
     allow_insecure_http: bool,
-) -> AppResult<CleanupView> {
+) -> AppResult<zblade_engine::CleanupReport> {
     blocking(app, move |_, state| {
         let client = server_client(state, &url, &token, allow_insecure_http)?;
         let mut guard = state.project.lock().map_err(AppError::internal)?;
         let project = guard.as_mut().ok_or_else(AppError::no_project)?;
-        let report = project.cleanup_migration_source(&client)?;
-        Ok(CleanupView {
-            removed: report.removed as u32,
-            kept_changed: report.kept_changed,
-        })
+        Ok(project.cleanup_migration_source(&client)?)
     })
     .await
 }
@@ -659,7 +655,7 @@ pub async fn set_source_followed(app: AppHandle, source: String, followed: bool)
 /// this run), reporting progress as `ImportProgress` events.
 #[tauri::command]
 #[specta::specta]
-pub async fn import_source(app: AppHandle, source: String) -> AppResult<ImportSummary> {
+pub async fn import_source(app: AppHandle, source: String) -> AppResult<zblade_engine::ImportReport> {
     blocking(app, move |app, state| {
         let parsed = crate::sources::parse(&source)?;
         let mut guard = state.project.lock().map_err(AppError::internal)?;
@@ -673,7 +669,7 @@ pub async fn import_source(app: AppHandle, source: String) -> AppResult<ImportSu
             }
             .emit(&emitter);
         })?;
-        Ok(ImportSummary::from(report))
+        Ok(report)
     })
     .await
 }

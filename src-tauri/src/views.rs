@@ -98,39 +98,6 @@ pub struct SourceView {
     pub imported_conversations: u32,
 }
 
-/// What "Import now" did.
-#[derive(Debug, Clone, Serialize, Deserialize, Type)]
-pub struct ImportSummary {
-    /// The agent.
-    pub source: String,
-    /// Messages imported.
-    pub messages: u32,
-    /// Conversations created or extended.
-    pub conversations: u32,
-    /// Code references made from the agent's reads and edits.
-    pub references: u32,
-    /// Secrets redacted.
-    pub redacted: u32,
-    /// Moments extracted.
-    pub moments: u32,
-    /// Problems, each naming its file; the rest was imported.
-    pub warnings: Vec<String>,
-}
-
-impl From<zblade_engine::ImportReport> for ImportSummary {
-    fn from(r: zblade_engine::ImportReport) -> Self {
-        ImportSummary {
-            source: r.source,
-            messages: r.messages as u32,
-            conversations: r.conversations.len() as u32,
-            references: r.references as u32,
-            redacted: r.redacted as u32,
-            moments: r.moments as u32,
-            warnings: r.warnings,
-        }
-    }
-}
-
 /// A code reference with its live status.
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
 pub struct ReferenceView {
@@ -506,16 +473,6 @@ pub struct MigrationResultView {
     pub code_blocks_to_references: u32,
     /// The storage mode now.
     pub mode: StorageMode,
-}
-
-/// What a cleanup after a migration did.
-#[derive(Debug, Clone, Serialize, Type)]
-pub struct CleanupView {
-    /// Copies removed at the source.
-    pub removed: u32,
-    /// Items kept because they changed after they were verified (their newer version is not
-    /// at the destination).
-    pub kept_changed: Vec<String>,
 }
 
 /// The model proxy, for Settings → Proxy.

@@ -127,6 +127,7 @@ pub struct MigrationReport {
 
 /// What a cleanup did.
 #[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct CleanupReport {
     /// Copies removed at the source.
     pub removed: usize,

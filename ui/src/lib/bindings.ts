@@ -304,7 +304,7 @@ async migrate(direction: Direction, url: string, token: string, allowInsecureHtt
  * After a finished migration, removes the copies left at the source that still have the
  * verified hash; says how many, and which changed items were kept.
  */
-async migrationCleanup(url: string, token: string, allowInsecureHttp: boolean) : Promise<Result<CleanupView, AppError>> {
+async migrationCleanup(url: string, token: string, allowInsecureHttp: boolean) : Promise<Result<CleanupReport, AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("migration_cleanup", { url, token, allowInsecureHttp }) };
 } catch (e) {
@@ -388,7 +388,7 @@ async setSourceFollowed(source: string, followed: boolean) : Promise<Result<Sour
  * Imports what is new from one agent into the open project now ("Import now" is consent for
  * this run), reporting progress as `ImportProgress` events.
  */
-async importSource(source: string) : Promise<Result<ImportSummary, AppError>> {
+async importSource(source: string) : Promise<Result<ImportReport, AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("import_source", { source }) };
 } catch (e) {
@@ -1086,16 +1086,16 @@ tool_calls: ToolCallView[];
  */
 notices: string[] }
 /**
- * What a cleanup after a migration did.
+ * What a cleanup did.
  */
-export type CleanupView = { 
+export type CleanupReport = { 
 /**
  * Copies removed at the source.
  */
 removed: number; 
 /**
- * Items kept because they changed after they were verified (their newer version is not
- * at the destination).
+ * Items kept because they changed after they were verified (written since by another
+ * device or edited): their newer version is not at the destination.
  */
 kept_changed: string[] }
 /**
@@ -1464,37 +1464,107 @@ done: number;
  */
 total: number }
 /**
- * What "Import now" did.
+ * What an import did.
  */
-export type ImportSummary = { 
+export type ImportReport = { 
 /**
  * The agent.
  */
 source: string; 
 /**
- * Messages imported.
+ * Nothing was written.
  */
-messages: number; 
+dry_run: boolean; 
+/**
+ * Session files found in the stores.
+ */
+files_found: number; 
+/**
+ * Of those, read now (the rest were unchanged since the last import, another project's,
+ * or older than `--since`).
+ */
+files_read: number; 
+/**
+ * Session files of other projects, left alone.
+ */
+other_projects: number; 
+/**
+ * Session files that could not be read at all.
+ */
+files_failed: number; 
 /**
  * Conversations created or extended.
  */
-conversations: number; 
+conversations: ImportedConversation[]; 
 /**
- * Code references made from the agent's reads and edits.
+ * Messages new in this import.
+ */
+messages: number; 
+/**
+ * Code references made from the agents' reads, edits and citations.
  */
 references: number; 
 /**
- * Secrets redacted.
+ * Touches of files outside the project (or secrets), not referenced.
+ */
+touches_outside: number; 
+/**
+ * Touches whose file or lines could not be found in any version.
+ */
+touches_not_found: number; 
+/**
+ * Secrets replaced by `[REDACTED:…]` before anything was written.
  */
 redacted: number; 
 /**
- * Moments extracted.
+ * Records skipped on purpose, by kind.
+ */
+skipped: Partial<{ [key in string]: number }>; 
+/**
+ * Problems, each naming its file (and line); the rest was imported.
+ */
+warnings: string[]; 
+/**
+ * Moment artifacts written from the new conversations.
  */
 moments: number; 
 /**
- * Problems, each naming its file; the rest was imported.
+ * Bytes of session files read.
  */
-warnings: string[] }
+bytes: number; 
+/**
+ * Time spent reading and parsing session files (on a reader thread, beside the store).
+ */
+parse_ms: number; 
+/**
+ * Time spent anchoring references and storing conversations.
+ */
+store_ms: number; 
+/**
+ * Time spent on moments after the last conversation was stored: writing those extracted
+ * beside the store (or, with a model configured, extracting them all then).
+ */
+moments_ms: number }
+/**
+ * One conversation an import created or extended.
+ */
+export type ImportedConversation = { 
+/**
+ * `conv_…`
+ */
+id: string; 
+/**
+ * Its title.
+ */
+title: string; 
+/**
+ * False when it existed and got new turns.
+ */
+created: boolean; 
+/**
+ * Messages new in this import.
+ */
+new_messages: number }
 /**
  * What the background indexer is doing.
  */

@@ -82,6 +82,7 @@ impl ImportRequest {
 
 /// One conversation an import created or extended.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ImportedConversation {
     /// `conv_…`
     pub id: String,
@@ -95,6 +96,7 @@ pub struct ImportedConversation {
 
 /// What an import did.
 #[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ImportReport {
     /// The agent.
     pub source: String,
