@@ -1,9 +1,10 @@
-//! The agents zblade imports from, one module each, listed once in [`AGENTS`].
+//! What an agent is to zblade: the [`Agent`] trait each agent's module implements (the list of
+//! agents, `AGENTS`, is in `lib.rs`, beside the modules' declarations).
 //!
 //! An agent is everything zblade knows of one coding tool's session store: its name, how
 //! people call it, where its sessions are, which files are sessions, which project a session
 //! belongs to, and how to read one. Adding an agent is one module implementing [`Agent`] and
-//! one line in [`AGENTS`]; the engine, the CLI (`--source`, `--detect`), the hooks and the
+//! one line in `AGENTS`; the engine, the CLI (`--source`, `--detect`), the hooks and the
 //! app's Sources panel all read this list.
 
 use std::io::{BufRead, BufReader};
@@ -45,15 +46,6 @@ pub trait Agent: Sync {
     /// Reads the store file at `path` from `cursor` (whole-file stores ignore it).
     fn read(&self, path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError>;
 }
-
-/// Every agent, in the order `--detect` and the app list them.
-pub static AGENTS: &[&dyn Agent] = &[
-    &crate::claude_code::ClaudeCode,
-    &crate::codex::Codex,
-    &crate::aider::Aider,
-    &crate::continue_dev::Continue,
-    &crate::cline::Cline,
-];
 
 /// Files under `dir` whose name `wanted` accepts, symlinks followed, at most six levels deep.
 pub(crate) fn files_named(dir: &Path, wanted: impl Fn(&str) -> bool, found: &mut Vec<PathBuf>) {

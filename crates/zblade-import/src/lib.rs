@@ -43,11 +43,21 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use zblade_core::{Message, ToolResult};
 
-pub use agent::{AGENTS, Agent};
+pub use agent::Agent;
 pub use detect::{Detected, SessionFile, find_session_files};
 pub use document::{Document, MAX_DOCUMENT_BYTES, SECTION_CHARS, read_document};
 pub use jsonl::MAX_LINE_BYTES;
 pub use trim::{MAX_ARGUMENT_BYTES, MAX_RESULT_BYTES};
+
+/// Every agent, in the order `--detect` and the app list them. A new agent is its module
+/// (implementing [`Agent`]), its `mod` line above and its line here.
+pub static AGENTS: &[&dyn Agent] = &[
+    &claude_code::ClaudeCode,
+    &codex::Codex,
+    &aider::Aider,
+    &continue_dev::Continue,
+    &cline::Cline,
+];
 
 /// A coding agent whose sessions zblade can import, by the name the command line, settings
 /// and provenance use (`claude-code`). Each is one module implementing [`Agent`], listed once
