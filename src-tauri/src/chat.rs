@@ -51,6 +51,9 @@ pub struct ChatModelView {
     pub has_key: bool,
     /// What it sends leaves this machine.
     pub remote: bool,
+    /// The memory budget of its turns in the open project (zblade-chat's share of its window);
+    /// `None` without a project.
+    pub memory_budget: Option<u32>,
 }
 
 /// One turn asked by the window.
@@ -155,11 +158,10 @@ pub struct ChatStream {
 pub fn models(state: &AppState) -> ChatModels {
     let config = state.config();
     let chat = &state.chat;
-    let local_files = state
-        .project
-        .lock()
-        .ok()
-        .and_then(|p| p.as_ref().map(|p| p.compressor_models()))
+    let project = state.project.lock().ok();
+    let project = project.as_ref().and_then(|p| p.as_ref());
+    let local_files = project
+        .map(|p| p.compressor_models())
         .unwrap_or_default()
         .into_iter()
         .filter(|m| m.problem.is_none())
@@ -172,6 +174,7 @@ pub fn models(state: &AppState) -> ChatModels {
             .map(|m| ChatModelView {
                 has_key: m.provider != ChatProvider::Local && chat.keys.has(&m.id),
                 remote: is_remote(m),
+                memory_budget: project.map(|p| turn_options(m).memory_budget(p) as u32),
                 config: m.clone(),
             })
             .collect(),
@@ -284,13 +287,7 @@ pub fn send(app: &AppHandle, state: &AppState, request: ChatRequest) -> AppResul
         Some(id) => Chat::resume(project, id).map_err(chat_error)?,
         None => Chat::start(),
     };
-    let options = TurnOptions {
-        tier: registered.tier,
-        budget: None,
-        window: Some(registered.context_window),
-        max_tokens: None,
-        tools: registered.tools,
-    };
+    let options = turn_options(&registered);
     let prepared = chat.prepare(project, &model, prompt, options).map_err(chat_error)?;
 
     if let Model::Remote(endpoint) = &model
@@ -344,6 +341,18 @@ pub fn send(app: &AppHandle, state: &AppState, request: ChatRequest) -> AppResul
         tool_calls: turn.tool_calls.iter().map(tool_view).collect(),
         notices,
     }))
+}
+
+/// How a turn with the registered `model` is asked: its tier and tools, and its window (from
+/// which zblade-chat decides the memory budget and a local model's answer length).
+fn turn_options(model: &ChatModelConfig) -> TurnOptions {
+    TurnOptions {
+        tier: model.tier,
+        budget: None,
+        window: Some(model.context_window),
+        max_tokens: None,
+        tools: model.tools,
+    }
 }
 
 /// After a turn, on the chat's handle: [`zblade_chat::remember`].

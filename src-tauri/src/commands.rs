@@ -226,25 +226,16 @@ pub async fn search(app: AppHandle, request: SearchRequest) -> AppResult<SearchR
 /// Assembles the context for a query within a budget, with the receipt.
 #[tauri::command]
 #[specta::specta]
-pub async fn context_preview(app: AppHandle, request: ContextRequestView) -> AppResult<ContextView> {
-    let (tier, format) = (request.tier, request.format);
-    if request.budget < 64 {
+pub async fn context_preview(app: AppHandle, mut request: ContextRequest) -> AppResult<ContextView> {
+    if request.budget.is_some_and(|b| b < 64) {
         return Err(AppError::new(
             ErrorCode::InvalidInput,
             "The budget must be at least 64 tokens.",
         ));
     }
+    request.conversation = request.conversation.filter(|c| !c.is_empty());
     with_project(app, move |project| {
-        let result = project.context(&ContextRequest {
-            query: request.query,
-            budget: Some(request.budget as usize),
-            conversation: request.conversation.filter(|c| !c.is_empty()),
-            format,
-            tier,
-            mode: None,
-            exclude_conversation: None,
-            min_relevance: None,
-        })?;
+        let result = project.context(&request)?;
         let pack = result.pack;
         Ok(ContextView {
             text: pack.text,

@@ -5,8 +5,8 @@
 use serde::{Deserialize, Serialize};
 use specta::Type;
 use zblade_engine::{
-    ContextFormat, ContextSource as Source, ContextTier, Hit, HitKind, Message, MigrationDirection, MigrationPhase,
-    ReferenceReport, ReferenceStatus, Role, SearchKind, SearchMode, StorageMode,
+    ContextSource as Source, Hit, HitKind, Message, MigrationDirection, MigrationPhase, ReferenceReport,
+    ReferenceStatus, Role, SearchKind, SearchMode, StorageMode,
 };
 
 use crate::config::AppConfig;
@@ -282,21 +282,6 @@ pub struct SearchResultsView {
     pub hits: Vec<SearchHitView>,
     /// Time in the engine, milliseconds.
     pub elapsed_ms: f64,
-}
-
-/// What to assemble a context for.
-#[derive(Debug, Clone, Deserialize, Type)]
-pub struct ContextRequestView {
-    /// The question.
-    pub query: String,
-    /// Token budget.
-    pub budget: u32,
-    /// The conversation the user is in.
-    pub conversation: Option<String>,
-    /// The reading model's tier.
-    pub tier: ContextTier,
-    /// The output format.
-    pub format: ContextFormat,
 }
 
 /// Score parts of a ranked candidate.

@@ -30,6 +30,7 @@ pub const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
 /// chat, and the warm engine's socket, which carries it as JSON). Every field but `query` may
 /// be left out; the engine decides what that means, in one place each.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(default)]
 pub struct ContextRequest {
     /// What the user asks.

@@ -33,7 +33,7 @@ class AppStore {
   /** The chat the Chat view opens with (set by "Continue in Chat"). */
   openChat = $state<string | null>(null);
   /** What the Context view packs as it opens (a chat turn's "Context receipt"). */
-  contextPrefill = $state<{ query: string; tier: Tier; budget: number } | null>(null);
+  contextPrefill = $state<{ query: string; tier: Tier; budget: number | null } | null>(null);
   /** Bumped when memory changed, so lists reload. */
   generation = $state(0);
   private nextToast = 1;

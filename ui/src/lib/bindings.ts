@@ -167,7 +167,7 @@ async search(request: SearchRequest) : Promise<Result<SearchResultsView, AppErro
 /**
  * Assembles the context for a query within a budget, with the receipt.
  */
-async contextPreview(request: ContextRequestView) : Promise<Result<ContextView, AppError>> {
+async contextPreview(request: ContextRequest) : Promise<Result<ContextView, AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("context_preview", { request }) };
 } catch (e) {
@@ -962,7 +962,12 @@ has_key: boolean;
 /**
  * What it sends leaves this machine.
  */
-remote: boolean }
+remote: boolean; 
+/**
+ * The memory budget of its turns in the open project (zblade-chat's share of its window);
+ * `None` without a project.
+ */
+memory_budget: number | null }
 /**
  * The registry as Settings → Models and the model picker show it.
  */
@@ -1155,29 +1160,45 @@ text: string;
  */
 memory_tokens: number }
 /**
- * What to assemble a context for.
+ * What to assemble: one request type for every face (the CLI, MCP, the app, the proxy, the
+ * chat, and the warm engine's socket, which carries it as JSON). Every field but `query` may
+ * be left out; the engine decides what that means, in one place each.
  */
-export type ContextRequestView = { 
+export type ContextRequest = { 
 /**
- * The question.
+ * What the user asks.
  */
 query: string; 
 /**
- * Token budget.
+ * Token budget (`None`: the project's `context.max_tokens`).
  */
-budget: number; 
+budget: number | null; 
 /**
- * The conversation the user is in.
+ * The conversation the user is in (its recent turns are working context).
  */
 conversation: string | null; 
 /**
- * The reading model's tier.
+ * Output format.
+ */
+format: Format; 
+/**
+ * Reading model tier.
  */
 tier: Tier; 
 /**
- * The output format.
+ * Search mode (`None`: hybrid when available, else keyword).
  */
-format: Format }
+mode: SearchMode | null; 
+/**
+ * A conversation whose turns the reader already has (a proxy's client resends its whole
+ * history): search hits from it are left out rather than packed a second time.
+ */
+exclude_conversation: string | null; 
+/**
+ * The relevance gate's floor (`None`: `context.min_relevance`, else the default; 0: no
+ * gate, the receipt still shows the relevance).
+ */
+min_relevance: number | null }
 /**
  * An assembled context.
  */
