@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use zblade_engine::{ContextFormat, ContextTier, ImportSource, MomentType, SearchKind, SearchMode};
+use zblade_engine::{ContextFormat, ContextTier, ImportSource, MomentType, SearchKind, SearchMode, SearchQuery};
 
 /// zblade: an unlimited, trustworthy memory of a project for AI coding assistants.
 ///
@@ -888,7 +888,7 @@ pub struct SearchArgs {
     #[arg(required = true, num_args = 1..)]
     pub query: Vec<String>,
     /// Most results to show.
-    #[arg(long, short = 'n', default_value_t = 10)]
+    #[arg(long, short = 'n', default_value_t = SearchQuery::DEFAULT_LIMIT)]
     pub limit: usize,
     /// What to search.
     #[arg(long, value_enum, default_value_t = SearchKind::All)]

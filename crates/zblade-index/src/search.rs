@@ -46,6 +46,9 @@ pub struct SearchQuery {
 }
 
 impl SearchQuery {
+    /// Results a search returns when nobody says how many (`zblade search`, MCP's `search`).
+    pub const DEFAULT_LIMIT: usize = 10;
+
     /// A query for `text`.
     pub fn new(text: impl Into<String>, limit: usize, kind: SearchKind) -> Self {
         SearchQuery {

@@ -513,7 +513,7 @@ fn under(path: Option<String>) -> SearchFilter {
 }
 
 fn limit(asked: Option<u32>) -> usize {
-    asked.unwrap_or(10).clamp(1, MAX_HITS) as usize
+    asked.map_or(SearchQuery::DEFAULT_LIMIT, |n| n as usize).clamp(1, MAX_HITS as usize)
 }
 
 /// A reference as the code is now.
