@@ -195,17 +195,12 @@ fn search_project(project: &mut Project, args: &Value) -> Result<String, String>
         ..SearchFilter::default()
     };
     let search = SearchQuery::new(query, limit(args)?, SearchKind::Code).with_filter(filter);
-    let results = project.search_fresh(&search, None).map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    for hit in results.hits {
-        let (Some(path), Some((first, last))) = (hit.hit.path, hit.hit.lines) else {
-            continue;
-        };
-        // Today's code, through the same guard as read_project_file.
-        if let Ok(code) = project.read_project_file(&path, Some((first, last))) {
-            out.push(format!("{path}:{}-{}\n{}", code.lines[0], code.lines[1], code.text));
-        }
-    }
+    let found = project.search_code_now(&search).map_err(|e| e.to_string())?;
+    let out: Vec<String> = found
+        .hits
+        .iter()
+        .map(|hit| format!("{}:{}-{}\n{}", hit.path, hit.lines[0], hit.lines[1], hit.code))
+        .collect();
     Ok(if out.is_empty() {
         "no code found".into()
     } else {

@@ -9,7 +9,7 @@ use serde::Serialize;
 use zblade_core::{Error, Result, paths};
 use zblade_refs::ReadError;
 
-use crate::Project;
+use crate::{Project, SearchQuery};
 
 /// Files over this size are refused: an agent asks for a range of a big file instead.
 pub const MAX_READ_BYTES: u64 = 1024 * 1024;
@@ -31,6 +31,60 @@ pub struct ProjectFile {
     pub text: String,
     /// Whether lines after `lines[1]` were left out (no range was given and the file is long).
     pub truncated: bool,
+}
+
+/// A code search hit with the code as it is now (what an agent's `search_project` gets).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CodeNow {
+    /// The file, relative to the project root.
+    pub path: String,
+    /// First and last line now (1-based, inclusive).
+    pub lines: [u32; 2],
+    /// Relevance as the search scored it.
+    pub score: f64,
+    /// Those lines, read from the working tree now.
+    pub code: String,
+}
+
+/// What [`Project::search_code_now`] found.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CodeSearchNow {
+    /// Why the search is keyword-only, when it is.
+    pub notice: Option<String>,
+    /// Hits, best first.
+    pub hits: Vec<CodeNow>,
+}
+
+impl Project {
+    /// Searches the project's code (`query`'s kind is taken as code) and reads each hit's
+    /// lines from the working tree now, through the same guard as [`Project::read_project_file`]
+    /// (a hit whose file is gone, a secret or outside the project is left out). The one
+    /// `search_project` that MCP and the chat's tools both serve.
+    pub fn search_code_now(&mut self, query: &SearchQuery) -> Result<CodeSearchNow> {
+        let query = SearchQuery {
+            kind: zblade_index::SearchKind::Code,
+            ..query.clone()
+        };
+        let results = self.search_fresh(&query, None)?;
+        let hits = results
+            .hits
+            .into_iter()
+            .filter_map(|hit| {
+                let (path, (first, last)) = (hit.hit.path?, hit.hit.lines?);
+                let code = self.read_project_file(&path, Some((first, last))).ok()?;
+                Some(CodeNow {
+                    path: code.path,
+                    lines: code.lines,
+                    score: hit.hit.score,
+                    code: code.text,
+                })
+            })
+            .collect();
+        Ok(CodeSearchNow {
+            notice: results.notice,
+            hits,
+        })
+    }
 }
 
 impl Project {

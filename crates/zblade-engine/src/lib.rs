@@ -53,7 +53,7 @@ pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus, gguf_
 pub use context::{ContextRequest, ContextResult, ContextTimings, MAX_QUERY_CHARS, RECENT_WINDOW};
 pub use documents::{DOCUMENT_SOURCE, DocumentsAdded};
 pub use extract::ExtractReport;
-pub use files::{DEFAULT_READ_LINES, MAX_READ_BYTES, ProjectFile};
+pub use files::{CodeNow, CodeSearchNow, DEFAULT_READ_LINES, MAX_READ_BYTES, ProjectFile};
 pub use fsck::{FsckReport, Problem, ProblemKind};
 pub use graph::{ExportFormat, ForkTree, GraphOutcome, Lineage, MessageSelector, StoreStats, local_conversation_json};
 pub use import::{ImportProgress, ImportReport, ImportRequest, ImportSource, ImportedConversation, detect_agents};

@@ -465,24 +465,18 @@ fn read_project_file(project: &mut Project, args: ReadFileArgs) -> Result<FileOu
 
 fn search_project(project: &mut Project, args: SearchProjectArgs) -> Result<CodeSearchOut, String> {
     let query = SearchQuery::new(args.query, limit(args.limit), SearchKind::Code).with_filter(under(args.path));
-    let results = project.search_fresh(&query, None).map_err(|e| e.to_string())?;
-    let hits = results
-        .hits
-        .into_iter()
-        .filter_map(|hit| {
-            let (path, (first, last)) = (hit.hit.path?, hit.hit.lines?);
-            // Today's code, through the same guard as read_project_file.
-            let code = project.read_project_file(&path, Some((first, last))).ok()?;
-            Some(CodeHit {
-                at: format!("{path}:{}-{}", code.lines[0], code.lines[1]),
-                score: hit.hit.score,
-                code: code.text,
-            })
-        })
-        .collect();
+    let found = project.search_code_now(&query).map_err(|e| e.to_string())?;
     Ok(CodeSearchOut {
-        notice: results.notice,
-        hits,
+        notice: found.notice,
+        hits: found
+            .hits
+            .into_iter()
+            .map(|hit| CodeHit {
+                at: format!("{}:{}-{}", hit.path, hit.lines[0], hit.lines[1]),
+                score: hit.score,
+                code: hit.code,
+            })
+            .collect(),
     })
 }
 
@@ -513,7 +507,9 @@ fn under(path: Option<String>) -> SearchFilter {
 }
 
 fn limit(asked: Option<u32>) -> usize {
-    asked.map_or(SearchQuery::DEFAULT_LIMIT, |n| n as usize).clamp(1, MAX_HITS as usize)
+    asked
+        .map_or(SearchQuery::DEFAULT_LIMIT, |n| n as usize)
+        .clamp(1, MAX_HITS as usize)
 }
 
 /// A reference as the code is now.
