@@ -9,15 +9,6 @@ use zblade_mcp::install::{self, Client, Launch, Places, Scope};
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::views::McpClientView;
 
-fn label(client: Client) -> &'static str {
-    match client {
-        Client::ClaudeCode => "Claude Code",
-        Client::Cursor => "Cursor",
-        Client::Codex => "Codex CLI",
-        Client::VsCode => "VS Code",
-    }
-}
-
 /// Codex reads project files only in projects it trusts; its user file always works.
 fn scope(client: Client) -> Scope {
     if client == Client::Codex {
@@ -35,7 +26,7 @@ pub fn views(root: &Path) -> Vec<McpClientView> {
         .zip(Client::ALL)
         .map(|(detected, client)| McpClientView {
             client: detected.client,
-            label: label(client).into(),
+            label: client.label().into(),
             installed: detected.installed,
             configured: if scope(client) == Scope::User {
                 detected.in_user

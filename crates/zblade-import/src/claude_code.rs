@@ -366,11 +366,7 @@ impl Agent for ClaudeCode {
         true
     }
     fn stores(&self, places: &Places, _project: Option<&Path>) -> Vec<PathBuf> {
-        let base = places
-            .claude_config_dir
-            .clone()
-            .unwrap_or_else(|| places.home.join(".claude"));
-        vec![base.join("projects")]
+        vec![places.claude_dir().join("projects")]
     }
     fn session_files(&self, store: &Path, found: &mut Vec<PathBuf>) {
         files_named(store, |name| name.ends_with(".jsonl"), found);

@@ -205,10 +205,7 @@ impl Agent for Cline {
         "cline"
     }
     fn stores(&self, places: &Places, _project: Option<&Path>) -> Vec<PathBuf> {
-        let config = places
-            .config_home
-            .clone()
-            .unwrap_or_else(|| places.home.join(".config"));
+        let config = places.config_dir();
         let mac = places.home.join("Library/Application Support");
         let mut stores = Vec::new();
         for base in [config, mac] {

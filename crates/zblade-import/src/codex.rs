@@ -241,7 +241,7 @@ impl Agent for Codex {
         true
     }
     fn stores(&self, places: &Places, _project: Option<&Path>) -> Vec<PathBuf> {
-        let home = places.codex_home.clone().unwrap_or_else(|| places.home.join(".codex"));
+        let home = places.codex_dir();
         vec![home.join("sessions"), home.join("archived_sessions")]
     }
     fn session_files(&self, store: &Path, found: &mut Vec<PathBuf>) {

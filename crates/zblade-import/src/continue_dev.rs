@@ -225,11 +225,7 @@ impl Agent for Continue {
         "continue"
     }
     fn stores(&self, places: &Places, _project: Option<&Path>) -> Vec<PathBuf> {
-        let base = places
-            .continue_dir
-            .clone()
-            .unwrap_or_else(|| places.home.join(".continue"));
-        vec![base.join("sessions")]
+        vec![places.continue_global_dir().join("sessions")]
     }
     fn session_files(&self, store: &Path, found: &mut Vec<PathBuf>) {
         files_named(store, |name| name.ends_with(".json") && name != "sessions.json", found);

@@ -40,7 +40,9 @@ pub struct Detected {
     pub last: Option<DateTime<Utc>>,
 }
 
-/// Where a source's stores are: the environment's overrides and the user's home.
+/// Where agents keep their files: the environment's overrides and the user's home (`/` when
+/// `$HOME` is unset, never a relative path). One struct for reading sessions and for writing
+/// MCP configurations.
 #[derive(Debug, Clone)]
 pub struct Places {
     /// The user's home folder.
@@ -66,6 +68,28 @@ impl Places {
             continue_dir: var("CONTINUE_GLOBAL_DIR"),
             config_home: var("XDG_CONFIG_HOME"),
         }
+    }
+
+    /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+    pub fn claude_dir(&self) -> PathBuf {
+        self.claude_config_dir
+            .clone()
+            .unwrap_or_else(|| self.home.join(".claude"))
+    }
+
+    /// `$CODEX_HOME`, else `~/.codex`.
+    pub fn codex_dir(&self) -> PathBuf {
+        self.codex_home.clone().unwrap_or_else(|| self.home.join(".codex"))
+    }
+
+    /// `$CONTINUE_GLOBAL_DIR`, else `~/.continue`.
+    pub fn continue_global_dir(&self) -> PathBuf {
+        self.continue_dir.clone().unwrap_or_else(|| self.home.join(".continue"))
+    }
+
+    /// `$XDG_CONFIG_HOME`, else `~/.config`.
+    pub fn config_dir(&self) -> PathBuf {
+        self.config_home.clone().unwrap_or_else(|| self.home.join(".config"))
     }
 
     /// The folders a source keeps sessions in (they may not exist). Aider keeps its history

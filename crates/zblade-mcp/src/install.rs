@@ -16,6 +16,9 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
+/// Where agents keep their files: the same struct (and `$HOME` fallbacks) the importers use.
+pub use zblade_engine::AgentPlaces as Places;
+use zblade_engine::ImportSource;
 
 /// The name zblade's entries go under.
 pub const SERVER_NAME: &str = "zblade";
@@ -47,6 +50,16 @@ impl Client {
         }
     }
 
+    /// Its name for people (the import registry's label for agents zblade also imports).
+    pub fn label(self) -> &'static str {
+        match self {
+            Client::ClaudeCode => ImportSource::CLAUDE_CODE.label(),
+            Client::Cursor => "Cursor",
+            Client::Codex => ImportSource::CODEX.label(),
+            Client::VsCode => "VS Code",
+        }
+    }
+
     /// The client named `name`.
     pub fn parse(name: &str) -> Option<Client> {
         Client::ALL.into_iter().find(|c| c.as_str() == name)
@@ -57,8 +70,8 @@ impl Client {
         match self {
             Client::ClaudeCode => places.home.join(".claude"),
             Client::Cursor => places.home.join(".cursor"),
-            Client::Codex => places.codex_home.clone(),
-            Client::VsCode => places.config_home.join("Code"),
+            Client::Codex => places.codex_dir(),
+            Client::VsCode => places.config_dir().join("Code"),
         }
     }
 
@@ -70,9 +83,9 @@ impl Client {
             (Client::Cursor, Scope::Project) => project.join(".cursor/mcp.json"),
             (Client::Cursor, Scope::User) => places.home.join(".cursor/mcp.json"),
             (Client::Codex, Scope::Project) => project.join(".codex/config.toml"),
-            (Client::Codex, Scope::User) => places.codex_home.join("config.toml"),
+            (Client::Codex, Scope::User) => places.codex_dir().join("config.toml"),
             (Client::VsCode, Scope::Project) => project.join(".vscode/mcp.json"),
-            (Client::VsCode, Scope::User) => places.config_home.join("Code/User/mcp.json"),
+            (Client::VsCode, Scope::User) => places.config_dir().join("Code/User/mcp.json"),
         }
     }
 }
@@ -84,30 +97,6 @@ pub enum Scope {
     Project,
     /// A file in the user's home.
     User,
-}
-
-/// Where the user's files are (the process's environment, or a test's folders).
-#[derive(Debug, Clone)]
-pub struct Places {
-    /// `$HOME`.
-    pub home: PathBuf,
-    /// `$CODEX_HOME`, else `~/.codex`.
-    pub codex_home: PathBuf,
-    /// `$XDG_CONFIG_HOME`, else `~/.config`.
-    pub config_home: PathBuf,
-}
-
-impl Places {
-    /// From this process's environment.
-    pub fn from_env() -> Places {
-        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-        let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        Places {
-            codex_home: var("CODEX_HOME").unwrap_or_else(|| home.join(".codex")),
-            config_home: var("XDG_CONFIG_HOME").unwrap_or_else(|| home.join(".config")),
-            home,
-        }
-    }
 }
 
 /// The command a client runs to start zblade's server.
@@ -394,8 +383,10 @@ mod tests {
     fn places(dir: &Path) -> Places {
         Places {
             home: dir.join("home"),
-            codex_home: dir.join("home/.codex"),
-            config_home: dir.join("home/.config"),
+            claude_config_dir: None,
+            codex_home: Some(dir.join("home/.codex")),
+            continue_dir: None,
+            config_home: Some(dir.join("home/.config")),
         }
     }
 
@@ -455,11 +446,11 @@ mod tests {
     fn codex_toml_keeps_comments_and_other_tables() {
         let dir = tempfile::tempdir().unwrap();
         let p = places(dir.path());
-        std::fs::create_dir_all(&p.codex_home).unwrap();
+        std::fs::create_dir_all(p.codex_dir()).unwrap();
         let old = "# my settings\nmodel = \"o3\"\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n";
-        std::fs::write(p.codex_home.join("config.toml"), old).unwrap();
+        std::fs::write(p.codex_dir().join("config.toml"), old).unwrap();
         install(Client::Codex, Scope::User, dir.path(), &p, &launch(), false).unwrap();
-        let text = std::fs::read_to_string(p.codex_home.join("config.toml")).unwrap();
+        let text = std::fs::read_to_string(p.codex_dir().join("config.toml")).unwrap();
         assert!(text.starts_with("# my settings\nmodel = \"o3\""), "{text}");
         assert!(
             text.contains("[mcp_servers.docs]") && text.contains("[mcp_servers.zblade]"),
