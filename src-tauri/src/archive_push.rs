@@ -85,10 +85,7 @@ fn try_push(root: &std::path::Path, config: &Config, allow_network: bool) -> zbl
         ));
     };
     let mut quiet = |_: &str, _: usize, _: usize| {};
-    if !archive.unfinished_forgets()?.is_empty() {
-        Project::open(root)?.finish_archive_forgets(&mut archive, &mut quiet)?;
-    }
-    let report = archive.push(&PushOptions::default(), &mut quiet)?;
+    let (_, report) = Project::open(root)?.push_archive(&mut archive, &PushOptions::default(), &mut quiet)?;
     Ok(ArchiveRound::Pushed {
         files: report.files,
         deleted: report.deleted,

@@ -287,15 +287,14 @@ fn status(cx: &mut Ctx, offline: bool, allow_network: bool) -> Result<ExitCode, 
 fn push(cx: &mut Ctx, snapshot: bool, args: &PassphraseArgs) -> Result<ExitCode, Error> {
     let mut archive = open(cx, args)?;
     let mut progress = bar_progress(cx);
-    // A forget killed half-way is finished first: its conversations go, then its keys.
-    let finished = Project::open(&cx.root)?.finish_archive_forgets(&mut archive, &mut progress)?;
+    let (finished, report) =
+        Project::open(&cx.root)?.push_archive(&mut archive, &PushOptions { snapshot }, &mut progress)?;
     if finished.destroyed_batches > 0 && !cx.json {
         cx.out.note(&format!(
             "Finished an interrupted forget: {} batch(es) had their keys destroyed.",
             finished.destroyed_batches
         ))?;
     }
-    let report = archive.push(&PushOptions { snapshot }, &mut progress)?;
     if cx.json {
         cx.out.value(&serde_json::to_value(&report).expect("json"))?;
     } else {
