@@ -1075,4 +1075,49 @@ mod tests {
         let resumed = Chat::resume(&project, chat.conversation()).unwrap();
         assert_eq!(resumed.history().len(), 1);
     }
+
+    #[test]
+    fn a_turn_packs_at_most_a_third_of_the_window_and_an_asked_answer_length_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let (project, _) = Project::init(dir.path()).unwrap();
+        let setting = project.settings().context.max_tokens as usize;
+        let options = TurnOptions::default();
+        assert_eq!(
+            options.memory_budget(&project),
+            setting,
+            "no window: the project's setting"
+        );
+        let small = TurnOptions {
+            window: Some(6_000),
+            ..TurnOptions::default()
+        };
+        assert_eq!(small.memory_budget(&project), 2_000.min(setting));
+        let asked = TurnOptions {
+            budget: Some(500),
+            window: Some(1_000_000),
+            ..TurnOptions::default()
+        };
+        assert_eq!(
+            asked.memory_budget(&project),
+            500,
+            "an asked budget within the window stays"
+        );
+
+        let remote = Model::Remote(Endpoint {
+            base_url: "http://127.0.0.1:1".into(),
+            model: "m".into(),
+            api_key: None,
+            api: Api::ChatCompletions,
+        });
+        assert_eq!(
+            small.answer_tokens(&remote),
+            None,
+            "a server decides its own answer length"
+        );
+        let capped = TurnOptions {
+            max_tokens: Some(77),
+            ..small
+        };
+        assert_eq!(capped.answer_tokens(&remote), Some(77));
+    }
 }

@@ -435,3 +435,32 @@ impl Project {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_with_only_a_query_leaves_every_choice_to_the_engine() {
+        // What an older hook sent to the warm engine (its `WarmRequest`) still reads.
+        let old: ContextRequest = serde_json::from_str(
+            r#"{"query": "refresh tokens", "budget": null, "conversation": null, "format": "xml", "tier": "balanced"}"#,
+        )
+        .unwrap();
+        assert_eq!(old.query, "refresh tokens");
+        assert!(old.budget.is_none() && old.mode.is_none() && old.min_relevance.is_none());
+        let bare: ContextRequest = serde_json::from_str(r#"{"query": "q"}"#).unwrap();
+        assert_eq!((bare.format, bare.tier), (Format::Xml, Tier::Balanced));
+
+        let dir = tempfile::tempdir().unwrap();
+        let (project, _) = Project::init(dir.path()).unwrap();
+        let setting = project.settings().context.max_tokens as usize;
+        assert_eq!(ContextRequest::new("q").budget_on(&project), setting);
+        let asked = ContextRequest {
+            budget: Some(300),
+            ..ContextRequest::new("q")
+        };
+        assert_eq!(asked.budget_on(&project), 300);
+        assert!(serde_json::from_str::<ContextRequest>(r#"{"query": "q", "tier": "huge"}"#).is_err());
+    }
+}

@@ -463,3 +463,37 @@ pub fn read_file(source: Source, path: &Path, cursor: &Cursor) -> Result<FileRea
     }
     Ok(read)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_agent_is_registered_once_and_a_source_keeps_its_name_through_json() {
+        let names: Vec<&str> = Source::all().map(Source::as_str).collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "two agents share a name: {names:?}");
+        for source in Source::all() {
+            assert_eq!(source.agent().source(), source);
+            assert_eq!(Source::parse(source.as_str()), Some(source));
+            let json = serde_json::to_string(&source).unwrap();
+            assert_eq!(json, format!("\"{}\"", source.as_str()));
+            assert_eq!(serde_json::from_str::<Source>(&json).unwrap(), source);
+        }
+        // Registry order is the order sources sort in (what `--detect` lists).
+        let mut sorted: Vec<Source> = Source::all().collect();
+        sorted.reverse();
+        sorted.sort();
+        assert_eq!(sorted, Source::all().collect::<Vec<_>>());
+        // A name from elsewhere (a newer zblade, a typo) is refused with the names it knows.
+        let err = serde_json::from_str::<Source>("\"gemini-cli\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unknown agent `gemini-cli`") && err.contains("claude-code"),
+            "{err}"
+        );
+    }
+}
