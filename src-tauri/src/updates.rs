@@ -8,7 +8,7 @@ use zblade_engine::ReferenceReport;
 
 use crate::events::IndexerStatus;
 
-/// What the indexer reports.
+/// What a background thread reports: the indexer, and the archive push through the same sink.
 #[derive(Debug, Clone)]
 pub enum IndexerUpdate {
     /// Its state changed (or progress moved).

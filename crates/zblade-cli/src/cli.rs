@@ -139,8 +139,8 @@ pub enum Command {
     /// Code references: where each one is now, and how it fared since it was captured.
     #[command(subcommand)]
     Refs(RefsCommand),
-    /// Import the sessions of coding agents on this machine (Claude Code, Codex CLI, Aider,
-    /// Continue, Cline/Roo Code) as conversations of this project, with code references for
+    /// Import the sessions of coding agents on this machine (`zblade import --help` lists
+    /// them) as conversations of this project, with code references for
     /// the files the agents read and edited. Only sessions whose working directory is this
     /// project (or inside it) unless --all-projects. Incremental: a second run reads only what
     /// is new. Secrets in the text are redacted before anything is written. Exit 1 when
