@@ -27,6 +27,7 @@ mod fsck;
 mod gate;
 mod graph;
 mod import;
+mod lineage;
 mod loaded;
 mod lock;
 mod migrate;
@@ -55,8 +56,9 @@ pub use documents::{DOCUMENT_SOURCE, DocumentsAdded};
 pub use extract::ExtractReport;
 pub use files::{CodeNow, CodeSearchNow, DEFAULT_READ_LINES, MAX_READ_BYTES, ProjectFile};
 pub use fsck::{FsckReport, Problem, ProblemKind};
-pub use graph::{ExportFormat, ForkTree, GraphOutcome, Lineage, MessageSelector, StoreStats, local_conversation_json};
+pub use graph::{ExportFormat, GraphOutcome, MessageSelector, StoreStats, local_conversation_json};
 pub use import::{ImportProgress, ImportReport, ImportRequest, ImportSource, ImportedConversation, detect_agents};
+pub use lineage::{ForkTree, Lineage};
 pub use migrate::{
     CleanupReport, Direction as MigrationDirection, MigrationReport, Phase as MigrationPhase, Plan as MigrationPlan,
     PlannedItem,

@@ -61,6 +61,23 @@ fn write_artifacts(files: &[(PathBuf, Vec<u8>)]) -> Result<Vec<String>> {
 }
 
 impl Storage for LocalStorage {
+    fn lineage(&self, project: &Project, id: &str) -> Result<crate::Lineage> {
+        crate::lineage::in_index(project.index()?, id)
+    }
+
+    fn prompts(&self, project: &Project, search: Option<&str>, limit: usize) -> Result<Vec<zblade_index::Prompt>> {
+        project.index()?.prompts(search, limit)
+    }
+
+    /// The index lists newest first.
+    fn newest_conversation(&self, project: &Project) -> Result<Option<String>> {
+        Ok(self
+            .list_conversations(project, 1, 0, None)?
+            .into_iter()
+            .next()
+            .map(|c| c.id))
+    }
+
     fn place(&self) -> &'static str {
         "in this project"
     }

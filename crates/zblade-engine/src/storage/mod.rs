@@ -112,6 +112,16 @@ pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
         kind: Option<&str>,
     ) -> Result<Vec<MomentSummary>>;
 
+    /// Where conversation `id` sits: ancestors, forks (recursively) and merges.
+    fn lineage(&self, project: &Project, id: &str) -> Result<crate::Lineage>;
+
+    /// Prompts the user typed, newest first, each text once; only those holding every word
+    /// of `search` (the last as a prefix) when given.
+    fn prompts(&self, project: &Project, search: Option<&str>, limit: usize) -> Result<Vec<zblade_index::Prompt>>;
+
+    /// The most recently updated conversation.
+    fn newest_conversation(&self, project: &Project) -> Result<Option<String>>;
+
     /// One conversation artifact; `Error::NotFound` when there is none.
     fn conversation(&self, project: &Project, id: &str) -> Result<Conversation>;
 

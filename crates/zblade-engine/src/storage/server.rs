@@ -128,7 +128,59 @@ impl ServerStorage {
     }
 }
 
+impl ServerStorage {
+    /// Every conversation of the project, read one by one.
+    fn all_conversations(&self, project: &Project) -> Result<Vec<Conversation>> {
+        const PAGE: usize = 500;
+        let mut out = Vec::new();
+        loop {
+            let page = self.list_conversations(project, PAGE, out.len(), None)?;
+            let full = page.len() == PAGE;
+            for summary in page {
+                out.push(self.conversation(project, &summary.id)?);
+            }
+            if !full {
+                return Ok(out);
+            }
+        }
+    }
+}
+
 impl Storage for ServerStorage {
+    /// A sync server keeps no graph index: every conversation is read (one request each).
+    fn lineage(&self, project: &Project, id: &str) -> Result<crate::Lineage> {
+        crate::lineage::lineage_among(id, &self.all_conversations(project)?)
+    }
+
+    /// Every conversation is read (one request each).
+    fn prompts(&self, project: &Project, search: Option<&str>, limit: usize) -> Result<Vec<zblade_index::Prompt>> {
+        Ok(crate::lineage::prompts_among(
+            &self.all_conversations(project)?,
+            search,
+            limit,
+        ))
+    }
+
+    /// A sync server lists in id order, so its whole listing (metadata only) is read.
+    fn newest_conversation(&self, project: &Project) -> Result<Option<String>> {
+        const PAGE: usize = 1000;
+        let mut newest: Option<ConversationSummary> = None;
+        let mut offset = 0;
+        loop {
+            let page = self.list_conversations(project, PAGE, offset, None)?;
+            offset += page.len();
+            let full = page.len() == PAGE;
+            for summary in page {
+                if newest.as_ref().is_none_or(|n| summary.updated_at > n.updated_at) {
+                    newest = Some(summary);
+                }
+            }
+            if !full {
+                return Ok(newest.map(|n| n.id));
+            }
+        }
+    }
+
     fn place(&self) -> &'static str {
         "on the sync server"
     }
