@@ -303,11 +303,8 @@ pub async fn archive_push(app: AppHandle, passphrase: String, snapshot: bool) ->
         let dir = zblade_dir(state)?;
         let mut archive = open_archive(state, &dir, &passphrase)?;
         let mut report = progress(app);
-        let (_, pushed) = {
-            let mut guard = state.project.lock().map_err(AppError::internal)?;
-            let project = guard.as_mut().ok_or_else(AppError::no_project)?;
-            project.push_archive(&mut archive, &PushOptions { snapshot }, &mut report)?
-        };
+        let root = state.project_root().ok_or_else(AppError::no_project)?;
+        let (_, pushed) = zblade_engine::push_archive(&root, &mut archive, &PushOptions { snapshot }, &mut report)?;
         Ok(ArchivePushView {
             files: pushed.files as u32,
             deleted: pushed.deleted as u32,

@@ -16,7 +16,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use zblade_archive::{Archive, Config, PushOptions, Retry, Vault};
-use zblade_engine::Project;
 
 use crate::updates::{ArchiveRound, IndexerUpdate, Sink};
 use crate::worker::Worker;
@@ -85,7 +84,7 @@ fn try_push(root: &std::path::Path, config: &Config, allow_network: bool) -> zbl
         ));
     };
     let mut quiet = |_: &str, _: usize, _: usize| {};
-    let (_, report) = Project::open(root)?.push_archive(&mut archive, &PushOptions::default(), &mut quiet)?;
+    let (_, report) = zblade_engine::push_archive(root, &mut archive, &PushOptions::default(), &mut quiet)?;
     Ok(ArchiveRound::Pushed {
         files: report.files,
         deleted: report.deleted,
@@ -99,7 +98,7 @@ mod tests {
     fn project_with_archive() -> (tempfile::TempDir, std::path::PathBuf) {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("p");
-        Project::init(&root).unwrap();
+        zblade_engine::Project::init(&root).unwrap();
         let spec = zblade_archive::BackendSpec::Dir {
             path: tmp.path().join("backup"),
         };
@@ -118,7 +117,7 @@ mod tests {
     #[test]
     fn nothing_is_tried_unless_the_archive_asks_for_it() {
         let tmp = tempfile::tempdir().unwrap();
-        Project::init(tmp.path()).unwrap();
+        zblade_engine::Project::init(tmp.path()).unwrap();
         assert_eq!(push_once(tmp.path(), false), ArchiveRound::Off, "no archive");
         let (_tmp, root) = project_with_archive();
         assert_eq!(

@@ -157,24 +157,33 @@ pub struct ChatStream {
 /// The registry, with key presence and the installed GGUF models.
 pub fn models(state: &AppState) -> ChatModels {
     let config = state.config();
-    let chat = &state.chat;
-    let project = state.project.lock().ok();
-    let project = project.as_ref().and_then(|p| p.as_ref());
-    let local_files = project
-        .map(|p| p.compressor_models())
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|m| m.problem.is_none())
-        .map(|m| m.name)
-        .collect();
+    // What needs the open project, read under its lock; the keyring is asked after.
+    let (local_files, budgets): (Vec<String>, Vec<Option<u32>>) = {
+        let guard = state.project.lock().ok();
+        let project = guard.as_ref().and_then(|p| p.as_ref());
+        let files = project
+            .map(|p| p.compressor_models())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|m| m.problem.is_none())
+            .map(|m| m.name)
+            .collect();
+        let budgets = config
+            .chat_models
+            .iter()
+            .map(|m| project.map(|p| turn_options(m).memory_budget(p) as u32))
+            .collect();
+        (files, budgets)
+    };
     ChatModels {
         models: config
             .chat_models
             .iter()
-            .map(|m| ChatModelView {
-                has_key: m.provider != ChatProvider::Local && chat.keys.has(&m.id),
+            .zip(budgets)
+            .map(|(m, memory_budget)| ChatModelView {
+                has_key: m.provider != ChatProvider::Local && state.chat.keys.has(&m.id),
                 remote: is_remote(m),
-                memory_budget: project.map(|p| turn_options(m).memory_budget(p) as u32),
+                memory_budget,
                 config: m.clone(),
             })
             .collect(),

@@ -3,10 +3,32 @@
 //! taking in what others shared. The archive itself only knows files; these are the parts
 //! that know conversations.
 
+use std::path::Path;
+
 use zblade_archive::{Archive, ForgetReport, PushOptions, PushReport, SharedItem};
 use zblade_core::{Error, Result};
 
 use crate::{AddOutcome, ExportFormat, Project};
+
+/// Pushes what changed in the project at `root` to `archive`, after finishing any forget a kill
+/// interrupted (its conversations go, then its keys): the one push every face runs —
+/// `zblade archive push`, the app's button and its background push. The project is opened only
+/// when a forget is pending: a push alone needs only the archive, and the background push runs
+/// every minute.
+pub fn push_archive(
+    root: &Path,
+    archive: &mut Archive,
+    options: &PushOptions,
+    progress: zblade_archive::Progress,
+) -> Result<(ForgetReport, PushReport)> {
+    let finished = if archive.unfinished_forgets()?.is_empty() {
+        ForgetReport::default()
+    } else {
+        Project::open(root)?.finish_archive_forgets(archive, &mut *progress)?
+    };
+    let pushed = archive.push(options, progress)?;
+    Ok((finished, pushed))
+}
 
 impl Project {
     /// Forgets conversations (documents included) and moments for good: each is removed here
@@ -67,23 +89,9 @@ impl Project {
         self.finish_archive_forgets(archive, progress)
     }
 
-    /// Pushes what changed to `archive`, after finishing any forget a kill interrupted (its
-    /// conversations go, then its keys): the one push every face runs — `zblade archive push`,
-    /// the app's button and its background push.
-    pub fn push_archive(
-        &mut self,
-        archive: &mut Archive,
-        options: &PushOptions,
-        progress: zblade_archive::Progress,
-    ) -> Result<(ForgetReport, PushReport)> {
-        let finished = self.finish_archive_forgets(archive, &mut *progress)?;
-        let pushed = archive.push(options, progress)?;
-        Ok((finished, pushed))
-    }
-
     /// Finishes the forgets recorded in the archive's journal: their conversations are
     /// removed here (with the messages nothing else uses; packs rewritten), then the archive
-    /// destroys the keys. [`Project::push_archive`] runs it before every push.
+    /// destroys the keys. [`push_archive`] runs it before every push.
     pub fn finish_archive_forgets(
         &mut self,
         archive: &mut Archive,

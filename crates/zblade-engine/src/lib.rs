@@ -16,6 +16,7 @@
 //! ```
 
 mod archive;
+pub use archive::push_archive;
 mod code;
 mod codeblocks;
 mod compressor;

@@ -288,7 +288,7 @@ fn push(cx: &mut Ctx, snapshot: bool, args: &PassphraseArgs) -> Result<ExitCode,
     let mut archive = open(cx, args)?;
     let mut progress = bar_progress(cx);
     let (finished, report) =
-        Project::open(&cx.root)?.push_archive(&mut archive, &PushOptions { snapshot }, &mut progress)?;
+        zblade_engine::push_archive(&cx.root, &mut archive, &PushOptions { snapshot }, &mut progress)?;
     if finished.destroyed_batches > 0 && !cx.json {
         cx.out.note(&format!(
             "Finished an interrupted forget: {} batch(es) had their keys destroyed.",
