@@ -8,7 +8,9 @@ use std::path::Path;
 use zblade_archive::{Archive, ForgetReport, PushOptions, PushReport, SharedItem};
 use zblade_core::{Error, Result};
 
-use crate::{AddOutcome, ExportFormat, Project};
+use crate::graph::ExportFormat;
+use crate::project::Project;
+use crate::storage::AddOutcome;
 
 /// Pushes what changed in the project at `root` to `archive`, after finishing any forget a kill
 /// interrupted (its conversations go, then its keys): the one push every face runs —

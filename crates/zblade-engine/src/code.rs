@@ -12,7 +12,7 @@ use zblade_core::Result;
 use zblade_index::{CodeChunkRow, CodeFileState, CodeFileUpdate};
 use zblade_search::code::{self, Skip};
 
-use crate::Project;
+use crate::parts::Parts;
 
 /// Files stored per index transaction: bounds memory on big trees and keeps progress visible.
 const FILES_PER_WRITE: usize = 200;
@@ -148,7 +148,7 @@ pub fn line_window_rows(text: &str) -> Vec<CodeChunkRow> {
         .collect()
 }
 
-impl Project {
+impl Parts {
     /// Indexes every project file worth indexing, reporting (files done, files total). Files
     /// that disappeared or became ignored leave the index.
     pub(crate) fn index_code(&mut self, progress: &mut dyn FnMut(usize, usize)) -> Result<CodeIndexReport> {

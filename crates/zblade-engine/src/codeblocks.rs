@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use zblade_core::{CodeReference, Result, parse_conversation};
 use zblade_search::code::project_files;
 
-use crate::Project;
+use crate::parts::Parts;
 
 /// Blocks shorter than this (non-blank lines) stay inline: a two-line snippet matches too many
 /// places to be sure which one it is.
@@ -25,7 +25,7 @@ pub(crate) struct TreeLines {
 
 impl TreeLines {
     /// Reads the working tree (the files `zblade index` would read).
-    pub(crate) fn load(project: &Project) -> TreeLines {
+    pub(crate) fn load(project: &Parts) -> TreeLines {
         let root = project.layout.root();
         let mut files = Vec::new();
         let mut by_line: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
@@ -122,7 +122,7 @@ pub(crate) fn convert(content: &str, tree: &TreeLines) -> (String, Vec<CodeRefer
     (out.join("\n"), references)
 }
 
-impl Project {
+impl Parts {
     /// A conversation artifact with its working-tree code blocks turned into references
     /// (anchored like any captured reference); the bytes are unchanged when there were none.
     pub(crate) fn references_for_code_blocks(

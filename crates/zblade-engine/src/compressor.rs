@@ -14,7 +14,8 @@ use zblade_context::TokenCounter;
 use zblade_core::{Error, Result, fsio};
 use zblade_llm::{Compressor, Generation, LlmError, ModelInfo, Options, Request};
 
-use crate::{Project, models_dir};
+use crate::models::{check_name, models_dir};
+use crate::parts::Parts;
 
 /// Where compressor models are installed: `$ZBLADE_MODELS_DIR/gguf/NAME.gguf`.
 pub fn gguf_dir() -> PathBuf {
@@ -59,24 +60,6 @@ pub struct CompressorInstall {
     pub sha256: String,
     /// Whether the sha256 was checked against one the user gave.
     pub verified: bool,
-}
-
-/// Model names (compressor and embedding): letters, digits, `.`, `_`, `-`; what file names and
-/// settings can hold safely.
-pub(crate) fn check_name(name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 100
-        && !name.starts_with('.')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::Usage(format!(
-            "{name:?} is not a usable model name: use letters, digits, '.', '_' and '-' (at most 100)"
-        )))
-    }
 }
 
 /// The name a file would be installed under: its stem, made safe.
@@ -136,7 +119,7 @@ impl TokenCounter for ModelTokens<'_> {
     }
 }
 
-impl Project {
+impl Parts {
     /// Installed compressor models (`*.gguf` in [`gguf_dir`]).
     pub fn compressor_models(&self) -> Vec<CompressorModel> {
         let configured = self.compressor_model_path();
@@ -476,7 +459,7 @@ impl Project {
 /// assembly; cached outputs are free, and anything else falls back to the extractive
 /// compressor (and says so in the notices).
 pub(crate) struct ModelShrinker<'a> {
-    pub(crate) project: &'a Project,
+    pub(crate) project: &'a Parts,
     pub(crate) compressor: &'a Compressor,
     pub(crate) deadline: Instant,
     pub(crate) name: String,
@@ -529,6 +512,7 @@ impl zblade_context::Compressor for ModelShrinker<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::project::Project;
 
     #[test]
     fn an_unusable_answer_is_retried_once_then_given_up_and_never_cached() {

@@ -9,7 +9,8 @@ use chrono::Utc;
 use serde::Serialize;
 use zblade_core::{Conversation, Error, Provenance, Result};
 
-use crate::{AddOutcome, Project};
+use crate::project::Project;
+use crate::storage::AddOutcome;
 
 /// The provenance tool of documents.
 pub const DOCUMENT_SOURCE: &str = "document";

@@ -13,8 +13,9 @@ use zblade_context::TokenCounter;
 use zblade_core::{CodeReference, Conversation, Error, Moment, MomentType, Result, fsio};
 use zblade_llm::Compressor;
 
-use crate::Project;
 use crate::compressor::ModelTokens;
+use crate::parts::Parts;
+use crate::project::Project;
 
 /// Bumped when the extractor changes what it finds, so cached results are redone.
 const EXTRACTOR: &str = "extractive-1";
@@ -56,7 +57,7 @@ impl Project {
         let cache_dir = self.moments_cache_dir();
         let model = self.local_compressor();
         let extractor = match &model {
-            Ok(compressor) => Self::compressor_id(compressor),
+            Ok(compressor) => Parts::compressor_id(compressor),
             Err(_) => EXTRACTOR.to_string(),
         };
         let mut report = ExtractReport {

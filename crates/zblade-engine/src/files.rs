@@ -9,7 +9,8 @@ use serde::Serialize;
 use zblade_core::{Error, Result, paths};
 use zblade_refs::ReadError;
 
-use crate::{Project, SearchQuery};
+use crate::project::Project;
+use zblade_index::SearchQuery;
 
 /// Files over this size are refused: an agent asks for a range of a big file instead.
 pub const MAX_READ_BYTES: u64 = 1024 * 1024;

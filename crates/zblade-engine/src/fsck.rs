@@ -9,7 +9,8 @@ use zblade_core::Result;
 use zblade_index::{ArtifactKind, Index};
 
 use crate::lock::WriteLock;
-use crate::{Project, scan};
+use crate::project::Project;
+use crate::scan;
 
 /// The kind of a disagreement between artifacts and index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

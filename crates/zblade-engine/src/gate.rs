@@ -11,51 +11,20 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use zblade_context::DEFAULT_MIN_RELEVANCE;
 use zblade_context::gate::{Evidence, NULL_PROBES, NullScores, best_cover, known_words, unknown_names};
 use zblade_core::{Error, Result};
 use zblade_search::VectorStore;
 
-use crate::Project;
+use crate::gate_null::{MeasuredNull, probes_digest};
+use crate::parts::Parts;
 use crate::semantic::search_error;
 
-/// How far the number of vectors may move before the null is measured again.
-const NULL_DRIFT: f64 = 0.2;
 /// How often a long-running engine checks the number of vectors (each check reads the vector
 /// table's newest version, which is not free).
 const NULL_CHECK_EVERY: Duration = Duration::from_secs(60);
 
-/// The null as measured, and for what.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct MeasuredNull {
-    /// The embedding model's id.
-    model: String,
-    /// Vectors in its table then.
-    vectors: usize,
-    /// A digest of the probe prompts (new probes: measured again).
-    probes: String,
-    /// The scores.
-    scores: NullScores,
-}
-
-/// The null in memory, with when its size was last checked.
-#[derive(Debug, Default)]
-pub(crate) struct NullCache(std::sync::Mutex<Option<(MeasuredNull, Instant)>>);
-
-fn probes_digest() -> String {
-    let joined = NULL_PROBES.join("\n");
-    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(joined.as_bytes()))
-}
-
-impl MeasuredNull {
-    fn fits(&self, model: &str, vectors: usize) -> bool {
-        let drift = (vectors as f64 - self.vectors as f64).abs() / (self.vectors.max(1) as f64);
-        self.model == model && self.probes == probes_digest() && drift <= NULL_DRIFT
-    }
-}
-
-impl Project {
+impl Parts {
     /// The floor retrieved memory must reach: the request's, else `context.min_relevance`,
     /// else [`DEFAULT_MIN_RELEVANCE`]. A value outside 0..=1 is refused with the field named.
     pub(crate) fn min_relevance(&self, requested: Option<f64>) -> Result<f64> {
@@ -176,6 +145,8 @@ fn vector_count(store: &VectorStore) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::Ordering;
+
+    use crate::project::Project;
 
     use zblade_search::FakeEmbedder;
 

@@ -3,7 +3,7 @@
 //! `fsck`, hostile manifests, and the conversion of format-1 artifacts.
 
 use super::*;
-use crate::Project;
+use crate::project::Project;
 
 fn project() -> (tempfile::TempDir, Project) {
     let dir = tempfile::tempdir().unwrap();
@@ -193,10 +193,10 @@ fn a_corrupt_message_is_named_and_fails_only_the_conversations_using_it() {
     assert!(err.contains(&sha) && err.contains("corrupted"), "{err}");
     assert_eq!(contents(&project, &fine).len(), 3);
     let report = project.fsck(false).unwrap();
-    let unreadable: Vec<&crate::Problem> = report
+    let unreadable: Vec<&crate::fsck::Problem> = report
         .problems
         .iter()
-        .filter(|p| p.kind == crate::ProblemKind::Unreadable)
+        .filter(|p| p.kind == crate::fsck::ProblemKind::Unreadable)
         .collect();
     assert_eq!(unreadable.len(), 1, "{:?}", report.problems);
     assert!(unreadable[0].path.contains(&damaged));

@@ -16,6 +16,7 @@
 //! ```
 
 mod archive;
+mod candidates;
 pub use archive::push_archive;
 mod code;
 mod codeblocks;
@@ -26,13 +27,16 @@ mod extract;
 mod files;
 mod fsck;
 mod gate;
+mod gate_null;
 mod graph;
 mod import;
+mod indexing;
 mod lineage;
 mod loaded;
 mod lock;
 mod migrate;
 mod models;
+mod parts;
 mod project;
 mod record;
 mod refs;
@@ -40,6 +44,7 @@ mod registry;
 mod remote;
 mod scan;
 mod search;
+mod selector;
 mod semantic;
 mod show;
 mod status;
@@ -57,26 +62,30 @@ pub use documents::{DOCUMENT_SOURCE, DocumentsAdded};
 pub use extract::ExtractReport;
 pub use files::{CodeNow, CodeSearchNow, DEFAULT_READ_LINES, MAX_READ_BYTES, ProjectFile};
 pub use fsck::{FsckReport, Problem, ProblemKind};
-pub use graph::{ExportFormat, GraphOutcome, MessageSelector, StoreStats, local_conversation_json};
+pub use graph::{ExportFormat, GraphOutcome, StoreStats, local_conversation_json};
 pub use import::{ImportProgress, ImportReport, ImportRequest, ImportSource, ImportedConversation, detect_agents};
+pub use indexing::{IndexReport, IndexStage};
 pub use lineage::{ForkTree, Lineage};
 pub use migrate::{
     CleanupReport, Direction as MigrationDirection, MigrationReport, Phase as MigrationPhase, Plan as MigrationPlan,
     PlannedItem,
 };
 pub use models::{ModelDownload, ModelEntry, ModelImport, models_dir};
-pub use project::{AddOutcome, InitReport, Project, ReindexReport};
+pub use parts::Parts;
+pub use project::{InitReport, Project, ReindexReport};
 pub use record::{Exchange, Recorded};
 pub use refs::{Location, ReferenceReport};
 pub use registry::{history_of_all_projects, known_projects, remember_project};
 pub use remote::connect;
 pub use search::{Hit, SearchResults};
+pub use selector::MessageSelector;
 pub use semantic::{
     ANN_THRESHOLD, CANDIDATES, CODE_SEMANTIC_WEIGHT, EmbedReport, HYBRID_NEIGHBOUR_WEIGHT, HYBRID_SEMANTIC_WEIGHT,
-    IndexReport, IndexStage, SearchMode,
+    SearchMode,
 };
-pub use show::{MessageMatch, Shown};
+pub use show::Shown;
 pub use status::Status;
+pub use storage::{AddOutcome, MessageMatch};
 pub use summaries::{REFRESH_EVERY, SUMMARY_TOKENS, SessionSummary, SummarizeReport};
 pub use time::{parse_time, parse_time_bound};
 pub use watch::WatchEvent;

@@ -20,8 +20,8 @@ use zblade_core::{Error, Result, StorageMode, fsio, parse_conversation, parse_mo
 use crate::storage::manifests;
 use zblade_sync::{Client, Kind};
 
-use crate::Project;
 use crate::lock::WriteLock;
+use crate::project::Project;
 
 /// Which way memory moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

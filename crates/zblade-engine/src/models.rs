@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use zblade_core::{Error, Result};
 
-use crate::Project;
+use crate::parts::Parts;
 
 /// An installed or downloadable embedding model.
 #[derive(Debug, Clone, Serialize)]
@@ -67,7 +67,7 @@ fn is_model_dir(dir: &Path) -> bool {
     zblade_search::embed::MODEL_FILES.iter().all(|f| dir.join(f).is_file())
 }
 
-impl Project {
+impl Parts {
     /// Installed models (in [`models_dir`]) and the known ones that can be downloaded.
     pub fn list_models(&self) -> Vec<ModelEntry> {
         let configured = self.embedding_model_dir();
@@ -201,7 +201,7 @@ impl Project {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
         };
-        crate::compressor::check_name(&dir_name)?;
+        check_name(&dir_name)?;
         let target = models_dir().join(&dir_name);
         let mut files = Vec::new();
         let copy = |staging: &Path| -> Result<()> {
@@ -276,4 +276,22 @@ fn refuse_overwrite(target: &Path, name: &str, replace: bool) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Model names (compressor and embedding): letters, digits, `.`, `_`, `-`; what file names and
+/// settings can hold safely.
+pub(crate) fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 100
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Usage(format!(
+            "{name:?} is not a usable model name: use letters, digits, '.', '_' and '-' (at most 100)"
+        )))
+    }
 }

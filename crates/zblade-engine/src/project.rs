@@ -7,11 +7,14 @@ use std::time::{Duration, Instant};
 use chrono::{SubsecRound, Utc};
 use serde::Serialize;
 use zblade_core::{Conversation, Error, Layout, Moment, Result, Settings, fsio, parse_conversation};
-use zblade_index::{ConversationSummary, Index, MomentSummary};
+use zblade_index::{ConversationSummary, Index, MomentSummary, SearchQuery};
 
 use crate::lock::WriteLock;
+use crate::parts::Parts;
 use crate::scan;
-use crate::storage::{self, Storage};
+use crate::search::SearchResults;
+use crate::semantic::SearchMode;
+use crate::storage::{self, AddOutcome, Storage};
 
 const DEFAULT_INSTRUCTIONS: &str = "# Project instructions\n\n\
 This file is always included in the context zblade assembles for this project.\n\
@@ -28,19 +31,6 @@ pub struct InitReport {
     pub created: Vec<String>,
     /// Whether settings.json was rewritten to add fields it was missing.
     pub settings_completed: bool,
-}
-
-/// What an `add` did.
-#[derive(Debug, Clone, Serialize)]
-pub struct AddOutcome {
-    /// The id of the conversation or moment.
-    pub id: String,
-    /// False when an artifact with this id existed and was updated.
-    pub created: bool,
-    /// The artifact file, relative to the project root.
-    pub artifact_path: String,
-    /// Messages in the conversation (0 for moments).
-    pub messages: usize,
 }
 
 /// What `reindex` did.
@@ -69,43 +59,31 @@ fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::O
     s.serialize_f64(d.as_secs_f64())
 }
 
-/// A project's memory: its `.zblade/` folder, settings and index.
+/// A project's memory: the parts this machine holds for it (see [`Parts`]) and the
+/// [`Storage`] its conversations and moments are kept in, chosen once when it opens.
+///
+/// The operations that go through the storage (add, list, search, context, fork, show, import)
+/// are `impl Project` blocks, one module each; everything that only needs the parts is
+/// `impl Parts`, reachable from a `Project` through `Deref` (a project *is* its parts plus the
+/// storage), so the storage can be handed the parts without being handed the project.
 #[derive(Debug)]
 pub struct Project {
-    pub(crate) layout: Layout,
-    pub(crate) settings: Settings,
-    /// `Err` holds why the index could not be opened (damaged file); `reindex` recreates it.
-    pub(crate) index: std::result::Result<Index, String>,
-    /// The embedding model: the one given to [`Project::use_embedder`], or else the
-    /// configured local model, loaded on first use.
-    pub(crate) embedder: std::sync::OnceLock<
-        std::result::Result<std::sync::Mutex<Box<dyn zblade_search::Embedder>>, zblade_search::EmbedError>,
-    >,
-    /// The code model (`search.code_model`), loaded on first use when code has a model of
-    /// its own; see [`crate::semantic::Space`].
-    pub(crate) code_embedder: std::sync::OnceLock<
-        std::result::Result<std::sync::Mutex<Box<dyn zblade_search::Embedder>>, zblade_search::EmbedError>,
-    >,
-    /// The id of the embedder given to [`Project::use_embedder`], if one was.
-    pub(crate) given_embedder: Option<String>,
-    /// Embeddings of recent query texts, by model id and text: the same question asked again
-    /// (paging, a re-run after re-indexing stale files, context assembly) skips the model.
-    pub(crate) query_vectors: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
-    /// The vector tables searches read (one per model: conversations, code), kept open across
-    /// searches (opening one costs a runtime, a connection and a manifest read), with the model
-    /// id each belongs to.
-    pub(crate) vector_readers: std::sync::Mutex<Vec<(String, std::sync::Arc<zblade_search::VectorStore>)>>,
-    /// What unrelated prompts score here, for the relevance gate (measured once, kept).
-    pub(crate) gate_null: crate::gate::NullCache,
-    /// The compressor model, loaded on first use; `Err` says why there is none.
-    pub(crate) compressor: std::sync::OnceLock<std::result::Result<zblade_llm::Compressor, String>>,
-    /// Set by the owner (the app's indexer) to stop long work between two complete batches.
-    pub(crate) interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    pub(crate) parts: Parts,
     /// Where conversations and moments live (`.zblade/` or a sync server), chosen once here.
     pub(crate) storage: Arc<dyn Storage>,
-    /// Where coding agents keep their sessions: the home folder and the agents' environment
-    /// overrides, read from the environment unless [`Project::use_agent_places`] set them.
-    pub(crate) agent_places: zblade_import::detect::Places,
+}
+
+impl std::ops::Deref for Project {
+    type Target = Parts;
+    fn deref(&self) -> &Parts {
+        &self.parts
+    }
+}
+
+impl std::ops::DerefMut for Project {
+    fn deref_mut(&mut self) -> &mut Parts {
+        &mut self.parts
+    }
 }
 
 impl Project {
@@ -185,53 +163,21 @@ impl Project {
         };
         Ok(Project {
             storage: storage::for_settings(&settings),
-            layout,
-            settings,
-            index,
-            embedder: std::sync::OnceLock::new(),
-            code_embedder: std::sync::OnceLock::new(),
-            given_embedder: None,
-            query_vectors: Default::default(),
-            vector_readers: Default::default(),
-            gate_null: Default::default(),
-            compressor: std::sync::OnceLock::new(),
-            interrupt: None,
-            agent_places: zblade_import::detect::Places::from_env(),
+            parts: Parts {
+                layout,
+                settings,
+                index,
+                embedder: std::sync::OnceLock::new(),
+                code_embedder: std::sync::OnceLock::new(),
+                given_embedder: None,
+                query_vectors: Default::default(),
+                vector_readers: Default::default(),
+                gate_null: Default::default(),
+                compressor: std::sync::OnceLock::new(),
+                interrupt: None,
+                agent_places: zblade_import::detect::Places::from_env(),
+            },
         })
-    }
-
-    /// Makes indexing (files, embeddings, summaries) and the watch loop's re-indexing stop
-    /// with [`Error::Interrupted`] between two complete batches once `flag` is set. Every
-    /// batch is written whole (one SQLite transaction, one LanceDB append), so a stop never
-    /// leaves a half-written index, and the next run picks up where this one stopped.
-    pub fn set_interrupt(&mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
-        self.interrupt = Some(flag);
-    }
-
-    /// Embeds with `embedder` instead of the configured local models (a hosted model, or a
-    /// [`zblade_search::FakeEmbedder`] in tests), for conversations and code alike. Its
-    /// vectors live in a table of their own, named by its model id; chunks are still named by
-    /// content digest, so switching back and forth re-embeds nothing twice.
-    pub fn use_embedder(&mut self, embedder: Box<dyn zblade_search::Embedder>) {
-        self.given_embedder = Some(embedder.model_id().to_string());
-        self.embedder = std::sync::OnceLock::from(Ok(std::sync::Mutex::new(embedder)));
-        self.code_embedder = std::sync::OnceLock::new();
-        self.query_vectors = Default::default();
-        self.vector_readers = Default::default();
-    }
-
-    /// Looks for coding agents' sessions under `places` instead of this process's home and
-    /// environment (tests; an app that imports for another user profile).
-    pub fn use_agent_places(&mut self, places: zblade_import::detect::Places) {
-        self.agent_places = places;
-    }
-
-    /// `Err(Interrupted)` once the flag given to [`Project::set_interrupt`] is set.
-    pub(crate) fn check_interrupt(&self) -> Result<()> {
-        match &self.interrupt {
-            Some(flag) if flag.load(std::sync::atomic::Ordering::Relaxed) => Err(Error::Interrupted),
-            _ => Ok(()),
-        }
     }
 
     /// Opens the project that contains `start`: the nearest ancestor with a `.zblade/` folder.
@@ -243,39 +189,6 @@ impl Project {
                 start.display()
             ))),
         }
-    }
-
-    /// The project's paths.
-    pub fn layout(&self) -> &Layout {
-        &self.layout
-    }
-
-    /// The project's settings as loaded.
-    pub fn settings(&self) -> &Settings {
-        &self.settings
-    }
-
-    /// The rules for files zblade never reads as project code: built-in secrets and tool
-    /// folders plus this project's `privacy.secret_files` ([`zblade_core::protected`]).
-    pub(crate) fn path_guard(&self) -> zblade_core::PathGuard {
-        zblade_core::PathGuard::new(&self.settings.privacy.secret_files)
-    }
-
-    pub(crate) fn index(&self) -> Result<&Index> {
-        self.index.as_ref().map_err(|message| Error::IndexCorrupt {
-            path: self.layout.database(),
-            message: message.clone(),
-            source: None,
-        })
-    }
-
-    pub(crate) fn index_mut(&mut self) -> Result<&mut Index> {
-        let path = self.layout.database();
-        self.index.as_mut().map_err(|message| Error::IndexCorrupt {
-            path,
-            message: message.clone(),
-            source: None,
-        })
     }
 
     /// Adds (or, when its id exists, replaces) a conversation given as RFC-002 JSON.
@@ -311,7 +224,7 @@ impl Project {
     /// and one index transaction. Each is validated first; if any is invalid nothing is written.
     pub fn add_conversations(&mut self, conversations: Vec<(Conversation, String)>) -> Result<Vec<AddOutcome>> {
         let prepared = self.prepare_conversations(conversations)?;
-        Arc::clone(&self.storage).put_conversations(self, &prepared)
+        Arc::clone(&self.storage).put_conversations(&mut self.parts, &prepared)
     }
 
     /// Validates moments and fills in what `add` fills in (ids, times, anchors of code
@@ -331,7 +244,7 @@ impl Project {
     /// a conversation this project lacks, or reuses another artifact's id) nothing is written.
     pub fn add_moments(&mut self, moments: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
         let prepared = self.prepare_moments(moments)?;
-        Arc::clone(&self.storage).put_moments(self, prepared)
+        Arc::clone(&self.storage).put_moments(&mut self.parts, prepared)
     }
 
     /// Conversations, most recently updated first (in server mode, in the server's id order);
@@ -342,12 +255,31 @@ impl Project {
         offset: usize,
         source: Option<&str>,
     ) -> Result<Vec<ConversationSummary>> {
-        self.storage.list_conversations(self, limit, offset, source)
+        self.storage.list_conversations(&self.parts, limit, offset, source)
     }
 
     /// Moments, newest first; optionally of one type (`decision`, `pattern`, ...).
     pub fn list_moments(&self, limit: usize, offset: usize, kind: Option<&str>) -> Result<Vec<MomentSummary>> {
-        self.storage.list_moments(self, limit, offset, kind)
+        self.storage.list_moments(&self.parts, limit, offset, kind)
+    }
+
+    /// Search in `mode` (`None`: hybrid when semantic search is available, else keyword),
+    /// with code references hydrated.
+    pub fn search_with(&self, query: &SearchQuery, mode: Option<SearchMode>) -> Result<SearchResults> {
+        self.storage.search(self, query, mode, true)
+    }
+
+    /// Like [`Project::search_with`], but when a code hit's file changed since it was indexed,
+    /// indexes that file again (and embeds its new chunks) and searches once more, so results
+    /// never show code that is no longer there.
+    pub fn search_fresh(&mut self, query: &SearchQuery, mode: Option<SearchMode>) -> Result<SearchResults> {
+        let results = self.search_with(query, mode)?;
+        if results.stale_files.is_empty() {
+            return Ok(results);
+        }
+        self.index_code_paths(&results.stale_files, &mut |_, _| {})?;
+        self.embed_code_paths(&results.stale_files)?;
+        self.search_with(query, mode)
     }
 
     /// Rebuilds the index from the artifacts alone. A damaged database file is replaced; an

@@ -9,9 +9,9 @@
 use chrono::Utc;
 use zblade_core::{Conversation, Error, Message, Provenance, Result};
 
-use crate::Project;
 use crate::codeblocks::{TreeLines, convert};
 use crate::import::merge::add_references;
+use crate::project::Project;
 
 /// One request and its answer, as a face saw them.
 #[derive(Debug, Clone)]

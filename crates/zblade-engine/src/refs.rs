@@ -7,7 +7,7 @@ use zblade_core::{CodeReference, Conversation, Error, Moment, Result};
 use zblade_index::{LiveLocation, StoredReference};
 use zblade_refs::{Checked, Checker, GitRepo, RefRecord};
 
-use crate::Project;
+use crate::parts::Parts;
 
 /// A file and line range.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -179,7 +179,7 @@ fn live_row(checked: &Checked, now: &str) -> LiveLocation {
     }
 }
 
-impl Project {
+impl Parts {
     /// Fills in anchor, blob hash and HEAD commit for references that lack them, from the
     /// working tree as it is now. A file that cannot be read is left as given: the reference
     /// is kept, and checks report it as missing or unreadable.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use zblade_core::{Error, Layout, Result, fsio};
 use zblade_index::Prompt;
 
-use crate::Project;
+use crate::project::Project;
 
 /// The registry file, or `None` when no home folder is known.
 fn registry_file() -> Option<PathBuf> {

@@ -5,9 +5,9 @@
 use zblade_core::{Error, Result, StorageMode};
 use zblade_sync::{Client, Kind, Metadata};
 
-use crate::Project;
+use crate::parts::Parts;
 
-impl Project {
+impl Parts {
     /// A client of the configured server with the token saved for it (or `ZBLADE_TOKEN`).
     pub(crate) fn server_client(&self) -> Result<Client> {
         let url = &self.settings.storage.server_url;

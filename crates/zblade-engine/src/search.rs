@@ -4,7 +4,9 @@ use serde::Serialize;
 use zblade_core::Result;
 use zblade_index::{HitKind, SearchHit, SearchQuery};
 
-use crate::{Project, ReferenceReport, SearchMode};
+use crate::parts::Parts;
+use crate::refs::ReferenceReport;
+use crate::semantic::SearchMode;
 
 /// A search result with the code it references, as the code is now.
 #[derive(Debug, Clone, Serialize)]
@@ -30,36 +32,17 @@ pub struct SearchResults {
     /// The hits, best first.
     pub hits: Vec<Hit>,
     /// Files whose indexed chunks no longer match the working tree: their hits were left
-    /// out, and the files need indexing again ([`Project::search_fresh`] does it).
+    /// out, and the files need indexing again (`Project::search_fresh` does it).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stale_files: Vec<String>,
 }
 
-impl Project {
+impl Parts {
     /// Keyword search (FTS5, BM25) over messages, moments and conversations. Message and
     /// moment hits carry their code references, checked against the working tree now.
     pub fn search(&self, query: &SearchQuery) -> Result<Vec<Hit>> {
         let hits = self.index()?.search(query)?;
         Ok(self.with_references(hits)?.0)
-    }
-
-    /// Search in `mode` (`None`: hybrid when semantic search is available, else keyword),
-    /// with code references hydrated.
-    pub fn search_with(&self, query: &SearchQuery, mode: Option<SearchMode>) -> Result<SearchResults> {
-        self.storage.search(self, query, mode, true)
-    }
-
-    /// Like [`Project::search_with`], but when a code hit's file changed since it was indexed,
-    /// indexes that file again (and embeds its new chunks) and searches once more, so results
-    /// never show code that is no longer there.
-    pub fn search_fresh(&mut self, query: &SearchQuery, mode: Option<SearchMode>) -> Result<SearchResults> {
-        let results = self.search_with(query, mode)?;
-        if results.stale_files.is_empty() {
-            return Ok(results);
-        }
-        self.index_code_paths(&results.stale_files, &mut |_, _| {})?;
-        self.embed_code_paths(&results.stale_files)?;
-        self.search_with(query, mode)
     }
 
     /// Hydrates hits: message and moment hits get their code references checked now; code

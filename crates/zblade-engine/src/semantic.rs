@@ -13,8 +13,7 @@ use zblade_search::chunk::{cid, embedding_pieces, split_text};
 use zblade_search::fusion::{relative_score_fusion, spread_to_neighbours};
 use zblade_search::{EmbedError, Embedder, LocalModel, VectorStore};
 
-use crate::code::CodeIndexReport;
-use crate::{Project, SummarizeReport};
+use crate::parts::Parts;
 
 /// Held (in `.zblade/index/`) while the vector table is compacted or its ANN index rebuilt:
 /// both remove the table's old versions, which must not happen in two processes at once.
@@ -98,35 +97,6 @@ pub struct EmbedReport {
     pub elapsed: Duration,
 }
 
-/// What `zblade index` did: project files first, then embeddings when a model is available.
-#[derive(Debug, Clone, Serialize)]
-pub struct IndexReport {
-    /// Conversations converted from format 1 (messages inline) to manifests.
-    pub converted: usize,
-    /// Project files.
-    pub code: CodeIndexReport,
-    /// Embeddings; `None` when semantic search is unavailable (see `notice`).
-    pub semantic: Option<EmbedReport>,
-    /// Why embeddings were not computed, if they were not.
-    pub notice: Option<String>,
-    /// Conversation summaries brought up to date (those 10+ messages behind, or missing).
-    pub summaries: SummarizeReport,
-}
-
-/// Where a long index run is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IndexStage {
-    /// Converting conversations stored with their messages inline (format 1) to manifests
-    /// over the message store; once per project.
-    Conversations,
-    /// Reading and chunking project files.
-    Files,
-    /// Embedding chunks.
-    Embedding,
-    /// Summarising conversations that grew (see [`crate::REFRESH_EVERY`]).
-    Summaries,
-}
-
 /// A model's directory from its name in the settings: an absolute path, or a name under
 /// [`crate::models::models_dir`].
 fn model_dir_named(name: &str) -> PathBuf {
@@ -190,7 +160,7 @@ pub(crate) enum Space {
     Code,
 }
 
-impl Project {
+impl Parts {
     /// The directory of the configured embedding model (conversations and moments).
     pub(crate) fn embedding_model_dir(&self) -> PathBuf {
         model_dir_named(&self.settings.search.embedding_model)
@@ -338,43 +308,6 @@ impl Project {
             }
         }
         Ok(out)
-    }
-
-    /// Brings the whole search index up to date: project files, then embeddings of every
-    /// chunk that has none yet (when a model is available; otherwise keyword search still
-    /// covers everything and the report says why embeddings were skipped), then the
-    /// summaries of conversations that grew by [`crate::REFRESH_EVERY`] messages.
-    pub fn update_search_index(&mut self, progress: &mut dyn FnMut(IndexStage, usize, usize)) -> Result<IndexReport> {
-        let converted =
-            self.convert_conversations(&mut |done, total| progress(IndexStage::Conversations, done, total))?;
-        let code = self.index_code(&mut |done, total| progress(IndexStage::Files, done, total))?;
-        let (semantic, notice) = match self.embedder() {
-            Err(e) => (None, Some(format!("{e}; only keyword search is indexed"))),
-            Ok(_) => {
-                let report = self.index_semantic(&mut |done, total| progress(IndexStage::Embedding, done, total))?;
-                let code_model_problem = match self.code_space() {
-                    Space::Code => self.embedder_of(Space::Code).err(),
-                    Space::Memory => None,
-                };
-                let notice = code_model_problem.map(|e| {
-                    format!(
-                        "code model: {}; code is searched by keyword only",
-                        e.to_string().trim_end_matches('.')
-                    )
-                });
-                (Some(report), notice)
-            }
-        };
-        let summaries = self.summarize_with_progress(None, false, &mut |done, total| {
-            progress(IndexStage::Summaries, done, total)
-        })?;
-        Ok(IndexReport {
-            converted,
-            code,
-            semantic,
-            notice,
-            summaries,
-        })
     }
 
     /// Embeds every chunk (messages, moments, indexed code) that has no vector yet for its
@@ -1062,6 +995,8 @@ fn embed_query(
 #[cfg(test)]
 pub(crate) mod tests {
     use std::sync::atomic::Ordering;
+
+    use crate::project::Project;
 
     use zblade_index::SearchQuery;
     use zblade_search::FakeEmbedder;

@@ -1,10 +1,12 @@
 //! `zblade show ID`: one conversation, moment or message, read from its artifact (the truth).
 
 use serde::Serialize;
-use zblade_core::{Conversation, Error, InlineMoment, Message, Moment, Result, ids};
+use zblade_core::{Conversation, Error, InlineMoment, Moment, Result, ids};
 
+use crate::project::Project;
+use crate::refs::ReferenceReport;
 use crate::storage::FoundMoment;
-use crate::{Project, ReferenceReport};
+use crate::storage::MessageMatch;
 
 /// What an id named.
 #[derive(Debug, Clone, Serialize)]
@@ -36,19 +38,6 @@ pub enum Shown {
         /// Each match with its conversation's id and title.
         matches: Vec<MessageMatch>,
     },
-}
-
-/// A message found by id.
-#[derive(Debug, Clone, Serialize)]
-pub struct MessageMatch {
-    /// Its conversation.
-    pub conversation_id: String,
-    /// The conversation's title.
-    pub title: String,
-    /// The message.
-    pub message: Message,
-    /// Its code references, checked now, with current code.
-    pub references: Vec<ReferenceReport>,
 }
 
 impl Project {

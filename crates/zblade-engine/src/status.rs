@@ -6,7 +6,7 @@ use serde::Serialize;
 use zblade_core::Result;
 use zblade_index::Counts;
 
-use crate::Project;
+use crate::parts::Parts;
 
 /// A snapshot of a project's memory.
 #[derive(Debug, Clone, Serialize)]
@@ -53,7 +53,7 @@ pub struct Status {
     pub schema_version: i64,
 }
 
-impl Project {
+impl Parts {
     /// Gathers the status. Cheap: counts files instead of hashing them (`fsck` does that).
     pub fn status(&self) -> Result<Status> {
         let layout = &self.layout;

@@ -9,8 +9,9 @@ use zblade_context::{Cl100k, TokenCounter};
 use zblade_core::{Conversation, Error, Result, fsio};
 use zblade_llm::Compressor;
 
-use crate::Project;
 use crate::compressor::ModelTokens;
+use crate::parts::Parts;
+use crate::project::Project;
 
 /// A summary is redone once its conversation has this many messages more than when it was
 /// written.
@@ -125,7 +126,7 @@ impl Project {
         let model = self.local_compressor();
         let mut report = SummarizeReport {
             summarizer: match &model {
-                Ok(c) => Self::compressor_id(c),
+                Ok(c) => Parts::compressor_id(c),
                 Err(_) => "extractive".into(),
             },
             ..SummarizeReport::default()
@@ -158,7 +159,7 @@ impl Project {
             let lines = transcript_lines(&conv);
             let (summary, summarizer) = match &model {
                 Ok(compressor) => match self.model_summary(compressor, &lines) {
-                    Ok(text) => (text, Self::compressor_id(compressor)),
+                    Ok(text) => (text, Parts::compressor_id(compressor)),
                     Err(e) => {
                         report.notices.push(format!(
                             "{id}: the model could not summarise it ({e}); summarised extractively"

@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ContextRequest, Project};
+use crate::context::ContextRequest;
+use crate::project::Project;
 
 /// The most a request may hold.
 pub const MAX_REQUEST: u64 = 256 * 1024;

@@ -12,7 +12,8 @@ use zblade_core::{Error, Result};
 use zblade_refs::GitRepo;
 use zblade_refs::watcher::{self, Change, FileEvent, WatchOptions};
 
-use crate::{Project, ReferenceReport};
+use crate::project::Project;
+use crate::refs::ReferenceReport;
 
 /// What the watch loop reports.
 #[derive(Debug, Clone)]
@@ -60,7 +61,7 @@ pub enum WatchEvent {
     Notice(String),
 }
 
-type Snapshot = HashMap<String, (zblade_core::ReferenceStatus, Option<crate::Location>)>;
+type Snapshot = HashMap<String, (zblade_core::ReferenceStatus, Option<crate::refs::Location>)>;
 
 fn snapshot(reports: &[ReferenceReport]) -> Snapshot {
     reports

@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 use zblade_import::detect::find_session_files;
 use zblade_import::{Source, file_stamp};
 
-use crate::{ImportReport, ImportRequest, Project, Result};
+use crate::import::ImportReport;
+use crate::import::ImportRequest;
+use crate::project::Project;
+use zblade_core::Result;
 
 /// How often the stores are looked at.
 pub const POLL: Duration = Duration::from_millis(300);

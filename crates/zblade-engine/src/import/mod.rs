@@ -24,9 +24,9 @@ use zblade_core::{CodeReference, Conversation, Error, Result, ToolResult};
 use zblade_import::detect::{find_session_files, is_inside, session_cwd, summarize};
 use zblade_import::{Cursor, Detected, FileRead, SessionFile, Source, has_news, read_file};
 
-use crate::Project;
 use crate::codeblocks::{TreeLines, convert};
 use crate::extract::{ExtractReport, Extracted, extract_without_model};
+use crate::project::Project;
 use anchor::{Anchorer, Skip};
 use state::{FileState, ImportLock, ImportState};
 

@@ -12,10 +12,15 @@ use zblade_core::{Conversation, Error, Moment, Result, fsio, sha256_hex};
 use zblade_index::{ConversationSummary, HitKind, MemoryText, MomentSummary, SearchFilter, SearchKind, SearchQuery};
 use zblade_search::chunk::cid;
 
+use super::{AddOutcome, MessageMatch};
 use super::{ForkRequest, FoundMoment, Retrieved, Storage, TimeRange, manifests};
-use crate::context::{memory_candidate, millis_since, reference_candidate, retrieval_scale};
+use crate::candidates::{memory_candidate, millis_since, reference_candidate, retrieval_scale};
 use crate::lock::WriteLock;
-use crate::{AddOutcome, CANDIDATES, MessageMatch, Project, ReferenceReport, SearchMode, SearchResults, scan};
+use crate::parts::Parts;
+use crate::refs::ReferenceReport;
+use crate::scan;
+use crate::search::SearchResults;
+use crate::semantic::{CANDIDATES, SearchMode};
 
 /// Memory in `.zblade/`.
 #[derive(Debug)]
@@ -23,7 +28,7 @@ pub(crate) struct LocalStorage;
 
 /// Stores conversations (messages, then manifests) and indexes them; the caller holds the
 /// write lock.
-fn store_and_index(project: &mut Project, convs: &[Conversation]) -> Result<()> {
+fn store_and_index(project: &mut Parts, convs: &[Conversation]) -> Result<()> {
     let layout = project.layout.clone();
     let writes = manifests::plan_writes(&layout, convs)?;
     let hashes = manifests::write(&writes)?;
@@ -61,16 +66,16 @@ fn write_artifacts(files: &[(PathBuf, Vec<u8>)]) -> Result<Vec<String>> {
 }
 
 impl Storage for LocalStorage {
-    fn lineage(&self, project: &Project, id: &str) -> Result<crate::Lineage> {
+    fn lineage(&self, project: &Parts, id: &str) -> Result<crate::lineage::Lineage> {
         crate::lineage::in_index(project.index()?, id)
     }
 
-    fn prompts(&self, project: &Project, search: Option<&str>, limit: usize) -> Result<Vec<zblade_index::Prompt>> {
+    fn prompts(&self, project: &Parts, search: Option<&str>, limit: usize) -> Result<Vec<zblade_index::Prompt>> {
         project.index()?.prompts(search, limit)
     }
 
     /// The index lists newest first.
-    fn newest_conversation(&self, project: &Project) -> Result<Option<String>> {
+    fn newest_conversation(&self, project: &Parts) -> Result<Option<String>> {
         Ok(self
             .list_conversations(project, 1, 0, None)?
             .into_iter()
@@ -82,7 +87,7 @@ impl Storage for LocalStorage {
         "in this project"
     }
 
-    fn put_conversations(&self, project: &mut Project, prepared: &[Conversation]) -> Result<Vec<AddOutcome>> {
+    fn put_conversations(&self, project: &mut Parts, prepared: &[Conversation]) -> Result<Vec<AddOutcome>> {
         let layout = project.layout.clone();
         let _lock = WriteLock::acquire(&layout)?;
         let mut outcomes = Vec::with_capacity(prepared.len());
@@ -107,7 +112,7 @@ impl Storage for LocalStorage {
         Ok(outcomes)
     }
 
-    fn fork(&self, project: &mut Project, request: &ForkRequest) -> Result<Conversation> {
+    fn fork(&self, project: &mut Parts, request: &ForkRequest) -> Result<Conversation> {
         let layout = project.layout.clone();
         let _lock = WriteLock::acquire(&layout)?;
         let fork = manifests::fork(&layout, request)?;
@@ -126,7 +131,7 @@ impl Storage for LocalStorage {
         Ok(conv)
     }
 
-    fn delete_conversation(&self, project: &mut Project, id: &str) -> Result<()> {
+    fn delete_conversation(&self, project: &mut Parts, id: &str) -> Result<()> {
         let layout = project.layout.clone();
         let _lock = WriteLock::acquire(&layout)?;
         let path = layout.conversation_path(id);
@@ -149,7 +154,7 @@ impl Storage for LocalStorage {
         Ok(())
     }
 
-    fn put_moments(&self, project: &mut Project, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
+    fn put_moments(&self, project: &mut Parts, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
         let layout = project.layout.clone();
         let _lock = WriteLock::acquire(&layout)?;
         let mut outcomes = Vec::with_capacity(prepared.len());
@@ -202,7 +207,7 @@ impl Storage for LocalStorage {
 
     fn list_conversations(
         &self,
-        project: &Project,
+        project: &Parts,
         limit: usize,
         offset: usize,
         source: Option<&str>,
@@ -212,7 +217,7 @@ impl Storage for LocalStorage {
 
     fn list_moments(
         &self,
-        project: &Project,
+        project: &Parts,
         limit: usize,
         offset: usize,
         kind: Option<&str>,
@@ -220,7 +225,7 @@ impl Storage for LocalStorage {
         project.index()?.list_moments(limit, offset, kind)
     }
 
-    fn conversation(&self, project: &Project, id: &str) -> Result<Conversation> {
+    fn conversation(&self, project: &Parts, id: &str) -> Result<Conversation> {
         let path = project.layout.conversation_path(id);
         if !path.exists() {
             return Err(Error::NotFound(format!("no conversation {id} in this project")));
@@ -228,7 +233,7 @@ impl Storage for LocalStorage {
         Ok(scan::load_conversation(&project.layout, &path)?.artifact)
     }
 
-    fn moment(&self, project: &Project, id: &str) -> Result<Option<FoundMoment>> {
+    fn moment(&self, project: &Parts, id: &str) -> Result<Option<FoundMoment>> {
         let path = project.layout.moment_path(id);
         if path.exists() {
             let loaded = scan::load_moment(&project.layout, &path)?;
@@ -254,7 +259,7 @@ impl Storage for LocalStorage {
             }))
     }
 
-    fn messages(&self, project: &Project, id: &str) -> Result<Vec<MessageMatch>> {
+    fn messages(&self, project: &Parts, id: &str) -> Result<Vec<MessageMatch>> {
         let mut matches = Vec::new();
         for location in project.index()?.locate_message(id)? {
             let conv = self.conversation(project, &location.conversation_id)?;
@@ -270,7 +275,7 @@ impl Storage for LocalStorage {
         Ok(matches)
     }
 
-    fn conversation_references(&self, project: &Project, conversation: &Conversation) -> Result<Vec<ReferenceReport>> {
+    fn conversation_references(&self, project: &Parts, conversation: &Conversation) -> Result<Vec<ReferenceReport>> {
         // The index holds each reference's live location, kept current by the watch loop; a
         // fork's inherited messages have theirs under the conversation that wrote them.
         let indexed_under = project
@@ -285,13 +290,13 @@ impl Storage for LocalStorage {
         Ok(project.references_of_many(&owners)?.into_iter().flatten().collect())
     }
 
-    fn moment_references(&self, project: &Project, moment: &Moment) -> Result<Vec<ReferenceReport>> {
+    fn moment_references(&self, project: &Parts, moment: &Moment) -> Result<Vec<ReferenceReport>> {
         project.references_of(&moment.id)
     }
 
     fn search(
         &self,
-        project: &Project,
+        project: &Parts,
         query: &SearchQuery,
         mode: Option<SearchMode>,
         snippets: bool,
@@ -299,12 +304,7 @@ impl Storage for LocalStorage {
         Ok(search_with_nearest(project, query, mode, snippets)?.0)
     }
 
-    fn recent_turns(
-        &self,
-        project: &Project,
-        conversation: &str,
-        n: usize,
-    ) -> Result<Option<(String, Vec<MemoryText>)>> {
+    fn recent_turns(&self, project: &Parts, conversation: &str, n: usize) -> Result<Option<(String, Vec<MemoryText>)>> {
         let index = project.index()?;
         let Some(title) = index.conversation_title(conversation)? else {
             return Ok(None);
@@ -312,7 +312,7 @@ impl Storage for LocalStorage {
         Ok(Some((title, index.recent_messages(conversation, n)?)))
     }
 
-    fn moment_text(&self, project: &Project, id: &str) -> Result<Option<MemoryText>> {
+    fn moment_text(&self, project: &Parts, id: &str) -> Result<Option<MemoryText>> {
         let texts = project.index()?.memory_texts(&[id.to_string()])?;
         Ok(texts.into_iter().next().filter(|t| t.kind == HitKind::Moment))
     }
@@ -322,7 +322,7 @@ impl Storage for LocalStorage {
     /// from the working tree.
     fn retrieve(
         &self,
-        project: &Project,
+        project: &Parts,
         text: &str,
         time: Option<TimeRange>,
         mode: Option<SearchMode>,
@@ -409,7 +409,7 @@ impl Storage for LocalStorage {
 /// A search in `mode` with each hit's references checked, and the similarity of the nearest
 /// embedded chunk (the relevance gate's semantic evidence) when vectors took part.
 fn search_with_nearest(
-    project: &Project,
+    project: &Parts,
     query: &SearchQuery,
     mode: Option<SearchMode>,
     snippets: bool,

@@ -6,8 +6,10 @@
 //! ([`for_settings`]); everything above this trait — add, list, show, search, context,
 //! moments, summaries — is written once and calls it.
 //!
-//! The methods take the [`Project`] they serve: local storage reads the project's index and
-//! working tree through it, and both check code references against the working tree here.
+//! The methods take the project's [`Parts`], never the project: local storage reads the
+//! index and the working tree through them, and both check code references against the
+//! working tree here. What the storage returns ([`AddOutcome`], [`MessageMatch`]) is defined
+//! here too, so the storage needs nothing from the operations above it.
 //! Things only local storage has (reindex, fsck, code indexing, embeddings) are not on the
 //! trait; they belong to local mode and say so.
 
@@ -18,11 +20,41 @@ mod server;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 use zblade_context::Candidate;
 use zblade_core::{Conversation, InlineMoment, Message, MessageOrigin, Moment, Result, Settings, StorageMode};
 use zblade_index::{ConversationSummary, MemoryText, MomentSummary, SearchQuery};
 
-use crate::{AddOutcome, MessageMatch, Project, ReferenceReport, SearchMode, SearchResults};
+use crate::parts::Parts;
+use crate::refs::ReferenceReport;
+use crate::search::SearchResults;
+use crate::semantic::SearchMode;
+
+/// What an `add` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct AddOutcome {
+    /// The id of the conversation or moment.
+    pub id: String,
+    /// False when an artifact with this id existed and was updated.
+    pub created: bool,
+    /// The artifact file, relative to the project root.
+    pub artifact_path: String,
+    /// Messages in the conversation (0 for moments).
+    pub messages: usize,
+}
+
+/// A message found by id.
+#[derive(Debug, Clone, Serialize)]
+pub struct MessageMatch {
+    /// Its conversation.
+    pub conversation_id: String,
+    /// The conversation's title.
+    pub title: String,
+    /// The message.
+    pub message: Message,
+    /// Its code references, checked now, with current code.
+    pub references: Vec<ReferenceReport>,
+}
 
 /// A moment found by id: a file of its own, or one stored inside a conversation.
 pub(crate) enum FoundMoment {
@@ -61,7 +93,7 @@ pub(crate) struct ForkRequest {
     /// The conversation forked.
     pub parent: String,
     /// The last message the fork keeps.
-    pub after: crate::MessageSelector,
+    pub after: crate::selector::MessageSelector,
     /// The fork's title; `None`: the parent's with " (fork)".
     pub title: Option<String>,
     /// The time of the fork.
@@ -73,15 +105,15 @@ pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
     /// Where memory is, as error messages say it: "in this project", "on the sync server".
     fn place(&self) -> &'static str;
 
-    /// Stores conversations that [`Project::prepare_conversations`] validated and completed.
-    fn put_conversations(&self, project: &mut Project, prepared: &[Conversation]) -> Result<Vec<AddOutcome>>;
+    /// Stores conversations that `Project::prepare_conversations` validated and completed.
+    fn put_conversations(&self, project: &mut Parts, prepared: &[Conversation]) -> Result<Vec<AddOutcome>>;
 
-    /// Stores moments that [`Project::prepare_moments`] validated, each with its source name.
-    fn put_moments(&self, project: &mut Project, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>>;
+    /// Stores moments that `Project::prepare_moments` validated, each with its source name.
+    fn put_moments(&self, project: &mut Parts, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>>;
 
     /// Makes a fork. The default copies the kept messages into a new conversation; local
     /// storage shares them instead (nothing but a small manifest is written).
-    fn fork(&self, project: &mut Project, request: &ForkRequest) -> Result<Conversation> {
+    fn fork(&self, project: &mut Parts, request: &ForkRequest) -> Result<Conversation> {
         let parent = self.conversation(project, &request.parent)?;
         let after = request
             .after
@@ -92,12 +124,12 @@ pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
     }
 
     /// Deletes a conversation. Its messages stay while another conversation uses them.
-    fn delete_conversation(&self, project: &mut Project, id: &str) -> Result<()>;
+    fn delete_conversation(&self, project: &mut Parts, id: &str) -> Result<()>;
 
     /// A page of conversations.
     fn list_conversations(
         &self,
-        project: &Project,
+        project: &Parts,
         limit: usize,
         offset: usize,
         source: Option<&str>,
@@ -106,42 +138,42 @@ pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
     /// A page of moments, newest first, optionally of one type.
     fn list_moments(
         &self,
-        project: &Project,
+        project: &Parts,
         limit: usize,
         offset: usize,
         kind: Option<&str>,
     ) -> Result<Vec<MomentSummary>>;
 
     /// Where conversation `id` sits: ancestors, forks (recursively) and merges.
-    fn lineage(&self, project: &Project, id: &str) -> Result<crate::Lineage>;
+    fn lineage(&self, project: &Parts, id: &str) -> Result<crate::lineage::Lineage>;
 
     /// Prompts the user typed, newest first, each text once; only those holding every word
     /// of `search` (the last as a prefix) when given.
-    fn prompts(&self, project: &Project, search: Option<&str>, limit: usize) -> Result<Vec<zblade_index::Prompt>>;
+    fn prompts(&self, project: &Parts, search: Option<&str>, limit: usize) -> Result<Vec<zblade_index::Prompt>>;
 
     /// The most recently updated conversation.
-    fn newest_conversation(&self, project: &Project) -> Result<Option<String>>;
+    fn newest_conversation(&self, project: &Parts) -> Result<Option<String>>;
 
     /// One conversation artifact; `Error::NotFound` when there is none.
-    fn conversation(&self, project: &Project, id: &str) -> Result<Conversation>;
+    fn conversation(&self, project: &Parts, id: &str) -> Result<Conversation>;
 
     /// One moment by id, standalone or inside a conversation.
-    fn moment(&self, project: &Project, id: &str) -> Result<Option<FoundMoment>>;
+    fn moment(&self, project: &Parts, id: &str) -> Result<Option<FoundMoment>>;
 
     /// Messages with this id, each with its conversation (ids are unique only within one).
-    fn messages(&self, project: &Project, id: &str) -> Result<Vec<MessageMatch>>;
+    fn messages(&self, project: &Parts, id: &str) -> Result<Vec<MessageMatch>>;
 
     /// The code references of a conversation's messages, checked against the working tree now.
-    fn conversation_references(&self, project: &Project, conversation: &Conversation) -> Result<Vec<ReferenceReport>>;
+    fn conversation_references(&self, project: &Parts, conversation: &Conversation) -> Result<Vec<ReferenceReport>>;
 
     /// The code references of a standalone moment, checked now.
-    fn moment_references(&self, project: &Project, moment: &Moment) -> Result<Vec<ReferenceReport>>;
+    fn moment_references(&self, project: &Parts, moment: &Moment) -> Result<Vec<ReferenceReport>>;
 
     /// Search in `mode` (`None`: the best this storage has), with code references hydrated;
     /// without `snippets`, message hits may come without a highlighted snippet.
     fn search(
         &self,
-        project: &Project,
+        project: &Parts,
         query: &SearchQuery,
         mode: Option<SearchMode>,
         snippets: bool,
@@ -149,21 +181,16 @@ pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
 
     /// A conversation's title and its last `n` turns, newest first; `None` when there is no
     /// such conversation.
-    fn recent_turns(
-        &self,
-        project: &Project,
-        conversation: &str,
-        n: usize,
-    ) -> Result<Option<(String, Vec<MemoryText>)>>;
+    fn recent_turns(&self, project: &Parts, conversation: &str, n: usize) -> Result<Option<(String, Vec<MemoryText>)>>;
 
     /// A moment as memory text (its context after its content); `None` when there is none.
-    fn moment_text(&self, project: &Project, id: &str) -> Result<Option<MemoryText>>;
+    fn moment_text(&self, project: &Parts, id: &str) -> Result<Option<MemoryText>>;
 
     /// Memory for context assembly: the turns and moments that match `text` (within `time`
     /// when given), with the code they reference, scored for retrieval.
     fn retrieve(
         &self,
-        project: &Project,
+        project: &Parts,
         text: &str,
         time: Option<TimeRange>,
         mode: Option<SearchMode>,

@@ -12,9 +12,13 @@ use zblade_core::{Conversation, Error, Message, Moment, Result, artifact};
 use zblade_index::{ConversationSummary, HitKind, MemoryText, MomentSummary, SearchHit, SearchQuery};
 use zblade_sync::{Client, Kind};
 
+use super::{AddOutcome, MessageMatch};
 use super::{FoundMoment, Retrieved, Storage, TimeRange};
-use crate::context::{memory_candidate, millis_since, reference_candidate, retrieval_scale};
-use crate::{AddOutcome, Hit, MessageMatch, Project, ReferenceReport, SearchMode, SearchResults, refs};
+use crate::candidates::{memory_candidate, millis_since, reference_candidate, retrieval_scale};
+use crate::parts::Parts;
+use crate::refs::{self, ReferenceReport};
+use crate::search::{Hit, SearchResults};
+use crate::semantic::SearchMode;
 
 /// Server mode reads moments one GET each (the list carries no content); a listing reads at
 /// most this many, newest first.
@@ -96,7 +100,7 @@ impl ServerStorage {
     /// conversation fetched to see its provenance, until the page is full.
     fn list_conversations_from(
         &self,
-        project: &Project,
+        project: &Parts,
         limit: usize,
         offset: usize,
         source: &str,
@@ -130,7 +134,7 @@ impl ServerStorage {
 
 impl ServerStorage {
     /// Every conversation of the project, read one by one.
-    fn all_conversations(&self, project: &Project) -> Result<Vec<Conversation>> {
+    fn all_conversations(&self, project: &Parts) -> Result<Vec<Conversation>> {
         const PAGE: usize = 500;
         let mut out = Vec::new();
         loop {
@@ -148,12 +152,12 @@ impl ServerStorage {
 
 impl Storage for ServerStorage {
     /// A sync server keeps no graph index: every conversation is read (one request each).
-    fn lineage(&self, project: &Project, id: &str) -> Result<crate::Lineage> {
+    fn lineage(&self, project: &Parts, id: &str) -> Result<crate::lineage::Lineage> {
         crate::lineage::lineage_among(id, &self.all_conversations(project)?)
     }
 
     /// Every conversation is read (one request each).
-    fn prompts(&self, project: &Project, search: Option<&str>, limit: usize) -> Result<Vec<zblade_index::Prompt>> {
+    fn prompts(&self, project: &Parts, search: Option<&str>, limit: usize) -> Result<Vec<zblade_index::Prompt>> {
         Ok(crate::lineage::prompts_among(
             &self.all_conversations(project)?,
             search,
@@ -162,7 +166,7 @@ impl Storage for ServerStorage {
     }
 
     /// A sync server lists in id order, so its whole listing (metadata only) is read.
-    fn newest_conversation(&self, project: &Project) -> Result<Option<String>> {
+    fn newest_conversation(&self, project: &Parts) -> Result<Option<String>> {
         const PAGE: usize = 1000;
         let mut newest: Option<ConversationSummary> = None;
         let mut offset = 0;
@@ -185,7 +189,7 @@ impl Storage for ServerStorage {
         "on the sync server"
     }
 
-    fn put_conversations(&self, project: &mut Project, prepared: &[Conversation]) -> Result<Vec<AddOutcome>> {
+    fn put_conversations(&self, project: &mut Parts, prepared: &[Conversation]) -> Result<Vec<AddOutcome>> {
         let client = project.server_client()?;
         let project_id = &project.settings.project.id;
         prepared
@@ -204,7 +208,7 @@ impl Storage for ServerStorage {
             .collect()
     }
 
-    fn delete_conversation(&self, project: &mut Project, id: &str) -> Result<()> {
+    fn delete_conversation(&self, project: &mut Parts, id: &str) -> Result<()> {
         let client = project.server_client()?;
         let project_id = &project.settings.project.id;
         let bytes = client
@@ -219,7 +223,7 @@ impl Storage for ServerStorage {
         }
     }
 
-    fn put_moments(&self, project: &mut Project, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
+    fn put_moments(&self, project: &mut Parts, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
         let client = project.server_client()?;
         let project_id = &project.settings.project.id;
         prepared
@@ -241,7 +245,7 @@ impl Storage for ServerStorage {
     /// came from, so a source filter reads each conversation on the way.
     fn list_conversations(
         &self,
-        project: &Project,
+        project: &Parts,
         limit: usize,
         offset: usize,
         source: Option<&str>,
@@ -273,7 +277,7 @@ impl Storage for ServerStorage {
     /// skipped, not fatal.
     fn list_moments(
         &self,
-        project: &Project,
+        project: &Parts,
         limit: usize,
         offset: usize,
         kind: Option<&str>,
@@ -322,36 +326,36 @@ impl Storage for ServerStorage {
         Ok(page)
     }
 
-    fn conversation(&self, project: &Project, id: &str) -> Result<Conversation> {
+    fn conversation(&self, project: &Parts, id: &str) -> Result<Conversation> {
         Self::get_conversation(&project.server_client()?, &project.settings.project.id, id)
     }
 
     /// The server stores standalone moments only.
-    fn moment(&self, project: &Project, id: &str) -> Result<Option<FoundMoment>> {
+    fn moment(&self, project: &Parts, id: &str) -> Result<Option<FoundMoment>> {
         let moment = Self::standalone_moment(&project.server_client()?, &project.settings.project.id, id)?;
         Ok(moment.map(FoundMoment::Standalone))
     }
 
     /// The server keeps no per-message index: messages are found through search.
-    fn messages(&self, _project: &Project, id: &str) -> Result<Vec<MessageMatch>> {
+    fn messages(&self, _project: &Parts, id: &str) -> Result<Vec<MessageMatch>> {
         Err(Error::Usage(format!(
             "{id} is not a conversation or moment id; in server mode `zblade show` takes those \
              (find messages with `zblade search`)"
         )))
     }
 
-    fn conversation_references(&self, project: &Project, conversation: &Conversation) -> Result<Vec<ReferenceReport>> {
+    fn conversation_references(&self, project: &Parts, conversation: &Conversation) -> Result<Vec<ReferenceReport>> {
         Ok(project.hydrate(&refs::references_in_conversation(conversation)))
     }
 
-    fn moment_references(&self, project: &Project, moment: &Moment) -> Result<Vec<ReferenceReport>> {
+    fn moment_references(&self, project: &Parts, moment: &Moment) -> Result<Vec<ReferenceReport>> {
         Ok(project.hydrate(&refs::references_in_moment(moment)))
     }
 
     /// The server's keyword search, whatever mode was asked for (it has no vectors).
     fn search(
         &self,
-        project: &Project,
+        project: &Parts,
         query: &SearchQuery,
         _mode: Option<SearchMode>,
         _snippets: bool,
@@ -377,12 +381,7 @@ impl Storage for ServerStorage {
         })
     }
 
-    fn recent_turns(
-        &self,
-        project: &Project,
-        conversation: &str,
-        n: usize,
-    ) -> Result<Option<(String, Vec<MemoryText>)>> {
+    fn recent_turns(&self, project: &Parts, conversation: &str, n: usize) -> Result<Option<(String, Vec<MemoryText>)>> {
         let conv = match self.conversation(project, conversation) {
             Ok(conv) => conv,
             Err(Error::NotFound(_)) => return Ok(None),
@@ -398,7 +397,7 @@ impl Storage for ServerStorage {
         Ok(Some((conv.title.clone(), turns)))
     }
 
-    fn moment_text(&self, project: &Project, id: &str) -> Result<Option<MemoryText>> {
+    fn moment_text(&self, project: &Parts, id: &str) -> Result<Option<MemoryText>> {
         let moment = Self::standalone_moment(&project.server_client()?, &project.settings.project.id, id)?;
         Ok(moment.map(|m| moment_text(&m)))
     }
@@ -408,7 +407,7 @@ impl Storage for ServerStorage {
     /// here, as in local mode.
     fn retrieve(
         &self,
-        project: &Project,
+        project: &Parts,
         text: &str,
         time: Option<TimeRange>,
         _mode: Option<SearchMode>,

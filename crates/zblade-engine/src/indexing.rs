@@ -1,0 +1,78 @@
+//! `zblade index`: the whole search index brought up to date in one run — conversations
+//! converted to manifests, project files, embeddings, then summaries.
+
+use serde::Serialize;
+use zblade_core::Result;
+
+use crate::code::CodeIndexReport;
+use crate::project::Project;
+use crate::semantic::{EmbedReport, Space};
+use crate::summaries::SummarizeReport;
+
+/// What `zblade index` did: project files first, then embeddings when a model is available.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexReport {
+    /// Conversations converted from format 1 (messages inline) to manifests.
+    pub converted: usize,
+    /// Project files.
+    pub code: CodeIndexReport,
+    /// Embeddings; `None` when semantic search is unavailable (see `notice`).
+    pub semantic: Option<EmbedReport>,
+    /// Why embeddings were not computed, if they were not.
+    pub notice: Option<String>,
+    /// Conversation summaries brought up to date (those 10+ messages behind, or missing).
+    pub summaries: SummarizeReport,
+}
+
+/// Where a long index run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexStage {
+    /// Converting conversations stored with their messages inline (format 1) to manifests
+    /// over the message store; once per project.
+    Conversations,
+    /// Reading and chunking project files.
+    Files,
+    /// Embedding chunks.
+    Embedding,
+    /// Summarising conversations that grew (see [`crate::summaries::REFRESH_EVERY`]).
+    Summaries,
+}
+
+impl Project {
+    /// Brings the whole search index up to date: project files, then embeddings of every
+    /// chunk that has none yet (when a model is available; otherwise keyword search still
+    /// covers everything and the report says why embeddings were skipped), then the
+    /// summaries of conversations that grew by [`crate::summaries::REFRESH_EVERY`] messages.
+    pub fn update_search_index(&mut self, progress: &mut dyn FnMut(IndexStage, usize, usize)) -> Result<IndexReport> {
+        let converted =
+            self.convert_conversations(&mut |done, total| progress(IndexStage::Conversations, done, total))?;
+        let code = self.index_code(&mut |done, total| progress(IndexStage::Files, done, total))?;
+        let (semantic, notice) = match self.embedder() {
+            Err(e) => (None, Some(format!("{e}; only keyword search is indexed"))),
+            Ok(_) => {
+                let report = self.index_semantic(&mut |done, total| progress(IndexStage::Embedding, done, total))?;
+                let code_model_problem = match self.code_space() {
+                    Space::Code => self.embedder_of(Space::Code).err(),
+                    Space::Memory => None,
+                };
+                let notice = code_model_problem.map(|e| {
+                    format!(
+                        "code model: {}; code is searched by keyword only",
+                        e.to_string().trim_end_matches('.')
+                    )
+                });
+                (Some(report), notice)
+            }
+        };
+        let summaries = self.summarize_with_progress(None, false, &mut |done, total| {
+            progress(IndexStage::Summaries, done, total)
+        })?;
+        Ok(IndexReport {
+            converted,
+            code,
+            semantic,
+            notice,
+            summaries,
+        })
+    }
+}
