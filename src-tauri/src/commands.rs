@@ -3,13 +3,13 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
 use tauri::{AppHandle, Manager};
 use tauri_specta::Event;
 use zblade_engine::{
-    ContextRequest, ConversationSummary, MigrationDirection, MomentSummary, MomentType, ReferenceStatus, SearchFilter,
-    SearchQuery, Shown,
+    CompressorModel, ContextRequest, ContextResult, ConversationSummary, MigrationDirection, MigrationPlan,
+    MigrationReport, MomentSummary, MomentType, PendingMigration, ReferenceReport, ReferenceStatus, SearchFilter,
+    SearchQuery, SearchResults, Shown, Status,
 };
 
 use crate::config::AppConfig;
@@ -130,24 +130,8 @@ pub async fn open_project(app: AppHandle, path: String, init: bool) -> AppResult
 /// Counts, models and index health of the open project.
 #[tauri::command]
 #[specta::specta]
-pub async fn project_status(app: AppHandle) -> AppResult<ProjectStatus> {
-    with_project(app, |project| {
-        let status = project.status()?;
-        Ok(ProjectStatus {
-            conversations: status.indexed.conversations.max(0) as u32,
-            messages: status.indexed.messages.max(0) as u32,
-            moments: status.indexed.moments.max(0) as u32,
-            references: status.indexed.code_references.max(0) as u32,
-            code_files: status.code_files.max(0) as u32,
-            code_chunks: status.code_chunks.max(0) as u32,
-            embedding_model: status.embedding_model,
-            vectors: status.vectors.map(|v| v as u32),
-            compressor_model: status.compressor_model,
-            index_health: status.index_health,
-            search_notice: project.semantic_unavailable(),
-        })
-    })
-    .await
+pub async fn project_status(app: AppHandle) -> AppResult<Status> {
+    with_project(app, |project| Ok(project.status()?)).await
 }
 
 /// Conversations, newest first (up to `limit`).
@@ -203,22 +187,15 @@ pub async fn list_moments(app: AppHandle, kind: Option<MomentType>) -> AppResult
 /// Hybrid search (keyword-only, with a notice, when no embedding model is installed).
 #[tauri::command]
 #[specta::specta]
-pub async fn search(app: AppHandle, request: SearchRequest) -> AppResult<SearchResultsView> {
+pub async fn search(app: AppHandle, request: SearchRequest) -> AppResult<SearchResults> {
     let kind = request.kind;
     with_project(app, move |project| {
-        let started = Instant::now();
         let filter = SearchFilter {
             path_prefix: request.path_prefix.filter(|p| !p.trim().is_empty()),
             ..Default::default()
         };
         let query = SearchQuery::new(request.text, request.limit.clamp(1, 200) as usize, kind).with_filter(filter);
-        let results = project.search_with(&query, None)?;
-        Ok(SearchResultsView {
-            mode: results.mode,
-            notice: results.notice,
-            hits: results.hits.iter().map(SearchHitView::from).collect(),
-            elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
-        })
+        Ok(project.search_with(&query, None)?)
     })
     .await
 }
@@ -226,7 +203,7 @@ pub async fn search(app: AppHandle, request: SearchRequest) -> AppResult<SearchR
 /// Assembles the context for a query within a budget, with the receipt.
 #[tauri::command]
 #[specta::specta]
-pub async fn context_preview(app: AppHandle, mut request: ContextRequest) -> AppResult<ContextView> {
+pub async fn context_preview(app: AppHandle, mut request: ContextRequest) -> AppResult<ContextResult> {
     if request.budget.is_some_and(|b| b < 64) {
         return Err(AppError::new(
             ErrorCode::InvalidInput,
@@ -234,42 +211,7 @@ pub async fn context_preview(app: AppHandle, mut request: ContextRequest) -> App
         ));
     }
     request.conversation = request.conversation.filter(|c| !c.is_empty());
-    with_project(app, move |project| {
-        let result = project.context(&request)?;
-        let pack = result.pack;
-        Ok(ContextView {
-            text: pack.text,
-            tokens: pack.tokens as u32,
-            budget: pack.budget as u32,
-            tokenizer: pack.tokenizer,
-            compressor: pack.compressor,
-            receipt: pack
-                .receipt
-                .into_iter()
-                .map(|line| ReceiptView {
-                    key: line.key,
-                    label: line.label,
-                    source: line.source,
-                    tokens: line.tokens as u32,
-                    full_tokens: line.full_tokens as u32,
-                    rank: line.rank.map(|r| r as u32),
-                    score: line.score.map(|s| ScoreView {
-                        retrieval: s.retrieval,
-                        recency: s.recency,
-                        affinity: s.affinity,
-                        type_weight: s.type_weight,
-                        relevance: s.relevance,
-                        redundancy: s.redundancy,
-                    }),
-                    included: line.included,
-                    reason: line.reason,
-                })
-                .collect(),
-            notices: result.notices,
-            elapsed_ms: result.elapsed_ms,
-        })
-    })
-    .await
+    with_project(app, move |project| Ok(project.context(&request)?)).await
 }
 
 /// Reference health: every reference checked against the working tree now.
@@ -278,15 +220,12 @@ pub async fn context_preview(app: AppHandle, mut request: ContextRequest) -> App
 pub async fn reference_health(app: AppHandle) -> AppResult<HealthView> {
     with_project(app, |project| {
         let reports = project.check_references()?;
-        let views: Vec<ReferenceView> = reports.iter().map(|r| ReferenceView::of(r, false)).collect();
+        let (problems, found): (Vec<ReferenceReport>, Vec<ReferenceReport>) =
+            reports.into_iter().partition(|r| r.status != ReferenceStatus::Ok);
         Ok(HealthView {
             counts: crate::health_counts(project)?,
-            drifted: views
-                .iter()
-                .filter(|r| r.drift && r.status == ReferenceStatus::Ok)
-                .cloned()
-                .collect(),
-            problems: views.into_iter().filter(|r| r.status != ReferenceStatus::Ok).collect(),
+            drifted: found.into_iter().filter(|r| r.drift.is_some()).collect(),
+            problems,
         })
     })
     .await
@@ -295,11 +234,8 @@ pub async fn reference_health(app: AppHandle) -> AppResult<HealthView> {
 /// One reference with the code at its live location, read now.
 #[tauri::command]
 #[specta::specta]
-pub async fn reference_code(app: AppHandle, key: String) -> AppResult<ReferenceView> {
-    with_project(app, move |project| {
-        Ok(ReferenceView::of(&project.reference(&key)?, true))
-    })
-    .await
+pub async fn reference_code(app: AppHandle, key: String) -> AppResult<ReferenceReport> {
+    with_project(app, move |project| Ok(project.reference(&key)?)).await
 }
 
 /// The settings view: app settings, models, compressor, ignored paths.
@@ -325,27 +261,8 @@ pub async fn settings_view(app: AppHandle) -> AppResult<SettingsView> {
         Ok(SettingsView {
             app: config,
             project_storage_mode: Some(project.settings().storage.mode),
-            embedding_models: project
-                .list_models()
-                .into_iter()
-                .map(|m| EmbeddingModelView {
-                    installed: m.dir.is_some(),
-                    name: m.name,
-                    active: m.active,
-                    code: m.code,
-                    repo: m.repo,
-                })
-                .collect(),
-            compressor_models: project
-                .compressor_models()
-                .into_iter()
-                .map(|m| CompressorModelView {
-                    name: m.name,
-                    size_mb: m.size_bytes as f64 / 1_048_576.0,
-                    active: m.active,
-                    problem: m.problem,
-                })
-                .collect(),
+            embedding_models: project.list_models(),
+            compressor_models: project.compressor_models(),
             compressor: compressor.compressor,
             compressor_notice: compressor.notice,
             ignored_paths: std::fs::read_to_string(ignore_file)
@@ -361,15 +278,10 @@ pub async fn settings_view(app: AppHandle) -> AppResult<SettingsView> {
 /// Imports a GGUF compressor model from a file (checked to load first) and uses it.
 #[tauri::command]
 #[specta::specta]
-pub async fn import_compressor_model(app: AppHandle, path: String) -> AppResult<CompressorModelView> {
+pub async fn import_compressor_model(app: AppHandle, path: String) -> AppResult<CompressorModel> {
     with_project(app, move |project| {
         let installed = project.import_compressor_model(std::path::Path::new(&path), None, false, true)?;
-        Ok(CompressorModelView {
-            name: installed.model.name,
-            size_mb: installed.model.size_bytes as f64 / 1_048_576.0,
-            active: installed.model.active,
-            problem: installed.model.problem,
-        })
+        Ok(installed.model)
     })
     .await
 }
@@ -505,16 +417,8 @@ pub async fn server_check(app: AppHandle, url: String, token: String, allow_inse
 /// The migration an earlier run left unfinished, if any.
 #[tauri::command]
 #[specta::specta]
-pub async fn migration_pending(app: AppHandle) -> AppResult<Option<MigrationPendingView>> {
-    with_project(app, |project| {
-        Ok(project.pending_migration()?.map(|(plan, phase)| MigrationPendingView {
-            direction: plan.direction,
-            server: plan.server,
-            items: plan.items.len() as u32,
-            phase,
-        }))
-    })
-    .await
+pub async fn migration_pending(app: AppHandle) -> AppResult<Option<PendingMigration>> {
+    with_project(app, |project| Ok(project.pending_migration()?)).await
 }
 
 /// What a migration would move, without moving anything.
@@ -526,25 +430,12 @@ pub async fn migration_plan(
     url: String,
     token: String,
     allow_insecure_http: bool,
-) -> AppResult<MigrationPlanView> {
+) -> AppResult<MigrationPlan> {
     blocking(app, move |_, state| {
         let client = server_client(state, &url, &token, allow_insecure_http)?;
         let mut guard = state.project.lock().map_err(AppError::internal)?;
         let project = guard.as_mut().ok_or_else(AppError::no_project)?;
-        let plan = project.plan_migration(direction, &client)?;
-        let (conversations, moments) = plan.counts();
-        Ok(MigrationPlanView {
-            direction: plan.direction,
-            server: plan.server.clone(),
-            conversations: conversations as u32,
-            moments: moments as u32,
-            bytes: plan.bytes() as f64,
-            skipped: plan
-                .skipped
-                .iter()
-                .map(|(path, why)| format!("{path}: {why}"))
-                .collect(),
-        })
+        Ok(project.plan_migration(direction, &client)?)
     })
     .await
 }
@@ -559,7 +450,7 @@ pub async fn migrate(
     url: String,
     token: String,
     allow_insecure_http: bool,
-) -> AppResult<MigrationResultView> {
+) -> AppResult<MigrationReport> {
     blocking(app, move |app, state| {
         let client = server_client(state, &url, &token, allow_insecure_http)?;
         let mut guard = state.project.lock().map_err(AppError::internal)?;
@@ -577,13 +468,7 @@ pub async fn migrate(
             // Server mode reads and writes with this token from now on.
             zblade_sync::credentials::save(client.url(), token.trim())?;
         }
-        Ok(MigrationResultView {
-            resumed: report.resumed,
-            copied: report.copied as u32,
-            verified: report.verified as u32,
-            code_blocks_to_references: report.code_blocks_to_references as u32,
-            mode: report.mode,
-        })
+        Ok(report)
     })
     .await
 }

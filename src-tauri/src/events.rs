@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use specta::Type;
 use tauri_specta::Event;
 
-use crate::views::{ReferenceView, StatusCount};
+use zblade_engine::ReferenceReport;
+
+use crate::views::StatusCount;
 
 /// What the background indexer is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Type)]
@@ -80,7 +82,7 @@ impl IndexerStatus {
 #[derive(Debug, Clone, Serialize, Deserialize, Type, Event)]
 pub struct ReferencesChanged {
     /// The changed references, as they are now.
-    pub changed: Vec<ReferenceView>,
+    pub changed: Vec<ReferenceReport>,
     /// What caused it: the changed files, or "HEAD moved".
     pub trigger: String,
     /// Reference health after the change.

@@ -54,7 +54,7 @@ use crate::error::AppResult;
 use crate::events::{IndexerState, IndexerStatus, ReferencesChanged};
 use crate::state::AppState;
 use crate::updates::{IndexerUpdate, Sink};
-use crate::views::{ReferenceView, StatusCount};
+use crate::views::{StatusCount, without_code};
 
 /// Where the generated TypeScript bindings live.
 pub const BINDINGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../ui/src/lib/bindings.ts");
@@ -163,7 +163,7 @@ pub fn indexer_sink(app: AppHandle) -> Sink {
                 Err(_) => Vec::new(),
             };
             let _ = ReferencesChanged {
-                changed: changed.iter().map(|r| ReferenceView::of(r, false)).collect(),
+                changed: changed.iter().map(without_code).collect(),
                 trigger,
                 health,
             }
@@ -353,7 +353,7 @@ mod tests {
         let fresh = dir.path().join("bindings.ts");
         super::export_bindings(fresh.to_str().unwrap()).unwrap();
         let generated = std::fs::read_to_string(&fresh).unwrap();
-        assert!(generated.contains("SearchHitView"), "the bindings lack the app's types");
+        assert!(generated.contains("SearchResults"), "the bindings lack the app's types");
         if std::env::var_os("ZBLADE_WRITE_BINDINGS").is_some() {
             std::fs::write(super::BINDINGS, &generated).unwrap();
             return;

@@ -1,13 +1,13 @@
-//! What the UI receives: plain, typed records made from the engine's results. The engine's own
-//! types stay free of UI concerns (and of specta); these are generated into
-//! `ui/src/lib/bindings.ts`, so a field renamed here breaks the UI's type check, not its runtime.
+//! What the UI receives that the engine has no type for: the app's own records (its settings,
+//! the wizard's choice, the proxy it runs) and compositions of several engine results. Engine
+//! results themselves (search results, contexts, references, summaries, reports) are returned
+//! as they are: their crates derive `specta::Type` behind the `specta` feature. All of it is
+//! generated into `ui/src/lib/bindings.ts`, so a field renamed breaks the UI's type check, not
+//! its runtime.
 
 use serde::{Deserialize, Serialize};
 use specta::Type;
-use zblade_engine::{
-    ContextSource as Source, Hit, HitKind, Message, MigrationDirection, MigrationPhase, ReferenceReport,
-    ReferenceStatus, Role, SearchKind, SearchMode, StorageMode,
-};
+use zblade_engine::{CompressorModel, Message, ModelEntry, ReferenceReport, Role, SearchKind, StorageMode};
 
 use crate::config::AppConfig;
 
@@ -31,33 +31,6 @@ pub struct StatusCount {
     pub status: String,
     /// How many.
     pub count: u32,
-}
-
-/// The project at a glance, for the status bar and the health view.
-#[derive(Debug, Clone, Serialize, Type)]
-pub struct ProjectStatus {
-    /// Conversations in the index.
-    pub conversations: u32,
-    /// Messages in the index.
-    pub messages: u32,
-    /// Moments in the index.
-    pub moments: u32,
-    /// Code references.
-    pub references: u32,
-    /// Project files indexed for search.
-    pub code_files: u32,
-    /// Code chunks indexed for search.
-    pub code_chunks: u32,
-    /// The embedding model configured.
-    pub embedding_model: String,
-    /// Vectors stored for it (`None`: none yet).
-    pub vectors: Option<u32>,
-    /// The compressor model configured (empty: extractive).
-    pub compressor_model: String,
-    /// `ok`, `stale: …` or `corrupt: …`.
-    pub index_health: String,
-    /// Why search is keyword-only, when it is.
-    pub search_notice: Option<String>,
 }
 
 /// A coding agent that reaches tools over MCP, for Settings → Agents.
@@ -98,64 +71,6 @@ pub struct SourceView {
     pub imported_conversations: u32,
 }
 
-/// A code reference with its live status.
-#[derive(Debug, Clone, Serialize, Deserialize, Type)]
-pub struct ReferenceView {
-    /// Stable key: `conv_…/msg_…/N` or `moment_…/N`.
-    pub key: String,
-    /// How it fared since capture.
-    pub status: ReferenceStatus,
-    /// The file changed since capture (git blob differs).
-    pub drift: bool,
-    /// Commits that touched the file since capture, when git knows.
-    pub commits_since: Option<u32>,
-    /// Where it was at capture.
-    pub captured_file: String,
-    /// Captured first and last line.
-    pub captured_lines: [u32; 2],
-    /// Where it is now (`None` when missing or unreadable).
-    pub file: Option<String>,
-    /// Current first and last line.
-    pub lines: Option<[u32; 2]>,
-    /// 0..1, below 1 when modified.
-    pub similarity: f32,
-    /// Why it was referenced.
-    pub context: Option<String>,
-    /// Why it is missing or unreadable.
-    pub reason: Option<String>,
-    /// Its conversation.
-    pub conversation_id: Option<String>,
-    /// Its message.
-    pub message_id: Option<String>,
-    /// Its moment.
-    pub moment_id: Option<String>,
-    /// The code at the live location, read now (only where asked for).
-    pub code: Option<Vec<String>>,
-}
-
-impl ReferenceView {
-    /// The view of `report`, with its code when `with_code`.
-    pub fn of(report: &ReferenceReport, with_code: bool) -> Self {
-        ReferenceView {
-            key: report.key.clone(),
-            status: report.status,
-            drift: report.drift.is_some(),
-            commits_since: report.drift.as_ref().and_then(|d| d.commits_since),
-            captured_file: report.captured.file.clone(),
-            captured_lines: report.captured.lines,
-            file: report.live.as_ref().map(|l| l.file.clone()),
-            lines: report.live.as_ref().map(|l| l.lines),
-            similarity: report.similarity,
-            context: report.context.clone(),
-            reason: report.reason.clone(),
-            conversation_id: report.conversation_id.clone(),
-            message_id: report.message_id.clone(),
-            moment_id: report.moment_id.clone(),
-            code: if with_code { report.code.clone() } else { None },
-        }
-    }
-}
-
 /// A message with its references.
 #[derive(Debug, Clone, Serialize, Type)]
 pub struct MessageView {
@@ -168,7 +83,7 @@ pub struct MessageView {
     /// When it was written (RFC 3339).
     pub timestamp: String,
     /// Its code references, checked now.
-    pub references: Vec<ReferenceView>,
+    pub references: Vec<ReferenceReport>,
 }
 
 impl MessageView {
@@ -184,9 +99,18 @@ impl MessageView {
             references: references
                 .iter()
                 .filter(|r| r.message_id.as_deref() == Some(message.id.as_str()))
-                .map(|r| ReferenceView::of(r, false))
+                .map(without_code)
                 .collect(),
         }
+    }
+}
+
+/// A reference as lists show it: its code is fetched when the user opens it
+/// (`reference_code`), not sent with every message and event.
+pub fn without_code(reference: &ReferenceReport) -> ReferenceReport {
+    ReferenceReport {
+        code: None,
+        ..reference.clone()
     }
 }
 
@@ -225,163 +149,15 @@ pub struct SearchRequest {
     pub limit: u32,
 }
 
-/// One search hit.
-#[derive(Debug, Clone, Serialize, Type)]
-pub struct SearchHitView {
-    /// What was found.
-    pub kind: HitKind,
-    /// Its id (`PATH:START-END` for code).
-    pub id: String,
-    /// Its conversation.
-    pub conversation_id: Option<String>,
-    /// The conversation's title.
-    pub title: Option<String>,
-    /// Role or moment type.
-    pub label: Option<String>,
-    /// When it was written.
-    pub timestamp: String,
-    /// Text around the match; matched words are wrapped in « ».
-    pub snippet: String,
-    /// Relevance, higher is better.
-    pub score: f64,
-    /// For code: the file.
-    pub path: Option<String>,
-    /// For code: the lines.
-    pub lines: Option<[u32; 2]>,
-    /// Its code references, checked now.
-    pub references: Vec<ReferenceView>,
-}
-
-impl From<&Hit> for SearchHitView {
-    fn from(hit: &Hit) -> Self {
-        let h = &hit.hit;
-        SearchHitView {
-            kind: h.kind,
-            id: h.id.clone(),
-            conversation_id: h.conversation_id.clone(),
-            title: h.title.clone(),
-            label: h.label.clone(),
-            timestamp: h.timestamp.clone(),
-            snippet: h.snippet.clone(),
-            score: h.score,
-            path: h.path.clone(),
-            lines: h.lines.map(|(a, b)| [a, b]),
-            references: hit.references.iter().map(|r| ReferenceView::of(r, false)).collect(),
-        }
-    }
-}
-
-/// Search results.
-#[derive(Debug, Clone, Serialize, Type)]
-pub struct SearchResultsView {
-    /// What ran.
-    pub mode: SearchMode,
-    /// Why hybrid could not run, when it could not.
-    pub notice: Option<String>,
-    /// Best first.
-    pub hits: Vec<SearchHitView>,
-    /// Time in the engine, milliseconds.
-    pub elapsed_ms: f64,
-}
-
-/// Score parts of a ranked candidate.
-#[derive(Debug, Clone, Serialize, Type)]
-pub struct ScoreView {
-    /// Retrieval score (fused BM25 + vectors).
-    pub retrieval: f64,
-    /// Recency factor.
-    pub recency: f64,
-    /// Same-session bonus.
-    pub affinity: f64,
-    /// Weight of the moment type.
-    pub type_weight: f64,
-    /// Final relevance.
-    pub relevance: f64,
-    /// Similarity to what ranked above it (MMR).
-    pub redundancy: f64,
-}
-
-/// One candidate of the receipt.
-#[derive(Debug, Clone, Serialize, Type)]
-pub struct ReceiptView {
-    /// Its key.
-    pub key: String,
-    /// A readable label.
-    pub label: String,
-    /// Where it came from.
-    pub source: Source,
-    /// Tokens it takes in the pack (0 when dropped).
-    pub tokens: u32,
-    /// Tokens it would take whole.
-    pub full_tokens: u32,
-    /// Rank after rerank.
-    pub rank: Option<u32>,
-    /// Score parts.
-    pub score: Option<ScoreView>,
-    /// Packed or dropped.
-    pub included: bool,
-    /// Why.
-    pub reason: String,
-}
-
-/// An assembled context.
-#[derive(Debug, Clone, Serialize, Type)]
-pub struct ContextView {
-    /// The packed text.
-    pub text: String,
-    /// Its tokens.
-    pub tokens: u32,
-    /// The budget.
-    pub budget: u32,
-    /// The tokenizer that counted.
-    pub tokenizer: String,
-    /// The compressor that shrank.
-    pub compressor: String,
-    /// Every candidate, packed or dropped, and why.
-    pub receipt: Vec<ReceiptView>,
-    /// Things the user should know.
-    pub notices: Vec<String>,
-    /// Time to assemble, milliseconds.
-    pub elapsed_ms: f64,
-}
-
 /// Reference health: counts and the references that need a look.
 #[derive(Debug, Clone, Serialize, Type)]
 pub struct HealthView {
     /// References by status.
     pub counts: Vec<StatusCount>,
     /// Drifted (file changed since capture) references that are still found.
-    pub drifted: Vec<ReferenceView>,
+    pub drifted: Vec<ReferenceReport>,
     /// Missing, unreadable, moved or modified references.
-    pub problems: Vec<ReferenceView>,
-}
-
-/// An embedding model.
-#[derive(Debug, Clone, Serialize, Type)]
-pub struct EmbeddingModelView {
-    /// The name settings use.
-    pub name: String,
-    /// Installed.
-    pub installed: bool,
-    /// Conversation and moment search uses it.
-    pub active: bool,
-    /// Code search uses it.
-    pub code: bool,
-    /// Where it downloads from, for known models.
-    pub repo: Option<String>,
-}
-
-/// A compressor (GGUF) model.
-#[derive(Debug, Clone, Serialize, Type)]
-pub struct CompressorModelView {
-    /// The name settings use.
-    pub name: String,
-    /// Size in MB.
-    pub size_mb: f64,
-    /// The compressor uses it.
-    pub active: bool,
-    /// Why it is unusable, if it is.
-    pub problem: Option<String>,
+    pub problems: Vec<ReferenceReport>,
 }
 
 /// The settings view.
@@ -392,9 +168,9 @@ pub struct SettingsView {
     /// The open project's storage mode (`None`: no project open).
     pub project_storage_mode: Option<StorageMode>,
     /// Embedding models, installed and known.
-    pub embedding_models: Vec<EmbeddingModelView>,
+    pub embedding_models: Vec<ModelEntry>,
     /// Compressor models installed.
-    pub compressor_models: Vec<CompressorModelView>,
+    pub compressor_models: Vec<CompressorModel>,
     /// What compresses now: `llama:NAME` or `extractive`.
     pub compressor: String,
     /// Why a configured compressor model is not used.
@@ -413,51 +189,6 @@ pub struct WizardChoice {
     /// Coding agents whose sessions may be imported (none unless ticked).
     #[serde(default)]
     pub follow_sources: Vec<String>,
-}
-
-/// What a migration will move (the wizard's plan step).
-#[derive(Debug, Clone, Serialize, Type)]
-pub struct MigrationPlanView {
-    /// Which way.
-    pub direction: MigrationDirection,
-    /// The server.
-    pub server: String,
-    /// Conversations to move.
-    pub conversations: u32,
-    /// Moments to move.
-    pub moments: u32,
-    /// Bytes to move.
-    pub bytes: f64,
-    /// Files that cannot be moved, with why (they stay where they are).
-    pub skipped: Vec<String>,
-}
-
-/// A migration that an earlier run (or a crash) left unfinished.
-#[derive(Debug, Clone, Serialize, Type)]
-pub struct MigrationPendingView {
-    /// Which way.
-    pub direction: MigrationDirection,
-    /// The server.
-    pub server: String,
-    /// Items planned.
-    pub items: u32,
-    /// Where it stopped.
-    pub phase: MigrationPhase,
-}
-
-/// A finished migration.
-#[derive(Debug, Clone, Serialize, Type)]
-pub struct MigrationResultView {
-    /// Whether it finished one an earlier run started.
-    pub resumed: bool,
-    /// Items copied by this run.
-    pub copied: u32,
-    /// Items read back from the destination with the expected hash.
-    pub verified: u32,
-    /// Code blocks turned into references (to-local).
-    pub code_blocks_to_references: u32,
-    /// The storage mode now.
-    pub mode: StorageMode,
 }
 
 /// The model proxy, for Settings → Proxy.

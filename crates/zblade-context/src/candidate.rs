@@ -38,6 +38,7 @@ impl Source {
 /// What a candidate is.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum Item {
     /// The project's instructions.
     Instructions,
@@ -82,6 +83,7 @@ pub enum Item {
 
 /// A piece of memory that may go into the pack.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Candidate {
     /// Unique key: `CONV/MSG`, a moment id, `code:PATH:A-B`, `instructions`.
     pub key: String,

@@ -23,6 +23,7 @@ pub enum Format {
 
 /// One packed piece: a candidate and the text it is packed with (shortened, or a pointer).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Entry {
     /// The candidate.
     #[serde(flatten)]

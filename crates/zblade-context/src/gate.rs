@@ -58,6 +58,7 @@ pub const NULL_PROBES: [&str; 24] = [
 /// What unrelated prompts reach in one project: the mean and spread of the similarity of each
 /// [`NULL_PROBES`] prompt to its nearest embedded chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct NullScores {
     /// Mean nearest-chunk similarity of the probes.
     pub mean: f64,
@@ -87,6 +88,7 @@ impl NullScores {
 
 /// The evidence that a project remembers something about a prompt.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Evidence {
     /// Similarity of the prompt to its nearest embedded chunk (`None` without vectors).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -297,6 +299,7 @@ pub fn relevance(evidence: &Evidence) -> Option<f64> {
 
 /// The gate's verdict for one prompt, shown in the receipt.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Gate {
     /// The prompt's relevance (`None`: no evidence to judge by; retrieval passes).
     pub relevance: Option<f64>,

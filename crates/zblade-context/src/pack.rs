@@ -93,6 +93,7 @@ pub const POINTER_MIN_TOKENS: usize = 80;
 
 /// One line of the receipt.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ReceiptLine {
     /// Candidate key.
     pub key: String,
@@ -118,6 +119,7 @@ pub struct ReceiptLine {
 
 /// An assembled context.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Pack {
     /// The rendered context.
     pub text: String,

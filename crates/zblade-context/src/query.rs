@@ -8,6 +8,7 @@ use serde::Serialize;
 
 /// A file named in the query, with an optional line range.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct FileRef {
     /// Path relative to the project root, as typed.
     pub path: String,
@@ -18,6 +19,7 @@ pub struct FileRef {
 
 /// A time range found in the query: `[since, until)`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct TimeRange {
     /// The words that gave it, as typed.
     pub phrase: String,
@@ -29,6 +31,7 @@ pub struct TimeRange {
 
 /// What a query asks for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Analysis {
     /// The query without time phrases and explicit references: the text to search for.
     pub text: String,

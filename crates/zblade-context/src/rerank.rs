@@ -47,6 +47,7 @@ pub fn moment_type_weight(moment_type: &str) -> f64 {
 
 /// The parts of a candidate's score, for the receipt.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ScoreParts {
     /// Search score, 0..1.
     pub retrieval: f64,

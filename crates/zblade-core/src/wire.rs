@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 /// The two kinds of record the server stores with content.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum Kind {
     /// A conversation artifact.
     Conversation,

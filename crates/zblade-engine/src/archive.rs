@@ -44,7 +44,7 @@ impl Project {
         ids: &[String],
         progress: zblade_archive::Progress,
     ) -> Result<ForgetReport> {
-        if self.settings.storage.mode != zblade_core::StorageMode::Local {
+        if !self.storage.on_this_machine() {
             return Err(Error::Usage(
                 "the archive keeps local projects; this one is in server mode".into(),
             ));

@@ -24,6 +24,7 @@ pub fn gguf_dir() -> PathBuf {
 
 /// An installed compressor model.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct CompressorModel {
     /// The name settings use.
     pub name: String,

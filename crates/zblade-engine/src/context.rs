@@ -71,6 +71,7 @@ impl ContextRequest {
 
 /// An assembled context.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ContextResult {
     /// The pack: text, tokens, entries and receipt.
     #[serde(flatten)]
@@ -90,6 +91,7 @@ pub struct ContextResult {
 
 /// Where the time of one assembly went, in milliseconds.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ContextTimings {
     /// The search for candidates (hybrid or keyword; the server's in server mode).
     pub search_ms: f64,
@@ -293,7 +295,7 @@ impl Project {
     /// Names as `fork`'s the retrieved messages it shares with an ancestor (local storage;
     /// a sync server stores forks as copies, already under their own id).
     fn claim_shared_messages(&self, fork: &str, candidates: &mut [Candidate]) -> Result<()> {
-        if self.settings.storage.mode != zblade_core::StorageMode::Local {
+        if !self.storage.on_this_machine() {
             return Ok(());
         }
         let index = self.index()?;

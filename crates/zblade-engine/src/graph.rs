@@ -312,7 +312,7 @@ impl Project {
     /// conversation that cannot be read stops the collection (its messages might be the ones
     /// in question).
     pub fn gc_messages(&mut self) -> Result<usize> {
-        if self.settings.storage.mode != zblade_core::StorageMode::Local {
+        if !self.storage.on_this_machine() {
             return Ok(0);
         }
         let layout = self.layout.clone();
@@ -435,7 +435,7 @@ impl Project {
     /// so an interruption at any point leaves every conversation readable, and running again
     /// finishes the rest. `progress` gets (done, total).
     pub fn convert_conversations(&mut self, progress: &mut dyn FnMut(usize, usize)) -> Result<usize> {
-        if self.settings.storage.mode != zblade_core::StorageMode::Local {
+        if !self.storage.on_this_machine() {
             return Ok(0);
         }
         let layout = self.layout.clone();
@@ -477,12 +477,12 @@ impl Project {
     }
 
     fn local_only(&self, what: &str) -> Result<()> {
-        match self.settings.storage.mode {
-            zblade_core::StorageMode::Local => Ok(()),
-            zblade_core::StorageMode::Server => Err(Error::Usage(format!(
-                "`zblade {what}` reads this machine's store; this project keeps its memory on a sync server"
-            ))),
+        if self.storage.on_this_machine() {
+            return Ok(());
         }
+        Err(Error::Usage(format!(
+            "`zblade {what}` reads this machine's store; this project keeps its memory on a sync server"
+        )))
     }
 }
 

@@ -67,8 +67,8 @@ pub use import::{ImportProgress, ImportReport, ImportRequest, ImportSource, Impo
 pub use indexing::{IndexReport, IndexStage};
 pub use lineage::{ForkTree, Lineage};
 pub use migrate::{
-    CleanupReport, Direction as MigrationDirection, MigrationReport, Phase as MigrationPhase, Plan as MigrationPlan,
-    PlannedItem,
+    CleanupReport, Direction as MigrationDirection, MigrationReport, PendingMigration, Phase as MigrationPhase,
+    Plan as MigrationPlan, PlannedItem,
 };
 pub use models::{ModelDownload, ModelEntry, ModelImport, models_dir};
 pub use parts::Parts;

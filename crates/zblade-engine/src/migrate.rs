@@ -60,6 +60,7 @@ pub enum Phase {
 
 /// One item to move.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct PlannedItem {
     /// Conversation or moment.
     pub kind: Kind,
@@ -73,6 +74,7 @@ pub struct PlannedItem {
 
 /// What a migration will do (or did).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Plan {
     /// Which way.
     pub direction: Direction,
@@ -100,16 +102,22 @@ impl Plan {
     }
 }
 
-/// The journal: the plan and the phase, rewritten atomically at each phase change.
+/// A migration's journal — the plan and the phase, rewritten atomically at each phase change —
+/// and, while it is not done, the migration an earlier run (or a crash) left unfinished.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Journal {
-    plan: Plan,
-    phase: Phase,
-    started_at: String,
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct PendingMigration {
+    /// What it moves.
+    pub plan: Plan,
+    /// Where it is.
+    pub phase: Phase,
+    /// When it started (RFC 3339).
+    pub started_at: String,
 }
 
 /// What a finished (or resumed and finished) migration did.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct MigrationReport {
     /// The plan carried out.
     pub plan: Plan,
@@ -213,17 +221,17 @@ fn append_copied(log: &mut std::fs::File, path: &std::path::Path, kind: Kind, id
 
 impl Project {
     /// The migration an earlier run started and did not finish, if any.
-    pub fn pending_migration(&self) -> Result<Option<(Plan, Phase)>> {
+    pub fn pending_migration(&self) -> Result<Option<PendingMigration>> {
         let path = journal_path(self);
         match std::fs::read(&path) {
             Ok(bytes) => {
-                let journal: Journal = serde_json::from_slice(&bytes).map_err(|e| {
+                let journal: PendingMigration = serde_json::from_slice(&bytes).map_err(|e| {
                     Error::Usage(format!(
                         "{}: damaged migration journal ({e}); nothing was flipped — delete .zblade/migration/ and run the migration again",
                         self.layout.relative(&path)
                     ))
                 })?;
-                Ok(Some((journal.plan, journal.phase)))
+                Ok(Some(journal))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Error::io(&path, e)),
@@ -292,21 +300,15 @@ impl Project {
         progress: Progress<'_>,
     ) -> Result<MigrationReport> {
         let (journal, resumed) = match self.pending_migration()? {
-            Some((plan, phase)) => {
+            Some(pending) => {
+                let plan = &pending.plan;
                 if plan.direction != direction || plan.server != client.url() {
                     return Err(Error::Usage(format!(
                         "a migration {} to {} is not finished; run `zblade migrate {}` with that server first",
                         plan.direction, plan.server, plan.direction
                     )));
                 }
-                (
-                    Journal {
-                        plan,
-                        phase,
-                        started_at: String::new(),
-                    },
-                    true,
-                )
+                (pending, true)
             }
             None => {
                 let wanted = match direction {
@@ -343,7 +345,7 @@ impl Project {
                 // The server must answer before a plan is written.
                 client.whoami()?;
                 let plan = self.plan_migration(direction, client)?;
-                let journal = Journal {
+                let journal = PendingMigration {
                     plan,
                     phase: Phase::Copy,
                     started_at: Utc::now().to_rfc3339(),
@@ -407,12 +409,12 @@ impl Project {
     }
 
     /// The record of the last finished migration, if it can be read.
-    fn last_migration(&self) -> Option<Journal> {
+    fn last_migration(&self) -> Option<PendingMigration> {
         let bytes = std::fs::read(journal_dir(self).join("last.json")).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
-    fn write_journal(&self, journal: &Journal) -> Result<()> {
+    fn write_journal(&self, journal: &PendingMigration) -> Result<()> {
         let bytes = serde_json::to_vec_pretty(journal).expect("journal serializes");
         fsio::write_atomic(&journal_path(self), &bytes)
     }
@@ -557,7 +559,7 @@ impl Project {
                 .map(str::to_string)
                 .collect();
             fsio::write_atomic(&copied_log(self), (keep.join("\n") + "\n").as_bytes())?;
-            self.write_journal(&Journal {
+            self.write_journal(&PendingMigration {
                 plan: plan.clone(),
                 phase: Phase::Copy,
                 started_at: String::new(),
@@ -580,7 +582,7 @@ impl Project {
         let last = journal_dir(self).join("last.json");
         let bytes = std::fs::read(&last)
             .map_err(|_| Error::Usage("no finished migration to clean up after (run `zblade migrate` first)".into()))?;
-        let journal: Journal = serde_json::from_slice(&bytes)
+        let journal: PendingMigration = serde_json::from_slice(&bytes)
             .map_err(|e| Error::Usage(format!("{}: {e}", self.layout.relative(&last))))?;
         if journal.phase != Phase::Done {
             return Err(Error::Usage(

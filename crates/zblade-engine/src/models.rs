@@ -11,6 +11,7 @@ use crate::parts::Parts;
 
 /// An installed or downloadable embedding model.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ModelEntry {
     /// The name settings use.
     pub name: String,

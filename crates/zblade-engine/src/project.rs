@@ -266,7 +266,10 @@ impl Project {
     /// Search in `mode` (`None`: hybrid when semantic search is available, else keyword),
     /// with code references hydrated.
     pub fn search_with(&self, query: &SearchQuery, mode: Option<SearchMode>) -> Result<SearchResults> {
-        self.storage.search(self, query, mode, true)
+        let started = Instant::now();
+        let mut results = self.storage.search(self, query, mode, true)?;
+        results.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        Ok(results)
     }
 
     /// Like [`Project::search_with`], but when a code hit's file changed since it was indexed,

@@ -2,7 +2,7 @@
 //! working tree, store live locations, and hydrate references with the code as it is now.
 
 use chrono::{SecondsFormat, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use zblade_core::{CodeReference, Conversation, Error, Moment, Result};
 use zblade_index::{LiveLocation, StoredReference};
 use zblade_refs::{Checked, Checker, GitRepo, RefRecord};
@@ -10,7 +10,8 @@ use zblade_refs::{Checked, Checker, GitRepo, RefRecord};
 use crate::parts::Parts;
 
 /// A file and line range.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Location {
     /// Path relative to the project root.
     pub file: String,
@@ -19,7 +20,8 @@ pub struct Location {
 }
 
 /// One code reference: what was captured, where it is now, and (when hydrated) the code there.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ReferenceReport {
     /// Stable key: `conv_…/msg_…/N` or `moment_…/N`.
     pub key: String,

@@ -10,6 +10,7 @@ use crate::semantic::SearchMode;
 
 /// A search result with the code it references, as the code is now.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Hit {
     /// The index hit.
     #[serde(flatten)]
@@ -24,6 +25,7 @@ pub struct Hit {
 
 /// The outcome of a search in some mode.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SearchResults {
     /// The mode that ran.
     pub mode: SearchMode,
@@ -35,6 +37,9 @@ pub struct SearchResults {
     /// out, and the files need indexing again (`Project::search_fresh` does it).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stale_files: Vec<String>,
+    /// Time the search took in the engine (the storage's search and hydrating the hits), in
+    /// milliseconds.
+    pub elapsed_ms: f64,
 }
 
 impl Parts {

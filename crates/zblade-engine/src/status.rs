@@ -10,6 +10,7 @@ use crate::parts::Parts;
 
 /// A snapshot of a project's memory.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Status {
     /// The project root.
     pub root: String,

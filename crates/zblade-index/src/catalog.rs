@@ -92,6 +92,7 @@ pub struct MessageLocation {
 
 /// Row counts for `zblade status`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Counts {
     /// Conversations.
     pub conversations: i64,

@@ -32,6 +32,7 @@ impl HitKind {
 
 /// One search result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SearchHit {
     /// What it is.
     pub kind: HitKind,

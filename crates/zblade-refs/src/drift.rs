@@ -15,7 +15,8 @@ pub fn blob_hash(bytes: &[u8]) -> String {
 }
 
 /// A file changed since a reference was captured.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Drift {
     /// Blob hash at capture.
     pub captured_blob: String,

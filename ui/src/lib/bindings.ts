@@ -67,7 +67,7 @@ async openProject(path: string, init: boolean) : Promise<Result<ProjectInfo, App
 /**
  * Counts, models and index health of the open project.
  */
-async projectStatus() : Promise<Result<ProjectStatus, AppError>> {
+async projectStatus() : Promise<Result<Status, AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("project_status") };
 } catch (e) {
@@ -156,7 +156,7 @@ async listMoments(kind: MomentType | null) : Promise<Result<MomentSummary[], App
 /**
  * Hybrid search (keyword-only, with a notice, when no embedding model is installed).
  */
-async search(request: SearchRequest) : Promise<Result<SearchResultsView, AppError>> {
+async search(request: SearchRequest) : Promise<Result<SearchResults, AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("search", { request }) };
 } catch (e) {
@@ -167,7 +167,7 @@ async search(request: SearchRequest) : Promise<Result<SearchResultsView, AppErro
 /**
  * Assembles the context for a query within a budget, with the receipt.
  */
-async contextPreview(request: ContextRequest) : Promise<Result<ContextView, AppError>> {
+async contextPreview(request: ContextRequest) : Promise<Result<ContextResult, AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("context_preview", { request }) };
 } catch (e) {
@@ -189,7 +189,7 @@ async referenceHealth() : Promise<Result<HealthView, AppError>> {
 /**
  * One reference with the code at its live location, read now.
  */
-async referenceCode(key: string) : Promise<Result<ReferenceView, AppError>> {
+async referenceCode(key: string) : Promise<Result<ReferenceReport, AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("reference_code", { key }) };
 } catch (e) {
@@ -211,7 +211,7 @@ async settingsView() : Promise<Result<SettingsView, AppError>> {
 /**
  * Imports a GGUF compressor model from a file (checked to load first) and uses it.
  */
-async importCompressorModel(path: string) : Promise<Result<CompressorModelView, AppError>> {
+async importCompressorModel(path: string) : Promise<Result<CompressorModel, AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("import_compressor_model", { path }) };
 } catch (e) {
@@ -269,7 +269,7 @@ async serverCheck(url: string, token: string, allowInsecureHttp: boolean) : Prom
 /**
  * The migration an earlier run left unfinished, if any.
  */
-async migrationPending() : Promise<Result<MigrationPendingView | null, AppError>> {
+async migrationPending() : Promise<Result<PendingMigration | null, AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("migration_pending") };
 } catch (e) {
@@ -280,7 +280,7 @@ async migrationPending() : Promise<Result<MigrationPendingView | null, AppError>
 /**
  * What a migration would move, without moving anything.
  */
-async migrationPlan(direction: Direction, url: string, token: string, allowInsecureHttp: boolean) : Promise<Result<MigrationPlanView, AppError>> {
+async migrationPlan(direction: Direction, url: string, token: string, allowInsecureHttp: boolean) : Promise<Result<Plan, AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("migration_plan", { direction, url, token, allowInsecureHttp }) };
 } catch (e) {
@@ -292,7 +292,7 @@ async migrationPlan(direction: Direction, url: string, token: string, allowInsec
  * Runs (or resumes) a migration: copy, verify, switch the storage mode; reports progress
  * with `MigrationProgress` events.
  */
-async migrate(direction: Direction, url: string, token: string, allowInsecureHttp: boolean) : Promise<Result<MigrationResultView, AppError>> {
+async migrate(direction: Direction, url: string, token: string, allowInsecureHttp: boolean) : Promise<Result<MigrationReport, AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("migrate", { direction, url, token, allowInsecureHttp }) };
 } catch (e) {
@@ -654,6 +654,30 @@ referencesChanged: "references-changed"
 
 /** user-defined types **/
 
+/**
+ * What a query asks for.
+ */
+export type Analysis = { 
+/**
+ * The query without time phrases and explicit references: the text to search for.
+ */
+text: string; 
+/**
+ * The time range the query names, if any.
+ */
+time?: TimeRange | null; 
+/**
+ * `@file:` references.
+ */
+files: FileRef[]; 
+/**
+ * `@conv:` references (conversation ids).
+ */
+conversations: string[]; 
+/**
+ * `@moment:` references (moment ids).
+ */
+moments: string[] }
 /**
  * What the first-run wizard decided and what the app remembers between runs.
  */
@@ -1104,23 +1128,27 @@ removed: number;
  */
 kept_changed: string[] }
 /**
- * A compressor (GGUF) model.
+ * An installed compressor model.
  */
-export type CompressorModelView = { 
+export type CompressorModel = { 
 /**
  * The name settings use.
  */
 name: string; 
 /**
- * Size in MB.
+ * The file.
  */
-size_mb: number; 
+path: string; 
 /**
- * The compressor uses it.
+ * Size in bytes.
+ */
+size_bytes: number; 
+/**
+ * Whether the compressor is configured to use it.
  */
 active: boolean; 
 /**
- * Why it is unusable, if it is.
+ * Why the file is not a usable GGUF model, if it is not.
  */
 problem: string | null }
 /**
@@ -1202,13 +1230,17 @@ min_relevance: number | null }
 /**
  * An assembled context.
  */
-export type ContextView = { 
+export type ContextResult = 
 /**
- * The packed text.
+ * The pack: text, tokens, entries and receipt.
+ */
+({ 
+/**
+ * The rendered context.
  */
 text: string; 
 /**
- * Its tokens.
+ * Its tokens, counted on `text` itself.
  */
 tokens: number; 
 /**
@@ -1216,25 +1248,71 @@ tokens: number;
  */
 budget: number; 
 /**
- * The tokenizer that counted.
+ * What counted the tokens.
  */
 tokenizer: string; 
 /**
- * The compressor that shrank.
+ * What shortened over-budget material.
  */
 compressor: string; 
 /**
- * Every candidate, packed or dropped, and why.
+ * Format.
  */
-receipt: ReceiptView[]; 
+format: Format; 
 /**
- * Things the user should know.
+ * Tier.
+ */
+tier: Tier; 
+/**
+ * The packed entries, in packing order.
+ */
+entries: Entry[]; 
+/**
+ * Every candidate: included or dropped, and why.
+ */
+receipt: ReceiptLine[]; 
+/**
+ * The relevance gate's verdict, when retrieval ran.
+ */
+gate?: Gate | null }) & { 
+/**
+ * How the query was read.
+ */
+analysis: Analysis; 
+/**
+ * The search mode that ran (`None` when the query had nothing to search for).
+ */
+mode: SearchMode | null; 
+/**
+ * Things the user should know: a mode that could not run, a reference that names
+ * nothing, a query that was cut.
  */
 notices: string[]; 
 /**
- * Time to assemble, milliseconds.
+ * Time to assemble, in milliseconds.
  */
-elapsed_ms: number }
+elapsed_ms: number; 
+/**
+ * Where that time went.
+ */
+timings: ContextTimings }
+/**
+ * Where the time of one assembly went, in milliseconds.
+ */
+export type ContextTimings = { 
+/**
+ * The search for candidates (hybrid or keyword; the server's in server mode).
+ */
+search_ms: number; 
+/**
+ * Everything else before packing: instructions, explicit references, recent turns, the
+ * hits' full texts and their code read from the working tree.
+ */
+gather_ms: number; 
+/**
+ * Rerank, budget, compression, render and the final count.
+ */
+pack_ms: number }
 /**
  * A whole conversation.
  */
@@ -1300,6 +1378,30 @@ artifact_path: string;
  */
 source?: string | null }
 /**
+ * Row counts for `zblade status`.
+ */
+export type Counts = { 
+/**
+ * Conversations.
+ */
+conversations: number; 
+/**
+ * Messages.
+ */
+messages: number; 
+/**
+ * Moments (standalone and inline).
+ */
+moments: number; 
+/**
+ * Code references.
+ */
+code_references: number; 
+/**
+ * Distinct referenced files.
+ */
+referenced_files: number }
+/**
  * Which way memory moves.
  */
 export type Direction = 
@@ -1332,29 +1434,65 @@ done: number;
  */
 total: number }
 /**
- * An embedding model.
+ * A file changed since a reference was captured.
  */
-export type EmbeddingModelView = { 
+export type Drift = { 
 /**
- * The name settings use.
+ * Blob hash at capture.
  */
-name: string; 
+captured_blob: string; 
 /**
- * Installed.
+ * Blob hash now.
  */
-installed: boolean; 
+current_blob: string; 
 /**
- * Conversation and moment search uses it.
+ * Commits between the captured commit and HEAD that changed the file, when git knows.
  */
-active: boolean; 
+commits_since: number | null }
 /**
- * Code search uses it.
+ * One packed piece: a candidate and the text it is packed with (shortened, or a pointer).
  */
-code: boolean; 
+export type Entry = 
 /**
- * Where it downloads from, for known models.
+ * The candidate.
  */
-repo: string | null }
+({ 
+/**
+ * Unique key: `CONV/MSG`, a moment id, `code:PATH:A-B`, `instructions`.
+ */
+key: string; 
+/**
+ * Content id of the text (sha256), used to drop duplicates.
+ */
+cid: string; 
+/**
+ * Where it came from.
+ */
+source: Source; 
+/**
+ * What it is.
+ */
+item: Item; 
+/**
+ * Its text (for code: the lines as they are now).
+ */
+text: string; 
+/**
+ * When it was written (code: none).
+ */
+time?: string | null; 
+/**
+ * Search score, scaled to 0..1 within the result list (0 for non-retrieved sources).
+ */
+retrieval: number }) & { 
+/**
+ * The text as packed.
+ */
+packed: string; 
+/**
+ * True when `packed` is a pointer (path, lines, summary, size) rather than content.
+ */
+pointer: boolean }
 /**
  * What kind of failure, for the UI to choose what to offer.
  */
@@ -1397,6 +1535,45 @@ export type ErrorCode =
  */
 "internal"
 /**
+ * The evidence that a project remembers something about a prompt.
+ */
+export type Evidence = { 
+/**
+ * Similarity of the prompt to its nearest embedded chunk (`None` without vectors).
+ */
+semantic_best?: number | null; 
+/**
+ * What unrelated prompts reach in this project.
+ */
+semantic_null?: NullScores | null; 
+/**
+ * The share of the prompt's words that the project holds somewhere (`None` when the
+ * prompt has no searchable word).
+ */
+known_words?: number | null; 
+/**
+ * The share of the prompt's words that the best single retrieved text holds together
+ * (`None` when nothing was retrieved or the prompt has no searchable word).
+ */
+best_cover?: number | null; 
+/**
+ * Names in the prompt (see [`names`]) that nothing in the project mentions: "Caroline"
+ * asked of a memory about Jon and Gina, `README` of a memory about other things.
+ */
+unknown_names: string[] }
+/**
+ * A file named in the query, with an optional line range.
+ */
+export type FileRef = { 
+/**
+ * Path relative to the project root, as typed.
+ */
+path: string; 
+/**
+ * First and last line (1-based, inclusive), when given.
+ */
+lines?: [number, number] | null }
+/**
  * Output format.
  */
 export type Format = 
@@ -1412,6 +1589,26 @@ export type Format =
  * One JSON object.
  */
 "json"
+/**
+ * The gate's verdict for one prompt, shown in the receipt.
+ */
+export type Gate = { 
+/**
+ * The prompt's relevance (`None`: no evidence to judge by; retrieval passes).
+ */
+relevance: number | null; 
+/**
+ * The floor it was held to.
+ */
+floor: number; 
+/**
+ * Whether retrieved memory may enter the pack.
+ */
+passed: boolean; 
+/**
+ * What the relevance was computed from.
+ */
+evidence: Evidence }
 /**
  * What a fork or merge made.
  */
@@ -1443,11 +1640,72 @@ counts: StatusCount[];
 /**
  * Drifted (file changed since capture) references that are still found.
  */
-drifted: ReferenceView[]; 
+drifted: ReferenceReport[]; 
 /**
  * Missing, unreadable, moved or modified references.
  */
-problems: ReferenceView[] }
+problems: ReferenceReport[] }
+/**
+ * A search result with the code it references, as the code is now.
+ */
+export type Hit = 
+/**
+ * The index hit.
+ */
+({ 
+/**
+ * What it is.
+ */
+kind: HitKind; 
+/**
+ * Its id.
+ */
+id: string; 
+/**
+ * The conversation it belongs to, if any.
+ */
+conversation_id: string | null; 
+/**
+ * The conversation's title, if any.
+ */
+title: string | null; 
+/**
+ * `user`/`assistant`/... for messages; the moment type for moments.
+ */
+label: string | null; 
+/**
+ * When it was written (RFC 3339, UTC).
+ */
+timestamp: string; 
+/**
+ * Text around the matched words, which are wrapped in « ».
+ */
+snippet: string; 
+/**
+ * Relevance: the negated BM25 score, higher is better.
+ */
+score: number; 
+/**
+ * For code: the file, relative to the project root.
+ */
+path?: string | null; 
+/**
+ * For code: first and last line (1-based, inclusive).
+ */
+lines?: [number, number] | null; 
+/**
+ * For code: the CID of the lines when they were indexed.
+ */
+cid?: string | null }) & { 
+/**
+ * Code references of the message or moment, checked now, with current code.
+ */
+references: ReferenceReport[]; 
+/**
+ * Other conversations holding this message: forks that share it with the conversation
+ * it was found in, conversations it was merged into. One hit names them all.
+ */
+also_in: string[] }
 /**
  * The kind of record a hit points at.
  */
@@ -1643,6 +1901,42 @@ total: number;
  */
 message: string | null }
 /**
+ * What a candidate is.
+ */
+export type Item = 
+/**
+ * The project's instructions.
+ */
+{ type: "instructions" } | 
+/**
+ * A conversation turn.
+ */
+{ type: "message"; conversation: string; title: string; message: string; role: string } | 
+/**
+ * The summary of a conversation.
+ */
+{ type: "summary"; conversation: string; title: string } | 
+/**
+ * A moment (decision, pattern, solution, context).
+ */
+{ type: "moment"; id: string; moment_type: string; tags: string[] } | 
+/**
+ * Lines of a file in the working tree, as they are now.
+ */
+{ type: "code"; path: string; lines: [number, number]; status: string }
+/**
+ * The two kinds of record the server stores with content.
+ */
+export type Kind = 
+/**
+ * A conversation artifact.
+ */
+"conversation" | 
+/**
+ * A moment artifact.
+ */
+"moment"
+/**
  * A conversation the lineage strip links to.
  */
 export type LineageLink = { 
@@ -1690,6 +1984,18 @@ merged_in: MergeLink[];
  * Merges out of it (others that took its messages).
  */
 merged_out: MergeLink[] }
+/**
+ * A file and line range.
+ */
+export type Location = { 
+/**
+ * Path relative to the project root.
+ */
+file: string; 
+/**
+ * First and last line, 1-based, inclusive.
+ */
+lines: [number, number] }
 /**
  * A coding agent that reaches tools over MCP, for Settings → Agents.
  */
@@ -1753,55 +2059,7 @@ timestamp: string;
 /**
  * Its code references, checked now.
  */
-references: ReferenceView[] }
-/**
- * A migration that an earlier run (or a crash) left unfinished.
- */
-export type MigrationPendingView = { 
-/**
- * Which way.
- */
-direction: Direction; 
-/**
- * The server.
- */
-server: string; 
-/**
- * Items planned.
- */
-items: number; 
-/**
- * Where it stopped.
- */
-phase: Phase }
-/**
- * What a migration will move (the wizard's plan step).
- */
-export type MigrationPlanView = { 
-/**
- * Which way.
- */
-direction: Direction; 
-/**
- * The server.
- */
-server: string; 
-/**
- * Conversations to move.
- */
-conversations: number; 
-/**
- * Moments to move.
- */
-moments: number; 
-/**
- * Bytes to move.
- */
-bytes: number; 
-/**
- * Files that cannot be moved, with why (they stay where they are).
- */
-skipped: string[] }
+references: ReferenceReport[] }
 /**
  * Progress of a migration: its phase, items done of total.
  */
@@ -1819,15 +2077,19 @@ done: number;
  */
 total: number }
 /**
- * A finished migration.
+ * What a finished (or resumed and finished) migration did.
  */
-export type MigrationResultView = { 
+export type MigrationReport = { 
 /**
- * Whether it finished one an earlier run started.
+ * The plan carried out.
+ */
+plan: Plan; 
+/**
+ * Whether this run picked up a migration an earlier run had started.
  */
 resumed: boolean; 
 /**
- * Items copied by this run.
+ * Items copied by this run (the rest were copied before it was interrupted).
  */
 copied: number; 
 /**
@@ -1835,13 +2097,38 @@ copied: number;
  */
 verified: number; 
 /**
- * Code blocks turned into references (to-local).
+ * Code blocks turned into references to the working tree (to-local).
  */
 code_blocks_to_references: number; 
 /**
- * The storage mode now.
+ * `storage.mode` now.
  */
 mode: StorageMode }
+/**
+ * An installed or downloadable embedding model.
+ */
+export type ModelEntry = { 
+/**
+ * The name settings use.
+ */
+name: string; 
+/**
+ * Its directory, when installed.
+ */
+dir: string | null; 
+/**
+ * Whether search is configured to use it for conversations and moments.
+ */
+active: boolean; 
+/**
+ * Whether code search uses it (the code model, or the conversation model when no code
+ * model is installed).
+ */
+code: boolean; 
+/**
+ * The hub repository it downloads from, for known models.
+ */
+repo: string | null }
 /**
  * One line of `zblade list moments`.
  */
@@ -1903,6 +2190,36 @@ export type MomentType =
  */
 "context"
 /**
+ * What unrelated prompts reach in one project: the mean and spread of the similarity of each
+ * [`NULL_PROBES`] prompt to its nearest embedded chunk.
+ */
+export type NullScores = { 
+/**
+ * Mean nearest-chunk similarity of the probes.
+ */
+mean: number; 
+/**
+ * Their standard deviation (at least [`MIN_SPREAD`]).
+ */
+spread: number }
+/**
+ * A migration's journal — the plan and the phase, rewritten atomically at each phase change —
+ * and, while it is not done, the migration an earlier run (or a crash) left unfinished.
+ */
+export type PendingMigration = { 
+/**
+ * What it moves.
+ */
+plan: Plan; 
+/**
+ * Where it is.
+ */
+phase: Phase; 
+/**
+ * When it started (RFC 3339).
+ */
+started_at: string }
+/**
  * Where a migration stands.
  */
 export type Phase = 
@@ -1923,6 +2240,51 @@ export type Phase =
  */
 "done"
 /**
+ * What a migration will do (or did).
+ */
+export type Plan = { 
+/**
+ * Which way.
+ */
+direction: Direction; 
+/**
+ * The server.
+ */
+server: string; 
+/**
+ * The project id on the server (the local `project.id`).
+ */
+project: string; 
+/**
+ * The items, in copy order.
+ */
+items: PlannedItem[]; 
+/**
+ * Source files that cannot be moved (unreadable or invalid), with why; they stay where
+ * they are and are never cleaned up.
+ */
+skipped: ([string, string])[] }
+/**
+ * One item to move.
+ */
+export type PlannedItem = { 
+/**
+ * Conversation or moment.
+ */
+kind: Kind; 
+/**
+ * Its id.
+ */
+id: string; 
+/**
+ * sha256 of its bytes at the source.
+ */
+hash: string; 
+/**
+ * Size at the source.
+ */
+size: number }
+/**
  * The open project.
  */
 export type ProjectInfo = { 
@@ -1942,54 +2304,6 @@ project_id: string;
  * Where its memory lives.
  */
 storage_mode: StorageMode }
-/**
- * The project at a glance, for the status bar and the health view.
- */
-export type ProjectStatus = { 
-/**
- * Conversations in the index.
- */
-conversations: number; 
-/**
- * Messages in the index.
- */
-messages: number; 
-/**
- * Moments in the index.
- */
-moments: number; 
-/**
- * Code references.
- */
-references: number; 
-/**
- * Project files indexed for search.
- */
-code_files: number; 
-/**
- * Code chunks indexed for search.
- */
-code_chunks: number; 
-/**
- * The embedding model configured.
- */
-embedding_model: string; 
-/**
- * Vectors stored for it (`None`: none yet).
- */
-vectors: number | null; 
-/**
- * The compressor model configured (empty: extractive).
- */
-compressor_model: string; 
-/**
- * `ok`, `stale: …` or `corrupt: …`.
- */
-index_health: string; 
-/**
- * Why search is keyword-only, when it is.
- */
-search_notice: string | null }
 /**
  * A prompt the user typed.
  */
@@ -2055,15 +2369,15 @@ recorded: number;
  */
 errors: number }
 /**
- * One candidate of the receipt.
+ * One line of the receipt.
  */
-export type ReceiptView = { 
+export type ReceiptLine = { 
 /**
- * Its key.
+ * Candidate key.
  */
 key: string; 
 /**
- * A readable label.
+ * Human label (`conv/msg (role)`, `decision moment_…`, `path:a-b`).
  */
 label: string; 
 /**
@@ -2075,23 +2389,23 @@ source: Source;
  */
 tokens: number; 
 /**
- * Tokens it would take whole.
+ * Tokens of its full text.
  */
 full_tokens: number; 
 /**
- * Rank after rerank.
+ * Rank among retrieved candidates after reranking (1 = best).
  */
-rank: number | null; 
+rank?: number | null; 
 /**
- * Score parts.
+ * Score parts (retrieved candidates).
  */
-score: ScoreView | null; 
+score?: ScoreParts | null; 
 /**
- * Packed or dropped.
+ * Whether it is in the pack.
  */
 included: boolean; 
 /**
- * Why.
+ * Why it is in or out.
  */
 reason: string }
 /**
@@ -2110,6 +2424,58 @@ name: string;
  * When it was last opened (RFC 3339).
  */
 opened_at: string }
+/**
+ * One code reference: what was captured, where it is now, and (when hydrated) the code there.
+ */
+export type ReferenceReport = { 
+/**
+ * Stable key: `conv_…/msg_…/N` or `moment_…/N`.
+ */
+key: string; 
+/**
+ * Its conversation.
+ */
+conversation_id: string | null; 
+/**
+ * Its message.
+ */
+message_id: string | null; 
+/**
+ * Its moment.
+ */
+moment_id: string | null; 
+/**
+ * Why the code was referenced.
+ */
+context: string | null; 
+/**
+ * Where it was at capture.
+ */
+captured: Location; 
+/**
+ * Where it is now (None when missing or unreadable).
+ */
+live: Location | null; 
+/**
+ * How it fared since capture.
+ */
+status: ReferenceStatus; 
+/**
+ * 1.0 unless modified (a moved reference whose lines were also edited has less).
+ */
+similarity: number; 
+/**
+ * Set when the file changed since capture.
+ */
+drift: Drift | null; 
+/**
+ * Why it is missing or unreadable.
+ */
+reason: string | null; 
+/**
+ * The code at the live location, read from the working tree now (when hydrated).
+ */
+code?: string[] | null }
 /**
  * A code reference's live status.
  */
@@ -2139,77 +2505,13 @@ export type ReferenceStatus =
  */
 "unreadable"
 /**
- * A code reference with its live status.
- */
-export type ReferenceView = { 
-/**
- * Stable key: `conv_…/msg_…/N` or `moment_…/N`.
- */
-key: string; 
-/**
- * How it fared since capture.
- */
-status: ReferenceStatus; 
-/**
- * The file changed since capture (git blob differs).
- */
-drift: boolean; 
-/**
- * Commits that touched the file since capture, when git knows.
- */
-commits_since: number | null; 
-/**
- * Where it was at capture.
- */
-captured_file: string; 
-/**
- * Captured first and last line.
- */
-captured_lines: [number, number]; 
-/**
- * Where it is now (`None` when missing or unreadable).
- */
-file: string | null; 
-/**
- * Current first and last line.
- */
-lines: [number, number] | null; 
-/**
- * 0..1, below 1 when modified.
- */
-similarity: number; 
-/**
- * Why it was referenced.
- */
-context: string | null; 
-/**
- * Why it is missing or unreadable.
- */
-reason: string | null; 
-/**
- * Its conversation.
- */
-conversation_id: string | null; 
-/**
- * Its message.
- */
-message_id: string | null; 
-/**
- * Its moment.
- */
-moment_id: string | null; 
-/**
- * The code at the live location, read now (only where asked for).
- */
-code: string[] | null }
-/**
  * References whose status or location changed while the indexer watched.
  */
 export type ReferencesChanged = { 
 /**
  * The changed references, as they are now.
  */
-changed: ReferenceView[]; 
+changed: ReferenceReport[]; 
 /**
  * What caused it: the changed files, or "HEAD moved".
  */
@@ -2239,81 +2541,33 @@ export type Role =
  */
 "tool"
 /**
- * Score parts of a ranked candidate.
+ * The parts of a candidate's score, for the receipt.
  */
-export type ScoreView = { 
+export type ScoreParts = { 
 /**
- * Retrieval score (fused BM25 + vectors).
+ * Search score, 0..1.
  */
 retrieval: number; 
 /**
- * Recency factor.
+ * Recency factor, `1 - share + share · 2^(-age / half-life)`.
  */
 recency: number; 
 /**
- * Same-session bonus.
+ * Session affinity factor.
  */
 affinity: number; 
 /**
- * Weight of the moment type.
+ * Moment type factor.
  */
 type_weight: number; 
 /**
- * Final relevance.
+ * Product of the above.
  */
 relevance: number; 
 /**
- * Similarity to what ranked above it (MMR).
+ * Highest similarity to a candidate chosen before it (MMR's redundancy term).
  */
 redundancy: number }
-/**
- * One search hit.
- */
-export type SearchHitView = { 
-/**
- * What was found.
- */
-kind: HitKind; 
-/**
- * Its id (`PATH:START-END` for code).
- */
-id: string; 
-/**
- * Its conversation.
- */
-conversation_id: string | null; 
-/**
- * The conversation's title.
- */
-title: string | null; 
-/**
- * Role or moment type.
- */
-label: string | null; 
-/**
- * When it was written.
- */
-timestamp: string; 
-/**
- * Text around the match; matched words are wrapped in « ».
- */
-snippet: string; 
-/**
- * Relevance, higher is better.
- */
-score: number; 
-/**
- * For code: the file.
- */
-path: string | null; 
-/**
- * For code: the lines.
- */
-lines: [number, number] | null; 
-/**
- * Its code references, checked now.
- */
-references: ReferenceView[] }
 /**
  * Which kinds of records a search covers.
  */
@@ -2375,23 +2629,29 @@ path_prefix: string | null;
  */
 limit: number }
 /**
- * Search results.
+ * The outcome of a search in some mode.
  */
-export type SearchResultsView = { 
+export type SearchResults = { 
 /**
- * What ran.
+ * The mode that ran.
  */
 mode: SearchMode; 
 /**
- * Why hybrid could not run, when it could not.
+ * Why the requested (or default) mode could not run, if it could not.
  */
 notice: string | null; 
 /**
- * Best first.
+ * The hits, best first.
  */
-hits: SearchHitView[]; 
+hits: Hit[]; 
 /**
- * Time in the engine, milliseconds.
+ * Files whose indexed chunks no longer match the working tree: their hits were left
+ * out, and the files need indexing again (`Project::search_fresh` does it).
+ */
+stale_files: string[]; 
+/**
+ * Time the search took in the engine (the storage's search and hydrating the hits), in
+ * milliseconds.
  */
 elapsed_ms: number }
 /**
@@ -2409,11 +2669,11 @@ project_storage_mode: StorageMode | null;
 /**
  * Embedding models, installed and known.
  */
-embedding_models: EmbeddingModelView[]; 
+embedding_models: ModelEntry[]; 
 /**
  * Compressor models installed.
  */
-compressor_models: CompressorModelView[]; 
+compressor_models: CompressorModel[]; 
 /**
  * What compresses now: `llama:NAME` or `extractive`.
  */
@@ -2493,6 +2753,88 @@ last_import: string | null;
  */
 imported_conversations: number }
 /**
+ * A snapshot of a project's memory.
+ */
+export type Status = { 
+/**
+ * The project root.
+ */
+root: string; 
+/**
+ * `proj_…`
+ */
+project_id: string; 
+/**
+ * `local` or `server`.
+ */
+storage_mode: string; 
+/**
+ * Artifact files on disk: conversations.
+ */
+conversation_artifacts: number; 
+/**
+ * Artifact files on disk: standalone moments.
+ */
+moment_artifacts: number; 
+/**
+ * Rows in the index (zero when the index is damaged).
+ */
+indexed: Counts; 
+/**
+ * Bytes under `artifacts/`.
+ */
+artifacts_bytes: number; 
+/**
+ * Bytes under `index/` (the SQLite index and the vectors together).
+ */
+index_bytes: number; 
+/**
+ * Bytes under `index/vectors/` (LanceDB, every model's table).
+ */
+vector_bytes: number; 
+/**
+ * Project files and code chunks indexed for search.
+ */
+code_files: number; 
+/**
+ * See `code_files`.
+ */
+code_chunks: number; 
+/**
+ * The embedding model configured, and how many vectors it has (`None`: none yet).
+ */
+embedding_model: string; 
+/**
+ * See `embedding_model`.
+ */
+vectors: number | null; 
+/**
+ * The code model, when code has a model of its own (see docs/SEARCH.md, "The code
+ * model"), and how many vectors it has.
+ */
+code_model: string | null; 
+/**
+ * See `code_model`.
+ */
+code_vectors: number | null; 
+/**
+ * The compressor model configured (`context.compression.local_model`); empty: the
+ * extractive compressor. Not loaded here: `zblade compressor status` checks it loads.
+ */
+compressor_model: string; 
+/**
+ * Bytes under `cache/`.
+ */
+cache_bytes: number; 
+/**
+ * `ok`, `stale: …` (artifact and index counts differ; run fsck) or `corrupt: …`.
+ */
+index_health: string; 
+/**
+ * The index schema version.
+ */
+schema_version: number }
+/**
  * A status and how many references have it.
  */
 export type StatusCount = { 
@@ -2533,6 +2875,22 @@ export type Tier =
  * Full content; 5 recent turns.
  */
 "fast"
+/**
+ * A time range found in the query: `[since, until)`.
+ */
+export type TimeRange = { 
+/**
+ * The words that gave it, as typed.
+ */
+phrase: string; 
+/**
+ * Start, inclusive.
+ */
+since: string; 
+/**
+ * End, exclusive.
+ */
+until: string }
 /**
  * A tool call, as its card shows it.
  */

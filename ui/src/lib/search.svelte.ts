@@ -3,7 +3,7 @@
 // benchmark reads `window.__zbladeSearchTimings`).
 import { tick } from "svelte";
 import { call, commands } from "./api";
-import type { SearchKind, SearchResultsView } from "./bindings";
+import type { SearchKind, SearchResults } from "./bindings";
 
 declare global {
   interface Window {
@@ -15,7 +15,7 @@ export class LiveSearch {
   text = $state("");
   kind = $state<SearchKind>("all");
   pathPrefix = $state("");
-  results = $state<SearchResultsView | null>(null);
+  results = $state<SearchResults | null>(null);
   error = $state<string | null>(null);
   busy = $state(false);
   private latest = 0;

@@ -3,7 +3,7 @@
 
 use std::io::{IsTerminal, Write};
 
-use zblade_engine::{Error, MigrationDirection, MigrationPhase, Project};
+use zblade_engine::{Error, MigrationDirection, MigrationPhase, PendingMigration, Project};
 
 use super::Ctx;
 use crate::cli::{MigrateArgs, MigrateCommand};
@@ -21,8 +21,10 @@ pub(crate) fn run(cx: &mut Ctx, command: MigrateCommand) -> Result<(), Error> {
 fn status(cx: &mut Ctx) -> Result<(), Error> {
     let project = cx.open()?;
     match project.pending_migration()? {
-        Some((plan, phase)) if cx.json => cx.out.value(&serde_json::json!({"pending": plan, "phase": phase})),
-        Some((plan, phase)) => cx.out.note(&format!(
+        Some(PendingMigration { plan, phase, .. }) if cx.json => {
+            cx.out.value(&serde_json::json!({"pending": plan, "phase": phase}))
+        }
+        Some(PendingMigration { plan, phase, .. }) => cx.out.note(&format!(
             "unfinished migration {} to {} ({} items), stopped in phase {phase:?}; run `zblade migrate {}` again to finish it",
             plan.direction,
             plan.server,
@@ -65,7 +67,7 @@ fn migrate(cx: &mut Ctx, direction: MigrationDirection, args: MigrateArgs) -> Re
     let pending = project.pending_migration()?;
     let server = match (&args.server, &pending) {
         (Some(url), _) => url.trim_end_matches('/').to_string(),
-        (None, Some((plan, _))) => plan.server.clone(),
+        (None, Some(pending)) => pending.plan.server.clone(),
         (None, None) if !project.settings().storage.server_url.is_empty() => {
             project.settings().storage.server_url.clone()
         }

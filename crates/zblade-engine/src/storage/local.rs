@@ -87,6 +87,10 @@ impl Storage for LocalStorage {
         "in this project"
     }
 
+    fn on_this_machine(&self) -> bool {
+        true
+    }
+
     fn put_conversations(&self, project: &mut Parts, prepared: &[Conversation]) -> Result<Vec<AddOutcome>> {
         let layout = project.layout.clone();
         let _lock = WriteLock::acquire(&layout)?;
@@ -421,6 +425,7 @@ fn search_with_nearest(
         notice: found.notice,
         hits,
         stale_files,
+        elapsed_ms: 0.0,
     };
     Ok((results, found.nearest))
 }

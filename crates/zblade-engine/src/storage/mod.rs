@@ -105,6 +105,11 @@ pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
     /// Where memory is, as error messages say it: "in this project", "on the sync server".
     fn place(&self) -> &'static str;
 
+    /// Whether memory is kept in `.zblade/` on this machine: only then do forks share their
+    /// parent's messages, is there a message store to convert or collect, and can the
+    /// permanent archive keep the project. Faces and operations ask this, never the mode.
+    fn on_this_machine(&self) -> bool;
+
     /// Stores conversations that `Project::prepare_conversations` validated and completed.
     fn put_conversations(&self, project: &mut Parts, prepared: &[Conversation]) -> Result<Vec<AddOutcome>>;
 

@@ -189,6 +189,10 @@ impl Storage for ServerStorage {
         "on the sync server"
     }
 
+    fn on_this_machine(&self) -> bool {
+        false
+    }
+
     fn put_conversations(&self, project: &mut Parts, prepared: &[Conversation]) -> Result<Vec<AddOutcome>> {
         let client = project.server_client()?;
         let project_id = &project.settings.project.id;
@@ -378,6 +382,7 @@ impl Storage for ServerStorage {
                 })
                 .collect(),
             stale_files: Vec::new(),
+            elapsed_ms: 0.0,
         })
     }
 
