@@ -8,7 +8,7 @@ use tauri::{AppHandle, Manager};
 use tauri_specta::Event;
 use zblade_engine::{
     CompressorModel, ContextRequest, ContextResult, ConversationSummary, MigrationDirection, MigrationPlan,
-    MigrationReport, MomentSummary, MomentType, PendingMigration, ReferenceReport, ReferenceStatus, SearchFilter,
+    MigrationReport, MomentSummary, MomentType, Page, PendingMigration, ReferenceReport, ReferenceStatus, SearchFilter,
     SearchQuery, SearchResults, Shown, Status,
 };
 
@@ -139,7 +139,7 @@ pub async fn project_status(app: AppHandle) -> AppResult<Status> {
 #[specta::specta]
 pub async fn list_conversations(app: AppHandle, limit: u32) -> AppResult<Vec<ConversationSummary>> {
     with_project(app, move |project| {
-        let rows = project.list_conversations((limit as usize).min(MAX_LIST), 0, None)?;
+        let rows = project.list_conversations(Page::first((limit as usize).min(MAX_LIST)), None)?;
         Ok(rows)
     })
     .await
@@ -178,7 +178,7 @@ pub async fn conversation_detail(app: AppHandle, id: String) -> AppResult<Conver
 #[specta::specta]
 pub async fn list_moments(app: AppHandle, kind: Option<MomentType>) -> AppResult<Vec<MomentSummary>> {
     with_project(app, move |project| {
-        let rows = project.list_moments(MAX_LIST, 0, kind.map(MomentType::as_str))?;
+        let rows = project.list_moments(Page::first(MAX_LIST), kind.map(MomentType::as_str))?;
         Ok(rows)
     })
     .await

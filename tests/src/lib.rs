@@ -301,6 +301,13 @@ pub struct ServerProcess {
 }
 
 impl ServerProcess {
+    /// `zblade migrate to-server` to this server with the test user's token, then `extra`.
+    pub fn migrate_up<'a>(&'a self, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec!["migrate", "to-server", "--server", &self.url, "--token", &self.token];
+        args.extend_from_slice(extra);
+        args
+    }
+
     /// Starts a server with a fresh SQLite database and one user.
     pub fn start() -> ServerProcess {
         Self::start_on("sqlite")
@@ -586,4 +593,101 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// A small deterministic generator (xorshift) for kill points, seeded from the clock unless
+/// `ZBLADE_TEST_SEED` is set; the seed is printed under `what` so a failure can be replayed.
+pub struct KillPoints(u64);
+
+impl KillPoints {
+    /// A generator for the journey `what` ("graph", "migration").
+    pub fn new(what: &str) -> KillPoints {
+        let seed = std::env::var("ZBLADE_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+                    | 1
+            });
+        eprintln!("{what} kill points: ZBLADE_TEST_SEED={seed}");
+        KillPoints(seed)
+    }
+
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// A fresh project (`zblade init` run) with a models directory of its own
+/// (`ZBLADE_MODELS_DIR`), for the journeys that install, download and use models.
+pub struct ModelsProject {
+    /// The project root.
+    pub project: tempfile::TempDir,
+    /// The models directory.
+    pub models: tempfile::TempDir,
+}
+
+impl Default for ModelsProject {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ModelsProject {
+    /// Makes both directories and initialises the project.
+    pub fn new() -> ModelsProject {
+        let setup = ModelsProject {
+            project: tempfile::tempdir().unwrap(),
+            models: tempfile::tempdir().unwrap(),
+        };
+        setup.json(&["init"]);
+        setup
+    }
+
+    /// Runs `zblade` in the project with this models directory.
+    pub fn zblade(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new(zblade_bin())
+            .args(args)
+            .current_dir(self.project.path())
+            .env("ZBLADE_MODELS_DIR", self.models.path())
+            .output()
+            .unwrap()
+    }
+
+    /// Runs `zblade --json` and parses what it printed (it must succeed).
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        json(&self.zblade(&all))
+    }
+
+    /// Everything in `sub` of the models directory (hidden partial files and staging
+    /// directories included), sorted; empty when it does not exist.
+    pub fn models_in(&self, sub: &str) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.models.path().join(sub))
+            .map(|dir| {
+                dir.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    /// The files in `.zblade/DIR` of the project, sorted.
+    pub fn files_under(&self, dir: &str) -> Vec<PathBuf> {
+        let dir = self.project.path().join(".zblade").join(dir);
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        files.sort();
+        files
+    }
 }

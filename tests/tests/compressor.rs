@@ -5,62 +5,10 @@
 //! Its words are nonsense: these tests check structure, caching and fallbacks, not wording.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-use zblade_tests::{HubFault, HubServer, json, stderr, tiny_gguf, zblade_bin};
-
-struct Setup {
-    project: tempfile::TempDir,
-    models: tempfile::TempDir,
-}
-
-impl Setup {
-    fn new() -> Setup {
-        let setup = Setup {
-            project: tempfile::tempdir().unwrap(),
-            models: tempfile::tempdir().unwrap(),
-        };
-        setup.json(&["init"]);
-        setup
-    }
-
-    fn zblade(&self, args: &[&str]) -> Output {
-        Command::new(zblade_bin())
-            .args(args)
-            .current_dir(self.project.path())
-            .env("ZBLADE_MODELS_DIR", self.models.path())
-            .output()
-            .unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut all = vec!["--json"];
-        all.extend_from_slice(args);
-        json(&self.zblade(&all))
-    }
-
-    /// Everything in the GGUF directory, hidden partial files included.
-    fn installed(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(self.models.path().join("gguf"))
-            .map(|dir| {
-                dir.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-        names.sort();
-        names
-    }
-
-    fn files_under(&self, dir: &str) -> Vec<PathBuf> {
-        let dir = self.project.path().join(".zblade").join(dir);
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .map(|d| d.map(|e| e.unwrap().path()).collect())
-            .unwrap_or_default();
-        files.sort();
-        files
-    }
-}
+use zblade_tests::{HubFault, HubServer, ModelsProject, stderr, tiny_gguf};
 
 fn fails(out: &Output, needles: &[&str]) {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(out));
@@ -71,7 +19,7 @@ fn fails(out: &Output, needles: &[&str]) {
 
 #[test]
 fn models_are_imported_downloaded_checked_and_chosen() {
-    let setup = Setup::new();
+    let setup = ModelsProject::new();
     let status = setup.json(&["compressor", "status"]);
     assert_eq!(status["compressor"], "extractive");
 
@@ -82,7 +30,7 @@ fn models_are_imported_downloaded_checked_and_chosen() {
         &setup.zblade(&["compressor", "import", notes.to_str().unwrap()]),
         &["notes.gguf", "not a GGUF"],
     );
-    assert!(setup.installed().is_empty(), "{:?}", setup.installed());
+    assert!(setup.models_in("gguf").is_empty(), "{:?}", setup.models_in("gguf"));
 
     let gguf = tiny_gguf();
     let imported = setup.json(&[
@@ -116,12 +64,16 @@ fn models_are_imported_downloaded_checked_and_chosen() {
         &setup.zblade(&["compressor", "download", &url, "--allow-network", "--sha256", &wrong]),
         &["sha256", "deleted"],
     );
-    assert_eq!(setup.installed(), vec!["tiny.gguf"], "a failed download leaves nothing");
+    assert_eq!(
+        setup.models_in("gguf"),
+        vec!["tiny.gguf"],
+        "a failed download leaves nothing"
+    );
     let downloaded = setup.json(&["compressor", "download", &url, "--allow-network", "--sha256", &sha256]);
     assert_eq!(downloaded["name"], "tiny-dl");
     assert_eq!(downloaded["verified"], true);
     assert_eq!(downloaded["sha256"], sha256.as_str());
-    assert_eq!(setup.installed(), vec!["tiny-dl.gguf", "tiny.gguf"]);
+    assert_eq!(setup.models_in("gguf"), vec!["tiny-dl.gguf", "tiny.gguf"]);
 
     // A connection that breaks halfway every time: an error, and nothing half-written.
     let broken = HubServer::start("acme/tiny", served.path(), HubFault::Truncate);
@@ -130,7 +82,7 @@ fn models_are_imported_downloaded_checked_and_chosen() {
         &setup.zblade(&["compressor", "download", &url, "--allow-network", "--name", "broken"]),
         &["closed after"],
     );
-    assert_eq!(setup.installed(), vec!["tiny-dl.gguf", "tiny.gguf"]);
+    assert_eq!(setup.models_in("gguf"), vec!["tiny-dl.gguf", "tiny.gguf"]);
 
     let list = setup.json(&["compressor", "list"]);
     let active: Vec<&str> = list
@@ -178,7 +130,7 @@ fn conversation(dir: &Path) -> PathBuf {
 
 #[test]
 fn summaries_moments_and_context_run_on_the_model_and_are_cached() {
-    let setup = Setup::new();
+    let setup = ModelsProject::new();
     std::fs::create_dir_all(setup.project.path().join("src")).unwrap();
     std::fs::write(setup.project.path().join("src/auth.rs"), "fn refresh() {}\n").unwrap();
     let conv = conversation(setup.project.path());
@@ -284,7 +236,7 @@ fn summaries_moments_and_context_run_on_the_model_and_are_cached() {
 
 #[test]
 fn a_model_that_does_not_load_falls_back_with_a_notice() {
-    let setup = Setup::new();
+    let setup = ModelsProject::new();
     let conv = conversation(setup.project.path());
     setup.json(&["add", "conversation", conv.to_str().unwrap()]);
     // Settings name a file that is cut in half: llama.cpp refuses it.

@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use zblade_tests::zblade_bin;
+use zblade_tests::{KillPoints, zblade_bin};
 
 fn zblade(root: &Path, args: &[&str]) -> Output {
     Command::new(zblade_bin())
@@ -202,32 +202,6 @@ fn the_seeds_five_examples_run_through_the_cli() {
     assert!(err(&["conv", "export", "../../etc/passwd"]).contains("not a conversation id"));
 }
 
-/// A small deterministic generator; the seed is printed so a failure can be replayed.
-struct Rng(u64);
-
-impl Rng {
-    fn new() -> Rng {
-        let seed = std::env::var("ZBLADE_TEST_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_nanos() as u64
-                    | 1
-            });
-        eprintln!("graph kill points: ZBLADE_TEST_SEED={seed}");
-        Rng(seed)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 /// Every conversation reads whole (no manifest names a missing or damaged message) once the
 /// index is repaired, and `stats` sees no unreadable conversation.
 fn assert_whole(root: &Path, what: &str) {
@@ -260,7 +234,7 @@ fn kill_dash_nine_during_fork_merge_delete_and_gc_leaves_every_conversation_whol
     let source = add(root, "long.json", "Long", "2026-03-01", &long);
     let target = add(root, "t.json", "Target", "2026-03-02", &numbered("target", 4));
     let keep = contents(root, &source);
-    let mut rng = Rng::new();
+    let mut rng = KillPoints::new("graph");
     let bin = zblade_bin();
     let script = format!(
         "set -e; z={bin}; r={root}; \

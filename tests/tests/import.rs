@@ -91,6 +91,13 @@ impl World {
         install_session(CLAUDE, &self.claude_file(), &self.root())
     }
 
+    /// Installs the Codex rollout where Codex keeps it, as a session run in `cwd`.
+    fn install_codex(&self, cwd: &Path) -> PathBuf {
+        let file = Path::new(CODEX).file_name().unwrap();
+        let at = self.home.path().join(".codex/sessions/2025/10/01").join(file);
+        install_session(CODEX, &at, cwd)
+    }
+
     fn zblade(&self, args: &[&str]) -> std::process::Output {
         Command::new(zblade_bin())
             .args(args)
@@ -240,13 +247,7 @@ fn every_source_imports_with_references_into_the_project() {
     let world = World::new();
     let root = world.root();
     let home = world.home.path();
-    install_session(
-        CODEX,
-        &home
-            .join(".codex/sessions/2025/10/01")
-            .join(Path::new(CODEX).file_name().unwrap()),
-        &root,
-    );
+    world.install_codex(&root);
     install_session(
         "aider/.aider.chat.history.md",
         &root.join(".aider.chat.history.md"),
@@ -351,15 +352,7 @@ fn bad_files_are_named_and_the_rest_imported_with_exit_codes() {
 fn a_session_whose_folder_is_gone_still_belongs_to_the_project() {
     let world = World::new();
     let gone = world.root().join("worktrees/feature-x");
-    install_session(
-        CODEX,
-        &world
-            .home
-            .path()
-            .join(".codex/sessions/2025/10/01")
-            .join(Path::new(CODEX).file_name().unwrap()),
-        &gone,
-    );
+    world.install_codex(&gone);
     let mut project = world.project();
     let report = project
         .import(&ImportRequest::new(ImportSource::CODEX), &mut |_, _, _| {})
@@ -451,15 +444,7 @@ fn a_project_from_before_the_graph_converts_in_place_losing_nothing() {
     let world = World::new();
     let root = world.root();
     world.install_claude();
-    install_session(
-        CODEX,
-        &world
-            .home
-            .path()
-            .join(".codex/sessions/2025/10/01")
-            .join(Path::new(CODEX).file_name().unwrap()),
-        &root,
-    );
+    world.install_codex(&root);
     for source in ["claude-code", "codex"] {
         let out = world.zblade(&["import", source, "--json"]);
         assert!(out.status.success(), "{source}: {}", stderr(&out));

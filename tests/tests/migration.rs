@@ -10,39 +10,13 @@ use std::time::{Duration, Instant};
 
 use zblade_engine::{Project, SearchKind, SearchQuery, StorageMode};
 use zblade_sync::{Client, Kind};
-use zblade_tests::{GitFixture, ServerProcess, conversation_json, zblade_bin};
+use zblade_tests::{GitFixture, KillPoints, ServerProcess, conversation_json, zblade_bin};
 
 /// Conversations in the kill test: enough that a run takes a good part of a second.
 const CONVERSATIONS: usize = 600;
 
 const AUTH_TS: &str =
     "export function refresh(token: string) {\n  const next = rotate(token);\n  audit(next);\n  return next;\n}\n";
-
-/// A small deterministic generator (xorshift), seeded from the clock; the seed is printed so
-/// a failure can be replayed with ZBLADE_TEST_SEED.
-struct Rng(u64);
-impl Rng {
-    fn new() -> Rng {
-        let seed = std::env::var("ZBLADE_TEST_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_nanos() as u64
-                    | 1
-            });
-        eprintln!("migration kill points: ZBLADE_TEST_SEED={seed}");
-        Rng(seed)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
 
 /// id → sha256 of every artifact file of `kind` under the project.
 fn local_manifest(root: &Path, kind: Kind) -> BTreeMap<String, String> {
@@ -104,7 +78,7 @@ fn kill_and_resume(
     args: &[&str],
     kills: usize,
     max_delay_ms: u64,
-    rng: &mut Rng,
+    rng: &mut KillPoints,
     written: &dyn Fn() -> usize,
     total: usize,
     check: &mut dyn FnMut(),
@@ -196,58 +170,23 @@ fn migration_killed_at_random_points_both_ways_loses_and_duplicates_nothing() {
     let local_moments = local_manifest(root, Kind::Moment);
     assert_eq!((local_conversations.len(), local_moments.len()), (CONVERSATIONS, 30));
     let client = Client::new(&server.url, &server.token).unwrap();
-    let mut rng = Rng::new();
+    let mut rng = KillPoints::new("migration");
 
     // A dry run changes nothing and contacts nothing it need not.
-    let out = zblade(
-        root,
-        config.path(),
-        &[
-            "migrate",
-            "to-server",
-            "--server",
-            &server.url,
-            "--token",
-            &server.token,
-            "--dry-run",
-            "--json",
-        ],
-    )
-    .output()
-    .unwrap();
+    let out = zblade(root, config.path(), &server.migrate_up(&["--dry-run", "--json"]))
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(plan["plan"]["items"].as_array().unwrap().len(), CONVERSATIONS + 30);
     assert_eq!(mode(root), StorageMode::Local);
     // Without --yes and without a terminal it asks instead of acting.
-    let out = zblade(
-        root,
-        config.path(),
-        &[
-            "migrate",
-            "to-server",
-            "--server",
-            &server.url,
-            "--token",
-            &server.token,
-        ],
-    )
-    .output()
-    .unwrap();
+    let out = zblade(root, config.path(), &server.migrate_up(&[])).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--yes"));
 
     // Up, killed ten times.
-    let up = [
-        "migrate",
-        "to-server",
-        "--server",
-        &server.url,
-        "--token",
-        &server.token,
-        "--yes",
-        "--json",
-    ];
+    let up = server.migrate_up(&["--yes", "--json"]);
     let uploaded = || server_manifest(&client, &project_id, Kind::Conversation).len();
     let (hit, mid_copy) = kill_and_resume(
         root,
@@ -408,21 +347,9 @@ fn an_upload_survives_a_server_restart() {
     let project_id = project.settings().project.id.clone();
     drop(project);
     let local = local_manifest(root, Kind::Conversation);
-    let mut child = zblade(
-        root,
-        config.path(),
-        &[
-            "migrate",
-            "to-server",
-            "--server",
-            &server.url,
-            "--token",
-            &server.token,
-            "--yes",
-        ],
-    )
-    .spawn()
-    .unwrap();
+    let mut child = zblade(root, config.path(), &server.migrate_up(&["--yes"]))
+        .spawn()
+        .unwrap();
     // Kill the server once the upload is under way: some records arrived, not all.
     let client = Client::new(&server.url, &server.token).unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -502,15 +429,7 @@ fn a_conversation_copied_from_another_project_migrates_both_ways() {
         let out = zblade(root, config.path(), args).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     };
-    migrate(&[
-        "migrate",
-        "to-server",
-        "--server",
-        &server.url,
-        "--token",
-        &server.token,
-        "--yes",
-    ]);
+    migrate(&server.migrate_up(&["--yes"]));
     assert_eq!(mode(root), StorageMode::Server);
     let client = Client::new(&server.url, &server.token).unwrap();
     let on_server: serde_json::Value = serde_json::from_slice(

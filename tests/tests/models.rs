@@ -2,47 +2,21 @@
 //! like the model hub, through the `zblade` binary, with the tiny real ONNX model as payload.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-use zblade_tests::{HubFault, HubServer, json, stderr, tiny_model, zblade_bin};
+use zblade_tests::{HubFault, HubServer, ModelsProject, json, stderr, tiny_model};
 
 const REPO: &str = "acme/Tiny-Embed";
 
-struct Setup {
-    project: tempfile::TempDir,
-    models: tempfile::TempDir,
-}
-
-impl Setup {
-    fn new() -> Setup {
-        let setup = Setup {
-            project: tempfile::tempdir().unwrap(),
-            models: tempfile::tempdir().unwrap(),
-        };
-        let out = setup.zblade(&["init"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        setup
-    }
-
-    fn zblade(&self, args: &[&str]) -> Output {
-        Command::new(zblade_bin())
-            .args(args)
-            .current_dir(self.project.path())
-            .env("ZBLADE_MODELS_DIR", self.models.path())
-            .output()
-            .unwrap()
-    }
-
-    /// Everything in the models directory, hidden staging directories included.
-    fn installed(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(self.models.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
+/// `zblade models download REPO` from the hub at `hub`, network allowed, then `extra`.
+fn download(setup: &ModelsProject, hub: &str, extra: &[&str]) -> Output {
+    let args = [
+        &["models", "download", REPO, "--hub", hub, "--allow-network"][..],
+        extra,
+    ]
+    .concat();
+    setup.zblade(&args)
 }
 
 fn same_files(a: &Path, b: &Path) {
@@ -58,13 +32,13 @@ fn same_files(a: &Path, b: &Path) {
 #[test]
 fn download_needs_consent_and_sends_nothing_without_it() {
     let hub = HubServer::start(REPO, &tiny_model(), HubFault::None);
-    let setup = Setup::new();
+    let setup = ModelsProject::new();
     let out = setup.zblade(&["models", "download", REPO, "--hub", &hub.url]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("--allow-network"), "{}", stderr(&out));
     assert!(stderr(&out).contains("privacy.allow_network"), "{}", stderr(&out));
     assert!(hub.requests().is_empty(), "requests were sent: {:?}", hub.requests());
-    assert!(setup.installed().is_empty());
+    assert!(setup.models_in("").is_empty());
 
     // Consent in settings works as well as the flag.
     let settings = setup.project.path().join(".zblade/config/settings.json");
@@ -80,17 +54,8 @@ fn download_needs_consent_and_sends_nothing_without_it() {
 fn downloaded_model_is_retried_installed_used_and_searchable() {
     // The first request fails with 503: the download retries and goes on.
     let hub = HubServer::start(REPO, &tiny_model(), HubFault::FirstRequest503);
-    let setup = Setup::new();
-    let report = json(&setup.zblade(&[
-        "models",
-        "download",
-        REPO,
-        "--hub",
-        &hub.url,
-        "--allow-network",
-        "--use",
-        "--json",
-    ]));
+    let setup = ModelsProject::new();
+    let report = json(&download(&setup, &hub.url, &["--use", "--json"]));
     assert_eq!(report["name"], "tiny-embed");
     assert_eq!(report["active"], true);
     assert_eq!(report["files"].as_array().unwrap().len(), 5);
@@ -98,7 +63,11 @@ fn downloaded_model_is_retried_installed_used_and_searchable() {
     assert_eq!(requests.len(), 6, "one retry: {requests:?}");
     assert_eq!(requests[0], requests[1]);
     assert!(requests[0].starts_with("/acme/Tiny-Embed/resolve/main/"));
-    assert_eq!(setup.installed(), vec!["tiny-embed"], "no staging or .part left behind");
+    assert_eq!(
+        setup.models_in(""),
+        vec!["tiny-embed"],
+        "no staging or .part left behind"
+    );
     same_files(&setup.models.path().join("tiny-embed"), &tiny_model());
 
     // Listed as installed and active; known models are listed as downloadable.
@@ -124,25 +93,17 @@ fn downloaded_model_is_retried_installed_used_and_searchable() {
     assert!(!results["hits"].as_array().unwrap().is_empty(), "{results}");
 
     // Installed already: refused without --force; --force replaces it in place.
-    let again = setup.zblade(&["models", "download", REPO, "--hub", &hub.url, "--allow-network"]);
+    let again = download(&setup, &hub.url, &[]);
     assert_eq!(again.status.code(), Some(1));
     assert!(stderr(&again).contains("--force"), "{}", stderr(&again));
-    let forced = setup.zblade(&[
-        "models",
-        "download",
-        REPO,
-        "--hub",
-        &hub.url,
-        "--allow-network",
-        "--force",
-    ]);
+    let forced = download(&setup, &hub.url, &["--force"]);
     assert!(forced.status.success(), "{}", stderr(&forced));
-    assert_eq!(setup.installed(), vec!["tiny-embed"]);
+    assert_eq!(setup.models_in(""), vec!["tiny-embed"]);
 }
 
 #[test]
 fn failed_downloads_say_why_and_install_nothing() {
-    let setup = Setup::new();
+    let setup = ModelsProject::new();
     // An unknown repository: 404 is not retried.
     let hub = HubServer::start(REPO, &tiny_model(), HubFault::None);
     let out = setup.zblade(&[
@@ -161,7 +122,7 @@ fn failed_downloads_say_why_and_install_nothing() {
         stderr(&out)
     );
     assert_eq!(hub.requests().len(), 1);
-    assert!(setup.installed().is_empty(), "{:?}", setup.installed());
+    assert!(setup.models_in("").is_empty(), "{:?}", setup.models_in(""));
 
     // A connection that always closes early: retried, then a clear error, nothing installed.
     let truncating = HubServer::start(REPO, &tiny_model(), HubFault::Truncate);
@@ -169,7 +130,7 @@ fn failed_downloads_say_why_and_install_nothing() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("closed after"), "{}", stderr(&out));
     assert_eq!(truncating.requests().len(), zblade_models::ATTEMPTS as usize);
-    assert!(setup.installed().is_empty(), "{:?}", setup.installed());
+    assert!(setup.models_in("").is_empty(), "{:?}", setup.models_in(""));
 
     // Nobody listening: a network error, not a crash.
     let out = setup.zblade(&[
@@ -182,7 +143,7 @@ fn failed_downloads_say_why_and_install_nothing() {
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("network"), "{}", stderr(&out));
-    assert!(setup.installed().is_empty());
+    assert!(setup.models_in("").is_empty());
 
     // A name that is neither known nor owner/repo.
     let out = setup.zblade(&["models", "download", "../etc", "--allow-network"]);
@@ -192,7 +153,7 @@ fn failed_downloads_say_why_and_install_nothing() {
 
 #[test]
 fn a_model_folder_is_imported_checked_and_used_without_the_network() {
-    let setup = Setup::new();
+    let setup = ModelsProject::new();
     let report = json(&setup.zblade(&[
         "models",
         "import",
@@ -204,7 +165,7 @@ fn a_model_folder_is_imported_checked_and_used_without_the_network() {
     ]));
     assert_eq!(report["name"], "tiny-local");
     assert_eq!(report["active"], true);
-    assert_eq!(setup.installed(), vec!["tiny-local"], "no staging left behind");
+    assert_eq!(setup.models_in(""), vec!["tiny-local"], "no staging left behind");
     same_files(&setup.models.path().join("tiny-local"), &tiny_model());
     let indexed = json(&setup.zblade(&["index", "--json"]));
     assert!(
@@ -239,7 +200,7 @@ fn a_model_folder_is_imported_checked_and_used_without_the_network() {
     let out = setup.zblade(&["models", "import", broken.path().to_str().unwrap(), "--name", "broken"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("does not load"), "{}", stderr(&out));
-    assert_eq!(setup.installed(), vec!["tiny-local"]);
+    assert_eq!(setup.models_in(""), vec!["tiny-local"]);
 
     // A missing folder.
     let out = setup.zblade(&["models", "import", "/no/such/folder"]);

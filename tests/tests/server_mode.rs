@@ -25,21 +25,19 @@ fn run(root: &Path, config: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A sync server, a one-file git project moved onto it, and the CLI's config directory.
+fn project_on_a_server() -> (ServerProcess, GitFixture, tempfile::TempDir) {
+    let server = ServerProcess::start();
+    let fixture = GitFixture::new(&[("src/lib.rs", "fn a() {}\n")]);
+    let config = tempfile::tempdir().unwrap();
+    Project::init(fixture.root()).unwrap();
+    migrate_to_server(fixture.root(), config.path(), &server);
+    (server, fixture, config)
+}
+
 /// `zblade migrate to-server` with the test user's token.
 fn migrate_to_server(root: &Path, config: &Path, server: &ServerProcess) {
-    run(
-        root,
-        config,
-        &[
-            "migrate",
-            "to-server",
-            "--server",
-            &server.url,
-            "--token",
-            &server.token,
-            "--yes",
-        ],
-    );
+    run(root, config, &server.migrate_up(&["--yes"]));
 }
 
 fn set_storage(root: &Path, server_url: &str, sync_metadata: bool) {
@@ -284,12 +282,8 @@ fn server_mode_readers(root: &Path, config: &Path, backend: &str) {
 #[test]
 fn the_proxy_records_turns_on_the_server_in_server_mode() {
     use std::io::{Read, Write};
-    let server = ServerProcess::start();
-    let fixture = GitFixture::new(&[("src/lib.rs", "fn a() {}\n")]);
+    let (_server, fixture, config) = project_on_a_server();
     let root = fixture.root();
-    let config = tempfile::tempdir().unwrap();
-    Project::init(root).unwrap();
-    migrate_to_server(root, config.path(), &server);
 
     // The provider: one request, one fixed answer.
     let provider = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -428,12 +422,8 @@ fn read_http(socket: &mut std::net::TcpStream) -> String {
 /// keeps every message inline), and nothing is written locally.
 #[test]
 fn the_conversation_graph_works_in_server_mode() {
-    let server = ServerProcess::start();
-    let fixture = GitFixture::new(&[("src/lib.rs", "fn a() {}\n")]);
+    let (_server, fixture, config) = project_on_a_server();
     let root = fixture.root();
-    let config = tempfile::tempdir().unwrap();
-    Project::init(root).unwrap();
-    migrate_to_server(root, config.path(), &server);
     for (id, topic) in [("conv_g1", "wombats"), ("conv_g2", "quokkas")] {
         let file = root.join(format!("{id}.json"));
         std::fs::write(&file, conversation_json(id, topic, 6)).unwrap();

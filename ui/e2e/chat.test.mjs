@@ -21,9 +21,9 @@ import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, createWriteStream 
 import { tmpdir, homedir, networkInterfaces } from "node:os";
 import { join } from "node:path";
 import http from "node:http";
-import net from "node:net";
 import { remote } from "webdriverio";
 import { startSecretService } from "./secret-service.mjs";
+import { freePort, sleep, startTauriDriver, waitForPort } from "./harness.mjs";
 
 const app = process.env.ZBLADE_APP;
 const cli = process.env.ZBLADE;
@@ -32,30 +32,6 @@ const repo = new URL("../..", import.meta.url).pathname;
 const out = process.env.ZBLADE_E2E_OUT ?? join(tmpdir(), "zblade-e2e");
 mkdirSync(out, { recursive: true });
 const SECRET = "sk-e2e-keyring-1234567890";
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitForPort(port, ms) {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    const ok = await new Promise((resolve) => {
-      const socket = net.connect(port, "127.0.0.1", () => { socket.end(); resolve(true); });
-      socket.on("error", () => resolve(false));
-    });
-    if (ok) return;
-    await sleep(100);
-  }
-  throw new Error(`nothing listens on ${port} after ${ms} ms`);
-}
 
 /** This machine's first non-loopback IPv4 address: an endpoint there is not "on this machine". */
 function lanAddress() {
@@ -136,13 +112,7 @@ test("chat in the app", { timeout: 300_000 }, async (t) => {
     ],
   }));
 
-  const port = await freePort();
-  const driverLog = createWriteStream(join(out, "chat-tauri-driver.log"));
-  const driver = spawn("tauri-driver", ["--port", String(port), "--native-port", String(await freePort())], { env });
-  driver.stdout.pipe(driverLog);
-  driver.stderr.pipe(driverLog);
-  children.push(driver);
-  await waitForPort(port, 15_000);
+  const port = await startTauriDriver(env, join(out, "chat-tauri-driver.log"), children);
   const browser = await remote({
     hostname: "127.0.0.1", port, logLevel: "warn",
     capabilities: { "tauri:options": { application: app, args: [project] } },

@@ -10,13 +10,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync, createWriteStream } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import http from "node:http";
-import net from "node:net";
 import { remote } from "webdriverio";
 import { startSecretService } from "./secret-service.mjs";
+import { freePort, sleep, startTauriDriver, waitForPort } from "./harness.mjs";
 
 const app = process.env.ZBLADE_APP;
 const cli = process.env.ZBLADE;
@@ -24,30 +24,6 @@ const server = process.env.ZBLADE_SERVER;
 const repo = new URL("../..", import.meta.url).pathname;
 const out = process.env.ZBLADE_E2E_OUT ?? join(tmpdir(), "zblade-e2e");
 mkdirSync(out, { recursive: true });
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitForPort(port, ms) {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    const ok = await new Promise((resolve) => {
-      const socket = net.connect(port, "127.0.0.1", () => { socket.end(); resolve(true); });
-      socket.on("error", () => resolve(false));
-    });
-    if (ok) return;
-    await sleep(100);
-  }
-  throw new Error(`nothing listens on ${port} after ${ms} ms`);
-}
 
 test("desktop journey", { timeout: 240_000 }, async (t) => {
   assert.ok(app && cli && server, "ZBLADE_APP, ZBLADE and ZBLADE_SERVER must name the built binaries");
@@ -118,13 +94,7 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   // Turning network use on asks in a native GTK dialog, which WebDriver cannot click: the app
   // answers its own confirmations yes in this run (a page cannot set this; see guard.rs).
   env.ZBLADE_TEST_ANSWER_DIALOGS = "yes";
-  const port = await freePort();
-  const driverLog = createWriteStream(join(out, "tauri-driver.log"));
-  const driver = spawn("tauri-driver", ["--port", String(port), "--native-port", String(await freePort())], { env });
-  driver.stdout.pipe(driverLog);
-  driver.stderr.pipe(driverLog);
-  children.push(driver);
-  await waitForPort(port, 15_000);
+  const port = await startTauriDriver(env, join(out, "tauri-driver.log"), children);
 
   const browser = await remote({
     hostname: "127.0.0.1",

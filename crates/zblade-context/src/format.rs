@@ -135,20 +135,15 @@ fn display_order(entries: &[Entry]) -> Groups {
 }
 
 fn render_xml(entries: &[Entry]) -> String {
-    let Groups {
-        instructions,
-        moments,
-        sessions,
-        code,
-    } = display_order(entries);
+    let groups = display_order(entries);
     let mut out = String::from("<unlimited_context>\n");
-    for i in instructions {
+    for i in groups.instructions {
         out.push_str(&format!(
             "<instructions>\n{}\n</instructions>\n",
             escape(&entries[i].packed)
         ));
     }
-    for i in moments {
+    for i in groups.moments {
         let e = &entries[i];
         if let Item::Moment { id, moment_type, tags } = &e.candidate.item {
             out.push_str(&format!(
@@ -166,7 +161,7 @@ fn render_xml(entries: &[Entry]) -> String {
             ));
         }
     }
-    for (id, title, turns) in sessions {
+    for (id, title, turns) in groups.sessions {
         out.push_str(&format!("<session id=\"{}\" title=\"{}\">\n", attr(&id), attr(&title)));
         for i in turns {
             let e = &entries[i];
@@ -191,7 +186,7 @@ fn render_xml(entries: &[Entry]) -> String {
         }
         out.push_str("</session>\n");
     }
-    for i in code {
+    for i in groups.code {
         let e = &entries[i];
         if let Item::Code { path, lines, status } = &e.candidate.item {
             out.push_str(&format!(
@@ -221,19 +216,14 @@ fn fence(text: &str) -> String {
 }
 
 fn render_markdown(entries: &[Entry]) -> String {
-    let Groups {
-        instructions,
-        moments,
-        sessions,
-        code,
-    } = display_order(entries);
+    let groups = display_order(entries);
     let mut out = String::new();
-    for i in instructions {
+    for i in groups.instructions {
         out.push_str(&format!("## Instructions\n\n{}\n\n", entries[i].packed));
     }
-    if !moments.is_empty() {
+    if !groups.moments.is_empty() {
         out.push_str("## Moments\n\n");
-        for i in moments {
+        for i in groups.moments {
             let e = &entries[i];
             if let Item::Moment { id, moment_type, tags } = &e.candidate.item {
                 let tags = if tags.is_empty() {
@@ -246,7 +236,7 @@ fn render_markdown(entries: &[Entry]) -> String {
         }
         out.push('\n');
     }
-    for (id, title, turns) in sessions {
+    for (id, title, turns) in groups.sessions {
         out.push_str(&format!("## Conversation: {title} (`{id}`)\n\n"));
         for i in turns {
             let e = &entries[i];
@@ -263,7 +253,7 @@ fn render_markdown(entries: &[Entry]) -> String {
             }
         }
     }
-    for i in code {
+    for i in groups.code {
         let e = &entries[i];
         if let Item::Code { path, lines, status } = &e.candidate.item {
             if e.pointer {

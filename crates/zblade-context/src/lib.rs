@@ -27,3 +27,11 @@ pub use pack::{Compressor, Extractive, Pack, PackError, PackOptions, ReceiptLine
 pub use query::{Analysis, FileRef, TimeRange, analyse};
 pub use rerank::{RerankWeights, ScoreParts};
 pub use tokens::{Cl100k, TokenCounter};
+
+/// The moment the tests take as now: a Sunday noon, UTC.
+#[cfg(test)]
+pub(crate) fn test_now() -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339("2026-11-22T12:00:00Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc)
+}

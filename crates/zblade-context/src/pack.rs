@@ -434,11 +434,7 @@ mod tests {
     use super::*;
     use crate::tokens::Cl100k;
 
-    fn now() -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339("2026-11-22T12:00:00Z")
-            .unwrap()
-            .with_timezone(&Utc)
-    }
+    use crate::test_now as now;
 
     fn message(conv: &str, id: &str, source: Source, text: &str, days_ago: i64, retrieval: f64) -> Candidate {
         Candidate {

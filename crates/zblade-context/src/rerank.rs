@@ -197,11 +197,7 @@ mod tests {
     use super::*;
     use crate::candidate::Source;
 
-    fn now() -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339("2026-11-22T12:00:00Z")
-            .unwrap()
-            .with_timezone(&Utc)
-    }
+    use crate::test_now as now;
 
     fn candidate(key: &str, text: &str, item: Item, days_ago: i64, retrieval: f64) -> Candidate {
         Candidate {

@@ -24,7 +24,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use zblade_context::{Item, Source};
-use zblade_engine::{ContextFormat, ContextRequest, ContextTier, DEFAULT_MIN_RELEVANCE, Project};
+use zblade_engine::{ContextRequest, DEFAULT_MIN_RELEVANCE, Project};
 
 mod common;
 #[path = "common/locomo.rs"]
@@ -83,14 +83,9 @@ impl Asked {
 
 fn request(query: &str, budget: usize, min_relevance: f64) -> ContextRequest {
     ContextRequest {
-        query: query.to_string(),
         budget: Some(budget),
-        conversation: None,
-        format: ContextFormat::Xml,
-        tier: ContextTier::Balanced,
-        mode: None,
-        exclude_conversation: None,
         min_relevance: Some(min_relevance),
+        ..ContextRequest::new(query)
     }
 }
 

@@ -15,8 +15,8 @@ use std::time::Instant;
 
 use serde_json::Value;
 use zblade_engine::{
-    CANDIDATES, ContextFormat, ContextRequest, ContextTier, HYBRID_NEIGHBOUR_WEIGHT, HYBRID_SEMANTIC_WEIGHT, Project,
-    SearchKind, SearchMode, SearchQuery,
+    CANDIDATES, ContextRequest, HYBRID_NEIGHBOUR_WEIGHT, HYBRID_SEMANTIC_WEIGHT, Project, SearchKind, SearchMode,
+    SearchQuery,
 };
 use zblade_search::fusion::{relative_score_fusion, spread_to_neighbours, weighted_rank_fusion};
 
@@ -274,14 +274,8 @@ fn main() {
             }
             // Context assembly (issue 5): does an 8,000-token pack hold the evidence turns?
             let request = ContextRequest {
-                query: text.to_string(),
                 budget: Some(PACK_BUDGET),
-                conversation: None,
-                format: ContextFormat::Xml,
-                tier: ContextTier::Balanced,
-                mode: None,
-                exclude_conversation: None,
-                min_relevance: None,
+                ..ContextRequest::new(text)
             };
             let result = project.context(&request).unwrap();
             let packed: HashSet<&str> = result

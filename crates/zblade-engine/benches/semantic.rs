@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use fastembed::TextEmbedding;
 use zblade_core::{Conversation, parse_conversation};
-use zblade_engine::{ContextFormat, ContextRequest, ContextTier, Project, SearchKind, SearchMode, SearchQuery};
+use zblade_engine::{ContextRequest, Project, SearchKind, SearchMode, SearchQuery};
 use zblade_search::VectorStore;
 
 mod common;
@@ -288,14 +288,8 @@ fn search_at_scale(messages: usize, query_count: usize) -> (String, String) {
     let counter = zblade_context::Cl100k::new(); // built once per process, as in a server
     for q in &queries {
         let request = ContextRequest {
-            query: q.clone(),
             budget: Some(8_000),
-            conversation: None,
-            format: ContextFormat::Xml,
-            tier: ContextTier::Balanced,
-            mode: None,
-            exclude_conversation: None,
-            min_relevance: None,
+            ..ContextRequest::new(q.as_str())
         };
         let started = Instant::now();
         let result = project.context(&request).unwrap();

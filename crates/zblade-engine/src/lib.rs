@@ -100,8 +100,8 @@ pub use zblade_core::{
 pub use zblade_import::Detected as DetectedSource;
 pub use zblade_import::detect::Places as AgentPlaces;
 pub use zblade_index::{
-    ConversationSummary, HitKind, LineageNode, LiveLocation, MergeEdge, MomentSummary, Prompt, SearchFilter, SearchHit,
-    SearchKind, SearchQuery, StoredReference,
+    ConversationSummary, HitKind, LineageNode, LiveLocation, MergeEdge, MomentSummary, Page, Prompt, SearchFilter,
+    SearchHit, SearchKind, SearchQuery, StoredReference,
 };
 pub use zblade_refs::watcher::WatchOptions;
 

@@ -426,13 +426,7 @@ impl Project {
         let log_path = copied_log(self);
         let mut log = open_copied_log(&log_path)?;
         if plan.direction == Direction::ToServer {
-            let name = self
-                .layout
-                .root()
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            client.put_project(&plan.project, &name)?;
+            client.put_project(&plan.project, &self.folder_name())?;
         }
         let _lock = WriteLock::acquire(&self.layout)?;
         let folders = ArtifactFolders::proven(self)?;

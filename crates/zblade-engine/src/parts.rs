@@ -81,6 +81,15 @@ impl Parts {
         }
     }
 
+    /// The project's name as a sync server lists it: its folder's name.
+    pub(crate) fn folder_name(&self) -> String {
+        self.layout
+            .root()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
     /// The project's paths.
     pub fn layout(&self) -> &Layout {
         &self.layout

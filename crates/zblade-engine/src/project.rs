@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use chrono::{SubsecRound, Utc};
 use serde::Serialize;
 use zblade_core::{Conversation, Error, Layout, Moment, Result, Settings, fsio, parse_conversation};
-use zblade_index::{ConversationSummary, Index, MomentSummary, SearchQuery};
+use zblade_index::{ConversationSummary, Index, MomentSummary, Page, SearchQuery};
 
 use crate::lock::WriteLock;
 use crate::parts::Parts;
@@ -249,18 +249,13 @@ impl Project {
 
     /// Conversations, most recently updated first (in server mode, in the server's id order);
     /// only those imported from `source` (`claude-code`, `codex`, ...) when one is given.
-    pub fn list_conversations(
-        &self,
-        limit: usize,
-        offset: usize,
-        source: Option<&str>,
-    ) -> Result<Vec<ConversationSummary>> {
-        self.storage.list_conversations(&self.parts, limit, offset, source)
+    pub fn list_conversations(&self, page: Page, source: Option<&str>) -> Result<Vec<ConversationSummary>> {
+        self.storage.list_conversations(&self.parts, page, source)
     }
 
     /// Moments, newest first; optionally of one type (`decision`, `pattern`, ...).
-    pub fn list_moments(&self, limit: usize, offset: usize, kind: Option<&str>) -> Result<Vec<MomentSummary>> {
-        self.storage.list_moments(&self.parts, limit, offset, kind)
+    pub fn list_moments(&self, page: Page, kind: Option<&str>) -> Result<Vec<MomentSummary>> {
+        self.storage.list_moments(&self.parts, page, kind)
     }
 
     /// Search in `mode` (`None`: hybrid when semantic search is available, else keyword),

@@ -6,6 +6,7 @@ use zblade_core::{Error, Result, StorageMode};
 use zblade_sync::{Client, Kind, Metadata};
 
 use crate::parts::Parts;
+use zblade_index::Page;
 
 impl Parts {
     /// A client of the configured server with the token saved for it (or `ZBLADE_TOKEN`).
@@ -52,18 +53,12 @@ impl Parts {
         }
         let client = self.server_client()?;
         let project = &self.settings.project.id;
-        let name = self
-            .layout
-            .root()
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        client.put_project(project, &name)?;
+        client.put_project(project, &self.folder_name())?;
         let index = self.index()?;
         let mut sent = 0;
         let mut offset = 0;
         loop {
-            let page = index.list_conversations(500, offset, None)?;
+            let page = index.list_conversations(Page::new(500, offset), None)?;
             for c in &page {
                 client.put_metadata(
                     project,
@@ -85,7 +80,7 @@ impl Parts {
         }
         let mut offset = 0;
         loop {
-            let page = index.list_moments(500, offset, None)?;
+            let page = index.list_moments(Page::new(500, offset), None)?;
             for m in &page {
                 client.put_metadata(
                     project,

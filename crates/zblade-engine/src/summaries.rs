@@ -12,6 +12,7 @@ use zblade_llm::Compressor;
 use crate::compressor::ModelTokens;
 use crate::parts::Parts;
 use crate::project::Project;
+use zblade_index::Page;
 
 /// A summary is redone once its conversation has this many messages more than when it was
 /// written.
@@ -208,7 +209,7 @@ impl Project {
     fn indexed_message_counts(&self) -> Result<std::collections::HashMap<String, usize>> {
         let mut counts = std::collections::HashMap::new();
         loop {
-            let page = self.list_conversations(500, counts.len(), None)?;
+            let page = self.list_conversations(Page::new(500, counts.len()), None)?;
             if page.is_empty() {
                 break;
             }
@@ -224,7 +225,7 @@ impl Project {
         }
         let mut all = Vec::new();
         loop {
-            let page = self.list_conversations(500, all.len(), None)?;
+            let page = self.list_conversations(Page::new(500, all.len()), None)?;
             if page.is_empty() {
                 break;
             }

@@ -45,22 +45,14 @@ mod tests {
         let now = DateTime::parse_from_rfc3339("2026-11-22T12:00:00Z")
             .unwrap()
             .with_timezone(&Utc);
-        assert_eq!(
-            parse_time_bound("2026-03-01", "--since", now).unwrap(),
-            "2026-03-01T00:00:00.000Z"
-        );
-        assert_eq!(
-            parse_time_bound("2026-03-01T10:00:00+02:00", "--since", now).unwrap(),
-            "2026-03-01T08:00:00.000Z"
-        );
-        assert_eq!(
-            parse_time_bound("7d", "--since", now).unwrap(),
-            "2026-11-15T12:00:00.000Z"
-        );
-        assert_eq!(
-            parse_time_bound("12h", "--since", now).unwrap(),
-            "2026-11-22T00:00:00.000Z"
-        );
+        for (given, bound) in [
+            ("2026-03-01", "2026-03-01T00:00:00.000Z"),
+            ("2026-03-01T10:00:00+02:00", "2026-03-01T08:00:00.000Z"),
+            ("7d", "2026-11-15T12:00:00.000Z"),
+            ("12h", "2026-11-22T00:00:00.000Z"),
+        ] {
+            assert_eq!(parse_time_bound(given, "--since", now).unwrap(), bound, "{given}");
+        }
         let err = parse_time_bound("last tuesday", "--since", now)
             .unwrap_err()
             .to_string();

@@ -90,6 +90,27 @@ pub struct MessageLocation {
     pub seq: i64,
 }
 
+/// Which rows of a list: at most `limit`, after skipping `offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Page {
+    /// The most rows returned.
+    pub limit: usize,
+    /// Rows skipped first.
+    pub offset: usize,
+}
+
+impl Page {
+    /// `limit` rows after the first `offset`.
+    pub fn new(limit: usize, offset: usize) -> Page {
+        Page { limit, offset }
+    }
+
+    /// The first `limit` rows.
+    pub fn first(limit: usize) -> Page {
+        Page { limit, offset: 0 }
+    }
+}
+
 /// Row counts for `zblade status`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -303,12 +324,7 @@ impl Index {
     /// Conversations, most recently updated first; only those imported from `source` when one
     /// is given. Documents (`source` = `document`, stored as conversations) are listed only
     /// when asked for by that source.
-    pub fn list_conversations(
-        &self,
-        limit: usize,
-        offset: usize,
-        source: Option<&str>,
-    ) -> Result<Vec<ConversationSummary>> {
+    pub fn list_conversations(&self, page: Page, source: Option<&str>) -> Result<Vec<ConversationSummary>> {
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(
                 "SELECT id, title, created_at, updated_at, message_count, tags, artifact_path, source
@@ -316,7 +332,7 @@ impl Index {
                      WHERE (?3 IS NULL AND (source IS NULL OR source != 'document')) OR source = ?3
                      ORDER BY updated_at DESC, id DESC LIMIT ?1 OFFSET ?2",
             )?;
-            let rows = stmt.query_map(params![limit as i64, offset as i64, source], |r| {
+            let rows = stmt.query_map(params![page.limit as i64, page.offset as i64, source], |r| {
                 Ok(ConversationSummary {
                     id: r.get(0)?,
                     title: r.get(1)?,
@@ -333,14 +349,14 @@ impl Index {
     }
 
     /// Moments, newest first; optionally only one type.
-    pub fn list_moments(&self, limit: usize, offset: usize, kind: Option<&str>) -> Result<Vec<MomentSummary>> {
+    pub fn list_moments(&self, page: Page, kind: Option<&str>) -> Result<Vec<MomentSummary>> {
         self.read(|conn| {
             let mut stmt = conn.prepare_cached(
                 "SELECT id, type, content, tags, conversation_id, created_at, relevance_score, inline, artifact_path
                      FROM moments WHERE ?3 IS NULL OR type = ?3
                      ORDER BY created_at DESC, id DESC LIMIT ?1 OFFSET ?2",
             )?;
-            let rows = stmt.query_map(params![limit as i64, offset as i64, kind], |r| {
+            let rows = stmt.query_map(params![page.limit as i64, page.offset as i64, kind], |r| {
                 Ok(MomentSummary {
                     id: r.get(0)?,
                     kind: r.get(1)?,

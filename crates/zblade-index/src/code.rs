@@ -178,16 +178,7 @@ impl Index {
             let mut stmt = conn.prepare(
                 "SELECT path, start_line, end_line, cid, symbol, vector_cid FROM code_chunks ORDER BY path, start_line",
             )?;
-            let rows = stmt.query_map([], |r| {
-                Ok(StoredCodeChunk {
-                    path: r.get(0)?,
-                    start_line: r.get(1)?,
-                    end_line: r.get(2)?,
-                    cid: r.get(3)?,
-                    symbol: r.get(4)?,
-                    vector_cid: r.get(5)?,
-                })
-            })?;
+            let rows = stmt.query_map([], stored_chunk)?;
             rows.collect::<rusqlite::Result<_>>()
         })
     }
@@ -264,8 +255,8 @@ pub(crate) fn search_code(
 ) -> rusqlite::Result<Vec<SearchHit>> {
     let (clause, args) = filter.code_clause();
     let sql = format!(
-        "SELECT c.path, c.start_line, c.end_line, c.cid, f.modified_at, bm25(code_fts, {WEIGHT_SYMBOL}, {WEIGHT_SIGNATURE}, 1.0) AS score,
-                c.symbol, c.vector_cid
+        "SELECT c.path, c.start_line, c.end_line, c.cid, c.symbol, c.vector_cid, f.modified_at,
+                bm25(code_fts, {WEIGHT_SYMBOL}, {WEIGHT_SIGNATURE}, 1.0) AS score
          FROM code_fts JOIN code_chunks c ON c.pk = code_fts.rowid JOIN code_files f ON f.path = c.path
          WHERE code_fts MATCH ?1 {clause} ORDER BY score, c.path, c.start_line LIMIT {limit}"
     );
@@ -273,17 +264,22 @@ pub(crate) fn search_code(
     let mut values: Vec<&dyn rusqlite::ToSql> = vec![&expr];
     values.extend(args.iter().map(|a| a as &dyn rusqlite::ToSql));
     let rows = stmt.query_map(values.as_slice(), |r| {
-        let chunk = StoredCodeChunk {
-            path: r.get(0)?,
-            start_line: r.get(1)?,
-            end_line: r.get(2)?,
-            cid: r.get(3)?,
-            symbol: r.get(6)?,
-            vector_cid: r.get(7)?,
-        };
-        Ok(code_hit(chunk, r.get(4)?, -r.get::<_, f64>(5)?))
+        Ok(code_hit(stored_chunk(r)?, r.get(6)?, -r.get::<_, f64>(7)?))
     })?;
     rows.collect()
+}
+
+/// A chunk from a row's first six columns: path, start and end line, CID, symbol and the
+/// vector's CID (every query of chunks selects them first, in this order).
+fn stored_chunk(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredCodeChunk> {
+    Ok(StoredCodeChunk {
+        path: r.get(0)?,
+        start_line: r.get(1)?,
+        end_line: r.get(2)?,
+        cid: r.get(3)?,
+        symbol: r.get(4)?,
+        vector_cid: r.get(5)?,
+    })
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavio
 use zblade_core::{Error, Result};
 
 pub use catalog::{
-    ArtifactKind, ConversationSummary, Counts, IndexedArtifact, MessageLocation, MomentSummary, timestamp,
+    ArtifactKind, ConversationSummary, Counts, IndexedArtifact, MessageLocation, MomentSummary, Page, timestamp,
 };
 pub use chunks::{ChunkRow, ChunkSource, hit_key};
 pub use code::{CodeChunkRow, CodeFileState, CodeFileUpdate, StoredCodeChunk, parse_code_key};

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use chrono::Utc;
 use zblade_core::{Conversation, Moment, parse_conversation, parse_moment};
-use zblade_index::{HitKind, Index, SearchKind, SearchQuery};
+use zblade_index::{HitKind, Index, Page, SearchKind, SearchQuery};
 
 fn conversation(json: &str) -> Conversation {
     let mut conv = parse_conversation(json.as_bytes(), "test.json").unwrap();
@@ -206,8 +206,8 @@ fn rebuild_gives_identical_results_and_skips_clashes() {
     }
     assert_eq!(incremental.counts().unwrap(), rebuilt.counts().unwrap());
     assert_eq!(
-        incremental.list_conversations(100, 0, None).unwrap(),
-        rebuilt.list_conversations(100, 0, None).unwrap()
+        incremental.list_conversations(Page::first(100), None).unwrap(),
+        rebuilt.list_conversations(Page::first(100), None).unwrap()
     );
 }
 

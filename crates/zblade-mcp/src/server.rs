@@ -12,7 +12,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use zblade_engine::Shown;
+use zblade_engine::{Page, Shown};
 
 use crate::Memory;
 use crate::args::ContextArgs;
@@ -96,7 +96,7 @@ impl ServerHandler for ZbladeServer {
             .memory
             .with(|project| {
                 project
-                    .list_conversations(LISTED_CONVERSATIONS, 0, None)
+                    .list_conversations(Page::first(LISTED_CONVERSATIONS), None)
                     .map_err(|e| e.to_string())
             })
             .await

@@ -13,8 +13,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use zblade_engine::{
-    ContextRequest, ContextTier, Project, ReferenceReport, SearchFilter, SearchKind, SearchMode, SearchQuery, Shown,
-    parse_moment,
+    ContextRequest, ContextTier, Page, Project, ReferenceReport, SearchFilter, SearchKind, SearchMode, SearchQuery,
+    Shown, parse_moment,
 };
 
 use crate::Memory;
@@ -434,7 +434,10 @@ fn get_conversation(project: &mut Project, args: GetConversationArgs) -> Result<
 fn list_conversations(project: &mut Project, args: ListConversationsArgs) -> Result<ConversationList, String> {
     let limit = args.limit.unwrap_or(20).clamp(1, 200) as usize;
     let rows = project
-        .list_conversations(limit, args.offset.unwrap_or(0) as usize, args.source.as_deref())
+        .list_conversations(
+            Page::new(limit, args.offset.unwrap_or(0) as usize),
+            args.source.as_deref(),
+        )
         .map_err(|e| e.to_string())?;
     Ok(ConversationList {
         conversations: rows

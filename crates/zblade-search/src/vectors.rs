@@ -244,10 +244,17 @@ impl VectorStore {
 
     /// Every CID that has a vector.
     pub fn cids(&self) -> Result<HashSet<String>, String> {
+        self.cids_where(None)
+    }
+
+    /// The CIDs of the rows that `predicate` (a LanceDB filter; `None`: every row) keeps.
+    fn cids_where(&self, predicate: Option<String>) -> Result<HashSet<String>, String> {
         self.runtime.block_on(async {
-            let batches: Vec<RecordBatch> = self
-                .table
-                .query()
+            let mut query = self.table.query();
+            if let Some(predicate) = predicate {
+                query = query.only_if(predicate);
+            }
+            let batches: Vec<RecordBatch> = query
                 .select(Select::columns(&["cid"]))
                 .execute()
                 .await
@@ -318,24 +325,7 @@ impl VectorStore {
         let mut out = HashSet::new();
         for chunk in cids.chunks(500) {
             let list: Vec<String> = chunk.iter().map(|c| format!("'{}'", c.replace('\'', "''"))).collect();
-            let predicate = format!("cid IN ({})", list.join(", "));
-            let batches: Vec<RecordBatch> = self.runtime.block_on(async {
-                self.table
-                    .query()
-                    .only_if(predicate)
-                    .select(Select::columns(&["cid"]))
-                    .execute()
-                    .await
-                    .map_err(err)?
-                    .try_collect()
-                    .await
-                    .map_err(err)
-            })?;
-            for batch in batches {
-                if let Some(column) = batch.column(0).as_any().downcast_ref::<StringArray>() {
-                    out.extend(column.iter().flatten().map(String::from));
-                }
-            }
+            out.extend(self.cids_where(Some(format!("cid IN ({})", list.join(", "))))?);
         }
         Ok(out)
     }

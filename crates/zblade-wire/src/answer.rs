@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 use zblade_core::{Message, Role, ToolCall};
 
-use crate::api::{Api, arguments, str_of, text_of};
+use crate::api::{Api, arguments, chat_tool_calls, str_of, text_of};
 
 /// An answer as far as it arrived.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -282,18 +282,9 @@ fn whole(api: Api, value: &Value) -> Answer {
             let message = choice.get("message").unwrap_or(&Value::Null);
             answer.text = text_of(message.get("content").unwrap_or(&Value::Null));
             answer.finish_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
-            for call in message
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let function = call.get("function").unwrap_or(&Value::Null);
-                answer.tool_calls.push((
-                    str_of(call, "id"),
-                    str_of(function, "name"),
-                    str_of(function, "arguments"),
-                ));
+            for (id, name, args) in chat_tool_calls(message) {
+                let args = args.and_then(Value::as_str).unwrap_or_default().to_string();
+                answer.tool_calls.push((id, name, args));
             }
         }
         Api::Responses => {

@@ -117,18 +117,8 @@ fn chat_message(message: &Value, read: &mut Conversation) {
         "user" => read.history.push(Message::new(Role::User, text)),
         "assistant" => {
             let mut m = Message::new(Role::Assistant, text);
-            for call in message
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let function = call.get("function").unwrap_or(&Value::Null);
-                m.tool_calls.push(zblade_core::ToolCall::new(
-                    str_of(call, "id"),
-                    str_of(function, "name"),
-                    arguments(function.get("arguments")),
-                ));
+            for (id, name, args) in chat_tool_calls(message) {
+                m.tool_calls.push(zblade_core::ToolCall::new(id, name, arguments(args)));
             }
             read.history.push(m);
         }
@@ -240,6 +230,20 @@ fn push_system(system: &mut String, text: &str) {
         system.push('\n');
     }
     system.push_str(text);
+}
+
+/// The tool calls of a Chat Completions assistant message, each as (id, function name, the
+/// function's `arguments` as sent: a JSON string, or an object from lenient clients).
+pub(crate) fn chat_tool_calls(message: &Value) -> impl Iterator<Item = (String, String, Option<&Value>)> {
+    message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|call| {
+            let function = call.get("function").unwrap_or(&Value::Null);
+            (str_of(call, "id"), str_of(function, "name"), function.get("arguments"))
+        })
 }
 
 pub(crate) fn str_of(value: &Value, key: &str) -> String {

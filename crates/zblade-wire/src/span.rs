@@ -8,50 +8,52 @@ use std::ops::Range;
 
 /// The members of the object at `at` (after whitespace): each key (decoded) and its value's span.
 pub(crate) fn members(doc: &[u8], at: usize) -> Option<Vec<(String, Range<usize>)>> {
-    let mut i = skip_ws(doc, at);
-    if doc.get(i) != Some(&b'{') {
-        return None;
-    }
-    i += 1;
-    let mut out = Vec::new();
-    loop {
-        i = skip_ws(doc, i);
-        match doc.get(i)? {
-            b'}' => return Some(out),
-            b',' => i += 1,
-            b'"' => {
-                let key_end = string_end(doc, i)?;
-                let key: String = serde_json::from_slice(&doc[i..key_end]).ok()?;
-                i = skip_ws(doc, key_end);
-                if doc.get(i) != Some(&b':') {
-                    return None;
-                }
-                let start = skip_ws(doc, i + 1);
-                let end = value_end(doc, start)?;
-                out.push((key, start..end));
-                i = end;
-            }
-            _ => return None,
+    items(doc, at, (b'{', b'}'), |i| {
+        if doc.get(i) != Some(&b'"') {
+            return None;
         }
-    }
+        let key_end = string_end(doc, i)?;
+        let key: String = serde_json::from_slice(&doc[i..key_end]).ok()?;
+        let colon = skip_ws(doc, key_end);
+        if doc.get(colon) != Some(&b':') {
+            return None;
+        }
+        let start = skip_ws(doc, colon + 1);
+        let end = value_end(doc, start)?;
+        Some(((key, start..end), end))
+    })
 }
 
 /// The spans of the elements of the array at `at`.
 pub(crate) fn elements(doc: &[u8], at: usize) -> Option<Vec<Range<usize>>> {
+    items(doc, at, (b'[', b']'), |i| {
+        let end = value_end(doc, i)?;
+        Some((i..end, end))
+    })
+}
+
+/// The items between `brackets` at `at` (after whitespace), comma-separated: `item` reads one
+/// starting at its first byte and says where it ends.
+fn items<T>(
+    doc: &[u8],
+    at: usize,
+    (open, close): (u8, u8),
+    mut item: impl FnMut(usize) -> Option<(T, usize)>,
+) -> Option<Vec<T>> {
     let mut i = skip_ws(doc, at);
-    if doc.get(i) != Some(&b'[') {
+    if doc.get(i) != Some(&open) {
         return None;
     }
     i += 1;
     let mut out = Vec::new();
     loop {
         i = skip_ws(doc, i);
-        match doc.get(i)? {
-            b']' => return Some(out),
+        match *doc.get(i)? {
+            b if b == close => return Some(out),
             b',' => i += 1,
             _ => {
-                let end = value_end(doc, i)?;
-                out.push(i..end);
+                let (value, end) = item(i)?;
+                out.push(value);
                 i = end;
             }
         }

@@ -1,6 +1,6 @@
 //! `zblade list conversations|documents|moments`.
 
-use zblade_engine::{DOCUMENT_SOURCE, Error, ImportSource};
+use zblade_engine::{DOCUMENT_SOURCE, Error, ImportSource, Page};
 
 use super::Ctx;
 use crate::cli::ListCommand;
@@ -11,16 +11,16 @@ pub(crate) fn run(cx: &mut Ctx, list: ListCommand) -> Result<(), Error> {
         ListCommand::Conversations { source, limit, offset } => {
             let source = source.map(ImportSource::as_str);
             cx.out
-                .print(project.list_conversations(limit, offset, source)?.as_slice())
+                .print(project.list_conversations(Page::new(limit, offset), source)?.as_slice())
         }
         ListCommand::Documents { limit, offset } => cx.out.print(
             project
-                .list_conversations(limit, offset, Some(DOCUMENT_SOURCE))?
+                .list_conversations(Page::new(limit, offset), Some(DOCUMENT_SOURCE))?
                 .as_slice(),
         ),
         ListCommand::Moments { kind, limit, offset } => cx.out.print(
             project
-                .list_moments(limit, offset, kind.map(|k| k.as_str()))?
+                .list_moments(Page::new(limit, offset), kind.map(|k| k.as_str()))?
                 .as_slice(),
         ),
     }

@@ -9,7 +9,9 @@ use std::time::Instant;
 
 use zblade_context::{Candidate, Item, Source};
 use zblade_core::{Conversation, Error, Moment, Result, fsio, sha256_hex};
-use zblade_index::{ConversationSummary, HitKind, MemoryText, MomentSummary, SearchFilter, SearchKind, SearchQuery};
+use zblade_index::{
+    ConversationSummary, HitKind, MemoryText, MomentSummary, Page, SearchFilter, SearchKind, SearchQuery,
+};
 use zblade_search::chunk::cid;
 
 use super::{AddOutcome, MessageMatch};
@@ -77,7 +79,7 @@ impl Storage for LocalStorage {
     /// The index lists newest first.
     fn newest_conversation(&self, project: &Parts) -> Result<Option<String>> {
         Ok(self
-            .list_conversations(project, 1, 0, None)?
+            .list_conversations(project, Page::first(1), None)?
             .into_iter()
             .next()
             .map(|c| c.id))
@@ -212,21 +214,14 @@ impl Storage for LocalStorage {
     fn list_conversations(
         &self,
         project: &Parts,
-        limit: usize,
-        offset: usize,
+        page: Page,
         source: Option<&str>,
     ) -> Result<Vec<ConversationSummary>> {
-        project.index()?.list_conversations(limit, offset, source)
+        project.index()?.list_conversations(page, source)
     }
 
-    fn list_moments(
-        &self,
-        project: &Parts,
-        limit: usize,
-        offset: usize,
-        kind: Option<&str>,
-    ) -> Result<Vec<MomentSummary>> {
-        project.index()?.list_moments(limit, offset, kind)
+    fn list_moments(&self, project: &Parts, page: Page, kind: Option<&str>) -> Result<Vec<MomentSummary>> {
+        project.index()?.list_moments(page, kind)
     }
 
     fn conversation(&self, project: &Parts, id: &str) -> Result<Conversation> {

@@ -23,7 +23,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use zblade_context::Candidate;
 use zblade_core::{Conversation, InlineMoment, Message, MessageOrigin, Moment, Result, Settings, StorageMode};
-use zblade_index::{ConversationSummary, MemoryText, MomentSummary, SearchQuery};
+use zblade_index::{ConversationSummary, MemoryText, MomentSummary, Page, SearchQuery};
 
 use crate::parts::Parts;
 use crate::refs::ReferenceReport;
@@ -132,22 +132,11 @@ pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
     fn delete_conversation(&self, project: &mut Parts, id: &str) -> Result<()>;
 
     /// A page of conversations.
-    fn list_conversations(
-        &self,
-        project: &Parts,
-        limit: usize,
-        offset: usize,
-        source: Option<&str>,
-    ) -> Result<Vec<ConversationSummary>>;
+    fn list_conversations(&self, project: &Parts, page: Page, source: Option<&str>)
+    -> Result<Vec<ConversationSummary>>;
 
     /// A page of moments, newest first, optionally of one type.
-    fn list_moments(
-        &self,
-        project: &Parts,
-        limit: usize,
-        offset: usize,
-        kind: Option<&str>,
-    ) -> Result<Vec<MomentSummary>>;
+    fn list_moments(&self, project: &Parts, page: Page, kind: Option<&str>) -> Result<Vec<MomentSummary>>;
 
     /// Where conversation `id` sits: ancestors, forks (recursively) and merges.
     fn lineage(&self, project: &Parts, id: &str) -> Result<crate::lineage::Lineage>;

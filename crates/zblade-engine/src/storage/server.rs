@@ -9,7 +9,7 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use zblade_context::Source;
 use zblade_core::{Conversation, Error, Message, Moment, Result, artifact};
-use zblade_index::{ConversationSummary, HitKind, MemoryText, MomentSummary, SearchHit, SearchQuery};
+use zblade_index::{ConversationSummary, HitKind, MemoryText, MomentSummary, Page, SearchHit, SearchQuery};
 use zblade_sync::{Client, Kind};
 
 use super::{AddOutcome, MessageMatch};
@@ -98,18 +98,12 @@ impl ServerStorage {
 impl ServerStorage {
     /// Conversations imported from `source`: the list is read in id order and each
     /// conversation fetched to see its provenance, until the page is full.
-    fn list_conversations_from(
-        &self,
-        project: &Parts,
-        limit: usize,
-        offset: usize,
-        source: &str,
-    ) -> Result<Vec<ConversationSummary>> {
+    fn list_conversations_from(&self, project: &Parts, page: Page, source: &str) -> Result<Vec<ConversationSummary>> {
         let client = project.server_client()?;
         let project_id = &project.settings.project.id;
         let mut matching = Vec::new();
         for record in client.list_records(project_id, Kind::Conversation)? {
-            if matching.len() >= offset + limit {
+            if matching.len() >= page.offset + page.limit {
                 break;
             }
             let Ok(conversation) = Self::get_conversation(&client, project_id, &record.id) else {
@@ -128,7 +122,7 @@ impl ServerStorage {
                 });
             }
         }
-        Ok(matching.into_iter().skip(offset).take(limit).collect())
+        Ok(matching.into_iter().skip(page.offset).take(page.limit).collect())
     }
 }
 
@@ -138,7 +132,7 @@ impl ServerStorage {
         const PAGE: usize = 500;
         let mut out = Vec::new();
         loop {
-            let page = self.list_conversations(project, PAGE, out.len(), None)?;
+            let page = self.list_conversations(project, Page::new(PAGE, out.len()), None)?;
             let full = page.len() == PAGE;
             for summary in page {
                 out.push(self.conversation(project, &summary.id)?);
@@ -171,7 +165,7 @@ impl Storage for ServerStorage {
         let mut newest: Option<ConversationSummary> = None;
         let mut offset = 0;
         loop {
-            let page = self.list_conversations(project, PAGE, offset, None)?;
+            let page = self.list_conversations(project, Page::new(PAGE, offset), None)?;
             offset += page.len();
             let full = page.len() == PAGE;
             for summary in page {
@@ -250,19 +244,18 @@ impl Storage for ServerStorage {
     fn list_conversations(
         &self,
         project: &Parts,
-        limit: usize,
-        offset: usize,
+        page: Page,
         source: Option<&str>,
     ) -> Result<Vec<ConversationSummary>> {
         if let Some(source) = source {
-            return self.list_conversations_from(project, limit, offset, source);
+            return self.list_conversations_from(project, page, source);
         }
         let client = project.server_client()?;
         let records = client.list_records(&project.settings.project.id, Kind::Conversation)?;
         Ok(records
             .into_iter()
-            .skip(offset)
-            .take(limit)
+            .skip(page.offset)
+            .take(page.limit)
             .map(|r| ConversationSummary {
                 artifact_path: format!("server:{}", r.id),
                 id: r.id,
@@ -279,13 +272,7 @@ impl Storage for ServerStorage {
     /// The server's list has no content, so each moment on the page is read (and, with a type
     /// filter, each moment until the page is full); a moment that no longer parses is
     /// skipped, not fatal.
-    fn list_moments(
-        &self,
-        project: &Parts,
-        limit: usize,
-        offset: usize,
-        kind: Option<&str>,
-    ) -> Result<Vec<MomentSummary>> {
+    fn list_moments(&self, project: &Parts, wanted: Page, kind: Option<&str>) -> Result<Vec<MomentSummary>> {
         let client = project.server_client()?;
         let project_id = &project.settings.project.id;
         let mut records = client.list_records(project_id, Kind::Moment)?;
@@ -294,11 +281,11 @@ impl Storage for ServerStorage {
         let mut matching = 0;
         let mut page = Vec::new();
         for record in records.iter().take(MAX_LISTED_MOMENTS) {
-            if page.len() == limit {
+            if page.len() == wanted.limit {
                 break;
             }
             // Without a filter, the moments before the page need not be read.
-            if kind.is_none() && matching < offset {
+            if kind.is_none() && matching < wanted.offset {
                 matching += 1;
                 continue;
             }
@@ -312,7 +299,7 @@ impl Storage for ServerStorage {
                 continue;
             }
             matching += 1;
-            if matching <= offset {
+            if matching <= wanted.offset {
                 continue;
             }
             page.push(MomentSummary {
