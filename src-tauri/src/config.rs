@@ -72,7 +72,7 @@ pub struct ChatModelConfig {
     /// Its context window in tokens: a turn's memory budget is a share of it.
     pub context_window: u32,
     /// Whether it is offered the project tools (read_project_file, search_project,
-    /// search_memory); a local model is told them in its system text.
+    /// search); a local model is told them in its system text.
     pub tools: bool,
 }
 

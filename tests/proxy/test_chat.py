@@ -174,12 +174,14 @@ def test_the_model_reads_a_project_file_through_a_tool(project, scripted):
     assert turn["tool_calls"] == [{"name": "read_project_file", "arguments": '{"path": "src/auth.rs"}',
                                    "result_bytes": turn["tool_calls"][0]["result_bytes"], "is_error": False}]
     first, second = [json.loads(r["body"]) for r in scripted.requests[-2:]]
-    assert [t["function"]["name"] for t in first["tools"]] == ["read_project_file", "search_project", "search_memory"]
+    assert [t["function"]["name"] for t in first["tools"]] == ["read_project_file", "search_project", "search"]
     # The second request carries the call and the file as it is now.
     call, result_message = second["messages"][-2:]
     assert call["role"] == "assistant" and call["tool_calls"][0]["id"] == "call_1"
     assert result_message["role"] == "tool" and result_message["tool_call_id"] == "call_1"
-    assert result_message["content"].startswith("src/auth.rs:1-3 of 3 lines\npub fn hash")
+    file = json.loads(result_message["content"])
+    assert file["path"] == "src/auth.rs" and file["lines"] == [1, 3] and file["total_lines"] == 3
+    assert file["text"].startswith("pub fn hash")
     # Recorded: the call with its result, then the answer.
     messages = shown(project, turn["conversation"])["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "assistant"]
@@ -424,7 +426,7 @@ def test_a_chat_over_anthropics_messages_api_with_a_tool(project, scripted):
     body = json.loads(first["body"])
     assert "zblade-memory" in body["system"] and body["max_tokens"] == 4096
     assert body["messages"][-1] == {"role": "user", "content": QUESTION}
-    assert [t["name"] for t in body["tools"]] == ["read_project_file", "search_project", "search_memory"]
+    assert [t["name"] for t in body["tools"]] == ["read_project_file", "search_project", "search"]
     assert "input_schema" in body["tools"][0]
     # The round trip: the tool_use block back, then the result as a tool_result block.
     again = json.loads(second["body"])["messages"]

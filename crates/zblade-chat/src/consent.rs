@@ -117,7 +117,7 @@ mod tests {
                 && shown.contains("Argon2id")
                 && shown.contains("--- user (8 characters)\nwhy?[2J")
         );
-        assert!(shown.contains("tools offered: read_project_file, search_project, search_memory"));
+        assert!(shown.contains("tools offered: read_project_file, search_project, search"));
         assert!(!shown.contains('\u{1b}'));
     }
 }

@@ -326,12 +326,12 @@ mod tests {
     #[test]
     fn only_well_formed_blocks_are_calls() {
         let answer = "Reading it.\n<tool_call>\n{\"name\": \"read_project_file\", \"arguments\": {\"path\": \"src/auth.rs\"}}\n</tool_call>\n\
-                      <tool_call>{\"name\": \"search_memory\", \"arguments\": {\"query\": \"tokens\"}}</tool_call>";
+                      <tool_call>{\"name\": \"search\", \"arguments\": {\"query\": \"tokens\"}}</tool_call>";
         assert_eq!(
             tool_calls(answer),
             vec![
                 ("read_project_file".to_string(), r#"{"path":"src/auth.rs"}"#.to_string()),
-                ("search_memory".to_string(), r#"{"query":"tokens"}"#.to_string()),
+                ("search".to_string(), r#"{"query":"tokens"}"#.to_string()),
             ]
         );
         for broken in [

@@ -368,7 +368,7 @@ pub struct ChatArgs {
     /// memory and the prompt. Without it, only loopback endpoints are used.
     #[arg(long)]
     pub allow_remote: bool,
-    /// The tools offered to the model — read_project_file, search_project, search_memory, all
+    /// The tools offered to the model — read_project_file, search_project, search, all
     /// read-only, run here: allow (run each call), ask (ask before each), off (offer none).
     #[arg(long, value_enum, default_value_t = ToolsArg::Allow)]
     pub tools: ToolsArg,

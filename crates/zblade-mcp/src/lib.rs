@@ -9,20 +9,17 @@
 //! Every tool is a thin call into [`zblade_engine::Project`]; nothing here knows how memory is
 //! stored or searched. See docs/MCP.md.
 
-mod args;
 pub mod http;
 pub mod install;
-mod lenient;
 mod server;
 mod tools;
-mod wire;
 
 use std::sync::{Arc, Mutex};
 
 use zblade_engine::Project;
 
 pub use server::{CONVERSATION_PREFIX, INSTRUCTIONS_URI, MOMENT_PREFIX, START_PROMPT, ZbladeServer};
-pub use wire::DATA_NOTICE;
+pub use zblade_tools::DATA_NOTICE;
 
 /// The project every connection of one server answers from. The engine is synchronous and
 /// its writes need `&mut`, so calls take turns on a blocking thread; embedding models and

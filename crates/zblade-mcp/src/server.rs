@@ -13,11 +13,10 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use zblade_engine::{Page, Shown};
+use zblade_tools::{ContextArgs, DATA_NOTICE};
 
 use crate::Memory;
-use crate::args::ContextArgs;
 use crate::tools;
-use crate::wire::DATA_NOTICE;
 
 /// URI of the project's instructions (`.zblade/instructions.md`).
 pub const INSTRUCTIONS_URI: &str = "zblade://instructions";
@@ -224,7 +223,7 @@ impl ServerHandler for ZbladeServer {
                     conversation: None,
                     tier: None,
                 };
-                tools::context(project, args).map(|out| out.text)
+                zblade_tools::run::context(project, args).map(|out| out.text)
             })
             .await
             .map_err(|e| McpError::internal_error(e, None))?;

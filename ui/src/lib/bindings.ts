@@ -968,7 +968,7 @@ tier: Tier;
 context_window: number; 
 /**
  * Whether it is offered the project tools (read_project_file, search_project,
- * search_memory); a local model is told them in its system text.
+ * search); a local model is told them in its system text.
  */
 tools: boolean }
 /**

@@ -3,6 +3,10 @@
 //! Field docs become schema descriptions, so they are kept to a few words: every token here is
 //! paid in every agent's context window.
 
+// Doc comments on these types become schema descriptions, which every model pays for in
+// every turn: the fields whose names say enough have none.
+#![allow(missing_docs)]
+
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
 

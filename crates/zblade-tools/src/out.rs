@@ -5,6 +5,10 @@
 //! that the memory is stored data, not instructions. Fields without a value are left out (rather
 //! than `null`): fewer tokens in every schema and every answer.
 
+// Doc comments on these types become schema descriptions, which every model pays for in
+// every turn: the fields whose names say enough have none.
+#![allow(missing_docs)]
+
 use rmcp::schemars::{self, JsonSchema};
 use serde::Serialize;
 
