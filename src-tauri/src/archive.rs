@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use specta::Type;
 use tauri::{AppHandle, Manager};
 use tauri_specta::Event;
-use zblade_archive::{Archive, ArchiveStatus, BackendSpec, Config, PushOptions, RestoreOptions, Retry, Vault};
+use zblade_archiving::{Archive, ArchiveStatus, PushOptions, ShareSource, Target, Unlock};
 
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
@@ -184,25 +184,18 @@ pub struct ArchiveProgress {
     pub total: u32,
 }
 
-/// The open project's `.zblade/` folder.
-fn zblade_dir(state: &AppState) -> AppResult<PathBuf> {
-    let guard = state.project.lock().map_err(AppError::internal)?;
-    let project = guard.as_ref().ok_or_else(AppError::no_project)?;
-    Ok(project.layout().dir().to_path_buf())
+/// The open project's root.
+fn project_root(state: &AppState) -> AppResult<PathBuf> {
+    state.project_root().ok_or_else(AppError::no_project)
 }
 
-/// Network consent for an archive's backend, from the app's privacy setting.
-fn consent(state: &AppState, spec: &BackendSpec) -> AppResult<()> {
-    Ok(zblade_archive::check_network(spec, None, state.config().allow_network)?)
-}
-
-/// Asks the backend (confirmations, prices) only when that needs no consent or has it.
-fn status_of(state: &AppState, dir: &Path) -> AppResult<ArchiveView> {
-    let Some(config) = Config::load(dir)? else {
+/// The archive card's state; the backend is asked (confirmations, prices) only with the
+/// app's network consent where it needs one.
+fn status_of(state: &AppState, root: &Path) -> AppResult<ArchiveView> {
+    let Some(status) = zblade_archiving::status(root, true, state.config().allow_network)? else {
         return Ok(ArchiveView::none());
     };
-    let refresh = consent(state, &Vault::load(&config.vault)?.backend).is_ok();
-    let mut view = ArchiveView::of(Archive::status(dir, refresh, Retry::default())?);
+    let mut view = ArchiveView::of(status);
     view.background = state.archive_background.lock().map_err(AppError::internal)?.clone();
     Ok(view)
 }
@@ -227,19 +220,20 @@ pub fn publish_round(app: &AppHandle, round: ArchiveRound) {
 
 /// Opens the project's archive: with `passphrase`, or when it is empty with the key this
 /// machine keeps in the keyring.
-fn open_archive(state: &AppState, dir: &Path, passphrase: &str) -> AppResult<Archive> {
-    let config = Config::load(dir)?
-        .ok_or_else(|| AppError::new(ErrorCode::NotInitialized, "this project has no archive yet"))?;
-    consent(state, &Vault::load(&config.vault)?.backend)?;
-    if passphrase.is_empty() {
-        return Archive::open_remembered(dir, Retry::default())?.ok_or_else(|| {
-            AppError::new(
-                ErrorCode::InvalidInput,
-                "type the archive's passphrase (this machine does not keep its key)",
-            )
-        });
-    }
-    Ok(Archive::open(dir, passphrase, Retry::default())?)
+fn open_archive(state: &AppState, root: &Path, passphrase: &str) -> AppResult<Archive> {
+    let unlock = if passphrase.is_empty() {
+        Unlock::RememberedElse {
+            ask: &mut || {
+                Err(zblade_engine::Error::Usage(
+                    "type the archive's passphrase (this machine does not keep its key)".into(),
+                ))
+            },
+            said: &mut |_| {},
+        }
+    } else {
+        Unlock::Passphrase(passphrase.to_string())
+    };
+    Ok(zblade_archiving::open(root, unlock, state.config().allow_network)?)
 }
 
 fn progress(app: &AppHandle) -> impl FnMut(&str, usize, usize) + use<> {
@@ -258,7 +252,7 @@ fn progress(app: &AppHandle) -> impl FnMut(&str, usize, usize) + use<> {
 #[tauri::command]
 #[specta::specta]
 pub async fn archive_status(app: AppHandle) -> AppResult<ArchiveView> {
-    blocking(app, |_, state| status_of(state, &zblade_dir(state)?)).await
+    blocking(app, |_, state| status_of(state, &project_root(state)?)).await
 }
 
 /// Sets up the open project's archive (a new vault; refused if the project has one).
@@ -266,31 +260,16 @@ pub async fn archive_status(app: AppHandle) -> AppResult<ArchiveView> {
 #[specta::specta]
 pub async fn archive_setup(app: AppHandle, target: ArchiveTarget, passphrase: String) -> AppResult<ArchiveView> {
     blocking(app, move |_, state| {
-        let dir = zblade_dir(state)?;
-        let (spec, wallet) = match target {
-            ArchiveTarget::Dir { path } if !path.trim().is_empty() => (
-                BackendSpec::Dir {
-                    path: PathBuf::from(path.trim()),
-                },
-                None,
-            ),
-            ArchiveTarget::Arweave { gateway, wallet } if !gateway.trim().is_empty() && !wallet.trim().is_empty() => (
-                BackendSpec::Arweave {
-                    gateway: gateway.trim().to_string(),
-                    owner: String::new(),
-                },
-                Some(PathBuf::from(wallet.trim())),
-            ),
-            _ => {
-                return Err(AppError::new(
-                    ErrorCode::InvalidInput,
-                    "choose a folder, or an Arweave gateway and a wallet file",
-                ));
+        let root = project_root(state)?;
+        let target = match target {
+            ArchiveTarget::Dir { path } => Target::from_choice(Some(PathBuf::from(path.trim())), None),
+            ArchiveTarget::Arweave { gateway, wallet } => {
+                let wallet = Some(PathBuf::from(wallet.trim())).filter(|w| !w.as_os_str().is_empty());
+                Target::from_choice(None, Some((gateway, wallet)))
             }
-        };
-        consent(state, &spec)?;
-        Archive::setup(&dir, spec, None, wallet, &passphrase, Retry::default())?;
-        status_of(state, &dir)
+        }?;
+        zblade_archiving::setup(&root, target, None, &passphrase, state.config().allow_network)?;
+        status_of(state, &root)
     })
     .await
 }
@@ -300,11 +279,10 @@ pub async fn archive_setup(app: AppHandle, target: ArchiveTarget, passphrase: St
 #[specta::specta]
 pub async fn archive_push(app: AppHandle, passphrase: String, snapshot: bool) -> AppResult<ArchivePushView> {
     blocking(app, move |app, state| {
-        let dir = zblade_dir(state)?;
-        let mut archive = open_archive(state, &dir, &passphrase)?;
+        let root = project_root(state)?;
+        let mut archive = open_archive(state, &root, &passphrase)?;
         let mut report = progress(app);
-        let root = state.project_root().ok_or_else(AppError::no_project)?;
-        let (_, pushed) = zblade_engine::push_archive(&root, &mut archive, &PushOptions { snapshot }, &mut report)?;
+        let (_, pushed) = zblade_archiving::push(&root, &mut archive, &PushOptions { snapshot }, &mut report)?;
         Ok(ArchivePushView {
             files: pushed.files as u32,
             deleted: pushed.deleted as u32,
@@ -328,23 +306,16 @@ pub async fn archive_restore(
     snapshot: bool,
 ) -> AppResult<ArchiveRestoreView> {
     blocking(app, move |app, state| {
-        let vault = PathBuf::from(vault.trim());
-        let into = PathBuf::from(into.trim());
-        consent(state, &Vault::load(&vault)?.backend)?;
-        std::fs::create_dir_all(&into).map_err(|e| zblade_engine::Error::io(&into, e))?;
-        let options = RestoreOptions {
-            vault,
-            into: into.clone(),
+        let what = zblade_archiving::Restore {
+            vault: PathBuf::from(vault.trim()),
+            into: PathBuf::from(into.trim()),
             passphrase,
             gateway: None,
             wallet: None,
             use_snapshot: snapshot,
-            retry: Retry::default(),
+            index: true,
         };
-        let restored = zblade_archive::restore(&options, &mut progress(app))?;
-        // The index of the restored project: the catalog now, the vectors by its indexer when
-        // it is opened.
-        zblade_engine::Project::open(&into)?.reindex()?;
+        let (restored, _) = zblade_archiving::restore(what, state.config().allow_network, &mut progress(app))?;
         Ok(ArchiveRestoreView {
             files: restored.files as u32,
             batches: restored.batches as u32,
@@ -366,7 +337,7 @@ pub async fn archive_restore(
 #[specta::specta]
 pub async fn archive_background(app: AppHandle, enable: bool, passphrase: String) -> AppResult<ArchiveView> {
     blocking(app, move |_, state| {
-        let dir = zblade_dir(state)?;
+        let root = project_root(state)?;
         if enable {
             if passphrase.is_empty() {
                 return Err(AppError::new(
@@ -374,11 +345,11 @@ pub async fn archive_background(app: AppHandle, enable: bool, passphrase: String
                     "type the archive's passphrase: it unlocks the key the keyring will keep",
                 ));
             }
-            open_archive(state, &dir, &passphrase)?.remember(true)?;
+            open_archive(state, &root, &passphrase)?.remember(true)?;
         } else {
-            Archive::unremember(&dir)?;
+            zblade_archiving::unremember(&root)?;
         }
-        status_of(state, &dir)
+        status_of(state, &root)
     })
     .await
 }
@@ -390,11 +361,11 @@ pub async fn archive_background(app: AppHandle, enable: bool, passphrase: String
 pub async fn archive_forget(app: AppHandle, ids: Vec<String>, passphrase: String) -> AppResult<ArchiveForgetView> {
     blocking(app, move |app, state| {
         let ids = conversation_ids(&ids)?;
-        let dir = zblade_dir(state)?;
-        let mut archive = open_archive(state, &dir, &passphrase)?;
+        let root = project_root(state)?;
+        let mut archive = open_archive(state, &root, &passphrase)?;
         let mut guard = state.project.lock().map_err(AppError::internal)?;
         let project = guard.as_mut().ok_or_else(AppError::no_project)?;
-        let report = project.forget_archived(&mut archive, &ids, &mut progress(app))?;
+        let report = zblade_archiving::forget(project, &mut archive, &ids, &mut progress(app))?;
         Ok(ArchiveForgetView {
             destroyed_batches: report.destroyed_batches as u32,
             rearchived: report.rearchived as u32,
@@ -409,13 +380,11 @@ pub async fn archive_forget(app: AppHandle, ids: Vec<String>, passphrase: String
 pub async fn archive_share(app: AppHandle, ids: Vec<String>, to: String, passphrase: String) -> AppResult<String> {
     blocking(app, move |_, state| {
         let ids = conversation_ids(&ids)?;
-        let dir = zblade_dir(state)?;
-        let items = {
-            let guard = state.project.lock().map_err(AppError::internal)?;
-            guard.as_ref().ok_or_else(AppError::no_project)?.share_items(&ids)?
-        };
-        let mut archive = open_archive(state, &dir, &passphrase)?;
-        Ok(archive.share(items, to.trim())?.0)
+        let root = project_root(state)?;
+        let mut archive = open_archive(state, &root, &passphrase)?;
+        let guard = state.project.lock().map_err(AppError::internal)?;
+        let project = guard.as_ref().ok_or_else(AppError::no_project)?;
+        Ok(zblade_archiving::share(project, &mut archive, &ids, &to)?.0)
     })
     .await
 }
@@ -425,24 +394,21 @@ pub async fn archive_share(app: AppHandle, ids: Vec<String>, to: String, passphr
 #[specta::specta]
 pub async fn archive_accept(app: AppHandle, passphrase: String) -> AppResult<ArchiveAcceptView> {
     blocking(app, move |_, state| {
-        let dir = zblade_dir(state)?;
-        let mut archive = open_archive(state, &dir, &passphrase)?;
-        let received = archive.accept(None)?;
+        let root = project_root(state)?;
+        let mut archive = open_archive(state, &root, &passphrase)?;
         let mut guard = state.project.lock().map_err(AppError::internal)?;
         let project = guard.as_mut().ok_or_else(AppError::no_project)?;
-        let mut view = ArchiveAcceptView {
-            grants: received.len() as u32,
-            added: Vec::new(),
-            refused: Vec::new(),
+        let accepted =
+            zblade_archiving::accept(project, &mut archive, &ShareSource::Own, state.config().allow_network)?;
+        let view = ArchiveAcceptView {
+            grants: accepted.grants as u32,
+            added: accepted.added.into_iter().map(|(_, id, _)| id).collect(),
+            refused: accepted
+                .refused
+                .into_iter()
+                .map(|(sender, name, why)| format!("{name} from {sender}: {why}"))
+                .collect(),
         };
-        for (sender, items) in &received {
-            for (name, outcome) in project.accept_shared(items) {
-                match outcome {
-                    Ok(outcome) => view.added.push(outcome.id),
-                    Err(e) => view.refused.push(format!("{name} from {sender}: {e}")),
-                }
-            }
-        }
         Ok(view)
     })
     .await

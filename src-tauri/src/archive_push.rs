@@ -84,7 +84,7 @@ fn try_push(root: &std::path::Path, config: &Config, allow_network: bool) -> zbl
         ));
     };
     let mut quiet = |_: &str, _: usize, _: usize| {};
-    let (_, report) = zblade_engine::push_archive(root, &mut archive, &PushOptions::default(), &mut quiet)?;
+    let (_, report) = zblade_archiving::push(root, &mut archive, &PushOptions::default(), &mut quiet)?;
     Ok(ArchiveRound::Pushed {
         files: report.files,
         deleted: report.deleted,

@@ -15,9 +15,8 @@
 //! assert_eq!(hits[0].hit.conversation_id.as_deref(), Some(added.id.as_str()));
 //! ```
 
-mod archive;
+mod artifacts;
 mod candidates;
-pub use archive::push_archive;
 mod code;
 mod codeblocks;
 mod compressor;

@@ -3,10 +3,10 @@
 //! what is printed is a summary, or with `--json` the report itself.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use zblade_archive::{Archive, BackendSpec, Config, DirBackend, PushOptions, RestoreOptions, Retry, Vault};
+use zblade_archiving::{Archive, PushOptions, Retry, ShareSource, Target, Unlock};
 use zblade_engine::{Error, Project};
 
 use super::Ctx;
@@ -101,56 +101,35 @@ fn read_hidden(prompt: &str) -> Result<String, Error> {
     Ok(line.trim_end_matches(['\n', '\r']).to_string())
 }
 
-fn zblade_dir(cx: &Ctx) -> Result<PathBuf, Error> {
-    let dir = cx.root.join(".zblade");
-    if !dir.is_dir() {
-        return Err(Error::NotInitialized(format!(
-            "{} has no .zblade/ (run `zblade init`, or pass --project)",
-            cx.root.display()
-        )));
-    }
-    Ok(dir)
-}
-
-/// Network consent for the archive this project has, from settings or the flag.
-fn consent(cx: &Ctx, spec: &BackendSpec, allow_flag: bool) -> Result<(), Error> {
-    let allowed = allow_flag || Project::open(&cx.root).is_ok_and(|p| p.settings().privacy.allow_network);
-    zblade_archive::check_network(spec, None, allowed)
-}
-
-/// The project's archive settings; an error that says how to set one up when there are none.
-fn archive_config(dir: &Path) -> Result<Config, Error> {
-    Config::load(dir)?
-        .ok_or_else(|| Error::NotInitialized("this project has no archive; `zblade archive setup` makes one".into()))
+/// Whether the archive's backend may use the network: the flag, or the project's setting.
+fn network_allowed(cx: &Ctx, allow_flag: bool) -> bool {
+    allow_flag || Project::open(&cx.root).is_ok_and(|p| p.settings().privacy.allow_network)
 }
 
 /// Opens the archive: with the passphrase when one is given (the environment, --passphrase-
 /// stdin), else with the key this machine remembers, else with the passphrase typed or read.
 fn open(cx: &Ctx, args: &PassphraseArgs) -> Result<Archive, Error> {
-    let dir = zblade_dir(cx)?;
-    let config = archive_config(&dir)?;
-    consent(cx, &Vault::load(&config.vault)?.backend, args.allow_network)?;
+    let allowed = network_allowed(cx, args.allow_network);
     let given = args.passphrase_stdin || std::env::var("ZBLADE_ARCHIVE_PASSPHRASE").is_ok_and(|v| !v.is_empty());
-    if !given && config.remembered {
-        match Archive::open_remembered(&dir, Retry::default()) {
-            Ok(Some(archive)) => return Ok(archive),
-            Ok(None) => {}
-            // The keyring is down or its key is wrong: say so, and ask for the passphrase.
-            Err(e) => eprintln!("zblade: the remembered key was not used: {e}"),
+    let unlock = if given {
+        Unlock::Passphrase(passphrase(args, false)?)
+    } else {
+        Unlock::RememberedElse {
+            ask: &mut || passphrase(args, false),
+            said: &mut |why| eprintln!("zblade: {why}"),
         }
-    }
-    Archive::open(&dir, &passphrase(args, false)?, Retry::default())
+    };
+    zblade_archiving::open(&cx.root, unlock, allowed)
 }
 
 fn remember(cx: &mut Ctx, background: bool, off: bool, args: &PassphraseArgs) -> Result<ExitCode, Error> {
-    let dir = zblade_dir(cx)?;
+    let dir = zblade_archiving::zblade_dir(&cx.root)?;
     if off {
-        Archive::unremember(&dir)?;
+        zblade_archiving::unremember(&cx.root)?;
     } else {
         // The passphrase proves the key right before it is kept.
-        let config = archive_config(&dir)?;
-        consent(cx, &Vault::load(&config.vault)?.backend, args.allow_network)?;
-        Archive::open(&dir, &passphrase(args, false)?, Retry::default())?.remember(background)?;
+        let allowed = network_allowed(cx, args.allow_network);
+        zblade_archiving::remember(&cx.root, passphrase(args, false)?, background, allowed)?;
     }
     let status = Archive::status(&dir, false, Retry::default())?;
     if cx.json {
@@ -182,24 +161,10 @@ fn setup(
     keyring: bool,
     args: &PassphraseArgs,
 ) -> Result<ExitCode, Error> {
-    let zdir = zblade_dir(cx)?;
-    let spec = match (dir, arweave) {
-        (Some(path), None) => BackendSpec::Dir {
-            path: std::path::absolute(&path).map_err(|e| Error::io(&path, e))?,
-        },
-        (None, Some(gateway)) => BackendSpec::Arweave {
-            gateway,
-            owner: String::new(),
-        },
-        _ => {
-            return Err(Error::Usage(
-                "say where the archive goes: --dir DIR (a disk or synced folder) or --arweave GATEWAY --wallet FILE"
-                    .into(),
-            ));
-        }
-    };
-    consent(cx, &spec, args.allow_network)?;
-    let mut archive = Archive::setup(&zdir, spec, vault, wallet, &passphrase(args, true)?, Retry::default())?;
+    let zdir = zblade_archiving::zblade_dir(&cx.root)?;
+    let target = Target::from_choice(dir, arweave.map(|gateway| (gateway, wallet)))?;
+    let allowed = network_allowed(cx, args.allow_network);
+    let mut archive = zblade_archiving::setup(&cx.root, target, vault, &passphrase(args, true)?, allowed)?;
     // Set up already: a keyring that cannot be reached is said, and the archive stays.
     let kept = keyring
         && archive
@@ -229,13 +194,16 @@ fn setup(
 }
 
 fn status(cx: &mut Ctx, offline: bool, allow_network: bool) -> Result<ExitCode, Error> {
-    let zdir = zblade_dir(cx)?;
-    let refresh = !offline
-        && match Config::load(&zdir)? {
-            Some(config) => consent(cx, &Vault::load(&config.vault)?.backend, allow_network).is_ok(),
-            None => false,
-        };
-    let status = Archive::status(&zdir, refresh, Retry::default())?;
+    let allowed = network_allowed(cx, allow_network);
+    let status = match zblade_archiving::status(&cx.root, !offline, allowed)? {
+        Some(status) => status,
+        // Said as every command without an archive says it.
+        None => {
+            return Err(Error::NotInitialized(
+                "this project has no archive; `zblade archive setup` makes one".into(),
+            ));
+        }
+    };
     if cx.json {
         cx.out.value(&serde_json::to_value(&status).expect("json"))?;
         return Ok(ExitCode::SUCCESS);
@@ -287,8 +255,7 @@ fn status(cx: &mut Ctx, offline: bool, allow_network: bool) -> Result<ExitCode, 
 fn push(cx: &mut Ctx, snapshot: bool, args: &PassphraseArgs) -> Result<ExitCode, Error> {
     let mut archive = open(cx, args)?;
     let mut progress = bar_progress(cx);
-    let (finished, report) =
-        zblade_engine::push_archive(&cx.root, &mut archive, &PushOptions { snapshot }, &mut progress)?;
+    let (finished, report) = zblade_archiving::push(&cx.root, &mut archive, &PushOptions { snapshot }, &mut progress)?;
     if finished.destroyed_batches > 0 && !cx.json {
         cx.out.note(&format!(
             "Finished an interrupted forget: {} batch(es) had their keys destroyed.",
@@ -317,42 +284,6 @@ fn push(cx: &mut Ctx, snapshot: bool, args: &PassphraseArgs) -> Result<ExitCode,
     Ok(ExitCode::SUCCESS)
 }
 
-/// The vault to restore with: given, in the directory archive, or the only one under the
-/// user's data folder.
-fn find_vault(vault: Option<PathBuf>, from: Option<&Path>) -> Result<PathBuf, Error> {
-    if let Some(vault) = vault {
-        return Ok(vault);
-    }
-    if let Some(dir) = from {
-        return Ok(dir.join(zblade_archive::vault::VAULT_FILE));
-    }
-    let root = zblade_archive::user_data_dir().join("zblade").join("archive");
-    let found: Vec<PathBuf> = std::fs::read_dir(&root)
-        .map(|entries| {
-            entries
-                .flatten()
-                .map(|e| e.path().join(zblade_archive::vault::VAULT_FILE))
-                .filter(|p| p.is_file())
-                .collect()
-        })
-        .unwrap_or_default();
-    match found.as_slice() {
-        [one] => Ok(one.clone()),
-        [] => Err(Error::Usage(format!(
-            "no vault under {}; pass --vault FILE (the vault you kept) or --from DIR (a directory archive)",
-            root.display()
-        ))),
-        many => Err(Error::Usage(format!(
-            "several vaults under {}: pass --vault with one of {}",
-            root.display(),
-            many.iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 fn restore(
     cx: &mut Ctx,
@@ -365,42 +296,30 @@ fn restore(
     no_index: bool,
     args: &PassphraseArgs,
 ) -> Result<ExitCode, Error> {
-    let vault_path = find_vault(vault, from.as_deref())?;
-    let spec = Vault::load(&vault_path)?.backend;
-    zblade_archive::check_network(&spec, gateway.as_deref(), args.allow_network)?;
-    std::fs::create_dir_all(&into).map_err(|e| Error::io(&into, e))?;
-    let options = RestoreOptions {
-        vault: vault_path,
+    let what = zblade_archiving::Restore {
+        vault: zblade_archiving::find_vault(vault, from.as_deref())?,
         into: into.clone(),
         passphrase: passphrase(args, false)?,
         gateway,
         wallet,
         use_snapshot: snapshot,
-        retry: Retry::default(),
+        index: !no_index,
     };
     let mut progress = bar_progress(cx);
-    let report = zblade_archive::restore(&options, &mut progress)?;
-    // Then the index: the catalog from the artifacts, and vectors for what is not embedded
-    // (all of it, or after a snapshot only what the newer batches brought).
-    let mut index = serde_json::Value::Null;
-    if !no_index {
-        let started = std::time::Instant::now();
-        let mut project = Project::open(&into)?;
-        let reindexed = project.reindex()?;
-        let catalog_ms = started.elapsed().as_millis() as u64;
-        let started = std::time::Instant::now();
-        let embedded = match project.index_semantic(&mut |_, _| {}) {
-            Ok(report) => serde_json::json!({"chunks": report.chunks, "embedded": report.embedded}),
-            Err(e) => serde_json::json!({"error": e.to_string()}),
-        };
-        index = serde_json::json!({
-            "conversations": reindexed.conversations,
-            "messages": reindexed.messages,
-            "catalog_ms": catalog_ms,
-            "vectors": embedded,
-            "embedding_ms": started.elapsed().as_millis() as u64,
-        });
-    }
+    let (report, reindexed) = zblade_archiving::restore(what, args.allow_network, &mut progress)?;
+    let index = match reindexed {
+        None => serde_json::Value::Null,
+        Some(r) => serde_json::json!({
+            "conversations": r.conversations,
+            "messages": r.messages,
+            "catalog_ms": r.catalog_ms,
+            "vectors": match r.vectors {
+                Ok(report) => serde_json::json!({"chunks": report.chunks, "embedded": report.embedded}),
+                Err(error) => serde_json::json!({"error": error}),
+            },
+            "embedding_ms": r.embedding_ms,
+        }),
+    };
     if cx.json {
         let mut value = serde_json::to_value(&report).expect("json");
         value["index"] = index;
@@ -468,7 +387,7 @@ fn forget(cx: &mut Ctx, ids: &[String], yes: bool, args: &PassphraseArgs) -> Res
     }
     let mut project = Project::open(&cx.root)?;
     let mut progress = bar_progress(cx);
-    let report = project.forget_archived(&mut archive, ids, &mut progress)?;
+    let report = zblade_archiving::forget(&mut project, &mut archive, ids, &mut progress)?;
     if cx.json {
         cx.out.value(&serde_json::to_value(&report).expect("json"))?;
     } else {
@@ -485,9 +404,8 @@ fn forget(cx: &mut Ctx, ids: &[String], yes: bool, args: &PassphraseArgs) -> Res
 
 fn share(cx: &mut Ctx, ids: &[String], to: &str, args: &PassphraseArgs) -> Result<ExitCode, Error> {
     let project = Project::open(&cx.root)?;
-    let items = project.share_items(ids)?;
     let mut archive = open(cx, args)?;
-    let (grant, count) = archive.share(items, to)?;
+    let (grant, count) = zblade_archiving::share(&project, &mut archive, ids, to)?;
     if cx.json {
         cx.out.value(&serde_json::json!({"grant": grant, "items": count}))?;
     } else {
@@ -505,45 +423,30 @@ fn accept(
     args: &PassphraseArgs,
 ) -> Result<ExitCode, Error> {
     let mut archive = open(cx, args)?;
-    let other: Option<Box<dyn zblade_archive::Backend>> = match (from, gateway) {
-        (Some(dir), _) => Some(Box::new(DirBackend::new(&dir)?)),
-        (None, Some(gateway)) => {
-            let spec = BackendSpec::Arweave {
-                gateway: gateway.clone(),
-                owner: String::new(),
-            };
-            zblade_archive::check_network(&spec, None, args.allow_network)?;
-            Some(Box::new(zblade_archive::ArweaveBackend::new(
-                &gateway,
-                "",
-                None,
-                Retry::default(),
-            )?))
-        }
-        (None, None) => None,
+    let source = match (from, gateway) {
+        (Some(dir), _) => ShareSource::Dir(dir),
+        (None, Some(gateway)) => ShareSource::Arweave(gateway),
+        (None, None) => ShareSource::Own,
     };
-    let received = archive.accept(other.as_deref())?;
     let mut project = Project::open(&cx.root)?;
-    let mut added = Vec::new();
-    let mut failed = 0;
-    for (sender, items) in &received {
-        for (name, outcome) in project.accept_shared(items) {
-            match outcome {
-                Ok(outcome) => added.push(serde_json::json!({"from": sender, "id": outcome.id, "name": name})),
-                Err(e) => {
-                    failed += 1;
-                    eprintln!("zblade: {name} from {sender}: {e}");
-                }
-            }
-        }
+    let accepted = zblade_archiving::accept(&mut project, &mut archive, &source, args.allow_network)?;
+    for (sender, name, why) in &accepted.refused {
+        eprintln!("zblade: {name} from {sender}: {why}");
     }
+    let received = accepted.grants;
+    let failed = accepted.refused.len();
+    let added: Vec<serde_json::Value> = accepted
+        .added
+        .iter()
+        .map(|(from, id, name)| serde_json::json!({"from": from, "id": id, "name": name}))
+        .collect();
     if cx.json {
         cx.out
-            .value(&serde_json::json!({"grants": received.len(), "added": added, "failed": failed}))?;
+            .value(&serde_json::json!({"grants": received, "added": added, "failed": failed}))?;
     } else {
         cx.out.note(&format!(
             "Accepted {} grant(s): {} conversation(s) added{}.",
-            received.len(),
+            received,
             added.len(),
             if failed > 0 {
                 format!(", {failed} refused")
