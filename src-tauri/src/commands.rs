@@ -154,16 +154,8 @@ pub async fn conversation_detail(app: AppHandle, id: String) -> AppResult<Conver
             conversation,
             references,
         } => Ok(ConversationDetail {
-            id: conversation.conversation_id.clone(),
-            title: conversation.title.clone(),
-            created_at: conversation.created_at.map(rfc3339).unwrap_or_default(),
-            updated_at: conversation.updated_at.map(rfc3339).unwrap_or_default(),
-            tags: conversation.tags().to_vec(),
-            messages: conversation
-                .messages
-                .iter()
-                .map(|m| MessageView::of(m, &references))
-                .collect(),
+            conversation: *conversation,
+            references: references.iter().map(without_code).collect(),
         }),
         _ => Err(AppError::new(
             ErrorCode::InvalidInput,

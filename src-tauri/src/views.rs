@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 use specta::Type;
-use zblade_engine::{CompressorModel, Message, ModelEntry, ReferenceReport, Role, SearchKind, StorageMode};
+use zblade_engine::{CompressorModel, Conversation, ModelEntry, ReferenceReport, SearchKind, StorageMode};
 
 use crate::config::AppConfig;
 
@@ -71,40 +71,6 @@ pub struct SourceView {
     pub imported_conversations: u32,
 }
 
-/// A message with its references.
-#[derive(Debug, Clone, Serialize, Type)]
-pub struct MessageView {
-    /// `msg_…`
-    pub id: String,
-    /// Who wrote it.
-    pub role: Role,
-    /// Markdown text.
-    pub content: String,
-    /// When it was written (RFC 3339).
-    pub timestamp: String,
-    /// Its code references, checked now.
-    pub references: Vec<ReferenceReport>,
-}
-
-impl MessageView {
-    /// The view of `message` with its references (those of its conversation, matched by
-    /// message id: a fork's inherited messages have theirs under the conversation that wrote
-    /// them).
-    pub fn of(message: &Message, references: &[ReferenceReport]) -> Self {
-        MessageView {
-            id: message.id.clone(),
-            role: message.role,
-            content: message.content.clone(),
-            timestamp: message.timestamp.map(rfc3339).unwrap_or_default(),
-            references: references
-                .iter()
-                .filter(|r| r.message_id.as_deref() == Some(message.id.as_str()))
-                .map(without_code)
-                .collect(),
-        }
-    }
-}
-
 /// A reference as lists show it: its code is fetched when the user opens it
 /// (`reference_code`), not sent with every message and event.
 pub fn without_code(reference: &ReferenceReport) -> ReferenceReport {
@@ -114,26 +80,15 @@ pub fn without_code(reference: &ReferenceReport) -> ReferenceReport {
     }
 }
 
-/// `time` as the index writes it: RFC 3339, UTC, milliseconds.
-pub fn rfc3339(time: chrono::DateTime<chrono::Utc>) -> String {
-    time.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
-/// A whole conversation.
+/// A conversation as the Conversations and Chat views show it: the artifact (every message in
+/// order) and its code references, checked now, without their code (each message's are those
+/// whose `message_id` is its id).
 #[derive(Debug, Clone, Serialize, Type)]
 pub struct ConversationDetail {
-    /// `conv_…`
-    pub id: String,
-    /// Title.
-    pub title: String,
-    /// Created (RFC 3339).
-    pub created_at: String,
-    /// Last update (RFC 3339).
-    pub updated_at: String,
-    /// Tags.
-    pub tags: Vec<String>,
-    /// Messages, in order.
-    pub messages: Vec<MessageView>,
+    /// The conversation.
+    pub conversation: Conversation,
+    /// Its code references.
+    pub references: Vec<ReferenceReport>,
 }
 
 /// What to search.

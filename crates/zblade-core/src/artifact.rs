@@ -25,6 +25,7 @@ const SUPPORTED_VERSIONS: &str = "1.x";
 
 /// A conversation artifact (`artifacts/conversations/<conversation_id>.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Conversation {
     /// Format version, `1.0`.
     #[serde(default)]
@@ -71,6 +72,7 @@ pub struct Conversation {
     pub shared_prefix: Option<SharedPrefix>,
     /// Fields this version does not know.
     #[serde(flatten)]
+    #[cfg_attr(feature = "specta", specta(skip))]
     pub extra: Map<String, Value>,
 }
 
@@ -103,6 +105,7 @@ impl Role {
 
 /// One turn of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Message {
     /// Unique within its conversation; `msg_…` assigned when missing.
     #[serde(default)]
@@ -130,6 +133,7 @@ pub struct Message {
     pub origin: Option<MessageOrigin>,
     /// Fields this version does not know.
     #[serde(flatten)]
+    #[cfg_attr(feature = "specta", specta(skip))]
     pub extra: Map<String, Value>,
 }
 
@@ -152,6 +156,7 @@ impl Message {
 
 /// One tool call made by an assistant, kept structured rather than flattened into prose.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ToolCall {
     /// The source's call id (`toolu_…`, `call_…`), pairing the call with its result.
     #[serde(default)]
@@ -166,6 +171,7 @@ pub struct ToolCall {
     pub result: Option<ToolResult>,
     /// Fields this version does not know.
     #[serde(flatten)]
+    #[cfg_attr(feature = "specta", specta(skip))]
     pub extra: Map<String, Value>,
 }
 
@@ -184,6 +190,7 @@ impl ToolCall {
 
 /// The result of a tool call: its text, trimmed, and the size of the whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ToolResult {
     /// The result's text, trimmed to a few kilobytes (head and tail kept).
     pub text: String,
@@ -194,11 +201,13 @@ pub struct ToolResult {
     pub is_error: bool,
     /// Fields this version does not know.
     #[serde(flatten)]
+    #[cfg_attr(feature = "specta", specta(skip))]
     pub extra: Map<String, Value>,
 }
 
 /// A pointer to lines of a file in the working tree (RFC-002 "Code Reference Format").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct CodeReference {
     /// Path relative to the project root, `/`-separated.
     pub file: String,
@@ -224,12 +233,14 @@ pub struct CodeReference {
     pub anchor: Option<Anchor>,
     /// Fields this version does not know.
     #[serde(flatten)]
+    #[cfg_attr(feature = "specta", specta(skip))]
     pub extra: Map<String, Value>,
 }
 
 /// Enough to find referenced lines again without storing them: a hash per line of the range
 /// (xxh3-64 of the line without trailing whitespace, 16 hex digits) and of a few lines around it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Anchor {
     /// Number of lines in the range at capture.
     pub len: u32,
@@ -254,6 +265,7 @@ pub struct Anchor {
 
 /// A change attached to a code reference.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ReferenceDiff {
     /// `addition`, `modification`, `deletion`, ...
     #[serde(rename = "type")]
@@ -262,6 +274,7 @@ pub struct ReferenceDiff {
     pub content: String,
     /// Fields this version does not know.
     #[serde(flatten)]
+    #[cfg_attr(feature = "specta", specta(skip))]
     pub extra: Map<String, Value>,
 }
 
@@ -295,6 +308,7 @@ impl MomentType {
 
 /// A moment recorded inside a conversation artifact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct InlineMoment {
     /// `moment_…`; assigned when missing.
     #[serde(default)]
@@ -315,12 +329,14 @@ pub struct InlineMoment {
     pub tags: Vec<String>,
     /// Fields this version does not know.
     #[serde(flatten)]
+    #[cfg_attr(feature = "specta", specta(skip))]
     pub extra: Map<String, Value>,
 }
 
 /// `metadata` of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ConversationMetadata {
     /// Number of messages (recomputed on store).
     pub total_messages: u64,
@@ -335,11 +351,13 @@ pub struct ConversationMetadata {
     pub source: Option<Provenance>,
     /// Fields this version does not know.
     #[serde(flatten)]
+    #[cfg_attr(feature = "specta", specta(skip))]
     pub extra: Map<String, Value>,
 }
 
 /// Provenance of an imported conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Provenance {
     /// The tool it came from: `claude-code`, `codex`, `aider`, `continue`, `cline`, `document`.
     pub tool: String,
@@ -351,11 +369,13 @@ pub struct Provenance {
     pub imported_at: DateTime<Utc>,
     /// Fields this version does not know.
     #[serde(flatten)]
+    #[cfg_attr(feature = "specta", specta(skip))]
     pub extra: Map<String, Value>,
 }
 
 /// A moment artifact (`artifacts/moments/<id>.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Moment {
     /// Format version, `1.0`.
     #[serde(default)]
@@ -388,6 +408,7 @@ pub struct Moment {
     pub relevance_score: f64,
     /// Fields this version does not know.
     #[serde(flatten)]
+    #[cfg_attr(feature = "specta", specta(skip))]
     pub extra: Map<String, Value>,
 }
 

@@ -47,6 +47,7 @@ pub struct SharedPrefix {
 
 /// Where a fork came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ForkPoint {
     /// The parent conversation.
     pub conversation_id: String,
@@ -60,6 +61,7 @@ pub struct ForkPoint {
 
 /// What a merge or cherry-pick brought in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct MergeRecord {
     /// The conversation the messages came from.
     pub conversation_id: String,
@@ -74,6 +76,7 @@ pub struct MergeRecord {
 
 /// What a compaction replaced with a summary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Compaction {
     /// The summary standing in for the compacted messages.
     pub summary: String,
@@ -86,6 +89,7 @@ pub struct Compaction {
 /// Tokens a conversation used, as its client reported them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct TokenUsage {
     /// Prompt tokens.
     pub input_tokens: u64,

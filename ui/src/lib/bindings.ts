@@ -679,6 +679,38 @@ conversations: string[];
  */
 moments: string[] }
 /**
+ * Enough to find referenced lines again without storing them: a hash per line of the range
+ * (xxh3-64 of the line without trailing whitespace, 16 hex digits) and of a few lines around it.
+ */
+export type Anchor = { 
+/**
+ * Number of lines in the range at capture.
+ */
+len: number; 
+/**
+ * Hashes of the range's first lines (all of them when the range is short).
+ */
+head: string[]; 
+/**
+ * Hashes of the range's last lines, for long ranges whose middle is not stored.
+ */
+tail: string[]; 
+/**
+ * Hashes of up to three lines before the range.
+ */
+before?: string[]; 
+/**
+ * Hashes of up to three lines after the range.
+ */
+after?: string[]; 
+/**
+ * Hashes of the range's most distinctive identifiers (xxh3-64 of the identifier, low 32
+ * bits, 8 hex digits): what finds code that moved to another place *and* changed, or was
+ * re-indented, when none of its lines is left as it was. Absent in anchors captured before
+ * zblade stored them.
+ */
+idents: string[] }
+/**
  * What the first-run wizard decided and what the app remembers between runs.
  */
 export type AppConfig = { 
@@ -1128,6 +1160,58 @@ removed: number;
  */
 kept_changed: string[] }
 /**
+ * A pointer to lines of a file in the working tree (RFC-002 "Code Reference Format").
+ */
+export type CodeReference = { 
+/**
+ * Path relative to the project root, `/`-separated.
+ */
+file: string; 
+/**
+ * First and last line, 1-based and inclusive.
+ */
+lines: [number, number]; 
+/**
+ * Blob hash of the file when the reference was captured.
+ */
+git_hash?: string | null; 
+/**
+ * HEAD commit when the reference was captured.
+ */
+commit?: string | null; 
+/**
+ * Why this code was referenced.
+ */
+context?: string | null; 
+/**
+ * What the code does (moments use this instead of `context`).
+ */
+purpose?: string | null; 
+/**
+ * A change proposed or made to these lines.
+ */
+diff?: ReferenceDiff | null; 
+/**
+ * Hashes of the referenced lines at capture, to find them again (filled in by zblade).
+ */
+anchor?: Anchor | null }
+/**
+ * What a compaction replaced with a summary.
+ */
+export type Compaction = { 
+/**
+ * The summary standing in for the compacted messages.
+ */
+summary: string; 
+/**
+ * Messages before this index were compacted.
+ */
+compacted_before: number; 
+/**
+ * When.
+ */
+compacted_at: string }
+/**
  * An installed compressor model.
  */
 export type CompressorModel = { 
@@ -1314,33 +1398,99 @@ gather_ms: number;
  */
 pack_ms: number }
 /**
- * A whole conversation.
+ * A conversation artifact (`artifacts/conversations/<conversation_id>.json`).
+ */
+export type Conversation = { 
+/**
+ * Format version, `1.0`.
+ */
+version?: string; 
+/**
+ * `conv_…`; assigned when missing.
+ */
+conversation_id?: string; 
+/**
+ * The project this conversation belongs to; filled from settings when missing.
+ */
+project_id?: string; 
+/**
+ * When the conversation started.
+ */
+created_at?: string | null; 
+/**
+ * When it last changed.
+ */
+updated_at?: string | null; 
+/**
+ * A short title; derived from the first message when missing.
+ */
+title?: string; 
+/**
+ * The turns, in order.
+ */
+messages?: Message[]; 
+/**
+ * Moments recorded inline with the conversation.
+ */
+moments: InlineMoment[]; 
+/**
+ * Counters and tags.
+ */
+metadata?: ConversationMetadata; 
+/**
+ * Where this conversation was forked from (`zblade conv fork`).
+ */
+forked_from?: ForkPoint | null; 
+/**
+ * Merges and cherry-picks into this conversation.
+ */
+merged_from: MergeRecord[]; 
+/**
+ * What a compaction summarised.
+ */
+compaction?: Compaction | null; 
+/**
+ * Tokens used, as the client reported them.
+ */
+token_usage: TokenUsage }
+/**
+ * A conversation as the Conversations and Chat views show it: the artifact (every message in
+ * order) and its code references, checked now, without their code (each message's are those
+ * whose `message_id` is its id).
  */
 export type ConversationDetail = { 
 /**
- * `conv_…`
+ * The conversation.
  */
-id: string; 
+conversation: Conversation; 
 /**
- * Title.
+ * Its code references.
  */
-title: string; 
+references: ReferenceReport[] }
 /**
- * Created (RFC 3339).
+ * `metadata` of a conversation.
  */
-created_at: string; 
+export type ConversationMetadata = { 
 /**
- * Last update (RFC 3339).
+ * Number of messages (recomputed on store).
  */
-updated_at: string; 
+total_messages: number; 
+/**
+ * Tokens used, as reported by the source.
+ */
+total_tokens: number; 
+/**
+ * Models that took part.
+ */
+models_used: string[]; 
 /**
  * Tags.
  */
 tags: string[]; 
 /**
- * Messages, in order.
+ * Where an imported conversation came from; `None` for conversations added directly.
  */
-messages: MessageView[] }
+source?: Provenance | null }
 /**
  * One line of `zblade list conversations`.
  */
@@ -1573,6 +1723,26 @@ path: string;
  * First and last line (1-based, inclusive), when given.
  */
 lines?: [number, number] | null }
+/**
+ * Where a fork came from.
+ */
+export type ForkPoint = { 
+/**
+ * The parent conversation.
+ */
+conversation_id: string; 
+/**
+ * The last message the fork kept.
+ */
+after_message_id: string; 
+/**
+ * Its index (0-based) in the parent.
+ */
+after_index: number; 
+/**
+ * When the fork was made.
+ */
+forked_at: string }
 /**
  * Output format.
  */
@@ -1901,6 +2071,34 @@ total: number;
  */
 message: string | null }
 /**
+ * A moment recorded inside a conversation artifact.
+ */
+export type InlineMoment = { 
+/**
+ * `moment_…`; assigned when missing.
+ */
+id?: string; 
+/**
+ * The kind of moment.
+ */
+type: MomentType; 
+/**
+ * The knowledge itself.
+ */
+content: string; 
+/**
+ * The message it came from, when known.
+ */
+message_id?: string | null; 
+/**
+ * When it happened.
+ */
+timestamp?: string | null; 
+/**
+ * Tags.
+ */
+tags?: string[] }
+/**
  * What a candidate is.
  */
 export type Item = 
@@ -1924,6 +2122,7 @@ export type Item =
  * Lines of a file in the working tree, as they are now.
  */
 { type: "code"; path: string; lines: [number, number]; status: string }
+export type JsonValue = null | boolean | number | string | JsonValue[] | Partial<{ [key in string]: JsonValue }>
 /**
  * The two kinds of record the server stores with content.
  */
@@ -2037,29 +2236,79 @@ messages: number;
  */
 merged_at: string }
 /**
- * A message with its references.
+ * What a merge or cherry-pick brought in.
  */
-export type MessageView = { 
+export type MergeRecord = { 
 /**
- * `msg_…`
+ * The conversation the messages came from.
  */
-id: string; 
+conversation_id: string; 
+/**
+ * Their indices (0-based) there.
+ */
+indices: number[]; 
+/**
+ * Where they were inserted in this conversation; `None`: appended.
+ */
+inserted_at?: number | null; 
+/**
+ * When.
+ */
+merged_at: string }
+/**
+ * One turn of a conversation.
+ */
+export type Message = { 
+/**
+ * Unique within its conversation; `msg_…` assigned when missing.
+ */
+id?: string; 
 /**
  * Who wrote it.
  */
 role: Role; 
 /**
- * Markdown text.
+ * The text.
  */
 content: string; 
 /**
- * When it was written (RFC 3339).
+ * When it was written.
  */
-timestamp: string; 
+timestamp?: string | null; 
 /**
- * Its code references, checked now.
+ * Code this message is about, as references into the working tree.
  */
-references: ReferenceReport[] }
+code_references: CodeReference[]; 
+/**
+ * The model that wrote it (assistant messages of imported sessions).
+ */
+model?: string | null; 
+/**
+ * Tools the assistant called in this message, each with its result when one came back.
+ */
+tool_calls: ToolCall[]; 
+/**
+ * How the message got into this conversation (inherited from a fork's parent, merged);
+ * kept by the conversation, not the stored message, so a message merged elsewhere is
+ * still stored once. `None`: written here.
+ */
+origin?: MessageOrigin | null }
+/**
+ * Where a conversation got one of its messages.
+ */
+export type MessageOrigin = 
+/**
+ * Written in this conversation.
+ */
+{ kind: "native" } | 
+/**
+ * Inherited from the conversation this one was forked from.
+ */
+{ kind: "inherited"; conversation_id: string } | 
+/**
+ * Brought in by `zblade conv merge` or `cherry-pick`.
+ */
+{ kind: "merged"; conversation_id: string; index: number }
 /**
  * Progress of a migration: its phase, items done of total.
  */
@@ -2329,6 +2578,26 @@ title: string;
  */
 times: number }
 /**
+ * Provenance of an imported conversation.
+ */
+export type Provenance = { 
+/**
+ * The tool it came from: `claude-code`, `codex`, `aider`, `continue`, `cline`, `document`.
+ */
+tool: string; 
+/**
+ * The file it was read from.
+ */
+file: string; 
+/**
+ * The tool's own id of the session.
+ */
+session_id: string; 
+/**
+ * When zblade last imported from it.
+ */
+imported_at: string }
+/**
  * The model proxy, for Settings → Proxy.
  */
 export type ProxyView = { 
@@ -2424,6 +2693,18 @@ name: string;
  * When it was last opened (RFC 3339).
  */
 opened_at: string }
+/**
+ * A change attached to a code reference.
+ */
+export type ReferenceDiff = { 
+/**
+ * `addition`, `modification`, `deletion`, ...
+ */
+type: string; 
+/**
+ * The changed text.
+ */
+content: string }
 /**
  * One code reference: what was captured, where it is now, and (when hydrated) the code there.
  */
@@ -2892,6 +3173,46 @@ since: string;
  */
 until: string }
 /**
+ * Tokens a conversation used, as its client reported them.
+ */
+export type TokenUsage = { 
+/**
+ * Prompt tokens.
+ */
+input_tokens: number; 
+/**
+ * Completion tokens.
+ */
+output_tokens: number; 
+/**
+ * Prompt tokens read from a provider's cache.
+ */
+cache_read_tokens: number; 
+/**
+ * Prompt tokens written to a provider's cache.
+ */
+cache_creation_tokens: number }
+/**
+ * One tool call made by an assistant, kept structured rather than flattened into prose.
+ */
+export type ToolCall = { 
+/**
+ * The source's call id (`toolu_…`, `call_…`), pairing the call with its result.
+ */
+id?: string; 
+/**
+ * The tool's name (`Read`, `exec_command`, `apply_patch`, `mcp__server__tool`, ...).
+ */
+name: string; 
+/**
+ * The arguments as the tool received them (long strings trimmed by importers).
+ */
+arguments?: JsonValue; 
+/**
+ * What came back, when it did.
+ */
+result?: ToolResult | null }
+/**
  * A tool call, as its card shows it.
  */
 export type ToolCallView = { 
@@ -2927,6 +3248,22 @@ export type ToolPolicy =
  * Run the read-only tools without asking.
  */
 "allow"
+/**
+ * The result of a tool call: its text, trimmed, and the size of the whole.
+ */
+export type ToolResult = { 
+/**
+ * The result's text, trimmed to a few kilobytes (head and tail kept).
+ */
+text: string; 
+/**
+ * Size of the full result in bytes, before trimming.
+ */
+size: number; 
+/**
+ * True when the tool reported an error.
+ */
+is_error: boolean }
 /**
  * What the wizard decided.
  */
