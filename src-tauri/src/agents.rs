@@ -9,31 +9,25 @@ use zblade_mcp::install::{self, Client, Launch, Places, Scope};
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::views::McpClientView;
 
-/// Codex reads project files only in projects it trusts; its user file always works.
-fn scope(client: Client) -> Scope {
-    if client == Client::Codex {
-        Scope::User
-    } else {
-        Scope::Project
-    }
-}
-
 /// One row per client, for the project at `root`.
 pub fn views(root: &Path) -> Vec<McpClientView> {
     let places = Places::from_env();
     install::detect(root, &places)
         .into_iter()
-        .zip(Client::ALL)
+        .zip(Client::all())
         .map(|(detected, client)| McpClientView {
             client: detected.client,
             label: client.label().into(),
             installed: detected.installed,
-            configured: if scope(client) == Scope::User {
+            configured: if client.default_scope() == Scope::User {
                 detected.in_user
             } else {
                 detected.in_project
             },
-            config_file: client.config_file(scope(client), root, &places).display().to_string(),
+            config_file: client
+                .config_file(client.default_scope(), root, &places)
+                .display()
+                .to_string(),
         })
         .collect()
 }
@@ -43,8 +37,15 @@ pub fn install(root: &Path, client: &str) -> AppResult<()> {
     let client = Client::parse(client)
         .ok_or_else(|| AppError::new(ErrorCode::InvalidInput, format!("unknown client {client:?}")))?;
     let launch = Launch::for_project(&zblade_cli()?, root);
-    install::install(client, scope(client), root, &Places::from_env(), &launch, false)
-        .map_err(|e| AppError::new(ErrorCode::InvalidInput, e))?;
+    install::install(
+        client,
+        client.default_scope(),
+        root,
+        &Places::from_env(),
+        &launch,
+        false,
+    )
+    .map_err(|e| AppError::new(ErrorCode::InvalidInput, e))?;
     Ok(())
 }
 

@@ -45,6 +45,49 @@ pub trait Agent: Sync {
 
     /// Reads the store file at `path` from `cursor` (whole-file stores ignore it).
     fn read(&self, path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError>;
+
+    /// Whether zblade imports this agent's sessions. Agents it only serves memory to over MCP
+    /// (Cursor, VS Code) say no, and are no import source.
+    fn reads_sessions(&self) -> bool {
+        true
+    }
+
+    /// Where this agent looks for MCP servers and how zblade's entry is written there, when it
+    /// runs MCP servers at all (`zblade mcp install`, the app's Agents panel).
+    fn mcp(&self) -> Option<McpConfig> {
+        None
+    }
+}
+
+/// How an agent finds its MCP servers: the project's file, the user's file, and the format of
+/// the entry zblade writes into them.
+#[derive(Debug, Clone, Copy)]
+pub struct McpConfig {
+    /// The file inside a project, relative to its root.
+    pub project_file: &'static str,
+    /// The user's file.
+    pub user_file: fn(&Places) -> PathBuf,
+    /// What exists when the agent is installed for this user.
+    pub marker: fn(&Places) -> PathBuf,
+    /// How the entry is written.
+    pub format: McpFormat,
+    /// Whether the user's file is the one to write unless asked otherwise (Codex reads a
+    /// project's file only for projects the user trusts).
+    pub prefers_user_file: bool,
+}
+
+/// The format of an agent's MCP configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpFormat {
+    /// JSON: `KEY.zblade = {command, args}`, with `"type": "stdio"` when `typed`.
+    Json {
+        /// The object the servers are under (`mcpServers`, `servers`).
+        key: &'static str,
+        /// Whether each entry names its transport.
+        typed: bool,
+    },
+    /// Codex's TOML: `[mcp_servers.zblade]` with `command` and `args`.
+    CodexToml,
 }
 
 /// Files under `dir` whose name `wanted` accepts, symlinks followed, at most six levels deep.

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use zblade_core::{Message, Role, ToolCall};
 
-use crate::agent::{Agent, files_named, jsonl_cwd};
+use crate::agent::{Agent, McpConfig, McpFormat, files_named, jsonl_cwd};
 use crate::detect::Places;
 use crate::patch::{apply_patch_touches, citations, sed_reads};
 use crate::{Cursor, FileRead, LateResult, ReadError, Session, SessionContext, Source, Touch, Turn, jsonl, trim};
@@ -256,5 +256,14 @@ impl Agent for Codex {
     }
     fn read(&self, path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
         read(path, cursor)
+    }
+    fn mcp(&self) -> Option<McpConfig> {
+        Some(McpConfig {
+            project_file: ".codex/config.toml",
+            user_file: |places| places.codex_dir().join("config.toml"),
+            marker: |places| places.codex_dir(),
+            format: McpFormat::CodexToml,
+            prefers_user_file: true,
+        })
     }
 }

@@ -29,12 +29,14 @@ mod claude_code;
 mod cline;
 mod codex;
 mod continue_dev;
+mod cursor;
 pub mod detect;
 mod document;
 mod jsonl;
 mod patch;
 pub mod redact;
 mod trim;
+mod vscode;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -43,7 +45,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use zblade_core::{Message, ToolResult};
 
-pub use agent::Agent;
+pub use agent::{Agent, McpConfig, McpFormat};
 pub use detect::{Detected, SessionFile, find_session_files};
 pub use document::{Document, MAX_DOCUMENT_BYTES, SECTION_CHARS, read_document};
 pub use jsonl::MAX_LINE_BYTES;
@@ -57,18 +59,24 @@ pub static AGENTS: &[&dyn Agent] = &[
     &aider::Aider,
     &continue_dev::Continue,
     &cline::Cline,
+    &cursor::CursorEditor,
+    &vscode::VsCode,
 ];
 
-/// A coding agent whose sessions zblade can import, by the name the command line, settings
-/// and provenance use (`claude-code`). Each is one module implementing [`Agent`], listed once
-/// in [`AGENTS`]; only those modules make a `Source`, so every one has an agent.
+/// A coding agent, by the name the command line, settings and provenance use (`claude-code`).
+/// Each is one module implementing [`Agent`], listed once in [`AGENTS`]; only those modules
+/// make a `Source`, so every one has an agent. [`Source::all`] lists those whose sessions
+/// zblade imports; the others (Cursor, VS Code) are reached over MCP only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Source(&'static str);
 
 impl Source {
-    /// Every source, in the order `--detect` lists them.
+    /// Every agent whose sessions zblade imports, in the order `--detect` lists them.
     pub fn all() -> impl Iterator<Item = Source> {
-        AGENTS.iter().map(|agent| agent.source())
+        AGENTS
+            .iter()
+            .filter(|agent| agent.reads_sessions())
+            .map(|agent| agent.source())
     }
 
     /// The name used on the command line, in settings and in provenance.
@@ -467,6 +475,28 @@ pub fn read_file(source: Source, path: &Path, cursor: &Cursor) -> Result<FileRea
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mcp_only_agents_are_no_import_source_and_every_mcp_agent_has_its_own_files() {
+        let sources: Vec<&str> = Source::all().map(Source::as_str).collect();
+        assert!(!sources.contains(&"cursor") && !sources.contains(&"vscode"), "{sources:?}");
+        assert!(Source::parse("cursor").is_none());
+        let mcp: Vec<(&str, &str)> = AGENTS
+            .iter()
+            .filter_map(|a| a.mcp().map(|m| (a.source().as_str(), m.project_file)))
+            .collect();
+        assert_eq!(
+            mcp.iter().map(|(name, _)| *name).collect::<Vec<_>>(),
+            ["claude-code", "codex", "cursor", "vscode"]
+        );
+        let mut files: Vec<&str> = mcp.iter().map(|(_, file)| *file).collect();
+        files.sort();
+        files.dedup();
+        assert_eq!(files.len(), mcp.len(), "two agents share a project file: {mcp:?}");
+        for agent in AGENTS.iter().filter(|a| !a.reads_sessions()) {
+            assert!(agent.mcp().is_some(), "{} is reached neither by import nor by MCP", agent.label());
+        }
+    }
 
     #[test]
     fn every_agent_is_registered_once_and_a_source_keeps_its_name_through_json() {

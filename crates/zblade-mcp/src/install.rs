@@ -18,74 +18,79 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 /// Where agents keep their files: the same struct (and `$HOME` fallbacks) the importers use.
 pub use zblade_engine::AgentPlaces as Places;
-use zblade_engine::ImportSource;
+use zblade_import::{AGENTS, Agent, McpConfig, McpFormat};
 
 /// The name zblade's entries go under.
 pub const SERVER_NAME: &str = "zblade";
 
-/// Agents whose MCP configuration zblade can write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Client {
-    /// Anthropic's Claude Code.
-    ClaudeCode,
-    /// Cursor.
-    Cursor,
-    /// OpenAI's Codex CLI.
-    Codex,
-    /// Visual Studio Code (Copilot agent mode).
-    VsCode,
+/// An agent whose MCP configuration zblade can write: one of the agent registry's agents
+/// ([`zblade_import::AGENTS`]) that says where its MCP files are ([`Agent::mcp`]).
+#[derive(Clone, Copy)]
+pub struct Client(&'static dyn Agent);
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
+impl PartialEq for Client {
+    fn eq(&self, other: &Client) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Client {}
+
 impl Client {
-    /// Every client, in the order they are listed.
-    pub const ALL: [Client; 4] = [Client::ClaudeCode, Client::Cursor, Client::Codex, Client::VsCode];
+    /// Every client, in the registry's order.
+    pub fn all() -> impl Iterator<Item = Client> {
+        AGENTS
+            .iter()
+            .filter(|agent| agent.mcp().is_some())
+            .map(|agent| Client(*agent))
+    }
 
     /// The name on the command line.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Client::ClaudeCode => "claude-code",
-            Client::Cursor => "cursor",
-            Client::Codex => "codex",
-            Client::VsCode => "vscode",
-        }
+        self.0.source().as_str()
     }
 
-    /// Its name for people (the import registry's label for agents zblade also imports).
+    /// Its name for people.
     pub fn label(self) -> &'static str {
-        match self {
-            Client::ClaudeCode => ImportSource::CLAUDE_CODE.label(),
-            Client::Cursor => "Cursor",
-            Client::Codex => ImportSource::CODEX.label(),
-            Client::VsCode => "VS Code",
-        }
+        self.0.label()
     }
 
     /// The client named `name`.
     pub fn parse(name: &str) -> Option<Client> {
-        Client::ALL.into_iter().find(|c| c.as_str() == name)
+        Client::all().find(|c| c.as_str() == name)
     }
 
-    /// The folder in `home` whose presence says the client is installed for this user.
-    fn marker(self, places: &Places) -> PathBuf {
-        match self {
-            Client::ClaudeCode => places.home.join(".claude"),
-            Client::Cursor => places.home.join(".cursor"),
-            Client::Codex => places.codex_dir(),
-            Client::VsCode => places.config_dir().join("Code"),
+    fn config(self) -> McpConfig {
+        self.0
+            .mcp()
+            .expect("a Client is made only from an agent with an MCP configuration")
+    }
+
+    /// The scope written unless another is asked for.
+    pub fn default_scope(self) -> Scope {
+        if self.config().prefers_user_file {
+            Scope::User
+        } else {
+            Scope::Project
         }
+    }
+
+    /// What exists when the client is installed for this user.
+    fn marker(self, places: &Places) -> PathBuf {
+        (self.config().marker)(places)
     }
 
     /// The configuration file for `scope`.
     pub fn config_file(self, scope: Scope, project: &Path, places: &Places) -> PathBuf {
-        match (self, scope) {
-            (Client::ClaudeCode, Scope::Project) => project.join(".mcp.json"),
-            (Client::ClaudeCode, Scope::User) => places.home.join(".claude.json"),
-            (Client::Cursor, Scope::Project) => project.join(".cursor/mcp.json"),
-            (Client::Cursor, Scope::User) => places.home.join(".cursor/mcp.json"),
-            (Client::Codex, Scope::Project) => project.join(".codex/config.toml"),
-            (Client::Codex, Scope::User) => places.codex_dir().join("config.toml"),
-            (Client::VsCode, Scope::Project) => project.join(".vscode/mcp.json"),
-            (Client::VsCode, Scope::User) => places.config_dir().join("Code/User/mcp.json"),
+        match scope {
+            Scope::Project => project.join(self.config().project_file),
+            Scope::User => (self.config().user_file)(places),
         }
     }
 }
@@ -149,8 +154,7 @@ pub struct DetectedClient {
 
 /// Every client: installed or not, and where zblade is configured.
 pub fn detect(project: &Path, places: &Places) -> Vec<DetectedClient> {
-    Client::ALL
-        .into_iter()
+    Client::all()
         .map(|client| {
             let has = |scope| configured(client, &client.config_file(scope, project, places));
             DetectedClient {
@@ -167,20 +171,13 @@ fn configured(client: Client, file: &Path) -> bool {
     let Ok(text) = std::fs::read_to_string(file) else {
         return false;
     };
-    match client {
-        Client::Codex => text
+    match client.config().format {
+        McpFormat::CodexToml => text
             .parse::<toml_edit::DocumentMut>()
             .is_ok_and(|doc| doc.get("mcp_servers").and_then(|s| s.get(SERVER_NAME)).is_some()),
-        _ => serde_json::from_str::<Value>(&text)
-            .is_ok_and(|v| v.get(json_key(client)).and_then(|s| s.get(SERVER_NAME)).is_some()),
-    }
-}
-
-fn json_key(client: Client) -> &'static str {
-    if client == Client::VsCode {
-        "servers"
-    } else {
-        "mcpServers"
+        McpFormat::Json { key, .. } => {
+            serde_json::from_str::<Value>(&text).is_ok_and(|v| v.get(key).and_then(|s| s.get(SERVER_NAME)).is_some())
+        }
     }
 }
 
@@ -195,19 +192,19 @@ pub fn install(
 ) -> Result<Written, String> {
     let file = client.config_file(scope, project, places);
     let old = read_existing(&file)?;
-    let text = match client {
-        Client::Codex => {
+    let text = match client.config().format {
+        McpFormat::CodexToml => {
             merge_toml(old.as_deref().unwrap_or(""), launch).map_err(|e| format!("{}: {e}", file.display()))?
         }
-        _ => {
+        McpFormat::Json { key, typed } => {
             let mut entry = Map::new();
-            if client != Client::Cursor {
+            if typed {
                 entry.insert("type".into(), json!("stdio"));
             }
             entry.insert("command".into(), json!(launch.command));
             entry.insert("args".into(), json!(launch.args));
             let mut root = parse_json_object(&file, old.as_deref())?;
-            object_in(&file, &mut root, json_key(client))?.insert(SERVER_NAME.into(), Value::Object(entry));
+            object_in(&file, &mut root, key)?.insert(SERVER_NAME.into(), Value::Object(entry));
             pretty(&root)
         }
     };
@@ -380,6 +377,10 @@ fn write_atomic(file: &Path, text: &str) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    fn client(name: &str) -> Client {
+        Client::parse(name).unwrap()
+    }
+
     fn places(dir: &Path) -> Places {
         Places {
             home: dir.join("home"),
@@ -405,7 +406,7 @@ mod tests {
         )
         .unwrap();
         let p = places(dir.path());
-        let first = install(Client::ClaudeCode, Scope::Project, &project, &p, &launch(), false).unwrap();
+        let first = install(client("claude-code"), Scope::Project, &project, &p, &launch(), false).unwrap();
         assert_eq!(first.change, "updated");
         let written: Value =
             serde_json::from_str(&std::fs::read_to_string(project.join(".mcp.json")).unwrap()).unwrap();
@@ -417,7 +418,7 @@ mod tests {
             written["mcpServers"]["zblade"]["args"],
             json!(["mcp", "--project", "/work/app"])
         );
-        let second = install(Client::ClaudeCode, Scope::Project, &project, &p, &launch(), false).unwrap();
+        let second = install(client("claude-code"), Scope::Project, &project, &p, &launch(), false).unwrap();
         assert_eq!(second.change, "unchanged");
         assert!(detect(&project, &p)[0].in_project);
     }
@@ -427,14 +428,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = places(dir.path());
         let project = dir.path().join("app");
-        let dry = install(Client::Cursor, Scope::User, &project, &p, &launch(), true).unwrap();
+        let dry = install(client("cursor"), Scope::User, &project, &p, &launch(), true).unwrap();
         assert_eq!(dry.change, "created");
         assert!(!dry.file.exists());
         assert!(dry.text.contains("\"mcpServers\""));
         std::fs::create_dir_all(project.join(".vscode")).unwrap();
         let broken = "{ // my servers\n \"servers\": {} }";
         std::fs::write(project.join(".vscode/mcp.json"), broken).unwrap();
-        let err = install(Client::VsCode, Scope::Project, &project, &p, &launch(), false).unwrap_err();
+        let err = install(client("vscode"), Scope::Project, &project, &p, &launch(), false).unwrap_err();
         assert!(err.contains("mcp.json") && err.contains("line 1"), "{err}");
         assert_eq!(
             std::fs::read_to_string(project.join(".vscode/mcp.json")).unwrap(),
@@ -449,7 +450,7 @@ mod tests {
         std::fs::create_dir_all(p.codex_dir()).unwrap();
         let old = "# my settings\nmodel = \"o3\"\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n";
         std::fs::write(p.codex_dir().join("config.toml"), old).unwrap();
-        install(Client::Codex, Scope::User, dir.path(), &p, &launch(), false).unwrap();
+        install(client("codex"), Scope::User, dir.path(), &p, &launch(), false).unwrap();
         let text = std::fs::read_to_string(p.codex_dir().join("config.toml")).unwrap();
         assert!(text.starts_with("# my settings\nmodel = \"o3\""), "{text}");
         assert!(
@@ -462,7 +463,7 @@ mod tests {
             Some("/opt/zblade/bin/zblade")
         );
         assert_eq!(
-            install(Client::Codex, Scope::User, dir.path(), &p, &launch(), false)
+            install(client("codex"), Scope::User, dir.path(), &p, &launch(), false)
                 .unwrap()
                 .change,
             "unchanged"

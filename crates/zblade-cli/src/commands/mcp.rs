@@ -62,16 +62,10 @@ pub(crate) fn run(cx: &mut Ctx, args: McpArgs) -> Result<(), Error> {
         Some(McpCommand::Clients) => cx.out.print(&Clients(install::detect(&cx.root, &Places::from_env()))),
         Some(McpCommand::Install { client, scope, dry_run }) => {
             let client = Client::parse(&client).ok_or_else(|| {
-                Error::Usage(format!(
-                    "unknown client {client:?}; choose claude-code, cursor, codex or vscode"
-                ))
+                let names: Vec<&str> = Client::all().map(Client::as_str).collect();
+                Error::Usage(format!("unknown client {client:?}; choose {}", names.join(", ")))
             })?;
-            let scope = match scope {
-                Some(scope) => scope.into(),
-                // Codex reads project files only in trusted projects; its user file always works.
-                None if client == Client::Codex => Scope::User,
-                None => Scope::Project,
-            };
+            let scope = scope.map_or_else(|| client.default_scope(), Scope::from);
             let root = project_root(cx)?;
             let launch = Launch::for_project(&zblade_executable()?, &root);
             let written =
