@@ -8,8 +8,8 @@ use tauri::{AppHandle, Manager};
 use tauri_specta::Event;
 use zblade_engine::{
     CompressorModel, ContextRequest, ContextResult, ConversationSummary, MigrationDirection, MigrationPlan,
-    MigrationReport, MomentSummary, MomentType, Page, PendingMigration, ReferenceReport, ReferenceStatus, SearchFilter,
-    SearchQuery, SearchResults, Shown, Status,
+    MigrationReport, MomentSummary, MomentType, Page, PendingMigration, ReferenceReport, ReferenceStatus, SearchQuery,
+    SearchResults, Shown, Status,
 };
 
 use crate::config::AppConfig;
@@ -179,17 +179,10 @@ pub async fn list_moments(app: AppHandle, kind: Option<MomentType>) -> AppResult
 /// Hybrid search (keyword-only, with a notice, when no embedding model is installed).
 #[tauri::command]
 #[specta::specta]
-pub async fn search(app: AppHandle, request: SearchRequest) -> AppResult<SearchResults> {
-    let kind = request.kind;
-    with_project(app, move |project| {
-        let filter = SearchFilter {
-            path_prefix: request.path_prefix.filter(|p| !p.trim().is_empty()),
-            ..Default::default()
-        };
-        let query = SearchQuery::new(request.text, request.limit.clamp(1, 200) as usize, kind).with_filter(filter);
-        Ok(project.search_with(&query, None)?)
-    })
-    .await
+pub async fn search(app: AppHandle, mut query: SearchQuery) -> AppResult<SearchResults> {
+    query.limit = query.limit.clamp(1, 200);
+    query.filter.path_prefix = query.filter.path_prefix.filter(|p| !p.trim().is_empty());
+    with_project(app, move |project| Ok(project.search_with(&query, None)?)).await
 }
 
 /// Assembles the context for a query within a budget, with the receipt.

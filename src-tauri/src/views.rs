@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 use specta::Type;
-use zblade_engine::{CompressorModel, Conversation, ModelEntry, ReferenceReport, SearchKind, StorageMode};
+use zblade_engine::{CompressorModel, Conversation, ModelEntry, ReferenceReport, StorageMode};
 
 use crate::config::AppConfig;
 
@@ -89,19 +89,6 @@ pub struct ConversationDetail {
     pub conversation: Conversation,
     /// Its code references.
     pub references: Vec<ReferenceReport>,
-}
-
-/// What to search.
-#[derive(Debug, Clone, Deserialize, Type)]
-pub struct SearchRequest {
-    /// The words.
-    pub text: String,
-    /// What to search.
-    pub kind: SearchKind,
-    /// Only files under this path (code hits and references).
-    pub path_prefix: Option<String>,
-    /// Most hits.
-    pub limit: u32,
 }
 
 /// Reference health: counts and the references that need a look.

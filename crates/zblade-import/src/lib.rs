@@ -479,7 +479,10 @@ mod tests {
     #[test]
     fn mcp_only_agents_are_no_import_source_and_every_mcp_agent_has_its_own_files() {
         let sources: Vec<&str> = Source::all().map(Source::as_str).collect();
-        assert!(!sources.contains(&"cursor") && !sources.contains(&"vscode"), "{sources:?}");
+        assert!(
+            !sources.contains(&"cursor") && !sources.contains(&"vscode"),
+            "{sources:?}"
+        );
         assert!(Source::parse("cursor").is_none());
         let mcp: Vec<(&str, &str)> = AGENTS
             .iter()
@@ -494,7 +497,11 @@ mod tests {
         files.dedup();
         assert_eq!(files.len(), mcp.len(), "two agents share a project file: {mcp:?}");
         for agent in AGENTS.iter().filter(|a| !a.reads_sessions()) {
-            assert!(agent.mcp().is_some(), "{} is reached neither by import nor by MCP", agent.label());
+            assert!(
+                agent.mcp().is_some(),
+                "{} is reached neither by import nor by MCP",
+                agent.label()
+            );
         }
     }
 

@@ -8,7 +8,9 @@ use crate::Index;
 use crate::code::parse_code_key;
 
 /// Narrows a search. Empty fields do not filter.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(default)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SearchFilter {
     /// Only this conversation's messages and moments (code belongs to no conversation and is
     /// left out).

@@ -15,12 +15,13 @@ use crate::{Index, SearchFilter, fts};
 pub const HIGHLIGHT: (&str, &str) = ("«", "»");
 
 /// Which kinds of records a search covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum SearchKind {
     /// Messages, moments and project files, merged by score.
+    #[default]
     All,
     /// Messages only.
     Messages,
@@ -33,16 +34,25 @@ pub enum SearchKind {
 }
 
 /// A keyword search request.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SearchQuery {
     /// Free text, as the user typed it.
     pub text: String,
     /// Most results to return.
+    #[serde(default = "default_limit")]
     pub limit: usize,
     /// What to search.
+    #[serde(default)]
     pub kind: SearchKind,
     /// What to leave out.
+    #[serde(default)]
     pub filter: SearchFilter,
+}
+
+/// [`SearchQuery::DEFAULT_LIMIT`], for a query that names no limit.
+fn default_limit() -> usize {
+    SearchQuery::DEFAULT_LIMIT
 }
 
 impl SearchQuery {

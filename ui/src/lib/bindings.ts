@@ -156,9 +156,9 @@ async listMoments(kind: MomentType | null) : Promise<Result<MomentSummary[], App
 /**
  * Hybrid search (keyword-only, with a notice, when no embedding model is installed).
  */
-async search(request: SearchRequest) : Promise<Result<SearchResults, AppError>> {
+async search(query: SearchQuery) : Promise<Result<SearchResults, AppError>> {
     try {
-    return { status: "ok", data: await TAURI_INVOKE("search", { request }) };
+    return { status: "ok", data: await TAURI_INVOKE("search", { query }) };
 } catch (e) {
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
@@ -2850,6 +2850,27 @@ relevance: number;
  */
 redundancy: number }
 /**
+ * Narrows a search. Empty fields do not filter.
+ */
+export type SearchFilter = { 
+/**
+ * Only this conversation's messages and moments (code belongs to no conversation and is
+ * left out).
+ */
+conversation: string | null; 
+/**
+ * Only code under this path, and messages and moments with a code reference under it.
+ */
+path_prefix: string | null; 
+/**
+ * Written (or, for code, modified) at or after this index timestamp.
+ */
+since: string | null; 
+/**
+ * Written (or modified) before this index timestamp.
+ */
+until: string | null }
+/**
  * Which kinds of records a search covers.
  */
 export type SearchKind = 
@@ -2890,25 +2911,25 @@ export type SearchMode =
  */
 "hybrid"
 /**
- * What to search.
+ * A keyword search request.
  */
-export type SearchRequest = { 
+export type SearchQuery = { 
 /**
- * The words.
+ * Free text, as the user typed it.
  */
 text: string; 
 /**
+ * Most results to return.
+ */
+limit?: number; 
+/**
  * What to search.
  */
-kind: SearchKind; 
+kind?: SearchKind; 
 /**
- * Only files under this path (code hits and references).
+ * What to leave out.
  */
-path_prefix: string | null; 
-/**
- * Most hits.
- */
-limit: number }
+filter?: SearchFilter }
 /**
  * The outcome of a search in some mode.
  */

@@ -35,7 +35,7 @@ export class LiveSearch {
     this.busy = true;
     try {
       const results = await call(
-        commands.search({ text, kind: this.kind, path_prefix: this.pathPrefix || null, limit: this.limit }),
+        commands.search({ text, kind: this.kind, limit: this.limit, filter: { path_prefix: this.pathPrefix || null, conversation: null, since: null, until: null } }),
       );
       if (seq !== this.latest) return;
       this.results = results;
