@@ -76,6 +76,27 @@ pub struct McpConfig {
     pub prefers_user_file: bool,
 }
 
+impl McpConfig {
+    /// A JSON file with zblade's entry under `key` (naming its transport when `typed`), in the
+    /// project at `project_file` and for the user at `user_file`; `marker` shows the agent is
+    /// installed.
+    pub const fn json(
+        project_file: &'static str,
+        key: &'static str,
+        typed: bool,
+        user_file: fn(&Places) -> PathBuf,
+        marker: fn(&Places) -> PathBuf,
+    ) -> McpConfig {
+        McpConfig {
+            project_file,
+            user_file,
+            marker,
+            format: McpFormat::Json { key, typed },
+            prefers_user_file: false,
+        }
+    }
+}
+
 /// The format of an agent's MCP configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum McpFormat {

@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use zblade_core::{Message, Role, ToolCall};
 
-use crate::agent::{Agent, McpConfig, McpFormat, files_named, jsonl_cwd};
+use crate::agent::{Agent, McpConfig, files_named, jsonl_cwd};
 use crate::detect::Places;
 use crate::patch::{citations, numbered_listing};
 use crate::{
@@ -378,15 +378,9 @@ impl Agent for ClaudeCode {
         read(path, cursor)
     }
     fn mcp(&self) -> Option<McpConfig> {
-        Some(McpConfig {
-            project_file: ".mcp.json",
-            user_file: |places| places.home.join(".claude.json"),
-            marker: |places| places.home.join(".claude"),
-            format: McpFormat::Json {
-                key: "mcpServers",
-                typed: true,
-            },
-            prefers_user_file: false,
-        })
+        let user_file = |places: &Places| places.home.join(".claude.json");
+        Some(McpConfig::json(".mcp.json", "mcpServers", true, user_file, |places| {
+            places.home.join(".claude")
+        }))
     }
 }

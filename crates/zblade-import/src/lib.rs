@@ -29,14 +29,13 @@ mod claude_code;
 mod cline;
 mod codex;
 mod continue_dev;
-mod cursor;
 pub mod detect;
 mod document;
 mod jsonl;
+mod mcp_only;
 mod patch;
 pub mod redact;
 mod trim;
-mod vscode;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -59,8 +58,8 @@ pub static AGENTS: &[&dyn Agent] = &[
     &aider::Aider,
     &continue_dev::Continue,
     &cline::Cline,
-    &cursor::CursorEditor,
-    &vscode::VsCode,
+    &mcp_only::CURSOR,
+    &mcp_only::VSCODE,
 ];
 
 /// A coding agent, by the name the command line, settings and provenance use (`claude-code`).

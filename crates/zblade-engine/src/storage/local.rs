@@ -30,8 +30,8 @@ pub(crate) struct LocalStorage;
 
 /// Stores conversations (messages, then manifests) and indexes them; the caller holds the
 /// write lock.
-fn store_and_index(project: &mut Parts, convs: &[Conversation]) -> Result<()> {
-    let layout = project.layout.clone();
+fn store_and_index(parts: &mut Parts, convs: &[Conversation]) -> Result<()> {
+    let layout = parts.layout.clone();
     let writes = manifests::plan_writes(&layout, convs)?;
     let hashes = manifests::write(&writes)?;
     // The index is told the prefix each manifest was written with; a conversation is copied
@@ -58,7 +58,7 @@ fn store_and_index(project: &mut Parts, convs: &[Conversation]) -> Result<()> {
         .zip(&hashes)
         .map(|((conv, path), hash)| (conv.as_ref(), path.as_str(), hash.as_str()))
         .collect();
-    project.index_mut()?.put_conversations(&items)
+    parts.index_mut()?.put_conversations(&items)
 }
 
 /// Writes artifact files atomically as one batch; returns each file's SHA-256 for the index.
@@ -68,18 +68,18 @@ fn write_artifacts(files: &[(PathBuf, Vec<u8>)]) -> Result<Vec<String>> {
 }
 
 impl Storage for LocalStorage {
-    fn lineage(&self, project: &Parts, id: &str) -> Result<crate::lineage::Lineage> {
-        crate::lineage::in_index(project.index()?, id)
+    fn lineage(&self, parts: &Parts, id: &str) -> Result<crate::lineage::Lineage> {
+        crate::lineage::in_index(parts.index()?, id)
     }
 
-    fn prompts(&self, project: &Parts, search: Option<&str>, limit: usize) -> Result<Vec<zblade_index::Prompt>> {
-        project.index()?.prompts(search, limit)
+    fn prompts(&self, parts: &Parts, search: Option<&str>, limit: usize) -> Result<Vec<zblade_index::Prompt>> {
+        parts.index()?.prompts(search, limit)
     }
 
     /// The index lists newest first.
-    fn newest_conversation(&self, project: &Parts) -> Result<Option<String>> {
+    fn newest_conversation(&self, parts: &Parts) -> Result<Option<String>> {
         Ok(self
-            .list_conversations(project, Page::first(1), None)?
+            .list_conversations(parts, Page::first(1), None)?
             .into_iter()
             .next()
             .map(|c| c.id))
@@ -93,8 +93,8 @@ impl Storage for LocalStorage {
         true
     }
 
-    fn put_conversations(&self, project: &mut Parts, prepared: &[Conversation]) -> Result<Vec<AddOutcome>> {
-        let layout = project.layout.clone();
+    fn put_conversations(&self, parts: &mut Parts, prepared: &[Conversation]) -> Result<Vec<AddOutcome>> {
+        let layout = parts.layout.clone();
         let _lock = WriteLock::acquire(&layout)?;
         let mut outcomes = Vec::with_capacity(prepared.len());
         for conv in prepared {
@@ -108,18 +108,18 @@ impl Storage for LocalStorage {
         }
         // Forks that share messages these conversations no longer start with get their own
         // copy of the references first, so no manifest ever names a prefix that changed.
-        let detached = manifests::detach_dependents(project.index()?, &layout, prepared)?;
+        let detached = manifests::detach_dependents(parts.index()?, &layout, prepared)?;
         if !detached.is_empty() {
-            store_and_index(project, &detached)?;
+            store_and_index(parts, &detached)?;
         }
         // Artifacts first: they are the truth. If indexing fails, `fsck --repair` finds the
         // artifacts that the index lacks.
-        store_and_index(project, prepared)?;
+        store_and_index(parts, prepared)?;
         Ok(outcomes)
     }
 
-    fn fork(&self, project: &mut Parts, request: &ForkRequest) -> Result<Conversation> {
-        let layout = project.layout.clone();
+    fn fork(&self, parts: &mut Parts, request: &ForkRequest) -> Result<Conversation> {
+        let layout = parts.layout.clone();
         let _lock = WriteLock::acquire(&layout)?;
         let fork = manifests::fork(&layout, request)?;
         let hash = manifests::write(&manifests::Writes {
@@ -133,39 +133,39 @@ impl Storage for LocalStorage {
         })?;
         let conv = fork.manifest.into_conversation(Vec::new());
         let path = layout.relative(&layout.conversation_path(&conv.conversation_id));
-        project.index_mut()?.put_conversations(&[(&conv, &path, &hash[0])])?;
+        parts.index_mut()?.put_conversations(&[(&conv, &path, &hash[0])])?;
         Ok(conv)
     }
 
-    fn delete_conversation(&self, project: &mut Parts, id: &str) -> Result<()> {
-        let layout = project.layout.clone();
+    fn delete_conversation(&self, parts: &mut Parts, id: &str) -> Result<()> {
+        let layout = parts.layout.clone();
         let _lock = WriteLock::acquire(&layout)?;
         let path = layout.conversation_path(id);
         if !path.exists() {
             return Err(Error::NotFound(format!("no conversation {id} in this project")));
         }
         // Forks keep the messages they share with it: their manifests list them first.
-        let dependents: Vec<Conversation> = project
+        let dependents: Vec<Conversation> = parts
             .index()?
             .sharing_from(id)?
             .into_iter()
             .map(|(dependent, _)| manifests::detached(&layout, &dependent))
             .collect::<Result<_>>()?;
         if !dependents.is_empty() {
-            store_and_index(project, &dependents)?;
+            store_and_index(parts, &dependents)?;
         }
         std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
         fsio::sync_dir(&layout.conversations_dir())?;
-        project.index_mut()?.remove_conversation(id)?;
+        parts.index_mut()?.remove_conversation(id)?;
         Ok(())
     }
 
-    fn put_moments(&self, project: &mut Parts, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
-        let layout = project.layout.clone();
+    fn put_moments(&self, parts: &mut Parts, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
+        let layout = parts.layout.clone();
         let _lock = WriteLock::acquire(&layout)?;
         let mut outcomes = Vec::with_capacity(prepared.len());
         for (moment, source) in &prepared {
-            let index = project.index()?;
+            let index = parts.index()?;
             if let Some(conv) = &moment.conversation_id
                 && index.conversation_artifact(conv)?.is_none()
             {
@@ -207,39 +207,34 @@ impl Storage for LocalStorage {
             .zip(&hashes)
             .map(|(((moment, _), outcome), hash)| (moment, outcome.artifact_path.as_str(), hash.as_str()))
             .collect();
-        project.index_mut()?.put_moments(&items)?;
+        parts.index_mut()?.put_moments(&items)?;
         Ok(outcomes)
     }
 
-    fn list_conversations(
-        &self,
-        project: &Parts,
-        page: Page,
-        source: Option<&str>,
-    ) -> Result<Vec<ConversationSummary>> {
-        project.index()?.list_conversations(page, source)
+    fn list_conversations(&self, parts: &Parts, page: Page, source: Option<&str>) -> Result<Vec<ConversationSummary>> {
+        parts.index()?.list_conversations(page, source)
     }
 
-    fn list_moments(&self, project: &Parts, page: Page, kind: Option<&str>) -> Result<Vec<MomentSummary>> {
-        project.index()?.list_moments(page, kind)
+    fn list_moments(&self, parts: &Parts, page: Page, kind: Option<&str>) -> Result<Vec<MomentSummary>> {
+        parts.index()?.list_moments(page, kind)
     }
 
-    fn conversation(&self, project: &Parts, id: &str) -> Result<Conversation> {
-        let path = project.layout.conversation_path(id);
+    fn conversation(&self, parts: &Parts, id: &str) -> Result<Conversation> {
+        let path = parts.layout.conversation_path(id);
         if !path.exists() {
             return Err(Error::NotFound(format!("no conversation {id} in this project")));
         }
-        Ok(scan::load_conversation(&project.layout, &path)?.artifact)
+        Ok(scan::load_conversation(&parts.layout, &path)?.artifact)
     }
 
-    fn moment(&self, project: &Parts, id: &str) -> Result<Option<FoundMoment>> {
-        let path = project.layout.moment_path(id);
+    fn moment(&self, parts: &Parts, id: &str) -> Result<Option<FoundMoment>> {
+        let path = parts.layout.moment_path(id);
         if path.exists() {
-            let loaded = scan::load_moment(&project.layout, &path)?;
+            let loaded = scan::load_moment(&parts.layout, &path)?;
             return Ok(Some(FoundMoment::Standalone(loaded.artifact)));
         }
         // Not a file of its own: the index knows which conversation holds it, if any.
-        let Some(artifact) = project.index()?.moment_artifact(id)? else {
+        let Some(artifact) = parts.index()?.moment_artifact(id)? else {
             return Ok(None);
         };
         let conversation_id = artifact
@@ -247,7 +242,7 @@ impl Storage for LocalStorage {
             .next()
             .unwrap_or_default()
             .trim_end_matches(".json");
-        let conversation = self.conversation(project, conversation_id)?;
+        let conversation = self.conversation(parts, conversation_id)?;
         Ok(conversation
             .moments
             .into_iter()
@@ -258,26 +253,26 @@ impl Storage for LocalStorage {
             }))
     }
 
-    fn messages(&self, project: &Parts, id: &str) -> Result<Vec<MessageMatch>> {
+    fn messages(&self, parts: &Parts, id: &str) -> Result<Vec<MessageMatch>> {
         let mut matches = Vec::new();
-        for location in project.index()?.locate_message(id)? {
-            let conv = self.conversation(project, &location.conversation_id)?;
+        for location in parts.index()?.locate_message(id)? {
+            let conv = self.conversation(parts, &location.conversation_id)?;
             if let Some(message) = conv.messages.get(location.seq as usize).filter(|m| m.id == id) {
                 matches.push(MessageMatch {
                     conversation_id: conv.conversation_id.clone(),
                     title: conv.title.clone(),
                     message: message.clone(),
-                    references: project.references_of(&format!("{}/{id}", conv.conversation_id))?,
+                    references: parts.references_of(&format!("{}/{id}", conv.conversation_id))?,
                 });
             }
         }
         Ok(matches)
     }
 
-    fn conversation_references(&self, project: &Parts, conversation: &Conversation) -> Result<Vec<ReferenceReport>> {
+    fn conversation_references(&self, parts: &Parts, conversation: &Conversation) -> Result<Vec<ReferenceReport>> {
         // The index holds each reference's live location, kept current by the watch loop; a
         // fork's inherited messages have theirs under the conversation that wrote them.
-        let indexed_under = project
+        let indexed_under = parts
             .index()?
             .indexed_under(&conversation.conversation_id, conversation.messages.len())?;
         let owners: Vec<String> = conversation
@@ -286,33 +281,33 @@ impl Storage for LocalStorage {
             .zip(indexed_under)
             .map(|(m, owner)| format!("{owner}/{}", m.id))
             .collect();
-        Ok(project.references_of_many(&owners)?.into_iter().flatten().collect())
+        Ok(parts.references_of_many(&owners)?.into_iter().flatten().collect())
     }
 
-    fn moment_references(&self, project: &Parts, moment: &Moment) -> Result<Vec<ReferenceReport>> {
-        project.references_of(&moment.id)
+    fn moment_references(&self, parts: &Parts, moment: &Moment) -> Result<Vec<ReferenceReport>> {
+        parts.references_of(&moment.id)
     }
 
     fn search(
         &self,
-        project: &Parts,
+        parts: &Parts,
         query: &SearchQuery,
         mode: Option<SearchMode>,
         snippets: bool,
     ) -> Result<SearchResults> {
-        Ok(search_with_nearest(project, query, mode, snippets)?.0)
+        Ok(search_with_nearest(parts, query, mode, snippets)?.0)
     }
 
-    fn recent_turns(&self, project: &Parts, conversation: &str, n: usize) -> Result<Option<(String, Vec<MemoryText>)>> {
-        let index = project.index()?;
+    fn recent_turns(&self, parts: &Parts, conversation: &str, n: usize) -> Result<Option<(String, Vec<MemoryText>)>> {
+        let index = parts.index()?;
         let Some(title) = index.conversation_title(conversation)? else {
             return Ok(None);
         };
         Ok(Some((title, index.recent_messages(conversation, n)?)))
     }
 
-    fn moment_text(&self, project: &Parts, id: &str) -> Result<Option<MemoryText>> {
-        let texts = project.index()?.memory_texts(&[id.to_string()])?;
+    fn moment_text(&self, parts: &Parts, id: &str) -> Result<Option<MemoryText>> {
+        let texts = parts.index()?.memory_texts(&[id.to_string()])?;
         Ok(texts.into_iter().next().filter(|t| t.kind == HitKind::Moment))
     }
 
@@ -321,7 +316,7 @@ impl Storage for LocalStorage {
     /// from the working tree.
     fn retrieve(
         &self,
-        project: &Parts,
+        parts: &Parts,
         text: &str,
         time: Option<TimeRange>,
         mode: Option<SearchMode>,
@@ -334,7 +329,7 @@ impl Storage for LocalStorage {
         let query = SearchQuery::new(text.to_string(), CANDIDATES, SearchKind::All).with_filter(filter);
         // No snippets: the candidates' whole texts are read below.
         let searching = Instant::now();
-        let (results, nearest) = search_with_nearest(project, &query, mode, false)?;
+        let (results, nearest) = search_with_nearest(parts, &query, mode, false)?;
         let search_ms = millis_since(searching);
         let mut notices: Vec<String> = results.notice.into_iter().collect();
         if !results.stale_files.is_empty() {
@@ -351,7 +346,7 @@ impl Storage for LocalStorage {
             .filter(|h| matches!(h.hit.kind, HitKind::Message | HitKind::Moment))
             .map(|h| zblade_index::hit_key(&h.hit))
             .collect();
-        let texts: HashMap<String, MemoryText> = project
+        let texts: HashMap<String, MemoryText> = parts
             .index()?
             .memory_texts(&keys)?
             .into_iter()
@@ -394,7 +389,7 @@ impl Storage for LocalStorage {
                 HitKind::Conversation => {}
             }
         }
-        let evidence = project.gate_evidence(text, nearest, candidates.iter().map(|c| c.text.as_str()))?;
+        let evidence = parts.gate_evidence(text, nearest, candidates.iter().map(|c| c.text.as_str()))?;
         Ok(Retrieved {
             mode: results.mode,
             notices,
@@ -408,13 +403,13 @@ impl Storage for LocalStorage {
 /// A search in `mode` with each hit's references checked, and the similarity of the nearest
 /// embedded chunk (the relevance gate's semantic evidence) when vectors took part.
 fn search_with_nearest(
-    project: &Parts,
+    parts: &Parts,
     query: &SearchQuery,
     mode: Option<SearchMode>,
     snippets: bool,
 ) -> Result<(SearchResults, Option<f64>)> {
-    let found = project.search_in_mode(query, mode, snippets)?;
-    let (hits, stale_files) = project.with_references(found.hits)?;
+    let found = parts.search_in_mode(query, mode, snippets)?;
+    let (hits, stale_files) = parts.with_references(found.hits)?;
     let results = SearchResults {
         mode: found.mode,
         notice: found.notice,

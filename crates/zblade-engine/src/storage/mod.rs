@@ -111,63 +111,62 @@ pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
     fn on_this_machine(&self) -> bool;
 
     /// Stores conversations that `Project::prepare_conversations` validated and completed.
-    fn put_conversations(&self, project: &mut Parts, prepared: &[Conversation]) -> Result<Vec<AddOutcome>>;
+    fn put_conversations(&self, parts: &mut Parts, prepared: &[Conversation]) -> Result<Vec<AddOutcome>>;
 
     /// Stores moments that `Project::prepare_moments` validated, each with its source name.
-    fn put_moments(&self, project: &mut Parts, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>>;
+    fn put_moments(&self, parts: &mut Parts, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>>;
 
     /// Makes a fork. The default copies the kept messages into a new conversation; local
     /// storage shares them instead (nothing but a small manifest is written).
-    fn fork(&self, project: &mut Parts, request: &ForkRequest) -> Result<Conversation> {
-        let parent = self.conversation(project, &request.parent)?;
+    fn fork(&self, parts: &mut Parts, request: &ForkRequest) -> Result<Conversation> {
+        let parent = self.conversation(parts, &request.parent)?;
         let after = request
             .after
             .position(&request.parent, parent.messages.iter().map(|m| m.id.as_str()))?;
         let fork = forked_copy(&parent, after, request);
-        self.put_conversations(project, std::slice::from_ref(&fork))?;
+        self.put_conversations(parts, std::slice::from_ref(&fork))?;
         Ok(fork)
     }
 
     /// Deletes a conversation. Its messages stay while another conversation uses them.
-    fn delete_conversation(&self, project: &mut Parts, id: &str) -> Result<()>;
+    fn delete_conversation(&self, parts: &mut Parts, id: &str) -> Result<()>;
 
     /// A page of conversations.
-    fn list_conversations(&self, project: &Parts, page: Page, source: Option<&str>)
-    -> Result<Vec<ConversationSummary>>;
+    fn list_conversations(&self, parts: &Parts, page: Page, source: Option<&str>) -> Result<Vec<ConversationSummary>>;
 
     /// A page of moments, newest first, optionally of one type.
-    fn list_moments(&self, project: &Parts, page: Page, kind: Option<&str>) -> Result<Vec<MomentSummary>>;
+    fn list_moments(&self, parts: &Parts, page: Page, kind: Option<&str>) -> Result<Vec<MomentSummary>>;
 
     /// Where conversation `id` sits: ancestors, forks (recursively) and merges.
-    fn lineage(&self, project: &Parts, id: &str) -> Result<crate::lineage::Lineage>;
+    fn lineage(&self, parts: &Parts, id: &str) -> Result<crate::lineage::Lineage>;
 
     /// Prompts the user typed, newest first, each text once; only those holding every word
     /// of `search` (the last as a prefix) when given.
-    fn prompts(&self, project: &Parts, search: Option<&str>, limit: usize) -> Result<Vec<zblade_index::Prompt>>;
+    fn prompts(&self, parts: &Parts, search: Option<&str>, limit: usize) -> Result<Vec<zblade_index::Prompt>>;
 
     /// The most recently updated conversation.
-    fn newest_conversation(&self, project: &Parts) -> Result<Option<String>>;
+    fn newest_conversation(&self, parts: &Parts) -> Result<Option<String>>;
 
     /// One conversation artifact; `Error::NotFound` when there is none.
-    fn conversation(&self, project: &Parts, id: &str) -> Result<Conversation>;
+    fn conversation(&self, parts: &Parts, id: &str) -> Result<Conversation>;
 
     /// One moment by id, standalone or inside a conversation.
-    fn moment(&self, project: &Parts, id: &str) -> Result<Option<FoundMoment>>;
+    fn moment(&self, parts: &Parts, id: &str) -> Result<Option<FoundMoment>>;
 
     /// Messages with this id, each with its conversation (ids are unique only within one).
-    fn messages(&self, project: &Parts, id: &str) -> Result<Vec<MessageMatch>>;
+    fn messages(&self, parts: &Parts, id: &str) -> Result<Vec<MessageMatch>>;
 
     /// The code references of a conversation's messages, checked against the working tree now.
-    fn conversation_references(&self, project: &Parts, conversation: &Conversation) -> Result<Vec<ReferenceReport>>;
+    fn conversation_references(&self, parts: &Parts, conversation: &Conversation) -> Result<Vec<ReferenceReport>>;
 
     /// The code references of a standalone moment, checked now.
-    fn moment_references(&self, project: &Parts, moment: &Moment) -> Result<Vec<ReferenceReport>>;
+    fn moment_references(&self, parts: &Parts, moment: &Moment) -> Result<Vec<ReferenceReport>>;
 
     /// Search in `mode` (`None`: the best this storage has), with code references hydrated;
     /// without `snippets`, message hits may come without a highlighted snippet.
     fn search(
         &self,
-        project: &Parts,
+        parts: &Parts,
         query: &SearchQuery,
         mode: Option<SearchMode>,
         snippets: bool,
@@ -175,16 +174,16 @@ pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
 
     /// A conversation's title and its last `n` turns, newest first; `None` when there is no
     /// such conversation.
-    fn recent_turns(&self, project: &Parts, conversation: &str, n: usize) -> Result<Option<(String, Vec<MemoryText>)>>;
+    fn recent_turns(&self, parts: &Parts, conversation: &str, n: usize) -> Result<Option<(String, Vec<MemoryText>)>>;
 
     /// A moment as memory text (its context after its content); `None` when there is none.
-    fn moment_text(&self, project: &Parts, id: &str) -> Result<Option<MemoryText>>;
+    fn moment_text(&self, parts: &Parts, id: &str) -> Result<Option<MemoryText>>;
 
     /// Memory for context assembly: the turns and moments that match `text` (within `time`
     /// when given), with the code they reference, scored for retrieval.
     fn retrieve(
         &self,
-        project: &Parts,
+        parts: &Parts,
         text: &str,
         time: Option<TimeRange>,
         mode: Option<SearchMode>,

@@ -98,9 +98,9 @@ impl ServerStorage {
 impl ServerStorage {
     /// Conversations imported from `source`: the list is read in id order and each
     /// conversation fetched to see its provenance, until the page is full.
-    fn list_conversations_from(&self, project: &Parts, page: Page, source: &str) -> Result<Vec<ConversationSummary>> {
-        let client = project.server_client()?;
-        let project_id = &project.settings.project.id;
+    fn list_conversations_from(&self, parts: &Parts, page: Page, source: &str) -> Result<Vec<ConversationSummary>> {
+        let client = parts.server_client()?;
+        let project_id = &parts.settings.project.id;
         let mut matching = Vec::new();
         for record in client.list_records(project_id, Kind::Conversation)? {
             if matching.len() >= page.offset + page.limit {
@@ -128,14 +128,14 @@ impl ServerStorage {
 
 impl ServerStorage {
     /// Every conversation of the project, read one by one.
-    fn all_conversations(&self, project: &Parts) -> Result<Vec<Conversation>> {
+    fn all_conversations(&self, parts: &Parts) -> Result<Vec<Conversation>> {
         const PAGE: usize = 500;
         let mut out = Vec::new();
         loop {
-            let page = self.list_conversations(project, Page::new(PAGE, out.len()), None)?;
+            let page = self.list_conversations(parts, Page::new(PAGE, out.len()), None)?;
             let full = page.len() == PAGE;
             for summary in page {
-                out.push(self.conversation(project, &summary.id)?);
+                out.push(self.conversation(parts, &summary.id)?);
             }
             if !full {
                 return Ok(out);
@@ -146,26 +146,26 @@ impl ServerStorage {
 
 impl Storage for ServerStorage {
     /// A sync server keeps no graph index: every conversation is read (one request each).
-    fn lineage(&self, project: &Parts, id: &str) -> Result<crate::lineage::Lineage> {
-        crate::lineage::lineage_among(id, &self.all_conversations(project)?)
+    fn lineage(&self, parts: &Parts, id: &str) -> Result<crate::lineage::Lineage> {
+        crate::lineage::lineage_among(id, &self.all_conversations(parts)?)
     }
 
     /// Every conversation is read (one request each).
-    fn prompts(&self, project: &Parts, search: Option<&str>, limit: usize) -> Result<Vec<zblade_index::Prompt>> {
+    fn prompts(&self, parts: &Parts, search: Option<&str>, limit: usize) -> Result<Vec<zblade_index::Prompt>> {
         Ok(crate::lineage::prompts_among(
-            &self.all_conversations(project)?,
+            &self.all_conversations(parts)?,
             search,
             limit,
         ))
     }
 
     /// A sync server lists in id order, so its whole listing (metadata only) is read.
-    fn newest_conversation(&self, project: &Parts) -> Result<Option<String>> {
+    fn newest_conversation(&self, parts: &Parts) -> Result<Option<String>> {
         const PAGE: usize = 1000;
         let mut newest: Option<ConversationSummary> = None;
         let mut offset = 0;
         loop {
-            let page = self.list_conversations(project, Page::new(PAGE, offset), None)?;
+            let page = self.list_conversations(parts, Page::new(PAGE, offset), None)?;
             offset += page.len();
             let full = page.len() == PAGE;
             for summary in page {
@@ -187,9 +187,9 @@ impl Storage for ServerStorage {
         false
     }
 
-    fn put_conversations(&self, project: &mut Parts, prepared: &[Conversation]) -> Result<Vec<AddOutcome>> {
-        let client = project.server_client()?;
-        let project_id = &project.settings.project.id;
+    fn put_conversations(&self, parts: &mut Parts, prepared: &[Conversation]) -> Result<Vec<AddOutcome>> {
+        let client = parts.server_client()?;
+        let project_id = &parts.settings.project.id;
         prepared
             .iter()
             .map(|conv| {
@@ -206,9 +206,9 @@ impl Storage for ServerStorage {
             .collect()
     }
 
-    fn delete_conversation(&self, project: &mut Parts, id: &str) -> Result<()> {
-        let client = project.server_client()?;
-        let project_id = &project.settings.project.id;
+    fn delete_conversation(&self, parts: &mut Parts, id: &str) -> Result<()> {
+        let client = parts.server_client()?;
+        let project_id = &parts.settings.project.id;
         let bytes = client
             .get_record(project_id, Kind::Conversation, id)?
             .ok_or_else(|| Error::NotFound(format!("no conversation {id} on the sync server")))?;
@@ -221,9 +221,9 @@ impl Storage for ServerStorage {
         }
     }
 
-    fn put_moments(&self, project: &mut Parts, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
-        let client = project.server_client()?;
-        let project_id = &project.settings.project.id;
+    fn put_moments(&self, parts: &mut Parts, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
+        let client = parts.server_client()?;
+        let project_id = &parts.settings.project.id;
         prepared
             .iter()
             .map(|(moment, _)| {
@@ -241,17 +241,12 @@ impl Storage for ServerStorage {
 
     /// Id order, as the server pages it. The server's list does not know where a conversation
     /// came from, so a source filter reads each conversation on the way.
-    fn list_conversations(
-        &self,
-        project: &Parts,
-        page: Page,
-        source: Option<&str>,
-    ) -> Result<Vec<ConversationSummary>> {
+    fn list_conversations(&self, parts: &Parts, page: Page, source: Option<&str>) -> Result<Vec<ConversationSummary>> {
         if let Some(source) = source {
-            return self.list_conversations_from(project, page, source);
+            return self.list_conversations_from(parts, page, source);
         }
-        let client = project.server_client()?;
-        let records = client.list_records(&project.settings.project.id, Kind::Conversation)?;
+        let client = parts.server_client()?;
+        let records = client.list_records(&parts.settings.project.id, Kind::Conversation)?;
         Ok(records
             .into_iter()
             .skip(page.offset)
@@ -272,9 +267,9 @@ impl Storage for ServerStorage {
     /// The server's list has no content, so each moment on the page is read (and, with a type
     /// filter, each moment until the page is full); a moment that no longer parses is
     /// skipped, not fatal.
-    fn list_moments(&self, project: &Parts, wanted: Page, kind: Option<&str>) -> Result<Vec<MomentSummary>> {
-        let client = project.server_client()?;
-        let project_id = &project.settings.project.id;
+    fn list_moments(&self, parts: &Parts, wanted: Page, kind: Option<&str>) -> Result<Vec<MomentSummary>> {
+        let client = parts.server_client()?;
+        let project_id = &parts.settings.project.id;
         let mut records = client.list_records(project_id, Kind::Moment)?;
         // RFC 3339 in UTC sorts as text.
         records.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
@@ -317,13 +312,13 @@ impl Storage for ServerStorage {
         Ok(page)
     }
 
-    fn conversation(&self, project: &Parts, id: &str) -> Result<Conversation> {
-        Self::get_conversation(&project.server_client()?, &project.settings.project.id, id)
+    fn conversation(&self, parts: &Parts, id: &str) -> Result<Conversation> {
+        Self::get_conversation(&parts.server_client()?, &parts.settings.project.id, id)
     }
 
     /// The server stores standalone moments only.
-    fn moment(&self, project: &Parts, id: &str) -> Result<Option<FoundMoment>> {
-        let moment = Self::standalone_moment(&project.server_client()?, &project.settings.project.id, id)?;
+    fn moment(&self, parts: &Parts, id: &str) -> Result<Option<FoundMoment>> {
+        let moment = Self::standalone_moment(&parts.server_client()?, &parts.settings.project.id, id)?;
         Ok(moment.map(FoundMoment::Standalone))
     }
 
@@ -335,25 +330,25 @@ impl Storage for ServerStorage {
         )))
     }
 
-    fn conversation_references(&self, project: &Parts, conversation: &Conversation) -> Result<Vec<ReferenceReport>> {
-        Ok(project.hydrate(&refs::references_in_conversation(conversation)))
+    fn conversation_references(&self, parts: &Parts, conversation: &Conversation) -> Result<Vec<ReferenceReport>> {
+        Ok(parts.hydrate(&refs::references_in_conversation(conversation)))
     }
 
-    fn moment_references(&self, project: &Parts, moment: &Moment) -> Result<Vec<ReferenceReport>> {
-        Ok(project.hydrate(&refs::references_in_moment(moment)))
+    fn moment_references(&self, parts: &Parts, moment: &Moment) -> Result<Vec<ReferenceReport>> {
+        Ok(parts.hydrate(&refs::references_in_moment(moment)))
     }
 
     /// The server's keyword search, whatever mode was asked for (it has no vectors).
     fn search(
         &self,
-        project: &Parts,
+        parts: &Parts,
         query: &SearchQuery,
         _mode: Option<SearchMode>,
         _snippets: bool,
     ) -> Result<SearchResults> {
         let hits = Self::hits(
-            &project.server_client()?,
-            &project.settings.project.id,
+            &parts.server_client()?,
+            &parts.settings.project.id,
             &query.text,
             query.limit,
         )?;
@@ -373,8 +368,8 @@ impl Storage for ServerStorage {
         })
     }
 
-    fn recent_turns(&self, project: &Parts, conversation: &str, n: usize) -> Result<Option<(String, Vec<MemoryText>)>> {
-        let conv = match self.conversation(project, conversation) {
+    fn recent_turns(&self, parts: &Parts, conversation: &str, n: usize) -> Result<Option<(String, Vec<MemoryText>)>> {
+        let conv = match self.conversation(parts, conversation) {
             Ok(conv) => conv,
             Err(Error::NotFound(_)) => return Ok(None),
             Err(error) => return Err(error),
@@ -389,8 +384,8 @@ impl Storage for ServerStorage {
         Ok(Some((conv.title.clone(), turns)))
     }
 
-    fn moment_text(&self, project: &Parts, id: &str) -> Result<Option<MemoryText>> {
-        let moment = Self::standalone_moment(&project.server_client()?, &project.settings.project.id, id)?;
+    fn moment_text(&self, parts: &Parts, id: &str) -> Result<Option<MemoryText>> {
+        let moment = Self::standalone_moment(&parts.server_client()?, &parts.settings.project.id, id)?;
         Ok(moment.map(|m| moment_text(&m)))
     }
 
@@ -399,15 +394,15 @@ impl Storage for ServerStorage {
     /// here, as in local mode.
     fn retrieve(
         &self,
-        project: &Parts,
+        parts: &Parts,
         text: &str,
         time: Option<TimeRange>,
         _mode: Option<SearchMode>,
     ) -> Result<Retrieved> {
         let searching = Instant::now();
         // One client for the search and every record it leads to.
-        let client = project.server_client()?;
-        let project_id = &project.settings.project.id;
+        let client = parts.server_client()?;
+        let project_id = &parts.settings.project.id;
         let hits = Self::hits(&client, project_id, text, SERVER_RECORDS)?;
         let search_ms = millis_since(searching);
         let scale = retrieval_scale(hits.iter().map(|h| h.score));
@@ -469,7 +464,7 @@ impl Storage for ServerStorage {
                 HitKind::Message | HitKind::Code => {}
             }
         }
-        for (reference, (retrieval, time)) in project.hydrate(&references).iter().zip(owners) {
+        for (reference, (retrieval, time)) in parts.hydrate(&references).iter().zip(owners) {
             candidates.push(reference_candidate(reference, retrieval, time));
         }
         Ok(Retrieved {
