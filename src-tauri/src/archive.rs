@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use specta::Type;
 use tauri::{AppHandle, Manager};
 use tauri_specta::Event;
-use zblade_archiving::{Archive, ArchiveStatus, PushOptions, ShareSource, Target, Unlock};
+use zblade_archiving::{
+    Archive, ArchiveStatus, PushOptions, Reindex, RestoreOptions, Retry, ShareSource, Target, Unlock,
+};
 
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::state::AppState;
@@ -221,17 +223,20 @@ pub fn publish_round(app: &AppHandle, round: ArchiveRound) {
 /// Opens the project's archive: with `passphrase`, or when it is empty with the key this
 /// machine keeps in the keyring.
 fn open_archive(state: &AppState, root: &Path, passphrase: &str) -> AppResult<Archive> {
-    let unlock = if passphrase.is_empty() {
-        Unlock::RememberedElse {
-            ask: &mut || {
-                Err(zblade_engine::Error::Usage(
-                    "type the archive's passphrase (this machine does not keep its key)".into(),
-                ))
-            },
-            said: &mut |_| {},
-        }
-    } else {
-        Unlock::Passphrase(passphrase.to_string())
+    if !passphrase.is_empty() {
+        let unlock = Unlock::Passphrase(passphrase.to_string());
+        return Ok(zblade_archiving::open(root, unlock, state.config().allow_network)?);
+    }
+    // No passphrase typed: the kept key, else say why it was not there (or could not be used).
+    let why = std::cell::RefCell::new(None);
+    let unlock = Unlock::RememberedElse {
+        ask: &mut || {
+            Err(zblade_engine::Error::Usage(match why.borrow_mut().take() {
+                Some(why) => format!("type the archive's passphrase: {why}"),
+                None => "type the archive's passphrase (this machine does not keep its key)".into(),
+            }))
+        },
+        said: &mut |reason| *why.borrow_mut() = Some(reason),
     };
     Ok(zblade_archiving::open(root, unlock, state.config().allow_network)?)
 }
@@ -306,16 +311,18 @@ pub async fn archive_restore(
     snapshot: bool,
 ) -> AppResult<ArchiveRestoreView> {
     blocking(app, move |app, state| {
-        let what = zblade_archiving::Restore {
+        let options = RestoreOptions {
             vault: PathBuf::from(vault.trim()),
             into: PathBuf::from(into.trim()),
             passphrase,
             gateway: None,
             wallet: None,
             use_snapshot: snapshot,
-            index: true,
+            retry: Retry::default(),
         };
-        let (restored, _) = zblade_archiving::restore(what, state.config().allow_network, &mut progress(app))?;
+        // The catalog now; the vectors by the indexer when the restored project is opened.
+        let allowed = state.config().allow_network;
+        let (restored, _) = zblade_archiving::restore(&options, Reindex::Catalog, allowed, &mut progress(app))?;
         Ok(ArchiveRestoreView {
             files: restored.files as u32,
             batches: restored.batches as u32,

@@ -12,9 +12,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use zblade_archive::{
-    Archive, ArchiveStatus, Backend, BackendSpec, ForgetReport, Progress, PushOptions, PushReport, RestoreReport, Retry,
+    Archive, ArchiveStatus, Backend, BackendSpec, ForgetReport, Progress, PushOptions, PushReport, RestoreOptions,
+    RestoreReport, Retry,
 };
-use zblade_archive::{Config, DirBackend, RestoreOptions, SharedItem, Vault};
+use zblade_archive::{Config, DirBackend, SharedItem, Vault};
 use zblade_engine::{AddOutcome, EmbedReport, Error, ExportFormat, Project, Result};
 
 /// Where a new archive keeps its batches.
@@ -81,10 +82,14 @@ pub fn zblade_dir(root: &Path) -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// The project's archive settings; an error that says how to set one up when there are none.
+/// The error for a project without an archive, saying how to set one up.
+pub fn no_archive() -> Error {
+    Error::NotInitialized("this project has no archive; `zblade archive setup` makes one".into())
+}
+
+/// The project's archive settings; [`no_archive`] when there are none.
 fn config(dir: &Path) -> Result<Config> {
-    Config::load(dir)?
-        .ok_or_else(|| Error::NotInitialized("this project has no archive; `zblade archive setup` makes one".into()))
+    Config::load(dir)?.ok_or_else(no_archive)
 }
 
 /// Sets up the archive of the project at `root` (a new vault; refused if it has one), after
@@ -297,23 +302,17 @@ pub fn accept(
     Ok(accepted)
 }
 
-/// What to restore, and from where.
-#[derive(Debug, Clone)]
-pub struct Restore {
-    /// The vault file (the keys).
-    pub vault: PathBuf,
-    /// The folder to restore into (its `.zblade/` must not exist; it is made when missing).
-    pub into: PathBuf,
-    /// The archive's passphrase.
-    pub passphrase: String,
-    /// Another gateway than the vault's.
-    pub gateway: Option<String>,
-    /// The wallet, to keep pushing from the restored project.
-    pub wallet: Option<PathBuf>,
-    /// Start from the newest snapshot and replay only newer batches.
-    pub use_snapshot: bool,
-    /// Rebuild the index afterwards (the catalog, then vectors where a model is installed).
-    pub index: bool,
+/// What a restore rebuilds of the index once the files are back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reindex {
+    /// Nothing: the files only (`zblade archive restore --no-index`).
+    Nothing,
+    /// The catalog from the artifacts; vectors later (the app's indexer embeds them once the
+    /// restored project is opened).
+    Catalog,
+    /// The catalog, then vectors for what is not embedded (all of it, or after a snapshot only
+    /// what the newer batches brought).
+    CatalogAndVectors,
 }
 
 /// The index a restore rebuilt.
@@ -325,39 +324,36 @@ pub struct Reindexed {
     pub messages: usize,
     /// Time to rebuild the catalog.
     pub catalog_ms: u64,
-    /// The embeddings computed, or why there are none (`zblade index` embeds later).
-    pub vectors: std::result::Result<EmbedReport, String>,
+    /// The embeddings computed, or why there are none (`zblade index` embeds later); `None`
+    /// when only the catalog was asked for.
+    pub vectors: Option<std::result::Result<EmbedReport, String>>,
     /// Time spent embedding.
     pub embedding_ms: u64,
 }
 
-/// Restores an archive into a folder from its vault and passphrase (the files, then the index
-/// when asked), once its backend may use the network.
-pub fn restore(what: Restore, network_allowed: bool, progress: Progress) -> Result<(RestoreReport, Option<Reindexed>)> {
-    let spec = Vault::load(&what.vault)?.backend;
-    zblade_archive::check_network(&spec, what.gateway.as_deref(), network_allowed)?;
-    std::fs::create_dir_all(&what.into).map_err(|e| Error::io(&what.into, e))?;
-    let options = RestoreOptions {
-        vault: what.vault,
-        into: what.into.clone(),
-        passphrase: what.passphrase,
-        gateway: what.gateway,
-        wallet: what.wallet,
-        use_snapshot: what.use_snapshot,
-        retry: Retry::default(),
-    };
-    let report = zblade_archive::restore(&options, progress)?;
-    if !what.index {
+/// Restores an archive into `options.into` from its vault and passphrase (the files, then
+/// what `reindex` asks of the index), once its backend may use the network. The folder is made
+/// when missing; its `.zblade/` must not exist.
+pub fn restore(
+    options: &RestoreOptions,
+    reindex: Reindex,
+    network_allowed: bool,
+    progress: Progress,
+) -> Result<(RestoreReport, Option<Reindexed>)> {
+    let spec = Vault::load(&options.vault)?.backend;
+    zblade_archive::check_network(&spec, options.gateway.as_deref(), network_allowed)?;
+    std::fs::create_dir_all(&options.into).map_err(|e| Error::io(&options.into, e))?;
+    let report = zblade_archive::restore(options, progress)?;
+    if reindex == Reindex::Nothing {
         return Ok((report, None));
     }
-    // The catalog from the artifacts, then vectors for what is not embedded (all of it, or
-    // after a snapshot only what the newer batches brought).
     let started = Instant::now();
-    let mut project = Project::open(&what.into)?;
+    let mut project = Project::open(&options.into)?;
     let reindexed = project.reindex()?;
     let catalog_ms = started.elapsed().as_millis() as u64;
     let started = Instant::now();
-    let vectors = project.index_semantic(&mut |_, _| {}).map_err(|e| e.to_string());
+    let vectors = (reindex == Reindex::CatalogAndVectors)
+        .then(|| project.index_semantic(&mut |_, _| {}).map_err(|e| e.to_string()));
     Ok((
         report,
         Some(Reindexed {

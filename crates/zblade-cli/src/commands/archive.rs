@@ -6,7 +6,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use zblade_archiving::{Archive, PushOptions, Retry, ShareSource, Target, Unlock};
+use zblade_archiving::{Archive, PushOptions, Reindex, RestoreOptions, Retry, ShareSource, Target, Unlock};
 use zblade_engine::{Error, Project};
 
 use super::Ctx;
@@ -195,15 +195,7 @@ fn setup(
 
 fn status(cx: &mut Ctx, offline: bool, allow_network: bool) -> Result<ExitCode, Error> {
     let allowed = network_allowed(cx, allow_network);
-    let status = match zblade_archiving::status(&cx.root, !offline, allowed)? {
-        Some(status) => status,
-        // Said as every command without an archive says it.
-        None => {
-            return Err(Error::NotInitialized(
-                "this project has no archive; `zblade archive setup` makes one".into(),
-            ));
-        }
-    };
+    let status = zblade_archiving::status(&cx.root, !offline, allowed)?.ok_or_else(zblade_archiving::no_archive)?;
     if cx.json {
         cx.out.value(&serde_json::to_value(&status).expect("json"))?;
         return Ok(ExitCode::SUCCESS);
@@ -296,17 +288,22 @@ fn restore(
     no_index: bool,
     args: &PassphraseArgs,
 ) -> Result<ExitCode, Error> {
-    let what = zblade_archiving::Restore {
+    let options = RestoreOptions {
         vault: zblade_archiving::find_vault(vault, from.as_deref())?,
         into: into.clone(),
         passphrase: passphrase(args, false)?,
         gateway,
         wallet,
         use_snapshot: snapshot,
-        index: !no_index,
+        retry: Retry::default(),
+    };
+    let reindex = if no_index {
+        Reindex::Nothing
+    } else {
+        Reindex::CatalogAndVectors
     };
     let mut progress = bar_progress(cx);
-    let (report, reindexed) = zblade_archiving::restore(what, args.allow_network, &mut progress)?;
+    let (report, reindexed) = zblade_archiving::restore(&options, reindex, args.allow_network, &mut progress)?;
     let index = match reindexed {
         None => serde_json::Value::Null,
         Some(r) => serde_json::json!({
@@ -314,8 +311,9 @@ fn restore(
             "messages": r.messages,
             "catalog_ms": r.catalog_ms,
             "vectors": match r.vectors {
-                Ok(report) => serde_json::json!({"chunks": report.chunks, "embedded": report.embedded}),
-                Err(error) => serde_json::json!({"error": error}),
+                Some(Ok(report)) => serde_json::json!({"chunks": report.chunks, "embedded": report.embedded}),
+                Some(Err(error)) => serde_json::json!({"error": error}),
+                None => serde_json::Value::Null,
             },
             "embedding_ms": r.embedding_ms,
         }),
