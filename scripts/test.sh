@@ -76,6 +76,21 @@ stage_done "test: desktop app end to end (WebKitGTK under Xvfb)"
 ZBLADE_APP="$CARGO_TARGET_DIR/debug/zblade-app" ZBLADE="$CARGO_TARGET_DIR/debug/zblade" node ui/bench/app.mjs
 stage_done "bench: desktop app smoke run"
 
+# The Debian packages (docs/INSTALL.md). Their full test — a release build (~25 minutes on a
+# fresh two-core machine), lintian, apt install, the installed programs used, apt purge — runs
+# when the newest commit changed the packaging, or with ZBLADE_PACKAGE_TEST=1; otherwise the
+# cheap check (bundle configuration, unit, file lists) keeps a fresh machine's run short.
+packaging=(packaging scripts/package.sh tests/package src-tauri/tauri.conf.json)
+if [ "${ZBLADE_PACKAGE_TEST:-}" = 1 ] ||
+  { [ "${ZBLADE_PACKAGE_TEST:-}" != 0 ] && git rev-parse -q --verify HEAD~1 >/dev/null &&
+    ! git diff --quiet HEAD~1 HEAD -- "${packaging[@]}"; }; then
+  bash scripts/package.sh --test 2>&1 | tee -a "$log"
+  stage_done "packages: release build, lintian, apt install, the installed programs, purge"
+else
+  bash scripts/package.sh --check 2>&1 | tee -a "$log"
+  stage_done "packages: bundle configuration, unit and file lists (the install test runs when they change)"
+fi
+
 echo "test.sh: where the time went ($((SECONDS / 60)) min $((SECONDS % 60)) s in all):"
 printf '  %s\n' "${timings[@]}"
 

@@ -652,8 +652,9 @@ pub enum MigrateCommand {
 /// `zblade models …`
 #[derive(Debug, Subcommand)]
 pub enum ModelsCommand {
-    /// Installed models (in $ZBLADE_MODELS_DIR, default ~/.cache/zblade/models), the one in
-    /// use, and the known ones that can be downloaded.
+    /// Installed models (in $ZBLADE_MODELS_DIR, default ~/.cache/zblade/models, and those an
+    /// installed package ships in /usr/share/zblade/models), the one in use, and the known
+    /// ones that can be downloaded.
     List,
     /// Download an embedding model by name (all-minilm-l6-v2-int8, all-minilm-l6-v2, bge-small-en-v1.5, or a hub
     /// repository as owner/name), check that it loads, and install it. Uses the network, so

@@ -279,8 +279,8 @@ pub const DEFAULT_CODE_MODEL: &str = "zblade-code-v1";
 #[serde(default)]
 pub struct SearchSettings {
     /// The model for conversations and moments: a model name, looked up in
-    /// `$ZBLADE_MODELS_DIR` (default `~/.cache/zblade/models`), or an absolute path to a model
-    /// directory.
+    /// `$ZBLADE_MODELS_DIR` (default `~/.cache/zblade/models`), then among an installed
+    /// package's (`/usr/share/zblade/models`), or an absolute path to a model directory.
     pub embedding_model: String,
     /// The model for project code, named the same way. When it is not installed, code is
     /// embedded with `embedding_model`; set it equal to `embedding_model` for one model.

@@ -51,6 +51,37 @@ pub fn models_dir() -> PathBuf {
         })
 }
 
+/// The models an installed package ships: `../share/zblade/models` from the running executable
+/// (`/usr/share/zblade/models` for `/usr/bin/zblade`), read-only, used when the user's
+/// [`models_dir`] does not hold a model of that name. `None` outside an installation.
+pub fn packaged_models_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    std::fs::canonicalize(exe.parent()?.join("../share/zblade/models")).ok()
+}
+
+/// A model's directory from its name in the settings: an absolute path as it is; a name in the
+/// user's [`models_dir`] when installed there (a model the user downloaded or imported wins),
+/// else the package's copy ([`packaged_models_dir`]), else where the user's would be (so errors
+/// and downloads name the user's folder).
+pub(crate) fn model_dir(name: &str) -> PathBuf {
+    find_model_dir(name, &models_dir(), packaged_models_dir().as_deref())
+}
+
+/// [`model_dir`] with the two places given.
+fn find_model_dir(name: &str, users: &Path, packaged: Option<&Path>) -> PathBuf {
+    if Path::new(name).is_absolute() {
+        return PathBuf::from(name);
+    }
+    let users = users.join(name);
+    if is_model_dir(&users) {
+        return users;
+    }
+    packaged
+        .map(|dir| dir.join(name))
+        .filter(|dir| is_model_dir(dir))
+        .unwrap_or(users)
+}
+
 /// What an import from a folder did.
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelImport {
@@ -69,17 +100,18 @@ fn is_model_dir(dir: &Path) -> bool {
 }
 
 impl Parts {
-    /// Installed models (in [`models_dir`]) and the known ones that can be downloaded.
+    /// Installed models (in [`models_dir`], and the package's in [`packaged_models_dir`] that
+    /// the user's folder does not override) and the known ones that can be downloaded.
     pub fn list_models(&self) -> Vec<ModelEntry> {
         let configured = self.embedding_model_dir();
         let code = self.code_model_dir().unwrap_or_else(|| configured.clone());
         let mut out: Vec<ModelEntry> = Vec::new();
-        let mut dirs: Vec<PathBuf> = std::fs::read_dir(models_dir())
-            .into_iter()
-            .flatten()
-            .flatten()
+        let mut dirs: Vec<PathBuf> = std::iter::once(models_dir())
+            .chain(packaged_models_dir())
+            .flat_map(|place| std::fs::read_dir(place).into_iter().flatten().flatten())
             .map(|e| e.path())
             .filter(|p| is_model_dir(p) && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+            .filter_map(|p| p.file_name().map(|n| model_dir(&n.to_string_lossy())))
             .collect();
         for dir in [&configured, &code] {
             if is_model_dir(dir) && !dirs.contains(dir) {
@@ -87,6 +119,7 @@ impl Parts {
             }
         }
         dirs.sort();
+        dirs.dedup();
         for dir in dirs {
             let name = dir
                 .file_name()
@@ -294,5 +327,41 @@ pub(crate) fn check_name(name: &str) -> Result<()> {
         Err(Error::Usage(format!(
             "{name:?} is not a usable model name: use letters, digits, '.', '_' and '-' (at most 100)"
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn install(dir: &Path) {
+        std::fs::create_dir_all(dir).unwrap();
+        for file in zblade_search::embed::MODEL_FILES {
+            std::fs::write(dir.join(file), "{}").unwrap();
+        }
+    }
+
+    #[test]
+    fn the_users_model_wins_then_the_packages_then_the_users_place() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (users, packaged) = (tmp.path().join("user"), tmp.path().join("usr/share/zblade/models"));
+        install(&packaged.join("code"));
+        install(&packaged.join("both"));
+        install(&users.join("both"));
+        // Only the package has it: the package's copy.
+        assert_eq!(find_model_dir("code", &users, Some(&packaged)), packaged.join("code"));
+        // Both have it: the user's (downloaded or imported) wins.
+        assert_eq!(find_model_dir("both", &users, Some(&packaged)), users.join("both"));
+        // Neither, or no package installed: where the user's would be, for errors and downloads.
+        assert_eq!(find_model_dir("other", &users, Some(&packaged)), users.join("other"));
+        assert_eq!(find_model_dir("code", &users, None), users.join("code"));
+        // A half-copied model in the package is not a model.
+        std::fs::remove_file(packaged.join("code").join(zblade_search::embed::MODEL_FILES[0])).unwrap();
+        assert_eq!(find_model_dir("code", &users, Some(&packaged)), users.join("code"));
+        // An absolute path is taken as it is.
+        assert_eq!(
+            find_model_dir("/opt/m", &users, Some(&packaged)),
+            PathBuf::from("/opt/m")
+        );
     }
 }

@@ -97,15 +97,6 @@ pub struct EmbedReport {
     pub elapsed: Duration,
 }
 
-/// A model's directory from its name in the settings: an absolute path, or a name under
-/// [`crate::models::models_dir`].
-fn model_dir_named(name: &str) -> PathBuf {
-    if PathBuf::from(name).is_absolute() {
-        return PathBuf::from(name);
-    }
-    crate::models::models_dir().join(name)
-}
-
 pub(crate) fn secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
 }
@@ -163,7 +154,7 @@ pub(crate) enum Space {
 impl Parts {
     /// The directory of the configured embedding model (conversations and moments).
     pub(crate) fn embedding_model_dir(&self) -> PathBuf {
-        model_dir_named(&self.settings.search.embedding_model)
+        crate::models::model_dir(&self.settings.search.embedding_model)
     }
 
     /// The code model's directory, when code has a model of its own: configured, installed,
@@ -172,7 +163,7 @@ impl Parts {
         if self.given_embedder.is_some() {
             return None;
         }
-        let dir = model_dir_named(&self.settings.search.code_model);
+        let dir = crate::models::model_dir(&self.settings.search.code_model);
         let installed = zblade_search::embed::MODEL_FILES.iter().all(|f| dir.join(f).is_file());
         (installed && dir != self.embedding_model_dir()).then_some(dir)
     }

@@ -30,7 +30,7 @@ enum Command {
         #[command(flatten)]
         db: Db,
         /// Address to listen on; keep it on loopback unless a TLS proxy is in front.
-        #[arg(long, default_value = "127.0.0.1:7400")]
+        #[arg(long, env = "ZBLADE_SERVER_LISTEN", default_value = "127.0.0.1:7400")]
         listen: String,
         /// Largest request body in bytes.
         #[arg(long, default_value_t = Limits::default().max_body)]

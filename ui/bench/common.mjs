@@ -1,0 +1,115 @@
+// What the app's benchmarks share (ui/bench/app.mjs, ui/bench/installed.mjs): a deterministic
+// text generator, process memory from /proc, quantiles, and the report's machine line and
+// section writer for docs/BENCHMARKS.md.
+import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { cpus, totalmem } from "node:os";
+import { join } from "node:path";
+
+const repo = new URL("../..", import.meta.url).pathname;
+
+export function rng(seed) {
+  let s = BigInt(seed);
+  return () => {
+    s = (s * 6364136223846793005n + 1442695040888963407n) & ((1n << 64n) - 1n);
+    return Number(s >> 11n) / 2 ** 53;
+  };
+}
+
+export const WORDS = (
+  "token refresh jwt cookie session cache redis postgres sqlite index migration schema query latency timeout " +
+  "retry backoff queue worker thread async await future tokio mutex lock deadlock panic error result option " +
+  "trait struct enum closure iterator vector hashmap serde json config deploy build release test bench fixture " +
+  "coverage lint format compile linker crate module function method variable lifetime borrow reference heap " +
+  "stack allocation memory leak profiler trace span metric alert endpoint route handler middleware auth oauth " +
+  "password hash salt encrypt signature certificate websocket client server request response header payload " +
+  "upload download stream buffer chunk parse serialize validate sanitize the of and to in is it that for on with"
+).split(" ");
+
+export function vocabulary(random) {
+  const syllables = ["ka", "lo", "mi", "ter", "zan", "por", "vek", "shi", "dra", "nu", "bel", "cor", "fin", "gra"];
+  const vocab = [...WORDS];
+  while (vocab.length < 20_000) {
+    const n = 2 + Math.floor(random() * 3);
+    vocab.push(Array.from({ length: n }, () => syllables[Math.floor(random() * syllables.length)]).join(""));
+  }
+  // Zipf(1.07) cumulative weights.
+  const weights = vocab.map((_, i) => 1 / (i + 1) ** 1.07);
+  const total = weights.reduce((a, b) => a + b, 0);
+  let acc = 0;
+  const cdf = weights.map((w) => (acc += w / total));
+  const word = () => {
+    const x = random();
+    let lo = 0;
+    let hi = cdf.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cdf[mid] < x) lo = mid + 1;
+      else hi = mid;
+    }
+    return vocab[lo];
+  };
+  return { vocab, word };
+}
+
+export function descendants(pid) {
+  const parent = new Map();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      parent.set(Number(entry), ppid);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found = [];
+  let frontier = [pid];
+  while (frontier.length) {
+    const next = [];
+    for (const [child, ppid] of parent) if (frontier.includes(ppid)) next.push(child);
+    found.push(...next);
+    frontier = next;
+  }
+  return found;
+}
+
+/** RSS and PSS (kB) of one process, and its name. */
+export function memoryOf(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const field = (name) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  const rss = field("VmRSS");
+  const anon = field("RssAnon"); // heap, stacks: what the process allocated
+  const file = field("RssFile"); // mapped code and data of the binary and its libraries
+  const name = /Name:\s+(\S+)/.exec(status)?.[1] ?? "?";
+  let pss = 0;
+  try {
+    pss = Number(/Pss:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"))?.[1] ?? 0);
+  } catch {
+    // smaps_rollup needs Linux ≥ 4.14
+  }
+  return { pid, name, rss, anon, file, pss };
+}
+
+export const quantile = (values, q) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+};
+export const fmt = (x) => x.toFixed(1);
+export const mb = (kb) => (kb / 1024).toFixed(1);
+
+export function machine() {
+  const model = cpus()[0]?.model.replace(/\s+/g, " ").trim() ?? "unknown CPU";
+  return `${model}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB RAM`;
+}
+
+export function writeSection(id, body) {
+  const path = join(repo, "docs/BENCHMARKS.md");
+  const doc = readFileSync(path, "utf8");
+  const start = `<!-- ${id}:start -->`;
+  const end = `<!-- ${id}:end -->`;
+  const section = `${start}\n${body.trimEnd()}\n${end}`;
+  const at = doc.indexOf(start);
+  const next = at >= 0 ? doc.slice(0, at) + section + doc.slice(doc.indexOf(end) + end.length) : `${doc.trimEnd()}\n\n${section}\n`;
+  writeFileSync(path, next);
+}

@@ -1,0 +1,171 @@
+// The installed packages' benchmark (issue 47): the release binaries as `apt install` put them
+// in /usr/bin, run as a user would, with the package's models and ONNX Runtime:
+//   1. the app's cold start: process spawn → first view rendered and interactive (the UI calls
+//      `ui_ready` after its first paint; ZBLADE_STARTUP_REPORT makes the app write the time);
+//   2. its idle memory in the tray (`--hidden`, project open and watched);
+//   3. `zblade context QUERY` on a project of 2,000 conversations (12 messages each, embedded by
+//      `zblade index` with the package's model), a new process per query and no warm engine —
+//      what an agent's hook pays when nothing runs.
+//
+// Usage (scripts/package.sh --bench runs it after installing the packages):
+//   node ui/bench/installed.mjs [--write]     (ZBLADE_APP / ZBLADE override /usr/bin/…)
+// With --write it rewrites the "installed" section of docs/BENCHMARKS.md.
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fmt, machine, mb, memoryOf, quantile, rng, vocabulary, writeSection } from "./common.mjs";
+
+const app = process.env.ZBLADE_APP ?? "/usr/bin/zblade-app";
+const cli = process.env.ZBLADE ?? "/usr/bin/zblade";
+const write = process.argv.includes("--write");
+const CONVERSATIONS = 2_000;
+const PER_CONVERSATION = 12;
+const STARTS = 7;
+const QUERIES = 40;
+const repo = new URL("../..", import.meta.url).pathname;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const children = new Set();
+process.on("exit", () => children.forEach((c) => c.kill("SIGKILL")));
+
+const work = mkdtempSync(join(tmpdir(), "zblade-bench-installed-"));
+// A user's environment with nothing of the developer's: an empty HOME (no models or Python
+// environment in its cache), the app's settings as after the wizard.
+const env = { PATH: "/usr/bin:/bin", HOME: join(work, "home"), LANG: "C.UTF-8", ZBLADE_CONFIG_DIR: join(work, "config") };
+
+function buildProject(root) {
+  const random = rng(47);
+  const { vocab, word } = vocabulary(random);
+  const text = (min, max) => {
+    const target = min + Math.floor(random() * (max - min));
+    const parts = [];
+    for (let length = 0; length < target; ) {
+      const w = word();
+      parts.push(w);
+      length += w.length + 1;
+    }
+    return parts.join(" ");
+  };
+  mkdirSync(root, { recursive: true });
+  execFileSync("git", ["init", "-q"], { cwd: root });
+  execFileSync(cli, ["init", "--project", root], { stdio: "ignore", env });
+  const staging = join(work, "json");
+  mkdirSync(staging);
+  for (let first = 0; first < CONVERSATIONS; first += 100) {
+    const files = [];
+    for (let c = first; c < first + 100; c++) {
+      const messages = Array.from({ length: PER_CONVERSATION }, (_, m) => ({
+        role: m % 2 === 0 ? "user" : "assistant",
+        content: m % 2 === 0 ? text(40, 300) : text(150, 900),
+      }));
+      const file = join(staging, `c${c}.json`);
+      writeFileSync(file, JSON.stringify({ title: text(10, 40), messages }));
+      files.push(file);
+    }
+    execFileSync(cli, ["add", "conversation", "--project", root, ...files], { stdio: "ignore", env });
+  }
+  rmSync(staging, { recursive: true, force: true });
+  const indexStarted = performance.now();
+  execFileSync(cli, ["index", "--project", root], { stdio: "ignore", env });
+  const indexSeconds = (performance.now() - indexStarted) / 1000;
+  const status = JSON.parse(execFileSync(cli, ["status", "--json", "--project", root], { encoding: "utf8", env }));
+  const queries = Array.from({ length: QUERIES }, () => {
+    const n = 2 + Math.floor(random() * 4);
+    return Array.from({ length: n }, () => vocab[50 + Math.floor(random() ** 2 * 3000)]).join(" ");
+  });
+  return { status, queries, indexSeconds };
+}
+
+async function startDisplay() {
+  const display = `:${180 + Math.floor(Math.random() * 60)}`;
+  const xvfb = spawn("Xvfb", [display, "-screen", "0", "1360x860x24", "-nolisten", "tcp"], { stdio: "ignore" });
+  children.add(xvfb);
+  await sleep(800);
+  return display;
+}
+
+async function stop(child) {
+  child.kill("SIGTERM");
+  await new Promise((r) => child.once("exit", r));
+  children.delete(child);
+}
+
+async function coldStart(display, project) {
+  const wall = [];
+  for (let run = 0; run < STARTS; run++) {
+    const report = join(work, `startup-${run}.txt`);
+    const started = performance.now();
+    const child = spawn(app, [project], { env: { ...env, DISPLAY: display, ZBLADE_STARTUP_REPORT: report }, stdio: "ignore" });
+    children.add(child);
+    while (!existsSync(report) || readFileSync(report, "utf8").trim() === "") {
+      if (performance.now() - started > 60_000) throw new Error("the installed app did not report ready within 60 s");
+      await sleep(5);
+    }
+    wall.push(performance.now() - started);
+    await stop(child);
+    await sleep(500);
+  }
+  return wall;
+}
+
+async function idleMemory(display, project) {
+  const child = spawn(app, ["--hidden", project], { env: { ...env, DISPLAY: display }, stdio: "ignore" });
+  children.add(child);
+  await sleep(20_000); // open, index (nothing new), watch, settle
+  const samples = [];
+  for (let i = 0; i < 5; i++, await sleep(1000)) samples.push(memoryOf(child.pid));
+  await stop(child);
+  return { rss: quantile(samples.map((s) => s.rss), 0.5), anon: quantile(samples.map((s) => s.anon), 0.5) };
+}
+
+function contextLatency(project, queries) {
+  spawnSync(cli, ["context", "--project", project, "warm the page cache"], { env, stdio: "ignore" });
+  return queries.map((query) => {
+    const started = performance.now();
+    const run = spawnSync(cli, ["context", "--project", project, query], { env, encoding: "utf8" });
+    const elapsed = performance.now() - started;
+    if (run.status !== 0 || !run.stdout.trim()) throw new Error(`zblade context "${query}" failed: ${run.stderr}`);
+    return elapsed;
+  });
+}
+
+try {
+  mkdirSync(env.HOME, { recursive: true });
+  const project = join(work, "project");
+  process.stderr.write(`bench-installed: ${CONVERSATIONS} conversations, added and indexed by ${cli} …\n`);
+  const { status, queries, indexSeconds } = buildProject(project);
+  mkdirSync(env.ZBLADE_CONFIG_DIR, { recursive: true });
+  writeFileSync(
+    join(env.ZBLADE_CONFIG_DIR, "app.json"),
+    JSON.stringify({ wizard_completed: true, storage_mode: "local", allow_network: false, indexer_paused: false,
+      recent_projects: [{ path: project, name: "bench", opened_at: new Date().toISOString() }] }),
+  );
+  process.stderr.write("bench-installed: zblade context …\n");
+  const context = contextLatency(project, queries);
+  const display = await startDisplay();
+  process.stderr.write("bench-installed: the app's cold start …\n");
+  const starts = await coldStart(display, project);
+  process.stderr.write("bench-installed: idle memory …\n");
+  const idle = await idleMemory(display, project);
+
+  const commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: repo, encoding: "utf8" }).trim();
+  const now = new Date().toISOString().slice(0, 16).replace("T", " ");
+  const version = execFileSync(cli, ["--version"], { encoding: "utf8", env }).trim();
+  const report = `## Installed packages: the app's start and memory, \`zblade context\` from /usr/bin
+
+\`scripts/package.sh --bench\` — ${now} UTC, commit ${commit}, ${machine()}; ${version} installed from its Debian package (release build), run with an empty HOME: the package's models (\`${status.embedding_model}\`, \`${status.code_model}\`) and ONNX Runtime.
+
+Project: ${status.indexed.messages} messages in ${status.indexed.conversations} generated conversations, embedded by the installed \`zblade index\` in ${fmt(indexSeconds)} s (${fmt(status.indexed.messages / indexSeconds)} messages/s). The debug build's figures are in "Desktop app" and "MCP server and the prompt hook" above.
+
+| measure | installed (release) | target |
+|---|---|---|
+| \`zblade-app\` cold start: spawn → first view rendered and interactive, p50 / max of ${STARTS} | ${fmt(quantile(starts, 0.5))} / ${fmt(Math.max(...starts))} ms | ≤ 1000 ms |
+| \`zblade-app --hidden\` idle in the tray, project open and watched | RSS ${mb(idle.rss)} MB (${mb(idle.anon)} MB allocated) | – |
+| \`zblade context QUERY\`, a new process per query, no warm engine: p50 / p95 / max of ${QUERIES} | ${fmt(quantile(context, 0.5))} / ${fmt(quantile(context, 0.95))} / ${fmt(Math.max(...context))} ms | p95 ≤ 250 ms |
+`;
+  console.log(report);
+  if (write) writeSection("installed", report);
+} finally {
+  children.forEach((c) => c.kill("SIGKILL"));
+  rmSync(work, { recursive: true, force: true });
+}
