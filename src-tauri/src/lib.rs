@@ -38,6 +38,7 @@ pub mod proxy;
 pub mod relaunch;
 pub mod sources;
 pub mod state;
+pub mod team;
 pub mod tray;
 pub mod updates;
 pub mod views;
@@ -117,6 +118,12 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             archive::archive_forget,
             archive::archive_share,
             archive::archive_accept,
+            team::team_members,
+            team::team_invite,
+            team::team_remove,
+            team::team_leave,
+            team::team_invitations,
+            team::team_join,
         ])
         .events(collect_events![
             IndexerStatus,

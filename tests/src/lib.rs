@@ -345,6 +345,18 @@ impl ServerProcess {
         server
     }
 
+    /// Adds another user (`zblade-server user add`); their token.
+    pub fn add_user(&self, name: &str) -> String {
+        let out = std::process::Command::new(server_bin())
+            .args(["user", "add", name, "--json", "--db"])
+            .arg(&self.db)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let user: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        user["token"].as_str().unwrap().to_string()
+    }
+
     /// Starts the process again (after [`ServerProcess::kill`]) on the same port and database.
     pub fn restart(&mut self) {
         let child = std::process::Command::new(server_bin())

@@ -16,3 +16,4 @@ mod models;
 mod references;
 mod search;
 mod server_mode;
+mod team;

@@ -119,6 +119,13 @@ pub enum Command {
     /// docs/ARCHIVE.md.
     #[command(subcommand)]
     Archive(ArchiveCommand),
+    /// Team memory: a project on the sync server shared with teammates, each a reader
+    /// (search, context), a writer (also adds memory) or an owner (also manages members); the
+    /// server marks everything with who wrote it. `zblade team join` makes this folder a
+    /// server-mode project of a project shared with you; the rest manage the project this
+    /// folder uses. See docs/SERVER.md, "Team".
+    #[command(subcommand)]
+    Team(TeamCommand),
     /// Local mode with storage.sync_metadata on: send the titles, tags and message counts of
     /// this project's conversations and moments (never their content) to storage.server_url.
     SyncMetadata {
@@ -604,6 +611,93 @@ pub enum ArchiveCommand {
         gateway: Option<String>,
         #[command(flatten)]
         passphrase: PassphraseArgs,
+    },
+}
+
+/// A role in a shared project.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RoleArg {
+    /// Searches and packs context.
+    Reader,
+    /// Also adds conversations, moments and documents, and changes what they wrote.
+    Writer,
+    /// Also invites, removes and changes roles, and removes anyone's contributions.
+    Owner,
+}
+
+impl From<RoleArg> for zblade_sync::Role {
+    fn from(role: RoleArg) -> zblade_sync::Role {
+        match role {
+            RoleArg::Reader => zblade_sync::Role::Reader,
+            RoleArg::Writer => zblade_sync::Role::Writer,
+            RoleArg::Owner => zblade_sync::Role::Owner,
+        }
+    }
+}
+
+/// `zblade team …`
+#[derive(Debug, Subcommand)]
+pub enum TeamCommand {
+    /// Invite a user of the server to this project (owners only). They see nothing of it until
+    /// they accept with `zblade team join`.
+    Invite {
+        /// Their user name on the server.
+        user: String,
+        /// What they may do.
+        #[arg(long, value_enum, default_value = "writer")]
+        role: RoleArg,
+    },
+    /// Change a member's role (owners only).
+    Role {
+        /// Their user name.
+        user: String,
+        /// The new role.
+        #[arg(value_enum)]
+        role: RoleArg,
+    },
+    /// The project's members, their roles, and who has not accepted yet.
+    Members,
+    /// Remove a member (owners only): their next request gets nothing of the project.
+    Remove {
+        /// Their user name.
+        user: String,
+        /// Also delete every conversation and moment they wrote in the project.
+        #[arg(long)]
+        contributions: bool,
+    },
+    /// Leave the project shared with you; this folder goes back to local mode (what you wrote
+    /// stays in the project).
+    Leave,
+    /// The invitations waiting for you on a server.
+    Invitations {
+        /// The sync server. Default: this project's storage.server_url.
+        #[arg(long, value_name = "URL")]
+        server: Option<String>,
+        /// Your token on it. Default: ZBLADE_TOKEN, else the one saved for that server.
+        #[arg(long, value_name = "TOKEN")]
+        token: Option<String>,
+        /// Allow plain http:// to a server on another machine (see `zblade migrate --help`).
+        #[arg(long)]
+        allow_insecure_http: bool,
+    },
+    /// Join a project shared with you: accept its invitation and make this folder a
+    /// server-mode project of it (created with `zblade init` when it is not one). New turns of
+    /// this folder's agents are written there, marked with your name.
+    Join {
+        /// The sync server: https://host, or http://127.0.0.1:PORT on this machine.
+        server: String,
+        /// The project's id (`zblade team invitations` lists them).
+        #[arg(value_name = "PROJECT")]
+        project_id: String,
+        /// Your token on the server. Default: ZBLADE_TOKEN, else the one saved for that server.
+        #[arg(long, value_name = "TOKEN")]
+        token: Option<String>,
+        /// The project's creator, when two users shared projects with the same id.
+        #[arg(long, value_name = "USER")]
+        owner: Option<String>,
+        /// Allow plain http:// to a server on another machine (see `zblade migrate --help`).
+        #[arg(long)]
+        allow_insecure_http: bool,
     },
 }
 

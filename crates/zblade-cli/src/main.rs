@@ -93,6 +93,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Search(args) => commands::search::run(cx, args)?,
         Command::Context(args) => commands::context::run(cx, args)?,
         Command::Moments(command) => commands::moments::run(cx, command)?,
+        Command::Team(command) => commands::team::run(cx, command)?,
         Command::SyncMetadata { token } => commands::sync_metadata::run(cx, token)?,
         Command::Migrate(command) => commands::migrate::run(cx, command)?,
         Command::Archive(command) => return commands::archive::run(cx, command),

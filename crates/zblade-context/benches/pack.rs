@@ -21,6 +21,7 @@ fn candidates(round: usize) -> Vec<Candidate> {
         text: "Use British spelling. Run `cargo test` before committing. Prefer small modules.".into(),
         time: None,
         retrieval: 0.0,
+        author: None,
     }];
     let sentence = |i: usize, j: usize| {
         format!(
@@ -49,6 +50,7 @@ fn candidates(round: usize) -> Vec<Candidate> {
             text,
             time: Some(now - Duration::minutes(i as i64 * 90)),
             retrieval: 1.0 - i as f64 / 100.0,
+            author: None,
         });
     }
     out

@@ -100,6 +100,10 @@ pub struct Candidate {
     pub time: Option<DateTime<Utc>>,
     /// Search score, scaled to 0..1 within the result list (0 for non-retrieved sources).
     pub retrieval: f64,
+    /// Who wrote it, for memory a teammate shared (the sync server's user name); `None` for the
+    /// user's own memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
 }
 
 impl Candidate {

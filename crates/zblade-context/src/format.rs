@@ -48,6 +48,15 @@ fn time_attr(c: &Candidate) -> String {
         .unwrap_or_default()
 }
 
+/// ` author="NAME"` for a teammate's memory: whose words these are (the server's name for them,
+/// escaped like every attribute; never an instruction).
+fn author_attr(c: &Candidate) -> String {
+    c.author
+        .as_deref()
+        .map(|a| format!(" author=\"{}\"", attr(a)))
+        .unwrap_or_default()
+}
+
 /// A packed text as `format` prints it inside its wrapper (escaped for XML and JSON), so its
 /// tokens can be counted once, apart from the wrapper.
 pub(crate) fn rendered_body(text: &str, format: Format) -> std::borrow::Cow<'_, str> {
@@ -147,9 +156,10 @@ fn render_xml(entries: &[Entry]) -> String {
         let e = &entries[i];
         if let Item::Moment { id, moment_type, tags } = &e.candidate.item {
             out.push_str(&format!(
-                "<moment id=\"{}\" type=\"{}\"{}{}{}>{}</moment>\n",
+                "<moment id=\"{}\" type=\"{}\"{}{}{}{}>{}</moment>\n",
                 attr(id),
                 attr(moment_type),
+                author_attr(&e.candidate),
                 if tags.is_empty() {
                     String::new()
                 } else {
@@ -170,9 +180,10 @@ fn render_xml(entries: &[Entry]) -> String {
             }
             if let Item::Message { message, role, .. } = &e.candidate.item {
                 out.push_str(&format!(
-                    "  <turn id=\"{}\" role=\"{}\"{}{}{}>{}</turn>\n",
+                    "  <turn id=\"{}\" role=\"{}\"{}{}{}{}>{}</turn>\n",
                     attr(message),
                     attr(role),
+                    author_attr(&e.candidate),
                     time_attr(&e.candidate),
                     if e.candidate.source == Source::Recent {
                         " recent=\"true\""
@@ -231,7 +242,13 @@ fn render_markdown(entries: &[Entry]) -> String {
                 } else {
                     format!(" [{}]", tags.join(", "))
                 };
-                out.push_str(&format!("- **{moment_type}** `{id}`{tags}: {}\n", e.packed));
+                let by = e
+                    .candidate
+                    .author
+                    .as_deref()
+                    .map(|a| format!(" (by {a})"))
+                    .unwrap_or_default();
+                out.push_str(&format!("- **{moment_type}** `{id}`{tags}{by}: {}\n", e.packed));
             }
         }
         out.push('\n');
@@ -249,7 +266,13 @@ fn render_markdown(entries: &[Entry]) -> String {
                     .time
                     .map(|t| format!(" {}", t.format("%Y-%m-%d %H:%M")))
                     .unwrap_or_default();
-                out.push_str(&format!("**{role}**{time}: {}\n\n", e.packed));
+                let by = e
+                    .candidate
+                    .author
+                    .as_deref()
+                    .map(|a| format!(" ({a})"))
+                    .unwrap_or_default();
+                out.push_str(&format!("**{role}**{by}{time}: {}\n\n", e.packed));
             }
         }
     }
@@ -283,6 +306,8 @@ fn render_json(entries: &[Entry]) -> String {
         item: &'a Item,
         #[serde(skip_serializing_if = "Option::is_none")]
         time: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        author: Option<&'a str>,
         text: &'a str,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         pointer: bool,
@@ -294,6 +319,7 @@ fn render_json(entries: &[Entry]) -> String {
             source: e.candidate.source,
             item: &e.candidate.item,
             time: e.candidate.time.map(|t| t.format("%Y-%m-%dT%H:%MZ").to_string()),
+            author: e.candidate.author.as_deref(),
             text: &e.packed,
             pointer: e.pointer,
         })

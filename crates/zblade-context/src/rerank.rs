@@ -208,6 +208,7 @@ mod tests {
             text: text.into(),
             time: Some(now() - chrono::Duration::days(days_ago)),
             retrieval,
+            author: None,
         }
     }
 

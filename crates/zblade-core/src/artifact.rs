@@ -349,6 +349,10 @@ pub struct ConversationMetadata {
     /// Where an imported conversation came from; `None` for conversations added directly.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<Provenance>,
+    /// Kept on this machine only: in server mode (a team's shared project) it is written to
+    /// the local `.zblade/` and never sent to the server.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub private: bool,
     /// Fields this version does not know.
     #[serde(flatten)]
     #[cfg_attr(feature = "specta", specta(skip))]

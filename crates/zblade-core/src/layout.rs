@@ -105,6 +105,11 @@ impl Layout {
     pub fn cache_dir(&self) -> PathBuf {
         self.dir.join("cache")
     }
+    /// `.zblade/outbox/`: server mode's writes waiting for the server (never a cache: nothing
+    /// in it may be deleted before the server has it).
+    pub fn outbox_dir(&self) -> PathBuf {
+        self.dir.join("outbox")
+    }
     /// `.zblade/.gitignore`.
     pub fn gitignore(&self) -> PathBuf {
         self.dir.join(".gitignore")

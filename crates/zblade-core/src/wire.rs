@@ -63,6 +63,10 @@ pub struct RecordMeta {
     pub tags: Vec<String>,
     /// When the artifact says it last changed.
     pub updated_at: String,
+    /// The user who wrote this version (a shared project's member), as the server knows them
+    /// from their token; absent from servers before team memory.
+    #[serde(default)]
+    pub author: Option<String>,
 }
 
 /// One page of a list, in id order.
@@ -119,6 +123,9 @@ pub struct SearchHit {
     /// When the artifact says it last changed (absent from servers before it was added).
     #[serde(default)]
     pub updated_at: String,
+    /// Who wrote it (see [`RecordMeta::author`]).
+    #[serde(default)]
+    pub author: Option<String>,
 }
 
 /// The answer to a search.
@@ -138,4 +145,107 @@ pub struct ErrorBody {
     pub error: String,
     /// What went wrong.
     pub reason: String,
+}
+
+/// What a member of a project on the server may do. Each role may do what the ones before it may.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "specta", derive(specta::Type), specta(rename = "MemberRole"))]
+pub enum Role {
+    /// Searches, lists, reads and packs context.
+    Reader,
+    /// Also adds conversations, moments and documents, and changes or deletes what they wrote.
+    Writer,
+    /// Also invites, removes and changes members' roles, removes anyone's contributions, and
+    /// renames or deletes the project.
+    Owner,
+}
+
+impl Role {
+    /// The name used in JSON, URLs and the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Reader => "reader",
+            Role::Writer => "writer",
+            Role::Owner => "owner",
+        }
+    }
+
+    /// The role a name stands for.
+    pub fn parse(name: &str) -> Option<Role> {
+        match name {
+            "reader" => Some(Role::Reader),
+            "writer" => Some(Role::Writer),
+            "owner" => Some(Role::Owner),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A project as `GET /projects` lists it: the caller's own and those shared with them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ProjectEntry {
+    /// The project's id (the `proj_…` id of the folder it came from).
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// The user who created it on the server.
+    #[serde(default)]
+    pub owner: String,
+    /// The caller's role in it (`owner` for their own projects).
+    #[serde(default = "owner_role")]
+    pub role: Role,
+    /// When it was created on the server (RFC 3339).
+    pub created_at: String,
+    /// Conversations stored.
+    pub conversations: i64,
+    /// Moments stored.
+    pub moments: i64,
+    /// Metadata-only records stored.
+    pub metadata: i64,
+}
+
+fn owner_role() -> Role {
+    Role::Owner
+}
+
+/// A member of a project.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct Member {
+    /// Their user name on the server.
+    pub user: String,
+    /// What they may do.
+    pub role: Role,
+    /// Who invited them (the creator invited nobody: their own name).
+    pub invited_by: String,
+    /// When (RFC 3339).
+    pub invited_at: String,
+    /// When they accepted; `None` while the invitation is pending (they see nothing yet).
+    pub accepted_at: Option<String>,
+}
+
+/// An invitation waiting for its user to accept it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct Invitation {
+    /// The project's id.
+    pub project: String,
+    /// Its display name.
+    pub name: String,
+    /// Its creator: accepting names them, as two creators may use the same project id.
+    pub owner: String,
+    /// The role offered.
+    pub role: Role,
+    /// Who invited.
+    pub invited_by: String,
+    /// When (RFC 3339).
+    pub invited_at: String,
 }

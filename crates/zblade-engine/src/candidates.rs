@@ -37,6 +37,7 @@ pub(crate) fn memory_candidate(text: &MemoryText, source: Source, retrieval: f64
         text: text.text.clone(),
         time: text.time,
         retrieval,
+        author: text.author.clone(),
     }
 }
 
@@ -76,6 +77,7 @@ pub(crate) fn reference_candidate(
         // The turn's time, so recency treats the code like the turn that points to it.
         time: owner_time,
         retrieval,
+        author: None,
     }
 }
 

@@ -115,6 +115,7 @@ fn summary_candidate(summary: crate::summaries::SessionSummary, title: String) -
         text: summary.summary,
         time: Some(summary.updated_at),
         retrieval: 0.0,
+        author: None,
     }
 }
 
@@ -138,6 +139,7 @@ impl Project {
                 text: instructions.trim().to_string(),
                 time: None,
                 retrieval: 0.0,
+                author: None,
             });
         }
 
@@ -355,6 +357,7 @@ impl Project {
             text: body,
             time: None,
             retrieval: 0.0,
+            author: None,
         })
     }
 }

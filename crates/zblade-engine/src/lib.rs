@@ -49,6 +49,7 @@ mod show;
 mod status;
 mod storage;
 mod summaries;
+mod team;
 mod time;
 #[cfg(unix)]
 pub mod warm;
@@ -86,6 +87,7 @@ pub use show::Shown;
 pub use status::Status;
 pub use storage::{AddOutcome, MessageMatch};
 pub use summaries::{REFRESH_EVERY, SUMMARY_TOKENS, SessionSummary, SummarizeReport};
+pub use team::{Joined, invitations};
 pub use time::{parse_time, parse_time_bound};
 pub use watch::WatchEvent;
 pub use zblade_context::{

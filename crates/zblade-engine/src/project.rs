@@ -20,7 +20,7 @@ const DEFAULT_INSTRUCTIONS: &str = "# Project instructions\n\n\
 This file is always included in the context zblade assembles for this project.\n\
 Write here what every AI assistant should know: conventions, architecture, things to avoid.\n";
 
-const GITIGNORE: &str = "# Rebuildable caches: `zblade reindex` recreates index/ from artifacts/.\nindex/\ncache/\n";
+const GITIGNORE: &str = "# Rebuildable caches: `zblade reindex` recreates index/ from artifacts/.\nindex/\ncache/\n# Server mode's writes waiting for the server (they belong on the server, not in git).\noutbox/\n";
 
 /// What `init` did.
 #[derive(Debug, Clone, Serialize)]

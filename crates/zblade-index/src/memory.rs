@@ -29,6 +29,8 @@ pub struct MemoryText {
     pub tags: Vec<String>,
     /// When it was written.
     pub time: Option<DateTime<Utc>>,
+    /// Who wrote it, when a teammate did (server mode's shared projects); `None` otherwise.
+    pub author: Option<String>,
 }
 
 fn parse_time(text: &str) -> Option<DateTime<Utc>> {
@@ -48,6 +50,7 @@ fn message_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<MemoryText> {
         text: r.get(4)?,
         tags: Vec::new(),
         time: parse_time(&r.get::<_, String>(5)?),
+        author: None,
     })
 }
 
@@ -150,6 +153,7 @@ impl Index {
                                         .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
                                         .unwrap_or_default(),
                                     time: parse_time(&r.get::<_, String>(6)?),
+                                    author: None,
                                 })
                             })
                             .optional()?,

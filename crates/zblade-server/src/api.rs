@@ -14,10 +14,10 @@ use axum::routing::get;
 use axum::{Extension, Json, Router};
 use serde::Deserialize;
 use serde_json::json;
-use zblade_core::wire::{ErrorBody, PutResult, SearchAnswer};
+use zblade_core::wire::{ErrorBody, PutResult, PutStatus, Role, SearchAnswer};
 
 use crate::auth::{RateLimiter, client_address, hash_token};
-use crate::store::{Deleted, Kind, MetadataRecord, NewRecord, Store, StoreError, User};
+use crate::store::{Access, Deleted, Kind, MetadataRecord, NewRecord, Store, StoreError, User};
 
 /// Most items one page returns.
 pub const MAX_PAGE: usize = 1_000;
@@ -26,6 +26,8 @@ pub const DEFAULT_PAGE: usize = 100;
 /// The header a client may send with the sha256 it computed of the body; a mismatch (a body
 /// damaged on the way) is refused.
 pub const HASH_HEADER: &str = "x-zblade-sha256";
+/// The header a record comes back with naming who wrote it (a user name on this server).
+pub const AUTHOR_HEADER: &str = "x-zblade-author";
 
 /// A failure, as the client sees it: a status and `{"error": code, "reason": text}`.
 #[derive(Debug)]
@@ -52,6 +54,10 @@ impl ApiError {
 
     fn not_found(reason: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "not_found", reason)
+    }
+
+    fn forbidden(reason: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "forbidden", reason)
     }
 }
 
@@ -80,6 +86,7 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::NotFound(why) => ApiError::not_found(why),
             StoreError::Conflict(why) => ApiError::new(StatusCode::CONFLICT, "conflict", why),
+            StoreError::Forbidden(why) => ApiError::forbidden(why),
             // The database's own words (table names, SQL, file paths, connection strings) stay
             // in the server's log; the client learns only that the database failed.
             StoreError::Backend(why) => {
@@ -162,6 +169,39 @@ fn kind_of(segment: &str) -> Result<Kind, ApiError> {
     }
 }
 
+/// What the caller may do in `project` (their own, or shared with them and accepted). A
+/// project they have no part in, or were removed from, is answered 404 as if it did not exist:
+/// its existence is not told to outsiders.
+async fn access<S: Store>(state: &AppState<S>, user: &User, project: &str) -> Result<Access, ApiError> {
+    check_id("project", project)?;
+    state
+        .store
+        .access(user.id, project)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no project {project}")))
+}
+
+/// 403 unless the caller's role is at least `needed`.
+fn require(access: Access, needed: Role, project: &str, action: &str) -> Result<(), ApiError> {
+    if access.role >= needed {
+        return Ok(());
+    }
+    Err(ApiError::forbidden(format!(
+        "you are a {} of project {project}; {action} needs the {needed} role (ask an owner)",
+        access.role
+    )))
+}
+
+/// A user name from a URL: what `zblade-server user add` accepts.
+fn check_user_name(name: &str) -> Result<(), ApiError> {
+    if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(
+            "user: 1 to 128 characters, no control characters",
+        ));
+    }
+    Ok(())
+}
+
 /// Builds the router over `store`.
 pub fn router<S: Store>(state: Arc<AppState<S>>, max_body: usize) -> Router {
     let api = Router::new()
@@ -170,6 +210,20 @@ pub fn router<S: Store>(state: Arc<AppState<S>>, max_body: usize) -> Router {
         .route(
             "/projects/{project}",
             get(get_project::<S>).put(put_project::<S>).delete(delete_project::<S>),
+        )
+        .route("/invitations", get(list_invitations::<S>))
+        .route(
+            "/invitations/{owner}/{project}",
+            axum::routing::post(accept_invitation::<S>).delete(decline_invitation::<S>),
+        )
+        .route("/projects/{project}/members", get(list_members::<S>))
+        .route(
+            "/projects/{project}/members/{user}",
+            axum::routing::put(put_member::<S>).delete(remove_member::<S>),
+        )
+        .route(
+            "/projects/{project}/contributions/{user}",
+            axum::routing::delete(remove_contributions::<S>),
         )
         .route("/projects/{project}/search", get(search::<S>))
         .route("/projects/{project}/metadata", get(list_metadata::<S>))
@@ -284,9 +338,10 @@ async fn get_project<S: Store>(
     Extension(user): Extension<User>,
     ApiPath(project): ApiPath<String>,
 ) -> Result<Response, ApiError> {
-    check_id("project", &project)?;
-    let found = state.store.get_project(user.id, &project).await?;
-    let project = found.ok_or_else(|| ApiError::not_found(format!("no project {project}")))?;
+    let access = access(&state, &user, &project).await?;
+    let found = state.store.get_project(access.owner, &project).await?;
+    let mut project = found.ok_or_else(|| ApiError::not_found(format!("no project {project}")))?;
+    project.role = access.role;
     Ok(Json(project).into_response())
 }
 
@@ -313,7 +368,16 @@ async fn put_project<S: Store>(
     } else {
         body.name.trim().to_string()
     };
-    let created = state.store.put_project(user.id, &project, &name).await?;
+    // A project shared with the caller is renamed by its owners only; any other id is the
+    // caller's own, created when new.
+    let owner = match state.store.access(user.id, &project).await? {
+        Some(access) => {
+            require(access, Role::Owner, &project, "renaming it")?;
+            access.owner
+        }
+        None => user.id,
+    };
+    let created = state.store.put_project(owner, &project, &name).await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((
         status,
@@ -327,8 +391,9 @@ async fn delete_project<S: Store>(
     Extension(user): Extension<User>,
     ApiPath(project): ApiPath<String>,
 ) -> Result<Response, ApiError> {
-    check_id("project", &project)?;
-    if !state.store.delete_project(user.id, &project).await? {
+    let access = access(&state, &user, &project).await?;
+    require(access, Role::Owner, &project, "deleting it")?;
+    if !state.store.delete_project(access.owner, &project).await? {
         return Err(ApiError::not_found(format!("no project {project}")));
     }
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -357,12 +422,12 @@ async fn list_records<S: Store>(
     ApiPath((project, collection)): ApiPath<(String, String)>,
     ApiQuery(params): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
-    check_id("project", &project)?;
+    let access = access(&state, &user, &project).await?;
     let kind = kind_of(&collection)?;
     let limit = page_limit(params.limit)?;
     let page = state
         .store
-        .list_records(user.id, &project, kind, &params.after, limit)
+        .list_records(access.owner, &project, kind, &params.after, limit)
         .await?;
     Ok(Json(page).into_response())
 }
@@ -372,12 +437,12 @@ async fn get_record<S: Store>(
     Extension(user): Extension<User>,
     ApiPath((project, collection, id)): ApiPath<(String, String, String)>,
 ) -> Result<Response, ApiError> {
-    check_id("project", &project)?;
+    let access = access(&state, &user, &project).await?;
     let kind = kind_of(&collection)?;
     check_id(kind.as_str(), &id)?;
     let record = state
         .store
-        .get_record(user.id, &project, kind, &id)
+        .get_record(access.owner, &project, kind, &id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no {} {id} in project {project}", kind.as_str())))?;
     // The artifact goes back byte for byte; what lists show rides in headers.
@@ -386,6 +451,7 @@ async fn get_record<S: Store>(
     for (name, value) in [
         (HASH_HEADER, record.meta.hash.clone()),
         ("x-zblade-version", record.meta.version.to_string()),
+        (AUTHOR_HEADER, record.meta.author.clone().unwrap_or_default()),
     ] {
         if let Ok(value) = HeaderValue::from_str(&value) {
             headers.insert(name, value);
@@ -478,7 +544,8 @@ async fn put_record<S: Store>(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    check_id("project", &project)?;
+    let access = access(&state, &user, &project).await?;
+    require(access, Role::Writer, &project, "adding or changing memory")?;
     let kind = kind_of(&collection)?;
     check_id(kind.as_str(), &id)?;
     let body = body?;
@@ -492,7 +559,11 @@ async fn put_record<S: Store>(
             String::from_utf8_lossy(claimed.as_bytes())
         )));
     }
-    let outcome = state.store.put_record(user.id, &project, &record).await?;
+    let own_only = access.role == Role::Writer;
+    let outcome = state
+        .store
+        .put_record(access.owner, &project, &record, user.id, own_only)
+        .await?;
     let status = match outcome.status {
         crate::store::PutStatus::Created => StatusCode::CREATED,
         _ => StatusCode::OK,
@@ -519,11 +590,17 @@ async fn delete_record<S: Store>(
     ApiPath((project, collection, id)): ApiPath<(String, String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    check_id("project", &project)?;
+    let access = access(&state, &user, &project).await?;
+    require(access, Role::Writer, &project, "deleting memory")?;
     let kind = kind_of(&collection)?;
     check_id(kind.as_str(), &id)?;
     let if_hash = headers.get(HASH_HEADER).and_then(|v| v.to_str().ok());
-    match state.store.delete_record(user.id, &project, kind, &id, if_hash).await? {
+    let only_author = (access.role == Role::Writer).then_some(user.id);
+    match state
+        .store
+        .delete_record(access.owner, &project, kind, &id, if_hash, only_author)
+        .await?
+    {
         Deleted::Yes => Ok(StatusCode::NO_CONTENT.into_response()),
         Deleted::NotFound => Err(ApiError::not_found(format!(
             "no {} {id} in project {project}",
@@ -553,7 +630,7 @@ async fn search<S: Store>(
     ApiPath(project): ApiPath<String>,
     ApiQuery(params): ApiQuery<SearchParams>,
 ) -> Result<Response, ApiError> {
-    check_id("project", &project)?;
+    let access = access(&state, &user, &project).await?;
     if params.q.len() > 2_000 {
         return Err(ApiError::bad_request("q: longer than 2000 bytes"));
     }
@@ -568,7 +645,10 @@ async fn search<S: Store>(
         0 => return Err(ApiError::bad_request("limit: must be at least 1")),
         n => n.min(100),
     };
-    let hits = state.store.search(user.id, &project, &params.q, kind, limit).await?;
+    let hits = state
+        .store
+        .search(access.owner, &project, &params.q, kind, limit)
+        .await?;
     Ok(Json(SearchAnswer { query: params.q, hits }).into_response())
 }
 
@@ -578,7 +658,8 @@ async fn put_metadata<S: Store>(
     ApiPath((project, id)): ApiPath<(String, String)>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    check_id("project", &project)?;
+    let access = access(&state, &user, &project).await?;
+    require(access, Role::Writer, &project, "sending metadata")?;
     check_id("id", &id)?;
     let mut record: MetadataRecord = parse_body(body)?;
     if Kind::parse(&record.kind).is_none() {
@@ -599,7 +680,7 @@ async fn put_metadata<S: Store>(
         ));
     }
     record.id = id.clone();
-    let status = state.store.put_metadata(user.id, &project, &record).await?;
+    let status = state.store.put_metadata(access.owner, &project, &record).await?;
     let code = match status {
         crate::store::PutStatus::Created => StatusCode::CREATED,
         _ => StatusCode::OK,
@@ -613,11 +694,140 @@ async fn list_metadata<S: Store>(
     ApiPath(project): ApiPath<String>,
     ApiQuery(params): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
-    check_id("project", &project)?;
+    let access = access(&state, &user, &project).await?;
     let limit = page_limit(params.limit)?;
     let page = state
         .store
-        .list_metadata(user.id, &project, &params.after, limit)
+        .list_metadata(access.owner, &project, &params.after, limit)
         .await?;
     Ok(Json(page).into_response())
+}
+
+async fn list_members<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath(project): ApiPath<String>,
+) -> Result<Response, ApiError> {
+    let access = access(&state, &user, &project).await?;
+    let members = state.store.list_members(access.owner, &project).await?;
+    Ok(Json(json!({ "members": members })).into_response())
+}
+
+/// `{"role": "reader" | "writer" | "owner"}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemberBody {
+    role: Role,
+}
+
+/// `PUT …/members/USER`: an owner invites USER (who sees nothing until they accept) or changes
+/// their role.
+async fn put_member<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath((project, member)): ApiPath<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let access = access(&state, &user, &project).await?;
+    require(access, Role::Owner, &project, "inviting members or changing roles")?;
+    check_user_name(&member)?;
+    let body: MemberBody = parse_body(body)?;
+    let status = state
+        .store
+        .put_member(access.owner, &project, &member, body.role, user.id)
+        .await?;
+    let code = if status == PutStatus::Created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let said = match status {
+        PutStatus::Created => "invited",
+        PutStatus::Updated => "role changed",
+        PutStatus::Unchanged => "unchanged",
+    };
+    Ok((code, Json(json!({ "user": member, "role": body.role, "status": said }))).into_response())
+}
+
+/// `DELETE …/members/USER`: an owner removes USER (or withdraws an invitation); any member
+/// removes themselves (leaves). Their next request gets nothing of the project.
+async fn remove_member<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath((project, member)): ApiPath<(String, String)>,
+) -> Result<Response, ApiError> {
+    check_user_name(&member)?;
+    check_id("project", &project)?;
+    let access = state
+        .store
+        .access(user.id, &project)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no project {project}")))?;
+    if member != user.name {
+        require(access, Role::Owner, &project, "removing members")?;
+    }
+    if !state.store.remove_member(access.owner, &project, &member).await? {
+        return Err(ApiError::not_found(format!(
+            "{member} is not a member of project {project}"
+        )));
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `DELETE …/contributions/USER`: an owner removes every record USER wrote in the project.
+async fn remove_contributions<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath((project, author)): ApiPath<(String, String)>,
+) -> Result<Response, ApiError> {
+    let access = access(&state, &user, &project).await?;
+    require(access, Role::Owner, &project, "removing a member's contributions")?;
+    check_user_name(&author)?;
+    let removed = state
+        .store
+        .remove_contributions(access.owner, &project, &author)
+        .await?;
+    Ok(Json(json!({ "user": author, "removed": removed })).into_response())
+}
+
+async fn list_invitations<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+) -> Result<Response, ApiError> {
+    let invitations = state.store.invitations(user.id).await?;
+    Ok(Json(json!({ "invitations": invitations })).into_response())
+}
+
+/// `POST /invitations/OWNER/PROJECT`: the invited user accepts; from now on the project answers
+/// them with their role.
+async fn accept_invitation<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath((owner, project)): ApiPath<(String, String)>,
+) -> Result<Response, ApiError> {
+    check_user_name(&owner)?;
+    check_id("project", &project)?;
+    if !state.store.accept_invitation(user.id, &owner, &project).await? {
+        return Err(ApiError::not_found(format!(
+            "no invitation to {owner}'s project {project}"
+        )));
+    }
+    let access = access(&state, &user, &project).await?;
+    Ok(Json(json!({ "project": project, "owner": owner, "role": access.role })).into_response())
+}
+
+/// `DELETE /invitations/OWNER/PROJECT`: the invited user declines.
+async fn decline_invitation<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath((owner, project)): ApiPath<(String, String)>,
+) -> Result<Response, ApiError> {
+    check_user_name(&owner)?;
+    check_id("project", &project)?;
+    if !state.store.decline_invitation(user.id, &owner, &project).await? {
+        return Err(ApiError::not_found(format!(
+            "no invitation to {owner}'s project {project}"
+        )));
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
 }

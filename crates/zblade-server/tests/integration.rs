@@ -4,4 +4,5 @@
 mod api;
 mod common;
 mod hardening;
+mod team;
 mod wire_skew;

@@ -77,6 +77,13 @@ pub(crate) fn record_id(what: &str, kind: Kind, id: &str) -> Result<()> {
         .map_err(|why| Error::Untrusted(format!("{what}: the server named a record whose id {why}")))
 }
 
+/// A project id the server named (a listing, an invitation): the id rules, no prefix required
+/// (projects made by other clients may use their own).
+pub(crate) fn project_id(what: &str, id: &str) -> Result<()> {
+    ids::check_id(id, None)
+        .map_err(|why| Error::Untrusted(format!("{what}: the server named a project whose id {why}")))
+}
+
 /// A sha256 as the server lists it: 64 lowercase hex digits.
 pub(crate) fn sha256(what: &str, hash: &str) -> Result<()> {
     if hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {

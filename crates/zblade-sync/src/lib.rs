@@ -25,7 +25,17 @@ pub use check::AnswerLimits;
 pub const HASH_HEADER: &str = "x-zblade-sha256";
 
 use zblade_core::wire::{ErrorBody, Page, SearchAnswer};
-pub use zblade_core::wire::{Kind, PutResult, PutStatus, RecordMeta, SearchHit};
+pub use zblade_core::wire::{
+    Invitation, Kind, Member, ProjectEntry, PutResult, PutStatus, RecordMeta, Role, SearchHit,
+};
+
+/// The header a record comes back with naming its author.
+pub const AUTHOR_HEADER: &str = "x-zblade-author";
+
+/// A user name as the server sent it: cleaned, bounded; `None` when empty.
+fn user_name(name: Option<&str>) -> Option<String> {
+    name.map(|n| check::clean(n, 128)).filter(|n| !n.is_empty())
+}
 
 /// Listed text fields with escape sequences removed and lengths bounded (the id, kind and
 /// hash are checked separately and refused when wrong).
@@ -34,6 +44,7 @@ fn cleaned(meta: RecordMeta) -> RecordMeta {
         title: check::clean(&meta.title, 500),
         tags: meta.tags.iter().take(100).map(|t| check::clean(t, 100)).collect(),
         updated_at: check::clean(&meta.updated_at, 64),
+        author: user_name(meta.author.as_deref()),
         ..meta
     }
 }
@@ -311,16 +322,35 @@ impl Client {
     /// and they parse as a valid `kind` artifact carrying that id. `None` when the server has
     /// no such record.
     pub fn get_record(&self, project: &str, kind: Kind, id: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.fetch_record(project, kind, id, None)?.map(|(bytes, _)| bytes))
+    }
+
+    /// [`Client::get_record`] with the record's author as the server knows them (a shared
+    /// project's member; the name is the server's word, cleaned, not the artifact's).
+    pub fn get_record_authored(
+        &self,
+        project: &str,
+        kind: Kind,
+        id: &str,
+    ) -> Result<Option<(Vec<u8>, Option<String>)>> {
         self.fetch_record(project, kind, id, None)
     }
 
     /// [`Client::get_record`] for a record a listing named with `listed_hash`: the bytes must
     /// hash to it too (the listing and the download must agree).
     pub fn get_listed_record(&self, project: &str, kind: Kind, id: &str, listed_hash: &str) -> Result<Option<Vec<u8>>> {
-        self.fetch_record(project, kind, id, Some(listed_hash))
+        Ok(self
+            .fetch_record(project, kind, id, Some(listed_hash))?
+            .map(|(bytes, _)| bytes))
     }
 
-    fn fetch_record(&self, project: &str, kind: Kind, id: &str, listed_hash: Option<&str>) -> Result<Option<Vec<u8>>> {
+    fn fetch_record(
+        &self,
+        project: &str,
+        kind: Kind,
+        id: &str,
+        listed_hash: Option<&str>,
+    ) -> Result<Option<(Vec<u8>, Option<String>)>> {
         let what = format!("downloading {id}");
         check::record_id(&what, kind, id)?;
         let response = self.send(&what, || {
@@ -335,6 +365,7 @@ impl Client {
             .get(HASH_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
+        let author = user_name(response.headers().get(AUTHOR_HEADER).and_then(|v| v.to_str().ok()));
         let bytes = check::read_capped(&what, response, self.limits.record_bytes)?;
         let hash = zblade_core::sha256_hex(&bytes);
         if claimed.as_deref() != Some(hash.as_str()) {
@@ -351,7 +382,7 @@ impl Client {
             )));
         }
         check::record_bytes(&self.base, kind, id, &bytes)?;
-        Ok(Some(bytes))
+        Ok(Some((bytes, author)))
     }
 
     /// Every record of `kind` in the project, page by page; empty when the project does not
@@ -464,10 +495,164 @@ impl Client {
                 title: check::clean(&hit.title, 500),
                 snippet: check::clean(&hit.snippet, 2_000),
                 updated_at: check::clean(&hit.updated_at, 64),
+                author: user_name(hit.author.as_deref()),
                 ..hit
             });
         }
         Ok(checked)
+    }
+
+    /// The projects this user may open: their own and those shared with them (accepted).
+    pub fn projects(&self) -> Result<Vec<ProjectEntry>> {
+        #[derive(Deserialize)]
+        struct Answer {
+            projects: Vec<ProjectEntry>,
+        }
+        let what = "listing projects";
+        let response = self.send(what, || self.http.get(self.api("/projects")))?;
+        let answer: Answer = Self::json(what, response, self.limits.page_bytes)?;
+        answer
+            .projects
+            .into_iter()
+            .map(|p| {
+                check::project_id(what, &p.id)?;
+                Ok(ProjectEntry {
+                    name: check::clean(&p.name, 256),
+                    owner: check::clean(&p.owner, 128),
+                    created_at: check::clean(&p.created_at, 64),
+                    ..p
+                })
+            })
+            .collect()
+    }
+
+    /// The members of a project (any member may list them).
+    pub fn members(&self, project: &str) -> Result<Vec<Member>> {
+        #[derive(Deserialize)]
+        struct Answer {
+            members: Vec<Member>,
+        }
+        let what = format!("listing the members of {project}");
+        let response = self.send(&what, || {
+            self.http.get(self.api(&format!("/projects/{project}/members")))
+        })?;
+        if response.status() == StatusCode::NOT_FOUND {
+            return Err(Error::NotFound(format!(
+                "{what}: no project {project} on the server that you are a member of"
+            )));
+        }
+        let answer: Answer = Self::json(&what, response, self.limits.page_bytes)?;
+        Ok(answer
+            .members
+            .into_iter()
+            .map(|m| Member {
+                user: check::clean(&m.user, 128),
+                invited_by: check::clean(&m.invited_by, 128),
+                invited_at: check::clean(&m.invited_at, 64),
+                accepted_at: m.accepted_at.map(|t| check::clean(&t, 64)),
+                ..m
+            })
+            .collect())
+    }
+
+    /// Invites `user` with `role`, or changes their role (owners only); what the server did:
+    /// `invited`, `role changed` or `unchanged`.
+    pub fn put_member(&self, project: &str, user: &str, role: Role) -> Result<String> {
+        let what = format!("giving {user} the {role} role in {project}");
+        let body = serde_json::json!({ "role": role }).to_string();
+        let response = self.send(&what, || {
+            self.http
+                .put(self.api(&format!("/projects/{project}/members/{}", encode(user))))
+                .header("content-type", "application/json")
+                .body(body.clone())
+        })?;
+        if response.status() == StatusCode::NOT_FOUND {
+            return Err(Error::NotFound(format!("{what}: {}", not_found_reason(response))));
+        }
+        let value: serde_json::Value = Self::json(&what, response, self.limits.small_bytes)?;
+        Ok(check::clean(value["status"].as_str().unwrap_or_default(), 40))
+    }
+
+    /// Removes `user` from the project (owners; or the user themselves, to leave).
+    pub fn remove_member(&self, project: &str, user: &str) -> Result<()> {
+        let what = format!("removing {user} from {project}");
+        let response = self.send(&what, || {
+            self.http
+                .delete(self.api(&format!("/projects/{project}/members/{}", encode(user))))
+        })?;
+        if response.status() == StatusCode::NOT_FOUND {
+            return Err(Error::NotFound(format!("{what}: {}", not_found_reason(response))));
+        }
+        Ok(())
+    }
+
+    /// Removes every record `user` wrote in the project (owners only); how many.
+    pub fn remove_contributions(&self, project: &str, user: &str) -> Result<u64> {
+        let what = format!("removing what {user} wrote in {project}");
+        let response = self.send(&what, || {
+            self.http
+                .delete(self.api(&format!("/projects/{project}/contributions/{}", encode(user))))
+        })?;
+        if response.status() == StatusCode::NOT_FOUND {
+            return Err(Error::NotFound(format!("{what}: {}", not_found_reason(response))));
+        }
+        let value: serde_json::Value = Self::json(&what, response, self.limits.small_bytes)?;
+        Ok(value["removed"].as_u64().unwrap_or(0))
+    }
+
+    /// The invitations waiting for this user.
+    pub fn invitations(&self) -> Result<Vec<Invitation>> {
+        #[derive(Deserialize)]
+        struct Answer {
+            invitations: Vec<Invitation>,
+        }
+        let what = "listing invitations";
+        let response = self.send(what, || self.http.get(self.api("/invitations")))?;
+        let answer: Answer = Self::json(what, response, self.limits.page_bytes)?;
+        answer
+            .invitations
+            .into_iter()
+            .map(|i| {
+                check::project_id(what, &i.project)?;
+                Ok(Invitation {
+                    name: check::clean(&i.name, 256),
+                    owner: check::clean(&i.owner, 128),
+                    invited_by: check::clean(&i.invited_by, 128),
+                    invited_at: check::clean(&i.invited_at, 64),
+                    ..i
+                })
+            })
+            .collect()
+    }
+
+    /// Accepts the invitation to `owner`'s `project`; the role it gives.
+    pub fn accept_invitation(&self, owner: &str, project: &str) -> Result<Role> {
+        let what = format!("accepting {owner}'s invitation to {project}");
+        let response = self.send(&what, || {
+            self.http
+                .post(self.api(&format!("/invitations/{}/{project}", encode(owner))))
+        })?;
+        if response.status() == StatusCode::NOT_FOUND {
+            return Err(Error::NotFound(format!("{what}: {}", not_found_reason(response))));
+        }
+        #[derive(Deserialize)]
+        struct Answer {
+            role: Role,
+        }
+        Ok(Self::json::<Answer>(&what, response, self.limits.small_bytes)?.role)
+    }
+
+    /// Declines the invitation to `owner`'s `project`.
+    pub fn decline_invitation(&self, owner: &str, project: &str) -> Result<()> {
+        let what = format!("declining {owner}'s invitation to {project}");
+        let response = self.send(&what, || {
+            self.http
+                .delete(self.api(&format!("/invitations/{}/{project}", encode(owner))))
+        })?;
+        if response.status() == StatusCode::NOT_FOUND {
+            return Err(Error::NotFound(format!("{what}: {}", not_found_reason(response))));
+        }
+        Ok(())
     }
 
     /// Stores a metadata-only record (title, tags, counts; never content).
@@ -502,6 +687,25 @@ pub struct Metadata {
     pub message_count: usize,
     /// When it last changed (RFC 3339).
     pub updated_at: String,
+}
+
+/// A user name as one URL path segment.
+fn encode(name: &str) -> String {
+    name.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The reason of a 404 answer, cleaned (what was not found: a project, a user, an invitation).
+fn not_found_reason(response: Response) -> String {
+    let body = response.bytes().map(|b| b.to_vec()).unwrap_or_default();
+    let reason = serde_json::from_slice::<ErrorBody>(&body)
+        .map(|e| e.reason)
+        .unwrap_or_else(|_| "not found".into());
+    check::clean(&reason, 300)
 }
 
 /// The innermost error's text (reqwest wraps the useful part, like "Connection refused").

@@ -622,6 +622,75 @@ async archiveAccept(passphrase: string) : Promise<Result<ArchiveAcceptView, AppE
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
 }
+},
+/**
+ * The open project's members (server mode).
+ */
+async teamMembers() : Promise<Result<Member[], AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("team_members") };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Invites `user` with `role`, or changes their role; what the server did (`invited`,
+ * `role changed`, `unchanged`).
+ */
+async teamInvite(user: string, role: MemberRole) : Promise<Result<string, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("team_invite", { user, role }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Removes `user`; with `contributions`, everything they wrote in the project first. Returns
+ * how many records were removed with them.
+ */
+async teamRemove(user: string, contributions: boolean) : Promise<Result<number, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("team_remove", { user, contributions }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Leaves the shared project; the folder goes back to local mode.
+ */
+async teamLeave() : Promise<Result<null, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("team_leave") };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * The invitations waiting for `token`'s user on `url` (needs the app's network consent, like
+ * every sync server call).
+ */
+async teamInvitations(url: string, token: string, allowInsecureHttp: boolean) : Promise<Result<Invitation[], AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("team_invitations", { url, token, allowInsecureHttp }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Joins `project` on `url` in the open project's folder (see [`Project::join_team`]).
+ */
+async teamJoin(url: string, token: string, project: string, owner: string | null, allowInsecureHttp: boolean) : Promise<Result<Joined, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("team_join", { url, token, project, owner, allowInsecureHttp }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
 }
 }
 
@@ -1490,7 +1559,12 @@ tags: string[];
 /**
  * Where an imported conversation came from; `None` for conversations added directly.
  */
-source?: Provenance | null }
+source?: Provenance | null; 
+/**
+ * Kept on this machine only: in server mode (a team's shared project) it is written to
+ * the local `.zblade/` and never sent to the server.
+ */
+private: boolean }
 /**
  * One line of `zblade list conversations`.
  */
@@ -1634,7 +1708,12 @@ time?: string | null;
 /**
  * Search score, scaled to 0..1 within the result list (0 for non-retrieved sources).
  */
-retrieval: number }) & { 
+retrieval: number; 
+/**
+ * Who wrote it, for memory a teammate shared (the sync server's user name); `None` for the
+ * user's own memory.
+ */
+author?: string | null }) & { 
 /**
  * The text as packed.
  */
@@ -2099,6 +2178,34 @@ timestamp?: string | null;
  */
 tags?: string[] }
 /**
+ * An invitation waiting for its user to accept it.
+ */
+export type Invitation = { 
+/**
+ * The project's id.
+ */
+project: string; 
+/**
+ * Its display name.
+ */
+name: string; 
+/**
+ * Its creator: accepting names them, as two creators may use the same project id.
+ */
+owner: string; 
+/**
+ * The role offered.
+ */
+role: MemberRole; 
+/**
+ * Who invited.
+ */
+invited_by: string; 
+/**
+ * When (RFC 3339).
+ */
+invited_at: string }
+/**
  * What a candidate is.
  */
 export type Item = 
@@ -2122,6 +2229,34 @@ export type Item =
  * Lines of a file in the working tree, as they are now.
  */
 { type: "code"; path: string; lines: [number, number]; status: string }
+/**
+ * What joining a shared project did.
+ */
+export type Joined = { 
+/**
+ * The project's id, now this folder's.
+ */
+project: string; 
+/**
+ * Its creator on the server.
+ */
+owner: string; 
+/**
+ * This user's role in it.
+ */
+role: MemberRole; 
+/**
+ * The server.
+ */
+server: string; 
+/**
+ * This user's name on the server.
+ */
+user: string; 
+/**
+ * Whether an invitation was accepted now (false: it had been before).
+ */
+accepted: boolean }
 export type JsonValue = null | boolean | number | string | JsonValue[] | Partial<{ [key in string]: JsonValue }>
 /**
  * The two kinds of record the server stores with content.
@@ -2219,6 +2354,47 @@ configured: boolean;
  * The file one click writes.
  */
 config_file: string }
+/**
+ * A member of a project.
+ */
+export type Member = { 
+/**
+ * Their user name on the server.
+ */
+user: string; 
+/**
+ * What they may do.
+ */
+role: MemberRole; 
+/**
+ * Who invited them (the creator invited nobody: their own name).
+ */
+invited_by: string; 
+/**
+ * When (RFC 3339).
+ */
+invited_at: string; 
+/**
+ * When they accepted; `None` while the invitation is pending (they see nothing yet).
+ */
+accepted_at: string | null }
+/**
+ * What a member of a project on the server may do. Each role may do what the ones before it may.
+ */
+export type MemberRole = 
+/**
+ * Searches, lists, reads and packs context.
+ */
+"reader" | 
+/**
+ * Also adds conversations, moments and documents, and changes or deletes what they wrote.
+ */
+"writer" | 
+/**
+ * Also invites, removes and changes members' roles, removes anyone's contributions, and
+ * renames or deletes the project.
+ */
+"owner"
 /**
  * A merge into or out of the conversation shown.
  */

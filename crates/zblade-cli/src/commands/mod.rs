@@ -28,6 +28,7 @@ pub(crate) mod show;
 pub(crate) mod status;
 pub(crate) mod summarize;
 pub(crate) mod sync_metadata;
+pub(crate) mod team;
 pub(crate) mod watch;
 
 use std::io::{IsTerminal, StdoutLock};

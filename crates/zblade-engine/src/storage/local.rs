@@ -384,6 +384,7 @@ impl Storage for LocalStorage {
                         text: hit.hit.snippet.clone(),
                         time: None,
                         retrieval,
+                        author: None,
                     });
                 }
                 HitKind::Conversation => {}

@@ -528,9 +528,15 @@ pub(crate) fn fork(layout: &Layout, request: &ForkRequest) -> Result<Fork> {
         StoredConversation::Manifest(m) => (&m.title, &m.project_id, m.created_at, m.metadata.tags.clone()),
     };
     let conversation_id = zblade_core::ids::new_id(zblade_core::ids::CONVERSATION);
+    // A fork of a private conversation stays private.
+    let private = match &parent {
+        StoredConversation::Inline(c) => c.metadata.private,
+        StoredConversation::Manifest(m) => m.metadata.private,
+    };
     let mut metadata = zblade_core::ConversationMetadata {
         total_messages: after as u64 + 1,
         tags,
+        private,
         ..Default::default()
     };
     metadata.extra.clear();

@@ -15,6 +15,7 @@
 
 mod local;
 pub(crate) mod manifests;
+mod outbox;
 mod server;
 
 use std::sync::Arc;
@@ -224,6 +225,7 @@ fn forked_copy(parent: &Conversation, after: usize, request: &ForkRequest) -> Co
         metadata: zblade_core::ConversationMetadata {
             total_messages: messages.len() as u64,
             tags: parent.metadata.tags.clone(),
+            private: parent.metadata.private,
             ..Default::default()
         },
         forked_from: Some(zblade_core::ForkPoint {

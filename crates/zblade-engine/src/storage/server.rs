@@ -12,6 +12,7 @@ use zblade_core::{Conversation, Error, Message, Moment, Result, artifact};
 use zblade_index::{ConversationSummary, HitKind, MemoryText, MomentSummary, Page, SearchHit, SearchQuery};
 use zblade_sync::{Client, Kind};
 
+use super::outbox::{Entry, Outbox};
 use super::{AddOutcome, MessageMatch};
 use super::{FoundMoment, Retrieved, Storage, TimeRange};
 use crate::candidates::{memory_candidate, millis_since, reference_candidate, retrieval_scale};
@@ -33,25 +34,58 @@ const KEYWORD_ON_SERVER: &str = "server mode: keyword search on the sync server"
 pub(crate) struct ServerStorage;
 
 impl ServerStorage {
-    fn put(
-        client: &Client,
-        project_id: &str,
-        kind: Kind,
-        id: &str,
-        bytes: &[u8],
-        messages: usize,
-    ) -> Result<AddOutcome> {
-        let put = client.put_record(project_id, kind, id, bytes)?;
-        Ok(AddOutcome {
-            id: id.to_string(),
-            created: put.status == zblade_sync::PutStatus::Created,
-            artifact_path: format!(
-                "{}/api/v0/projects/{project_id}/{}/{id}",
-                client.url(),
-                kind.collection()
-            ),
-            messages,
-        })
+    /// Sends `writes` through the project's outbox (see [`super::outbox`]): each is queued
+    /// durably first, then everything waiting is sent in order. A write the server could not
+    /// be reached for stays queued and is reported as such; one the server refused for good is
+    /// an error (it was moved aside to `.zblade/outbox/rejected/`).
+    fn send(parts: &Parts, writes: Vec<(Kind, String, Vec<u8>, usize)>) -> Result<Vec<AddOutcome>> {
+        let outbox = Outbox::new(parts.layout.outbox_dir());
+        let queued: Vec<(Entry, usize)> = writes
+            .iter()
+            .map(|(kind, id, bytes, messages)| Ok((outbox.enqueue(*kind, id, bytes)?, *messages)))
+            .collect::<Result<_>>()?;
+        // Few retries: a write waits in the outbox rather than on an unreachable server.
+        let client = parts.server_client()?.with_retry(zblade_sync::Retry {
+            attempts: 2,
+            ..Default::default()
+        });
+        let project_id = &parts.settings.project.id;
+        let flushed = outbox.flush(&client, project_id)?;
+        if let Some((entry, why)) = flushed.rejected.first() {
+            return Err(Error::Usage(format!(
+                "the sync server refused {} {} ({why}); the write was kept in {}",
+                entry.kind.as_str(),
+                entry.id,
+                parts.layout.relative(&parts.layout.outbox_dir().join("rejected"))
+            )));
+        }
+        Ok(queued
+            .into_iter()
+            .map(|(entry, messages)| {
+                let sent = flushed.sent.iter().find(|(e, _)| e.path == entry.path);
+                AddOutcome {
+                    id: entry.id.clone(),
+                    created: sent.is_some_and(|(_, put)| put.status == zblade_sync::PutStatus::Created),
+                    artifact_path: match sent {
+                        Some(_) => format!(
+                            "{}/api/v0/projects/{project_id}/{}/{}",
+                            client.url(),
+                            entry.kind.collection(),
+                            entry.id
+                        ),
+                        None => format!(
+                            "{} (queued: {}; sent with the next write)",
+                            parts.layout.relative(&entry.path),
+                            flushed
+                                .unreachable
+                                .as_deref()
+                                .unwrap_or("the sync server is unreachable")
+                        ),
+                    },
+                    messages,
+                }
+            })
+            .collect())
     }
 
     /// The server's keyword hits for `text`.
@@ -80,18 +114,31 @@ impl ServerStorage {
     }
 
     fn standalone_moment(client: &Client, project_id: &str, id: &str) -> Result<Option<Moment>> {
-        let Some(bytes) = client.get_record(project_id, Kind::Moment, id)? else {
+        Ok(Self::authored_moment(client, project_id, id)?.map(|(moment, _)| moment))
+    }
+
+    /// A standalone moment with its author (the server's name for who wrote it).
+    fn authored_moment(client: &Client, project_id: &str, id: &str) -> Result<Option<(Moment, Option<String>)>> {
+        let Some((bytes, author)) = client.get_record_authored(project_id, Kind::Moment, id)? else {
             return Ok(None);
         };
-        artifact::parse_moment(&bytes, &format!("{}: moment {id}", client.url())).map(Some)
+        let moment = artifact::parse_moment(&bytes, &format!("{}: moment {id}", client.url()))?;
+        Ok(Some((moment, author)))
     }
 
     /// One conversation artifact, parsed; `NotFound` when the server has none.
     fn get_conversation(client: &Client, project_id: &str, id: &str) -> Result<Conversation> {
-        let bytes = client
-            .get_record(project_id, Kind::Conversation, id)?
+        Ok(Self::authored_conversation(client, project_id, id)?.0)
+    }
+
+    /// [`ServerStorage::get_conversation`] with its author: in a shared project, the teammate
+    /// whose agent recorded it.
+    fn authored_conversation(client: &Client, project_id: &str, id: &str) -> Result<(Conversation, Option<String>)> {
+        let (bytes, author) = client
+            .get_record_authored(project_id, Kind::Conversation, id)?
             .ok_or_else(|| Error::NotFound(format!("no conversation {id} on the sync server")))?;
-        artifact::parse_conversation(&bytes, &format!("{}: conversation {id}", client.url()))
+        let conversation = artifact::parse_conversation(&bytes, &format!("{}: conversation {id}", client.url()))?;
+        Ok((conversation, author))
     }
 }
 
@@ -187,23 +234,38 @@ impl Storage for ServerStorage {
         false
     }
 
+    /// Through the outbox; a conversation marked private is kept in the local `.zblade/`
+    /// instead and never sent.
     fn put_conversations(&self, parts: &mut Parts, prepared: &[Conversation]) -> Result<Vec<AddOutcome>> {
-        let client = parts.server_client()?;
-        let project_id = &parts.settings.project.id;
-        prepared
+        let (private, shared): (Vec<&Conversation>, Vec<&Conversation>) =
+            prepared.iter().partition(|c| c.metadata.private);
+        let kept: Vec<Conversation> = private.into_iter().cloned().collect();
+        let mut local = if kept.is_empty() {
+            Vec::new()
+        } else {
+            super::local::LocalStorage.put_conversations(parts, &kept)?
+        };
+        let writes = shared
             .iter()
-            .map(|conv| {
-                let bytes = conv.to_artifact_json();
-                Self::put(
-                    &client,
-                    project_id,
+            .map(|c| {
+                (
                     Kind::Conversation,
-                    &conv.conversation_id,
-                    &bytes,
-                    conv.messages.len(),
+                    c.conversation_id.clone(),
+                    c.to_artifact_json(),
+                    c.messages.len(),
                 )
             })
-            .collect()
+            .collect();
+        let mut sent = Self::send(parts, writes)?;
+        // In the order given.
+        let mut out = Vec::with_capacity(prepared.len());
+        for conv in prepared {
+            let from = if conv.metadata.private { &mut local } else { &mut sent };
+            if let Some(i) = from.iter().position(|o| o.id == conv.conversation_id) {
+                out.push(from.remove(i));
+            }
+        }
+        Ok(out)
     }
 
     fn delete_conversation(&self, parts: &mut Parts, id: &str) -> Result<()> {
@@ -222,21 +284,11 @@ impl Storage for ServerStorage {
     }
 
     fn put_moments(&self, parts: &mut Parts, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
-        let client = parts.server_client()?;
-        let project_id = &parts.settings.project.id;
-        prepared
+        let writes = prepared
             .iter()
-            .map(|(moment, _)| {
-                Self::put(
-                    &client,
-                    project_id,
-                    Kind::Moment,
-                    &moment.id,
-                    &moment.to_artifact_json(),
-                    0,
-                )
-            })
-            .collect()
+            .map(|(moment, _)| (Kind::Moment, moment.id.clone(), moment.to_artifact_json(), 0))
+            .collect();
+        Self::send(parts, writes)
     }
 
     /// Id order, as the server pages it. The server's list does not know where a conversation
@@ -369,8 +421,9 @@ impl Storage for ServerStorage {
     }
 
     fn recent_turns(&self, parts: &Parts, conversation: &str, n: usize) -> Result<Option<(String, Vec<MemoryText>)>> {
-        let conv = match self.conversation(parts, conversation) {
-            Ok(conv) => conv,
+        let found = Self::authored_conversation(&parts.server_client()?, &parts.settings.project.id, conversation);
+        let (conv, author) = match found {
+            Ok(found) => found,
             Err(Error::NotFound(_)) => return Ok(None),
             Err(error) => return Err(error),
         };
@@ -379,14 +432,14 @@ impl Storage for ServerStorage {
             .iter()
             .rev()
             .take(n)
-            .map(|m| message_text(&conv, m))
+            .map(|m| message_text(&conv, m, author.as_deref()))
             .collect();
         Ok(Some((conv.title.clone(), turns)))
     }
 
     fn moment_text(&self, parts: &Parts, id: &str) -> Result<Option<MemoryText>> {
-        let moment = Self::standalone_moment(&parts.server_client()?, &parts.settings.project.id, id)?;
-        Ok(moment.map(|m| moment_text(&m)))
+        let moment = Self::authored_moment(&parts.server_client()?, &parts.settings.project.id, id)?;
+        Ok(moment.map(|(m, author)| moment_text(&m, author.as_deref())))
     }
 
     /// The server's keyword hits, read as artifacts: a conversation it found contributes the
@@ -420,8 +473,8 @@ impl Storage for ServerStorage {
             let retrieval = scale(hit.score, position);
             match hit.kind {
                 HitKind::Conversation => {
-                    let conv = match Self::get_conversation(&client, project_id, &hit.id) {
-                        Ok(conv) => conv,
+                    let (conv, author) = match Self::authored_conversation(&client, project_id, &hit.id) {
+                        Ok(found) => found,
                         Err(Error::NotFound(_)) => continue, // deleted since the search
                         Err(error) => return Err(error),
                     };
@@ -432,7 +485,7 @@ impl Storage for ServerStorage {
                         }
                         let score = retrieval * (0.5 + 0.5 * share);
                         candidates.push(memory_candidate(
-                            &message_text(&conv, message),
+                            &message_text(&conv, message, author.as_deref()),
                             Source::Retrieved,
                             score,
                         ));
@@ -449,13 +502,17 @@ impl Storage for ServerStorage {
                     }
                 }
                 HitKind::Moment => {
-                    let Some(moment) = Self::standalone_moment(&client, project_id, &hit.id)? else {
+                    let Some((moment, author)) = Self::authored_moment(&client, project_id, &hit.id)? else {
                         continue;
                     };
                     if !in_time(moment.created_at) {
                         continue;
                     }
-                    candidates.push(memory_candidate(&moment_text(&moment), Source::Retrieved, retrieval));
+                    candidates.push(memory_candidate(
+                        &moment_text(&moment, author.as_deref()),
+                        Source::Retrieved,
+                        retrieval,
+                    ));
                     for reference in refs::references_in_moment(&moment) {
                         references.push(reference);
                         owners.push((retrieval * 0.9, moment.created_at));
@@ -481,7 +538,7 @@ impl Storage for ServerStorage {
 
 /// A message of a conversation artifact as memory text (the server has no index to read
 /// texts from).
-fn message_text(conv: &Conversation, message: &Message) -> MemoryText {
+fn message_text(conv: &Conversation, message: &Message, author: Option<&str>) -> MemoryText {
     MemoryText {
         key: format!("{}/{}", conv.conversation_id, message.id),
         kind: HitKind::Message,
@@ -492,11 +549,12 @@ fn message_text(conv: &Conversation, message: &Message) -> MemoryText {
         text: message.content.clone(),
         tags: Vec::new(),
         time: message.timestamp,
+        author: author.map(str::to_string),
     }
 }
 
 /// A moment artifact as memory text, its context after its content (as the index has it).
-fn moment_text(moment: &Moment) -> MemoryText {
+fn moment_text(moment: &Moment, author: Option<&str>) -> MemoryText {
     MemoryText {
         key: moment.id.clone(),
         kind: HitKind::Moment,
@@ -510,6 +568,7 @@ fn moment_text(moment: &Moment) -> MemoryText {
         },
         tags: moment.tags.clone(),
         time: moment.created_at,
+        author: author.map(str::to_string),
     }
 }
 

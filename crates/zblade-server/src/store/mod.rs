@@ -22,6 +22,9 @@ pub enum StoreError {
     /// The request conflicts with what is stored (a name taken).
     #[error("{0}")]
     Conflict(String),
+    /// The caller's role in the project does not allow it.
+    #[error("{0}")]
+    Forbidden(String),
     /// The database failed or could not be reached.
     #[error("database: {0}")]
     Backend(String),
@@ -30,7 +33,9 @@ pub enum StoreError {
 /// Store results.
 pub type StoreResult<T> = Result<T, StoreError>;
 
-pub use zblade_core::wire::{Kind, Page, PutStatus, RecordMeta, SearchHit};
+pub use zblade_core::wire::{
+    Invitation, Kind, Member, Page, ProjectEntry as Project, PutStatus, RecordMeta, Role, SearchHit,
+};
 
 /// An account.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -71,23 +76,6 @@ pub struct TokenSummary {
     pub revoked_at: Option<String>,
 }
 
-/// A project of a user.
-#[derive(Debug, Clone, Serialize)]
-pub struct Project {
-    /// The project's id (the local `proj_…` id).
-    pub id: String,
-    /// Display name.
-    pub name: String,
-    /// When it was created on the server (RFC 3339).
-    pub created_at: String,
-    /// Conversations stored.
-    pub conversations: i64,
-    /// Moments stored.
-    pub moments: i64,
-    /// Metadata-only records stored.
-    pub metadata: i64,
-}
-
 /// A record as the API stores it: the artifact's bytes plus what lists and search need.
 #[derive(Debug, Clone)]
 pub struct NewRecord {
@@ -107,6 +95,15 @@ pub struct NewRecord {
     pub body: String,
     /// The text keyword search reads.
     pub search_text: String,
+}
+
+/// What a user may do in a project, found by [`Store::access`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    /// The project's creator: the records live under their id.
+    pub owner: i64,
+    /// The caller's role (`Owner` for the creator).
+    pub role: Role,
 }
 
 /// A record with its content.
@@ -179,7 +176,27 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
     (2, SCHEMA_V2, SCHEMA_V2),
     // SQLite's keyword index learns whose each record is (PostgreSQL filters by owner first already).
     (3, sqlite::SCHEMA_V3, "SELECT 1;"),
+    (4, SCHEMA_V4, SCHEMA_V4),
 ];
+
+/// Version 4, the same in both dialects: team memory. A project's members other than its
+/// creator (who is its owner by being in `projects`), with their roles and whether they
+/// accepted; and who wrote each record (NULL: the creator, for records from before).
+const SCHEMA_V4: &str = "
+CREATE TABLE members (
+    owner_id BIGINT NOT NULL,
+    project_id TEXT NOT NULL,
+    user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    role TEXT NOT NULL,
+    invited_by BIGINT NOT NULL,
+    invited_at TEXT NOT NULL,
+    accepted_at TEXT,
+    PRIMARY KEY (owner_id, project_id, user_id),
+    FOREIGN KEY (owner_id, project_id) REFERENCES projects(user_id, id) ON DELETE CASCADE
+);
+CREATE INDEX members_of_user ON members (user_id, project_id);
+ALTER TABLE records ADD COLUMN author_id BIGINT;
+";
 
 /// Version 2, the same in both dialects: tokens that expire and users that can be disabled.
 const SCHEMA_V2: &str = "
@@ -220,6 +237,50 @@ pub trait Store: Send + Sync + 'static {
     /// its user is not disabled.
     fn user_for_token(&self, hash: &str) -> impl Future<Output = StoreResult<Option<User>>> + Send;
 
+    /// What `user` may do in `project`: their own project, else one they accepted an invitation
+    /// to; `None` when neither (they see nothing of it). Two creators' projects with the same
+    /// id both shared with the user is a conflict the user must resolve by leaving one.
+    fn access(&self, user: i64, project: &str) -> impl Future<Output = StoreResult<Option<Access>>> + Send;
+    /// Invites the user named `member` to the project of `owner` with `role`, or changes their
+    /// role: `Created` for a new invitation, `Updated` for a new role, `Unchanged` otherwise.
+    /// The creator's own role cannot change (a conflict).
+    fn put_member(
+        &self,
+        owner: i64,
+        project: &str,
+        member: &str,
+        role: Role,
+        invited_by: i64,
+    ) -> impl Future<Output = StoreResult<PutStatus>> + Send;
+    /// The project's members, the creator first (as owner), then by name.
+    fn list_members(&self, owner: i64, project: &str) -> impl Future<Output = StoreResult<Vec<Member>>> + Send;
+    /// Removes a member (or an invitation); false when they were neither. The creator cannot be
+    /// removed (a conflict).
+    fn remove_member(&self, owner: i64, project: &str, member: &str) -> impl Future<Output = StoreResult<bool>> + Send;
+    /// The invitations `user` has not accepted yet.
+    fn invitations(&self, user: i64) -> impl Future<Output = StoreResult<Vec<Invitation>>> + Send;
+    /// Accepts the invitation to `owner`'s `project`; false when there is none.
+    fn accept_invitation(
+        &self,
+        user: i64,
+        owner: &str,
+        project: &str,
+    ) -> impl Future<Output = StoreResult<bool>> + Send;
+    /// Declines (deletes) the invitation to `owner`'s `project`; false when there is none.
+    fn decline_invitation(
+        &self,
+        user: i64,
+        owner: &str,
+        project: &str,
+    ) -> impl Future<Output = StoreResult<bool>> + Send;
+    /// Deletes every record `author` wrote in the project; how many.
+    fn remove_contributions(
+        &self,
+        owner: i64,
+        project: &str,
+        author: &str,
+    ) -> impl Future<Output = StoreResult<u64>> + Send;
+
     /// Creates the project, or renames it; true when it was created.
     fn put_project(&self, user: i64, id: &str, name: &str) -> impl Future<Output = StoreResult<bool>> + Send;
     /// The user's projects with their counts.
@@ -229,13 +290,16 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes a project and everything in it; false when there was none.
     fn delete_project(&self, user: i64, id: &str) -> impl Future<Output = StoreResult<bool>> + Send;
 
-    /// Stores a record: a replay of the same bytes changes nothing, other bytes make a new
-    /// version. The project must exist.
+    /// Stores a record written by `author`: a replay of the same bytes changes nothing, other
+    /// bytes make a new version. The project must exist. With `own_only` (a writer), a record
+    /// another member wrote is refused (`Forbidden`).
     fn put_record(
         &self,
         user: i64,
         project: &str,
         record: &NewRecord,
+        author: i64,
+        own_only: bool,
     ) -> impl Future<Output = StoreResult<PutOutcome>> + Send;
     /// One record with its content.
     fn get_record(
@@ -255,7 +319,8 @@ pub trait Store: Send + Sync + 'static {
         limit: usize,
     ) -> impl Future<Output = StoreResult<Page<RecordMeta>>> + Send;
     /// Deletes a record; with `if_hash`, only while its bytes still hash to that (a version
-    /// another device wrote since is kept).
+    /// another device wrote since is kept); with `only_author`, only a record that user wrote
+    /// (another's is `Forbidden`).
     fn delete_record(
         &self,
         user: i64,
@@ -263,6 +328,7 @@ pub trait Store: Send + Sync + 'static {
         kind: Kind,
         id: &str,
         if_hash: Option<&str>,
+        only_author: Option<i64>,
     ) -> impl Future<Output = StoreResult<Deleted>> + Send;
     /// Keyword search over the user's records in a project, best first.
     fn search(
@@ -289,6 +355,27 @@ pub trait Store: Send + Sync + 'static {
         after: &str,
         limit: usize,
     ) -> impl Future<Output = StoreResult<Page<MetadataRecord>>> + Send;
+}
+
+/// [`Store::access`] from the rows both backends find: (owner id, role) of the caller's own
+/// project and of the accepted memberships with that project id. Their own project wins.
+pub(crate) fn access_from(user: i64, project: &str, rows: Vec<(i64, String)>) -> StoreResult<Option<Access>> {
+    if rows.iter().any(|(owner, _)| *owner == user) {
+        return Ok(Some(Access {
+            owner: user,
+            role: Role::Owner,
+        }));
+    }
+    match rows.as_slice() {
+        [] => Ok(None),
+        [(owner, role)] => Ok(Some(Access {
+            owner: *owner,
+            role: Role::parse(role).unwrap_or(Role::Reader),
+        })),
+        _ => Err(StoreError::Conflict(format!(
+            "several users' projects with the id {project} are shared with you; leave all but one"
+        ))),
+    }
 }
 
 /// Turns words into a query both backends read the same way: each word must occur (AND),
@@ -376,6 +463,37 @@ impl Store for AnyStore {
     async fn user_for_token(&self, hash: &str) -> StoreResult<Option<User>> {
         delegate!(self, s => s.user_for_token(hash))
     }
+    async fn access(&self, user: i64, project: &str) -> StoreResult<Option<Access>> {
+        delegate!(self, s => s.access(user, project))
+    }
+    async fn put_member(
+        &self,
+        owner: i64,
+        project: &str,
+        member: &str,
+        role: Role,
+        invited_by: i64,
+    ) -> StoreResult<PutStatus> {
+        delegate!(self, s => s.put_member(owner, project, member, role, invited_by))
+    }
+    async fn list_members(&self, owner: i64, project: &str) -> StoreResult<Vec<Member>> {
+        delegate!(self, s => s.list_members(owner, project))
+    }
+    async fn remove_member(&self, owner: i64, project: &str, member: &str) -> StoreResult<bool> {
+        delegate!(self, s => s.remove_member(owner, project, member))
+    }
+    async fn invitations(&self, user: i64) -> StoreResult<Vec<Invitation>> {
+        delegate!(self, s => s.invitations(user))
+    }
+    async fn accept_invitation(&self, user: i64, owner: &str, project: &str) -> StoreResult<bool> {
+        delegate!(self, s => s.accept_invitation(user, owner, project))
+    }
+    async fn decline_invitation(&self, user: i64, owner: &str, project: &str) -> StoreResult<bool> {
+        delegate!(self, s => s.decline_invitation(user, owner, project))
+    }
+    async fn remove_contributions(&self, owner: i64, project: &str, author: &str) -> StoreResult<u64> {
+        delegate!(self, s => s.remove_contributions(owner, project, author))
+    }
     async fn put_project(&self, user: i64, id: &str, name: &str) -> StoreResult<bool> {
         delegate!(self, s => s.put_project(user, id, name))
     }
@@ -388,8 +506,15 @@ impl Store for AnyStore {
     async fn delete_project(&self, user: i64, id: &str) -> StoreResult<bool> {
         delegate!(self, s => s.delete_project(user, id))
     }
-    async fn put_record(&self, user: i64, project: &str, record: &NewRecord) -> StoreResult<PutOutcome> {
-        delegate!(self, s => s.put_record(user, project, record))
+    async fn put_record(
+        &self,
+        user: i64,
+        project: &str,
+        record: &NewRecord,
+        author: i64,
+        own_only: bool,
+    ) -> StoreResult<PutOutcome> {
+        delegate!(self, s => s.put_record(user, project, record, author, own_only))
     }
     async fn get_record(&self, user: i64, project: &str, kind: Kind, id: &str) -> StoreResult<Option<Record>> {
         delegate!(self, s => s.get_record(user, project, kind, id))
@@ -411,8 +536,9 @@ impl Store for AnyStore {
         kind: Kind,
         id: &str,
         if_hash: Option<&str>,
+        only_author: Option<i64>,
     ) -> StoreResult<Deleted> {
-        delegate!(self, s => s.delete_record(user, project, kind, id, if_hash))
+        delegate!(self, s => s.delete_record(user, project, kind, id, if_hash, only_author))
     }
     async fn search(
         &self,

@@ -9,8 +9,9 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Row};
 
 use super::{
-    Deleted, Kind, MetadataRecord, NewRecord, Page, Project, PutOutcome, PutStatus, Record, RecordMeta, SearchHit,
-    Store, StoreError, StoreResult, TokenSummary, User, UserSummary, now, query_words, tags_from_json, tags_to_json,
+    Access, Deleted, Invitation, Kind, Member, MetadataRecord, NewRecord, Page, Project, PutOutcome, PutStatus, Record,
+    RecordMeta, Role, SearchHit, Store, StoreError, StoreResult, TokenSummary, User, UserSummary, now, query_words,
+    tags_from_json, tags_to_json,
 };
 
 /// Version 1 of the schema, PostgreSQL dialect (the same tables as SQLite's).
@@ -153,15 +154,24 @@ fn record_meta(row: &Row) -> RecordMeta {
         title: row.get("title"),
         tags: tags_from_json(&row.get::<_, String>("tags")),
         updated_at: row.get("updated_at"),
+        author: row.get("author"),
     }
 }
 
 const PROJECT_COLUMNS: &str = "p.id, p.name, p.created_at,
     (SELECT count(*) FROM records r WHERE r.user_id = p.user_id AND r.project_id = p.id AND r.kind = 'conversation'),
     (SELECT count(*) FROM records r WHERE r.user_id = p.user_id AND r.project_id = p.id AND r.kind = 'moment'),
-    (SELECT count(*) FROM metadata m WHERE m.user_id = p.user_id AND m.project_id = p.id)";
+    (SELECT count(*) FROM metadata m WHERE m.user_id = p.user_id AND m.project_id = p.id),
+    (SELECT name FROM users o WHERE o.id = p.user_id)";
 
+/// The columns of a record's list entry, its author's name included (the creator's for
+/// records from before authors were kept).
+const RECORD_COLUMNS: &str = "r.kind, r.id, r.version, r.hash, r.size, r.title, r.tags, r.updated_at,
+    (SELECT name FROM users a WHERE a.id = coalesce(r.author_id, r.user_id)) AS author";
+
+/// A project row of [`PROJECT_COLUMNS`] followed by the caller's role.
 fn project_row(row: &Row) -> Project {
+    let role: String = row.get(7);
     Project {
         id: row.get(0),
         name: row.get(1),
@@ -169,7 +179,19 @@ fn project_row(row: &Row) -> Project {
         conversations: row.get(3),
         moments: row.get(4),
         metadata: row.get(5),
+        owner: row.get(6),
+        role: Role::parse(&role).unwrap_or(Role::Reader),
     }
+}
+
+/// The id of the user named `name`.
+async fn user_id(client: &Client, name: &str) -> StoreResult<i64> {
+    client
+        .query_opt("SELECT id FROM users WHERE name = $1", &[&name])
+        .await
+        .map_err(backend)?
+        .map(|row| row.get(0))
+        .ok_or_else(|| StoreError::NotFound(format!("no user named {name}")))
 }
 
 fn metadata_row(row: &Row) -> MetadataRecord {
@@ -348,6 +370,175 @@ impl Store for PostgresStore {
         }))
     }
 
+    async fn access(&self, user: i64, project: &str) -> StoreResult<Option<Access>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT user_id, 'owner' FROM projects WHERE user_id = $1 AND id = $2
+                 UNION ALL
+                 SELECT owner_id, role FROM members
+                 WHERE user_id = $1 AND project_id = $2 AND accepted_at IS NOT NULL",
+                &[&user, &project],
+            )
+            .await
+            .map_err(backend)?;
+        let rows = rows
+            .iter()
+            .map(|r| (r.get::<_, i64>(0), r.get::<_, String>(1)))
+            .collect();
+        super::access_from(user, project, rows)
+    }
+
+    async fn put_member(
+        &self,
+        owner: i64,
+        project: &str,
+        member: &str,
+        role: Role,
+        invited_by: i64,
+    ) -> StoreResult<PutStatus> {
+        let client = self.client().await?;
+        self.project_exists(&client, owner, project).await?;
+        let member_id = user_id(&client, member).await?;
+        if member_id == owner {
+            return Err(StoreError::Conflict(format!(
+                "{member} created project {project}; the creator is always its owner"
+            )));
+        }
+        // One statement: invite, or change the role; `xmax = 0` tells an insert from an update,
+        // and no row back means the role was that already.
+        let row = client
+            .query_opt(
+                "INSERT INTO members (owner_id, project_id, user_id, role, invited_by, invited_at)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (owner_id, project_id, user_id) DO UPDATE SET role = EXCLUDED.role
+                 WHERE members.role <> EXCLUDED.role
+                 RETURNING (xmax = 0)",
+                &[&owner, &project, &member_id, &role.as_str(), &invited_by, &now()],
+            )
+            .await
+            .map_err(no_project(project))?;
+        Ok(match row {
+            Some(row) if row.get::<_, bool>(0) => PutStatus::Created,
+            Some(_) => PutStatus::Updated,
+            None => PutStatus::Unchanged,
+        })
+    }
+
+    async fn list_members(&self, owner: i64, project: &str) -> StoreResult<Vec<Member>> {
+        let client = self.client().await?;
+        self.project_exists(&client, owner, project).await?;
+        let rows = client
+            .query(
+                "SELECT o.name, 'owner', o.name, p.created_at, p.created_at, 0 FROM projects p
+                   JOIN users o ON o.id = p.user_id
+                 WHERE p.user_id = $1 AND p.id = $2
+                 UNION ALL
+                 SELECT u.name, m.role, i.name, m.invited_at, m.accepted_at, 1 FROM members m
+                   JOIN users u ON u.id = m.user_id JOIN users i ON i.id = m.invited_by
+                 WHERE m.owner_id = $1 AND m.project_id = $2
+                 ORDER BY 6, 1",
+                &[&owner, &project],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(rows
+            .iter()
+            .map(|r| Member {
+                user: r.get(0),
+                role: Role::parse(r.get(1)).unwrap_or(Role::Reader),
+                invited_by: r.get(2),
+                invited_at: r.get(3),
+                accepted_at: r.get(4),
+            })
+            .collect())
+    }
+
+    async fn remove_member(&self, owner: i64, project: &str, member: &str) -> StoreResult<bool> {
+        let client = self.client().await?;
+        self.project_exists(&client, owner, project).await?;
+        let member_id = user_id(&client, member).await?;
+        if member_id == owner {
+            return Err(StoreError::Conflict(format!(
+                "{member} created project {project} and cannot be removed from it; delete the project instead"
+            )));
+        }
+        let changed = client
+            .execute(
+                "DELETE FROM members WHERE owner_id = $1 AND project_id = $2 AND user_id = $3",
+                &[&owner, &project, &member_id],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(changed > 0)
+    }
+
+    async fn invitations(&self, user: i64) -> StoreResult<Vec<Invitation>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT m.project_id, p.name, o.name, m.role, i.name, m.invited_at FROM members m
+                   JOIN projects p ON p.user_id = m.owner_id AND p.id = m.project_id
+                   JOIN users o ON o.id = m.owner_id JOIN users i ON i.id = m.invited_by
+                 WHERE m.user_id = $1 AND m.accepted_at IS NULL
+                 ORDER BY m.invited_at, m.project_id",
+                &[&user],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(rows
+            .iter()
+            .map(|r| Invitation {
+                project: r.get(0),
+                name: r.get(1),
+                owner: r.get(2),
+                role: Role::parse(r.get(3)).unwrap_or(Role::Reader),
+                invited_by: r.get(4),
+                invited_at: r.get(5),
+            })
+            .collect())
+    }
+
+    async fn accept_invitation(&self, user: i64, owner: &str, project: &str) -> StoreResult<bool> {
+        let client = self.client().await?;
+        let changed = client
+            .execute(
+                "UPDATE members SET accepted_at = coalesce(accepted_at, $4)
+                 WHERE user_id = $1 AND project_id = $3
+                   AND owner_id = (SELECT id FROM users WHERE name = $2)",
+                &[&user, &owner, &project, &now()],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(changed > 0)
+    }
+
+    async fn decline_invitation(&self, user: i64, owner: &str, project: &str) -> StoreResult<bool> {
+        let client = self.client().await?;
+        let changed = client
+            .execute(
+                "DELETE FROM members WHERE user_id = $1 AND project_id = $3 AND accepted_at IS NULL
+                   AND owner_id = (SELECT id FROM users WHERE name = $2)",
+                &[&user, &owner, &project],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(changed > 0)
+    }
+
+    async fn remove_contributions(&self, owner: i64, project: &str, author: &str) -> StoreResult<u64> {
+        let client = self.client().await?;
+        self.project_exists(&client, owner, project).await?;
+        let author_id = user_id(&client, author).await?;
+        client
+            .execute(
+                "DELETE FROM records WHERE user_id = $1 AND project_id = $2 AND coalesce(author_id, user_id) = $3",
+                &[&owner, &project, &author_id],
+            )
+            .await
+            .map_err(backend)
+    }
+
     async fn put_project(&self, user: i64, id: &str, name: &str) -> StoreResult<bool> {
         let client = self.client().await?;
         // `xmax = 0` only on a row this statement inserted.
@@ -367,7 +558,14 @@ impl Store for PostgresStore {
         let client = self.client().await?;
         let rows = client
             .query(
-                &format!("SELECT {PROJECT_COLUMNS} FROM projects p WHERE p.user_id = $1 ORDER BY p.id"),
+                &format!(
+                    "SELECT {PROJECT_COLUMNS}, 'owner' FROM projects p WHERE p.user_id = $1
+                     UNION ALL
+                     SELECT {PROJECT_COLUMNS}, m.role FROM members m
+                       JOIN projects p ON p.user_id = m.owner_id AND p.id = m.project_id
+                     WHERE m.user_id = $1 AND m.accepted_at IS NOT NULL
+                     ORDER BY 1, 7"
+                ),
                 &[&user],
             )
             .await
@@ -379,7 +577,7 @@ impl Store for PostgresStore {
         let client = self.client().await?;
         let row = client
             .query_opt(
-                &format!("SELECT {PROJECT_COLUMNS} FROM projects p WHERE p.user_id = $1 AND p.id = $2"),
+                &format!("SELECT {PROJECT_COLUMNS}, 'owner' FROM projects p WHERE p.user_id = $1 AND p.id = $2"),
                 &[&user, &id],
             )
             .await
@@ -396,22 +594,30 @@ impl Store for PostgresStore {
         Ok(changed > 0)
     }
 
-    async fn put_record(&self, user: i64, project: &str, r: &NewRecord) -> StoreResult<PutOutcome> {
+    async fn put_record(
+        &self,
+        user: i64,
+        project: &str,
+        r: &NewRecord,
+        author: i64,
+        own_only: bool,
+    ) -> StoreResult<PutOutcome> {
         let client = self.client().await?;
         let size = r.body.len() as i64;
         let tags = tags_to_json(&r.tags);
-        // One statement: insert, or update only when the bytes differ; no row back means the
-        // same bytes were there already.
+        // One statement: insert, or update only when the bytes differ (and, for a writer, the
+        // record is theirs); no row back means the same bytes were there, or another's record.
         let row = client
             .query_opt(
                 "INSERT INTO records (user_id, project_id, kind, id, version, hash, size, title, tags,
-                     updated_at, body, search_text)
-                 VALUES ($1, $2, $3, $4, 1, $5, $6, $7, $8, $9, $10, $11)
+                     updated_at, body, search_text, author_id)
+                 VALUES ($1, $2, $3, $4, 1, $5, $6, $7, $8, $9, $10, $11, $12)
                  ON CONFLICT (user_id, project_id, kind, id) DO UPDATE SET
                      version = records.version + 1, hash = EXCLUDED.hash, size = EXCLUDED.size,
                      title = EXCLUDED.title, tags = EXCLUDED.tags, updated_at = EXCLUDED.updated_at,
-                     body = EXCLUDED.body, search_text = EXCLUDED.search_text
+                     body = EXCLUDED.body, search_text = EXCLUDED.search_text, author_id = EXCLUDED.author_id
                  WHERE records.hash <> EXCLUDED.hash
+                   AND (NOT $13 OR coalesce(records.author_id, records.user_id) = EXCLUDED.author_id)
                  RETURNING version",
                 &[
                     &user,
@@ -425,6 +631,8 @@ impl Store for PostgresStore {
                     &r.updated_at,
                     &r.body,
                     &r.search_text,
+                    &author,
+                    &own_only,
                 ],
             )
             .await
@@ -440,11 +648,19 @@ impl Store for PostgresStore {
         }
         let row = client
             .query_one(
-                "SELECT version FROM records WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id = $4",
+                "SELECT version, hash, coalesce(author_id, user_id) FROM records
+                 WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id = $4",
                 &[&user, &project, &r.kind.as_str(), &r.id],
             )
             .await
             .map_err(backend)?;
+        if row.get::<_, String>(1) != r.hash {
+            return Err(StoreError::Forbidden(format!(
+                "{} {} was written by another member; a writer changes only what they wrote",
+                r.kind.as_str(),
+                r.id
+            )));
+        }
         Ok(PutOutcome {
             status: PutStatus::Unchanged,
             version: row.get(0),
@@ -455,8 +671,10 @@ impl Store for PostgresStore {
         let client = self.client().await?;
         let row = client
             .query_opt(
-                "SELECT kind, id, version, hash, size, title, tags, updated_at, body FROM records
-                 WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id = $4",
+                &format!(
+                    "SELECT {RECORD_COLUMNS}, r.body FROM records r
+                     WHERE r.user_id = $1 AND r.project_id = $2 AND r.kind = $3 AND r.id = $4"
+                ),
                 &[&user, &project, &kind.as_str(), &id],
             )
             .await
@@ -479,9 +697,11 @@ impl Store for PostgresStore {
         self.project_exists(&client, user, project).await?;
         let rows = client
             .query(
-                "SELECT kind, id, version, hash, size, title, tags, updated_at FROM records
-                 WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id COLLATE \"C\" > $4
-                 ORDER BY id COLLATE \"C\" LIMIT $5",
+                &format!(
+                    "SELECT {RECORD_COLUMNS} FROM records r
+                     WHERE r.user_id = $1 AND r.project_id = $2 AND r.kind = $3 AND r.id COLLATE \"C\" > $4
+                     ORDER BY r.id COLLATE \"C\" LIMIT $5"
+                ),
                 &[&user, &project, &kind.as_str(), &after, &(limit as i64 + 1)],
             )
             .await
@@ -497,8 +717,26 @@ impl Store for PostgresStore {
         kind: Kind,
         id: &str,
         if_hash: Option<&str>,
+        only_author: Option<i64>,
     ) -> StoreResult<Deleted> {
         let client = self.client().await?;
+        if let Some(author) = only_author {
+            let wrote = client
+                .query_opt(
+                    "SELECT coalesce(author_id, user_id) FROM records
+                     WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id = $4",
+                    &[&user, &project, &kind.as_str(), &id],
+                )
+                .await
+                .map_err(backend)?
+                .map(|row| row.get::<_, i64>(0));
+            if wrote.is_some_and(|wrote| wrote != author) {
+                return Err(StoreError::Forbidden(format!(
+                    "{} {id} was written by another member; a writer deletes only what they wrote",
+                    kind.as_str()
+                )));
+            }
+        }
         let changed = client
             .execute(
                 "DELETE FROM records WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id = $4
@@ -540,7 +778,7 @@ impl Store for PostgresStore {
                 // ts_headline is costly; PostgreSQL evaluates it after the sort and limit.
                 "SELECT kind, id, title, ts_rank(search, q)::float8,
                     ts_headline('simple', search_text, q, 'StartSel=[, StopSel=], MaxWords=24, MinWords=8'),
-                    updated_at
+                    updated_at, (SELECT name FROM users a WHERE a.id = coalesce(author_id, user_id))
                  FROM records, plainto_tsquery('simple', $3) q
                  WHERE user_id = $1 AND project_id = $2 AND search @@ q AND ($4 = '' OR kind = $4)
                  ORDER BY 4 DESC, id LIMIT $5",
@@ -559,6 +797,7 @@ impl Store for PostgresStore {
                     score: r.get(3),
                     snippet: r.get(4),
                     updated_at: r.get(5),
+                    author: r.get(6),
                 }
             })
             .collect())

@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    Deleted, Kind, MetadataRecord, NewRecord, Page, Project, PutOutcome, PutStatus, Record, RecordMeta, SearchHit,
-    Store, StoreError, StoreResult, TokenSummary, User, UserSummary, now, query_words, tags_from_json, tags_to_json,
+    Access, Deleted, Invitation, Kind, Member, MetadataRecord, NewRecord, Page, Project, PutOutcome, PutStatus, Record,
+    RecordMeta, Role, SearchHit, Store, StoreError, StoreResult, TokenSummary, User, UserSummary, now, query_words,
+    tags_from_json, tags_to_json,
 };
 
 /// Version 1 of the schema, SQLite dialect.
@@ -175,6 +176,7 @@ fn record_meta(row: &rusqlite::Row<'_>) -> rusqlite::Result<RecordMeta> {
         title: row.get("title")?,
         tags: tags_from_json(&row.get::<_, String>("tags")?),
         updated_at: row.get("updated_at")?,
+        author: row.get("author")?,
     })
 }
 
@@ -193,12 +195,28 @@ fn project_exists(conn: &Connection, user: i64, project: &str) -> StoreResult<()
     }
 }
 
+/// The id of the user named `name`.
+fn user_id(conn: &Connection, name: &str) -> StoreResult<i64> {
+    conn.query_row("SELECT id FROM users WHERE name = ?1", params![name], |r| r.get(0))
+        .optional()
+        .map_err(backend)?
+        .ok_or_else(|| StoreError::NotFound(format!("no user named {name}")))
+}
+
 const PROJECT_COLUMNS: &str = "p.id, p.name, p.created_at,
     (SELECT count(*) FROM records r WHERE r.user_id = p.user_id AND r.project_id = p.id AND r.kind = 'conversation'),
     (SELECT count(*) FROM records r WHERE r.user_id = p.user_id AND r.project_id = p.id AND r.kind = 'moment'),
-    (SELECT count(*) FROM metadata m WHERE m.user_id = p.user_id AND m.project_id = p.id)";
+    (SELECT count(*) FROM metadata m WHERE m.user_id = p.user_id AND m.project_id = p.id),
+    (SELECT name FROM users o WHERE o.id = p.user_id)";
 
+/// The columns of a record's list entry, its author's name included (the creator's for
+/// records from before authors were kept).
+const RECORD_COLUMNS: &str = "r.kind, r.id, r.version, r.hash, r.size, r.title, r.tags, r.updated_at,
+    (SELECT name FROM users a WHERE a.id = coalesce(r.author_id, r.user_id)) AS author";
+
+/// A project row of [`PROJECT_COLUMNS`] followed by the caller's role.
 fn project_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Project> {
+    let role: String = row.get(7)?;
     Ok(Project {
         id: row.get(0)?,
         name: row.get(1)?,
@@ -206,6 +224,8 @@ fn project_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Project> {
         conversations: row.get(3)?,
         moments: row.get(4)?,
         metadata: row.get(5)?,
+        owner: row.get(6)?,
+        role: Role::parse(&role).unwrap_or(Role::Reader),
     })
 }
 
@@ -425,6 +445,213 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn access(&self, user: i64, project: &str) -> StoreResult<Option<Access>> {
+        let project = project.to_string();
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT user_id, 'owner' FROM projects WHERE user_id = ?1 AND id = ?2
+                     UNION ALL
+                     SELECT owner_id, role FROM members
+                     WHERE user_id = ?1 AND project_id = ?2 AND accepted_at IS NOT NULL",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![user, project], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                })
+                .map_err(backend)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(backend)?;
+            super::access_from(user, &project, rows)
+        })
+        .await
+    }
+
+    async fn put_member(
+        &self,
+        owner: i64,
+        project: &str,
+        member: &str,
+        role: Role,
+        invited_by: i64,
+    ) -> StoreResult<PutStatus> {
+        let (project, member) = (project.to_string(), member.to_string());
+        self.write(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            project_exists(&tx, owner, &project)?;
+            let member_id = user_id(&tx, &member)?;
+            if member_id == owner {
+                return Err(StoreError::Conflict(format!(
+                    "{member} created project {project}; the creator is always its owner"
+                )));
+            }
+            let current: Option<String> = tx
+                .query_row(
+                    "SELECT role FROM members WHERE owner_id = ?1 AND project_id = ?2 AND user_id = ?3",
+                    params![owner, project, member_id],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(backend)?;
+            let status = match current {
+                Some(current) if current == role.as_str() => PutStatus::Unchanged,
+                Some(_) => {
+                    tx.execute(
+                        "UPDATE members SET role = ?4 WHERE owner_id = ?1 AND project_id = ?2 AND user_id = ?3",
+                        params![owner, project, member_id, role.as_str()],
+                    )
+                    .map_err(backend)?;
+                    PutStatus::Updated
+                }
+                None => {
+                    tx.execute(
+                        "INSERT INTO members (owner_id, project_id, user_id, role, invited_by, invited_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                        params![owner, project, member_id, role.as_str(), invited_by, now()],
+                    )
+                    .map_err(backend)?;
+                    PutStatus::Created
+                }
+            };
+            tx.commit().map_err(backend)?;
+            Ok(status)
+        })
+        .await
+    }
+
+    async fn list_members(&self, owner: i64, project: &str) -> StoreResult<Vec<Member>> {
+        let project = project.to_string();
+        self.with(move |conn| {
+            project_exists(conn, owner, &project)?;
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT o.name, 'owner', o.name, p.created_at, p.created_at, 0 FROM projects p
+                       JOIN users o ON o.id = p.user_id
+                     WHERE p.user_id = ?1 AND p.id = ?2
+                     UNION ALL
+                     SELECT u.name, m.role, i.name, m.invited_at, m.accepted_at, 1 FROM members m
+                       JOIN users u ON u.id = m.user_id JOIN users i ON i.id = m.invited_by
+                     WHERE m.owner_id = ?1 AND m.project_id = ?2
+                     ORDER BY 6, 1",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![owner, project], |r| {
+                    let role: String = r.get(1)?;
+                    Ok(Member {
+                        user: r.get(0)?,
+                        role: Role::parse(&role).unwrap_or(Role::Reader),
+                        invited_by: r.get(2)?,
+                        invited_at: r.get(3)?,
+                        accepted_at: r.get(4)?,
+                    })
+                })
+                .map_err(backend)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(backend)
+        })
+        .await
+    }
+
+    async fn remove_member(&self, owner: i64, project: &str, member: &str) -> StoreResult<bool> {
+        let (project, member) = (project.to_string(), member.to_string());
+        self.write(move |conn| {
+            project_exists(conn, owner, &project)?;
+            let member_id = user_id(conn, &member)?;
+            if member_id == owner {
+                return Err(StoreError::Conflict(format!(
+                    "{member} created project {project} and cannot be removed from it; delete the project instead"
+                )));
+            }
+            let changed = conn
+                .execute(
+                    "DELETE FROM members WHERE owner_id = ?1 AND project_id = ?2 AND user_id = ?3",
+                    params![owner, project, member_id],
+                )
+                .map_err(backend)?;
+            Ok(changed > 0)
+        })
+        .await
+    }
+
+    async fn invitations(&self, user: i64) -> StoreResult<Vec<Invitation>> {
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT m.project_id, p.name, o.name, m.role, i.name, m.invited_at FROM members m
+                       JOIN projects p ON p.user_id = m.owner_id AND p.id = m.project_id
+                       JOIN users o ON o.id = m.owner_id JOIN users i ON i.id = m.invited_by
+                     WHERE m.user_id = ?1 AND m.accepted_at IS NULL
+                     ORDER BY m.invited_at, m.project_id",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![user], |r| {
+                    let role: String = r.get(3)?;
+                    Ok(Invitation {
+                        project: r.get(0)?,
+                        name: r.get(1)?,
+                        owner: r.get(2)?,
+                        role: Role::parse(&role).unwrap_or(Role::Reader),
+                        invited_by: r.get(4)?,
+                        invited_at: r.get(5)?,
+                    })
+                })
+                .map_err(backend)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(backend)
+        })
+        .await
+    }
+
+    async fn accept_invitation(&self, user: i64, owner: &str, project: &str) -> StoreResult<bool> {
+        let (owner, project) = (owner.to_string(), project.to_string());
+        self.write(move |conn| {
+            let changed = conn
+                .execute(
+                    "UPDATE members SET accepted_at = coalesce(accepted_at, ?4)
+                     WHERE user_id = ?1 AND project_id = ?3
+                       AND owner_id = (SELECT id FROM users WHERE name = ?2)",
+                    params![user, owner, project, now()],
+                )
+                .map_err(backend)?;
+            Ok(changed > 0)
+        })
+        .await
+    }
+
+    async fn decline_invitation(&self, user: i64, owner: &str, project: &str) -> StoreResult<bool> {
+        let (owner, project) = (owner.to_string(), project.to_string());
+        self.write(move |conn| {
+            let changed = conn
+                .execute(
+                    "DELETE FROM members WHERE user_id = ?1 AND project_id = ?3 AND accepted_at IS NULL
+                       AND owner_id = (SELECT id FROM users WHERE name = ?2)",
+                    params![user, owner, project],
+                )
+                .map_err(backend)?;
+            Ok(changed > 0)
+        })
+        .await
+    }
+
+    async fn remove_contributions(&self, owner: i64, project: &str, author: &str) -> StoreResult<u64> {
+        let (project, author) = (project.to_string(), author.to_string());
+        self.write(move |conn| {
+            project_exists(conn, owner, &project)?;
+            let author_id = user_id(conn, &author)?;
+            let removed = conn
+                .execute(
+                    "DELETE FROM records WHERE user_id = ?1 AND project_id = ?2 AND coalesce(author_id, user_id) = ?3",
+                    params![owner, project, author_id],
+                )
+                .map_err(backend)?;
+            Ok(removed as u64)
+        })
+        .await
+    }
+
     async fn put_project(&self, user: i64, id: &str, name: &str) -> StoreResult<bool> {
         let (id, name) = (id.to_string(), name.to_string());
         self.write(move |conn| {
@@ -451,7 +678,12 @@ impl Store for SqliteStore {
         self.with(move |conn| {
             let mut stmt = conn
                 .prepare(&format!(
-                    "SELECT {PROJECT_COLUMNS} FROM projects p WHERE p.user_id = ?1 ORDER BY p.id"
+                    "SELECT {PROJECT_COLUMNS}, 'owner' FROM projects p WHERE p.user_id = ?1
+                     UNION ALL
+                     SELECT {PROJECT_COLUMNS}, m.role FROM members m
+                       JOIN projects p ON p.user_id = m.owner_id AND p.id = m.project_id
+                     WHERE m.user_id = ?1 AND m.accepted_at IS NOT NULL
+                     ORDER BY 1, 7"
                 ))
                 .map_err(backend)?;
             let rows = stmt.query_map(params![user], project_row).map_err(backend)?;
@@ -464,7 +696,7 @@ impl Store for SqliteStore {
         let id = id.to_string();
         self.with(move |conn| {
             conn.query_row(
-                &format!("SELECT {PROJECT_COLUMNS} FROM projects p WHERE p.user_id = ?1 AND p.id = ?2"),
+                &format!("SELECT {PROJECT_COLUMNS}, 'owner' FROM projects p WHERE p.user_id = ?1 AND p.id = ?2"),
                 params![user, id],
                 project_row,
             )
@@ -485,30 +717,48 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn put_record(&self, user: i64, project: &str, record: &NewRecord) -> StoreResult<PutOutcome> {
+    async fn put_record(
+        &self,
+        user: i64,
+        project: &str,
+        record: &NewRecord,
+        author: i64,
+        own_only: bool,
+    ) -> StoreResult<PutOutcome> {
         let (project, r) = (project.to_string(), record.clone());
         self.write(move |conn| {
             let tx = conn
                 .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
                 .map_err(backend)?;
             project_exists(&tx, user, &project)?;
-            let current: Option<(i64, String)> = tx
+            let current: Option<(i64, String, i64)> = tx
                 .query_row(
-                    "SELECT version, hash FROM records WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4",
+                    "SELECT version, hash, coalesce(author_id, user_id) FROM records
+                     WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4",
                     params![user, project, r.kind.as_str(), r.id],
-                    |row| Ok((row.get(0)?, row.get(1)?)),
+                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
                 )
                 .optional()
                 .map_err(backend)?;
+            if let Some((_, _, wrote)) = current
+                && own_only
+                && wrote != author
+            {
+                return Err(StoreError::Forbidden(format!(
+                    "{} {} was written by another member; a writer changes only what they wrote",
+                    r.kind.as_str(),
+                    r.id
+                )));
+            }
             let outcome = match current {
-                Some((version, hash)) if hash == r.hash => PutOutcome {
+                Some((version, hash, _)) if hash == r.hash => PutOutcome {
                     status: PutStatus::Unchanged,
                     version,
                 },
-                Some((version, _)) => {
+                Some((version, _, _)) => {
                     tx.execute(
                         "UPDATE records SET version = ?5, hash = ?6, size = ?7, title = ?8, tags = ?9,
-                             updated_at = ?10, body = ?11, search_text = ?12
+                             updated_at = ?10, body = ?11, search_text = ?12, author_id = ?13
                          WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4",
                         params![
                             user,
@@ -522,7 +772,8 @@ impl Store for SqliteStore {
                             tags_to_json(&r.tags),
                             r.updated_at,
                             r.body,
-                            r.search_text
+                            r.search_text,
+                            author
                         ],
                     )
                     .map_err(backend)?;
@@ -534,8 +785,8 @@ impl Store for SqliteStore {
                 None => {
                     tx.execute(
                         "INSERT INTO records (user_id, project_id, kind, id, version, hash, size, title, tags,
-                             updated_at, body, search_text)
-                         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                             updated_at, body, search_text, author_id)
+                         VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                         params![
                             user,
                             project,
@@ -547,7 +798,8 @@ impl Store for SqliteStore {
                             tags_to_json(&r.tags),
                             r.updated_at,
                             r.body,
-                            r.search_text
+                            r.search_text,
+                            author
                         ],
                     )
                     .map_err(backend)?;
@@ -567,8 +819,10 @@ impl Store for SqliteStore {
         let (project, id) = (project.to_string(), id.to_string());
         self.with(move |conn| {
             conn.query_row(
-                "SELECT kind, id, version, hash, size, title, tags, updated_at, body FROM records
-                 WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4",
+                &format!(
+                    "SELECT {RECORD_COLUMNS}, r.body FROM records r
+                     WHERE r.user_id = ?1 AND r.project_id = ?2 AND r.kind = ?3 AND r.id = ?4"
+                ),
                 params![user, project, kind.as_str(), id],
                 |row| {
                     Ok(Record {
@@ -595,11 +849,11 @@ impl Store for SqliteStore {
         self.with(move |conn| {
             project_exists(conn, user, &project)?;
             let mut stmt = conn
-                .prepare_cached(
-                    "SELECT kind, id, version, hash, size, title, tags, updated_at FROM records
-                     WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id > ?4
-                     ORDER BY id LIMIT ?5",
-                )
+                .prepare_cached(&format!(
+                    "SELECT {RECORD_COLUMNS} FROM records r
+                     WHERE r.user_id = ?1 AND r.project_id = ?2 AND r.kind = ?3 AND r.id > ?4
+                     ORDER BY r.id LIMIT ?5"
+                ))
                 .map_err(backend)?;
             let rows = stmt
                 .query_map(
@@ -620,9 +874,27 @@ impl Store for SqliteStore {
         kind: Kind,
         id: &str,
         if_hash: Option<&str>,
+        only_author: Option<i64>,
     ) -> StoreResult<Deleted> {
         let (project, id, if_hash) = (project.to_string(), id.to_string(), if_hash.map(str::to_string));
         self.write(move |conn| {
+            if let Some(author) = only_author {
+                let wrote: Option<i64> = conn
+                    .query_row(
+                        "SELECT coalesce(author_id, user_id) FROM records
+                         WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4",
+                        params![user, project, kind.as_str(), id],
+                        |r| r.get(0),
+                    )
+                    .optional()
+                    .map_err(backend)?;
+                if wrote.is_some_and(|wrote| wrote != author) {
+                    return Err(StoreError::Forbidden(format!(
+                        "{} {id} was written by another member; a writer deletes only what they wrote",
+                        kind.as_str()
+                    )));
+                }
+            }
             let changed = conn
                 .execute(
                     "DELETE FROM records WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4
@@ -676,7 +948,8 @@ impl Store for SqliteStore {
                         SELECT rowid AS seq FROM records_fts WHERE records_fts MATCH ?1
                         ORDER BY rowid DESC LIMIT ?5)
                      SELECT r.kind, r.id, r.title, 0.0,
-                        snippet(records_fts, 1, '[', ']', '…', 12), r.updated_at
+                        snippet(records_fts, 1, '[', ']', '…', 12), r.updated_at,
+                        (SELECT name FROM users a WHERE a.id = coalesce(r.author_id, r.user_id))
                      FROM records_fts CROSS JOIN records r ON r.seq = records_fts.rowid
                      WHERE records_fts MATCH ?1 AND records_fts.rank MATCH 'bm25(2.0, 1.0, 0.0)'
                        AND records_fts.rowid >= (SELECT coalesce(min(seq), 0) FROM newest)
@@ -694,6 +967,7 @@ impl Store for SqliteStore {
                         score: r.get(3)?,
                         snippet: r.get(4)?,
                         updated_at: r.get(5)?,
+                        author: r.get(6)?,
                     })
                 })
                 .map_err(backend)?;
@@ -847,21 +1121,41 @@ mod tests {
         for user in [alice, bob] {
             store.put_project(user, "proj_a", "a").await.unwrap();
         }
-        store
-            .put_record(alice, "proj_a", &record("conv_1", "the gateway retries twice"))
-            .await
-            .unwrap();
-        store
-            .put_record(bob, "proj_a", &record("conv_2", "bob's gateway notes"))
-            .await
-            .unwrap();
-        assert_eq!(store.migrate().await.unwrap(), 1, "version 3 ran");
+        // Written as that release wrote them (its columns, its keyword index).
+        for (user, id, text) in [
+            (alice, "conv_1", "the gateway retries twice"),
+            (bob, "conv_2", "bob's gateway notes"),
+        ] {
+            let r = record(id, text);
+            store
+                .with(move |conn| {
+                    conn.execute(
+                        "INSERT INTO records (user_id, project_id, kind, id, version, hash, size, title, tags,
+                             updated_at, body, search_text)
+                         VALUES (?1, 'proj_a', 'conversation', ?2, 1, ?3, ?4, ?5, '[]', ?6, ?7, ?8)",
+                        params![
+                            user,
+                            r.id,
+                            r.hash,
+                            r.body.len() as i64,
+                            r.title,
+                            r.updated_at,
+                            r.body,
+                            r.search_text
+                        ],
+                    )
+                    .map_err(backend)
+                })
+                .await
+                .unwrap();
+        }
+        assert_eq!(store.migrate().await.unwrap(), 2, "versions 3 and 4 ran");
         let hits = store.search(alice, "proj_a", "gateway", None, 10).await.unwrap();
         assert_eq!(hits.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(), ["conv_1"]);
         assert!(hits[0].snippet.contains("[gateway]"), "{}", hits[0].snippet);
         // Written after the upgrade: found too, and only by its owner.
         store
-            .put_record(alice, "proj_a", &record("conv_3", "a gateway timeout"))
+            .put_record(alice, "proj_a", &record("conv_3", "a gateway timeout"), alice, false)
             .await
             .unwrap();
         assert_eq!(
@@ -904,20 +1198,26 @@ mod tests {
         for (id, text) in texts {
             let store = store.clone();
             uploads.push(tokio::spawn(async move {
-                store.put_record(alice, "proj_a", &record(id, text)).await
+                store.put_record(alice, "proj_a", &record(id, text), alice, false).await
             }));
         }
         let mut titled = record("conv_titled", "the gateway answered");
         titled.title = "Notes on the cache for the gateway team this week".into();
         uploads.push(tokio::spawn({
             let store = store.clone();
-            async move { store.put_record(alice, "proj_a", &titled).await }
+            async move { store.put_record(alice, "proj_a", &titled, alice, false).await }
         }));
         for n in 0..20 {
             let store = store.clone();
             uploads.push(tokio::spawn(async move {
                 store
-                    .put_record(bob, "proj_a", &record(&format!("conv_bob{n}"), "cache cache cache"))
+                    .put_record(
+                        bob,
+                        "proj_a",
+                        &record(&format!("conv_bob{n}"), "cache cache cache"),
+                        bob,
+                        false,
+                    )
                     .await
             }));
         }
