@@ -1,7 +1,7 @@
 // End-to-end journey in the real app window: WebKitGTK under Xvfb, driven through tauri-driver
 // and WebKitWebDriver with WebdriverIO. First-run wizard → open the fixture project → search →
 // open a conversation → the test edits the referenced file on disk → the chip's status changes
-// without a reload; then every other view, a folder archive (set up, pushed, restored by the CLI), and the migration wizard against a real sync server. A screenshot of each step goes to $ZBLADE_E2E_OUT.
+// without a reload; then every other view, a folder archive (set up, pushed, restored by the CLI), the migration wizard against a real sync server, and Settings → Team inviting a teammate. A screenshot of each step goes to $ZBLADE_E2E_OUT.
 //
 // Also proves the privacy promise: a counting HTTP server stands in for the model hub, and it
 // must see no request at all before the user allows network use, and one after.
@@ -407,6 +407,24 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   await migrated.waitForDisplayed({ timeout: 60_000 });
   assert.match(await migrated.getText(), /verified at the destination; storage is now server/);
   await shot("15-migration-done");
+
+  // 8b. Settings → Team, now that the project is on the server: invite a second user of the
+  // server as a reader; the members list shows the creator and the pending invitation.
+  execFileSync(server, ["user", "add", "mate", "--db", db, "--json"], { encoding: "utf8" });
+  const team = await byTest("team-members");
+  await team.waitForDisplayed({ timeout: 30_000 });
+  await browser.waitUntil(async () => (await team.getText()).includes("e2e"), {
+    timeout: 30_000,
+    timeoutMsg: "the Team card did not list the project's creator",
+  });
+  await (await byTest("team-invitee")).setValue("mate");
+  await (await byTest("team-invite")).click();
+  await browser.waitUntil(async () => /mate[\s\S]*invited, not joined yet/.test(await team.getText()), {
+    timeout: 30_000,
+    timeoutMsg: "the invited member did not appear",
+  });
+  await (await byTest("settings-team")).scrollIntoView();
+  await shot("15b-settings-team");
 
   // 9. One app per user: a second launch hands over to the running one and exits.
   const second = spawn(app, [], { env, stdio: ["ignore", "ignore", "pipe"] });
