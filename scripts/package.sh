@@ -75,7 +75,7 @@ elif [ "$mode" = --bench ]; then
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$out/zblade_${version}_amd64.deb" >/dev/null
   status=0
-  node ui/bench/installed.mjs --write || status=$?
+  ZBLADE_PACKAGE_DEB="$out/zblade_${version}_amd64.deb" node ui/bench/installed.mjs --write || status=$?
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get purge -y -qq zblade >/dev/null
   exit "$status"
 fi

@@ -76,7 +76,7 @@ stage_done "test: desktop app end to end (WebKitGTK under Xvfb)"
 ZBLADE_APP="$CARGO_TARGET_DIR/debug/zblade-app" ZBLADE="$CARGO_TARGET_DIR/debug/zblade" node ui/bench/app.mjs
 stage_done "bench: desktop app smoke run"
 
-# The Debian packages (docs/INSTALL.md). Their full test — a release build (~25 minutes on a
+# The Debian packages (docs/INSTALL.md). Their full test — a release build (38 minutes on a
 # fresh two-core machine), lintian, apt install, the installed programs used, apt purge — runs
 # when the newest commit changed the packaging, or with ZBLADE_PACKAGE_TEST=1; otherwise the
 # cheap check (bundle configuration, unit, file lists) keeps a fresh machine's run short.
