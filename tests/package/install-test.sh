@@ -72,7 +72,7 @@ as_user() {
 }
 export EMPTY="$scratch/empty" PROJECT="$project" HOME_DIR="$home"
 as_user sh -c 'python3 -c "print(1)"' >/dev/null 2>&1 && fail "Python is still reachable in the test's namespace"
-step "zblade init / add / index / search / context from /usr/bin"
+step "zblade init / add / index / search / context / mcp install / hooks install from /usr/bin"
 as_user zblade init >/dev/null
 as_user zblade add conversation "$scratch"/*.json >/dev/null
 as_user zblade index >"$out/index.log" 2>&1 || { cat "$out/index.log" >&2; fail "zblade index"; }
@@ -83,6 +83,11 @@ as_user zblade search --json --kind code --mode semantic "parse the settings fil
 as_user zblade context "why did we choose JWT" >"$scratch/context.txt"
 as_user zblade mcp install claude-code --dry-run >"$scratch/mcp.txt" 2>&1
 python3 tests/package/check_cli.py "$scratch"
+as_user zblade hooks install claude-code >/dev/null
+for event in prompt stop; do
+  grep -q "\"/usr/bin/zblade hook $event\"" "$project/.claude/settings.json" ||
+    fail "zblade hooks install did not point the $event hook at /usr/bin/zblade: $(cat "$project/.claude/settings.json")"
+done
 
 # 5. The app from its desktop entry, under Xvfb with an empty HOME: the first-run wizard.
 step "zblade-app from its menu entry under Xvfb"
