@@ -141,6 +141,11 @@ fn team_story(backend: &str) {
     assert!(!refused.status.success());
     let said = String::from_utf8_lossy(&refused.stderr);
     assert!(said.contains("reader") && said.contains("outbox/rejected"), "{said}");
+    let status: serde_json::Value = serde_json::from_str(&bob.ok(&["status", "--json"])).unwrap();
+    assert_eq!(
+        (status["outbox_waiting"].as_u64(), status["outbox_rejected"].as_u64()),
+        (Some(0), Some(1))
+    );
     assert!(!alice.ok(&["search", "wombat"]).contains("conv_bob2"));
     assert!(
         bob.ok(&["search", "zanzibar"]).contains("conv_alice"),
@@ -154,6 +159,8 @@ fn team_story(backend: &str) {
     let queued = alice.add("a2", &decision("conv_offline1", "platypus deploys"));
     assert!(queued.status.success(), "{}", String::from_utf8_lossy(&queued.stderr));
     assert!(String::from_utf8_lossy(&queued.stdout).contains("queued"));
+    let status: serde_json::Value = serde_json::from_str(&alice.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["outbox_waiting"], 1, "{status}");
     server.restart();
     assert!(
         alice
@@ -172,6 +179,8 @@ fn team_story(backend: &str) {
         .filter(|e| e.path().is_file())
         .collect();
     assert!(left.is_empty(), "writes left in the outbox: {left:?}");
+    let status: serde_json::Value = serde_json::from_str(&alice.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["outbox_waiting"], 0, "{status}");
 
     // Bob's agent records a session (Claude Code's transcript, imported as its Stop hook does):
     // its secret is redacted before it reaches the outbox or the server, and it is his.

@@ -990,6 +990,14 @@ impl Render for ProjectStatus<'_> {
     fn text<W: Write>(&self, out: &mut Out<W>) -> R {
         line!(out, "project       {}  ({})", self.status.root, self.status.project_id)?;
         line!(out, "storage mode  {}", self.status.storage_mode)?;
+        if self.status.outbox_waiting > 0 || self.status.outbox_rejected > 0 {
+            line!(
+                out,
+                "outbox        {} write(s) waiting for the sync server (sent with the next write), {} refused by it (in .zblade/outbox/rejected/)",
+                self.status.outbox_waiting,
+                self.status.outbox_rejected
+            )?;
+        }
         line!(
             out,
             "artifacts     {} conversations, {} moments  ({})",

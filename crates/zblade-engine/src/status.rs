@@ -48,6 +48,11 @@ pub struct Status {
     pub compressor_model: String,
     /// Bytes under `cache/`.
     pub cache_bytes: u64,
+    /// Server mode's writes waiting in `.zblade/outbox/` for the sync server (it could not be
+    /// reached); the next write sends them first.
+    pub outbox_waiting: usize,
+    /// Writes the sync server refused for good, kept in `.zblade/outbox/rejected/`.
+    pub outbox_rejected: usize,
     /// `ok`, `stale: …` (artifact and index counts differ; run fsck) or `corrupt: …`.
     pub index_health: String,
     /// The index schema version.
@@ -105,6 +110,11 @@ impl Parts {
             code_model,
             code_vectors,
             cache_bytes: dir_size(&layout.cache_dir()),
+            outbox_waiting: crate::storage::outbox::Outbox::new(layout.outbox_dir())
+                .pending()
+                .map(|waiting| waiting.len())
+                .unwrap_or_default(),
+            outbox_rejected: count_json(&layout.outbox_dir().join("rejected")),
             index_health,
             schema_version,
         })

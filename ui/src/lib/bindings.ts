@@ -3305,6 +3305,15 @@ compressor_model: string;
  */
 cache_bytes: number; 
 /**
+ * Server mode's writes waiting in `.zblade/outbox/` for the sync server (it could not be
+ * reached); the next write sends them first.
+ */
+outbox_waiting: number; 
+/**
+ * Writes the sync server refused for good, kept in `.zblade/outbox/rejected/`.
+ */
+outbox_rejected: number; 
+/**
  * `ok`, `stale: …` (artifact and index counts differ; run fsck) or `corrupt: …`.
  */
 index_health: string; 

@@ -15,7 +15,7 @@
 
 mod local;
 pub(crate) mod manifests;
-mod outbox;
+pub(crate) mod outbox;
 mod server;
 
 use std::sync::Arc;
