@@ -163,6 +163,36 @@ fn serve(stream: TcpStream, lie: Lie, seen: &Mutex<Vec<String>>) -> std::io::Res
             }
             respond(&mut out, "200 OK", &[("x-zblade-sha256", header)], &bytes)
         }
+        // Team answers (members, invitations, a refusal) with escape sequences in every name,
+        // a project id that climbs out of its folder, and a 404 reason far past any cap.
+        ("GET", ["projects", _, "members"]) => respond(
+            &mut out,
+            "200 OK",
+            &[],
+            &json(
+                serde_json::json!({"members": [{"user": "\u{1b}]0;owned\u{7}eve\u{202e}", "role": "writer",
+                "invited_by": "\u{1b}[2Jmallory", "invited_at": "2026-01-01T00:00:00Z", "accepted_at": null}]}),
+            ),
+        ),
+        ("GET", ["invitations"]) => {
+            let project = if lie == Lie::PathId { "../../../etc" } else { "proj_x" };
+            respond(
+                &mut out,
+                "200 OK",
+                &[],
+                &json(
+                    serde_json::json!({"invitations": [{"project": project, "name": "\u{1b}[2Jteam",
+                    "owner": "\u{1b}]0;x\u{7}mallory", "role": "owner", "invited_by": "mallory",
+                    "invited_at": "2026-01-01T00:00:00Z"}]}),
+                ),
+            )
+        }
+        ("PUT", ["projects", _, "members", _]) => respond(
+            &mut out,
+            "404 Not Found",
+            &[],
+            &json(serde_json::json!({"error": "not_found", "reason": format!("\u{1b}[2J{}", "x".repeat(100_000))})),
+        ),
         ("GET", ["projects", _, "search"]) => {
             let title = if lie == Lie::EscapeSequences {
                 "\u{1b}]0;owned\u{7}\u{1b}[2J evil"
@@ -466,4 +496,45 @@ fn plain_http_to_another_machine_needs_an_explicit_flag() {
         &["migrate", "to-server", "--server", "ftp://example.com", "--yes"],
     );
     assert!(text(&out).contains("is not a server URL"), "{}", text(&out));
+}
+
+#[test]
+fn team_answers_lose_their_escape_sequences_and_bad_ids_are_refused() {
+    let server = LyingServer::start(Lie::EscapeSequences);
+    let fixture = project(&server.url);
+    let root = fixture.root();
+    let clean = |said: &str| !said.contains('\u{1b}') && !said.contains('\u{202e}') && !said.contains('\u{7}');
+    let out = zblade(root, &["team", "members"]);
+    let said = text(&out);
+    assert!(out.status.success() && said.contains("eve") && clean(&said), "{said:?}");
+    let out = zblade(root, &["team", "invitations"]);
+    let said = text(&out);
+    assert!(
+        out.status.success() && said.contains("mallory") && clean(&said),
+        "{said:?}"
+    );
+    // A refusal's reason is read up to the cap and cleaned: no escape, no 100 kB message.
+    let out = zblade(root, &["team", "invite", "bob"]);
+    let said = text(&out);
+    assert!(
+        !out.status.success() && clean(&said) && said.len() < 2_000,
+        "{} bytes: {:?}",
+        said.len(),
+        &said[..said.len().min(300)]
+    );
+
+    // An invitation to a project id that is a path is refused before anything is written.
+    let liar = LyingServer::start(Lie::PathId);
+    let folder = GitFixture::new(&[("src/lib.rs", "fn a() {}\n")]);
+    let out = zblade(folder.root(), &["team", "invitations", "--server", &liar.url]);
+    let said = text(&out);
+    assert!(!out.status.success() && said.contains("project whose id"), "{said}");
+    let out = zblade(folder.root(), &["team", "join", &liar.url, "proj_x"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        !folder.root().join(".zblade/config/settings.json").exists() || {
+            let settings = std::fs::read_to_string(folder.root().join(".zblade/config/settings.json")).unwrap();
+            !settings.contains("\"server\"")
+        }
+    );
 }

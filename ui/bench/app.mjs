@@ -13,13 +13,13 @@
 // Without --full it runs a small smoke version and writes nothing; with --full it rewrites the
 // "desktop-app" section of docs/BENCHMARKS.md.
 import { spawn, execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import net from "node:net";
 import http from "node:http";
 import { remote } from "webdriverio";
-import { descendants, fmt, machine, mb, memoryOf, quantile, rng, vocabulary, writeSection } from "./common.mjs";
+import { coldStarts, fmt, idleMemory, machine, mb, quantile, rng, sleep, startDisplay, vocabulary, writeSection } from "./common.mjs";
 
 const full = process.argv.includes("--full");
 // --chat: only the chat streaming measure (its own section of docs/BENCHMARKS.md), on the small
@@ -29,7 +29,6 @@ const app = process.env.ZBLADE_APP;
 const cli = process.env.ZBLADE;
 if (!app || !cli) throw new Error("ZBLADE_APP and ZBLADE must name the built binaries");
 const repo = new URL("../..", import.meta.url).pathname;
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const children = new Set();
 process.on("exit", () => children.forEach((c) => c.kill("SIGKILL")));
 
@@ -102,16 +101,7 @@ function buildProject(root, env) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Helpers: Xvfb, the app's environment, process memory.
-
-async function startDisplay() {
-  if (process.env.DISPLAY) return process.env.DISPLAY;
-  const display = `:${120 + Math.floor(Math.random() * 60)}`;
-  const xvfb = spawn("Xvfb", [display, "-screen", "0", "1360x860x24", "-nolisten", "tcp"], { stdio: "ignore" });
-  children.add(xvfb);
-  await sleep(800);
-  return display;
-}
+// Helpers: the app's environment and settings (Xvfb and process memory: common.mjs).
 
 function appEnv(work, display) {
   return {
@@ -138,62 +128,8 @@ function writeConfig(work, project, modelUrl) {
   writeFileSync(join(work, "config", "app.json"), JSON.stringify(config, null, 2));
 }
 
-
 // ---------------------------------------------------------------------------------------------
-// 1. Cold start.
-
-async function coldStart(work, display, project) {
-  const wall = [];
-  const inApp = [];
-  for (let run = 0; run < STARTS; run++) {
-    const report = join(work, `startup-${run}.txt`);
-    const started = performance.now();
-    const child = spawn(app, [project], { env: { ...appEnv(work, display), ZBLADE_STARTUP_REPORT: report }, stdio: "ignore" });
-    children.add(child);
-    while (!existsSync(report) || readFileSync(report, "utf8").trim() === "") {
-      if (performance.now() - started > 60_000) throw new Error("the app did not report ready within 60 s");
-      await sleep(5);
-    }
-    wall.push(performance.now() - started);
-    inApp.push(Number(readFileSync(report, "utf8")));
-    child.kill("SIGTERM");
-    await new Promise((r) => child.once("exit", r));
-    children.delete(child);
-    await sleep(500);
-  }
-  return { wall, inApp };
-}
-
-// ---------------------------------------------------------------------------------------------
-// 2. Idle memory with the window hidden (what runs in the tray all day).
-
-async function idleMemory(work, display, project) {
-  const child = spawn(app, ["--hidden", project], { env: appEnv(work, display), stdio: "ignore" });
-  children.add(child);
-  await sleep(full ? 20_000 : 6_000); // open, index (nothing new), watch, settle
-  const samples = [];
-  for (let i = 0; i < 5; i++) {
-    const own = memoryOf(child.pid);
-    const helpers = descendants(child.pid).map(memoryOf);
-    samples.push({ own, helpers });
-    await sleep(1000);
-  }
-  child.kill("SIGTERM");
-  await new Promise((r) => child.once("exit", r));
-  children.delete(child);
-  const last = samples[samples.length - 1];
-  return {
-    ownRss: quantile(samples.map((s) => s.own.rss), 0.5),
-    ownPss: quantile(samples.map((s) => s.own.pss), 0.5),
-    ownAnon: quantile(samples.map((s) => s.own.anon), 0.5),
-    ownFile: quantile(samples.map((s) => s.own.file), 0.5),
-    helpersRss: quantile(samples.map((s) => s.helpers.reduce((a, h) => a + h.rss, 0)), 0.5),
-    helpersPss: quantile(samples.map((s) => s.helpers.reduce((a, h) => a + h.pss, 0)), 0.5),
-    helperNames: last.helpers.map((h) => h.name),
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
+// 1. Cold start and 2. idle memory: common.mjs (coldStarts, idleMemory).
 // 3. Keystroke → rendered results, through WebDriver in the real window.
 
 async function freePort() {
@@ -360,7 +296,7 @@ try {
   const chunks = status.indexed.messages + status.indexed.moments + status.code_chunks;
   const model = await streamingModel();
   writeConfig(work, project, `http://127.0.0.1:${model.address().port}/v1`);
-  const display = await startDisplay();
+  const display = await startDisplay(children);
 
   if (chatOnly) {
     process.stderr.write("bench-app: chat streaming …\n");
@@ -389,9 +325,9 @@ A model server on loopback streams one token every 10 ms (100 tokens/s) for ${ST
   }
 
   process.stderr.write("bench-app: cold start …\n");
-  const start = await coldStart(work, display, project);
+  const start = await coldStarts({ app, project, env: appEnv(work, display), runs: STARTS, work, children });
   process.stderr.write("bench-app: idle memory …\n");
-  const memory = await idleMemory(work, display, project);
+  const memory = await idleMemory({ app, project, env: appEnv(work, display), settleMs: full ? 20_000 : 6_000, children });
   process.stderr.write("bench-app: keystrokes …\n");
   const { timings, scroll } = await keystrokes(work, display, project, queries);
   if (timings.length === 0) throw new Error("no search was rendered");

@@ -1,7 +1,8 @@
 // What the app's benchmarks share (ui/bench/app.mjs, ui/bench/installed.mjs): a deterministic
-// text generator, process memory from /proc, quantiles, and the report's machine line and
-// section writer for docs/BENCHMARKS.md.
-import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+// text generator, process memory from /proc, the app's cold start and idle memory under Xvfb,
+// quantiles, and the report's machine line and section writer for docs/BENCHMARKS.md.
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
 
@@ -112,4 +113,69 @@ export function writeSection(id, body) {
   const at = doc.indexOf(start);
   const next = at >= 0 ? doc.slice(0, at) + section + doc.slice(doc.indexOf(end) + end.length) : `${doc.trimEnd()}\n\n${section}\n`;
   writeFileSync(path, next);
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** An Xvfb display for the app (the current one when DISPLAY is set); the server joins `children`. */
+export async function startDisplay(children) {
+  if (process.env.DISPLAY) return process.env.DISPLAY;
+  const display = `:${120 + Math.floor(Math.random() * 100)}`;
+  const xvfb = spawn("Xvfb", [display, "-screen", "0", "1360x860x24", "-nolisten", "tcp"], { stdio: "ignore" });
+  children.add(xvfb);
+  await sleep(800);
+  return display;
+}
+
+async function stop(child, children) {
+  child.kill("SIGTERM");
+  await new Promise((r) => child.once("exit", r));
+  children.delete(child);
+}
+
+/** `runs` cold starts of `app` on `project`: spawn → the first view rendered and interactive
+ * (the UI calls `ui_ready` after its first paint; ZBLADE_STARTUP_REPORT makes the app write the
+ * in-process time to a file in `work`). Wall and in-process milliseconds. */
+export async function coldStarts({ app, project, env, runs, work, children }) {
+  const wall = [];
+  const inApp = [];
+  for (let run = 0; run < runs; run++) {
+    const report = `${work}/startup-${run}.txt`;
+    const started = performance.now();
+    const child = spawn(app, [project], { env: { ...env, ZBLADE_STARTUP_REPORT: report }, stdio: "ignore" });
+    children.add(child);
+    while (!existsSync(report) || readFileSync(report, "utf8").trim() === "") {
+      if (performance.now() - started > 60_000) throw new Error(`${app} did not report ready within 60 s`);
+      await sleep(5);
+    }
+    wall.push(performance.now() - started);
+    inApp.push(Number(readFileSync(report, "utf8")));
+    await stop(child, children);
+    await sleep(500);
+  }
+  return { wall, inApp };
+}
+
+/** The memory of `app --hidden` on `project` (what runs in the tray all day) after `settleMs`:
+ * medians of five samples of the app process and of its helper processes, in kB. */
+export async function idleMemory({ app, project, env, settleMs, children }) {
+  const child = spawn(app, ["--hidden", project], { env, stdio: "ignore" });
+  children.add(child);
+  await sleep(settleMs); // open, index (nothing new), watch, settle
+  const samples = [];
+  for (let i = 0; i < 5; i++) {
+    samples.push({ own: memoryOf(child.pid), helpers: descendants(child.pid).map(memoryOf) });
+    await sleep(1000);
+  }
+  await stop(child, children);
+  const last = samples[samples.length - 1];
+  return {
+    ownRss: quantile(samples.map((s) => s.own.rss), 0.5),
+    ownPss: quantile(samples.map((s) => s.own.pss), 0.5),
+    ownAnon: quantile(samples.map((s) => s.own.anon), 0.5),
+    ownFile: quantile(samples.map((s) => s.own.file), 0.5),
+    helpersRss: quantile(samples.map((s) => s.helpers.reduce((a, h) => a + h.rss, 0)), 0.5),
+    helpersPss: quantile(samples.map((s) => s.helpers.reduce((a, h) => a + h.pss, 0)), 0.5),
+    helperNames: last.helpers.map((h) => h.name),
+  };
 }

@@ -10,11 +10,11 @@
 // Usage (scripts/package.sh --bench runs it after installing the packages):
 //   node ui/bench/installed.mjs [--write]     (ZBLADE_APP / ZBLADE override /usr/bin/…)
 // With --write it rewrites the "installed" section of docs/BENCHMARKS.md.
-import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fmt, machine, mb, memoryOf, quantile, rng, vocabulary, writeSection } from "./common.mjs";
+import { coldStarts, fmt, idleMemory, machine, mb, quantile, rng, startDisplay, vocabulary, writeSection } from "./common.mjs";
 
 const app = process.env.ZBLADE_APP ?? "/usr/bin/zblade-app";
 // The package measured (scripts/package.sh --bench names it): its size is reported too.
@@ -26,7 +26,6 @@ const PER_CONVERSATION = 12;
 const STARTS = 7;
 const QUERIES = 40;
 const repo = new URL("../..", import.meta.url).pathname;
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const children = new Set();
 process.on("exit", () => children.forEach((c) => c.kill("SIGKILL")));
 
@@ -78,48 +77,6 @@ function buildProject(root) {
   return { status, queries, indexSeconds };
 }
 
-async function startDisplay() {
-  const display = `:${180 + Math.floor(Math.random() * 60)}`;
-  const xvfb = spawn("Xvfb", [display, "-screen", "0", "1360x860x24", "-nolisten", "tcp"], { stdio: "ignore" });
-  children.add(xvfb);
-  await sleep(800);
-  return display;
-}
-
-async function stop(child) {
-  child.kill("SIGTERM");
-  await new Promise((r) => child.once("exit", r));
-  children.delete(child);
-}
-
-async function coldStart(display, project) {
-  const wall = [];
-  for (let run = 0; run < STARTS; run++) {
-    const report = join(work, `startup-${run}.txt`);
-    const started = performance.now();
-    const child = spawn(app, [project], { env: { ...env, DISPLAY: display, ZBLADE_STARTUP_REPORT: report }, stdio: "ignore" });
-    children.add(child);
-    while (!existsSync(report) || readFileSync(report, "utf8").trim() === "") {
-      if (performance.now() - started > 60_000) throw new Error("the installed app did not report ready within 60 s");
-      await sleep(5);
-    }
-    wall.push(performance.now() - started);
-    await stop(child);
-    await sleep(500);
-  }
-  return wall;
-}
-
-async function idleMemory(display, project) {
-  const child = spawn(app, ["--hidden", project], { env: { ...env, DISPLAY: display }, stdio: "ignore" });
-  children.add(child);
-  await sleep(20_000); // open, index (nothing new), watch, settle
-  const samples = [];
-  for (let i = 0; i < 5; i++, await sleep(1000)) samples.push(memoryOf(child.pid));
-  await stop(child);
-  return { rss: quantile(samples.map((s) => s.rss), 0.5), anon: quantile(samples.map((s) => s.anon), 0.5) };
-}
-
 function contextLatency(project, queries) {
   spawnSync(cli, ["context", "--project", project, "warm the page cache"], { env, stdio: "ignore" });
   return queries.map((query) => {
@@ -144,11 +101,11 @@ try {
   );
   process.stderr.write("bench-installed: zblade context …\n");
   const context = contextLatency(project, queries);
-  const display = await startDisplay();
+  const display = await startDisplay(children);
   process.stderr.write("bench-installed: the app's cold start …\n");
-  const starts = await coldStart(display, project);
+  const { wall: starts } = await coldStarts({ app, project, env: { ...env, DISPLAY: display }, runs: STARTS, work, children });
   process.stderr.write("bench-installed: idle memory …\n");
-  const idle = await idleMemory(display, project);
+  const idle = await idleMemory({ app, project, env: { ...env, DISPLAY: display }, settleMs: 20_000, children });
 
   const commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: repo, encoding: "utf8" }).trim();
   const now = new Date().toISOString().slice(0, 16).replace("T", " ");
@@ -162,7 +119,7 @@ Project: ${status.indexed.messages} messages in ${status.indexed.conversations} 
 | measure | installed (release) | target |
 |---|---|---|
 ${deb ? `| \`${deb.split("/").pop()}\`: the package file | ${(statSync(deb).size / 1e6).toFixed(1)} MB | ≤ 120 MB |\n` : ""}| \`zblade-app\` cold start: spawn → first view rendered and interactive, p50 / max of ${STARTS} | ${fmt(quantile(starts, 0.5))} / ${fmt(Math.max(...starts))} ms | ≤ 1000 ms |
-| \`zblade-app --hidden\` idle in the tray, project open and watched | RSS ${mb(idle.rss)} MB (${mb(idle.anon)} MB allocated) | – |
+| \`zblade-app --hidden\` idle in the tray, project open and watched | RSS ${mb(idle.ownRss)} MB (${mb(idle.ownAnon)} MB allocated) | – |
 | \`zblade context QUERY\`, a new process per query, no warm engine: p50 / p95 / max of ${QUERIES} | ${fmt(quantile(context, 0.5))} / ${fmt(quantile(context, 0.95))} / ${fmt(Math.max(...context))} ms | p95 ≤ 250 ms |
 `;
   console.log(report);

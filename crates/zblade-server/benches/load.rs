@@ -10,39 +10,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::{conversation, fresh_postgres, percentile};
 use zblade_server::auth::{hash_token, new_token};
 use zblade_server::{Limits, Store, store};
+
+mod common;
+#[path = "../../zblade-engine/benches/common/report.rs"]
+mod report;
 
 struct Sample {
     op: &'static str,
     latency: Duration,
     ok: bool,
-}
-
-fn conversation(id: &str, project: &str, n: usize) -> String {
-    let messages: Vec<serde_json::Value> = (0..6)
-        .map(|i| {
-            serde_json::json!({
-                "id": format!("msg_{i}"),
-                "role": if i % 2 == 0 { "user" } else { "assistant" },
-                "content": format!("Turn {i} of conversation {n}: the gateway caches tokens for {} seconds and retries {} times", n % 97, i + n % 5)
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "version": "1.0", "conversation_id": id, "project_id": project,
-        "title": format!("Load {n}"), "messages": messages,
-        "metadata": {"total_messages": 6, "total_tokens": 0, "models_used": [], "tags": ["load"]}
-    })
-    .to_string()
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i].as_secs_f64() * 1000.0
 }
 
 struct Outcome {
@@ -98,7 +77,7 @@ fn run_backend(backend: &'static str, db: String, clients: usize, seconds: u64) 
         let id = format!("conv_seed{n:04}");
         http.put(format!("{base}/api/v0/projects/{project}/conversations/{id}"))
             .bearer_auth(&token)
-            .body(conversation(&id, project, n))
+            .body(conversation(&id, project, n, 6))
             .send()
             .unwrap();
     }
@@ -119,7 +98,7 @@ fn run_backend(backend: &'static str, db: String, clients: usize, seconds: u64) 
                         0 | 1 => {
                             let k = if n.is_multiple_of(3) { n / 3 } else { n };
                             let id = format!("conv_c{c}_{k}");
-                            let body = conversation(&id, project, c * 100_000 + k);
+                            let body = conversation(&id, project, c * 100_000 + k, 6);
                             (
                                 "upload",
                                 http.put(format!("{base}/api/v0/projects/{project}/conversations/{id}"))
@@ -198,7 +177,7 @@ fn run_backend(backend: &'static str, db: String, clients: usize, seconds: u64) 
 /// writer, for 3 s: the ceiling the server's writes are measured against.
 fn raw_writes(backend: &str, db: &str, runtime: &tokio::runtime::Runtime) -> f64 {
     let deadline = Duration::from_secs(3);
-    let body = conversation("conv_raw", "proj_raw", 1);
+    let body = conversation("conv_raw", "proj_raw", 1, 6);
     match backend {
         "sqlite" => {
             let conn = rusqlite::Connection::open(format!("{db}.raw")).unwrap();
@@ -245,23 +224,8 @@ fn raw_writes(backend: &str, db: &str, runtime: &tokio::runtime::Runtime) -> f64
     }
 }
 
-fn fresh_postgres(admin: &str) -> String {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let (_, name) = new_token();
-    let name = format!("zbt_load_{}", name.trim_start_matches("zbt_").get(..12).unwrap_or("x"));
-    runtime.block_on(async {
-        let (client, conn) = tokio_postgres::connect(admin, tokio_postgres::NoTls).await.unwrap();
-        tokio::spawn(conn);
-        client.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
-    });
-    format!("{}/{name}", &admin[..admin.rfind('/').unwrap()])
-}
-
 fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
+    let full = report::full_run();
     let (clients, seconds) = if full { (50, 60) } else { (4, 2) };
     let dir = tempfile::tempdir().unwrap();
     let mut outcomes = vec![run_backend(
@@ -302,46 +266,7 @@ fn main() {
     for o in &outcomes {
         assert_eq!(o.errors, 0, "{}: {} requests failed", o.backend, o.errors);
     }
-    if full && std::env::var_os("ZBLADE_BENCH_NO_WRITE").is_none() {
-        write_section(&report);
+    if full {
+        report::write_section("server-load", "Sync server under load", "load", &report);
     }
-}
-
-/// Replaces the "server-load" section of docs/BENCHMARKS.md, stamped with date and machine.
-fn write_section(body: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/BENCHMARKS.md");
-    let existing = std::fs::read_to_string(&path).unwrap_or_default();
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let commit = std::process::Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
-    let section = format!(
-        "<!-- server-load:start -->\n## Sync server under load\n\n`cargo bench -p zblade-server --bench load` — {}, commit {commit}, {cpu}, {cores} cores, release build.\n\n{body}\n<!-- server-load:end -->",
-        chrono::Utc::now().format("%Y-%m-%d %H:%M UTC")
-    );
-    let updated = match (
-        existing.find("<!-- server-load:start -->"),
-        existing.find("<!-- server-load:end -->"),
-    ) {
-        (Some(a), Some(b)) => format!(
-            "{}{}{}",
-            &existing[..a],
-            section,
-            &existing[b + "<!-- server-load:end -->".len()..]
-        ),
-        _ => format!("{}\n{section}\n", existing.trim_end()),
-    };
-    std::fs::write(&path, updated).unwrap();
 }

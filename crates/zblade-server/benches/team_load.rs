@@ -17,28 +17,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::{conversation, fresh_postgres, percentile};
 use zblade_server::auth::{hash_token, new_token};
 use zblade_server::store::Role;
 use zblade_server::{Limits, Store, store};
 use zblade_sync::{Client, Kind};
 
-fn conversation(id: &str, project: &str, n: usize) -> String {
-    let messages: Vec<serde_json::Value> = (0..4)
-        .map(|i| {
-            serde_json::json!({
-                "id": format!("msg_{i}"),
-                "role": if i % 2 == 0 { "user" } else { "assistant" },
-                "content": format!("Turn {i} of {id}: the gateway caches tokens for {} seconds and retries {} times", n % 97, i + n % 5)
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "version": "1.0", "conversation_id": id, "project_id": project,
-        "title": format!("Team load {n}"), "messages": messages,
-        "metadata": {"total_messages": 4, "total_tokens": 0, "models_used": [], "tags": ["load"]}
-    })
-    .to_string()
-}
+mod common;
+#[path = "../../zblade-engine/benches/common/report.rs"]
+mod report;
 
 /// A server on `addr` over `db`, stoppable.
 struct Running {
@@ -117,13 +104,6 @@ struct Outcome {
     unexpected: usize,
     wrong_author: usize,
     restart_gap_ms: f64,
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1000.0
 }
 
 fn run_backend(backend: &'static str, db: String, projects: usize, per_project: usize, seconds: u64) -> Outcome {
@@ -212,7 +192,7 @@ fn run_backend(backend: &'static str, db: String, projects: usize, per_project: 
                         continue;
                     }
                     let id = format!("conv_{name}_{n}");
-                    let body = conversation(&id, &project, n);
+                    let body = conversation(&id, &project, n, 4);
                     match (
                         client.put_record(&project, Kind::Conversation, &id, body.as_bytes()),
                         role,
@@ -246,7 +226,7 @@ fn run_backend(backend: &'static str, db: String, projects: usize, per_project: 
     // sends the same write whole.
     let killed = people.iter().find(|p| p.role == Role::Writer).unwrap_or(&people[1]);
     let id = format!("conv_{}_killed", killed.name);
-    let body = conversation(&id, &killed.project, 1);
+    let body = conversation(&id, &killed.project, 1, 4);
     {
         let mut stream = std::net::TcpStream::connect(addr).unwrap();
         let head = format!(
@@ -320,26 +300,8 @@ fn run_backend(backend: &'static str, db: String, projects: usize, per_project: 
     }
 }
 
-fn fresh_postgres(admin: &str) -> String {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let (_, name) = new_token();
-    let name = format!(
-        "zbt_team_{}",
-        name.trim_start_matches("zbt_").get(..12).unwrap_or("x").to_lowercase()
-    );
-    runtime.block_on(async {
-        let (client, conn) = tokio_postgres::connect(admin, tokio_postgres::NoTls).await.unwrap();
-        tokio::spawn(conn);
-        client.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
-    });
-    format!("{}/{name}", &admin[..admin.rfind('/').unwrap()])
-}
-
 fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
+    let full = report::full_run();
     let (projects, per_project, seconds) = if full { (5, 10, 60) } else { (2, 6, 4) };
     let dir = tempfile::tempdir().unwrap();
     let mut outcomes = vec![run_backend(
@@ -361,12 +323,12 @@ fn main() {
         }
         _ => eprintln!("team_load: ZBLADE_TEST_POSTGRES is not set; PostgreSQL not measured"),
     }
-    let mut report = String::from(
+    let mut table = String::from(
         "Each backend: the clients (one thread each, `zblade-sync`'s client with its retries) run for the time given; writers add new conversations, everyone searches, readers also try to write. At 40 % of the run the server is stopped (requests in flight finish) and started again on the same port; then a client sends half a PUT and drops its connection, and sends it again whole. Afterwards each project is listed by its owner.\n\n\
          | backend | clients in projects | run | writes acknowledged | lost | unexpected or duplicated | wrong author | reader writes refused | searches | search p50 / p99 | restart gap | errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for o in &outcomes {
-        report.push_str(&format!(
+        table.push_str(&format!(
             "| {} | {} in {} | {:.0} s | {} | {} | {} | {} | {} | {} | {:.1} / {:.1} ms | {:.0} ms | {} |\n",
             o.backend,
             o.clients,
@@ -384,7 +346,7 @@ fn main() {
             o.errors.len()
         ));
     }
-    println!("{report}");
+    println!("{table}");
     for o in &outcomes {
         assert!(
             o.errors.is_empty(),
@@ -396,39 +358,7 @@ fn main() {
         assert!(o.refused_reader_writes > 0, "{}: no reader tried to write", o.backend);
         assert!(o.writes > 0 && o.searches > 0, "{}", o.backend);
     }
-    if full && std::env::var_os("ZBLADE_BENCH_NO_WRITE").is_none() {
-        write_section(&report);
+    if full {
+        report::write_section("team-load", "Team memory under load and faults", "team_load", &table);
     }
-}
-
-/// Replaces the "team-load" section of docs/BENCHMARKS.md, stamped with date and machine.
-fn write_section(body: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/BENCHMARKS.md");
-    let existing = std::fs::read_to_string(&path).unwrap_or_default();
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let commit = std::process::Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
-    let section = format!(
-        "<!-- team-load:start -->\n## Team memory under load and faults\n\n`cargo bench -p zblade-server --bench team_load` — {}, commit {commit}, {cpu}, {cores} cores, release build.\n\n{body}\n<!-- team-load:end -->",
-        chrono::Utc::now().format("%Y-%m-%d %H:%M UTC")
-    );
-    let (start, end) = ("<!-- team-load:start -->", "<!-- team-load:end -->");
-    let updated = match (existing.find(start), existing.find(end)) {
-        (Some(a), Some(b)) => format!("{}{}{}", &existing[..a], section, &existing[b + end.len()..]),
-        _ => format!("{}\n\n{section}\n", existing.trim_end()),
-    };
-    std::fs::write(&path, updated).unwrap();
 }

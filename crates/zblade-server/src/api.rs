@@ -757,12 +757,7 @@ async fn remove_member<S: Store>(
     ApiPath((project, member)): ApiPath<(String, String)>,
 ) -> Result<Response, ApiError> {
     check_user_name(&member)?;
-    check_id("project", &project)?;
-    let access = state
-        .store
-        .access(user.id, &project)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("no project {project}")))?;
+    let access = access(&state, &user, &project).await?;
     if member != user.name {
         require(access, Role::Owner, &project, "removing members")?;
     }

@@ -243,14 +243,7 @@ impl Client {
         if status.is_success() || status == StatusCode::NOT_FOUND || status == StatusCode::PRECONDITION_FAILED {
             return Ok(response);
         }
-        // The reason is the server's text: bounded, and cleaned of escape sequences before it
-        // reaches a terminal.
-        let body = check::read_capped(what, response, self.limits.small_bytes).unwrap_or_default();
-        let body = String::from_utf8_lossy(&body);
-        let reason = serde_json::from_str::<ErrorBody>(&body)
-            .map(|e| format!("{} ({})", e.reason, e.error))
-            .unwrap_or_else(|_| body.into_owned());
-        let reason = check::clean(&reason, 300);
+        let reason = self.reason(what, response, true);
         Err(match status {
             StatusCode::UNAUTHORIZED => Error::Usage(format!(
                 "the zblade server at {} refused the token: {reason}; ask its admin for one (`zblade-server user add`)",
@@ -259,6 +252,21 @@ impl Client {
             s if s.is_client_error() => Error::Usage(format!("{what}: the server refused it ({s}): {reason}")),
             s => Error::Network(format!("{what}: the server failed ({s}): {reason}")),
         })
+    }
+
+    /// Why the server refused a request, from its error body: read at most
+    /// [`AnswerLimits::small_bytes`] of it, and cleaned of escape sequences before it reaches a
+    /// terminal; with `code`, the error code follows the reason.
+    fn reason(&self, what: &str, response: Response, code: bool) -> String {
+        let body = check::read_capped(what, response, self.limits.small_bytes).unwrap_or_default();
+        let body = String::from_utf8_lossy(&body);
+        let reason = match serde_json::from_str::<ErrorBody>(&body) {
+            Ok(e) if code => format!("{} ({})", e.reason, e.error),
+            Ok(e) => e.reason,
+            Err(_) if code => body.into_owned(),
+            Err(_) => "not found".into(),
+        };
+        check::clean(&reason, 300)
     }
 
     /// A JSON answer of at most `cap` bytes.
@@ -567,7 +575,10 @@ impl Client {
                 .body(body.clone())
         })?;
         if response.status() == StatusCode::NOT_FOUND {
-            return Err(Error::NotFound(format!("{what}: {}", not_found_reason(response))));
+            return Err(Error::NotFound(format!(
+                "{what}: {}",
+                self.reason(&what, response, false)
+            )));
         }
         let value: serde_json::Value = Self::json(&what, response, self.limits.small_bytes)?;
         Ok(check::clean(value["status"].as_str().unwrap_or_default(), 40))
@@ -581,7 +592,10 @@ impl Client {
                 .delete(self.api(&format!("/projects/{project}/members/{}", encode(user))))
         })?;
         if response.status() == StatusCode::NOT_FOUND {
-            return Err(Error::NotFound(format!("{what}: {}", not_found_reason(response))));
+            return Err(Error::NotFound(format!(
+                "{what}: {}",
+                self.reason(&what, response, false)
+            )));
         }
         Ok(())
     }
@@ -594,7 +608,10 @@ impl Client {
                 .delete(self.api(&format!("/projects/{project}/contributions/{}", encode(user))))
         })?;
         if response.status() == StatusCode::NOT_FOUND {
-            return Err(Error::NotFound(format!("{what}: {}", not_found_reason(response))));
+            return Err(Error::NotFound(format!(
+                "{what}: {}",
+                self.reason(&what, response, false)
+            )));
         }
         let value: serde_json::Value = Self::json(&what, response, self.limits.small_bytes)?;
         Ok(value["removed"].as_u64().unwrap_or(0))
@@ -633,7 +650,10 @@ impl Client {
                 .post(self.api(&format!("/invitations/{}/{project}", encode(owner))))
         })?;
         if response.status() == StatusCode::NOT_FOUND {
-            return Err(Error::NotFound(format!("{what}: {}", not_found_reason(response))));
+            return Err(Error::NotFound(format!(
+                "{what}: {}",
+                self.reason(&what, response, false)
+            )));
         }
         #[derive(Deserialize)]
         struct Answer {
@@ -650,7 +670,10 @@ impl Client {
                 .delete(self.api(&format!("/invitations/{}/{project}", encode(owner))))
         })?;
         if response.status() == StatusCode::NOT_FOUND {
-            return Err(Error::NotFound(format!("{what}: {}", not_found_reason(response))));
+            return Err(Error::NotFound(format!(
+                "{what}: {}",
+                self.reason(&what, response, false)
+            )));
         }
         Ok(())
     }
@@ -697,15 +720,6 @@ fn encode(name: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
-}
-
-/// The reason of a 404 answer, cleaned (what was not found: a project, a user, an invitation).
-fn not_found_reason(response: Response) -> String {
-    let body = response.bytes().map(|b| b.to_vec()).unwrap_or_default();
-    let reason = serde_json::from_slice::<ErrorBody>(&body)
-        .map(|e| e.reason)
-        .unwrap_or_else(|_| "not found".into());
-    check::clean(&reason, 300)
 }
 
 /// The innermost error's text (reqwest wraps the useful part, like "Connection refused").
