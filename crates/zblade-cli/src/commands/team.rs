@@ -108,7 +108,7 @@ pub(crate) fn run(cx: &mut Ctx, command: TeamCommand) -> Result<(), Error> {
             }
             for i in &waiting {
                 cx.out.note(&format!(
-                    "{} ({:?}) by {}: {} as {}; accept with `zblade team join {server} {}{}`",
+                    "{} ({:?}), {}'s project: {} invites you as {}; accept with `zblade team join {server} {}{}`",
                     i.project,
                     i.name,
                     i.owner,
