@@ -25,7 +25,7 @@ if [ "$profile" = release ]; then
 else
   # The binaries scripts/test.sh builds (same features: nothing is rebuilt after a test run;
   # the sync server is built apart there, and must be here too).
-  cargo test --workspace --exclude zblade-server --all-targets --locked --no-run
+  cargo test --workspace --all-targets --locked --no-run
 fi
 ZBLADE_APP="$CARGO_TARGET_DIR/$profile/zblade-app" ZBLADE="$CARGO_TARGET_DIR/$profile/zblade" \
   node ui/bench/app.mjs $mode $chat

@@ -8,7 +8,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ZBLADE_ROOT"
 features() {
-  cargo tree --workspace --exclude zblade-server --locked --prefix none -f '{p} {f}' -e "$1" 2>/dev/null |
+  cargo tree --workspace --locked --prefix none -f '{p} {f}' -e "$1" 2>/dev/null |
     sed 's/ (\*)$//; s/ (proc-macro)//' | awk '{print $1, $2, $NF}' | sort -u
 }
 features normal,build > "${TMPDIR:-/tmp}/zblade-features-build.txt"

@@ -34,12 +34,10 @@ release="$CARGO_TARGET_DIR/release"
 mkdir -p "$out"
 started=$SECONDS
 
-# 1. The release binaries. The app and the CLI in one cargo run (they share every dependency
-#    build); the server apart, as in test.sh (its web server features would rebuild LanceDB).
+# 1. The release binaries, in one cargo run: they share every dependency build.
 #    `custom-protocol` is what `tauri build` would switch on: the app serves its embedded UI.
 bash scripts/build-ui.sh
-cargo build --release --locked -p zblade-cli -p zblade-app --features zblade-app/custom-protocol
-cargo build --release --locked -p zblade-server
+cargo build --release --locked -p zblade-cli -p zblade-app -p zblade-server --features zblade-app/custom-protocol
 echo "package: release binaries built ($((SECONDS - started)) s)" >&2
 
 # 2. The app's package, by Tauri's bundler. What goes beside the app (the CLI, ONNX Runtime, the

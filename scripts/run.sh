@@ -12,7 +12,7 @@ bash scripts/setup.sh   # also builds the UI (ui/dist), which the app embeds
 # The dev profile: a release build of LanceDB alone takes ~20 minutes on two cores.
 # The same packages and features as scripts/test.sh builds, so neither command rebuilds what the
 # other built (the sync server is built on its own there too: see scripts/test.sh).
-cargo build --workspace --exclude zblade-server --locked --bin zblade --bin zblade-app
+cargo build --workspace --locked --bin zblade --bin zblade-app
 bin="$CARGO_TARGET_DIR/debug"
 
 demo="${1:-$HOME/zblade-demo}"

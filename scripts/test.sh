@@ -22,8 +22,7 @@ stage_done "setup (Debian packages, Python environment, models, npm clients, UI)
 # Style and lints first: they fail fast and cheaply.
 # (setup.sh installs rustfmt and clippy; neither is skipped.)
 cargo fmt --all --check
-cargo clippy --workspace --exclude zblade-server --all-targets --locked -- -D warnings
-cargo clippy -p zblade-server --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --locked -- -D warnings
 stage_done "format check and clippy (builds every dependency's metadata)"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
@@ -33,21 +32,16 @@ export ZBLADE_TEST_POSTGRES
 # `cargo build` (scripts/run.sh) and `cargo test` must share every dependency build (no second
 # LanceDB build): their feature sets are compared from the lockfile, without compiling.
 bash scripts/check-one-build.sh
-# The sync server is built and tested on its own: in one build with the rest, its web server
-# features (hyper's server side) would change the features of crates LanceDB is built on and
-# make cargo build LanceDB and DataFusion again, twice over.
-cargo test -p zblade-server --all-targets --locked --no-run
-stage_done "build: the sync server and its tests"
-cargo test -p zblade-server --all-targets --locked 2>&1 | tee "$log"
-stage_done "test: the sync server (SQLite and PostgreSQL)"
-# --all-targets builds and runs benches too (in a small smoke mode), so they cannot rot.
-cargo test --workspace --exclude zblade-server --all-targets --locked --no-run
+# --all-targets builds and runs benches too (in a small smoke mode), so they cannot rot. The sync
+# server is in the same build: it searches with the engine's LanceDB and fusion, and its web
+# server's features are the ones every other crate gets (check-one-build.sh above).
+cargo test --workspace --all-targets --locked --no-run
 stage_done "build: the workspace, its tests and benches (LanceDB, DataFusion, llama.cpp, Tauri)"
-cargo test --workspace --exclude zblade-server --all-targets --locked 2>&1 | tee -a "$log"
-stage_done "test: unit, integration and journey tests; benchmark smoke runs"
+cargo test --workspace --all-targets --locked 2>&1 | tee "$log"
+stage_done "test: unit, integration and journey tests (the sync server on SQLite and PostgreSQL); benchmark smoke runs"
 # Doc tests share every dependency build with the line above (Cargo.toml's build-override says
 # why that needs saying).
-cargo test --workspace --doc --exclude zblade-server --locked 2>&1 | tee -a "$log"
+cargo test --workspace --doc --locked 2>&1 | tee -a "$log"
 stage_done "test: doc tests"
 
 # The MCP server driven by clients written by others: the official Python SDK (pytest), the

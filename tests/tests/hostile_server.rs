@@ -209,6 +209,25 @@ fn serve(stream: TcpStream, lie: Lie, seen: &Mutex<Vec<String>>) -> std::io::Res
                 ),
             )
         }
+        // Passage search: the same lies, and an escape sequence in a message's text.
+        ("POST", ["projects", _, "search"]) => {
+            let title = if lie == Lie::EscapeSequences {
+                "\u{1b}]0;owned\u{7}\u{1b}[2J evil"
+            } else {
+                "ok"
+            };
+            let id = hostile_id(lie).unwrap_or(GOOD_ID);
+            respond(
+                &mut out,
+                "200 OK",
+                &[],
+                &json(serde_json::json!({"mode": "keyword", "hits": [{
+                    "kind": "conversation", "record": id, "message": "msg_1", "title": title,
+                    "label": format!("user{title}"), "text": format!("hostile {title}"), "time": "2026-01-01T00:00:00Z",
+                    "author": title, "score": 1.0
+                }]})),
+            )
+        }
         // A client that trusted a path-like id asks for a URL its HTTP library normalized
         // (`…/conversations/../../../package` becomes `/api/v0/package`): a hostile server
         // answers that too, with the record it listed.

@@ -142,9 +142,17 @@ fn team_story(backend: &str) {
     let said = String::from_utf8_lossy(&refused.stderr);
     assert!(said.contains("reader") && said.contains("outbox/rejected"), "{said}");
     let status: serde_json::Value = serde_json::from_str(&bob.ok(&["status", "--json"])).unwrap();
+    let rejected: Vec<String> = std::fs::read_dir(bob.root().join(".zblade/outbox/rejected"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
     assert_eq!(
         (status["outbox_waiting"].as_u64(), status["outbox_rejected"].as_u64()),
-        (Some(0), Some(1))
+        (Some(0), Some(1)),
+        "{rejected:?}"
     );
     assert!(!alice.ok(&["search", "wombat"]).contains("conv_bob2"));
     assert!(

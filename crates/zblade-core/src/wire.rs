@@ -210,6 +210,10 @@ pub struct ProjectEntry {
     pub moments: i64,
     /// Metadata-only records stored.
     pub metadata: i64,
+    /// The model the project's vectors are made with, once a client has sent some; every
+    /// client of the project must embed with it (absent from servers before hybrid search).
+    #[serde(default)]
+    pub embedding: Option<EmbeddingModel>,
 }
 
 fn owner_role() -> Role {
@@ -248,4 +252,114 @@ pub struct Invitation {
     pub invited_by: String,
     /// When (RFC 3339).
     pub invited_at: String,
+}
+
+/// An embedding model as a project on the server records it: vectors from another model (or
+/// of another length) do not compare with the project's and are refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct EmbeddingModel {
+    /// The model's id (`all-minilm-l6-v2-int8`): its directory name under the models folder.
+    pub id: String,
+    /// Vector length.
+    pub dims: u32,
+}
+
+/// One embedded piece of a record: a message's (or a moment's) text is embedded in one or more
+/// pieces, as local search embeds it (`zblade_search::chunk::embedding_pieces`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PieceVector {
+    /// The message's id within the conversation; empty for a moment.
+    #[serde(default)]
+    pub message: String,
+    /// The piece's position within its message (0 first).
+    pub seq: u32,
+    /// The embedding.
+    pub vector: Vec<f32>,
+}
+
+/// `PUT /projects/ID/vectors/{conversations|moments}/RECORD`: the vectors of one stored record,
+/// replacing any it had.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VectorsUpload {
+    /// The model that made them: must be the project's (the first upload sets it).
+    pub model: EmbeddingModel,
+    /// sha256 of the record bytes they were computed from: vectors of a version the server no
+    /// longer stores are refused as stale (a newer upload follows).
+    pub record_hash: String,
+    /// The pieces.
+    pub pieces: Vec<PieceVector>,
+}
+
+/// The answer to a vectors upload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VectorsResult {
+    /// Pieces stored.
+    pub stored: usize,
+    /// The project's model (now set, if this upload was the first).
+    pub model: EmbeddingModel,
+}
+
+/// `POST /projects/ID/search`: search of messages and moments, hybrid when a query vector
+/// comes with it (the same search as local), keyword otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PassageQuery {
+    /// The words.
+    pub q: String,
+    /// How many hits (1–100).
+    pub limit: usize,
+    /// Only conversations' messages, or only moments.
+    #[serde(default)]
+    pub kind: Option<Kind>,
+    /// The query embedded by the project's model.
+    #[serde(default)]
+    pub vector: Option<QueryVector>,
+}
+
+/// A query's embedding and the model that made it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryVector {
+    /// Must be the project's.
+    pub model: EmbeddingModel,
+    /// The embedding.
+    pub values: Vec<f32>,
+}
+
+/// A message or moment found by a passage search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PassageHit {
+    /// The record it is in: a conversation (for a message) or a moment.
+    pub kind: Kind,
+    /// The record's id.
+    pub record: String,
+    /// The message's id; empty for a moment.
+    pub message: String,
+    /// The conversation's title (empty for a moment).
+    pub title: String,
+    /// The message's role or the moment's type.
+    pub label: String,
+    /// The full text searched (a message's content; a moment's content and context).
+    pub text: String,
+    /// The message's or moment's time (RFC 3339; empty when unknown).
+    pub time: String,
+    /// Who wrote the record.
+    pub author: Option<String>,
+    /// Relevance, higher is better: the fused score in hybrid search.
+    pub score: f64,
+}
+
+/// The answer to a passage search.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PassageAnswer {
+    /// `hybrid` or `keyword` (no vector was sent, or the project has none yet).
+    pub mode: String,
+    /// Best first.
+    pub hits: Vec<PassageHit>,
+    /// Cosine similarity of the nearest vector (hybrid only): what the relevance gate reads.
+    #[serde(default)]
+    pub nearest: Option<f64>,
 }

@@ -451,7 +451,13 @@ impl Project {
                         Kind::Conversation => adopted(&bytes, &plan.project, &self.layout.relative(&path))?,
                         Kind::Moment => bytes,
                     };
-                    client.put_record(&plan.project, item.kind, &item.id, &bytes)?.hash
+                    let hash = client.put_record(&plan.project, item.kind, &item.id, &bytes)?.hash;
+                    // Its vectors (mostly read from the local vector table: the same texts,
+                    // the same model), so the server searches it as this folder did.
+                    if let Some(upload) = crate::storage::pieces::record_vectors(&self.parts, item.kind, &bytes)? {
+                        client.put_vectors(&plan.project, item.kind, &item.id, &upload)?;
+                    }
+                    hash
                 }
                 Direction::ToLocal => {
                     // Checked before anything is written: the id, the bytes against the hash

@@ -10,7 +10,7 @@ use serde::Serialize;
 use zblade_core::{Error, Result};
 use zblade_index::{ChunkRow, SearchHit, SearchKind, SearchQuery, hit_key};
 use zblade_search::chunk::{cid, embedding_pieces, split_text};
-use zblade_search::fusion::{relative_score_fusion, spread_to_neighbours};
+use zblade_search::fusion::hybrid_fusion;
 use zblade_search::{EmbedError, Embedder, LocalModel, VectorStore};
 
 use crate::parts::Parts;
@@ -101,26 +101,8 @@ pub(crate) fn secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Res
     s.serialize_f64(d.as_secs_f64())
 }
 
-/// How many candidates each retriever contributes to a hybrid search.
-pub const CANDIDATES: usize = 50;
-/// The semantic list's weight in hybrid search (the keyword list has 1 minus this). Hybrid
-/// is relative score fusion: BM25 scores and cosine similarities are each scaled to 0..1
-/// within their list, then weighted and summed. Chosen by recall@10 on two LoCoMo
-/// conversations and reported on three others (docs/BENCHMARKS.md, "Search quality"), where
-/// it beat reciprocal rank fusion: BM25 is the stronger retriever on conversation memory, full
-/// of names and specific terms, and keeping its score gaps lets a clear keyword match stay
-/// ahead while vectors reorder near-ties and add what keywords miss.
-pub const HYBRID_SEMANTIC_WEIGHT: f64 = 0.4;
-/// The semantic list's weight when only code is searched (`--kind code`, `search_project`):
-/// chosen by recall@10 + MRR@10 on the tuning crates of the code-search benchmark with the code
-/// model (docs/BENCHMARKS.md, "Code search"): 0.4 → 0.749 / 0.443, 0.5 → 0.781 / 0.467,
-/// 0.6 → 0.775 / 0.485, 0.7 → 0.765 / 0.485. Vectors that understand code earn more weight than
-/// on conversation memory, where names and rare words make BM25 the stronger half.
-pub const CODE_SEMANTIC_WEIGHT: f64 = 0.6;
-/// After fusion, each message gains this share of the best score of the messages just before
-/// and after it ([`spread_to_neighbours`]): an answer sits next to the question that matched.
-/// Chosen with [`HYBRID_SEMANTIC_WEIGHT`] on the same tuning split.
-pub const HYBRID_NEIGHBOUR_WEIGHT: f64 = 0.4;
+// The hybrid search's shape, decided once in zblade-search: the sync server runs the same one.
+pub use zblade_search::fusion::{CANDIDATES, CODE_SEMANTIC_WEIGHT, HYBRID_NEIGHBOUR_WEIGHT, HYBRID_SEMANTIC_WEIGHT};
 /// Past this many vectors, vector search goes through an approximate (ANN) index; below it,
 /// exact search is fast enough and always right. Exact search scans ~1 M vectors/s here
 /// (112 ms at 118k in docs/BENCHMARKS.md, "Semantic and hybrid search"), so 20k keeps it
@@ -839,19 +821,13 @@ impl Parts {
                     SearchKind::Code => CODE_SEMANTIC_WEIGHT,
                     _ => HYBRID_SEMANTIC_WEIGHT,
                 };
-                let lists = [(keyword_scores.as_slice(), 1.0 - weight), (semantic.as_slice(), weight)];
-                let fused = relative_score_fusion(&lists);
-                let keys: Vec<String> = fused.iter().map(|(key, _)| key.clone()).collect();
                 // A neighbour that was no candidate has passed no filter: with a time or path
                 // filter it may only lend score, not join (a conversation filter holds for it).
                 let filter = &query.filter;
                 let admit_new = filter.path_prefix.is_none() && filter.since.is_none() && filter.until.is_none();
-                let fused = spread_to_neighbours(
-                    &fused,
-                    &index.message_neighbours(&keys)?,
-                    HYBRID_NEIGHBOUR_WEIGHT,
-                    admit_new,
-                );
+                let fused = hybrid_fusion(&keyword_scores, &semantic, weight, admit_new, |keys| {
+                    index.message_neighbours(keys)
+                })?;
                 let mut hits = Vec::new();
                 for (key, score) in fused.into_iter().take(query.limit) {
                     // Prefer the keyword hit: its snippet (added below) highlights the matched words.

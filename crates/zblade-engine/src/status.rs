@@ -112,7 +112,8 @@ impl Parts {
             cache_bytes: dir_size(&layout.cache_dir()),
             outbox_waiting: crate::storage::outbox::Outbox::new(layout.outbox_dir())
                 .pending()
-                .map(|waiting| waiting.len())
+                // Records; the vectors that follow a record are part of its write.
+                .map(|waiting| waiting.iter().filter(|entry| !entry.vectors).count())
                 .unwrap_or_default(),
             outbox_rejected: count_json(&layout.outbox_dir().join("rejected")),
             index_health,

@@ -4,6 +4,26 @@
 
 use std::collections::HashMap;
 
+/// How many candidates each retriever contributes to a hybrid search.
+pub const CANDIDATES: usize = 50;
+/// The semantic list's weight in hybrid search (the keyword list has 1 minus this). Hybrid
+/// is relative score fusion: BM25 scores and cosine similarities are each scaled to 0..1
+/// within their list, then weighted and summed. Chosen by recall@10 on two LoCoMo
+/// conversations and reported on three others (docs/BENCHMARKS.md, "Search quality"), where
+/// it beat reciprocal rank fusion: BM25 is the stronger retriever on conversation memory, full
+/// of names and specific terms, and keeping its score gaps lets a clear keyword match stay
+/// ahead while vectors reorder near-ties and add what keywords miss.
+pub const HYBRID_SEMANTIC_WEIGHT: f64 = 0.4;
+/// The semantic list's weight when only code is searched (`--kind code`, `search_project`):
+/// chosen by recall@10 + MRR@10 on the tuning crates of the code-search benchmark with the code
+/// model (docs/BENCHMARKS.md, "Code search"): 0.4 → 0.749 / 0.443, 0.5 → 0.781 / 0.467,
+/// 0.6 → 0.775 / 0.485, 0.7 → 0.765 / 0.485. Vectors that understand code earn more weight than
+/// on conversation memory, where names and rare words make BM25 the stronger half.
+pub const CODE_SEMANTIC_WEIGHT: f64 = 0.6;
+/// After fusion, each message gains this share of the best score of the messages just before
+/// and after it ([`spread_to_neighbours`]): an answer sits next to the question that matched.
+/// Chosen with [`HYBRID_SEMANTIC_WEIGHT`] on the same tuning split.
+pub const HYBRID_NEIGHBOUR_WEIGHT: f64 = 0.4;
 /// The usual constant: it damps the weight of the very first ranks so that one list cannot
 /// dominate (Cormack et al., 2009).
 pub const RRF_K: f64 = 60.0;
@@ -117,6 +137,27 @@ pub fn spread_to_neighbours(
         .collect();
     out.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
     out.into_iter().map(|(_, id, s)| (id.to_string(), s)).collect()
+}
+
+/// The hybrid search of conversation memory and code, local and on the sync server alike:
+/// relative score fusion of the keyword list (weight 1 − `semantic_weight`) and the semantic
+/// list, then [`spread_to_neighbours`] with [`HYBRID_NEIGHBOUR_WEIGHT`]. `neighbours` is asked
+/// once, for the fused ids, and answers the messages next to each.
+pub fn hybrid_fusion<E>(
+    keyword: &[(String, f64)],
+    semantic: &[(String, f64)],
+    semantic_weight: f64,
+    admit_new: bool,
+    neighbours: impl FnOnce(&[String]) -> Result<HashMap<String, Vec<String>>, E>,
+) -> Result<Vec<(String, f64)>, E> {
+    let fused = relative_score_fusion(&[(keyword, 1.0 - semantic_weight), (semantic, semantic_weight)]);
+    let ids: Vec<String> = fused.iter().map(|(id, _)| id.clone()).collect();
+    Ok(spread_to_neighbours(
+        &fused,
+        &neighbours(&ids)?,
+        HYBRID_NEIGHBOUR_WEIGHT,
+        admit_new,
+    ))
 }
 
 #[cfg(test)]

@@ -77,14 +77,19 @@ fn err(e: impl std::fmt::Display) -> String {
 
 /// A runtime to drive LanceDB and a connection to the database in `dir`.
 fn connect(dir: &Path) -> Result<(tokio::runtime::Runtime, lancedb::Connection), String> {
+    connect_uri(&dir.to_string_lossy())
+}
+
+/// [`connect`] for a database LanceDB names by URI: a local path, or an object store it
+/// reaches itself.
+fn connect_uri(uri: &str) -> Result<(tokio::runtime::Runtime, lancedb::Connection), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(err)?;
-    let uri = dir.to_string_lossy().into_owned();
     // Every read checks for a newer table version, so a store kept open for many searches
     // sees what another process (`zblade watch`, the app's indexer) wrote meanwhile.
-    let connect = lancedb::connect(&uri).read_consistency_interval(std::time::Duration::ZERO);
+    let connect = lancedb::connect(uri).read_consistency_interval(std::time::Duration::ZERO);
     let db = runtime.block_on(connect.execute()).map_err(err)?;
     Ok((runtime, db))
 }
@@ -154,8 +159,15 @@ impl VectorStore {
     /// Opens (creating if needed) the table of `model_id` under `dir`.
     pub fn open(dir: &Path, model_id: &str, dim: usize) -> Result<Self, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let (runtime, db) = connect(dir)?;
-        let name = table_name(model_id);
+        Self::open_named(&dir.to_string_lossy(), &table_name(model_id), dim)
+    }
+
+    /// Opens (creating if needed) the table `name` of the LanceDB database at `uri` (a local
+    /// path, or an object store URL LanceDB reads, such as `s3://bucket/path`). The sync
+    /// server keeps one such table per project, its rows named by the server.
+    pub fn open_named(uri: &str, name: &str, dim: usize) -> Result<Self, String> {
+        let (runtime, db) = connect_uri(uri)?;
+        let name = name.to_string();
         let table = runtime.block_on(async {
             if db.table_names().execute().await.map_err(err)?.contains(&name) {
                 db.open_table(&name).execute().await.map_err(err)
@@ -179,8 +191,14 @@ impl VectorStore {
         if !dir.exists() {
             return Ok(None);
         }
-        let (runtime, db) = connect(dir)?;
-        let name = table_name(model_id);
+        Self::open_existing_named(&dir.to_string_lossy(), &table_name(model_id))
+    }
+
+    /// Opens the table `name` of the database at `uri` if it exists (see
+    /// [`VectorStore::open_named`]); the vector length is read from the table.
+    pub fn open_existing_named(uri: &str, name: &str) -> Result<Option<Self>, String> {
+        let (runtime, db) = connect_uri(uri)?;
+        let name = name.to_string();
         let Some(table) = runtime.block_on(async {
             if db.table_names().execute().await.map_err(err)?.contains(&name) {
                 db.open_table(&name).execute().await.map(Some).map_err(err)
@@ -237,6 +255,18 @@ impl VectorStore {
         runtime.block_on(db.drop_table(name, &[])).map_err(err)
     }
 
+    /// Drops the table `name` of the database at `uri`; false when there was none.
+    pub fn drop_named(uri: &str, name: &str) -> Result<bool, String> {
+        let (runtime, db) = connect_uri(uri)?;
+        runtime.block_on(async {
+            if !db.table_names().execute().await.map_err(err)?.iter().any(|t| t == name) {
+                return Ok(false);
+            }
+            db.drop_table(name, &[]).await.map_err(err)?;
+            Ok(true)
+        })
+    }
+
     /// Vector length.
     pub fn dim(&self) -> usize {
         self.dim
@@ -275,6 +305,45 @@ impl VectorStore {
         })
     }
 
+    /// The stored vectors of these CIDs (those it has).
+    pub fn vectors_of(&self, cids: &[String]) -> Result<std::collections::HashMap<String, Vec<f32>>, String> {
+        let mut out = std::collections::HashMap::new();
+        for chunk in cids.chunks(500) {
+            let list: Vec<String> = chunk.iter().map(|c| format!("'{}'", c.replace('\'', "''"))).collect();
+            let batches: Vec<RecordBatch> = self.runtime.block_on(async {
+                self.table
+                    .query()
+                    .only_if(format!("cid IN ({})", list.join(", ")))
+                    .select(Select::columns(&["cid", "vector"]))
+                    .execute()
+                    .await
+                    .map_err(err)?
+                    .try_collect()
+                    .await
+                    .map_err(err)
+            })?;
+            for batch in batches {
+                let cids = batch
+                    .column_by_name("cid")
+                    .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+                    .ok_or("cid column is not text")?;
+                let vectors = batch
+                    .column_by_name("vector")
+                    .and_then(|c| c.as_any().downcast_ref::<FixedSizeListArray>())
+                    .ok_or("vector column is not a list of numbers")?;
+                for row in 0..batch.num_rows() {
+                    let values = vectors.value(row);
+                    let values = values
+                        .as_any()
+                        .downcast_ref::<arrow_array::Float32Array>()
+                        .ok_or("vector values are not 32-bit floats")?;
+                    out.insert(cids.value(row).to_string(), values.values().to_vec());
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Number of vectors.
     pub fn len(&self) -> Result<usize, String> {
         self.runtime.block_on(self.table.count_rows(None)).map_err(err)
@@ -304,6 +373,22 @@ impl VectorStore {
             );
             let batch = RecordBatch::try_new(schema(self.dim), vec![Arc::new(cids), Arc::new(vectors)]).map_err(err)?;
             self.runtime.block_on(self.table.add(batch).execute()).map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// Removes every vector whose id starts with one of `prefixes` (the sync server's rows of
+    /// one record).
+    pub fn remove_prefixed(&self, prefixes: &[String]) -> Result<(), String> {
+        for chunk in prefixes.chunks(100) {
+            let list: Vec<String> = chunk
+                .iter()
+                .map(|p| format!("starts_with(cid, '{}')", p.replace('\'', "''")))
+                .collect();
+            let predicate = list.join(" OR ");
+            self.runtime
+                .block_on(self.table.delete(predicate.as_str()))
+                .map_err(err)?;
         }
         Ok(())
     }

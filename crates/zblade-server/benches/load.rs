@@ -55,7 +55,13 @@ fn run_backend(backend: &'static str, db: String, clients: usize, seconds: u64) 
     };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = runtime.spawn(async move {
-        zblade_server::serve(listener, store, &limits, async {
+        // This load sends no vectors: the folder is never created.
+        let vectors = zblade_server::Vectors::new(
+            std::env::temp_dir()
+                .join(format!("zblade-load-vectors-{}", std::process::id()))
+                .to_string_lossy(),
+        );
+        zblade_server::serve(listener, store, vectors, &limits, async {
             let _ = stop_rx.await;
         })
         .await

@@ -54,7 +54,13 @@ fn serve(db: &str, addr: SocketAddr) -> (Running, SocketAddr) {
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = runtime.spawn(async move {
-        zblade_server::serve(listener, store, &limits, async {
+        // This load sends no vectors: the folder is never created.
+        let vectors = zblade_server::Vectors::new(
+            std::env::temp_dir()
+                .join(format!("zblade-load-vectors-{}", std::process::id()))
+                .to_string_lossy(),
+        );
+        zblade_server::serve(listener, store, vectors, &limits, async {
             let _ = stopped.await;
         })
         .await

@@ -14,10 +14,14 @@ use axum::routing::get;
 use axum::{Extension, Json, Router};
 use serde::Deserialize;
 use serde_json::json;
-use zblade_core::wire::{ErrorBody, PutResult, PutStatus, Role, SearchAnswer};
+use zblade_core::wire::{
+    EmbeddingModel, ErrorBody, PassageAnswer, PassageHit, PassageQuery, PutResult, PutStatus, Role, SearchAnswer,
+    VectorsResult, VectorsUpload,
+};
 
 use crate::auth::{RateLimiter, client_address, hash_token};
-use crate::store::{Access, Deleted, Kind, MetadataRecord, NewRecord, Store, StoreError, User};
+use crate::store::{Access, Deleted, Kind, MetadataRecord, NewPassage, NewRecord, Store, StoreError, User};
+use crate::vectors::{Vectors, row_id};
 
 /// Most items one page returns.
 pub const MAX_PAGE: usize = 1_000;
@@ -151,6 +155,8 @@ pub struct AppState<S> {
     pub failed_auth: RateLimiter<std::net::IpAddr>,
     /// Reverse proxies whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// The projects' vectors (LanceDB).
+    pub vectors: Arc<Vectors>,
 }
 
 /// An id from a URL, by the artifact format's own rule (ASCII letters, digits, `_`, `-`; at
@@ -225,7 +231,14 @@ pub fn router<S: Store>(state: Arc<AppState<S>>, max_body: usize) -> Router {
             "/projects/{project}/contributions/{user}",
             axum::routing::delete(remove_contributions::<S>),
         )
-        .route("/projects/{project}/search", get(search::<S>))
+        .route(
+            "/projects/{project}/search",
+            get(search::<S>).post(search_passages::<S>),
+        )
+        .route(
+            "/projects/{project}/vectors/{collection}/{id}",
+            axum::routing::put(put_vectors::<S>),
+        )
         .route("/projects/{project}/metadata", get(list_metadata::<S>))
         .route(
             "/projects/{project}/metadata/{id}",
@@ -396,6 +409,7 @@ async fn delete_project<S: Store>(
     if !state.store.delete_project(access.owner, &project).await? {
         return Err(ApiError::not_found(format!("no project {project}")));
     }
+    state.vectors.drop_project(access.owner, &project).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -460,9 +474,9 @@ async fn get_record<S: Store>(
     Ok((headers, record.body).into_response())
 }
 
-/// The artifact's title, tags, time and searchable text, after checking it is a valid
-/// artifact of the kind and id the URL names.
-fn describe(kind: Kind, id: &str, project: &str, body: &[u8]) -> Result<NewRecord, ApiError> {
+/// The artifact's title, tags, time, searchable text and passages, after checking it is a
+/// valid artifact of the kind and id the URL names.
+pub(crate) fn describe(kind: Kind, id: &str, project: &str, body: &[u8]) -> Result<NewRecord, ApiError> {
     let source = "request body";
     let invalid = |e: zblade_core::Error| ApiError::bad_request(e.to_string());
     let text = std::str::from_utf8(body).map_err(|e| ApiError::bad_request(format!("body: not UTF-8 ({e})")))?;
@@ -484,9 +498,22 @@ fn describe(kind: Kind, id: &str, project: &str, body: &[u8]) -> Result<NewRecor
                 )));
             }
             let mut search_text = String::new();
-            for message in &conv.messages {
+            let mut passages: Vec<NewPassage> = Vec::with_capacity(conv.messages.len());
+            for (position, message) in conv.messages.iter().enumerate() {
                 search_text.push_str(&message.content);
                 search_text.push('\n');
+                let key = format!("{id}/{}", message.id);
+                if passages.iter().any(|p| p.key == key) {
+                    continue; // a repeated message id: its first message is the one found
+                }
+                passages.push(NewPassage {
+                    key,
+                    message: message.id.clone(),
+                    position: position as i64,
+                    label: message.role.as_str().to_string(),
+                    time: message.timestamp.map(|t| t.to_rfc3339()).unwrap_or_default(),
+                    text: message.content.clone(),
+                });
             }
             let time = conv.updated_at.or(conv.created_at);
             Ok(NewRecord {
@@ -498,6 +525,7 @@ fn describe(kind: Kind, id: &str, project: &str, body: &[u8]) -> Result<NewRecor
                 updated_at: time.map(|t| t.to_rfc3339()).unwrap_or_default(),
                 body: text.to_string(),
                 search_text,
+                passages,
             })
         }
         Kind::Moment => {
@@ -532,6 +560,18 @@ fn describe(kind: Kind, id: &str, project: &str, body: &[u8]) -> Result<NewRecor
                 updated_at: moment.created_at.map(|t| t.to_rfc3339()).unwrap_or_default(),
                 body: text.to_string(),
                 search_text,
+                passages: vec![NewPassage {
+                    key: id.to_string(),
+                    message: String::new(),
+                    position: 0,
+                    label: moment.kind.as_str().to_string(),
+                    time: moment.created_at.map(|t| t.to_rfc3339()).unwrap_or_default(),
+                    // Its context after its content, as the engine reads a moment.
+                    text: match moment.context.as_deref().filter(|c| !c.trim().is_empty()) {
+                        Some(context) => format!("{}\n{context}", moment.content),
+                        None => moment.content.clone(),
+                    },
+                }],
             })
         }
     }
@@ -601,7 +641,13 @@ async fn delete_record<S: Store>(
         .delete_record(access.owner, &project, kind, &id, if_hash, only_author)
         .await?
     {
-        Deleted::Yes => Ok(StatusCode::NO_CONTENT.into_response()),
+        Deleted::Yes => {
+            state
+                .vectors
+                .remove(access.owner, &project, vec![vector_prefix(kind, &id)])
+                .await?;
+            Ok(StatusCode::NO_CONTENT.into_response())
+        }
         Deleted::NotFound => Err(ApiError::not_found(format!(
             "no {} {id} in project {project}",
             kind.as_str()
@@ -782,7 +828,9 @@ async fn remove_contributions<S: Store>(
         .store
         .remove_contributions(access.owner, &project, &author)
         .await?;
-    Ok(Json(json!({ "user": author, "removed": removed })).into_response())
+    let prefixes = removed.iter().map(|(kind, id)| vector_prefix(*kind, id)).collect();
+    state.vectors.remove(access.owner, &project, prefixes).await?;
+    Ok(Json(json!({ "user": author, "removed": removed.len() })).into_response())
 }
 
 async fn list_invitations<S: Store>(
@@ -825,4 +873,250 @@ async fn decline_invitation<S: Store>(
         )));
     }
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// The start shared by every vector row of one record: `CONVERSATION/` (its messages' keys)
+/// or `MOMENT#` (the moment's pieces).
+fn vector_prefix(kind: Kind, id: &str) -> String {
+    match kind {
+        Kind::Conversation => format!("{id}/"),
+        Kind::Moment => format!("{id}#"),
+    }
+}
+
+/// Longest accepted vectors and most pieces in one upload: bounds on what a client can make the
+/// server hold, far above real models (384–1,024 dimensions) and messages.
+const MAX_DIMS: u32 = 4_096;
+const MAX_PIECES: usize = 20_000;
+
+/// A model as a client names it: what a models folder's directory may be called.
+fn check_model(model: &EmbeddingModel) -> Result<(), ApiError> {
+    let ok_name = !model.id.is_empty()
+        && model.id.len() <= 128
+        && model
+            .id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !model.id.starts_with('.');
+    if !ok_name {
+        return Err(ApiError::bad_request(
+            "model.id: 1 to 128 ASCII letters, digits, '-', '_' or '.'",
+        ));
+    }
+    if model.dims == 0 || model.dims > MAX_DIMS {
+        return Err(ApiError::bad_request(format!("model.dims: 1 to {MAX_DIMS}")));
+    }
+    Ok(())
+}
+
+/// A vector of `dims` finite numbers, not all zero, scaled to length 1: similarity is by angle
+/// alone, and unit vectors cannot overflow LanceDB's 32-bit arithmetic.
+fn unit_vector(what: &str, values: &[f32], dims: u32) -> Result<Vec<f32>, ApiError> {
+    if values.len() != dims as usize {
+        return Err(ApiError::bad_request(format!(
+            "{what}: {} numbers, the model has {dims} dimensions",
+            values.len()
+        )));
+    }
+    if values.iter().any(|v| !v.is_finite()) {
+        return Err(ApiError::bad_request(format!("{what}: not a finite number")));
+    }
+    let norm = values.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>().sqrt();
+    if norm == 0.0 {
+        return Err(ApiError::bad_request(format!("{what}: all zeros (no direction)")));
+    }
+    Ok(values.iter().map(|v| (f64::from(*v) / norm) as f32).collect())
+}
+
+/// 409 when a client's model is not the project's, with what to do about it.
+fn model_mismatch(project: &str, theirs: &EmbeddingModel, ours: &EmbeddingModel) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "model_mismatch",
+        format!(
+            "project {project} embeds with {} ({} dimensions), this client with {} ({} dimensions): \
+             vectors of two models do not compare. Set `search.embedding_model` to {} in \
+             .zblade/settings.json (`zblade models install {}` if it is missing) and try again",
+            ours.id, ours.dims, theirs.id, theirs.dims, ours.id, ours.id
+        ),
+    )
+}
+
+/// `PUT …/vectors/{conversations|moments}/ID`: the vectors of a stored record, replacing its old
+/// ones. The first upload records the project's model; another model is refused (409).
+async fn put_vectors<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath((project, collection, id)): ApiPath<(String, String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let access = access(&state, &user, &project).await?;
+    require(access, Role::Writer, &project, "adding memory")?;
+    let kind = kind_of(&collection)?;
+    check_id(kind.as_str(), &id)?;
+    let upload: VectorsUpload = parse_body(body)?;
+    check_model(&upload.model)?;
+    if upload.pieces.len() > MAX_PIECES {
+        return Err(ApiError::bad_request(format!("pieces: more than {MAX_PIECES}")));
+    }
+    let record = state
+        .store
+        .get_record(access.owner, &project, kind, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no {} {id} in project {project}", kind.as_str())))?;
+    if record.meta.hash != upload.record_hash {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "stale",
+            format!(
+                "{} {id} has changed since these vectors were made (its sha256 is {}); send the vectors of the stored version",
+                kind.as_str(),
+                record.meta.hash
+            ),
+        ));
+    }
+    if access.role == Role::Writer && record.meta.author.as_deref() != Some(user.name.as_str()) {
+        return Err(ApiError::forbidden(format!(
+            "{} {id} was written by another member; a writer adds vectors only to what they wrote",
+            kind.as_str()
+        )));
+    }
+    let mut rows = Vec::with_capacity(upload.pieces.len());
+    let mut keys: Vec<String> = Vec::new();
+    for (i, piece) in upload.pieces.iter().enumerate() {
+        let vector = unit_vector(&format!("pieces[{i}].vector"), &piece.vector, upload.model.dims)?;
+        let key = match kind {
+            Kind::Conversation => {
+                check_id("pieces[].message", &piece.message)?;
+                format!("{id}/{}", piece.message)
+            }
+            Kind::Moment if piece.message.is_empty() => id.clone(),
+            Kind::Moment => {
+                return Err(ApiError::bad_request(format!(
+                    "pieces[{i}].message: a moment has no messages"
+                )));
+            }
+        };
+        if !keys.contains(&key) {
+            keys.push(key.clone());
+        }
+        rows.push((row_id(&key, piece.seq), vector));
+    }
+    // Every piece must belong to a message the stored record has.
+    let known = state.store.passages(access.owner, &project, &keys).await?;
+    if let Some(missing) = keys.iter().find(|k| !known.iter().any(|p| &p.key == *k)) {
+        return Err(ApiError::bad_request(format!(
+            "pieces: {missing} is not a message of {} {id}",
+            kind.as_str()
+        )));
+    }
+    let model = state.store.set_embedding(access.owner, &project, &upload.model).await?;
+    if model != upload.model {
+        return Err(model_mismatch(&project, &upload.model, &model));
+    }
+    let stored = rows.len();
+    state
+        .vectors
+        .replace(
+            access.owner,
+            &project,
+            vec![vector_prefix(kind, &id)],
+            rows,
+            model.dims as usize,
+        )
+        .await?;
+    Ok(Json(VectorsResult { stored, model }).into_response())
+}
+
+/// `POST …/search` with a [`PassageQuery`]: messages and moments, ranked as local search ranks
+/// them — hybrid (the database's keywords and LanceDB's vectors, fused by
+/// `zblade_search::fusion::hybrid_fusion`) when a query vector of the project's model comes
+/// with it, keyword otherwise.
+async fn search_passages<S: Store>(
+    State(state): State<Arc<AppState<S>>>,
+    Extension(user): Extension<User>,
+    ApiPath(project): ApiPath<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    use zblade_search::fusion::{CANDIDATES, HYBRID_SEMANTIC_WEIGHT, hybrid_fusion};
+    let access = access(&state, &user, &project).await?;
+    let query: PassageQuery = parse_body(body)?;
+    if query.q.len() > 2_000 {
+        return Err(ApiError::bad_request("q: longer than 2000 bytes"));
+    }
+    if query.limit == 0 || query.limit > 100 {
+        return Err(ApiError::bad_request("limit: 1 to 100"));
+    }
+    let keyword = state
+        .store
+        .keyword_passages(access.owner, &project, &query.q, query.kind, CANDIDATES)
+        .await?;
+    let mut nearest = None;
+    let mut hybrid = false;
+    let ranked: Vec<(String, f64)> = match &query.vector {
+        None => keyword,
+        Some(vector) => {
+            check_model(&vector.model)?;
+            let project_entry = state.store.get_project(access.owner, &project).await?;
+            match project_entry.and_then(|p| p.embedding) {
+                // Nothing embedded yet: keyword search, said in the answer's mode.
+                None => keyword,
+                Some(model) if model != vector.model => return Err(model_mismatch(&project, &vector.model, &model)),
+                Some(model) => {
+                    let values = unit_vector("vector.values", &vector.values, model.dims)?;
+                    hybrid = true;
+                    // Vector rows are not kept by kind: with a kind, ask for more and filter.
+                    let fetch = if query.kind.is_some() {
+                        CANDIDATES * 4
+                    } else {
+                        CANDIDATES
+                    };
+                    let mut semantic = state.vectors.nearest(access.owner, &project, values, fetch).await?;
+                    semantic.retain(|(key, _)| match query.kind {
+                        Some(Kind::Conversation) => key.contains('/'),
+                        Some(Kind::Moment) => !key.contains('/'),
+                        None => true,
+                    });
+                    semantic.truncate(CANDIDATES);
+                    nearest = semantic.first().map(|(_, similarity)| *similarity);
+                    let mut keys: Vec<String> = keyword.iter().map(|(k, _)| k.clone()).collect();
+                    keys.extend(semantic.iter().map(|(k, _)| k.clone()));
+                    keys.sort();
+                    keys.dedup();
+                    let neighbours = state.store.passage_neighbours(access.owner, &project, &keys).await?;
+                    hybrid_fusion(&keyword, &semantic, HYBRID_SEMANTIC_WEIGHT, true, |_| {
+                        Ok::<_, ApiError>(neighbours)
+                    })?
+                }
+            }
+        }
+    };
+    let mode = if hybrid { "hybrid" } else { "keyword" };
+    // A few more than asked: a passage deleted since its vector was stored is left out.
+    let wanted: Vec<String> = ranked.iter().take(query.limit + 10).map(|(k, _)| k.clone()).collect();
+    let passages = state.store.passages(access.owner, &project, &wanted).await?;
+    let hits = ranked
+        .iter()
+        .filter_map(|(key, score)| {
+            let p = passages.iter().find(|p| &p.key == key)?;
+            Some(PassageHit {
+                kind: p.kind,
+                record: p.record.clone(),
+                message: p.message.clone(),
+                title: p.title.clone(),
+                label: p.label.clone(),
+                text: p.text.clone(),
+                time: p.time.clone(),
+                author: p.author.clone(),
+                score: *score,
+            })
+        })
+        .take(query.limit)
+        .collect();
+    Ok(Json(PassageAnswer {
+        mode: mode.to_string(),
+        hits,
+        nearest,
+    })
+    .into_response())
 }

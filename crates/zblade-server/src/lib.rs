@@ -8,6 +8,7 @@
 pub mod api;
 pub mod auth;
 pub mod store;
+pub mod vectors;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use tower_http::timeout::TimeoutLayer;
 
 pub use api::AppState;
 pub use store::{AnyStore, Store};
+pub use vectors::Vectors;
 
 /// How the server limits what it accepts.
 #[derive(Debug, Clone)]
@@ -61,10 +63,11 @@ impl Default for Limits {
 /// How often the rate limiters forget clients whose buckets are full again.
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
-/// The whole HTTP application over `store`.
-pub fn app<S: Store>(store: S, limits: &Limits) -> Router {
+/// The whole HTTP application over `store`, with the projects' vectors in `vectors`.
+pub fn app<S: Store>(store: S, vectors: Vectors, limits: &Limits) -> Router {
     let state = Arc::new(AppState {
         store,
+        vectors: Arc::new(vectors),
         limiter: auth::RateLimiter::with_clock(limits.rate, limits.burst, limits.clock.clone()),
         failed_auth: auth::RateLimiter::with_clock(
             limits.failed_auth_per_minute / 60.0,
@@ -94,17 +97,43 @@ pub fn app<S: Store>(store: S, limits: &Limits) -> Router {
     ))
 }
 
-/// Serves `store` on `listener` until `shutdown` resolves; in-flight requests finish first.
+/// Serves `store` (and `vectors`) on `listener` until `shutdown` resolves; in-flight requests
+/// finish first.
 pub async fn serve<S: Store>(
     listener: tokio::net::TcpListener,
     store: S,
+    vectors: Vectors,
     limits: &Limits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     axum::serve(
         listener,
-        app(store, limits).into_make_service_with_connect_info::<SocketAddr>(),
+        app(store, vectors, limits).into_make_service_with_connect_info::<SocketAddr>(),
     )
     .with_graceful_shutdown(shutdown)
     .await
+}
+
+/// Gives every record stored before passage search (schema version 5) its passages, so an
+/// upgraded server finds old memory with the new search. Records whose body no longer reads
+/// as an artifact are skipped (they were checked when stored). Returns how many were indexed.
+pub async fn backfill_passages<S: Store>(store: &S) -> store::StoreResult<usize> {
+    let mut after = 0;
+    let mut indexed = 0;
+    loop {
+        let batch = store.unindexed_records(after, 500).await?;
+        let Some(last) = batch.last() else {
+            return Ok(indexed);
+        };
+        after = last.seq;
+        for record in &batch {
+            let Ok(described) = api::describe(record.kind, &record.id, &record.project, record.body.as_bytes()) else {
+                continue;
+            };
+            if !described.passages.is_empty() {
+                store.put_passages(record, &described.passages).await?;
+                indexed += 1;
+            }
+        }
+    }
 }

@@ -56,6 +56,11 @@ enum Command {
         /// `X-Forwarded-For` (for the failed sign-in limit); anyone else could forge it.
         #[arg(long = "trusted-proxy", value_name = "IP")]
         trusted_proxies: Vec<std::net::IpAddr>,
+        /// Where the projects' vectors live (LanceDB): a directory, or an object store URL
+        /// LanceDB reads. Default: beside a SQLite database (`DB.vectors`), or
+        /// `zblade-server-vectors` in the working directory with PostgreSQL.
+        #[arg(long, env = "ZBLADE_SERVER_VECTORS", value_name = "URI")]
+        vectors: Option<String>,
     },
     /// Manage users.
     User {
@@ -145,6 +150,16 @@ enum TokenCommand {
     },
 }
 
+/// Where vectors live when `--vectors` is not given: beside a SQLite file, or in the working
+/// directory for a PostgreSQL URL.
+fn default_vectors(db: &str) -> String {
+    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+        "zblade-server-vectors".to_string()
+    } else {
+        format!("{}.vectors", db.strip_prefix("sqlite://").unwrap_or(db))
+    }
+}
+
 async fn open(db: &Db) -> Result<store::AnyStore, String> {
     let store = store::open(&db.db).await.map_err(|e| e.to_string())?;
     store.migrate().await.map_err(|e| e.to_string())?;
@@ -210,8 +225,17 @@ async fn run(cli: Cli) -> Result<(), String> {
             failed_auth_burst,
             failed_auth_per_minute,
             trusted_proxies,
+            vectors,
         } => {
             let store = open(&db).await?;
+            // Memory stored before passage search gets its passages once.
+            let indexed = zblade_server::backfill_passages(&store)
+                .await
+                .map_err(|e| e.to_string())?;
+            if indexed > 0 {
+                eprintln!("zblade-server: indexed the messages of {indexed} records stored before passage search");
+            }
+            let vectors = vectors.unwrap_or_else(|| default_vectors(&db.db));
             let listener = tokio::net::TcpListener::bind(&listen)
                 .await
                 .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
@@ -247,7 +271,8 @@ async fn run(cli: Cli) -> Result<(), String> {
                 let _ = ctrl_c.await;
                 eprintln!("zblade-server: stopping (finishing requests in flight)");
             };
-            zblade_server::serve(listener, store, &limits, shutdown)
+            eprintln!("zblade-server: vectors in {vectors}");
+            zblade_server::serve(listener, store, zblade_server::Vectors::new(vectors), &limits, shutdown)
                 .await
                 .map_err(|e| e.to_string())
         }

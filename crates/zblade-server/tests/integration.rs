@@ -4,5 +4,6 @@
 mod api;
 mod common;
 mod hardening;
+mod hybrid;
 mod team;
 mod wire_skew;

@@ -156,6 +156,28 @@ fn story(backend: &str) {
         (Method::GET, format!("{P}/metadata"), None, Needs::Reader, noop()),
         (Method::GET, format!("{P}/members"), None, Needs::Reader, noop()),
         (
+            Method::POST,
+            format!("{P}/search"),
+            Some(json!({"q": "gateway", "limit": 5, "vector": {"model": {"id": "test-4", "dims": 4}, "values": [1.0, 0.0, 0.0, 0.0]}}).to_string()),
+            Needs::Reader,
+            noop(),
+        ),
+        // Vectors of Alice's conversation: a writer adds vectors only to what they wrote.
+        (
+            Method::PUT,
+            format!("{P}/vectors/conversations/conv_a"),
+            Some(
+                json!({
+                    "model": {"id": "test-4", "dims": 4},
+                    "record_hash": zblade_core::sha256_hex(conversation("conv_a", "team1", "Gateway decision", "token refresh").as_bytes()),
+                    "pieces": [{"message": "msg_1", "seq": 0, "vector": [1.0, 0.0, 0.0, 0.0]}]
+                })
+                .to_string(),
+            ),
+            Needs::Owner,
+            noop(),
+        ),
+        (
             Method::PUT,
             format!("{P}/conversations/conv_new"),
             Some(conversation("conv_new", "team1", "New", "a new idea")),

@@ -24,10 +24,11 @@ pub use check::AnswerLimits;
 /// The header carrying the sha256 of an artifact's bytes, both ways.
 pub const HASH_HEADER: &str = "x-zblade-sha256";
 
-use zblade_core::wire::{ErrorBody, Page, SearchAnswer};
 pub use zblade_core::wire::{
-    Invitation, Kind, Member, ProjectEntry, PutResult, PutStatus, RecordMeta, Role, SearchHit,
+    EmbeddingModel, Invitation, Kind, Member, PassageAnswer, PassageHit, PassageQuery, PieceVector, ProjectEntry,
+    PutResult, PutStatus, QueryVector, RecordMeta, Role, SearchHit, VectorsResult, VectorsUpload,
 };
+use zblade_core::wire::{ErrorBody, Page, SearchAnswer};
 
 /// The header a record comes back with naming its author.
 pub const AUTHOR_HEADER: &str = "x-zblade-author";
@@ -195,6 +196,16 @@ impl Client {
     /// Sends what `build` makes, retrying what is worth retrying; any 2xx, 404 or 412 is
     /// returned (the caller knows what they mean), other statuses become errors.
     fn send(&self, what: &str, build: impl Fn() -> RequestBuilder) -> Result<Response> {
+        self.send_allowing(what, None, build)
+    }
+
+    /// [`Client::send`] that also returns answers with status `allowed` to the caller.
+    fn send_allowing(
+        &self,
+        what: &str,
+        allowed: Option<StatusCode>,
+        build: impl Fn() -> RequestBuilder,
+    ) -> Result<Response> {
         let mut wait = self.retry.first_wait;
         let mut attempt = 1;
         loop {
@@ -219,12 +230,12 @@ impl Client {
                     wait = (wait * 2).min(self.retry.max_wait);
                     attempt += 1;
                 }
-                _ => return self.check(what, outcome),
+                _ => return self.check(what, outcome, allowed),
             }
         }
     }
 
-    fn check(&self, what: &str, outcome: reqwest::Result<Response>) -> Result<Response> {
+    fn check(&self, what: &str, outcome: reqwest::Result<Response>, allowed: Option<StatusCode>) -> Result<Response> {
         let response = outcome.map_err(|e| {
             if e.is_connect() {
                 Error::Network(format!(
@@ -240,7 +251,11 @@ impl Client {
         })?;
         let status = response.status();
         // 412 answers only a conditional request (`delete_record_if`), which reads it.
-        if status.is_success() || status == StatusCode::NOT_FOUND || status == StatusCode::PRECONDITION_FAILED {
+        if status.is_success()
+            || status == StatusCode::NOT_FOUND
+            || status == StatusCode::PRECONDITION_FAILED
+            || Some(status) == allowed
+        {
             return Ok(response);
         }
         let reason = self.reason(what, response, true);
@@ -508,6 +523,124 @@ impl Client {
             });
         }
         Ok(checked)
+    }
+
+    /// Stores the vectors of a record the server has (`upload.record_hash`: the version they
+    /// were made from). `None` when they are obsolete: the record changed since (its newer
+    /// vectors follow) or is gone. A model other than the project's is refused with the fix.
+    pub fn put_vectors(
+        &self,
+        project: &str,
+        kind: Kind,
+        id: &str,
+        upload: &VectorsUpload,
+    ) -> Result<Option<VectorsResult>> {
+        check::record_id(&format!("uploading the vectors of {id}"), kind, id)?;
+        let what = format!("uploading the vectors of {id}");
+        let body = serde_json::to_vec(upload).map_err(|e| Error::Usage(format!("{what}: {e}")))?;
+        let response = self.send_allowing(&what, Some(StatusCode::CONFLICT), || {
+            self.http
+                .put(self.api(&format!("/projects/{project}/vectors/{}/{id}", kind.collection())))
+                .header("content-type", "application/json")
+                .body(body.clone())
+        })?;
+        match response.status() {
+            StatusCode::NOT_FOUND => return Ok(None),
+            StatusCode::CONFLICT => {
+                let body = check::read_capped(&what, response, self.limits.small_bytes)?;
+                return match serde_json::from_slice::<ErrorBody>(&body) {
+                    Ok(e) if e.error == "stale" => Ok(None),
+                    Ok(e) => Err(Error::Usage(format!("{what}: {}", check::clean(&e.reason, 600)))),
+                    Err(_) => Err(Error::Usage(format!("{what}: the server refused it (409)"))),
+                };
+            }
+            _ => {}
+        }
+        let result: VectorsResult = Self::json(&what, response, self.limits.small_bytes)?;
+        if result.model != upload.model {
+            return Err(Error::Untrusted(format!(
+                "{what}: the server says the project's model is {}, the upload was {}",
+                result.model.id, upload.model.id
+            )));
+        }
+        Ok(Some(result))
+    }
+
+    /// Passage search (messages and moments): hybrid when `query.vector` is given and the
+    /// project has vectors of that model, keyword otherwise. Every hit is checked: ids follow
+    /// the id rules, scores are finite, short fields are cleaned; texts are memory, quoted as
+    /// data wherever they are used.
+    pub fn search_passages(&self, project: &str, query: &PassageQuery) -> Result<PassageAnswer> {
+        let what = format!("searching {project}");
+        let body = serde_json::to_vec(query).map_err(|e| Error::Usage(format!("{what}: {e}")))?;
+        let response = self.send(&what, || {
+            self.http
+                .post(self.api(&format!("/projects/{project}/search")))
+                .header("content-type", "application/json")
+                .body(body.clone())
+        })?;
+        if response.status() == StatusCode::NOT_FOUND {
+            return Err(Error::NotFound(format!("{what}: no project {project} on the server")));
+        }
+        let answer: PassageAnswer = Self::json(&what, response, self.limits.page_bytes)?;
+        if answer.mode != "hybrid" && answer.mode != "keyword" {
+            return Err(Error::Untrusted(format!(
+                "{what}: unknown search mode {:?}",
+                check::clean(&answer.mode, 32)
+            )));
+        }
+        if answer.nearest.is_some_and(|n| !n.is_finite()) {
+            return Err(Error::Untrusted(format!(
+                "{what}: the nearest similarity is not a number"
+            )));
+        }
+        let mut hits = Vec::with_capacity(answer.hits.len());
+        for hit in answer.hits.into_iter().take(query.limit) {
+            check::record_id(&what, hit.kind, &hit.record)?;
+            match hit.kind {
+                Kind::Conversation => zblade_core::ids::check_id(&hit.message, None)
+                    .map_err(|why| Error::Untrusted(format!("{what}: message id {why}")))?,
+                Kind::Moment if hit.message.is_empty() => {}
+                Kind::Moment => {
+                    return Err(Error::Untrusted(format!(
+                        "{what}: moment {} names a message",
+                        hit.record
+                    )));
+                }
+            }
+            if !hit.score.is_finite() {
+                return Err(Error::Untrusted(format!(
+                    "{what}: {} has score {}",
+                    hit.record, hit.score
+                )));
+            }
+            hits.push(PassageHit {
+                title: check::clean(&hit.title, 500),
+                label: check::clean(&hit.label, 64),
+                time: check::clean(&hit.time, 64),
+                author: user_name(hit.author.as_deref()),
+                ..hit
+            });
+        }
+        Ok(PassageAnswer { hits, ..answer })
+    }
+
+    /// One project as the server describes it (its model included); `None` when there is none
+    /// the token may see.
+    pub fn project(&self, project: &str) -> Result<Option<ProjectEntry>> {
+        let what = format!("reading project {project}");
+        let response = self.send(&what, || self.http.get(self.api(&format!("/projects/{project}"))))?;
+        if response.status() == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        let entry: ProjectEntry = Self::json(&what, response, self.limits.small_bytes)?;
+        check::project_id(&what, &entry.id)?;
+        Ok(Some(ProjectEntry {
+            name: check::clean(&entry.name, 256),
+            owner: check::clean(&entry.owner, 128),
+            created_at: check::clean(&entry.created_at, 64),
+            ..entry
+        }))
     }
 
     /// The projects this user may open: their own and those shared with them (accepted).

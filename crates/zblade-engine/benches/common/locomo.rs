@@ -122,3 +122,46 @@ pub fn questions(data: &Value, turns: &HashSet<String>) -> Vec<Question> {
         })
         .collect()
 }
+
+/// A small conversation in LoCoMo's format, for smoke runs on machines without the dataset:
+/// three sessions, and questions whose evidence turns are known.
+pub fn synthetic_locomo(dir: &std::path::Path) -> PathBuf {
+    let topics = [
+        (
+            "pottery",
+            "I started a pottery class and made a blue vase last weekend.",
+        ),
+        (
+            "marathon",
+            "I ran my first marathon in Boston and finished in four hours.",
+        ),
+        (
+            "adoption",
+            "We are adopting a puppy named Biscuit from the shelter next month.",
+        ),
+        (
+            "guitar",
+            "My guitar teacher says I should practise scales every morning.",
+        ),
+    ];
+    let mut data = serde_json::json!({"speaker_a": "Ana", "speaker_b": "Ben", "qa": []});
+    let mut qa = Vec::new();
+    for session in 1..=3 {
+        let mut turns = Vec::new();
+        for (i, (topic, text)) in topics.iter().enumerate() {
+            let id = format!("D{session}:{}", i + 1);
+            let speaker = if i % 2 == 0 { "Ana" } else { "Ben" };
+            turns.push(
+                serde_json::json!({"speaker": speaker, "dia_id": id, "text": format!("{text} (session {session})")}),
+            );
+            if session == 2 {
+                qa.push(serde_json::json!({"question": format!("What happened with the {topic}?"), "evidence": [id]}));
+            }
+        }
+        data[format!("session_{session}")] = serde_json::Value::Array(turns);
+    }
+    data["qa"] = serde_json::Value::Array(qa);
+    let path = dir.join("synthetic.json");
+    std::fs::write(&path, data.to_string()).unwrap();
+    path
+}

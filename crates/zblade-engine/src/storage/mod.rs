@@ -16,6 +16,7 @@
 mod local;
 pub(crate) mod manifests;
 pub(crate) mod outbox;
+pub(crate) mod pieces;
 mod server;
 
 use std::sync::Arc;

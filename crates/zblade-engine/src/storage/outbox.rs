@@ -6,7 +6,9 @@
 //! second PUT of the same bytes changes nothing on the server).
 //!
 //! File names are `SEQ.KIND.ID.json`: SEQ orders them (nanoseconds since 1970, then a counter
-//! for writes in the same nanosecond); KIND and ID say where the bytes go. A write the server
+//! for writes in the same nanosecond); KIND and ID say where the bytes go. The vectors of a
+//! record (see [`super::pieces`]) follow it as `SEQ.KIND.ID.vectors.json`; vectors the server
+//! calls obsolete (the record changed again, or is gone) are dropped. A write the server
 //! refuses for good (a reader's write, a body it finds invalid) is moved to `rejected/` beside
 //! them, where the user can see it, instead of blocking the ones after it forever.
 
@@ -25,6 +27,8 @@ pub(crate) struct Entry {
     pub kind: Kind,
     /// Its id.
     pub id: String,
+    /// The record's vectors rather than the record.
+    pub vectors: bool,
 }
 
 /// What a flush did.
@@ -32,6 +36,8 @@ pub(crate) struct Entry {
 pub(crate) struct Flushed {
     /// Writes the server acknowledged, in the order sent.
     pub sent: Vec<(Entry, PutResult)>,
+    /// Vector uploads the server stored.
+    pub vectors_sent: usize,
     /// Writes still waiting (the server could not be reached).
     pub waiting: Vec<Entry>,
     /// Why the server could not be reached, when it could not.
@@ -55,6 +61,16 @@ impl Outbox {
 
     /// Puts a write in the outbox (durably: the file is complete or absent).
     pub(crate) fn enqueue(&self, kind: Kind, id: &str, bytes: &[u8]) -> Result<Entry> {
+        self.put(kind, id, bytes, false)
+    }
+
+    /// Puts a record's vectors (a `VectorsUpload` as JSON) in the outbox, after the record.
+    pub(crate) fn enqueue_vectors(&self, kind: Kind, id: &str, upload: &zblade_sync::VectorsUpload) -> Result<Entry> {
+        let bytes = serde_json::to_vec(upload).map_err(|e| Error::Usage(format!("vectors of {id}: {e}")))?;
+        self.put(kind, id, &bytes, true)
+    }
+
+    fn put(&self, kind: Kind, id: &str, bytes: &[u8], vectors: bool) -> Result<Entry> {
         zblade_core::ids::check_id(id, None).map_err(|why| Error::Usage(format!("{} id {why}", kind.as_str())))?;
         std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
         let nanos = std::time::SystemTime::now()
@@ -62,13 +78,15 @@ impl Outbox {
             .map(|d| d.as_nanos())
             .unwrap_or_default();
         let counter = COUNTER.fetch_add(1, Ordering::Relaxed) % 1_000_000;
-        let name = format!("{nanos:020}{counter:06}.{}.{id}.json", kind.as_str());
+        let suffix = if vectors { ".vectors" } else { "" };
+        let name = format!("{nanos:020}{counter:06}.{}.{id}{suffix}.json", kind.as_str());
         let path = self.dir.join(name);
         fsio::write_atomic(&path, bytes)?;
         Ok(Entry {
             path,
             kind,
             id: id.to_string(),
+            vectors,
         })
     }
 
@@ -85,7 +103,12 @@ impl Outbox {
             .filter_map(|e| {
                 let path = e.path();
                 let name = path.file_name()?.to_str()?.to_string();
-                let mut parts = name.strip_suffix(".json")?.splitn(3, '.');
+                let name = name.strip_suffix(".json")?;
+                let (name, vectors) = match name.strip_suffix(".vectors") {
+                    Some(record) => (record, true),
+                    None => (name, false),
+                };
+                let mut parts = name.splitn(3, '.');
                 let (seq, kind, id) = (parts.next()?, parts.next()?, parts.next()?);
                 (seq.len() == 26 && seq.bytes().all(|b| b.is_ascii_digit())).then_some(())?;
                 let kind = Kind::parse(kind)?;
@@ -94,6 +117,7 @@ impl Outbox {
                     path,
                     kind,
                     id: id.to_string(),
+                    vectors,
                 })
             })
             .collect();
@@ -107,11 +131,34 @@ impl Outbox {
         let mut flushed = Flushed::default();
         let mut pending = self.pending()?.into_iter();
         for entry in pending.by_ref() {
+            // The vectors of a record the server refused have nothing to belong to.
+            if entry.vectors
+                && flushed
+                    .rejected
+                    .iter()
+                    .any(|(r, _)| !r.vectors && r.kind == entry.kind && r.id == entry.id)
+            {
+                remove(&entry.path)?;
+                continue;
+            }
             let bytes = std::fs::read(&entry.path).map_err(|e| Error::io(&entry.path, e))?;
-            match client.put_record(project, entry.kind, &entry.id, &bytes) {
+            let sent = if entry.vectors {
+                serde_json::from_slice::<zblade_sync::VectorsUpload>(&bytes)
+                    .map_err(|e| Error::Usage(format!("{}: {e}", entry.path.display())))
+                    .and_then(|upload| client.put_vectors(project, entry.kind, &entry.id, &upload))
+                    .map(|stored| {
+                        flushed.vectors_sent += usize::from(stored.is_some());
+                        None
+                    })
+            } else {
+                client.put_record(project, entry.kind, &entry.id, &bytes).map(Some)
+            };
+            match sent {
                 Ok(put) => {
                     remove(&entry.path)?;
-                    flushed.sent.push((entry, put));
+                    if let Some(put) = put {
+                        flushed.sent.push((entry, put));
+                    }
                 }
                 Err(Error::Network(why)) => {
                     flushed.unreachable = Some(why);

@@ -9,10 +9,11 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use zblade_context::Source;
 use zblade_core::{Conversation, Error, Message, Moment, Result, artifact};
-use zblade_index::{ConversationSummary, HitKind, MemoryText, MomentSummary, Page, SearchHit, SearchQuery};
-use zblade_sync::{Client, Kind};
+use zblade_index::{ConversationSummary, HitKind, MemoryText, MomentSummary, Page, SearchHit, SearchKind, SearchQuery};
+use zblade_sync::{Client, EmbeddingModel, Kind, PassageAnswer, PassageHit, PassageQuery, QueryVector, VectorsUpload};
 
 use super::outbox::{Entry, Outbox};
+use super::pieces;
 use super::{AddOutcome, MessageMatch};
 use super::{FoundMoment, Retrieved, Storage, TimeRange};
 use crate::candidates::{memory_candidate, millis_since, reference_candidate, retrieval_scale};
@@ -24,10 +25,24 @@ use crate::semantic::SearchMode;
 /// Server mode reads moments one GET each (the list carries no content); a listing reads at
 /// most this many, newest first.
 const MAX_LISTED_MOMENTS: usize = 2_000;
-/// Context assembly reads at most this many of the server's best hits (one GET each).
+/// Context assembly reads the code references of at most this many conversations and moments
+/// among the server's best hits (one GET each).
 const SERVER_RECORDS: usize = 10;
-/// What search and context say about the mode that ran.
+/// What search and context say when the server searched by keywords only.
 const KEYWORD_ON_SERVER: &str = "server mode: keyword search on the sync server";
+/// … and why, when hybrid search was possible in principle.
+const NO_VECTORS_ON_SERVER: &str = "server mode: keyword search (the project has no vectors on the sync server yet, or this machine has no embedding model)";
+
+/// One write for [`ServerStorage::send`].
+struct Write {
+    kind: Kind,
+    id: String,
+    bytes: Vec<u8>,
+    /// Messages in it (0 for a moment).
+    messages: usize,
+    /// Its vectors, when this machine can embed.
+    vectors: Option<VectorsUpload>,
+}
 
 /// Memory on the sync server.
 #[derive(Debug)]
@@ -38,12 +53,15 @@ impl ServerStorage {
     /// durably first, then everything waiting is sent in order. A write the server could not
     /// be reached for stays queued and is reported as such; one the server refused for good is
     /// an error (it was moved aside to `.zblade/outbox/rejected/`).
-    fn send(parts: &Parts, writes: Vec<(Kind, String, Vec<u8>, usize)>) -> Result<Vec<AddOutcome>> {
+    fn send(parts: &Parts, writes: Vec<Write>) -> Result<Vec<AddOutcome>> {
         let outbox = Outbox::new(parts.layout.outbox_dir());
-        let queued: Vec<(Entry, usize)> = writes
-            .iter()
-            .map(|(kind, id, bytes, messages)| Ok((outbox.enqueue(*kind, id, bytes)?, *messages)))
-            .collect::<Result<_>>()?;
+        let mut queued: Vec<(Entry, usize)> = Vec::with_capacity(writes.len());
+        for write in &writes {
+            queued.push((outbox.enqueue(write.kind, &write.id, &write.bytes)?, write.messages));
+            if let Some(vectors) = &write.vectors {
+                outbox.enqueue_vectors(write.kind, &write.id, vectors)?;
+            }
+        }
         // Few retries: a write waits in the outbox rather than on an unreachable server.
         let client = parts.server_client()?.with_retry(zblade_sync::Retry {
             attempts: 2,
@@ -248,12 +266,16 @@ impl Storage for ServerStorage {
         let writes = shared
             .iter()
             .map(|c| {
-                (
-                    Kind::Conversation,
-                    c.conversation_id.clone(),
-                    c.to_artifact_json(),
-                    c.messages.len(),
-                )
+                let bytes = c.to_artifact_json();
+                Write {
+                    kind: Kind::Conversation,
+                    id: c.conversation_id.clone(),
+                    // A failed embedding costs the server's vectors for this conversation
+                    // (it is still found by keywords), never the write.
+                    vectors: pieces::conversation_vectors(parts, c, &bytes).ok().flatten(),
+                    bytes,
+                    messages: c.messages.len(),
+                }
             })
             .collect();
         let mut sent = Self::send(parts, writes)?;
@@ -286,7 +308,16 @@ impl Storage for ServerStorage {
     fn put_moments(&self, parts: &mut Parts, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
         let writes = prepared
             .iter()
-            .map(|(moment, _)| (Kind::Moment, moment.id.clone(), moment.to_artifact_json(), 0))
+            .map(|(moment, _)| {
+                let bytes = moment.to_artifact_json();
+                Write {
+                    kind: Kind::Moment,
+                    id: moment.id.clone(),
+                    vectors: pieces::moment_vectors(parts, moment, &bytes).ok().flatten(),
+                    bytes,
+                    messages: 0,
+                }
+            })
             .collect();
         Self::send(parts, writes)
     }
@@ -390,23 +421,52 @@ impl Storage for ServerStorage {
         Ok(parts.hydrate(&refs::references_in_moment(moment)))
     }
 
-    /// The server's keyword search, whatever mode was asked for (it has no vectors).
+    /// The server's passage search: hybrid (its keywords and the vectors clients sent, fused
+    /// as local search fuses them) when this machine embeds the query with the project's
+    /// model, keyword otherwise. Whole conversations (`--kind conversations`) are ranked by
+    /// the server's record search.
     fn search(
         &self,
         parts: &Parts,
         query: &SearchQuery,
-        _mode: Option<SearchMode>,
+        mode: Option<SearchMode>,
         _snippets: bool,
     ) -> Result<SearchResults> {
-        let hits = Self::hits(
-            &parts.server_client()?,
-            &parts.settings.project.id,
-            &query.text,
-            query.limit,
-        )?;
+        let client = parts.server_client()?;
+        let project_id = &parts.settings.project.id;
+        let hits: Vec<SearchHit>;
+        let notice;
+        let ran;
+        match query.kind {
+            SearchKind::Conversations => {
+                hits = Self::hits(&client, project_id, &query.text, query.limit)?;
+                ran = SearchMode::Keyword;
+                notice = None;
+            }
+            SearchKind::Code => {
+                return Ok(SearchResults {
+                    mode: SearchMode::Keyword,
+                    notice: Some("server mode keeps conversations and moments on the sync server; code is searched in local mode".into()),
+                    hits: Vec::new(),
+                    stale_files: Vec::new(),
+                    elapsed_ms: 0.0,
+                });
+            }
+            _ => {
+                let answer = Self::passages(parts, &client, &query.text, query.kind, query.limit, mode)?;
+                let terms = query_terms(&query.text);
+                ran = passage_mode(&answer);
+                notice = match (mode, ran) {
+                    (Some(SearchMode::Keyword), _) => None,
+                    (_, SearchMode::Keyword) => Some(NO_VECTORS_ON_SERVER.to_string()),
+                    _ => None,
+                };
+                hits = answer.hits.iter().map(|h| passage_search_hit(h, &terms)).collect();
+            }
+        }
         Ok(SearchResults {
-            mode: SearchMode::Keyword,
-            notice: Some(KEYWORD_ON_SERVER.into()),
+            mode: ran,
+            notice,
             hits: hits
                 .into_iter()
                 .map(|hit| Hit {
@@ -442,98 +502,228 @@ impl Storage for ServerStorage {
         Ok(moment.map(|(m, author)| moment_text(&m, author.as_deref())))
     }
 
-    /// The server's keyword hits, read as artifacts: a conversation it found contributes the
-    /// turns that contain query words; code references are checked against the working tree
-    /// here, as in local mode.
+    /// The server's passage search for `text` (hybrid when this machine can embed it), its
+    /// hits as memory; code references of the best conversations and moments are read from
+    /// their artifacts and checked against the working tree here, as in local mode.
     fn retrieve(
         &self,
         parts: &Parts,
         text: &str,
         time: Option<TimeRange>,
-        _mode: Option<SearchMode>,
+        mode: Option<SearchMode>,
     ) -> Result<Retrieved> {
         let searching = Instant::now();
         // One client for the search and every record it leads to.
         let client = parts.server_client()?;
         let project_id = &parts.settings.project.id;
-        let hits = Self::hits(&client, project_id, text, SERVER_RECORDS)?;
+        let answer = Self::passages(parts, &client, text, SearchKind::All, crate::semantic::CANDIDATES, mode)?;
         let search_ms = millis_since(searching);
-        let scale = retrieval_scale(hits.iter().map(|h| h.score));
-        let terms = query_terms(text);
         let in_time = |at: Option<DateTime<Utc>>| match (time, at) {
             (Some((since, until)), Some(t)) => t >= since && t < until,
             (Some(_), None) => false,
             (None, _) => true,
         };
+        let hits: Vec<(&PassageHit, MemoryText)> = answer
+            .hits
+            .iter()
+            .map(|hit| (hit, passage_text(hit)))
+            .filter(|(_, memory)| in_time(memory.time))
+            .collect();
+        let scale = retrieval_scale(hits.iter().map(|(h, _)| h.score));
         let mut candidates = Vec::new();
-        // Code references of the chosen turns and moments, checked together at the end.
+        // Code references of the best records' passages, checked together at the end.
         let mut references = Vec::new();
         let mut owners: Vec<(f64, Option<DateTime<Utc>>)> = Vec::new();
-        for (position, hit) in hits.iter().enumerate() {
+        let mut read: Vec<&str> = Vec::new();
+        let mut conversations: Vec<Conversation> = Vec::new();
+        for (position, (hit, memory)) in hits.iter().enumerate() {
             let retrieval = scale(hit.score, position);
+            candidates.push(memory_candidate(memory, Source::Retrieved, retrieval));
+            if !read.contains(&hit.record.as_str()) && read.len() >= SERVER_RECORDS {
+                continue;
+            }
             match hit.kind {
-                HitKind::Conversation => {
-                    let (conv, author) = match Self::authored_conversation(&client, project_id, &hit.id) {
-                        Ok(found) => found,
-                        Err(Error::NotFound(_)) => continue, // deleted since the search
-                        Err(error) => return Err(error),
+                Kind::Conversation => {
+                    if !read.contains(&hit.record.as_str()) {
+                        read.push(&hit.record);
+                        match Self::get_conversation(&client, project_id, &hit.record) {
+                            Ok(conversation) => conversations.push(conversation),
+                            Err(Error::NotFound(_)) => continue, // deleted since the search
+                            Err(error) => return Err(error),
+                        }
+                    }
+                    let Some(conv) = conversations.iter().find(|c| c.conversation_id == hit.record) else {
+                        continue;
                     };
-                    for message in conv.messages.iter().filter(|m| in_time(m.timestamp)) {
-                        let share = term_share(&terms, &message.content);
-                        if share == 0.0 {
-                            continue;
-                        }
-                        let score = retrieval * (0.5 + 0.5 * share);
-                        candidates.push(memory_candidate(
-                            &message_text(&conv, message, author.as_deref()),
-                            Source::Retrieved,
-                            score,
+                    let Some(message) = conv.messages.iter().find(|m| m.id == hit.message) else {
+                        continue;
+                    };
+                    for (i, reference) in message.code_references.iter().enumerate() {
+                        references.push(refs::stored_reference(
+                            format!("{}/{}/{i}", conv.conversation_id, message.id),
+                            Some(&conv.conversation_id),
+                            Some(&message.id),
+                            None,
+                            reference,
                         ));
-                        for (i, reference) in message.code_references.iter().enumerate() {
-                            references.push(refs::stored_reference(
-                                format!("{}/{}/{i}", conv.conversation_id, message.id),
-                                Some(&conv.conversation_id),
-                                Some(&message.id),
-                                None,
-                                reference,
-                            ));
-                            owners.push((score * 0.9, message.timestamp));
-                        }
+                        owners.push((retrieval * 0.9, message.timestamp));
                     }
                 }
-                HitKind::Moment => {
-                    let Some((moment, author)) = Self::authored_moment(&client, project_id, &hit.id)? else {
+                Kind::Moment => {
+                    read.push(&hit.record);
+                    let Some(moment) = Self::standalone_moment(&client, project_id, &hit.record)? else {
                         continue;
                     };
-                    if !in_time(moment.created_at) {
-                        continue;
-                    }
-                    candidates.push(memory_candidate(
-                        &moment_text(&moment, author.as_deref()),
-                        Source::Retrieved,
-                        retrieval,
-                    ));
                     for reference in refs::references_in_moment(&moment) {
                         references.push(reference);
                         owners.push((retrieval * 0.9, moment.created_at));
                     }
                 }
-                HitKind::Message | HitKind::Code => {}
             }
         }
         for (reference, (retrieval, time)) in parts.hydrate(&references).iter().zip(owners) {
             candidates.push(reference_candidate(reference, retrieval, time));
         }
+        let ran = passage_mode(&answer);
         Ok(Retrieved {
-            mode: SearchMode::Keyword,
-            notices: vec![KEYWORD_ON_SERVER.into()],
+            mode: ran,
+            notices: match ran {
+                SearchMode::Keyword => vec![KEYWORD_ON_SERVER.into()],
+                _ => Vec::new(),
+            },
             search_ms,
             candidates,
-            // The server keeps no word counts or vectors this client can read: the gate has
-            // no evidence here and lets retrieval through, as before it existed.
+            // The gate's semantic evidence needs this project's null scores, measured on local
+            // vectors; the server keeps none this client can read, so the gate has no evidence
+            // here and lets retrieval through.
             evidence: Default::default(),
         })
     }
+}
+
+impl ServerStorage {
+    /// The server's passage search, with the query embedded by this machine's model unless
+    /// keyword search was asked for or no model is here.
+    fn passages(
+        parts: &Parts,
+        client: &Client,
+        text: &str,
+        kind: SearchKind,
+        limit: usize,
+        mode: Option<SearchMode>,
+    ) -> Result<PassageAnswer> {
+        let vector = match mode {
+            Some(SearchMode::Keyword) => None,
+            _ => query_vector(parts, text),
+        };
+        let query = PassageQuery {
+            q: text.to_string(),
+            limit: limit.clamp(1, 100),
+            kind: match kind {
+                SearchKind::Messages => Some(Kind::Conversation),
+                SearchKind::Moments => Some(Kind::Moment),
+                _ => None,
+            },
+            vector,
+        };
+        client.search_passages(&parts.settings.project.id, &query)
+    }
+}
+
+/// The query embedded by the project's model, when this machine has it.
+fn query_vector(parts: &Parts, text: &str) -> Option<QueryVector> {
+    let embedder = parts.embedder().ok()?;
+    let dims = embedder.lock().ok()?.dim() as u32;
+    let values = parts.query_vector(text).ok()?;
+    Some(QueryVector {
+        model: EmbeddingModel {
+            id: parts.model_id(),
+            dims,
+        },
+        values,
+    })
+}
+
+/// The mode a passage search ran in.
+fn passage_mode(answer: &PassageAnswer) -> SearchMode {
+    if answer.mode == "hybrid" {
+        SearchMode::Hybrid
+    } else {
+        SearchMode::Keyword
+    }
+}
+
+/// A passage as memory text.
+fn passage_text(hit: &PassageHit) -> MemoryText {
+    let (kind, key, conversation_id, id, title) = match hit.kind {
+        Kind::Conversation => (
+            HitKind::Message,
+            format!("{}/{}", hit.record, hit.message),
+            Some(hit.record.clone()),
+            hit.message.clone(),
+            Some(hit.title.clone()),
+        ),
+        Kind::Moment => (HitKind::Moment, hit.record.clone(), None, hit.record.clone(), None),
+    };
+    MemoryText {
+        key,
+        kind,
+        conversation_id,
+        title,
+        id,
+        label: hit.label.clone(),
+        text: hit.text.clone(),
+        tags: Vec::new(),
+        time: DateTime::parse_from_rfc3339(&hit.time)
+            .ok()
+            .map(|t| t.with_timezone(&Utc)),
+        author: hit.author.clone(),
+    }
+}
+
+/// A passage as a search hit, with a snippet around the first query word it holds (matches
+/// marked « » as the local index marks them).
+fn passage_search_hit(hit: &PassageHit, terms: &[String]) -> SearchHit {
+    let memory = passage_text(hit);
+    SearchHit {
+        kind: memory.kind,
+        id: memory.id,
+        conversation_id: memory.conversation_id,
+        title: memory.title,
+        label: Some(memory.label),
+        timestamp: hit.time.clone(),
+        snippet: snippet(&hit.text, terms),
+        score: hit.score,
+        path: None,
+        lines: None,
+        cid: None,
+    }
+}
+
+/// About 30 words of `text` around the first of `terms` it holds, each term marked « ».
+fn snippet(text: &str, terms: &[String]) -> String {
+    const WORDS: usize = 30;
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let matches = |word: &str| {
+        let word = word.to_lowercase();
+        terms.iter().any(|t| word.contains(t.as_str()))
+    };
+    let first = words.iter().position(|w| matches(w)).unwrap_or(0);
+    let start = first.saturating_sub(WORDS / 3);
+    let end = (start + WORDS).min(words.len());
+    // The words are the server's: no escape sequence or direction mark reaches a terminal.
+    let mut out: Vec<String> = words[start..end]
+        .iter()
+        .map(|w| zblade_sync::check::clean(w, 200))
+        .map(|w| if matches(&w) { format!("«{w}»") } else { w })
+        .collect();
+    if start > 0 {
+        out.insert(0, "…".into());
+    }
+    if end < words.len() {
+        out.push("…".into());
+    }
+    out.join(" ")
 }
 
 /// A message of a conversation artifact as memory text (the server has no index to read
@@ -572,8 +762,7 @@ fn moment_text(moment: &Moment, author: Option<&str>) -> MemoryText {
     }
 }
 
-/// Lowercase words of a query (two characters or more), for matching turns of a conversation
-/// the server found.
+/// Lowercase words of a query (two characters or more), for marking them in snippets.
 fn query_terms(text: &str) -> Vec<String> {
     let mut terms: Vec<String> = text
         .split(|c: char| !c.is_alphanumeric() && c != '_')
@@ -583,13 +772,4 @@ fn query_terms(text: &str) -> Vec<String> {
     terms.sort();
     terms.dedup();
     terms
-}
-
-/// The share of `terms` that occur in `text` (case-insensitive, as substrings).
-fn term_share(terms: &[String], text: &str) -> f64 {
-    if terms.is_empty() {
-        return 0.0;
-    }
-    let text = text.to_lowercase();
-    terms.iter().filter(|t| text.contains(t.as_str())).count() as f64 / terms.len() as f64
 }

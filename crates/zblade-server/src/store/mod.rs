@@ -34,7 +34,7 @@ pub enum StoreError {
 pub type StoreResult<T> = Result<T, StoreError>;
 
 pub use zblade_core::wire::{
-    Invitation, Kind, Member, Page, ProjectEntry as Project, PutStatus, RecordMeta, Role, SearchHit,
+    EmbeddingModel, Invitation, Kind, Member, Page, ProjectEntry as Project, PutStatus, RecordMeta, Role, SearchHit,
 };
 
 /// An account.
@@ -95,7 +95,70 @@ pub struct NewRecord {
     pub body: String,
     /// The text keyword search reads.
     pub search_text: String,
+    /// Its messages (a moment: itself) as search ranks them.
+    pub passages: Vec<NewPassage>,
 }
+
+/// A message of a conversation, or a moment, as the server's passage search keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewPassage {
+    /// `CONVERSATION/MESSAGE`, or the moment's id: the key local search uses too.
+    pub key: String,
+    /// The message's id; empty for a moment.
+    pub message: String,
+    /// Its place in the conversation (0 first): neighbours are ±1.
+    pub position: i64,
+    /// The message's role or the moment's type.
+    pub label: String,
+    /// When (RFC 3339), or empty.
+    pub time: String,
+    /// The text searched and returned.
+    pub text: String,
+}
+
+/// A passage as search returns it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Passage {
+    /// Its key (see [`NewPassage::key`]).
+    pub key: String,
+    /// The record's kind.
+    pub kind: Kind,
+    /// The record's id.
+    pub record: String,
+    /// The message's id; empty for a moment.
+    pub message: String,
+    /// The record's title.
+    pub title: String,
+    /// Role or moment type.
+    pub label: String,
+    /// The text.
+    pub text: String,
+    /// When (RFC 3339), or empty.
+    pub time: String,
+    /// Who wrote the record.
+    pub author: Option<String>,
+}
+
+/// A record stored before passages were kept (see `crate::backfill_passages`).
+#[derive(Debug, Clone)]
+pub struct Unindexed {
+    /// Its row.
+    pub seq: i64,
+    /// The project's creator.
+    pub owner: i64,
+    /// The project.
+    pub project: String,
+    /// Its kind.
+    pub kind: Kind,
+    /// Its id.
+    pub id: String,
+    /// The artifact.
+    pub body: String,
+}
+
+/// A word found in more than this share of a project's passages is "common" to keyword search
+/// (the local index's constant: the server ranks as local search does).
+pub(crate) const COMMON_TERM_SHARE: f64 = 0.05;
 
 /// What a user may do in a project, found by [`Store::access`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,6 +240,7 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
     // SQLite's keyword index learns whose each record is (PostgreSQL filters by owner first already).
     (3, sqlite::SCHEMA_V3, "SELECT 1;"),
     (4, SCHEMA_V4, SCHEMA_V4),
+    (5, sqlite::SCHEMA_V5, postgres::SCHEMA_V5),
 ];
 
 /// Version 4, the same in both dialects: team memory. A project's members other than its
@@ -273,13 +337,13 @@ pub trait Store: Send + Sync + 'static {
         owner: &str,
         project: &str,
     ) -> impl Future<Output = StoreResult<bool>> + Send;
-    /// Deletes every record `author` wrote in the project; how many.
+    /// Deletes every record `author` wrote in the project; which.
     fn remove_contributions(
         &self,
         owner: i64,
         project: &str,
         author: &str,
-    ) -> impl Future<Output = StoreResult<u64>> + Send;
+    ) -> impl Future<Output = StoreResult<Vec<(Kind, String)>>> + Send;
 
     /// Creates the project, or renames it; true when it was created.
     fn put_project(&self, user: i64, id: &str, name: &str) -> impl Future<Output = StoreResult<bool>> + Send;
@@ -339,6 +403,44 @@ pub trait Store: Send + Sync + 'static {
         kind: Option<Kind>,
         limit: usize,
     ) -> impl Future<Output = StoreResult<Vec<SearchHit>>> + Send;
+
+    /// Keyword search over the passages (messages and moments) of `owner`'s project, as
+    /// (key, score) best first: the keyword half of hybrid search.
+    fn keyword_passages(
+        &self,
+        owner: i64,
+        project: &str,
+        query: &str,
+        kind: Option<Kind>,
+        limit: usize,
+    ) -> impl Future<Output = StoreResult<Vec<(String, f64)>>> + Send;
+    /// The passages with these keys, in the order given (missing ones left out).
+    fn passages(
+        &self,
+        owner: i64,
+        project: &str,
+        keys: &[String],
+    ) -> impl Future<Output = StoreResult<Vec<Passage>>> + Send;
+    /// For each message key, the keys of the messages just before and after it.
+    fn passage_neighbours(
+        &self,
+        owner: i64,
+        project: &str,
+        keys: &[String],
+    ) -> impl Future<Output = StoreResult<std::collections::HashMap<String, Vec<String>>>> + Send;
+    /// Records `model` as the project's embedding model unless it has one; returns the one
+    /// it has now.
+    fn set_embedding(
+        &self,
+        owner: i64,
+        project: &str,
+        model: &EmbeddingModel,
+    ) -> impl Future<Output = StoreResult<EmbeddingModel>> + Send;
+    /// Records after row `after` that have no passages yet (stored before version 5), oldest first.
+    fn unindexed_records(&self, after: i64, limit: usize) -> impl Future<Output = StoreResult<Vec<Unindexed>>> + Send;
+    /// Stores the passages of a record found by [`Store::unindexed_records`].
+    fn put_passages(&self, record: &Unindexed, passages: &[NewPassage])
+    -> impl Future<Output = StoreResult<()>> + Send;
 
     /// Stores a metadata-only record; the project must exist.
     fn put_metadata(
@@ -491,7 +593,7 @@ impl Store for AnyStore {
     async fn decline_invitation(&self, user: i64, owner: &str, project: &str) -> StoreResult<bool> {
         delegate!(self, s => s.decline_invitation(user, owner, project))
     }
-    async fn remove_contributions(&self, owner: i64, project: &str, author: &str) -> StoreResult<u64> {
+    async fn remove_contributions(&self, owner: i64, project: &str, author: &str) -> StoreResult<Vec<(Kind, String)>> {
         delegate!(self, s => s.remove_contributions(owner, project, author))
     }
     async fn put_project(&self, user: i64, id: &str, name: &str) -> StoreResult<bool> {
@@ -549,6 +651,36 @@ impl Store for AnyStore {
         limit: usize,
     ) -> StoreResult<Vec<SearchHit>> {
         delegate!(self, s => s.search(user, project, query, kind, limit))
+    }
+    async fn keyword_passages(
+        &self,
+        owner: i64,
+        project: &str,
+        query: &str,
+        kind: Option<Kind>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, f64)>> {
+        delegate!(self, s => s.keyword_passages(owner, project, query, kind, limit))
+    }
+    async fn passages(&self, owner: i64, project: &str, keys: &[String]) -> StoreResult<Vec<Passage>> {
+        delegate!(self, s => s.passages(owner, project, keys))
+    }
+    async fn passage_neighbours(
+        &self,
+        owner: i64,
+        project: &str,
+        keys: &[String],
+    ) -> StoreResult<std::collections::HashMap<String, Vec<String>>> {
+        delegate!(self, s => s.passage_neighbours(owner, project, keys))
+    }
+    async fn set_embedding(&self, owner: i64, project: &str, model: &EmbeddingModel) -> StoreResult<EmbeddingModel> {
+        delegate!(self, s => s.set_embedding(owner, project, model))
+    }
+    async fn unindexed_records(&self, after: i64, limit: usize) -> StoreResult<Vec<Unindexed>> {
+        delegate!(self, s => s.unindexed_records(after, limit))
+    }
+    async fn put_passages(&self, record: &Unindexed, passages: &[NewPassage]) -> StoreResult<()> {
+        delegate!(self, s => s.put_passages(record, passages))
     }
     async fn put_metadata(&self, user: i64, project: &str, record: &MetadataRecord) -> StoreResult<PutStatus> {
         delegate!(self, s => s.put_metadata(user, project, record))

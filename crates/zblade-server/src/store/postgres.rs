@@ -9,9 +9,9 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Row};
 
 use super::{
-    Access, Deleted, Invitation, Kind, Member, MetadataRecord, NewRecord, Page, Project, PutOutcome, PutStatus, Record,
-    RecordMeta, Role, SearchHit, Store, StoreError, StoreResult, TokenSummary, User, UserSummary, now, query_words,
-    tags_from_json, tags_to_json,
+    Access, Deleted, EmbeddingModel, Invitation, Kind, Member, MetadataRecord, NewPassage, NewRecord, Page, Passage,
+    Project, PutOutcome, PutStatus, Record, RecordMeta, Role, SearchHit, Store, StoreError, StoreResult, TokenSummary,
+    Unindexed, User, UserSummary, now, query_words, tags_from_json, tags_to_json,
 };
 
 /// Version 1 of the schema, PostgreSQL dialect (the same tables as SQLite's).
@@ -68,6 +68,64 @@ CREATE TABLE metadata (
     FOREIGN KEY (user_id, project_id) REFERENCES projects(user_id, id) ON DELETE CASCADE
 );
 ";
+
+/// Version 5, PostgreSQL dialect (see SQLite's): passages with an English-stemmed `tsvector`
+/// and a GIN index; no unique key, so that one statement can replace a record's passages.
+pub(super) const SCHEMA_V5: &str = "
+ALTER TABLE projects ADD COLUMN embedding_model TEXT;
+ALTER TABLE projects ADD COLUMN embedding_dims INTEGER;
+CREATE TABLE passages (
+    seq BIGSERIAL PRIMARY KEY,
+    record_seq BIGINT NOT NULL REFERENCES records(seq) ON DELETE CASCADE,
+    user_id BIGINT NOT NULL,
+    project_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    message TEXT NOT NULL,
+    position BIGINT NOT NULL,
+    label TEXT NOT NULL,
+    time TEXT NOT NULL,
+    text TEXT NOT NULL,
+    search tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED
+);
+CREATE INDEX passages_of_record ON passages (record_seq, position);
+CREATE INDEX passages_by_key ON passages (user_id, project_id, key);
+CREATE INDEX passages_search ON passages USING GIN (search);
+";
+
+/// The columns of passages as arrays, for `unnest` (one statement stores them all).
+fn passage_arrays(passages: &[NewPassage]) -> [Vec<String>; 5] {
+    [
+        passages.iter().map(|p| p.key.clone()).collect(),
+        passages.iter().map(|p| p.message.clone()).collect(),
+        passages.iter().map(|p| p.label.clone()).collect(),
+        passages.iter().map(|p| p.time.clone()).collect(),
+        passages.iter().map(|p| p.text.clone()).collect(),
+    ]
+}
+
+/// Inserts the passages of the record rows of CTE `rec` (its `seq`) and deletes their old ones,
+/// in the statement it ends; parameters from `$first`: keys, messages, positions, labels,
+/// times, texts, then user, project, kind.
+fn passages_cte(first: usize) -> String {
+    let p = |i: usize| format!("${}", first + i);
+    format!(
+        "gone AS (DELETE FROM passages WHERE record_seq IN (SELECT seq FROM rec)),
+         added AS (INSERT INTO passages (record_seq, user_id, project_id, kind, key, message, position, label, time, text)
+             SELECT rec.seq, {user}, {project}, {kind}, n.key, n.message, n.position, n.label, n.time, n.text
+             FROM rec, unnest({k}::text[], {m}::text[], {pos}::bigint[], {l}::text[], {t}::text[], {x}::text[])
+                 AS n(key, message, position, label, time, text))",
+        k = p(0),
+        m = p(1),
+        pos = p(2),
+        l = p(3),
+        t = p(4),
+        x = p(5),
+        user = p(6),
+        project = p(7),
+        kind = p(8),
+    )
+}
 
 /// Connections kept open; tokio-postgres pipelines the queries of concurrent requests on each.
 const CONNECTIONS: usize = 8;
@@ -162,7 +220,8 @@ const PROJECT_COLUMNS: &str = "p.id, p.name, p.created_at,
     (SELECT count(*) FROM records r WHERE r.user_id = p.user_id AND r.project_id = p.id AND r.kind = 'conversation'),
     (SELECT count(*) FROM records r WHERE r.user_id = p.user_id AND r.project_id = p.id AND r.kind = 'moment'),
     (SELECT count(*) FROM metadata m WHERE m.user_id = p.user_id AND m.project_id = p.id),
-    (SELECT name FROM users o WHERE o.id = p.user_id)";
+    (SELECT name FROM users o WHERE o.id = p.user_id),
+    p.embedding_model, p.embedding_dims";
 
 /// The columns of a record's list entry, its author's name included (the creator's for
 /// records from before authors were kept).
@@ -171,7 +230,9 @@ const RECORD_COLUMNS: &str = "r.kind, r.id, r.version, r.hash, r.size, r.title, 
 
 /// A project row of [`PROJECT_COLUMNS`] followed by the caller's role.
 fn project_row(row: &Row) -> Project {
-    let role: String = row.get(7);
+    let role: String = row.get(9);
+    let model: Option<String> = row.get(7);
+    let dims: Option<i32> = row.get(8);
     Project {
         id: row.get(0),
         name: row.get(1),
@@ -181,6 +242,10 @@ fn project_row(row: &Row) -> Project {
         metadata: row.get(5),
         owner: row.get(6),
         role: Role::parse(&role).unwrap_or(Role::Reader),
+        embedding: model.zip(dims).map(|(id, dims)| EmbeddingModel {
+            id,
+            dims: dims.max(0) as u32,
+        }),
     }
 }
 
@@ -526,17 +591,22 @@ impl Store for PostgresStore {
         Ok(changed > 0)
     }
 
-    async fn remove_contributions(&self, owner: i64, project: &str, author: &str) -> StoreResult<u64> {
+    async fn remove_contributions(&self, owner: i64, project: &str, author: &str) -> StoreResult<Vec<(Kind, String)>> {
         let client = self.client().await?;
         self.project_exists(&client, owner, project).await?;
         let author_id = user_id(&client, author).await?;
-        client
-            .execute(
-                "DELETE FROM records WHERE user_id = $1 AND project_id = $2 AND coalesce(author_id, user_id) = $3",
+        let rows = client
+            .query(
+                "DELETE FROM records WHERE user_id = $1 AND project_id = $2 AND coalesce(author_id, user_id) = $3
+                 RETURNING kind, id",
                 &[&owner, &project, &author_id],
             )
             .await
-            .map_err(backend)
+            .map_err(backend)?;
+        Ok(rows
+            .iter()
+            .map(|r| (Kind::parse(r.get(0)).unwrap_or(Kind::Conversation), r.get(1)))
+            .collect())
     }
 
     async fn put_project(&self, user: i64, id: &str, name: &str) -> StoreResult<bool> {
@@ -607,18 +677,27 @@ impl Store for PostgresStore {
         let tags = tags_to_json(&r.tags);
         // One statement: insert, or update only when the bytes differ (and, for a writer, the
         // record is theirs); no row back means the same bytes were there, or another's record.
+        let [keys, messages, labels, times, texts] = passage_arrays(&r.passages);
+        let positions: Vec<i64> = r.passages.iter().map(|p| p.position).collect();
+        // The record and its passages in one statement (so, atomically).
         let row = client
             .query_opt(
-                "INSERT INTO records (user_id, project_id, kind, id, version, hash, size, title, tags,
-                     updated_at, body, search_text, author_id)
-                 VALUES ($1, $2, $3, $4, 1, $5, $6, $7, $8, $9, $10, $11, $12)
-                 ON CONFLICT (user_id, project_id, kind, id) DO UPDATE SET
-                     version = records.version + 1, hash = EXCLUDED.hash, size = EXCLUDED.size,
-                     title = EXCLUDED.title, tags = EXCLUDED.tags, updated_at = EXCLUDED.updated_at,
-                     body = EXCLUDED.body, search_text = EXCLUDED.search_text, author_id = EXCLUDED.author_id
-                 WHERE records.hash <> EXCLUDED.hash
-                   AND (NOT $13 OR coalesce(records.author_id, records.user_id) = EXCLUDED.author_id)
-                 RETURNING version",
+                &format!(
+                    "WITH rec AS (
+                        INSERT INTO records (user_id, project_id, kind, id, version, hash, size, title, tags,
+                            updated_at, body, search_text, author_id)
+                        VALUES ($1, $2, $3, $4, 1, $5, $6, $7, $8, $9, $10, $11, $12)
+                        ON CONFLICT (user_id, project_id, kind, id) DO UPDATE SET
+                            version = records.version + 1, hash = EXCLUDED.hash, size = EXCLUDED.size,
+                            title = EXCLUDED.title, tags = EXCLUDED.tags, updated_at = EXCLUDED.updated_at,
+                            body = EXCLUDED.body, search_text = EXCLUDED.search_text, author_id = EXCLUDED.author_id
+                        WHERE records.hash <> EXCLUDED.hash
+                          AND (NOT $13 OR coalesce(records.author_id, records.user_id) = EXCLUDED.author_id)
+                        RETURNING seq, version),
+                     {}
+                     SELECT version FROM rec",
+                    passages_cte(14)
+                ),
                 &[
                     &user,
                     &project,
@@ -633,6 +712,15 @@ impl Store for PostgresStore {
                     &r.search_text,
                     &author,
                     &own_only,
+                    &keys,
+                    &messages,
+                    &positions,
+                    &labels,
+                    &times,
+                    &texts,
+                    &user,
+                    &project,
+                    &r.kind.as_str(),
                 ],
             )
             .await
@@ -801,6 +889,183 @@ impl Store for PostgresStore {
                 }
             })
             .collect())
+    }
+
+    async fn keyword_passages(
+        &self,
+        user: i64,
+        project: &str,
+        query: &str,
+        kind: Option<Kind>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, f64)>> {
+        // Words only (letters, digits, `_`), so nothing the user typed is tsquery syntax;
+        // common words dropped unless nothing else is left, as the local index does.
+        let mut words = query_words(query);
+        if words.iter().any(|w| !zblade_index::fts::is_stopword(w)) {
+            words.retain(|w| !zblade_index::fts::is_stopword(w));
+        }
+        if words.is_empty() {
+            return Ok(Vec::new());
+        }
+        let client = self.client().await?;
+        self.project_exists(&client, user, project).await?;
+        let kind = kind.map_or("", Kind::as_str);
+        // Passages holding every word first, then any word; each group by rank.
+        let mut top: Vec<(String, f64)> = Vec::new();
+        for joiner in [" & ", " | "] {
+            if top.len() >= limit || (joiner == " | " && words.len() < 2) {
+                break;
+            }
+            let rows = client
+                .query(
+                    "SELECT key, ts_rank(search, q)::float8 FROM passages, to_tsquery('english', $3) q
+                     WHERE user_id = $1 AND project_id = $2 AND search @@ q AND ($4 = '' OR kind = $4)
+                     ORDER BY 2 DESC, seq LIMIT $5",
+                    &[&user, &project, &words.join(joiner), &kind, &(limit as i64)],
+                )
+                .await
+                .map_err(backend)?;
+            for row in rows {
+                let key: String = row.get(0);
+                if top.len() < limit && !top.iter().any(|(k, _)| *k == key) {
+                    top.push((key, row.get(1)));
+                }
+            }
+        }
+        Ok(top)
+    }
+
+    async fn passages(&self, user: i64, project: &str, keys: &[String]) -> StoreResult<Vec<Passage>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT p.key, p.kind, r.id, p.message, r.title, p.label, p.text, p.time,
+                    (SELECT name FROM users a WHERE a.id = coalesce(r.author_id, r.user_id))
+                 FROM passages p JOIN records r ON r.seq = p.record_seq
+                 WHERE p.user_id = $1 AND p.project_id = $2 AND p.key = ANY($3)",
+                &[&user, &project, &keys],
+            )
+            .await
+            .map_err(backend)?;
+        let mut found: Vec<Passage> = rows
+            .iter()
+            .map(|r| Passage {
+                key: r.get(0),
+                kind: Kind::parse(r.get(1)).unwrap_or(Kind::Conversation),
+                record: r.get(2),
+                message: r.get(3),
+                title: r.get(4),
+                label: r.get(5),
+                text: r.get(6),
+                time: r.get(7),
+                author: r.get(8),
+            })
+            .collect();
+        let order = |key: &str| keys.iter().position(|k| k == key).unwrap_or(usize::MAX);
+        found.sort_by_key(|p| order(&p.key));
+        found.dedup_by(|a, b| a.key == b.key);
+        Ok(found)
+    }
+
+    async fn passage_neighbours(
+        &self,
+        user: i64,
+        project: &str,
+        keys: &[String],
+    ) -> StoreResult<std::collections::HashMap<String, Vec<String>>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT p.key, n.key FROM passages p JOIN passages n
+                   ON n.record_seq = p.record_seq AND n.position IN (p.position - 1, p.position + 1)
+                 WHERE p.user_id = $1 AND p.project_id = $2 AND p.key = ANY($3) AND p.kind = 'conversation'
+                 ORDER BY p.key, n.position",
+                &[&user, &project, &keys],
+            )
+            .await
+            .map_err(backend)?;
+        let mut out: std::collections::HashMap<String, Vec<String>> = std::collections::HashMap::new();
+        for row in rows {
+            out.entry(row.get(0)).or_default().push(row.get(1));
+        }
+        Ok(out)
+    }
+
+    async fn set_embedding(&self, owner: i64, project: &str, model: &EmbeddingModel) -> StoreResult<EmbeddingModel> {
+        let client = self.client().await?;
+        let dims = model.dims as i32;
+        let row = client
+            .query_opt(
+                "WITH set AS (
+                    UPDATE projects SET embedding_model = $3, embedding_dims = $4
+                    WHERE user_id = $1 AND id = $2 AND embedding_model IS NULL
+                    RETURNING embedding_model, embedding_dims)
+                 SELECT embedding_model, embedding_dims FROM set
+                 UNION ALL
+                 SELECT embedding_model, embedding_dims FROM projects
+                 WHERE user_id = $1 AND id = $2 AND embedding_model IS NOT NULL",
+                &[&owner, &project, &model.id, &dims],
+            )
+            .await
+            .map_err(backend)?
+            .ok_or_else(|| StoreError::NotFound(format!("no project {project}")))?;
+        Ok(EmbeddingModel {
+            id: row.get(0),
+            dims: row.get::<_, i32>(1).max(0) as u32,
+        })
+    }
+
+    async fn unindexed_records(&self, after: i64, limit: usize) -> StoreResult<Vec<Unindexed>> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT seq, user_id, project_id, kind, id, body FROM records r
+                 WHERE seq > $1 AND NOT EXISTS (SELECT 1 FROM passages p WHERE p.record_seq = r.seq)
+                 ORDER BY seq LIMIT $2",
+                &[&after, &(limit as i64)],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(rows
+            .iter()
+            .map(|r| Unindexed {
+                seq: r.get(0),
+                owner: r.get(1),
+                project: r.get(2),
+                kind: Kind::parse(r.get(3)).unwrap_or(Kind::Conversation),
+                id: r.get(4),
+                body: r.get(5),
+            })
+            .collect())
+    }
+
+    async fn put_passages(&self, record: &Unindexed, passages: &[NewPassage]) -> StoreResult<()> {
+        let client = self.client().await?;
+        let [keys, messages, labels, times, texts] = passage_arrays(passages);
+        let positions: Vec<i64> = passages.iter().map(|p| p.position).collect();
+        client
+            .execute(
+                &format!(
+                    "WITH rec AS (SELECT seq FROM records WHERE seq = $1), {} SELECT 1",
+                    passages_cte(2)
+                ),
+                &[
+                    &record.seq,
+                    &keys,
+                    &messages,
+                    &positions,
+                    &labels,
+                    &times,
+                    &texts,
+                    &record.owner,
+                    &record.project,
+                    &record.kind.as_str(),
+                ],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(())
     }
 
     async fn put_metadata(&self, user: i64, project: &str, m: &MetadataRecord) -> StoreResult<PutStatus> {

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{
-    Access, Deleted, Invitation, Kind, Member, MetadataRecord, NewRecord, Page, Project, PutOutcome, PutStatus, Record,
-    RecordMeta, Role, SearchHit, Store, StoreError, StoreResult, TokenSummary, User, UserSummary, now, query_words,
-    tags_from_json, tags_to_json,
+    Access, Deleted, EmbeddingModel, Invitation, Kind, Member, MetadataRecord, NewPassage, NewRecord, Page, Passage,
+    Project, PutOutcome, PutStatus, Record, RecordMeta, Role, SearchHit, Store, StoreError, StoreResult, TokenSummary,
+    User, UserSummary, now, query_words, tags_from_json, tags_to_json,
 };
 
 /// Version 1 of the schema, SQLite dialect.
@@ -207,7 +207,8 @@ const PROJECT_COLUMNS: &str = "p.id, p.name, p.created_at,
     (SELECT count(*) FROM records r WHERE r.user_id = p.user_id AND r.project_id = p.id AND r.kind = 'conversation'),
     (SELECT count(*) FROM records r WHERE r.user_id = p.user_id AND r.project_id = p.id AND r.kind = 'moment'),
     (SELECT count(*) FROM metadata m WHERE m.user_id = p.user_id AND m.project_id = p.id),
-    (SELECT name FROM users o WHERE o.id = p.user_id)";
+    (SELECT name FROM users o WHERE o.id = p.user_id),
+    p.embedding_model, p.embedding_dims";
 
 /// The columns of a record's list entry, its author's name included (the creator's for
 /// records from before authors were kept).
@@ -216,7 +217,9 @@ const RECORD_COLUMNS: &str = "r.kind, r.id, r.version, r.hash, r.size, r.title, 
 
 /// A project row of [`PROJECT_COLUMNS`] followed by the caller's role.
 fn project_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Project> {
-    let role: String = row.get(7)?;
+    let role: String = row.get(9)?;
+    let model: Option<String> = row.get(7)?;
+    let dims: Option<u32> = row.get(8)?;
     Ok(Project {
         id: row.get(0)?,
         name: row.get(1)?,
@@ -226,6 +229,7 @@ fn project_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Project> {
         metadata: row.get(5)?,
         owner: row.get(6)?,
         role: Role::parse(&role).unwrap_or(Role::Reader),
+        embedding: model.zip(dims).map(|(id, dims)| EmbeddingModel { id, dims }),
     })
 }
 
@@ -257,6 +261,94 @@ CREATE TRIGGER records_au AFTER UPDATE ON records BEGIN
 END;
 INSERT INTO records_fts(records_fts) VALUES ('rebuild');
 ";
+
+/// Version 5: hybrid search. Every message of a conversation and every moment is a passage
+/// with its own keyword index (porter-stemmed as the local index is, scoped like `records`),
+/// the unit local search ranks; the project records the model its vectors are made with.
+pub(super) const SCHEMA_V5: &str = "
+ALTER TABLE projects ADD COLUMN embedding_model TEXT;
+ALTER TABLE projects ADD COLUMN embedding_dims INTEGER;
+CREATE TABLE passages (
+    seq INTEGER PRIMARY KEY,
+    record_seq INTEGER NOT NULL REFERENCES records(seq) ON DELETE CASCADE,
+    user_id INTEGER NOT NULL,
+    project_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    message TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    label TEXT NOT NULL,
+    time TEXT NOT NULL,
+    text TEXT NOT NULL,
+    scope TEXT GENERATED ALWAYS AS ('u' || user_id || 'p' || hex(project_id) || ' k' || kind) VIRTUAL,
+    UNIQUE (user_id, project_id, key)
+);
+CREATE INDEX passages_of_record ON passages (record_seq, position);
+CREATE VIRTUAL TABLE passages_fts USING fts5(
+    text, scope, content='passages', content_rowid='seq', tokenize='porter unicode61'
+);
+CREATE TRIGGER passages_ai AFTER INSERT ON passages BEGIN
+    INSERT INTO passages_fts(rowid, text, scope) VALUES (new.seq, new.text, new.scope);
+END;
+CREATE TRIGGER passages_ad AFTER DELETE ON passages BEGIN
+    INSERT INTO passages_fts(passages_fts, rowid, text, scope) VALUES ('delete', old.seq, old.text, old.scope);
+END;
+";
+
+/// Replaces the passages of the record at `seq` (see [`SCHEMA_V5`]).
+fn replace_passages(
+    conn: &Connection,
+    seq: i64,
+    user: i64,
+    project: &str,
+    kind: Kind,
+    passages: &[NewPassage],
+) -> StoreResult<()> {
+    conn.execute("DELETE FROM passages WHERE record_seq = ?1", params![seq])
+        .map_err(backend)?;
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO passages (record_seq, user_id, project_id, kind, key, message, position, label, time, text)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        )
+        .map_err(backend)?;
+    for p in passages {
+        insert
+            .execute(params![
+                seq,
+                user,
+                project,
+                kind.as_str(),
+                p.key,
+                p.message,
+                p.position,
+                p.label,
+                p.time,
+                p.text
+            ])
+            .map_err(backend)?;
+    }
+    Ok(())
+}
+
+/// The scope tokens of a project's passages (of one kind, when given) as an FTS5 expression.
+fn passage_scope(user: i64, project: &str, kind: Option<Kind>) -> String {
+    let hex: String = project.bytes().map(|b| format!("{b:02X}")).collect();
+    let kind = kind.map_or(String::new(), |k| format!(" AND scope : \"k{}\"", k.as_str()));
+    format!("scope : \"u{user}p{hex}\"{kind}")
+}
+
+/// The best `limit` passages in `scope` for `words` (an FTS5 expression of quoted words), by
+/// BM25 of the text, as (seq, score), ties by position in the table.
+fn top_passages(conn: &Connection, scope: &str, words: &str, limit: usize) -> rusqlite::Result<Vec<(i64, f64)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT rowid, rank FROM passages_fts
+         WHERE passages_fts MATCH ?1 AND rank MATCH 'bm25(1.0, 0.0)' ORDER BY rank, rowid LIMIT ?2",
+    )?;
+    let expr = format!("{scope} AND text : ({words})");
+    stmt.query_map(params![expr, limit as i64], |r| Ok((r.get(0)?, -r.get::<_, f64>(1)?)))?
+        .collect()
+}
 
 /// Matches scored by BM25 in one search, newest first: past this, a word common to every record
 /// would make each search cost as much as the project is large.
@@ -636,18 +728,26 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn remove_contributions(&self, owner: i64, project: &str, author: &str) -> StoreResult<u64> {
+    async fn remove_contributions(&self, owner: i64, project: &str, author: &str) -> StoreResult<Vec<(Kind, String)>> {
         let (project, author) = (project.to_string(), author.to_string());
         self.write(move |conn| {
             project_exists(conn, owner, &project)?;
             let author_id = user_id(conn, &author)?;
-            let removed = conn
-                .execute(
-                    "DELETE FROM records WHERE user_id = ?1 AND project_id = ?2 AND coalesce(author_id, user_id) = ?3",
-                    params![owner, project, author_id],
+            let mut removed = conn
+                .prepare(
+                    "DELETE FROM records WHERE user_id = ?1 AND project_id = ?2 AND coalesce(author_id, user_id) = ?3
+                     RETURNING kind, id",
                 )
                 .map_err(backend)?;
-            Ok(removed as u64)
+            let rows = removed
+                .query_map(params![owner, project, author_id], |r| {
+                    Ok((
+                        Kind::parse(&r.get::<_, String>(0)?).unwrap_or(Kind::Conversation),
+                        r.get(1)?,
+                    ))
+                })
+                .map_err(backend)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(backend)
         })
         .await
     }
@@ -777,6 +877,14 @@ impl Store for SqliteStore {
                         ],
                     )
                     .map_err(backend)?;
+                    let seq: i64 = tx
+                        .query_row(
+                            "SELECT seq FROM records WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4",
+                            params![user, project, r.kind.as_str(), r.id],
+                            |row| row.get(0),
+                        )
+                        .map_err(backend)?;
+                    replace_passages(&tx, seq, user, &project, r.kind, &r.passages)?;
                     PutOutcome {
                         status: PutStatus::Updated,
                         version: version + 1,
@@ -803,6 +911,7 @@ impl Store for SqliteStore {
                         ],
                     )
                     .map_err(backend)?;
+                    replace_passages(&tx, tx.last_insert_rowid(), user, &project, r.kind, &r.passages)?;
                     PutOutcome {
                         status: PutStatus::Created,
                         version: 1,
@@ -983,6 +1092,205 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn keyword_passages(
+        &self,
+        user: i64,
+        project: &str,
+        query: &str,
+        kind: Option<Kind>,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, f64)>> {
+        let Some(terms) = zblade_index::fts::Terms::parse(query) else {
+            return Ok(Vec::new());
+        };
+        let project = project.to_string();
+        self.with(move |conn| {
+            project_exists(conn, user, &project)?;
+            let scope = passage_scope(user, &project, kind);
+            // The plan of local search (zblade-index, `search_messages`): passages holding
+            // every word that occurs, then those holding some of the selective words, then any
+            // word; each group by BM25. The same plan ranks the same passages first.
+            let total: i64 = conn
+                .prepare_cached("SELECT count(*) FROM passages WHERE user_id = ?1 AND project_id = ?2")
+                .and_then(|mut s| s.query_row(params![user, project], |r| r.get(0)))
+                .map_err(backend)?;
+            let cap = ((total as f64 * super::COMMON_TERM_SHARE) as i64).max(64);
+            let mut count = conn
+                .prepare_cached(
+                    "SELECT count(*) FROM (SELECT 1 FROM passages_fts WHERE passages_fts MATCH ?1 LIMIT ?2)",
+                )
+                .map_err(backend)?;
+            let mut frequency = Vec::with_capacity(terms.len());
+            for term in terms.each() {
+                let expr = format!("{scope} AND text : ({term})");
+                frequency.push(
+                    count
+                        .query_row(params![expr, cap], |r| r.get::<_, i64>(0))
+                        .map_err(backend)?,
+                );
+            }
+            let Some(present) = terms.subset(&frequency.iter().map(|&f| f > 0).collect::<Vec<_>>()) else {
+                return Ok(Vec::new());
+            };
+            let mut top = top_passages(conn, &scope, &present.all(), limit).map_err(backend)?;
+            let fill = |words: String, top: &mut Vec<(i64, f64)>| -> StoreResult<()> {
+                for row in top_passages(conn, &scope, &words, limit).map_err(backend)? {
+                    if top.len() == limit {
+                        break;
+                    }
+                    if !top.iter().any(|(seq, _)| *seq == row.0) {
+                        top.push(row);
+                    }
+                }
+                Ok(())
+            };
+            if top.len() < limit && present.len() > 1 {
+                let selective: Vec<bool> = frequency.iter().filter(|&&f| f > 0).map(|&f| f < cap).collect();
+                if let Some(rare) = present.subset(&selective).filter(|r| r.len() < present.len()) {
+                    fill(rare.any(), &mut top)?;
+                }
+                if top.len() < limit {
+                    fill(present.any(), &mut top)?;
+                }
+            }
+            let mut key = conn
+                .prepare_cached("SELECT key FROM passages WHERE seq = ?1")
+                .map_err(backend)?;
+            top.into_iter()
+                .map(|(seq, score)| Ok((key.query_row(params![seq], |r| r.get(0)).map_err(backend)?, score)))
+                .collect()
+        })
+        .await
+    }
+
+    async fn passages(&self, user: i64, project: &str, keys: &[String]) -> StoreResult<Vec<Passage>> {
+        let (project, keys) = (project.to_string(), keys.to_vec());
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT p.key, p.kind, r.id, p.message, r.title, p.label, p.text, p.time,
+                        (SELECT name FROM users a WHERE a.id = coalesce(r.author_id, r.user_id))
+                     FROM passages p JOIN records r ON r.seq = p.record_seq
+                     WHERE p.user_id = ?1 AND p.project_id = ?2 AND p.key = ?3",
+                )
+                .map_err(backend)?;
+            let mut out = Vec::with_capacity(keys.len());
+            for key in &keys {
+                let found = stmt
+                    .query_row(params![user, project, key], |r| {
+                        Ok(Passage {
+                            key: r.get(0)?,
+                            kind: Kind::parse(&r.get::<_, String>(1)?).unwrap_or(Kind::Conversation),
+                            record: r.get(2)?,
+                            message: r.get(3)?,
+                            title: r.get(4)?,
+                            label: r.get(5)?,
+                            text: r.get(6)?,
+                            time: r.get(7)?,
+                            author: r.get(8)?,
+                        })
+                    })
+                    .optional()
+                    .map_err(backend)?;
+                out.extend(found);
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn passage_neighbours(
+        &self,
+        user: i64,
+        project: &str,
+        keys: &[String],
+    ) -> StoreResult<std::collections::HashMap<String, Vec<String>>> {
+        let (project, keys) = (project.to_string(), keys.to_vec());
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT n.key FROM passages p JOIN passages n
+                       ON n.record_seq = p.record_seq AND n.position IN (p.position - 1, p.position + 1)
+                     WHERE p.user_id = ?1 AND p.project_id = ?2 AND p.key = ?3 AND p.kind = 'conversation'
+                     ORDER BY n.position",
+                )
+                .map_err(backend)?;
+            let mut out = std::collections::HashMap::new();
+            for key in &keys {
+                let next: Vec<String> = stmt
+                    .query_map(params![user, project, key], |r| r.get(0))
+                    .and_then(|rows| rows.collect())
+                    .map_err(backend)?;
+                if !next.is_empty() {
+                    out.insert(key.clone(), next);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn set_embedding(&self, owner: i64, project: &str, model: &EmbeddingModel) -> StoreResult<EmbeddingModel> {
+        let (project, model) = (project.to_string(), model.clone());
+        self.write(move |conn| {
+            project_exists(conn, owner, &project)?;
+            conn.execute(
+                "UPDATE projects SET embedding_model = ?3, embedding_dims = ?4
+                 WHERE user_id = ?1 AND id = ?2 AND embedding_model IS NULL",
+                params![owner, project, &model.id, model.dims],
+            )
+            .map_err(backend)?;
+            conn.query_row(
+                "SELECT embedding_model, embedding_dims FROM projects WHERE user_id = ?1 AND id = ?2",
+                params![owner, project],
+                |r| {
+                    Ok(EmbeddingModel {
+                        id: r.get(0)?,
+                        dims: r.get(1)?,
+                    })
+                },
+            )
+            .map_err(backend)
+        })
+        .await
+    }
+
+    async fn unindexed_records(&self, after: i64, limit: usize) -> StoreResult<Vec<super::Unindexed>> {
+        self.with(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT seq, user_id, project_id, kind, id, body FROM records r
+                     WHERE seq > ?1 AND NOT EXISTS (SELECT 1 FROM passages p WHERE p.record_seq = r.seq)
+                     ORDER BY seq LIMIT ?2",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![after, limit as i64], |r| {
+                    Ok(super::Unindexed {
+                        seq: r.get(0)?,
+                        owner: r.get(1)?,
+                        project: r.get(2)?,
+                        kind: Kind::parse(&r.get::<_, String>(3)?).unwrap_or(Kind::Conversation),
+                        id: r.get(4)?,
+                        body: r.get(5)?,
+                    })
+                })
+                .map_err(backend)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(backend)
+        })
+        .await
+    }
+
+    async fn put_passages(&self, record: &super::Unindexed, passages: &[NewPassage]) -> StoreResult<()> {
+        let (r, passages) = (record.clone(), passages.to_vec());
+        self.write(move |conn| {
+            let tx = conn.transaction().map_err(backend)?;
+            replace_passages(&tx, r.seq, r.owner, &r.project, r.kind, &passages)?;
+            tx.commit().map_err(backend)
+        })
+        .await
+    }
+
     async fn put_metadata(&self, user: i64, project: &str, record: &MetadataRecord) -> StoreResult<PutStatus> {
         let (project, m) = (project.to_string(), record.clone());
         self.write(move |conn| {
@@ -1091,6 +1399,14 @@ mod tests {
             updated_at: "2026-11-24T00:00:00Z".into(),
             body: "{}".into(),
             search_text: text.into(),
+            passages: vec![NewPassage {
+                key: format!("{id}/msg_1"),
+                message: "msg_1".into(),
+                position: 0,
+                label: "user".into(),
+                time: String::new(),
+                text: text.into(),
+            }],
         }
     }
 

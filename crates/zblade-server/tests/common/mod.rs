@@ -89,9 +89,11 @@ impl TestServer {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let handle = runtime.handle().clone();
+        // Vectors in the test's folder: a restarted server (same folder) finds them again.
+        let vectors = zblade_server::Vectors::new(dir.path().join("vectors").to_string_lossy());
         let thread = std::thread::spawn(move || {
             handle
-                .block_on(zblade_server::serve(listener, store, &limits, async {
+                .block_on(zblade_server::serve(listener, store, vectors, &limits, async {
                     let _ = stopped.await;
                 }))
                 .unwrap();
