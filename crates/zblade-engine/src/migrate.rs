@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use zblade_core::{Error, Result, StorageMode, fsio, parse_conversation, parse_moment, sha256_hex};
 
 use crate::storage::manifests;
-use zblade_sync::{Client, Kind};
+use zblade_sync::{Client, Kind, VectorsUpload};
 
 use crate::lock::WriteLock;
 use crate::project::Project;
@@ -146,6 +146,9 @@ pub struct CleanupReport {
 
 /// Progress callbacks: (phase, done, total).
 pub type Progress<'a> = &'a mut dyn FnMut(Phase, usize, usize);
+
+/// Items whose vectors are made together when migrating to a server.
+const VECTOR_CHUNK: usize = 200;
 
 fn journal_dir(project: &Project) -> PathBuf {
     project.layout.dir().join("migration")
@@ -432,10 +435,17 @@ impl Project {
         let folders = ArtifactFolders::proven(self)?;
         let mut tree = None;
         let (mut copied, mut converted) = (0, 0);
+        // To the server, each item's vectors go after it; they are made for a chunk of items at
+        // once (one lookup in the local vector table, batched embedding of what it lacks).
+        let mut vectors: HashMap<(Kind, String), VectorsUpload> = HashMap::new();
         for (n, item) in plan.items.iter().enumerate() {
             progress(Phase::Copy, n, plan.items.len());
             if done.contains_key(&(item.kind, item.id.clone())) {
                 continue;
+            }
+            if plan.direction == Direction::ToServer && n % VECTOR_CHUNK == 0 {
+                let chunk = &plan.items[n..(n + VECTOR_CHUNK).min(plan.items.len())];
+                vectors = self.chunk_vectors(&plan.project, chunk, &folders)?;
             }
             let written_hash = match plan.direction {
                 Direction::ToServer => {
@@ -452,9 +462,8 @@ impl Project {
                         Kind::Moment => bytes,
                     };
                     let hash = client.put_record(&plan.project, item.kind, &item.id, &bytes)?.hash;
-                    // Its vectors (mostly read from the local vector table: the same texts,
-                    // the same model), so the server searches it as this folder did.
-                    if let Some(upload) = crate::storage::pieces::record_vectors(&self.parts, item.kind, &bytes)? {
+                    // Its vectors, so the server searches it as this folder did.
+                    if let Some(upload) = vectors.remove(&(item.kind, item.id.clone())) {
                         client.put_vectors(&plan.project, item.kind, &item.id, &upload)?;
                     }
                     hash
@@ -506,6 +515,35 @@ impl Project {
         }
         progress(Phase::Copy, plan.items.len(), plan.items.len());
         Ok((copied, converted))
+    }
+
+    /// The vectors of `items` (see `storage::pieces`), keyed by kind and id; none when this
+    /// machine cannot embed.
+    fn chunk_vectors(
+        &self,
+        project: &str,
+        items: &[PlannedItem],
+        folders: &ArtifactFolders,
+    ) -> Result<HashMap<(Kind, String), VectorsUpload>> {
+        let records = items
+            .iter()
+            .map(|item| {
+                let path = folders.path(item.kind, &item.id)?;
+                let bytes = artifact_bytes(&self.layout, item.kind, &path)?;
+                // The bytes the server gets (their hash names the version the vectors are of).
+                let bytes = match item.kind {
+                    Kind::Conversation => adopted(&bytes, project, &self.layout.relative(&path))?,
+                    Kind::Moment => bytes,
+                };
+                Ok((item.kind, bytes))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let uploads = crate::storage::pieces::record_vectors(&self.parts, &records)?;
+        Ok(items
+            .iter()
+            .zip(uploads)
+            .filter_map(|(item, upload)| Some(((item.kind, item.id.clone()), upload?)))
+            .collect())
     }
 
     /// Reads every planned item back from the destination and compares hashes with what the

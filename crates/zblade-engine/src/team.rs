@@ -29,6 +29,12 @@ pub struct Joined {
     pub user: String,
     /// Whether an invitation was accepted now (false: it had been before).
     pub accepted: bool,
+    /// The model the project's vectors are made with (`None`: none sent yet), now this
+    /// folder's `search.embedding_model`: every member embeds with the same model.
+    pub embedding_model: Option<String>,
+    /// Whether that model is missing on this machine (`zblade models install` it; until then
+    /// search on the server is by keywords).
+    pub model_missing: bool,
 }
 
 impl Parts {
@@ -145,6 +151,15 @@ impl Project {
         parts.settings.storage.mode = StorageMode::Server;
         parts.settings.storage.server_url = client.url().to_string();
         parts.settings.storage.allow_insecure_http = client.is_plain_http_to_another_machine();
+        // The project's model decides (the server refuses vectors of another).
+        let embedding_model = client.project(project)?.and_then(|p| p.embedding).map(|m| m.id);
+        if let Some(model) = &embedding_model {
+            parts.settings.search.embedding_model = model.clone();
+        }
+        let model_missing = embedding_model.as_deref().is_some_and(|model| {
+            let dir = crate::models::model_dir(model);
+            !zblade_search::embed::MODEL_FILES.iter().all(|f| dir.join(f).is_file())
+        });
         let path = parts.layout.settings();
         parts.settings.save(&path)?;
         zblade_sync::credentials::save(client.url(), &token)?;
@@ -155,6 +170,8 @@ impl Project {
             server: client.url().to_string(),
             user,
             accepted,
+            embedding_model,
+            model_missing,
         };
         // Opened again so the storage follows the new mode.
         Ok((Project::open(root)?, joined))

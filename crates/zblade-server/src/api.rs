@@ -636,16 +636,24 @@ async fn delete_record<S: Store>(
     check_id(kind.as_str(), &id)?;
     let if_hash = headers.get(HASH_HEADER).and_then(|v| v.to_str().ok());
     let only_author = (access.role == Role::Writer).then_some(user.id);
+    // Only a record that had vectors costs LanceDB a delete.
+    let had_vectors = state
+        .store
+        .get_record(access.owner, &project, kind, &id)
+        .await?
+        .is_some_and(|r| r.vector_rows > 0);
     match state
         .store
         .delete_record(access.owner, &project, kind, &id, if_hash, only_author)
         .await?
     {
         Deleted::Yes => {
-            state
-                .vectors
-                .remove(access.owner, &project, vec![vector_prefix(kind, &id)])
-                .await?;
+            if had_vectors {
+                state
+                    .vectors
+                    .remove(access.owner, &project, vec![vector_prefix(kind, &id)])
+                    .await?;
+            }
             Ok(StatusCode::NO_CONTENT.into_response())
         }
         Deleted::NotFound => Err(ApiError::not_found(format!(
@@ -1015,15 +1023,19 @@ async fn put_vectors<S: Store>(
         return Err(model_mismatch(&project, &upload.model, &model));
     }
     let stored = rows.len();
+    // A record that never had vectors has none to delete (a delete scans the table).
+    let old = if record.vector_rows > 0 {
+        vec![vector_prefix(kind, &id)]
+    } else {
+        Vec::new()
+    };
     state
         .vectors
-        .replace(
-            access.owner,
-            &project,
-            vec![vector_prefix(kind, &id)],
-            rows,
-            model.dims as usize,
-        )
+        .replace(access.owner, &project, old, rows, model.dims as usize)
+        .await?;
+    state
+        .store
+        .set_vector_rows(access.owner, &project, kind, &id, &record.meta.hash, stored as i64)
         .await?;
     Ok(Json(VectorsResult { stored, model }).into_response())
 }

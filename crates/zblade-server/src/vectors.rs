@@ -17,11 +17,14 @@ use crate::store::{StoreError, StoreResult};
 /// Past this many vectors in a project, its nearest neighbours come from an ANN index (as in
 /// local search: exact search below it is fast and always right).
 const ANN_THRESHOLD: usize = 20_000;
+/// Vector writes and deletes (of any project) between two compactions of the table written.
+const COMPACT_EVERY: u64 = 50;
 
 /// The vector tables of every project, opened on first use and kept open.
 pub struct Vectors {
     uri: String,
     open: Mutex<Tables>,
+    writes: std::sync::atomic::AtomicU64,
 }
 
 /// What this server knows of the tables: those open, and those it found missing (most projects
@@ -59,6 +62,7 @@ impl Vectors {
         Vectors {
             uri: uri.into(),
             open: Mutex::new(Tables::default()),
+            writes: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -114,14 +118,27 @@ impl Vectors {
         blocking(move || {
             let table = this.table(owner, &project, Some(dims))?.expect("created with dims");
             let mut store = table.write().unwrap_or_else(|e| e.into_inner());
-            store.remove_prefixed(&prefixes).map_err(failed)?;
+            if !prefixes.is_empty() {
+                store.remove_prefixed(&prefixes).map_err(failed)?;
+            }
             store.add(&rows).map_err(failed)?;
+            this.maybe_compact(&store)?;
             // Once the project is large enough, an ANN index (built once; rows added later are
             // searched exactly beside it until LanceDB's next optimisation).
             store.ensure_ann_index(ANN_THRESHOLD).map_err(failed)?;
             Ok(())
         })
         .await
+    }
+
+    /// Each write or delete is a fragment or deletion file of its own: they are merged every
+    /// [`COMPACT_EVERY`] of them, so searches and deletes read few files.
+    fn maybe_compact(&self, store: &VectorStore) -> StoreResult<()> {
+        let writes = self.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if writes % COMPACT_EVERY == 0 {
+            store.compact().map_err(failed)?;
+        }
+        Ok(())
     }
 
     /// Removes the vectors under `prefixes` (a deleted record's); nothing when the project has
@@ -132,6 +149,7 @@ impl Vectors {
             if let Some(table) = this.table(owner, &project, None)? {
                 let store = table.write().unwrap_or_else(|e| e.into_inner());
                 store.remove_prefixed(&prefixes).map_err(failed)?;
+                this.maybe_compact(&store)?;
             }
             Ok(())
         })

@@ -635,6 +635,14 @@ impl Client {
         }
         let entry: ProjectEntry = Self::json(&what, response, self.limits.small_bytes)?;
         check::project_id(&what, &entry.id)?;
+        // The model's id becomes a setting and a folder name here: the models folder's rule.
+        if let Some(model) = &entry.embedding {
+            zblade_core::ids::check_id(&model.id.replace('.', "_"), None)
+                .map_err(|why| Error::Untrusted(format!("{what}: embedding model id {why}")))?;
+            if model.id.starts_with('.') {
+                return Err(Error::Untrusted(format!("{what}: embedding model id starts with '.'")));
+            }
+        }
         Ok(Some(ProjectEntry {
             name: check::clean(&entry.name, 256),
             owner: check::clean(&entry.owner, 128),

@@ -2256,7 +2256,17 @@ user: string;
 /**
  * Whether an invitation was accepted now (false: it had been before).
  */
-accepted: boolean }
+accepted: boolean; 
+/**
+ * The model the project's vectors are made with (`None`: none sent yet), now this
+ * folder's `search.embedding_model`: every member embeds with the same model.
+ */
+embedding_model: string | null; 
+/**
+ * Whether that model is missing on this machine (`zblade models install` it; until then
+ * search on the server is by keywords).
+ */
+model_missing: boolean }
 export type JsonValue = null | boolean | number | string | JsonValue[] | Partial<{ [key in string]: JsonValue }>
 /**
  * The two kinds of record the server stores with content.

@@ -147,7 +147,17 @@ pub(crate) fn run(cx: &mut Ctx, command: TeamCommand) -> Result<(), Error> {
             cx.out.note(&format!(
                 "joined {}'s project {} on {} as {} ({}); this folder now reads and writes its memory",
                 joined.owner, joined.project, joined.server, joined.user, joined.role
-            ))
+            ))?;
+            match (&joined.embedding_model, joined.model_missing) {
+                (Some(model), true) => cx.out.note(&format!(
+                    "the project embeds with {model}, which this machine lacks: `zblade models install {model}` \
+                     (until then its search here is by keywords only)"
+                )),
+                (Some(model), false) => cx
+                    .out
+                    .note(&format!("search: hybrid, with the project's model {model}")),
+                (None, _) => Ok(()),
+            }
         }
     }
 }

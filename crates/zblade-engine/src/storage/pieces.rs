@@ -6,13 +6,15 @@
 //! Vectors are looked up by the content id of their text in the folder's vector table
 //! (`.zblade/vectors`, the local store's, which server mode does not otherwise use) and added
 //! there, so a conversation sent again after each new turn embeds only its new pieces, and a
-//! project moved to the server sends the vectors local search already had.
+//! project moved to the server sends the vectors local search already had. Records are
+//! embedded in batches ([`record_vectors`]): one lookup and one write for many records.
+
+use std::collections::HashMap;
 
 use zblade_core::{Conversation, Moment, Result, artifact};
 use zblade_search::VectorStore;
 use zblade_search::chunk::{cid, embedding_pieces, split_text};
-use zblade_sync::Kind;
-use zblade_sync::{EmbeddingModel, PieceVector, VectorsUpload};
+use zblade_sync::{EmbeddingModel, Kind, PieceVector, VectorsUpload};
 
 use crate::parts::Parts;
 use crate::semantic::search_error;
@@ -23,18 +25,12 @@ const EMBED_BATCH: usize = 64;
 /// One piece to embed: its message (empty for a moment), its place in the message, its text.
 type Piece = (String, u32, String);
 
-/// The vectors of a conversation's messages; `None` when this machine cannot embed (no model
-/// or runtime: the server then finds the conversation by keywords only).
-pub(crate) fn conversation_vectors(
-    parts: &Parts,
-    conversation: &Conversation,
-    bytes: &[u8],
-) -> Result<Option<VectorsUpload>> {
+/// A conversation's pieces: each message's, the server's first of messages sharing an id.
+fn conversation_pieces(conversation: &Conversation) -> Vec<Piece> {
     let mut pieces: Vec<Piece> = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
     let mut previous: Option<&str> = None;
     for message in &conversation.messages {
-        // The server keeps the first of messages that share an id.
         if !seen.contains(&message.id.as_str()) {
             seen.push(&message.id);
             for (seq, text) in embedding_pieces(previous, &message.content).into_iter().enumerate() {
@@ -43,54 +39,64 @@ pub(crate) fn conversation_vectors(
         }
         previous = Some(&message.content);
     }
-    upload(parts, pieces, bytes)
+    pieces
 }
 
-/// The vectors of a moment: its content and context, as the local index embeds a moment.
-pub(crate) fn moment_vectors(parts: &Parts, moment: &Moment, bytes: &[u8]) -> Result<Option<VectorsUpload>> {
+/// A moment's pieces: its content and context, as the local index embeds a moment.
+fn moment_pieces(moment: &Moment) -> Vec<Piece> {
     let text = match moment.context.as_deref().filter(|c| !c.is_empty()) {
         Some(context) => format!("{}\n\n{context}", moment.content),
         None => moment.content.clone(),
     };
-    let pieces = split_text(&text)
+    split_text(&text)
         .into_iter()
         .enumerate()
         .map(|(seq, text)| (String::new(), seq as u32, text))
-        .collect();
-    upload(parts, pieces, bytes)
+        .collect()
 }
 
-/// The vectors of an artifact's `bytes` of `kind` (see [`conversation_vectors`] and
-/// [`moment_vectors`]).
-pub(crate) fn record_vectors(parts: &Parts, kind: Kind, bytes: &[u8]) -> Result<Option<VectorsUpload>> {
-    match kind {
-        Kind::Conversation => {
-            let conversation = artifact::parse_conversation(bytes, "conversation")?;
-            conversation_vectors(parts, &conversation, bytes)
-        }
-        Kind::Moment => moment_vectors(parts, &artifact::parse_moment(bytes, "moment")?, bytes),
+/// The vectors of artifacts (`(kind, bytes)` each), in their order; `None` for each when this
+/// machine cannot embed (no model or runtime: the server then finds them by keywords only).
+pub(crate) fn record_vectors(parts: &Parts, records: &[(Kind, Vec<u8>)]) -> Result<Vec<Option<VectorsUpload>>> {
+    let mut batch = Vec::with_capacity(records.len());
+    for (kind, bytes) in records {
+        let pieces = match kind {
+            Kind::Conversation => conversation_pieces(&artifact::parse_conversation(bytes, "conversation")?),
+            Kind::Moment => moment_pieces(&artifact::parse_moment(bytes, "moment")?),
+        };
+        batch.push((pieces, bytes.as_slice()));
     }
+    uploads(parts, batch)
 }
 
-/// Embeds `pieces` (the cached ones read back) into an upload for the record `bytes`.
-fn upload(parts: &Parts, pieces: Vec<Piece>, bytes: &[u8]) -> Result<Option<VectorsUpload>> {
+/// Embeds every record's pieces — those the vector table has are read back, the others
+/// embedded and added to it — into one upload per record.
+fn uploads(parts: &Parts, records: Vec<(Vec<Piece>, &[u8])>) -> Result<Vec<Option<VectorsUpload>>> {
     let Ok(embedder) = parts.embedder() else {
-        return Ok(None);
+        return Ok(records.iter().map(|_| None).collect());
     };
-    let (model_id, dims) = {
-        let model = embedder.lock().expect("embedder lock");
-        (parts.model_id(), model.dim())
+    let model = EmbeddingModel {
+        id: parts.model_id(),
+        dims: embedder.lock().expect("embedder lock").dim() as u32,
     };
-    let cache_dir = parts.layout.vectors_dir();
-    let cache = VectorStore::open(&cache_dir, &model_id, dims).map_err(search_error)?;
-    let cids: Vec<String> = pieces.iter().map(|(_, _, text)| cid(text)).collect();
-    let mut known = cache.vectors_of(&cids).map_err(search_error)?;
+    let store = VectorStore::open(&parts.layout.vectors_dir(), &model.id, model.dims as usize).map_err(search_error)?;
+    let mut cids: Vec<String> = records
+        .iter()
+        .flat_map(|(pieces, _)| pieces.iter().map(|(_, _, text)| cid(text)))
+        .collect();
+    cids.sort();
+    cids.dedup();
+    let mut known: HashMap<String, Vec<f32>> = store.vectors_of(&cids).map_err(search_error)?;
     let mut missing: Vec<(String, &str)> = Vec::new();
-    for ((_, _, text), cid) in pieces.iter().zip(&cids) {
-        if !known.contains_key(cid) && !missing.iter().any(|(c, _)| c == cid) {
-            missing.push((cid.clone(), text));
+    for (pieces, _) in &records {
+        for (_, _, text) in pieces {
+            let id = cid(text);
+            if !known.contains_key(&id) && !missing.iter().any(|(c, _)| *c == id) {
+                missing.push((id, text));
+            }
         }
     }
+    let mut added: Vec<(String, Vec<f32>)> = Vec::with_capacity(missing.len());
     for batch in missing.chunks(EMBED_BATCH) {
         let texts: Vec<&str> = batch.iter().map(|(_, text)| *text).collect();
         let vectors = embedder
@@ -98,25 +104,26 @@ fn upload(parts: &Parts, pieces: Vec<Piece>, bytes: &[u8]) -> Result<Option<Vect
             .expect("embedder lock")
             .embed(&texts)
             .map_err(search_error)?;
-        let rows: Vec<(String, Vec<f32>)> = batch.iter().map(|(c, _)| c.clone()).zip(vectors).collect();
-        cache.add(&rows).map_err(search_error)?;
-        known.extend(rows);
+        added.extend(batch.iter().map(|(c, _)| c.clone()).zip(vectors));
     }
-    let pieces = pieces
+    store.add(&added).map_err(search_error)?;
+    known.extend(added);
+    Ok(records
         .into_iter()
-        .zip(&cids)
-        .map(|((message, seq, _), cid)| PieceVector {
-            message,
-            seq,
-            vector: known[cid].clone(),
+        .map(|(pieces, bytes)| {
+            let pieces = pieces
+                .into_iter()
+                .map(|(message, seq, text)| PieceVector {
+                    message,
+                    seq,
+                    vector: known[&cid(&text)].clone(),
+                })
+                .collect();
+            Some(VectorsUpload {
+                model: model.clone(),
+                record_hash: zblade_core::sha256_hex(bytes),
+                pieces,
+            })
         })
-        .collect();
-    Ok(Some(VectorsUpload {
-        model: EmbeddingModel {
-            id: model_id,
-            dims: dims as u32,
-        },
-        record_hash: zblade_core::sha256_hex(bytes),
-        pieces,
-    }))
+        .collect())
 }

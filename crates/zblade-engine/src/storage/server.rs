@@ -263,21 +263,20 @@ impl Storage for ServerStorage {
         } else {
             super::local::LocalStorage.put_conversations(parts, &kept)?
         };
-        let writes = shared
-            .iter()
-            .map(|c| {
-                let bytes = c.to_artifact_json();
-                Write {
-                    kind: Kind::Conversation,
-                    id: c.conversation_id.clone(),
-                    // A failed embedding costs the server's vectors for this conversation
-                    // (it is still found by keywords), never the write.
-                    vectors: pieces::conversation_vectors(parts, c, &bytes).ok().flatten(),
-                    bytes,
-                    messages: c.messages.len(),
-                }
-            })
-            .collect();
+        let writes = with_vectors(
+            parts,
+            shared
+                .iter()
+                .map(|c| {
+                    (
+                        Kind::Conversation,
+                        c.conversation_id.clone(),
+                        c.to_artifact_json(),
+                        c.messages.len(),
+                    )
+                })
+                .collect(),
+        );
         let mut sent = Self::send(parts, writes)?;
         // In the order given.
         let mut out = Vec::with_capacity(prepared.len());
@@ -306,19 +305,13 @@ impl Storage for ServerStorage {
     }
 
     fn put_moments(&self, parts: &mut Parts, prepared: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
-        let writes = prepared
-            .iter()
-            .map(|(moment, _)| {
-                let bytes = moment.to_artifact_json();
-                Write {
-                    kind: Kind::Moment,
-                    id: moment.id.clone(),
-                    vectors: pieces::moment_vectors(parts, moment, &bytes).ok().flatten(),
-                    bytes,
-                    messages: 0,
-                }
-            })
-            .collect();
+        let writes = with_vectors(
+            parts,
+            prepared
+                .iter()
+                .map(|(moment, _)| (Kind::Moment, moment.id.clone(), moment.to_artifact_json(), 0))
+                .collect(),
+        );
         Self::send(parts, writes)
     }
 
@@ -628,6 +621,29 @@ impl ServerStorage {
         };
         client.search_passages(&parts.settings.project.id, &query)
     }
+}
+
+/// Writes of `records` (kind, id, bytes, messages), each with its vectors. A failed embedding
+/// costs the server's vectors for these records (they are still found by keywords), never the
+/// writes.
+fn with_vectors(parts: &Parts, records: Vec<(Kind, String, Vec<u8>, usize)>) -> Vec<Write> {
+    let artifacts: Vec<(Kind, Vec<u8>)> = records
+        .iter()
+        .map(|(kind, _, bytes, _)| (*kind, bytes.clone()))
+        .collect();
+    let mut vectors = pieces::record_vectors(parts, &artifacts)
+        .unwrap_or_default()
+        .into_iter();
+    records
+        .into_iter()
+        .map(|(kind, id, bytes, messages)| Write {
+            kind,
+            id,
+            vectors: vectors.next().flatten(),
+            bytes,
+            messages,
+        })
+        .collect()
 }
 
 /// The query embedded by the project's model, when this machine has it.

@@ -176,6 +176,8 @@ pub struct Record {
     pub meta: RecordMeta,
     /// The artifact's bytes.
     pub body: String,
+    /// Vectors the server holds for it (0: none yet, so storing some deletes nothing).
+    pub vector_rows: i64,
 }
 
 /// The result of a PUT.
@@ -404,6 +406,16 @@ pub trait Store: Send + Sync + 'static {
         limit: usize,
     ) -> impl Future<Output = StoreResult<Vec<SearchHit>>> + Send;
 
+    /// Records how many vectors the record holds, while it is still the version `hash`.
+    fn set_vector_rows(
+        &self,
+        owner: i64,
+        project: &str,
+        kind: Kind,
+        id: &str,
+        hash: &str,
+        rows: i64,
+    ) -> impl Future<Output = StoreResult<()>> + Send;
     /// Keyword search over the passages (messages and moments) of `owner`'s project, as
     /// (key, score) best first: the keyword half of hybrid search.
     fn keyword_passages(
@@ -651,6 +663,17 @@ impl Store for AnyStore {
         limit: usize,
     ) -> StoreResult<Vec<SearchHit>> {
         delegate!(self, s => s.search(user, project, query, kind, limit))
+    }
+    async fn set_vector_rows(
+        &self,
+        owner: i64,
+        project: &str,
+        kind: Kind,
+        id: &str,
+        hash: &str,
+        rows: i64,
+    ) -> StoreResult<()> {
+        delegate!(self, s => s.set_vector_rows(owner, project, kind, id, hash, rows))
     }
     async fn keyword_passages(
         &self,

@@ -74,6 +74,7 @@ CREATE TABLE metadata (
 pub(super) const SCHEMA_V5: &str = "
 ALTER TABLE projects ADD COLUMN embedding_model TEXT;
 ALTER TABLE projects ADD COLUMN embedding_dims INTEGER;
+ALTER TABLE records ADD COLUMN vector_rows BIGINT NOT NULL DEFAULT 0;
 CREATE TABLE passages (
     seq BIGSERIAL PRIMARY KEY,
     record_seq BIGINT NOT NULL REFERENCES records(seq) ON DELETE CASCADE,
@@ -760,7 +761,7 @@ impl Store for PostgresStore {
         let row = client
             .query_opt(
                 &format!(
-                    "SELECT {RECORD_COLUMNS}, r.body FROM records r
+                    "SELECT {RECORD_COLUMNS}, r.body, r.vector_rows FROM records r
                      WHERE r.user_id = $1 AND r.project_id = $2 AND r.kind = $3 AND r.id = $4"
                 ),
                 &[&user, &project, &kind.as_str(), &id],
@@ -770,6 +771,7 @@ impl Store for PostgresStore {
         Ok(row.map(|row| Record {
             meta: record_meta(&row),
             body: row.get("body"),
+            vector_rows: row.get("vector_rows"),
         }))
     }
 
@@ -889,6 +891,26 @@ impl Store for PostgresStore {
                 }
             })
             .collect())
+    }
+
+    async fn set_vector_rows(
+        &self,
+        owner: i64,
+        project: &str,
+        kind: Kind,
+        id: &str,
+        hash: &str,
+        rows: i64,
+    ) -> StoreResult<()> {
+        let client = self.client().await?;
+        client
+            .execute(
+                "UPDATE records SET vector_rows = $6 WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id = $4 AND hash = $5",
+                &[&owner, &project, &kind.as_str(), &id, &hash, &rows],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(())
     }
 
     async fn keyword_passages(

@@ -268,6 +268,7 @@ INSERT INTO records_fts(records_fts) VALUES ('rebuild');
 pub(super) const SCHEMA_V5: &str = "
 ALTER TABLE projects ADD COLUMN embedding_model TEXT;
 ALTER TABLE projects ADD COLUMN embedding_dims INTEGER;
+ALTER TABLE records ADD COLUMN vector_rows INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE passages (
     seq INTEGER PRIMARY KEY,
     record_seq INTEGER NOT NULL REFERENCES records(seq) ON DELETE CASCADE,
@@ -929,7 +930,7 @@ impl Store for SqliteStore {
         self.with(move |conn| {
             conn.query_row(
                 &format!(
-                    "SELECT {RECORD_COLUMNS}, r.body FROM records r
+                    "SELECT {RECORD_COLUMNS}, r.body, r.vector_rows FROM records r
                      WHERE r.user_id = ?1 AND r.project_id = ?2 AND r.kind = ?3 AND r.id = ?4"
                 ),
                 params![user, project, kind.as_str(), id],
@@ -937,6 +938,7 @@ impl Store for SqliteStore {
                     Ok(Record {
                         meta: record_meta(row)?,
                         body: row.get("body")?,
+                        vector_rows: row.get("vector_rows")?,
                     })
                 },
             )
@@ -1088,6 +1090,27 @@ impl Store for SqliteStore {
                 hit.score = 1.0 / (rank as f64 + 1.0);
             }
             Ok(hits)
+        })
+        .await
+    }
+
+    async fn set_vector_rows(
+        &self,
+        owner: i64,
+        project: &str,
+        kind: Kind,
+        id: &str,
+        hash: &str,
+        rows: i64,
+    ) -> StoreResult<()> {
+        let (project, id, hash) = (project.to_string(), id.to_string(), hash.to_string());
+        self.write(move |conn| {
+            conn.execute(
+                "UPDATE records SET vector_rows = ?6 WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4 AND hash = ?5",
+                params![owner, project, kind.as_str(), id, hash, rows],
+            )
+            .map_err(backend)?;
+            Ok(())
         })
         .await
     }
@@ -1465,7 +1488,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        assert_eq!(store.migrate().await.unwrap(), 2, "versions 3 and 4 ran");
+        assert_eq!(store.migrate().await.unwrap(), 3, "versions 3, 4 and 5 ran");
         let hits = store.search(alice, "proj_a", "gateway", None, 10).await.unwrap();
         assert_eq!(hits.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(), ["conv_1"]);
         assert!(hits[0].snippet.contains("[gateway]"), "{}", hits[0].snippet);
