@@ -23,8 +23,7 @@ if [ "$profile" = release ]; then
   # The same selection as for the engine's benchmarks, so LanceDB is built once for both.
   cargo build --release --locked -p zblade-engine -p zblade-app -p zblade-cli --bins --benches
 else
-  # The binaries scripts/test.sh builds (same features: nothing is rebuilt after a test run;
-  # the sync server is built apart there, and must be here too).
+  # The binaries scripts/test.sh builds (same features: nothing is rebuilt after a test run).
   cargo test --workspace --all-targets --locked --no-run
 fi
 ZBLADE_APP="$CARGO_TARGET_DIR/$profile/zblade-app" ZBLADE="$CARGO_TARGET_DIR/$profile/zblade" \

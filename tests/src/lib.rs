@@ -273,15 +273,14 @@ impl HubServer {
     }
 }
 
-/// The `zblade-server` binary. `cargo test -p zblade-server` builds it (scripts/test.sh runs
-/// that first: the server is built apart from the rest, see there).
+/// The `zblade-server` binary, which the workspace's test build makes (scripts/test.sh).
 pub fn server_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
     let bin = profile_dir.join(format!("zblade-server{}", std::env::consts::EXE_SUFFIX));
     assert!(
         bin.exists(),
-        "{} is missing: `cargo test -p zblade-server` (or scripts/test.sh) builds it",
+        "{} is missing: `cargo test --workspace --no-run` (or scripts/test.sh) builds it",
         bin.display()
     );
     bin

@@ -244,7 +244,8 @@ fn team_story(backend: &str) {
     );
     let found = alice.ok(&["search", "kiwi", "--json"]);
     let hits: serde_json::Value = serde_json::from_str(&found).unwrap();
-    let id = hits["hits"][0]["id"]
+    // A message of the recorded session: its conversation is what was recorded.
+    let id = hits["hits"][0]["conversation_id"]
         .as_str()
         .expect("alice finds bob's recorded session")
         .to_string();

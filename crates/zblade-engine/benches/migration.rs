@@ -1,8 +1,8 @@
 //! Migration of 10,000 conversations to a real `zblade-server` (SQLite) and back (issue 7):
 //! time each way, and the bytes on the wire (counted by a proxy between client and server)
 //! next to the raw size of the artifacts. Writes the "migration" section of docs/BENCHMARKS.md.
-//! Needs the `zblade-server` binary of the same profile (`cargo bench -p zblade-server` or
-//! `cargo test -p zblade-server` builds it).
+//! Needs the `zblade-server` binary of the same profile (a workspace build makes it:
+//! `cargo bench --workspace --no-run`).
 
 mod common;
 
@@ -60,7 +60,7 @@ fn server_bin() -> PathBuf {
     let bin = dir.join("zblade-server");
     assert!(
         bin.exists(),
-        "{} is missing: build it first (`cargo bench -p zblade-server --no-run` or `cargo test -p zblade-server`)",
+        "{} is missing: build it first (`cargo bench --workspace --no-run`)",
         bin.display()
     );
     bin

@@ -255,6 +255,13 @@ impl VectorStore {
         runtime.block_on(db.drop_table(name, &[])).map_err(err)
     }
 
+    /// Names of every table of the database at `uri` (see [`VectorStore::open_named`]); what
+    /// LanceDB says when it cannot reach it.
+    pub fn table_names(uri: &str) -> Result<Vec<String>, String> {
+        let (runtime, db) = connect_uri(uri)?;
+        runtime.block_on(db.table_names().execute()).map_err(err)
+    }
+
     /// Drops the table `name` of the database at `uri`; false when there was none.
     pub fn drop_named(uri: &str, name: &str) -> Result<bool, String> {
         let (runtime, db) = connect_uri(uri)?;

@@ -181,7 +181,7 @@ fn run_backend(
     });
     let hybrid = Arc::new(Mutex::new(0usize));
     let errors = Arc::new(Mutex::new(Vec::new()));
-    let mut measure = |pause: bool| -> Vec<Duration> {
+    let measure = |pause: bool| -> Vec<Duration> {
         let latencies = Arc::new(Mutex::new(Vec::new()));
         let deadline = Instant::now() + Duration::from_secs(seconds);
         let threads: Vec<_> = (0..clients)

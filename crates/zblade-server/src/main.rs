@@ -271,8 +271,13 @@ async fn run(cli: Cli) -> Result<(), String> {
                 let _ = ctrl_c.await;
                 eprintln!("zblade-server: stopping (finishing requests in flight)");
             };
-            eprintln!("zblade-server: vectors in {vectors}");
-            zblade_server::serve(listener, store, zblade_server::Vectors::new(vectors), &limits, shutdown)
+            // LanceDB's calls block: checked off the async threads.
+            let vectors = tokio::task::spawn_blocking(move || zblade_server::Vectors::open(vectors))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("cannot keep vectors there: {e}"))?;
+            eprintln!("zblade-server: vectors in {}", vectors.uri());
+            zblade_server::serve(listener, store, vectors, &limits, shutdown)
                 .await
                 .map_err(|e| e.to_string())
         }

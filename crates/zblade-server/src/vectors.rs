@@ -66,6 +66,17 @@ impl Vectors {
         }
     }
 
+    /// Vectors under `uri`, checked now: a local folder is created, an object store must be
+    /// one this build of LanceDB reaches. Blocks (call it off the async threads).
+    pub fn open(uri: impl Into<String>) -> StoreResult<Vectors> {
+        let uri = uri.into();
+        if !uri.contains("://") {
+            std::fs::create_dir_all(&uri).map_err(|e| failed(format!("{uri}: {e}")))?;
+        }
+        VectorStore::table_names(&uri).map_err(|e| failed(format!("{uri}: {e}")))?;
+        Ok(Vectors::new(uri))
+    }
+
     /// Where the tables live.
     pub fn uri(&self) -> &str {
         &self.uri
@@ -207,6 +218,16 @@ impl Vectors {
             }
         })
         .await
+    }
+}
+
+/// Each open table owns the small runtime that drives LanceDB, and tokio forbids dropping a
+/// runtime on an async thread, where the server drops its state when it stops: the tables are
+/// dropped on a thread of their own.
+impl Drop for Vectors {
+    fn drop(&mut self) {
+        let tables = std::mem::take(&mut *self.open.lock().unwrap_or_else(|e| e.into_inner()));
+        let _ = std::thread::spawn(move || drop(tables)).join();
     }
 }
 
