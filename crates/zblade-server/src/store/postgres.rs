@@ -128,6 +128,66 @@ fn passages_cte(first: usize) -> String {
     )
 }
 
+/// Each lexeme's number of positions in a `tsvector` written as text (`'word':1,4A 'other':2`),
+/// and the total: the term frequencies and length BM25 reads.
+fn lexeme_counts(vector: &str) -> (std::collections::HashMap<String, usize>, usize) {
+    let mut counts = std::collections::HashMap::new();
+    let mut total = 0;
+    let mut chars = vector.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\'' {
+            continue;
+        }
+        let mut lexeme = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\'' if chars.peek() == Some(&'\'') => {
+                    chars.next();
+                    lexeme.push('\'');
+                }
+                '\'' => break,
+                '\\' => lexeme.extend(chars.next()),
+                c => lexeme.push(c),
+            }
+        }
+        let mut positions = 1;
+        if chars.peek() == Some(&':') {
+            chars.next();
+            positions = 0;
+            let mut in_number = false;
+            while let Some(&c) = chars.peek() {
+                if c == ' ' {
+                    break;
+                }
+                if c.is_ascii_digit() && !in_number {
+                    positions += 1;
+                }
+                in_number = c.is_ascii_digit() || c.is_ascii_alphabetic();
+                if c == ',' {
+                    in_number = false;
+                }
+                chars.next();
+            }
+        }
+        total += positions;
+        *counts.entry(lexeme).or_insert(0) += positions;
+    }
+    (counts, total)
+}
+
+/// One term's BM25 (k1 = 1.2, b = 0.75, FTS5's constants and IDF): `tf` occurrences in a
+/// passage of `length` terms, `mean` the passages' mean length, `df` of `total` passages
+/// holding it.
+fn bm25_term(tf: usize, length: usize, mean: f64, total: i64, df: i64) -> f64 {
+    if tf == 0 {
+        return 0.0;
+    }
+    let (k1, b) = (1.2, 0.75);
+    let idf = (((total - df) as f64 + 0.5) / (df as f64 + 0.5)).ln().max(1e-6);
+    let tf = tf as f64;
+    idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * length as f64 / mean.max(1.0)))
+}
+
 /// Connections kept open; tokio-postgres pipelines the queries of concurrent requests on each.
 const CONNECTIONS: usize = 8;
 
@@ -933,25 +993,110 @@ impl Store for PostgresStore {
         let client = self.client().await?;
         self.project_exists(&client, user, project).await?;
         let kind = kind.map_or("", Kind::as_str);
-        // Passages holding every word first, then any word; each group by rank.
+        // The query's lexemes, stemmed as the index is.
+        let lexemes: Vec<String> = client
+            .query(
+                "SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $1))",
+                &[&words.join(" ")],
+            )
+            .await
+            .map_err(backend)?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        if lexemes.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The plan of local search (see SQLite's): passages holding every word that occurs,
+        // then some of the rarer words, then any; each group ranked by BM25, which is computed
+        // here from the project's own counts (PostgreSQL ranks by `ts_rank`, not BM25).
+        let total: i64 = client
+            .query_one(
+                "SELECT count(*) FROM passages WHERE user_id = $1 AND project_id = $2",
+                &[&user, &project],
+            )
+            .await
+            .map_err(backend)?
+            .get(0);
+        let mut frequency = Vec::with_capacity(lexemes.len());
+        for lexeme in &lexemes {
+            let df: i64 = client
+                .query_one(
+                    "SELECT count(*) FROM passages
+                     WHERE user_id = $1 AND project_id = $2 AND search @@ quote_literal($3)::tsquery",
+                    &[&user, &project, lexeme],
+                )
+                .await
+                .map_err(backend)?
+                .get(0);
+            frequency.push(df);
+        }
+        let cap = ((total as f64 * super::COMMON_TERM_SHARE) as i64).max(64);
+        let present: Vec<&String> = lexemes.iter().zip(&frequency).filter(|(_, f)| **f > 0).map(|(l, _)| l).collect();
+        if present.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rare: Vec<&String> = lexemes
+            .iter()
+            .zip(&frequency)
+            .filter(|(_, f)| **f > 0 && **f < cap)
+            .map(|(l, _)| l)
+            .collect();
+        let mut groups: Vec<(Vec<&String>, &str)> = vec![(present.clone(), " & ")];
+        if present.len() > 1 {
+            if !rare.is_empty() && rare.len() < present.len() {
+                groups.push((rare, " | "));
+            }
+            groups.push((present.clone(), " | "));
+        }
+        let df: std::collections::HashMap<&str, i64> =
+            lexemes.iter().map(String::as_str).zip(frequency.iter().copied()).collect();
         let mut top: Vec<(String, f64)> = Vec::new();
-        for joiner in [" & ", " | "] {
-            if top.len() >= limit || (joiner == " | " && words.len() < 2) {
+        for (group, joiner) in groups {
+            if top.len() >= limit {
                 break;
             }
+            // Candidates by `ts_rank` (cheap to ask for), re-ranked by BM25.
             let rows = client
                 .query(
-                    "SELECT key, ts_rank(search, q)::float8 FROM passages, to_tsquery('english', $3) q
-                     WHERE user_id = $1 AND project_id = $2 AND search @@ q AND ($4 = '' OR kind = $4)
-                     ORDER BY 2 DESC, seq LIMIT $5",
-                    &[&user, &project, &words.join(joiner), &kind, &(limit as i64)],
+                    "SELECT key, search::text FROM passages,
+                         (SELECT string_agg(quote_literal(l), $4)::tsquery AS q FROM unnest($3::text[]) l) q
+                     WHERE user_id = $1 AND project_id = $2 AND search @@ q.q AND ($5 = '' OR kind = $5)
+                     ORDER BY ts_rank(search, q.q) DESC, seq LIMIT $6",
+                    &[
+                        &user,
+                        &project,
+                        &group.iter().map(|l| l.as_str()).collect::<Vec<_>>(),
+                        &joiner,
+                        &kind,
+                        &((limit * 4).max(200) as i64),
+                    ],
                 )
                 .await
                 .map_err(backend)?;
-            for row in rows {
-                let key: String = row.get(0);
+            let docs: Vec<(String, std::collections::HashMap<String, usize>, usize)> = rows
+                .iter()
+                .map(|r| {
+                    let (counts, length) = lexeme_counts(r.get::<_, &str>(1));
+                    (r.get(0), counts, length)
+                })
+                .collect();
+            let mean = docs.iter().map(|d| d.2).sum::<usize>() as f64 / docs.len().max(1) as f64;
+            let mut scored: Vec<(String, f64)> = docs
+                .into_iter()
+                .map(|(key, counts, length)| {
+                    let score = lexemes
+                        .iter()
+                        .map(|l| bm25_term(counts.get(l).copied().unwrap_or(0), length, mean, total, df[l.as_str()]))
+                        .sum();
+                    (key, score)
+                })
+                .collect();
+            // Stable: ties keep `ts_rank`'s order.
+            scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+            for (key, score) in scored {
                 if top.len() < limit && !top.iter().any(|(k, _)| *k == key) {
-                    top.push((key, row.get(1)));
+                    top.push((key, score));
                 }
             }
         }
@@ -1143,5 +1288,23 @@ impl Store for PostgresStore {
             .map_err(backend)?;
         let items = rows.iter().map(metadata_row).collect();
         Ok(super::page_from_fetched(items, limit, |m| m.id.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tsvector_text_gives_term_frequencies_and_length() {
+        let (counts, total) = lexeme_counts("'gateway':3,9A 'it''s':1 'retri':5 'x'");
+        assert_eq!(counts["gateway"], 2);
+        assert_eq!(counts["it's"], 1);
+        assert_eq!(counts["retri"], 1);
+        assert_eq!(counts["x"], 1);
+        assert_eq!(total, 5);
+        assert!(bm25_term(2, 5, 5.0, 100, 3) > bm25_term(1, 5, 5.0, 100, 3));
+        assert!(bm25_term(1, 5, 5.0, 100, 3) > bm25_term(1, 5, 5.0, 100, 40), "rarer weighs more");
+        assert_eq!(bm25_term(0, 5, 5.0, 100, 3), 0.0);
     }
 }
