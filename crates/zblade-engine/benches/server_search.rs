@@ -236,7 +236,7 @@ fn main() {
         ));
     }
     let body = format!(
-        "{} LoCoMo conversations as projects, every question with labelled evidence turns, messages only, top 10, hybrid, model `all-minilm-l6-v2-int8`. Local: the project's own index. Server: the same project after `Project::migrate` to a `zblade-server` (all of a backend's projects on one server, vectors sent by the migration), searched by `POST /projects/ID/search` (the server's keyword index — FTS5 with BM25 on SQLite, `ts_rank` over an English `tsvector` on PostgreSQL — and the project's LanceDB table, fused by `zblade_search::fusion::hybrid_fusion`).\n\n{table}\n{timing}\n",
+        "{} LoCoMo conversations as projects, every question with labelled evidence turns, messages only, top 10, hybrid, model `all-minilm-l6-v2-int8`. Local: the project's own index. Server: the same project after `Project::migrate` to a `zblade-server` (all of a backend's projects on one server, vectors sent by the migration), searched by `POST /projects/ID/search` (the server's keyword index — FTS5 with BM25 on SQLite, BM25 computed from an English `tsvector` on PostgreSQL, both after the local index's every-word / rarer-words / any-word plan — and the project's LanceDB table, fused by `zblade_search::fusion::hybrid_fusion`). Nothing was tuned for the server: the fusion is local search's, chosen on the tuning split (docs/BENCHMARKS.md, \"Search quality\").\n\n{table}\n{timing}\n",
         files.len()
     );
     println!("{body}");

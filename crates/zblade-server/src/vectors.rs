@@ -146,7 +146,7 @@ impl Vectors {
     /// [`COMPACT_EVERY`] of them, so searches and deletes read few files.
     fn maybe_compact(&self, store: &VectorStore) -> StoreResult<()> {
         let writes = self.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        if writes % COMPACT_EVERY == 0 {
+        if writes.is_multiple_of(COMPACT_EVERY) {
             store.compact().map_err(failed)?;
         }
         Ok(())
