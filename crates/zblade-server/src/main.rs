@@ -275,7 +275,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             let vectors = tokio::task::spawn_blocking(move || zblade_server::Vectors::open(vectors))
                 .await
                 .map_err(|e| e.to_string())?
-                .map_err(|e| format!("cannot keep vectors there: {e}"))?;
+                .map_err(|e| format!("cannot keep the vectors (--vectors): {e}"))?;
             eprintln!("zblade-server: vectors in {}", vectors.uri());
             zblade_server::serve(listener, store, vectors, &limits, shutdown)
                 .await

@@ -68,12 +68,12 @@ impl Vectors {
 
     /// Vectors under `uri`, checked now: a local folder is created, an object store must be
     /// one this build of LanceDB reaches. Blocks (call it off the async threads).
-    pub fn open(uri: impl Into<String>) -> StoreResult<Vectors> {
+    pub fn open(uri: impl Into<String>) -> Result<Vectors, String> {
         let uri = uri.into();
         if !uri.contains("://") {
-            std::fs::create_dir_all(&uri).map_err(|e| failed(format!("{uri}: {e}")))?;
+            std::fs::create_dir_all(&uri).map_err(|e| format!("{uri}: {e}"))?;
         }
-        VectorStore::table_names(&uri).map_err(|e| failed(format!("{uri}: {e}")))?;
+        VectorStore::table_names(&uri).map_err(|e| format!("{uri}: {e}"))?;
         Ok(Vectors::new(uri))
     }
 

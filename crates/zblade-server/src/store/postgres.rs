@@ -1032,7 +1032,12 @@ impl Store for PostgresStore {
             frequency.push(df);
         }
         let cap = ((total as f64 * super::COMMON_TERM_SHARE) as i64).max(64);
-        let present: Vec<&String> = lexemes.iter().zip(&frequency).filter(|(_, f)| **f > 0).map(|(l, _)| l).collect();
+        let present: Vec<&String> = lexemes
+            .iter()
+            .zip(&frequency)
+            .filter(|(_, f)| **f > 0)
+            .map(|(l, _)| l)
+            .collect();
         if present.is_empty() {
             return Ok(Vec::new());
         }
@@ -1049,8 +1054,11 @@ impl Store for PostgresStore {
             }
             groups.push((present.clone(), " | "));
         }
-        let df: std::collections::HashMap<&str, i64> =
-            lexemes.iter().map(String::as_str).zip(frequency.iter().copied()).collect();
+        let df: std::collections::HashMap<&str, i64> = lexemes
+            .iter()
+            .map(String::as_str)
+            .zip(frequency.iter().copied())
+            .collect();
         let mut top: Vec<(String, f64)> = Vec::new();
         for (group, joiner) in groups {
             if top.len() >= limit {
@@ -1304,7 +1312,10 @@ mod tests {
         assert_eq!(counts["x"], 1);
         assert_eq!(total, 5);
         assert!(bm25_term(2, 5, 5.0, 100, 3) > bm25_term(1, 5, 5.0, 100, 3));
-        assert!(bm25_term(1, 5, 5.0, 100, 3) > bm25_term(1, 5, 5.0, 100, 40), "rarer weighs more");
+        assert!(
+            bm25_term(1, 5, 5.0, 100, 3) > bm25_term(1, 5, 5.0, 100, 40),
+            "rarer weighs more"
+        );
         assert_eq!(bm25_term(0, 5, 5.0, 100, 3), 0.0);
     }
 }
