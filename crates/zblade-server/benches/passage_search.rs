@@ -1,6 +1,7 @@
 //! Hybrid passage search under load (issue 48's target: search p99 ≤ 100 ms under 50 clients at
 //! 100,000 chunks per project, on PostgreSQL). Five projects of 100,000 messages each (20,000
-//! conversations of five turns, the load benchmarks' text) with one 384-dimension vector per
+//! conversations of five turns of 12–30 words drawn from a 4,000-word vocabulary with a skewed,
+//! Zipf-like frequency, as words in real text are) with one 384-dimension vector per
 //! message (clustered unit vectors, as the engine's semantic benchmark makes them; each project
 //! past 20,000 vectors gets its ANN index as in service), then 50 clients (10 per project)
 //! search through `zblade-sync`'s client — `POST /projects/ID/search` with one to three words
@@ -16,7 +17,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{conversation, fresh_postgres, percentile};
+use common::{fresh_postgres, percentile};
 use zblade_server::auth::{hash_token, new_token};
 use zblade_server::store::{EmbeddingModel, Kind, NewPassage, NewRecord};
 use zblade_server::{Limits, Store, Vectors, store};
@@ -28,20 +29,55 @@ mod report;
 
 const DIMS: usize = 384;
 const TURNS: usize = 5;
-const WORDS: [&str; 12] = [
-    "gateway",
-    "caches",
-    "tokens",
-    "seconds",
-    "retries",
-    "times",
-    "conversation",
-    "turn",
-    "gateway tokens",
-    "retries seconds",
-    "caches tokens gateway",
-    "turn conversation",
-];
+const VOCABULARY: u64 = 4_000;
+
+/// Word `n` of the vocabulary: syllables, so words read as words and stem as themselves.
+fn word(n: u64) -> String {
+    const SYLLABLES: [&str; 20] = [
+        "ka", "lo", "mi", "ran", "tu", "se", "vo", "quil", "dra", "pen", "zo", "fi", "gor", "bel", "na", "tre", "wu",
+        "sim", "ox", "ley",
+    ];
+    let mut out = String::new();
+    let mut n = n + 20;
+    while n > 0 {
+        out.push_str(SYLLABLES[(n % 20) as usize]);
+        n /= 20;
+    }
+    out
+}
+
+/// A word drawn with a skewed frequency: rank r about as often as 1/r (a few words are in
+/// most messages, most words in few).
+fn skewed_word(rng: &mut Rng) -> String {
+    let u = f64::from(rng.unit()).max(1e-6);
+    word(
+        ((VOCABULARY as f64).powf(u) as u64)
+            .saturating_sub(1)
+            .min(VOCABULARY - 1),
+    )
+}
+
+/// A conversation of `TURNS` messages of 12–30 skewed words.
+fn conversation(id: &str, project: &str, rng: &mut Rng) -> String {
+    let messages: Vec<serde_json::Value> = (0..TURNS)
+        .map(|i| {
+            let words = 12 + rng.next() % 19;
+            let text: Vec<String> = (0..words).map(|_| skewed_word(rng)).collect();
+            serde_json::json!({"id": format!("msg_{i}"), "role": if i % 2 == 0 { "user" } else { "assistant" }, "content": text.join(" ")})
+        })
+        .collect();
+    serde_json::json!({"version": "1.0", "conversation_id": id, "project_id": project, "title": id, "messages": messages})
+        .to_string()
+}
+
+/// A query of one to three words, none of the very commonest.
+fn query_words(rng: &mut Rng) -> String {
+    let n = 1 + rng.next() % 3;
+    (0..n)
+        .map(|_| word(20 + rng.next() % (VOCABULARY - 20)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
 
 /// A small deterministic generator (xorshift), so every run searches the same data.
 struct Rng(u64);
@@ -118,7 +154,7 @@ fn run_backend(
             let mut rows = Vec::new();
             for n in 0..conversations {
                 let cid = format!("conv_{n:06}");
-                let body = conversation(&cid, &project, n, TURNS);
+                let body = conversation(&cid, &project, &mut rng);
                 let conv = zblade_core::parse_conversation(body.as_bytes(), "bench").unwrap();
                 let passages = conv
                     .messages
@@ -194,7 +230,7 @@ fn run_backend(
                 std::thread::spawn(move || {
                     while Instant::now() < deadline {
                         let query = PassageQuery {
-                            q: WORDS[(rng.next() % WORDS.len() as u64) as usize].into(),
+                            q: query_words(&mut rng),
                             limit: 10,
                             kind: None,
                             vector: Some(QueryVector {

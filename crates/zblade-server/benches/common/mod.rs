@@ -1,6 +1,9 @@
-//! What the sync server's benchmarks (`load`, `team_load`) share: the conversation they upload,
-//! percentiles, and a fresh PostgreSQL database. Docs/BENCHMARKS.md is written by the engine's
-//! `benches/common/report.rs`, included by path.
+//! What the sync server's benchmarks (`load`, `team_load`, `passage_search`) share: the
+//! conversation the load benchmarks upload, percentiles, and a fresh PostgreSQL database.
+//! Docs/BENCHMARKS.md is written by the engine's `benches/common/report.rs`, included by path.
+
+// Each benchmark compiles this module on its own and uses only part of it.
+#![allow(dead_code)]
 
 use std::time::Duration;
 

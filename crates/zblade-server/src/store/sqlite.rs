@@ -339,16 +339,28 @@ fn passage_scope(user: i64, project: &str, kind: Option<Kind>) -> String {
     format!("scope : \"u{user}p{hex}\"{kind}")
 }
 
+/// Matches ranked by BM25 in one group of a passage search, newest first (the local index's
+/// window for queries of common words): a word in every passage would otherwise make each
+/// search score the whole project.
+const RANKED_PASSAGES: i64 = 10_000;
+
 /// The best `limit` passages in `scope` for `words` (an FTS5 expression of quoted words), by
-/// BM25 of the text, as (seq, score), ties by position in the table.
+/// BM25 of the text among the newest [`RANKED_PASSAGES`] matches, as (seq, score), ties by
+/// position in the table.
 fn top_passages(conn: &Connection, scope: &str, words: &str, limit: usize) -> rusqlite::Result<Vec<(i64, f64)>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT rowid, rank FROM passages_fts
-         WHERE passages_fts MATCH ?1 AND rank MATCH 'bm25(1.0, 0.0)' ORDER BY rank, rowid LIMIT ?2",
+        "WITH newest AS (
+            SELECT rowid AS seq FROM passages_fts WHERE passages_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?3)
+         SELECT rowid, rank FROM passages_fts
+         WHERE passages_fts MATCH ?1 AND rank MATCH 'bm25(1.0, 0.0)'
+           AND rowid >= (SELECT coalesce(min(seq), 0) FROM newest)
+         ORDER BY rank, rowid LIMIT ?2",
     )?;
     let expr = format!("{scope} AND text : ({words})");
-    stmt.query_map(params![expr, limit as i64], |r| Ok((r.get(0)?, -r.get::<_, f64>(1)?)))?
-        .collect()
+    stmt.query_map(params![expr, limit as i64, RANKED_PASSAGES], |r| {
+        Ok((r.get(0)?, -r.get::<_, f64>(1)?))
+    })?
+    .collect()
 }
 
 /// Matches scored by BM25 in one search, newest first: past this, a word common to every record
