@@ -156,6 +156,36 @@ pub struct Unindexed {
     pub body: String,
 }
 
+/// How long a project's passage count is reused: BM25's document count and the "common word"
+/// cap need the project's size, and counting 100,000 rows on every search costs more than the
+/// rest of the keyword search.
+const PASSAGE_COUNT_TTL: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Passage counts per project (creator, project), each read at most once per
+/// [`PASSAGE_COUNT_TTL`].
+#[derive(Default)]
+pub(crate) struct PassageCounts(std::sync::Mutex<std::collections::HashMap<(i64, String), (std::time::Instant, i64)>>);
+
+impl PassageCounts {
+    /// The count read within the last [`PASSAGE_COUNT_TTL`], if any.
+    pub(crate) fn fresh(&self, owner: i64, project: &str) -> Option<i64> {
+        let counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        counts
+            .get(&(owner, project.to_string()))
+            .filter(|(at, _)| at.elapsed() < PASSAGE_COUNT_TTL)
+            .map(|(_, n)| *n)
+    }
+
+    /// Remembers a count just read.
+    pub(crate) fn remember(&self, owner: i64, project: &str, n: i64) {
+        let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if counts.len() > 10_000 {
+            counts.clear();
+        }
+        counts.insert((owner, project.to_string()), (std::time::Instant::now(), n));
+    }
+}
+
 /// A word found in more than this share of a project's passages is "common" to keyword search
 /// (the local index's constant: the server ranks as local search does).
 pub(crate) const COMMON_TERM_SHARE: f64 = 0.05;

@@ -208,6 +208,7 @@ pub struct PostgresStore {
     url: String,
     slots: Vec<Mutex<Option<Arc<Client>>>>,
     next: AtomicUsize,
+    passage_counts: super::PassageCounts,
 }
 
 async fn connect(url: &str) -> StoreResult<Client> {
@@ -232,6 +233,7 @@ impl PostgresStore {
             url: url.to_string(),
             slots,
             next: AtomicUsize::new(0),
+            passage_counts: Default::default(),
         })
     }
 
@@ -1010,14 +1012,21 @@ impl Store for PostgresStore {
         // The plan of local search (see SQLite's): passages holding every word that occurs,
         // then some of the rarer words, then any; each group ranked by BM25, which is computed
         // here from the project's own counts (PostgreSQL ranks by `ts_rank`, not BM25).
-        let total: i64 = client
-            .query_one(
-                "SELECT count(*) FROM passages WHERE user_id = $1 AND project_id = $2",
-                &[&user, &project],
-            )
-            .await
-            .map_err(backend)?
-            .get(0);
+        let total: i64 = match self.passage_counts.fresh(user, project) {
+            Some(total) => total,
+            None => {
+                let total = client
+                    .query_one(
+                        "SELECT count(*) FROM passages WHERE user_id = $1 AND project_id = $2",
+                        &[&user, &project],
+                    )
+                    .await
+                    .map_err(backend)?
+                    .get(0);
+                self.passage_counts.remember(user, project, total);
+                total
+            }
+        };
         let mut frequency = Vec::with_capacity(lexemes.len());
         for lexeme in &lexemes {
             let df: i64 = client

@@ -94,6 +94,7 @@ pub struct SqliteStore {
     /// steps (up to 100 ms each) and can lose to later ones, which put uploads' p99 under
     /// load near a second. `busy_timeout` still covers writers in other processes.
     writer: Arc<tokio::sync::Mutex<()>>,
+    passage_counts: Arc<super::PassageCounts>,
 }
 
 /// How much of the database file each connection maps into memory (address space, not RAM;
@@ -120,6 +121,7 @@ impl SqliteStore {
             path: path.to_path_buf(),
             idle: Arc::new(Mutex::new(vec![conn])),
             writer: Arc::new(tokio::sync::Mutex::new(())),
+            passage_counts: Default::default(),
         })
     }
 
@@ -1139,16 +1141,24 @@ impl Store for SqliteStore {
             return Ok(Vec::new());
         };
         let project = project.to_string();
+        let counts = self.passage_counts.clone();
         self.with(move |conn| {
             project_exists(conn, user, &project)?;
             let scope = passage_scope(user, &project, kind);
             // The plan of local search (zblade-index, `search_messages`): passages holding
             // every word that occurs, then those holding some of the selective words, then any
             // word; each group by BM25. The same plan ranks the same passages first.
-            let total: i64 = conn
-                .prepare_cached("SELECT count(*) FROM passages WHERE user_id = ?1 AND project_id = ?2")
-                .and_then(|mut s| s.query_row(params![user, project], |r| r.get(0)))
-                .map_err(backend)?;
+            let total: i64 = match counts.fresh(user, &project) {
+                Some(total) => total,
+                None => {
+                    let total = conn
+                        .prepare_cached("SELECT count(*) FROM passages WHERE user_id = ?1 AND project_id = ?2")
+                        .and_then(|mut s| s.query_row(params![user, project], |r| r.get(0)))
+                        .map_err(backend)?;
+                    counts.remember(user, &project, total);
+                    total
+                }
+            };
             let cap = ((total as f64 * super::COMMON_TERM_SHARE) as i64).max(64);
             let mut count = conn
                 .prepare_cached(
