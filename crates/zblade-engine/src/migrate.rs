@@ -538,7 +538,8 @@ impl Project {
                 Ok((item.kind, bytes))
             })
             .collect::<Result<Vec<_>>>()?;
-        let uploads = crate::storage::pieces::record_vectors(&self.parts, &records)?;
+        let borrowed: Vec<(Kind, &[u8])> = records.iter().map(|(kind, bytes)| (*kind, bytes.as_slice())).collect();
+        let uploads = crate::storage::pieces::record_vectors(&self.parts, &borrowed)?;
         Ok(items
             .iter()
             .zip(uploads)

@@ -1069,8 +1069,7 @@ async fn search_passages<S: Store>(
         None => keyword,
         Some(vector) => {
             check_model(&vector.model)?;
-            let project_entry = state.store.get_project(access.owner, &project).await?;
-            match project_entry.and_then(|p| p.embedding) {
+            match state.store.embedding(access.owner, &project).await? {
                 // Nothing embedded yet: keyword search, said in the answer's mode.
                 None => keyword,
                 Some(model) if model != vector.model => return Err(model_mismatch(&project, &vector.model, &model)),

@@ -57,14 +57,14 @@ fn moment_pieces(moment: &Moment) -> Vec<Piece> {
 
 /// The vectors of artifacts (`(kind, bytes)` each), in their order; `None` for each when this
 /// machine cannot embed (no model or runtime: the server then finds them by keywords only).
-pub(crate) fn record_vectors(parts: &Parts, records: &[(Kind, Vec<u8>)]) -> Result<Vec<Option<VectorsUpload>>> {
+pub(crate) fn record_vectors(parts: &Parts, records: &[(Kind, &[u8])]) -> Result<Vec<Option<VectorsUpload>>> {
     let mut batch = Vec::with_capacity(records.len());
     for (kind, bytes) in records {
         let pieces = match kind {
             Kind::Conversation => conversation_pieces(&artifact::parse_conversation(bytes, "conversation")?),
             Kind::Moment => moment_pieces(&artifact::parse_moment(bytes, "moment")?),
         };
-        batch.push((pieces, bytes.as_slice()));
+        batch.push((pieces, *bytes));
     }
     uploads(parts, batch)
 }
@@ -80,19 +80,21 @@ fn uploads(parts: &Parts, records: Vec<(Vec<Piece>, &[u8])>) -> Result<Vec<Optio
         dims: embedder.lock().expect("embedder lock").dim() as u32,
     };
     let store = VectorStore::open(&parts.layout.vectors_dir(), &model.id, model.dims as usize).map_err(search_error)?;
-    let mut cids: Vec<String> = records
+    // Each piece's content id, computed once.
+    let cids: Vec<Vec<String>> = records
         .iter()
-        .flat_map(|(pieces, _)| pieces.iter().map(|(_, _, text)| cid(text)))
+        .map(|(pieces, _)| pieces.iter().map(|(_, _, text)| cid(text)).collect())
         .collect();
-    cids.sort();
-    cids.dedup();
-    let mut known: HashMap<String, Vec<f32>> = store.vectors_of(&cids).map_err(search_error)?;
+    let mut distinct: Vec<String> = cids.iter().flatten().cloned().collect();
+    distinct.sort();
+    distinct.dedup();
+    let mut known: HashMap<String, Vec<f32>> = store.vectors_of(&distinct).map_err(search_error)?;
     let mut missing: Vec<(String, &str)> = Vec::new();
-    for (pieces, _) in &records {
-        for (_, _, text) in pieces {
-            let id = cid(text);
-            if !known.contains_key(&id) && !missing.iter().any(|(c, _)| *c == id) {
-                missing.push((id, text));
+    let mut queued = std::collections::HashSet::new();
+    for ((pieces, _), ids) in records.iter().zip(&cids) {
+        for ((_, _, text), id) in pieces.iter().zip(ids) {
+            if !known.contains_key(id) && queued.insert(id.as_str()) {
+                missing.push((id.clone(), text));
             }
         }
     }
@@ -110,13 +112,15 @@ fn uploads(parts: &Parts, records: Vec<(Vec<Piece>, &[u8])>) -> Result<Vec<Optio
     known.extend(added);
     Ok(records
         .into_iter()
-        .map(|(pieces, bytes)| {
+        .zip(cids)
+        .map(|((pieces, bytes), ids)| {
             let pieces = pieces
                 .into_iter()
-                .map(|(message, seq, text)| PieceVector {
+                .zip(ids)
+                .map(|((message, seq, _), id)| PieceVector {
                     message,
                     seq,
-                    vector: known[&cid(&text)].clone(),
+                    vector: known[&id].clone(),
                 })
                 .collect();
             Some(VectorsUpload {

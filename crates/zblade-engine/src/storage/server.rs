@@ -627,9 +627,9 @@ impl ServerStorage {
 /// costs the server's vectors for these records (they are still found by keywords), never the
 /// writes.
 fn with_vectors(parts: &Parts, records: Vec<(Kind, String, Vec<u8>, usize)>) -> Vec<Write> {
-    let artifacts: Vec<(Kind, Vec<u8>)> = records
+    let artifacts: Vec<(Kind, &[u8])> = records
         .iter()
-        .map(|(kind, _, bytes, _)| (*kind, bytes.clone()))
+        .map(|(kind, _, bytes, _)| (*kind, bytes.as_slice()))
         .collect();
     let mut vectors = pieces::record_vectors(parts, &artifacts)
         .unwrap_or_default()

@@ -470,6 +470,9 @@ pub trait Store: Send + Sync + 'static {
         project: &str,
         keys: &[String],
     ) -> impl Future<Output = StoreResult<std::collections::HashMap<String, Vec<String>>>> + Send;
+    /// The project's embedding model, if it has one (a search asks this, not the whole
+    /// project row with its counts).
+    fn embedding(&self, owner: i64, project: &str) -> impl Future<Output = StoreResult<Option<EmbeddingModel>>> + Send;
     /// Records `model` as the project's embedding model unless it has one; returns the one
     /// it has now.
     fn set_embedding(
@@ -725,6 +728,9 @@ impl Store for AnyStore {
         keys: &[String],
     ) -> StoreResult<std::collections::HashMap<String, Vec<String>>> {
         delegate!(self, s => s.passage_neighbours(owner, project, keys))
+    }
+    async fn embedding(&self, owner: i64, project: &str) -> StoreResult<Option<EmbeddingModel>> {
+        delegate!(self, s => s.embedding(owner, project))
     }
     async fn set_embedding(&self, owner: i64, project: &str, model: &EmbeddingModel) -> StoreResult<EmbeddingModel> {
         delegate!(self, s => s.set_embedding(owner, project, model))

@@ -1176,6 +1176,24 @@ impl Store for PostgresStore {
         Ok(out)
     }
 
+    async fn embedding(&self, owner: i64, project: &str) -> StoreResult<Option<EmbeddingModel>> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT embedding_model, embedding_dims FROM projects WHERE user_id = $1 AND id = $2",
+                &[&owner, &project],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(row.and_then(|r| {
+            let (id, dims): (Option<String>, Option<i32>) = (r.get(0), r.get(1));
+            Some(EmbeddingModel {
+                id: id?,
+                dims: dims?.max(0) as u32,
+            })
+        }))
+    }
+
     async fn set_embedding(&self, owner: i64, project: &str, model: &EmbeddingModel) -> StoreResult<EmbeddingModel> {
         let client = self.client().await?;
         let dims = model.dims as i32;

@@ -1275,6 +1275,22 @@ impl Store for SqliteStore {
         .await
     }
 
+    async fn embedding(&self, owner: i64, project: &str) -> StoreResult<Option<EmbeddingModel>> {
+        let project = project.to_string();
+        self.with(move |conn| {
+            let row: Option<(Option<String>, Option<u32>)> = conn
+                .query_row(
+                    "SELECT embedding_model, embedding_dims FROM projects WHERE user_id = ?1 AND id = ?2",
+                    params![owner, project],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+                .map_err(backend)?;
+            Ok(row.and_then(|(id, dims)| Some(EmbeddingModel { id: id?, dims: dims? })))
+        })
+        .await
+    }
+
     async fn set_embedding(&self, owner: i64, project: &str, model: &EmbeddingModel) -> StoreResult<EmbeddingModel> {
         let (project, model) = (project.to_string(), model.clone());
         self.write(move |conn| {
