@@ -174,6 +174,24 @@ fn serve(stream: TcpStream, lie: Lie, seen: &Mutex<Vec<String>>) -> std::io::Res
                 "invited_by": "\u{1b}[2Jmallory", "invited_at": "2026-01-01T00:00:00Z", "accepted_at": null}]}),
             ),
         ),
+        // A project whose embedding model id would be a path once it is a setting and a folder.
+        ("GET", ["projects", id]) => {
+            let model = if lie == Lie::PathId {
+                "../../../etc"
+            } else {
+                "all-minilm-l6-v2-int8"
+            };
+            respond(
+                &mut out,
+                "200 OK",
+                &[],
+                &json(
+                    serde_json::json!({"id": id, "name": "\u{1b}[2Jteam", "owner": "mallory", "role": "reader",
+                    "created_at": "2026-01-01T00:00:00Z", "conversations": 0, "moments": 0, "metadata": 0,
+                    "embedding": {"id": model, "dims": 384}}),
+                ),
+            )
+        }
         ("GET", ["invitations"]) => {
             let project = if lie == Lie::PathId { "../../../etc" } else { "proj_x" };
             respond(
@@ -542,8 +560,25 @@ fn team_answers_lose_their_escape_sequences_and_bad_ids_are_refused() {
         &said[..said.len().min(300)]
     );
 
-    // An invitation to a project id that is a path is refused before anything is written.
+    // A project's model is read cleaned; one whose id is a path is refused before it can
+    // become this folder's setting.
+    let honest = zblade_sync::Client::new(&server.url, "t")
+        .unwrap()
+        .project("proj_x")
+        .unwrap()
+        .unwrap();
+    assert_eq!(honest.embedding.unwrap().id, "all-minilm-l6-v2-int8");
+    assert!(clean(&honest.name), "{:?}", honest.name);
     let liar = LyingServer::start(Lie::PathId);
+    let refused = zblade_sync::Client::new(&liar.url, "t").unwrap().project("proj_x");
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("embedding model id")),
+        "{refused:?}"
+    );
+
+    // An invitation to a project id that is a path is refused before anything is written.
     let folder = GitFixture::new(&[("src/lib.rs", "fn a() {}\n")]);
     let out = zblade(folder.root(), &["team", "invitations", "--server", &liar.url]);
     let said = text(&out);
