@@ -785,6 +785,10 @@ fn query_terms(text: &str) -> Vec<String> {
         .filter(|w| w.chars().count() >= 2)
         .map(str::to_lowercase)
         .collect();
+    // As the local index matches: very common words only when nothing else is asked.
+    if terms.iter().any(|t| !zblade_index::fts::is_stopword(t)) {
+        terms.retain(|t| !zblade_index::fts::is_stopword(t));
+    }
     terms.sort();
     terms.dedup();
     terms
