@@ -296,7 +296,7 @@ pub struct ServerProcess {
     pub db: PathBuf,
     port: u16,
     child: Option<std::process::Child>,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl ServerProcess {
@@ -338,7 +338,7 @@ impl ServerProcess {
             db,
             port,
             child: None,
-            _dir: dir,
+            dir,
         };
         server.restart();
         server
@@ -370,6 +370,10 @@ impl ServerProcess {
                 "--db",
             ])
             .arg(&self.db)
+            // Beside the database in the test's folder (with PostgreSQL the default is a
+            // folder in the working directory).
+            .arg("--vectors")
+            .arg(self.dir.path().join("vectors"))
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();

@@ -8,7 +8,7 @@
 //!    target < 30 s). Files only: rebuilding the index and embedding are measured by the
 //!    engine's benchmarks (docs/BENCHMARKS.md, "semantic"), and reported there.
 //!
-//! `cargo bench -p zblade-archive --bench archive` writes docs/BENCHMARKS.md; under
+//! `cargo bench --workspace --bench archive` writes docs/BENCHMARKS.md; under
 //! `cargo test` it runs small and writes nothing.
 
 #[path = "../../../tests/archive/arlocal.rs"]

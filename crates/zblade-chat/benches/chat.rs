@@ -6,7 +6,7 @@
 //! The model is a loopback HTTP server written here that stamps the moment a request's first
 //! byte arrives and answers with two tokens at once, so nothing but zblade is measured.
 //!
-//! `cargo bench -p zblade-chat --bench chat` writes the "chat" section of docs/BENCHMARKS.md
+//! `cargo bench --workspace --bench chat` writes the "chat" section of docs/BENCHMARKS.md
 //! (`ZBLADE_BENCH_CHAT_CONVERSATIONS` sets the project size, default 2,000 conversations of 12
 //! messages); under `cargo test` it runs a small smoke version and writes nothing.
 

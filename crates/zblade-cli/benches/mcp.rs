@@ -9,7 +9,7 @@
 //! - `zblade context` as a hook runs it (a new process per prompt) with a warm engine running
 //!   (`zblade serve`) next to the same command with none, in the same run — target p95 ≤ 40 ms.
 //!
-//! `cargo bench -p zblade-cli --bench mcp` writes the "mcp" section of docs/BENCHMARKS.md
+//! `cargo bench --workspace --bench mcp` writes the "mcp" section of docs/BENCHMARKS.md
 //! (`ZBLADE_BENCH_MCP_CONVERSATIONS` sets the project size, default 2,000 conversations); under
 //! `cargo test` it runs a small smoke version and writes nothing.
 

@@ -3,7 +3,7 @@
 //! instructions, into 8,000 tokens. The end-to-end number (search included, 100k chunks) is
 //! the engine's `semantic` benchmark; this one isolates the part this crate owns.
 //!
-//! `cargo bench -p zblade-context --bench pack`
+//! `cargo bench --workspace --bench pack`
 
 use std::time::Instant;
 

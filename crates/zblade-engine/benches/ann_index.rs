@@ -5,7 +5,7 @@
 //! that zblade could use; for each: build time, size, and for a top 10 and a top 55 (what hybrid
 //! search asks) the query latency and recall against exact search on the same table.
 //!
-//! `cargo bench -p zblade-engine --bench ann_index` writes docs/BENCHMARKS.md; under `cargo
+//! `cargo bench --workspace --bench ann_index` writes docs/BENCHMARKS.md; under `cargo
 //! test` it runs a small smoke version and writes nothing.
 
 use std::time::{Duration, Instant};

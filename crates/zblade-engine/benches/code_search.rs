@@ -15,7 +15,7 @@
 //! Indexing cost: the same files chunked by syntax and by line windows, each written to a
 //! keyword index and embedded with the same model, timed in the same run.
 //!
-//! `cargo bench -p zblade-engine --bench code_search` writes the "code-search" section of
+//! `cargo bench --workspace --bench code_search` writes the "code-search" section of
 //! docs/BENCHMARKS.md (needs `scripts/setup.sh` to have installed the models); under `cargo
 //! test` it runs one small crate and 20 queries and writes nothing.
 

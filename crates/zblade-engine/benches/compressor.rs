@@ -8,7 +8,7 @@
 //! bench` writes (no network here). Under `cargo test` it runs a smoke version on the tiny test
 //! model and writes nothing.
 //!
-//! `cargo bench -p zblade-engine --bench compressor`
+//! `cargo bench --workspace --bench compressor`
 
 mod common;
 

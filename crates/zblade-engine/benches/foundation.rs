@@ -6,7 +6,7 @@
 //! - `reindex` time;
 //! - keyword search latency p50/p95/p99 over 1,000 queries, next to a bare FTS5 query.
 //!
-//! `cargo bench -p zblade-engine --bench foundation` runs the full size and rewrites its
+//! `cargo bench --workspace --bench foundation` runs the full size and rewrites its
 //! section of docs/BENCHMARKS.md. Under `cargo test` (no `--bench` argument) it runs a small
 //! smoke version and writes nothing, so the benchmark cannot rot unnoticed.
 

@@ -8,7 +8,7 @@
 //!   messages is timed separately;
 //! - live follow: a line appended to a followed session → found by search, p95 ≤ 2 s.
 //!
-//! `cargo bench -p zblade-engine --bench import` writes the "import" section of
+//! `cargo bench --workspace --bench import` writes the "import" section of
 //! docs/BENCHMARKS.md (`ZBLADE_BENCH_IMPORT_MB` sets the size, default 500); under `cargo test`
 //! it runs a 2 MB smoke test and writes nothing.
 

@@ -13,7 +13,7 @@
 //! ones. Recall on LoCoMo with each model: `cargo bench --bench search_quality` with
 //! `ZBLADE_BENCH_MODEL=all-minilm-l6-v2-int8`.
 //!
-//! `cargo bench -p zblade-engine --bench indexing` writes docs/BENCHMARKS.md; under `cargo test`
+//! `cargo bench --workspace --bench indexing` writes docs/BENCHMARKS.md; under `cargo test`
 //! it indexes a few files and checks the int8 vectors against fp32 ones, writing nothing.
 
 use std::path::Path;

@@ -7,7 +7,7 @@
 //! - A save to the live location updated in the index, through the real watcher and its
 //!   100 ms debounce (p95 target ≤ 300 ms).
 //!
-//! `cargo bench -p zblade-engine --bench references` writes docs/BENCHMARKS.md; under
+//! `cargo bench --workspace --bench references` writes docs/BENCHMARKS.md; under
 //! `cargo test` it runs small and writes nothing.
 
 use std::process::Command;

@@ -15,7 +15,7 @@
 //! there, `scripts/models/fit_gate.py`); reported split, never tuned on: 41, 42 and 43 with
 //! prompts 51–100. `ZBLADE_GATE_FEATURES=FILE` writes every prompt's evidence as CSV for the fit.
 //!
-//! `cargo bench -p zblade-engine --bench relevance_gate` writes docs/BENCHMARKS.md; under
+//! `cargo bench --workspace --bench relevance_gate` writes docs/BENCHMARKS.md; under
 //! `cargo test` it runs two short conversations and a few prompts and writes nothing.
 
 use std::collections::HashSet;

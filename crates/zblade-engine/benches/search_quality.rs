@@ -5,7 +5,7 @@
 //! all-MiniLM-L6-v2, and each question with labelled evidence turns is asked in keyword,
 //! semantic and hybrid mode. Reported: recall@5, recall@10 and nDCG@10 of the evidence turns.
 //!
-//! `cargo bench -p zblade-engine --bench search_quality` (needs `scripts/setup.sh` to have built
+//! `cargo bench --workspace --bench search_quality` (needs `scripts/setup.sh` to have built
 //! the model) writes docs/BENCHMARKS.md; under `cargo test` it runs one conversation and 20
 //! questions and writes nothing.
 

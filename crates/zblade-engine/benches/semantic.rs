@@ -13,7 +13,7 @@
 //! cores): clustered unit vectors, one per chunk CID, written where the engine reads them, so
 //! search runs exactly as for a user. Queries are embedded by the real model.
 //!
-//! `cargo bench -p zblade-engine --bench semantic` writes docs/BENCHMARKS.md; under `cargo
+//! `cargo bench --workspace --bench semantic` writes docs/BENCHMARKS.md; under `cargo
 //! test` it runs a small smoke version and writes nothing.
 
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@
 //! server, as a team's would. Reported: recall@5 and @10 of the evidence turns, both ways, on
 //! the split the fusion was tuned on (conversations 26, 30) and the one never tuned on.
 //!
-//! `cargo bench -p zblade-engine --bench server_search` writes docs/BENCHMARKS.md; under
+//! `cargo bench --workspace --bench server_search` writes docs/BENCHMARKS.md; under
 //! `cargo test` it runs one conversation (or a synthetic one) and 20 questions, and writes
 //! nothing. Needs the `zblade-server` binary of the same profile (a workspace build makes it).
 

@@ -13,7 +13,7 @@
 //! static.crates.io into `~/.cache/zblade/bench-crates` (no git needed: a release tarball is
 //! the tree at that release). The crates tuned on and the ones reported on are listed apart.
 //!
-//! `cargo bench -p zblade-refs --bench long_history` writes docs/BENCHMARKS.md.
+//! `cargo bench --workspace --bench long_history` writes docs/BENCHMARKS.md.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

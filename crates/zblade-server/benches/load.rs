@@ -3,7 +3,7 @@
 //! when `ZBLADE_TEST_POSTGRES` names one), next to the bare database doing the same writes in
 //! the same run. Writes the "server-load" section of docs/BENCHMARKS.md.
 //!
-//! `cargo bench -p zblade-server --bench load` runs it in full; without `--bench` (as in
+//! `cargo bench --workspace --bench load` runs it in full; without `--bench` (as in
 //! `cargo test --all-targets`) it runs 4 clients for 2 s and writes nothing.
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -6,11 +6,12 @@
 //! past 20,000 vectors gets its ANN index as in service), then 50 clients (10 per project)
 //! search through `zblade-sync`'s client — `POST /projects/ID/search` with one to three words
 //! and a query vector — each at an agent's pace: a search, then a pause of 0–2 s (one search a
-//! second on average; 50 a second in all). Reported: p50 / p95 / p99 of what the clients saw,
-//! and the same with no pause (closed loop), which shows the machine's throughput instead.
+//! second on average; 50 a second in all; each client starts within the first 2 s). Reported:
+//! p50 / p95 / p99 of what the clients saw, and the same with no pause (closed loop), which
+//! shows the machine's throughput instead.
 //! SQLite, and PostgreSQL when `ZBLADE_TEST_POSTGRES` names a server.
 //!
-//! `cargo bench -p zblade-server --bench passage_search` runs it in full and writes the
+//! `cargo bench --workspace --bench passage_search` runs it in full and writes the
 //! "passage-search" section of docs/BENCHMARKS.md; without `--bench` (as in `cargo test
 //! --all-targets`) one project of 2,000 messages, 5 clients, 3 s, writing nothing.
 
@@ -228,6 +229,11 @@ fn run_backend(
                 let mut rng = Rng(0xc0ffee + c as u64);
                 let centres = centres.clone();
                 std::thread::spawn(move || {
+                    // Paced clients start spread over the first pause, as agents do; started
+                    // together, all 50 would ask at the same instant and measure the queue.
+                    if pause {
+                        std::thread::sleep(Duration::from_millis(rng.next() % 2_000));
+                    }
                     while Instant::now() < deadline {
                         let query = PassageQuery {
                             q: query_words(&mut rng),

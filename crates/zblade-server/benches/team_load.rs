@@ -7,7 +7,7 @@
 //! duplicated — and every reader's write was refused. SQLite, and PostgreSQL when
 //! `ZBLADE_TEST_POSTGRES` names a server. Writes the "team-load" section of docs/BENCHMARKS.md.
 //!
-//! `cargo bench -p zblade-server --bench team_load` runs it in full (60 s per backend); without
+//! `cargo bench --workspace --bench team_load` runs it in full (60 s per backend); without
 //! `--bench` (as in `cargo test --all-targets`) 2 projects of 6 for 4 s, writing nothing.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1059,19 +1059,19 @@ async fn search_passages<S: Store>(
     if query.limit == 0 || query.limit > 100 {
         return Err(ApiError::bad_request("limit: 1 to 100"));
     }
-    let keyword = state
+    // Not awaited yet: with a query vector it runs beside LanceDB's search.
+    let keyword_search = state
         .store
-        .keyword_passages(access.owner, &project, &query.q, query.kind, CANDIDATES)
-        .await?;
+        .keyword_passages(access.owner, &project, &query.q, query.kind, CANDIDATES);
     let mut nearest = None;
     let mut hybrid = false;
     let ranked: Vec<(String, f64)> = match &query.vector {
-        None => keyword,
+        None => keyword_search.await?,
         Some(vector) => {
             check_model(&vector.model)?;
             match state.store.embedding(access.owner, &project).await? {
                 // Nothing embedded yet: keyword search, said in the answer's mode.
-                None => keyword,
+                None => keyword_search.await?,
                 Some(model) if model != vector.model => return Err(model_mismatch(&project, &vector.model, &model)),
                 Some(model) => {
                     let values = unit_vector("vector.values", &vector.values, model.dims)?;
@@ -1082,7 +1082,11 @@ async fn search_passages<S: Store>(
                     } else {
                         CANDIDATES
                     };
-                    let mut semantic = state.vectors.nearest(access.owner, &project, values, fetch).await?;
+                    let (keyword, semantic) = tokio::join!(
+                        keyword_search,
+                        state.vectors.nearest(access.owner, &project, values, fetch)
+                    );
+                    let (keyword, mut semantic) = (keyword?, semantic?);
                     semantic.retain(|(key, _)| match query.kind {
                         Some(Kind::Conversation) => key.contains('/'),
                         Some(Kind::Moment) => !key.contains('/'),

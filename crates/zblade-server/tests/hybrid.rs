@@ -356,3 +356,77 @@ fn records_stored_before_passage_search_are_indexed_by_the_backfill() {
         });
     }
 }
+
+/// A database of schema version 5 (PostgreSQL's passage vectors without their project) keeps
+/// its passages through migration 6, and they are found in their project only.
+#[test]
+fn passages_stored_under_schema_5_are_found_after_the_upgrade() {
+    use zblade_server::Store;
+    use zblade_server::store::{Kind, MIGRATIONS, NewPassage, NewRecord};
+    if !backends().contains(&"postgresql") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = crate::common::fresh_db("postgresql", dir.path());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        // Schema 5 as a server of that version left it.
+        let (client, conn) = tokio_postgres::connect(&db, tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(conn);
+        client
+            .batch_execute("CREATE TABLE zblade_schema (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)")
+            .await
+            .unwrap();
+        for (version, _, sql) in MIGRATIONS.iter().filter(|m| m.0 <= 5) {
+            client.batch_execute(sql).await.unwrap();
+            client
+                .execute("INSERT INTO zblade_schema VALUES ($1, 'then')", &[version])
+                .await
+                .unwrap();
+        }
+        let store = zblade_server::store::open(&db).await.unwrap();
+        let user = store.add_user("old").await.unwrap();
+        for project in ["proj_a", "proj_b"] {
+            store.put_project(user.id, project, project).await.unwrap();
+            let text = format!("the gateway retries in {project}");
+            let body = conversation("conv_old", project, "Old", &text);
+            let record = NewRecord {
+                kind: Kind::Conversation,
+                id: "conv_old".into(),
+                hash: zblade_core::sha256_hex(body.as_bytes()),
+                title: "Old".into(),
+                tags: Vec::new(),
+                updated_at: "2026-11-20T10:05:00Z".into(),
+                body: body.clone(),
+                search_text: text.clone(),
+                passages: vec![NewPassage {
+                    key: "conv_old/msg_1".into(),
+                    message: "msg_1".into(),
+                    position: 0,
+                    label: "user".into(),
+                    time: String::new(),
+                    text,
+                }],
+            };
+            store
+                .put_record(user.id, project, &record, user.id, false)
+                .await
+                .unwrap();
+        }
+        assert_eq!(store.migrate().await.unwrap(), 1, "migration 6 runs");
+        for project in ["proj_a", "proj_b"] {
+            let hits = store
+                .keyword_passages(user.id, project, "gateway retry", None, 10)
+                .await
+                .unwrap();
+            assert_eq!(hits.len(), 1, "{project}: its own passage only: {hits:?}");
+            let other = if project == "proj_a" { "proj_b" } else { "proj_a" };
+            let mine = store.passages(user.id, project, &[hits[0].0.clone()]).await.unwrap();
+            assert!(mine[0].text.contains(project) && !mine[0].text.contains(other));
+        }
+    });
+}

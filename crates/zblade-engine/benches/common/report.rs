@@ -38,8 +38,7 @@ pub fn write_section(key: &str, title: &str, bench: &str, body: &str) {
         ("", "release build")
     };
     let section = format!(
-        "{start}\n## {title}\n\n`cargo bench -p {} --bench {bench}{flag}` — {date}, commit {commit}, {}, {build}.\n\n{body}{end}",
-        env!("CARGO_PKG_NAME"),
+        "{start}\n## {title}\n\n`cargo bench --workspace --bench {bench}{flag}` — {date}, commit {commit}, {}, {build}.\n\n{body}{end}",
         machine()
     );
     let updated = match (existing.find(&start), existing.find(&end)) {

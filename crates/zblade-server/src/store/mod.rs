@@ -156,33 +156,39 @@ pub struct Unindexed {
     pub body: String,
 }
 
-/// How long a project's passage count is reused: BM25's document count and the "common word"
-/// cap need the project's size, and counting 100,000 rows on every search costs more than the
-/// rest of the keyword search.
+/// How long a passage count is reused: BM25's document count and frequencies and the "common
+/// word" cap need them, and counting 100,000 rows on every search costs more than the rest of
+/// the keyword search. A count a few seconds old changes a score by a hair.
 const PASSAGE_COUNT_TTL: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Passage counts per project (creator, project), each read at most once per
-/// [`PASSAGE_COUNT_TTL`].
+/// Passage counts per project (creator, project) and word: the passages holding a word, or
+/// all of them for the word `""`. Each read at most once per [`PASSAGE_COUNT_TTL`].
 #[derive(Default)]
-pub(crate) struct PassageCounts(std::sync::Mutex<std::collections::HashMap<(i64, String), (std::time::Instant, i64)>>);
+pub(crate) struct PassageCounts(std::sync::Mutex<std::collections::HashMap<CountKey, (std::time::Instant, i64)>>);
+
+/// Creator, project, word.
+type CountKey = (i64, String, String);
 
 impl PassageCounts {
     /// The count read within the last [`PASSAGE_COUNT_TTL`], if any.
-    pub(crate) fn fresh(&self, owner: i64, project: &str) -> Option<i64> {
+    pub(crate) fn fresh(&self, owner: i64, project: &str, word: &str) -> Option<i64> {
         let counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
         counts
-            .get(&(owner, project.to_string()))
+            .get(&(owner, project.to_string(), word.to_string()))
             .filter(|(at, _)| at.elapsed() < PASSAGE_COUNT_TTL)
             .map(|(_, n)| *n)
     }
 
     /// Remembers a count just read.
-    pub(crate) fn remember(&self, owner: i64, project: &str, n: i64) {
+    pub(crate) fn remember(&self, owner: i64, project: &str, word: &str, n: i64) {
         let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if counts.len() > 10_000 {
+        if counts.len() > 100_000 {
             counts.clear();
         }
-        counts.insert((owner, project.to_string()), (std::time::Instant::now(), n));
+        counts.insert(
+            (owner, project.to_string(), word.to_string()),
+            (std::time::Instant::now(), n),
+        );
     }
 }
 
@@ -273,6 +279,8 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = &[
     (3, sqlite::SCHEMA_V3, "SELECT 1;"),
     (4, SCHEMA_V4, SCHEMA_V4),
     (5, sqlite::SCHEMA_V5, postgres::SCHEMA_V5),
+    // PostgreSQL's passage vectors carry their project (SQLite's FTS5 rows have since 5).
+    (6, "SELECT 1;", postgres::SCHEMA_V6),
 ];
 
 /// Version 4, the same in both dialects: team memory. A project's members other than its

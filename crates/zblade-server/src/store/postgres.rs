@@ -94,6 +94,30 @@ CREATE INDEX passages_by_key ON passages (user_id, project_id, key);
 CREATE INDEX passages_search ON passages USING GIN (search);
 ";
 
+/// Version 6, PostgreSQL dialect: each passage's `search` vector also holds its project's
+/// [`scope_lexeme`], so the GIN index answers "this word in this project" alone (before, every
+/// keyword query intersected the word's matches in all projects with the project's rows, a
+/// scan of the whole project each time). The index is written through (`fastupdate = off`):
+/// with GIN's pending list every search also read up to 4 MB of entries not yet merged, which
+/// cost more than the search itself while passages were being written.
+pub(super) const SCHEMA_V6: &str = "
+ALTER TABLE passages DROP COLUMN search;
+ALTER TABLE passages ADD COLUMN search tsvector GENERATED ALWAYS AS
+    (to_tsvector('english', text) || array_to_tsvector(ARRAY['~' || user_id::text || '~' || project_id])) STORED;
+CREATE INDEX passages_search ON passages USING GIN (search) WITH (fastupdate = off);
+";
+
+/// The lexeme every passage of a project carries in its `search` vector (schema version 6).
+/// The English parser splits words at `~`, so no word of a text is ever this lexeme.
+fn scope_lexeme(user: i64, project: &str) -> String {
+    format!("~{user}~{project}")
+}
+
+/// A word's count is remembered (for `PassageCounts`' 30 s) from this many passages on:
+/// counting those costs milliseconds, while a rarer word's count is cheap, and a word just
+/// written (count 0 a moment ago) must be found at once.
+const REMEMBERED_COUNT: i64 = 256;
+
 /// The columns of passages as arrays, for `unnest` (one statement stores them all).
 fn passage_arrays(passages: &[NewPassage]) -> [Vec<String>; 5] {
     [
@@ -129,7 +153,8 @@ fn passages_cte(first: usize) -> String {
 }
 
 /// Each lexeme's number of positions in a `tsvector` written as text (`'word':1,4A 'other':2`),
-/// and the total: the term frequencies and length BM25 reads.
+/// and the total: the term frequencies and length BM25 reads. The [`scope_lexeme`] is not a
+/// word of the text and is left out.
 fn lexeme_counts(vector: &str) -> (std::collections::HashMap<String, usize>, usize) {
     let mut counts = std::collections::HashMap::new();
     let mut total = 0;
@@ -168,6 +193,9 @@ fn lexeme_counts(vector: &str) -> (std::collections::HashMap<String, usize>, usi
                 }
                 chars.next();
             }
+        }
+        if lexeme.starts_with('~') {
+            continue;
         }
         total += positions;
         *counts.entry(lexeme).or_insert(0) += positions;
@@ -1012,7 +1040,7 @@ impl Store for PostgresStore {
         // The plan of local search (see SQLite's): passages holding every word that occurs,
         // then some of the rarer words, then any; each group ranked by BM25, which is computed
         // here from the project's own counts (PostgreSQL ranks by `ts_rank`, not BM25).
-        let total: i64 = match self.passage_counts.fresh(user, project) {
+        let total: i64 = match self.passage_counts.fresh(user, project, "") {
             Some(total) => total,
             None => {
                 let total = client
@@ -1023,23 +1051,44 @@ impl Store for PostgresStore {
                     .await
                     .map_err(backend)?
                     .get(0);
-                self.passage_counts.remember(user, project, total);
+                self.passage_counts.remember(user, project, "", total);
                 total
             }
         };
-        let mut frequency = Vec::with_capacity(lexemes.len());
-        for lexeme in &lexemes {
-            let df: i64 = client
-                .query_one(
-                    "SELECT count(*) FROM passages
-                     WHERE user_id = $1 AND project_id = $2 AND search @@ quote_literal($3)::tsquery",
-                    &[&user, &project, lexeme],
+        // Each word's document frequency: common words' remembered, the others counted in one
+        // round trip, each through the GIN index with the project's scope lexeme.
+        let scope = scope_lexeme(user, project);
+        let mut frequency: Vec<Option<i64>> = lexemes
+            .iter()
+            .map(|l| self.passage_counts.fresh(user, project, l))
+            .collect();
+        let unknown: Vec<&str> = lexemes
+            .iter()
+            .zip(&frequency)
+            .filter(|(_, f)| f.is_none())
+            .map(|(l, _)| l.as_str())
+            .collect();
+        if !unknown.is_empty() {
+            let rows = client
+                .query(
+                    "SELECT l, (SELECT count(*) FROM passages
+                                WHERE search @@ (quote_literal($1)::tsquery && quote_literal(l)::tsquery))
+                     FROM unnest($2::text[]) l",
+                    &[&scope, &unknown],
                 )
                 .await
-                .map_err(backend)?
-                .get(0);
-            frequency.push(df);
+                .map_err(backend)?;
+            for row in rows {
+                let (lexeme, df): (&str, i64) = (row.get(0), row.get(1));
+                if df >= REMEMBERED_COUNT {
+                    self.passage_counts.remember(user, project, lexeme, df);
+                }
+                if let Some(i) = lexemes.iter().position(|l| l == lexeme) {
+                    frequency[i] = Some(df);
+                }
+            }
         }
+        let frequency: Vec<i64> = frequency.into_iter().map(|f| f.unwrap_or(0)).collect();
         let cap = ((total as f64 * super::COMMON_TERM_SHARE) as i64).max(64);
         let present: Vec<&String> = lexemes
             .iter()
@@ -1073,12 +1122,18 @@ impl Store for PostgresStore {
             if top.len() >= limit {
                 break;
             }
-            // Candidates by `ts_rank` (cheap to ask for), re-ranked by BM25.
+            // Candidates by `ts_rank` (cheap to ask for), re-ranked by BM25. The scope lexeme
+            // picks the project's rows in the GIN index; the owner and project are checked
+            // again as a filter the planner cannot turn into a second index scan (`IS NOT
+            // DISTINCT FROM` is not indexable: ANDing the project's 100,000 rows from the
+            // key index cost more than the search).
             let rows = client
                 .query(
                     "SELECT key, search::text FROM passages,
-                         (SELECT string_agg(quote_literal(l), $4)::tsquery AS q FROM unnest($3::text[]) l) q
-                     WHERE user_id = $1 AND project_id = $2 AND search @@ q.q AND ($5 = '' OR kind = $5)
+                         (SELECT quote_literal($7)::tsquery && w.q AS scoped, w.q
+                          FROM (SELECT string_agg(quote_literal(l), $4)::tsquery AS q FROM unnest($3::text[]) l) w) q
+                     WHERE search @@ q.scoped AND (user_id, project_id) IS NOT DISTINCT FROM ($1, $2)
+                         AND ($5 = '' OR kind = $5)
                      ORDER BY ts_rank(search, q.q) DESC, seq LIMIT $6",
                     &[
                         &user,
@@ -1087,6 +1142,7 @@ impl Store for PostgresStore {
                         &joiner,
                         &kind,
                         &((limit * 4).max(200) as i64),
+                        &scope,
                     ],
                 )
                 .await
@@ -1332,7 +1388,8 @@ mod tests {
 
     #[test]
     fn tsvector_text_gives_term_frequencies_and_length() {
-        let (counts, total) = lexeme_counts("'gateway':3,9A 'it''s':1 'retri':5 'x'");
+        let (counts, total) = lexeme_counts("'gateway':3,9A 'it''s':1 'retri':5 'x' '~7~proj_a'");
+        assert!(!counts.contains_key("~7~proj_a"), "the project's scope is not a word");
         assert_eq!(counts["gateway"], 2);
         assert_eq!(counts["it's"], 1);
         assert_eq!(counts["retri"], 1);

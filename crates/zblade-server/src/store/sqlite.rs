@@ -1148,14 +1148,14 @@ impl Store for SqliteStore {
             // The plan of local search (zblade-index, `search_messages`): passages holding
             // every word that occurs, then those holding some of the selective words, then any
             // word; each group by BM25. The same plan ranks the same passages first.
-            let total: i64 = match counts.fresh(user, &project) {
+            let total: i64 = match counts.fresh(user, &project, "") {
                 Some(total) => total,
                 None => {
                     let total = conn
                         .prepare_cached("SELECT count(*) FROM passages WHERE user_id = ?1 AND project_id = ?2")
                         .and_then(|mut s| s.query_row(params![user, project], |r| r.get(0)))
                         .map_err(backend)?;
-                    counts.remember(user, &project, total);
+                    counts.remember(user, &project, "", total);
                     total
                 }
             };
@@ -1526,7 +1526,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        assert_eq!(store.migrate().await.unwrap(), 3, "versions 3, 4 and 5 ran");
+        assert_eq!(store.migrate().await.unwrap(), 4, "versions 3 to 6 ran");
         let hits = store.search(alice, "proj_a", "gateway", None, 10).await.unwrap();
         assert_eq!(hits.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(), ["conv_1"]);
         assert!(hits[0].snippet.contains("[gateway]"), "{}", hits[0].snippet);
