@@ -104,6 +104,12 @@ if ! "$ZBLADE_PYTHON" -c 'import mcp, pytest, jsonschema' >/dev/null 2>&1; then
   echo "setup: installing the MCP test clients (PyPI mcp, pytest, jsonschema)" >&2
   "$ZBLADE_PY_ENV/bin/pip" install -q --disable-pip-version-check "mcp==2.3.0" "pytest>=8" jsonschema
 fi
+# The sync server's object-store test: moto's S3 server (PyPI), an S3 API written by others for
+# the server to keep its vectors in (`--vectors s3://…`).
+if ! "$ZBLADE_PYTHON" -c 'import moto.server' >/dev/null 2>&1; then
+  echo "setup: installing moto's S3 server (PyPI moto[server])" >&2
+  "$ZBLADE_PY_ENV/bin/pip" install -q --disable-pip-version-check "moto[server]==5.2.5"
+fi
 # ... and from npm the conformance suite, the MCP Inspector and Node 22 (the suite needs it),
 # installed once per lockfile under ~/.cache so fresh clones do not fetch 300 MB again.
 if [ ! -x "$ZBLADE_MCP_CLIENTS/node_modules/.bin/conformance" ]; then

@@ -236,6 +236,21 @@ async fn run(cli: Cli) -> Result<(), String> {
                 eprintln!("zblade-server: indexed the messages of {indexed} records stored before passage search");
             }
             let vectors = vectors.unwrap_or_else(|| default_vectors(&db.db));
+            // Checked before the server listens. LanceDB's calls block: off the async threads.
+            let object_store = vectors.contains("://");
+            let vectors = tokio::task::spawn_blocking(move || zblade_server::Vectors::open(vectors))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| {
+                    let hint = if object_store {
+                        " (the bucket must exist and AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY \
+                         and, for another S3-compatible store, AWS_ENDPOINT name it: docs/SERVER.md, \
+                         \"Vectors and hybrid search\")"
+                    } else {
+                        ""
+                    };
+                    format!("cannot keep the vectors (--vectors): {e}{hint}")
+                })?;
             let listener = tokio::net::TcpListener::bind(&listen)
                 .await
                 .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
@@ -249,6 +264,7 @@ async fn run(cli: Cli) -> Result<(), String> {
                     "at the given URL"
                 }
             );
+            eprintln!("zblade-server: vectors in {}", vectors.uri());
             let limits = Limits {
                 max_body,
                 rate,
@@ -271,12 +287,6 @@ async fn run(cli: Cli) -> Result<(), String> {
                 let _ = ctrl_c.await;
                 eprintln!("zblade-server: stopping (finishing requests in flight)");
             };
-            // LanceDB's calls block: checked off the async threads.
-            let vectors = tokio::task::spawn_blocking(move || zblade_server::Vectors::open(vectors))
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| format!("cannot keep the vectors (--vectors): {e}"))?;
-            eprintln!("zblade-server: vectors in {}", vectors.uri());
             zblade_server::serve(listener, store, vectors, &limits, shutdown)
                 .await
                 .map_err(|e| e.to_string())

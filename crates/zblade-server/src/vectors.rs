@@ -254,4 +254,13 @@ mod tests {
         assert_eq!(key_of(&row_id("conv_a/msg_1", 2)), "conv_a/msg_1");
         assert_eq!(key_of(&row_id("mom_a", 0)), "mom_a");
     }
+
+    #[test]
+    fn an_object_store_this_build_cannot_reach_is_refused_when_opened() {
+        // S3 is built in (tests/object_store.rs runs it against moto); Google Cloud Storage is not.
+        let refused = Vectors::open("gs://zblade-bucket/vectors")
+            .err()
+            .expect("gs:// is refused");
+        assert!(refused.contains("gs://zblade-bucket/vectors"), "{refused}");
+    }
 }

@@ -5,5 +5,6 @@ mod api;
 mod common;
 mod hardening;
 mod hybrid;
+mod object_store;
 mod team;
 mod wire_skew;
