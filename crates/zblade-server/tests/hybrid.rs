@@ -306,11 +306,30 @@ fn passage_search_is_hybrid_with_the_projects_model_and_vectors_follow_their_rec
     }
 }
 
+/// Conversation conv_old of `project` as an older server stored it, with these passages.
+fn old_conversation(
+    project: &str,
+    words: &str,
+    passages: Vec<zblade_server::store::NewPassage>,
+) -> zblade_server::store::NewRecord {
+    let body = conversation("conv_old", project, "Old", words);
+    zblade_server::store::NewRecord {
+        kind: zblade_server::store::Kind::Conversation,
+        id: "conv_old".into(),
+        hash: zblade_core::sha256_hex(body.as_bytes()),
+        title: "Old".into(),
+        tags: Vec::new(),
+        updated_at: "2026-11-20T10:05:00Z".into(),
+        body,
+        search_text: words.into(),
+        passages,
+    }
+}
+
 /// Records stored before passage search get their passages when the server starts.
 #[test]
 fn records_stored_before_passage_search_are_indexed_by_the_backfill() {
     use zblade_server::Store;
-    use zblade_server::store::{Kind, NewRecord};
     for backend in backends() {
         let dir = tempfile::tempdir().unwrap();
         let db = crate::common::fresh_db(backend, dir.path());
@@ -324,19 +343,8 @@ fn records_stored_before_passage_search_are_indexed_by_the_backfill() {
             store.migrate().await.unwrap();
             let user = store.add_user("old").await.unwrap();
             store.put_project(user.id, "proj_old", "old").await.unwrap();
-            let body = conversation("conv_old", "proj_old", "Old", "legacy cache");
             // As an older server stored it: no passages.
-            let record = NewRecord {
-                kind: Kind::Conversation,
-                id: "conv_old".into(),
-                hash: zblade_core::sha256_hex(body.as_bytes()),
-                title: "Old".into(),
-                tags: Vec::new(),
-                updated_at: "2026-11-20T10:05:00Z".into(),
-                body: body.clone(),
-                search_text: "legacy cache".into(),
-                passages: Vec::new(),
-            };
+            let record = old_conversation("proj_old", "legacy cache", Vec::new());
             store
                 .put_record(user.id, "proj_old", &record, user.id, false)
                 .await
@@ -362,7 +370,7 @@ fn records_stored_before_passage_search_are_indexed_by_the_backfill() {
 #[test]
 fn passages_stored_under_schema_5_are_found_after_the_upgrade() {
     use zblade_server::Store;
-    use zblade_server::store::{Kind, MIGRATIONS, NewPassage, NewRecord};
+    use zblade_server::store::{MIGRATIONS, NewPassage};
     if !backends().contains(&"postgresql") {
         return;
     }
@@ -393,25 +401,15 @@ fn passages_stored_under_schema_5_are_found_after_the_upgrade() {
         for project in ["proj_a", "proj_b"] {
             store.put_project(user.id, project, project).await.unwrap();
             let text = format!("the gateway retries in {project}");
-            let body = conversation("conv_old", project, "Old", &text);
-            let record = NewRecord {
-                kind: Kind::Conversation,
-                id: "conv_old".into(),
-                hash: zblade_core::sha256_hex(body.as_bytes()),
-                title: "Old".into(),
-                tags: Vec::new(),
-                updated_at: "2026-11-20T10:05:00Z".into(),
-                body: body.clone(),
-                search_text: text.clone(),
-                passages: vec![NewPassage {
-                    key: "conv_old/msg_1".into(),
-                    message: "msg_1".into(),
-                    position: 0,
-                    label: "user".into(),
-                    time: String::new(),
-                    text,
-                }],
+            let passage = NewPassage {
+                key: "conv_old/msg_1".into(),
+                message: "msg_1".into(),
+                position: 0,
+                label: "user".into(),
+                time: String::new(),
+                text: text.clone(),
             };
+            let record = old_conversation(project, &text, vec![passage]);
             store
                 .put_record(user.id, project, &record, user.id, false)
                 .await
