@@ -36,6 +36,10 @@ command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 # The sync server's PostgreSQL backend is tested against a private cluster (scripts/pg.sh).
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v psql >/dev/null 2>&1 || missing+=(postgresql-client)
+# The privacy test watches every binary's system calls (strace) in a network namespace of its
+# own (unshare, from util-linux).
+command -v strace >/dev/null 2>&1 || missing+=(strace)
+command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}" >&2

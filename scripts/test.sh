@@ -49,6 +49,15 @@ stage_done "test: doc tests"
 ZBLADE="$CARGO_TARGET_DIR/debug/zblade" bash tests/mcp/run.sh 2>&1 | tee -a "$log"
 stage_done "test: MCP (official Python SDK, conformance suite, Inspector)"
 
+# Nothing leaves the machine (docs/PRIVACY.md): index, search, context, serve, mcp and the app's
+# tray indexer under strace, each in a network namespace of its own, with an empty HOME.
+ZBLADE="$CARGO_TARGET_DIR/debug/zblade" ZBLADE_APP="$CARGO_TARGET_DIR/debug/zblade-app" \
+  bash tests/privacy/run.sh 2>&1 | tee -a "$log"
+# The docs' shell blocks run in a scratch demo project (tests/docs says how a block that cannot
+# run here is marked); every documented command is also parsed by zblade-cli's unit test.
+(cd tests/docs && ZBLADE="$CARGO_TARGET_DIR/debug/zblade" "$ZBLADE_PYTHON" -m pytest -q -p no:cacheprovider test_doc_blocks.py) 2>&1 | tee -a "$log"
+stage_done "test: privacy (strace, network namespace) and the docs' commands"
+
 # The model proxy driven by the official openai and anthropic clients, against llama-cpp-python's
 # server and a scripted upstream for faults (see docs/PROXY.md).
 ZBLADE="$CARGO_TARGET_DIR/debug/zblade" bash tests/proxy/run.sh 2>&1 | tee -a "$log"

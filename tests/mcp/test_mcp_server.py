@@ -4,8 +4,10 @@ legacy (2025-11-25, `initialize`) and current (2026-07-28, `server/discover`) pr
 import json
 import os
 import threading
+import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import anyio
 import jsonschema
@@ -390,10 +392,20 @@ def test_installed_client_configs_start_a_working_server(world, client, tmp_path
         file.unlink()
     if client == "claude-code":
         jsonschema.validate(entry, CLAUDE_CODE_SERVER)
-    assert os.path.isabs(entry["command"]) and entry["args"][:2] == ["mcp", "--project"]
+    assert os.path.isabs(entry["command"])
+    if client == "codex":
+        # User scope (codex's default): no project in the file; the agent's working directory
+        # says which project, so one install serves every project.
+        assert entry["args"] == ["mcp"], entry
+        clients = json.loads(zblade("--json", "mcp", "clients", cwd=root, env=env).stdout)
+        codex = next(c for c in clients if c["client"] == "codex")
+        # ~/.codex holds only what zblade wrote: that is no Codex installation.
+        assert codex["in_user"] and not codex["installed"], codex
+    else:
+        assert entry["args"][:2] == ["mcp", "--project"], entry
 
     async def main():
-        params = StdioServerParameters(command=entry["command"], args=entry["args"], env=world["env"])
+        params = StdioServerParameters(command=entry["command"], args=entry["args"], env=world["env"], cwd=str(root))
         async with Client(params, mode="legacy") as client_:
             assert [t.name for t in (await client_.list_tools()).tools] == EXPECTED_TOOLS
 
@@ -551,3 +563,81 @@ def test_the_stop_hook_imports_the_finished_turn(world, tmp_path):
             assert any(source.stem in c["id"] for c in conversations), conversations
 
     run(main)
+
+
+@pytest.fixture(scope="module")
+def embedded_world(tmp_path_factory):
+    """A project whose memory is embedded with the real model setup builds: a semantic search
+    loads the model and opens LanceDB's tables, which is what used to make the server panic
+    when the client closed it."""
+    import subprocess
+
+    models = os.environ.get("ZBLADE_MODELS_DIR") or str(Path.home() / ".cache/zblade/models")
+    if not (Path(models) / "all-minilm-l6-v2/model.onnx").exists():
+        pytest.skip(f"no embedding model in {models} (scripts/setup.sh builds it)")
+    base = tmp_path_factory.mktemp("mcp-exit")
+    home, root = base / "home", base / "project"
+    home.mkdir()
+    root.mkdir()
+    env = dict(os.environ, HOME=str(home), ZBLADE_MODELS_DIR=models, ZBLADE_NO_AUTO_SERVE="1")
+    env.pop("ZBLADE_MCP_TOKEN", None)
+    subprocess.run([ZBLADE, "init"], cwd=root, env=env, check=True, capture_output=True)
+    conv = {"conversation_id": "conv_exit", "title": "Retries", "messages": [
+        {"id": "m1", "role": "user", "content": "Why do we back off before retrying the upload?"},
+        {"id": "m2", "role": "assistant", "content": "The storage gateway throttles bursts; we wait 2 s, then 4 s."},
+    ]}
+    (base / "c.json").write_text(json.dumps(conv))
+    subprocess.run([ZBLADE, "add", "conversation", str(base / "c.json")], cwd=root, env=env, check=True,
+                   capture_output=True)
+    return {"base": base, "root": root, "env": env}
+
+
+SESSIONS_CLOSED = 20
+
+
+def test_closing_the_session_exits_zero_every_time(embedded_world):
+    """The official SDK's client closes the session after a semantic search and `status`; the
+    server must exit 0 every time (it used to panic dropping LanceDB's runtime inside tokio's)."""
+    base = embedded_world["base"]
+    codes = []
+    for i in range(SESSIONS_CLOSED):
+        code_file = base / f"exit-{i}"
+        # The SDK owns the process; a shell in front of zblade records its exit status.
+        params = StdioServerParameters(
+            command="sh",
+            args=["-c", '"$0" --project "$1" mcp; echo $? > "$2"', ZBLADE, str(embedded_world["root"]), str(code_file)],
+            env=embedded_world["env"],
+        )
+
+        async def session():
+            async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+                result = await client.call_tool("search", {"query": "why wait before retrying", "mode": "semantic"})
+                assert not result.is_error, result.content
+                status = await client.call_tool("status", {})
+                assert not status.is_error, status.content
+
+        run(session)
+        for _ in range(100):
+            if code_file.exists() and code_file.read_text().strip():
+                break
+            time.sleep(0.1)
+        codes.append(code_file.read_text().strip() if code_file.exists() else "killed")
+    assert codes == ["0"] * SESSIONS_CLOSED, codes
+
+
+def test_end_of_input_exits_zero(embedded_world):
+    """A plain EOF on stdin (no SDK) after a semantic search: exit 0, nothing on stderr but notices."""
+    import subprocess
+
+    requests = "\n".join(json.dumps(m) for m in [
+        INIT,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "search", "arguments": {"query": "throttled uploads", "mode": "semantic"}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "status", "arguments": {}}},
+    ]) + "\n"
+    proc = subprocess.run([ZBLADE, "--project", str(embedded_world["root"]), "mcp"], input=requests,
+                          env=embedded_world["env"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "panicked" not in proc.stderr, proc.stderr
+    assert len([l for l in proc.stdout.splitlines() if l.strip()]) == 3, proc.stdout

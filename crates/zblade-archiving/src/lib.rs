@@ -284,7 +284,7 @@ pub fn accept(
     for (sender, items) in &received {
         for item in items {
             let outcome: Result<AddOutcome> = if item.name.starts_with("conversations/") {
-                project.add_conversation(&item.bytes, &item.name)
+                project.accept_conversation(&item.bytes, &item.name)
             } else {
                 Err(Error::Untrusted(format!(
                     "{}: only conversations are taken from shares",

@@ -684,6 +684,9 @@ impl Chat {
         let recorded = project
             .record_exchange(exchange)
             .map_err(|e| ChatError::Project(format!("the turn could not be recorded: {e}")))?;
+        // Searchable by meaning from the next turn on; a model that cannot load leaves it to
+        // keyword search and `zblade index`.
+        let _ = project.embed_new_memory();
         self.history.extend(new);
         Ok(recorded)
     }

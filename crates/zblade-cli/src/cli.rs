@@ -40,7 +40,8 @@ pub enum Command {
     /// List conversations or moments.
     #[command(subcommand)]
     List(ListCommand),
-    /// Show a conversation (`conv_…`), a moment (`moment_…`) or a message by id.
+    /// Show a conversation (`conv_…`), a moment (`moment_…`), a message by id, or one message
+    /// of one conversation (`conv_…/MESSAGE_ID`, the form context pointers give).
     Show {
         /// The id.
         id: String,

@@ -2,6 +2,8 @@
 
 mod cli;
 mod commands;
+#[cfg(test)]
+mod doc_commands;
 mod progress;
 mod render;
 
@@ -17,6 +19,8 @@ use crate::commands::Ctx;
 use crate::render::Out;
 
 fn main() -> ExitCode {
+    // Before any thread starts (docs/PRIVACY.md).
+    zblade_engine::disable_onnx_telemetry();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

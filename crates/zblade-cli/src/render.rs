@@ -318,7 +318,10 @@ impl Render for InitReport {
                     "  added missing fields to .zblade/config/settings.json (your values kept)"
                 )?;
             }
-            line!(out, "Next: zblade add conversation FILE.json, then zblade search WORDS")
+            line!(
+                out,
+                "Next: zblade index (the project's files, for code search), zblade import --detect (your agents' sessions) or zblade add conversation FILE.json, then zblade search WORDS"
+            )
         }
     }
 }
@@ -1027,11 +1030,18 @@ impl Render for ProjectStatus<'_> {
             self.status.schema_version,
             human_bytes(self.status.vector_bytes)
         )?;
-        let vectors = match self.status.vectors {
+        let mut vectors = match self.status.vectors {
             Some(n) => format!("{n} vectors"),
-            None => "nothing embedded yet (run `zblade index`)".into(),
+            None => "nothing embedded yet".into(),
         };
+        match self.status.pending_vectors {
+            Some(0) | None => {}
+            Some(n) => vectors.push_str(&format!(", {n} text(s) pending (run `zblade index`)")),
+        }
         line!(out, "embeddings    {}: {vectors}", self.status.embedding_model)?;
+        if let Some(problem) = &self.status.embedding_model_problem {
+            line!(out, "              not usable: {problem}; search uses keywords only")?;
+        }
         if let Some(code_model) = &self.status.code_model {
             let vectors = match self.status.code_vectors {
                 Some(n) => format!("{n} vectors"),

@@ -57,9 +57,13 @@ fn search_hits(dir: &Path, args: &[&str]) -> Value {
     results["hits"].clone()
 }
 
+/// A project with the code its sample conversations reference (`src/auth.ts`, 30 lines): a
+/// reference to lines a file does not have is refused when it is added.
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     ok(dir.path(), &["init"]);
+    let code: String = (1..=30).map(|i| format!("export const step{i} = {i};\n")).collect();
+    write(dir.path(), "src/auth.ts", &code);
     dir
 }
 
@@ -685,4 +689,143 @@ fn secrets_are_never_captured_or_shown() {
     }
     // The project's own code is still there.
     assert!(seen.contains("zanzibar_handler"), "{seen}");
+}
+
+/// Issue 57: each bad input gets a non-zero exit naming the file and the field, and nothing is
+/// written.
+#[test]
+fn bad_input_is_refused_with_the_file_and_field_named() {
+    let dir = project();
+    let root = dir.path();
+    let refused = |args: &[&str], expect: &[&str]| {
+        let run = zblade(root, args);
+        assert_ne!(run.code, 0, "zblade {args:?} was accepted: {}", run.stdout);
+        for word in expect {
+            assert!(run.stderr.contains(word), "zblade {args:?}: {word:?} missing from {}", run.stderr);
+        }
+        assert_eq!(artifact_count(root), 0, "zblade {args:?} wrote something");
+    };
+    // A moment given as a conversation, and a misspelt `messages`.
+    write(root, "moment.json", r#"{"type": "decision", "content": "Tokens live 7 days"}"#);
+    refused(&["add", "conversation", "moment.json"], &["moment.json", "messages", "add moment"]);
+    write(root, "typo.json", r#"{"title": "t", "mesages": [{"role": "user", "content": "hi"}]}"#);
+    refused(&["add", "conversation", "typo.json"], &["typo.json", "messages", "mesages"]);
+    // References past the end of a file, or to a file that is not there.
+    let past_end = JWT.replace("[10, 25]", "[20, 40]");
+    write(root, "past.json", &past_end);
+    refused(&["add", "conversation", "past.json"], &["past.json", "code_references[0].lines", "30 line"]);
+    write(root, "gone.json", &JWT.replace("src/auth.ts", "src/gone.ts"));
+    refused(&["add", "conversation", "gone.json"], &["gone.json", "code_references[0].file", "src/gone.ts"]);
+    write(
+        root,
+        "m.json",
+        r#"{"type": "decision", "content": "x", "code_references": [{"file": "src/auth.ts", "lines": [31, 31]}]}"#,
+    );
+    refused(&["add", "moment", "m.json"], &["m.json", "code_references[0].lines"]);
+
+    write(root, "jwt.json", JWT);
+    ok(root, &["add", "conversation", "jwt.json"]);
+    // Impossible searches are usage errors; an unknown conversation is not found.
+    for (args, expect) in [
+        (vec!["search", "jwt", "--limit", "0"], "at least 1"),
+        (vec!["search", "jwt", "--path", "../"], ".."),
+        (vec!["search", "jwt", "--path", "/etc"], "absolute"),
+        (vec!["search", "jwt", "--conversation", "conv_doesnotexist"], "conv_doesnotexist"),
+    ] {
+        let run = zblade(root, &args);
+        assert_eq!(run.code, 1, "{args:?}: {}", run.stdout);
+        assert!(run.stderr.contains(expect), "{args:?}: {}", run.stderr);
+    }
+    // `--path .` and `./src` mean the project and src.
+    assert_eq!(zblade(root, &["search", "jwt", "--path", "./src"]).code, 0);
+    assert_eq!(zblade(root, &["search", "jwt", "--path", "."]).code, 0);
+    // Semantic search without a model says so and how to fix it, instead of searching keywords.
+    let no_models = tempfile::tempdir().unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_zblade"))
+        .args(["search", "jwt", "--mode", "semantic"])
+        .current_dir(root)
+        .env("ZBLADE_MODELS_DIR", no_models.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_ne!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stdout));
+    assert!(stderr.contains("semantic search cannot run") && stderr.contains("model"), "{stderr}");
+}
+
+#[test]
+fn a_conversation_without_an_id_added_twice_is_updated_not_copied() {
+    let dir = project();
+    write(dir.path(), "jwt.json", JWT);
+    let first = json(dir.path(), &["add", "conversation", "jwt.json"]);
+    let again = json(dir.path(), &["add", "conversation", "jwt.json"]);
+    assert_eq!(first[0]["id"], again[0]["id"]);
+    assert_eq!(again[0]["created"], false);
+    assert_eq!(json(dir.path(), &["list", "conversations"]).as_array().unwrap().len(), 1);
+    // Another conversation is another id.
+    write(dir.path(), "other.json", &JWT.replace("JWT authentication", "Sessions"));
+    let other = json(dir.path(), &["add", "conversation", "other.json"]);
+    assert_ne!(other[0]["id"], first[0]["id"]);
+}
+
+#[test]
+fn an_import_that_reads_nothing_exits_1() {
+    let dir = project();
+    write(dir.path(), "garbage.jsonl", "this is not a session\n{\"neither\": \"is this\"\n");
+    let run = zblade(dir.path(), &["import", "claude-code", "garbage.jsonl"]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("garbage.jsonl"), "{}", run.stderr);
+}
+
+/// One corpus of secret shapes, through `add conversation`, `add moment` and `add document`:
+/// none of them reaches the artifacts, the index or `history`.
+#[test]
+fn secrets_anywhere_in_a_line_are_redacted_by_every_add() {
+    let dir = project();
+    let root = dir.path();
+    let secrets = [
+        "AKIAIOSFODNN7EXAMPLE",
+        "ghp_0123456789abcdefghijABCDEFGHIJ0123456789",
+        "sk-proj-abcdefghijklmnopqrstuvwxyz012345",
+        "hunter2-zanzibar",
+    ];
+    let line = format!(
+        "deploy with aws key {} and {} then run API_TOKEN=hunter2-zanzibar npm publish using {}",
+        secrets[0], secrets[1], secrets[2]
+    );
+    let conversation = serde_json::json!({"title": "Deploy", "messages": [
+        {"role": "user", "content": line},
+        {"role": "assistant", "content": "ok", "tool_calls": [{"id": "t1", "name": "bash",
+          "arguments": {"command": format!("export DB_PASSWORD={}", secrets[3])}}]}]});
+    write(root, "c.json", &conversation.to_string());
+    let added = zblade(root, &["add", "conversation", "c.json"]);
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    assert!(added.stderr.contains("redacted"), "{}", added.stderr);
+    write(root, "m.json", &serde_json::json!({"type": "context", "content": line}).to_string());
+    ok(root, &["add", "moment", "m.json"]);
+    write(root, "notes.md", &format!("# Deploy\n\nWe ran `{line}` last time.\n"));
+    ok(root, &["add", "document", "notes.md"]);
+    let mut stored = String::new();
+    for entry in walk(&root.join(".zblade")) {
+        if let Ok(text) = std::fs::read(&entry) {
+            stored.push_str(&String::from_utf8_lossy(&text));
+        }
+    }
+    stored.push_str(&ok(root, &["history"]));
+    for secret in secrets {
+        assert!(!stored.contains(secret), "{secret} was stored");
+    }
+    assert!(stored.contains("[REDACTED:"), "nothing was redacted");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }

@@ -581,14 +581,24 @@ fn first_line_title(content: &str) -> String {
 }
 
 impl Conversation {
-    /// Gives every conversation, message and inline moment without an id a fresh prefixed ULID.
+    /// Gives every conversation, message and inline moment without an id one. A conversation
+    /// without an id gets one derived from its content (and its messages without ids, ids
+    /// derived from that and their place), so adding the same file twice updates it instead of
+    /// making a copy; anything else gets a fresh prefixed ULID.
     pub fn assign_missing_ids(&mut self) {
-        if self.conversation_id.is_empty() {
-            self.conversation_id = ids::new_id(ids::CONVERSATION);
+        let derived = self.conversation_id.is_empty();
+        if derived {
+            self.conversation_id = self.content_id();
         }
-        for message in &mut self.messages {
+        let started = self.id_time();
+        for (i, message) in self.messages.iter_mut().enumerate() {
             if message.id.is_empty() {
-                message.id = ids::new_id(ids::MESSAGE);
+                message.id = if derived {
+                    let digest = Sha256::digest(format!("{}\n{i}", self.conversation_id));
+                    ids::derived_id(ids::MESSAGE, started, &digest)
+                } else {
+                    ids::new_id(ids::MESSAGE)
+                };
             }
         }
         for moment in &mut self.moments {
@@ -596,6 +606,55 @@ impl Conversation {
                 moment.id = ids::new_id(ids::MOMENT);
             }
         }
+    }
+
+    /// The id of a conversation given without one: its title and every message's role, time
+    /// and text, hashed; its ULID time is the conversation's start when known, so listings by
+    /// id still follow age.
+    fn content_id(&self) -> String {
+        let mut hasher = Sha256::new();
+        hasher.update(self.title.as_bytes());
+        for message in &self.messages {
+            hasher.update([0]);
+            hasher.update(message.role.as_str().as_bytes());
+            hasher.update([0]);
+            if let Some(time) = message.timestamp {
+                hasher.update(time.to_rfc3339().as_bytes());
+            }
+            hasher.update([0]);
+            hasher.update(message.content.as_bytes());
+        }
+        ids::derived_id(ids::CONVERSATION, self.id_time(), &hasher.finalize())
+    }
+
+    /// Milliseconds since the epoch of the conversation's start as given (its `created_at`, else
+    /// its first message's time), 0 when it gives none: the time part of derived ids.
+    fn id_time(&self) -> u64 {
+        self.created_at
+            .or_else(|| self.messages.iter().filter_map(|m| m.timestamp).min())
+            .map_or(0, |t| t.timestamp_millis().max(0) as u64)
+    }
+
+    /// Refuses a conversation to be added that holds no messages of its own and is no fork or
+    /// merge: almost always a file of another kind (a moment) or a misspelt `messages` key,
+    /// which would otherwise be stored as an empty conversation without a word.
+    pub fn check_has_messages(&self, source: &str) -> Result<()> {
+        if !self.messages.is_empty() || self.forked_from.is_some() || !self.merged_from.is_empty() {
+            return Ok(());
+        }
+        let unknown: Vec<&str> = self.extra.keys().map(String::as_str).collect();
+        let hint = if self.extra.contains_key("type") && self.extra.contains_key("content") {
+            " (this looks like a moment: add it with `zblade add moment`)".to_string()
+        } else if unknown.is_empty() {
+            String::new()
+        } else {
+            format!(" (unknown field(s) {}: is one of them misspelt?)", unknown.join(", "))
+        };
+        Err(Error::field(
+            source,
+            "messages",
+            format!("missing or empty; a conversation needs at least one message{hint}"),
+        ))
     }
 
     /// Turns user input into a storable artifact: assigns missing ids, fills version, project,

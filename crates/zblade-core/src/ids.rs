@@ -20,6 +20,16 @@ pub fn new_id(prefix: &str) -> String {
     format!("{prefix}{}", ulid::Ulid::new())
 }
 
+/// Returns an id that is the same for the same input: `prefix` followed by a ULID whose time is
+/// `millis` and whose random part is the first 80 bits of `digest` (a hash of the content).
+pub fn derived_id(prefix: &str, millis: u64, digest: &[u8]) -> String {
+    let mut random = [0u8; 16];
+    let n = digest.len().min(10);
+    random[16 - n..].copy_from_slice(&digest[..n]);
+    let millis = millis.min((1 << 48) - 1);
+    format!("{prefix}{}", ulid::Ulid::from_parts(millis, u128::from_be_bytes(random)))
+}
+
 /// Checks that `id` is safe to use as a file name and starts with `prefix` (when one is given).
 ///
 /// Returns a human-readable reason on failure.

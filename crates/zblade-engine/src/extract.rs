@@ -109,7 +109,7 @@ impl Project {
                 e.moments.iter().map(move |m| (m.clone(), source.clone()))
             })
             .collect();
-        let mut written = self.add_moments(all)?.into_iter().map(|o| o.id);
+        let mut written = self.store_moments(all)?.into_iter().map(|o| o.id);
         // Cache entries only after their moments are written: a crash in between extracts
         // those conversations again, which rewrites the same moments.
         let cache_dir = self.moments_cache_dir();

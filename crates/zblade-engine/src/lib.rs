@@ -38,6 +38,7 @@ mod models;
 mod parts;
 mod project;
 mod record;
+mod redaction;
 mod refs;
 mod registry;
 mod remote;
@@ -105,6 +106,7 @@ pub use zblade_index::{
     SearchHit, SearchKind, SearchQuery, StoredReference,
 };
 pub use zblade_refs::watcher::WatchOptions;
+pub use zblade_search::embed::disable_onnx_telemetry;
 
 /// The nearest ancestor of `start` (itself included) that holds a `.zblade/` folder.
 pub fn find_project_root(start: &std::path::Path) -> Option<std::path::PathBuf> {

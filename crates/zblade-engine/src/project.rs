@@ -222,9 +222,49 @@ impl Project {
 
     /// Adds several parsed conversations at once: one lock, one batch of atomic file writes
     /// and one index transaction. Each is validated first; if any is invalid nothing is written.
+    /// Input a person or an agent wrote must hold messages, and its code references must point
+    /// at lines that exist now (a typo in a path would otherwise be a reference to nothing).
     pub fn add_conversations(&mut self, conversations: Vec<(Conversation, String)>) -> Result<Vec<AddOutcome>> {
+        for (conversation, source) in &conversations {
+            conversation.check_has_messages(source)?;
+            self.check_references_exist(
+                source,
+                conversation.messages.iter().enumerate().flat_map(|(i, m)| {
+                    m.code_references
+                        .iter()
+                        .enumerate()
+                        .map(move |(j, r)| (format!("messages[{i}].code_references[{j}]"), r))
+                }),
+            )?;
+        }
+        self.store_conversations(conversations)
+    }
+
+    /// Stores conversations zblade itself assembled (recorded turns) or received whole (a
+    /// teammate's share): validated like [`Project::add_conversations`], but their references
+    /// are kept even where this working tree differs; their status says so.
+    pub(crate) fn store_conversations(
+        &mut self,
+        mut conversations: Vec<(Conversation, String)>,
+    ) -> Result<Vec<AddOutcome>> {
+        let redacted: Vec<usize> = conversations
+            .iter_mut()
+            .map(|(conversation, _)| crate::redaction::redact_conversation(conversation))
+            .collect();
         let prepared = self.prepare_conversations(conversations)?;
-        Arc::clone(&self.storage).put_conversations(&mut self.parts, &prepared)
+        let mut outcomes = Arc::clone(&self.storage).put_conversations(&mut self.parts, &prepared)?;
+        for (outcome, redacted) in outcomes.iter_mut().zip(redacted) {
+            outcome.redacted = redacted;
+        }
+        Ok(outcomes)
+    }
+
+    /// Adds a conversation someone shared (see [`Project::store_conversations`]).
+    pub fn accept_conversation(&mut self, json: &[u8], source_name: &str) -> Result<AddOutcome> {
+        let conversation = parse_conversation(json, source_name)?;
+        conversation.check_has_messages(source_name)?;
+        let mut outcomes = self.store_conversations(vec![(conversation, source_name.to_string())])?;
+        Ok(outcomes.remove(0))
     }
 
     /// Validates moments and fills in what `add` fills in (ids, times, anchors of code
@@ -242,9 +282,33 @@ impl Project {
 
     /// Adds several parsed moments; each is validated first, and if any is invalid (or names
     /// a conversation this project lacks, or reuses another artifact's id) nothing is written.
+    /// Like conversations, their code references must point at lines that exist now.
     pub fn add_moments(&mut self, moments: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
+        for (moment, source) in &moments {
+            self.check_references_exist(
+                source,
+                moment
+                    .code_references
+                    .iter()
+                    .enumerate()
+                    .map(|(j, r)| (format!("code_references[{j}]"), r)),
+            )?;
+        }
+        self.store_moments(moments)
+    }
+
+    /// Stores moments zblade extracted itself, whose references are the conversation's.
+    pub(crate) fn store_moments(&mut self, mut moments: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
+        let redacted: Vec<usize> = moments
+            .iter_mut()
+            .map(|(moment, _)| crate::redaction::redact_moment(moment))
+            .collect();
         let prepared = self.prepare_moments(moments)?;
-        Arc::clone(&self.storage).put_moments(&mut self.parts, prepared)
+        let mut outcomes = Arc::clone(&self.storage).put_moments(&mut self.parts, prepared)?;
+        for (outcome, redacted) in outcomes.iter_mut().zip(redacted) {
+            outcome.redacted = redacted;
+        }
+        Ok(outcomes)
     }
 
     /// Conversations, most recently updated first (in server mode, in the server's id order);
@@ -262,9 +326,38 @@ impl Project {
     /// with code references hydrated.
     pub fn search_with(&self, query: &SearchQuery, mode: Option<SearchMode>) -> Result<SearchResults> {
         let started = Instant::now();
+        let query = &self.checked_search(query)?;
         let mut results = self.storage.search(self, query, mode, true)?;
         results.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok(results)
+    }
+
+    /// `query` as every face may send it, checked once here: a limit of at least one, a path
+    /// inside the project (`./` and `.` mean all of it), a conversation that exists. An
+    /// impossible request is a usage error rather than "no results", which would be a lie.
+    fn checked_search(&self, query: &SearchQuery) -> Result<SearchQuery> {
+        let mut query = query.clone();
+        if query.limit == 0 {
+            return Err(Error::Usage("the limit must be at least 1".into()));
+        }
+        if let Some(prefix) = query.filter.path_prefix.take() {
+            let trimmed = prefix.trim();
+            let whole_project = matches!(trimmed.trim_end_matches('/'), "" | ".");
+            if !whole_project {
+                let mut normal = zblade_core::paths::normalize_relative(trimmed)
+                    .map_err(|why| Error::Usage(format!("path {why}")))?;
+                if trimmed.ends_with('/') {
+                    normal.push('/');
+                }
+                query.filter.path_prefix = Some(normal);
+            }
+        }
+        if let Some(conversation) = &query.filter.conversation
+            && self.storage.recent_turns(&self.parts, conversation, 0)?.is_none()
+        {
+            return Err(Error::NotFound(format!("no conversation {conversation:?} in this project")));
+        }
+        Ok(query)
     }
 
     /// Like [`Project::search_with`], but when a code hit's file changed since it was indexed,

@@ -110,7 +110,7 @@ impl Project {
             extra: Default::default(),
         });
         // `add` derives a title from the first message when there is none.
-        self.add_conversations(vec![(conversation, exchange.channel)])?;
+        self.store_conversations(vec![(conversation, exchange.channel)])?;
         Ok(recorded)
     }
 }

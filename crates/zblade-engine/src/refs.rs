@@ -209,6 +209,38 @@ impl Parts {
         }
     }
 
+    /// Refuses references (each with its field name) that name a file this project does not
+    /// have, or lines past its end; paths that are not clean relative paths are left to the
+    /// artifact's own validation, which names them.
+    pub(crate) fn check_references_exist<'r>(
+        &self,
+        source: &str,
+        references: impl Iterator<Item = (String, &'r CodeReference)>,
+    ) -> Result<()> {
+        let mut checker: Option<Checker<'_>> = None;
+        for (field, reference) in references {
+            let Ok(file) = zblade_core::paths::normalize_relative(&reference.file) else {
+                continue;
+            };
+            let checker = checker.get_or_insert_with(|| Checker::new(self.layout.root(), None));
+            let lines = match checker.file(&file) {
+                Ok(found) => found.line_count(),
+                Err(why) => {
+                    return Err(Error::field(source, format!("{field}.file"), format!("{file}: {why}")));
+                }
+            };
+            let [start, end] = reference.lines;
+            if end as usize > lines {
+                return Err(Error::field(
+                    source,
+                    format!("{field}.lines"),
+                    format!("[{start}, {end}] is past the end of {file}, which has {lines} line(s)"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Checks every reference against the working tree and stores the live locations.
     pub fn check_references(&mut self) -> Result<Vec<ReferenceReport>> {
         let stored = self.index()?.references()?;

@@ -493,6 +493,58 @@ impl Parts {
         Ok(todo.len())
     }
 
+    /// Embeds the messages and moments that have no vector yet (what was just added, imported
+    /// or recorded), so they are found by meaning at once; returns how many texts were
+    /// embedded. Nothing to do without a model (keyword search covers them) or in server mode
+    /// (vectors go to the server with their records). Unlike [`Project::index_semantic`] it
+    /// neither touches code nor removes or compacts anything: that stays with `zblade index`.
+    pub fn embed_new_memory(&mut self) -> Result<usize> {
+        if !self.storage_is_local() || self.embedder_of(Space::Memory).is_err() {
+            return Ok(0);
+        }
+        let chunks = self.embedding_chunks()?;
+        let rows = self.store_chunk_rows(&chunks)?;
+        let mut texts: HashMap<String, String> = HashMap::new();
+        for (row, chunk) in rows.iter().zip(chunks) {
+            texts.entry(row.cid.clone()).or_insert(chunk.text);
+        }
+        let embedder = self.embedder_of(Space::Memory).map_err(|e| Error::Usage(e.to_string()))?;
+        let store = self.vectors_of(Space::Memory, embedder.lock().expect("embedder lock").dim())?;
+        let cids: Vec<String> = texts.keys().cloned().collect();
+        let have = store.existing(&cids).map_err(search_error)?;
+        let mut todo: Vec<(String, String)> = texts.into_iter().filter(|(cid, _)| !have.contains(cid)).collect();
+        todo.sort_by_key(|(_, text)| text.len());
+        for batch in todo.chunks(EMBED_BATCH) {
+            self.check_interrupt()?;
+            embed_into(embedder, &store, batch)?;
+        }
+        if !todo.is_empty() {
+            // Readers opened before these writes would not see them.
+            self.vector_readers.lock().expect("vector reader lock").clear();
+        }
+        Ok(todo.len())
+    }
+
+    /// Texts of messages and moments with no vector of the configured model yet; `None` when
+    /// that cannot be told (no index, server mode). Reads every memory text once: for
+    /// `status`, not for a search's hot path.
+    pub(crate) fn memory_without_vectors(&self) -> Option<usize> {
+        if !self.storage_is_local() {
+            return None;
+        }
+        let cids: HashSet<String> = self.embedding_chunks().ok()?.iter().map(|c| cid(&c.text)).collect();
+        let cids: Vec<String> = cids.into_iter().collect();
+        let have = match self.vector_reader_of(Space::Memory).ok()? {
+            Some(store) => store.existing(&cids).ok()?.len(),
+            None => 0,
+        };
+        Some(cids.len() - have)
+    }
+
+    fn storage_is_local(&self) -> bool {
+        self.settings.storage.mode == zblade_core::StorageMode::Local
+    }
+
     /// Removes what search no longer needs: vector tables of models no longer configured
     /// (after switching models), and vectors of CIDs no chunk uses. Returns the tables
     /// dropped and the vectors removed.
@@ -762,6 +814,14 @@ impl Parts {
             Some(SearchMode::Keyword) => None,
             _ => self.semantic_unavailable_for(query.kind),
         };
+        // Asked for by name, semantic search never quietly becomes keyword search: the answer
+        // would look like an answer by meaning and be none.
+        if let (Some(SearchMode::Semantic), Some(why)) = (mode, &unavailable)
+            && query.kind != SearchKind::Conversations
+        {
+            let why = why.strip_suffix("; using keyword search").unwrap_or(why);
+            return Err(Error::Environment(format!("semantic search cannot run: {why}")));
+        }
         let effective = match (mode, &unavailable) {
             (Some(SearchMode::Keyword), _) | (_, Some(_)) => SearchMode::Keyword,
             (Some(m), None) => m,
@@ -850,6 +910,15 @@ impl Parts {
                 Some("no project files are indexed yet (run `zblade index`)".to_string())
             }
             (Some(SearchMode::Keyword), _) => None,
+            // Asked for by meaning: say what meaning cannot find yet (keyword search can).
+            (Some(SearchMode::Semantic), None) if self.storage_is_local() && query.kind != SearchKind::Code => {
+                match index.memory_without_chunks()? {
+                    0 => None,
+                    n => Some(format!(
+                        "{n} message(s) or moment(s) are not embedded yet and cannot be found by meaning (run `zblade index`)"
+                    )),
+                }
+            }
             (_, notice) => notice,
         };
         Ok(ModeSearch {

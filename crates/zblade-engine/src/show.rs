@@ -43,8 +43,24 @@ pub enum Shown {
 impl Project {
     /// Finds a conversation (`conv_…`), moment (`moment_…`) or message by id.
     pub fn show(&self, id: &str) -> Result<Shown> {
-        ids::check_id(id, None).map_err(|why| Error::Usage(format!("invalid id: {why}")))?;
         let storage = &self.storage;
+        // `conv_…/msg_…`: one message of one conversation (the form context pointers give; a
+        // message id alone may be used by several conversations).
+        if let Some((conversation, message)) = id.split_once('/') {
+            ids::check_id(conversation, Some(ids::CONVERSATION))
+                .map_err(|why| Error::Usage(format!("invalid conversation id: {why}")))?;
+            ids::check_id(message, None).map_err(|why| Error::Usage(format!("invalid message id: {why}")))?;
+            let mut matches = storage.messages(self, message)?;
+            matches.retain(|m| m.conversation_id == conversation);
+            if matches.is_empty() {
+                return Err(Error::NotFound(format!(
+                    "no message {message} in conversation {conversation} {}",
+                    storage.place()
+                )));
+            }
+            return Ok(Shown::Messages { matches });
+        }
+        ids::check_id(id, None).map_err(|why| Error::Usage(format!("invalid id: {why}")))?;
         if id.starts_with(ids::CONVERSATION) {
             let conversation = storage.conversation(self, id)?;
             let references = storage.conversation_references(self, &conversation)?;

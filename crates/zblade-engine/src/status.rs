@@ -38,6 +38,12 @@ pub struct Status {
     pub embedding_model: String,
     /// See `embedding_model`.
     pub vectors: Option<usize>,
+    /// Why the embedding model cannot load (not installed, no ONNX Runtime), told without
+    /// loading it; `None` when its files are there.
+    pub embedding_model_problem: Option<String>,
+    /// Texts of messages and moments that have no vector yet, so semantic search cannot find
+    /// them until they are embedded (`zblade index`); `None` in server mode.
+    pub pending_vectors: Option<usize>,
     /// The code model, when code has a model of its own (see docs/SEARCH.md, "The code
     /// model"), and how many vectors it has.
     pub code_model: Option<String>,
@@ -107,6 +113,8 @@ impl Parts {
             embedding_model: self.settings.search.embedding_model.clone(),
             compressor_model: self.settings.context.compression.local_model.clone(),
             vectors,
+            embedding_model_problem: zblade_search::embed::quick_check(&self.embedding_model_dir()).map(|e| e.to_string()),
+            pending_vectors: self.memory_without_vectors(),
             code_model,
             code_vectors,
             cache_bytes: dir_size(&layout.cache_dir()),

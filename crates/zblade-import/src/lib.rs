@@ -263,21 +263,14 @@ impl Session {
     /// Replaces secrets in every text the session carries; counts them in `redacted`.
     fn redact(&mut self) {
         let mut count = 0;
-        let mut scrub = |text: &mut String| count += redact::redact_in_place(text);
         if let Some(title) = &mut self.title {
-            scrub(title);
+            count += redact::redact_in_place(title);
         }
         for turn in &mut self.turns {
-            scrub(&mut turn.message.content);
-            for call in &mut turn.message.tool_calls {
-                redact::redact_value(&mut call.arguments, &mut scrub);
-                if let Some(result) = &mut call.result {
-                    scrub(&mut result.text);
-                }
-            }
+            count += redact::redact_message(&mut turn.message);
         }
         for late in &mut self.late_results {
-            scrub(&mut late.result.text);
+            count += redact::redact_in_place(&mut late.result.text);
         }
         self.redacted += count;
     }

@@ -60,9 +60,25 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         rule(
             "assignment",
-            // NAME=value / export NAME="value" / NAME: value, where NAME is an environment
-            // style name (capitals) that says what it holds.
+            // NAME=value / export NAME="value" / NAME: value at the start of a line, where NAME
+            // is an environment style name (capitals) that says what it holds.
             r#"(?m)(^[ \t]*(?:export[ \t]+)?[A-Z0-9_]*(?:KEY|SECRET|TOKEN|PASSWORD|PASSWD|PWD)[A-Z0-9_]*[ \t]*[=:][ \t]*)["']?([^\s"'\[][^\s"']*)["']?"#,
+            true,
+        ),
+        rule(
+            "assignment",
+            // The same name anywhere else in a line, joined to its value by `=`: a command
+            // line (`API_TOKEN=… npm publish`, `curl …?API_KEY=…`), a sentence that quotes one.
+            // The value ends where a shell or URL would end it.
+            r#"((?:^|[^A-Za-z0-9_])[A-Z0-9_]*(?:KEY|SECRET|TOKEN|PASSWORD|PASSWD|PWD)[A-Z0-9_]*=)["']?([^\s"'\[&;|][^\s"'&;|]*)["']?"#,
+            true,
+        ),
+        rule(
+            "assignment",
+            // A JSON or YAML key of that kind with a quoted value: `"API_TOKEN": "…"`.
+            // Lower-case keys only when the name says credential (`apiKey`, `client_secret`,
+            // `password`), not any `key`.
+            r#"("(?:[A-Z0-9_]*(?:KEY|SECRET|TOKEN|PASSWORD|PASSWD|PWD)[A-Z0-9_]*|(?i:[a-z0-9_-]*(?:api|access|secret|private|auth|client|refresh|bearer)[_-]?(?:key|token|secret)|password|passwd|secret|token))"[ \t]*:[ \t]*)"([^"\s\[][^"\s]*)""#,
             true,
         ),
     ]
@@ -94,6 +110,21 @@ pub fn redact(text: &str) -> (String, usize) {
     let mut owned = text.to_string();
     let count = redact_in_place(&mut owned);
     (owned, count)
+}
+
+/// Replaces secrets in everything a message carries: its text, its tool calls' arguments and
+/// results; returns how many were replaced.
+pub fn redact_message(message: &mut zblade_core::Message) -> usize {
+    let mut count = 0;
+    let mut scrub = |text: &mut String| count += redact_in_place(text);
+    scrub(&mut message.content);
+    for call in &mut message.tool_calls {
+        redact_value(&mut call.arguments, &mut scrub);
+        if let Some(result) = &mut call.result {
+            scrub(&mut result.text);
+        }
+    }
+    count
 }
 
 /// Applies `scrub` to every string inside a JSON value (tool call arguments).
@@ -148,6 +179,21 @@ mod tests {
     }
 
     #[test]
+    fn assignments_anywhere_in_a_line_are_replaced() {
+        for (text, kept) in [
+            ("run API_TOKEN=abc123def npm publish", "API_TOKEN=[REDACTED:assignment] npm publish"),
+            ("curl 'https://x.test/v1?API_KEY=abc123&q=1'", "?API_KEY=[REDACTED:assignment]&q=1"),
+            ("set it: GITHUB_TOKEN=\"t0k3n\" then push", "GITHUB_TOKEN=[REDACTED:assignment] then"),
+            (r#"{"API_SECRET": "s3cr3t-value", "name": "x"}"#, r#""API_SECRET": "[REDACTED:assignment]""#),
+            (r#"{"apiKey": "s3cr3t-value"}"#, r#""apiKey": "[REDACTED:assignment]""#),
+        ] {
+            let (out, n) = redact(text);
+            assert_eq!(n, 1, "{text} -> {out}");
+            assert!(out.contains(kept), "{text} -> {out}");
+        }
+    }
+
+    #[test]
     fn ordinary_code_is_left_alone() {
         for text in [
             "let token = lexer.next_token();",
@@ -155,6 +201,10 @@ mod tests {
             "fn rotate_key(&self) -> Key { self.key.clone() }",
             "API_KEY=\nSECRET_KEY=[REDACTED:assignment]",
             "see task-abcdefghijklmnopqrstuvwxyz for details",
+            "the PRIMARY KEY: id column",
+            "if (token == KEY) { return; }",
+            "let cache_key=format!(\"{a}\");",
+            r#"{"key": "src/auth.rs", "monkey": "banana"}"#,
         ] {
             let (out, n) = redact(text);
             assert_eq!((out.as_str(), n), (text, 0));

@@ -46,6 +46,23 @@ impl Index {
         })
     }
 
+    /// Messages and moments with text that the chunk catalog does not list yet: written since
+    /// memory was last embedded. Cheap (one lookup per record in the catalog's key), for a
+    /// search to say what it cannot find by meaning.
+    pub fn memory_without_chunks(&self) -> Result<usize> {
+        self.read(|conn| {
+            conn.query_row(
+                "SELECT (SELECT count(*) FROM messages m WHERE length(trim(m.content)) > 0 AND NOT EXISTS
+                           (SELECT 1 FROM chunks c WHERE c.key = m.conversation_id || '/' || m.id AND c.seq = 0))
+                      + (SELECT count(*) FROM moments o WHERE NOT EXISTS
+                           (SELECT 1 FROM chunks c WHERE c.key = o.id AND c.seq = 0))",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n.max(0) as usize)
+        })
+    }
+
     /// Replaces the whole chunk catalog in one transaction.
     pub fn replace_chunks(&mut self, rows: &[ChunkRow]) -> Result<()> {
         self.write(|tx| {

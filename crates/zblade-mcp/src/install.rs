@@ -109,16 +109,34 @@ pub enum Scope {
 pub struct Launch {
     /// The `zblade` executable (absolute, so the client needs no `PATH`).
     pub command: String,
-    /// `mcp --project ROOT`.
+    /// `mcp --project ROOT` (project scope) or `mcp` (user scope).
     pub args: Vec<String>,
 }
 
 impl Launch {
-    /// `command mcp --project root`.
+    /// `command mcp --project root`: a project's own config names its project.
     pub fn for_project(command: &Path, root: &Path) -> Launch {
         Launch {
             command: command.to_string_lossy().into_owned(),
             args: vec!["mcp".into(), "--project".into(), root.to_string_lossy().into_owned()],
+        }
+    }
+
+    /// `command mcp`: a user-wide config serves whichever project the agent runs in (zblade
+    /// finds it from the working directory the agent starts the server in), never one
+    /// project for every session.
+    pub fn for_user(command: &Path) -> Launch {
+        Launch {
+            command: command.to_string_lossy().into_owned(),
+            args: vec!["mcp".into()],
+        }
+    }
+
+    /// The launch a config of `scope` gets.
+    pub fn for_scope(scope: Scope, command: &Path, root: &Path) -> Launch {
+        match scope {
+            Scope::Project => Launch::for_project(command, root),
+            Scope::User => Launch::for_user(command),
         }
     }
 }
@@ -144,7 +162,7 @@ pub struct Written {
 pub struct DetectedClient {
     /// The client, as on the command line.
     pub client: String,
-    /// Its folder exists in the user's home.
+    /// The agent's own files are in its folder in the user's home (not only what zblade wrote).
     pub installed: bool,
     /// The project-scope file names zblade's server.
     pub in_project: bool,
@@ -157,14 +175,35 @@ pub fn detect(project: &Path, places: &Places) -> Vec<DetectedClient> {
     Client::all()
         .map(|client| {
             let has = |scope| configured(client, &client.config_file(scope, project, places));
+            // Files zblade itself may have written there do not show the agent is installed.
+            let ours = [
+                client.config_file(Scope::User, project, places),
+                places.home.join(".claude/settings.json"),
+            ];
             DetectedClient {
                 client: client.as_str().into(),
-                installed: client.marker(places).is_dir(),
+                installed: has_own_files(&client.marker(places), &ours, 4),
                 in_project: has(Scope::Project),
                 in_user: has(Scope::User),
             }
         })
         .collect()
+}
+
+/// Whether `dir` holds a file (within `depth` levels) that is not one of `ours`: the agent's
+/// own files, where a folder zblade created for a config would hold only zblade's.
+fn has_own_files(dir: &Path, ours: &[PathBuf], depth: usize) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().take(500).any(|entry| {
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => depth > 0 && has_own_files(&path, ours, depth - 1),
+            Ok(_) => !ours.contains(&path),
+            Err(_) => false,
+        }
+    })
 }
 
 fn configured(client: Client, file: &Path) -> bool {

@@ -415,6 +415,13 @@ impl Proxy {
             let mut outcome = Err("not run".to_string());
             let ran = memory.with_project(&mut |project: &mut Project| {
                 outcome = project.record_exchange(exchange.clone()).map_err(|e| e.to_string());
+                // Found by meaning in the next turn already; without a model, keyword search
+                // finds it and `zblade index` embeds it later.
+                if outcome.is_ok()
+                    && let Err(e) = project.embed_new_memory()
+                {
+                    eprintln!("zblade proxy: the turn is recorded but not embedded yet: {e}");
+                }
             });
             ran.and(outcome)
         })

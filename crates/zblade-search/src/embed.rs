@@ -118,6 +118,28 @@ pub fn quick_check(dir: &Path) -> Option<EmbedError> {
         .map(|path| EmbedError::NoModel(format!("{}: not found", path.display())))
 }
 
+/// The variable ONNX Runtime reads before it starts its telemetry (its Linux builds send
+/// Microsoft usage events unless told otherwise; docs/PRIVACY.md).
+pub const ORT_TELEMETRY_OFF: (&str, &str) = ("ORT_DISABLE_TELEMETRY", "1");
+
+/// Turns ONNX Runtime's telemetry off for this process and the processes it starts. Every
+/// binary calls it first thing in `main`, before it starts threads; [`load_onnx_runtime`] calls
+/// it again (then a no-op) for test and benchmark harnesses. The runtime's own API switch
+/// (`DisableTelemetryEvents`, set in [`load_onnx_runtime`]) still let it create its device id
+/// and event store under `~/.cache/Microsoft`; this variable stops that too.
+#[allow(unsafe_code)]
+pub fn disable_onnx_telemetry() {
+    let (name, value) = ORT_TELEMETRY_OFF;
+    if std::env::var_os(name).is_some_and(|v| v == value) {
+        return;
+    }
+    // SAFETY: changing the environment races with other threads reading it through libc. The
+    // binaries call this before they start any thread; in a test harness the only other readers
+    // are Rust's (serialised by std's environment lock) and glibc's getenv, which tolerates a
+    // concurrent setenv (glibc never frees an environment array it replaced).
+    unsafe { std::env::set_var(name, value) };
+}
+
 /// Loads ONNX Runtime from [`find_onnx_runtime`], once per process; later calls return the
 /// first outcome. Anything that uses fastembed or `ort` directly (the benchmarks' raw
 /// baselines) calls this first: without it `ort` would look for `libonnxruntime.so` on the
@@ -126,13 +148,16 @@ pub fn load_onnx_runtime() -> Result<(), EmbedError> {
     static RESULT: OnceLock<Result<(), EmbedError>> = OnceLock::new();
     RESULT
         .get_or_init(|| {
+            disable_onnx_telemetry();
             let path = find_onnx_runtime().ok_or_else(|| EmbedError::NoRuntime(NO_RUNTIME_HINT.into()))?;
             if !path.exists() {
                 return Err(EmbedError::NoRuntime(format!("{} does not exist", path.display())));
             }
             let builder =
                 ort::init_from(&path).map_err(|e| EmbedError::NoRuntime(format!("{}: {e}", path.display())))?;
-            builder.commit();
+            // ONNX Runtime's Linux builds carry Microsoft's telemetry, on unless told otherwise
+            // (docs/PRIVACY.md). This turns its events off through the runtime's own API.
+            builder.with_telemetry(false).commit();
             Ok(())
         })
         .clone()

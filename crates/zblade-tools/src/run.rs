@@ -159,6 +159,9 @@ pub fn remember(project: &mut Project, args: RememberArgs) -> Result<RememberOut
         .map_err(|e| e.to_string())?
         .pop()
         .ok_or("the moment was not stored")?;
+    // Found by meaning at once; a model that cannot load leaves it to keyword search and
+    // `zblade index`, which is no reason to fail a moment that is stored.
+    let _ = project.embed_new_memory();
     let references = match project.show(&outcome.id) {
         Ok(Shown::Moment { references, .. }) => references.iter().map(reference).collect(),
         _ => Vec::new(),

@@ -24,6 +24,7 @@ pub(crate) fn run(cx: &mut Ctx, add: AddCommand) -> Result<(), Error> {
                     added.redacted
                 ));
             }
+            super::embed_added(cx, &mut project);
             return cx.out.print(&Added {
                 outcomes: &added.added,
                 is_moment: false,
@@ -45,6 +46,11 @@ pub(crate) fn run(cx: &mut Ctx, add: AddCommand) -> Result<(), Error> {
             .map(|(bytes, name)| Ok((parse_conversation(bytes, name)?, name.clone())));
         project.add_conversations(parsed.collect::<Result<_, Error>>()?)?
     };
+    let redacted: usize = outcomes.iter().map(|o| o.redacted).sum();
+    if redacted > 0 {
+        cx.notice(&format!("{redacted} secret(s) redacted before anything was written"));
+    }
+    super::embed_added(cx, &mut project);
     cx.out.print(&Added {
         outcomes: &outcomes,
         is_moment,

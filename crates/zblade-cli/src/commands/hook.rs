@@ -89,5 +89,7 @@ fn stop(cx: &mut Ctx, event: &serde_json::Value) -> Result<(), Error> {
     let mut request = ImportRequest::new(ImportSource::CLAUDE_CODE);
     request.paths = vec![transcript];
     project.import(&request, &mut |_, _, _| {})?;
+    // The finished turn is found by meaning in the next prompt's context.
+    super::embed_added(cx, &mut project);
     Ok(())
 }

@@ -54,6 +54,9 @@ pub(crate) fn run(cx: &mut Ctx, args: ImportArgs) -> Result<(), Error> {
         bar.update("import", done, total)
     })?;
     bar.finish();
+    if !request.dry_run {
+        super::embed_added(cx, &mut project);
+    }
     cx.out.print(&Imported(&report))?;
     if report.nothing_imported() {
         return Err(Error::Usage(format!(

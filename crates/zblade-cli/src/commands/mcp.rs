@@ -17,11 +17,32 @@ pub(crate) fn serve(root: &Path, args: &McpArgs) -> Result<(), Error> {
     let project = Project::open(root)?;
     let settings_token = project.settings().mcp.token.clone();
     let memory = zblade_mcp::Memory::new(project);
+    // The project owns LanceDB's own runtime, which may not be dropped inside tokio's (that
+    // panics: "Cannot drop a runtime in a context where blocking is not allowed", exit 2 when
+    // an agent closed the session). This handle keeps the project alive until tokio is shut
+    // down; it is then released here, on the main thread, outside any runtime.
+    let kept = memory.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| Error::io("<tokio runtime>", e))?;
+    let served = serve_on(&runtime, root, args, settings_token, memory);
+    // Tasks still running (a call that was answering when stdin closed) get a moment to end;
+    // a blocking call left after that ends on its own thread.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    drop(kept);
+    served
+}
+
+/// Serves on `runtime` until the client disconnects (stdio) or Ctrl-C (HTTP).
+fn serve_on(
+    runtime: &tokio::runtime::Runtime,
+    root: &Path,
+    args: &McpArgs,
+    settings_token: String,
+    memory: zblade_mcp::Memory,
+) -> Result<(), Error> {
     let failed = |e: String| Error::Usage(e);
     match args.http {
         None => runtime.block_on(zblade_mcp::serve_stdio(memory)).map_err(failed),
@@ -67,7 +88,7 @@ pub(crate) fn run(cx: &mut Ctx, args: McpArgs) -> Result<(), Error> {
             })?;
             let scope = scope.map_or_else(|| client.default_scope(), Scope::from);
             let root = project_root(cx)?;
-            let launch = Launch::for_project(&zblade_executable()?, &root);
+            let launch = Launch::for_scope(scope, &zblade_executable()?, &root);
             let written =
                 install::install(client, scope, &root, &Places::from_env(), &launch, dry_run).map_err(Error::Usage)?;
             cx.out.print(&ConfigWritten(written))

@@ -62,11 +62,21 @@ impl Follower {
 impl Project {
     /// One round of live import: imports what is new from each enabled source whose files
     /// changed. Cheap when nothing did (a listing and a `stat` per session file).
+    /// What was imported is embedded at once (the watcher and the tray run this), so a turn
+    /// an agent just wrote is found by meaning within the round; a model that cannot load
+    /// leaves it to keyword search, as `zblade index` would.
     pub fn follow_sources(&mut self, follower: &mut Follower) -> Vec<(Source, Result<ImportReport>)> {
-        follower
+        let rounds: Vec<(Source, Result<ImportReport>)> = follower
             .changed(self)
             .into_iter()
             .map(|source| (source, self.import(&ImportRequest::new(source), &mut |_, _, _| {})))
-            .collect()
+            .collect();
+        let imported = rounds
+            .iter()
+            .any(|(_, report)| report.as_ref().is_ok_and(|r| r.messages > 0 || r.moments > 0));
+        if imported {
+            let _ = self.embed_new_memory();
+        }
+        rounds
     }
 }

@@ -258,6 +258,11 @@ impl Project {
                 report.files_read += 1;
                 report.bytes += read.bytes;
                 report.warnings.extend(read.warnings.iter().map(ToString::to_string));
+                // Only unreadable records and not one session: not a session file at all (a
+                // file given by mistake), which is a failure, not an empty import.
+                if read.sessions.is_empty() && !read.warnings.is_empty() {
+                    report.files_failed += 1;
+                }
                 for (kind, n) in &read.skipped {
                     *report.skipped.entry(kind.clone()).or_default() += n;
                 }

@@ -104,6 +104,7 @@ impl Storage for LocalStorage {
                 created: !path.exists(),
                 artifact_path: layout.relative(&path),
                 messages: conv.messages.len(),
+                redacted: 0,
             });
         }
         // Forks that share messages these conversations no longer start with get their own
@@ -191,6 +192,7 @@ impl Storage for LocalStorage {
                 created: !path.exists(),
                 artifact_path,
                 messages: 0,
+                redacted: 0,
             });
         }
         // As for conversations: all artifacts first (one directory fsync), then one index

@@ -43,6 +43,8 @@ pub struct AddOutcome {
     pub artifact_path: String,
     /// Messages in the conversation (0 for moments).
     pub messages: usize,
+    /// Secrets replaced by `[REDACTED:…]` before it was written.
+    pub redacted: usize,
 }
 
 /// A message found by id.

@@ -101,6 +101,7 @@ impl ServerStorage {
                         ),
                     },
                     messages,
+                    redacted: 0,
                 }
             })
             .collect())
@@ -140,7 +141,8 @@ impl ServerStorage {
         let Some((bytes, author)) = client.get_record_authored(project_id, Kind::Moment, id)? else {
             return Ok(None);
         };
-        let moment = artifact::parse_moment(&bytes, &format!("{}: moment {id}", client.url()))?;
+        let mut moment = artifact::parse_moment(&bytes, &format!("{}: moment {id}", client.url()))?;
+        crate::redaction::redact_moment(&mut moment);
         Ok(Some((moment, author)))
     }
 
@@ -155,7 +157,9 @@ impl ServerStorage {
         let (bytes, author) = client
             .get_record_authored(project_id, Kind::Conversation, id)?
             .ok_or_else(|| Error::NotFound(format!("no conversation {id} on the sync server")))?;
-        let conversation = artifact::parse_conversation(&bytes, &format!("{}: conversation {id}", client.url()))?;
+        let mut conversation = artifact::parse_conversation(&bytes, &format!("{}: conversation {id}", client.url()))?;
+        // A teammate's client (or the server) may not have redacted what it sent.
+        crate::redaction::redact_conversation(&mut conversation);
         Ok((conversation, author))
     }
 }
