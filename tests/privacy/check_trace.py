@@ -72,10 +72,14 @@ def written_paths(line: str, cwd: str):
             yield resolve(dirfd_path or None, path, cwd)
 
 
-def allowed(path: str, prefixes: list[str]) -> bool:
+def allowed(path: str, prefixes: list[str], call: str) -> bool:
     if path.startswith("/dev/") or path.startswith("/proc/") or path.startswith("/sys/"):
         return True
-    return any(path == p or path.startswith(p.rstrip("/") + "/") for p in prefixes)
+    if any(path == p or path.startswith(p.rstrip("/") + "/") for p in prefixes):
+        return True
+    # Making the folders above an allowed place (`~/.local`, then `~/.local/share`) writes
+    # nothing of its own.
+    return call.startswith("mkdir") and any(p.startswith(path.rstrip("/") + "/") for p in prefixes)
 
 
 def check(log: str, prefixes: list[str], home: str, cwd: str) -> list[str]:
@@ -90,10 +94,11 @@ def check(log: str, prefixes: list[str], home: str, cwd: str) -> list[str]:
             if net and not is_local_address(net.group(3)):
                 findings.append(f"{log}: network call to a non-local address: {line.strip()[:300]}")
                 continue
+            call = line.split("(", 1)[0].split()[-1] if "(" in line else ""
             for path in written_paths(line, cwd):
                 if path.startswith(microsoft):
                     findings.append(f"{log}: ONNX Runtime telemetry store written: {path}")
-                elif not allowed(path, prefixes):
+                elif not allowed(path, prefixes, call):
                     findings.append(f"{log}: file written outside the allowed places: {path} ({line.strip()[:200]})")
     return findings
 

@@ -49,6 +49,24 @@ traced() { # NAME COMMAND…: runs COMMAND in the project, traced, in its own ne
   (cd "$project" && "${clean_env[@]}" "${netns[@]}" strace -f -y -qq -e trace="$calls" -o "$logs/$name.log" "$@")
 }
 
+# First the check itself: a program that tries the network and writes outside the project
+# must be caught, or a clean result below would prove nothing.
+traced canary "$ZBLADE_PYTHON" -c "
+import socket
+for family, kind, address in [(socket.AF_INET, socket.SOCK_STREAM, ('93.184.216.34', 443)),
+                              (socket.AF_INET, socket.SOCK_DGRAM, ('10.0.0.2', 53))]:
+    try:
+        socket.socket(family, kind).connect(address)
+    except OSError:
+        pass
+open('$work/outside.txt', 'w').write('x')
+"
+canary="$("$ZBLADE_PYTHON" "$here/check_trace.py" --home "$home" --cwd "$project" --allow "$project" "$logs/canary.log" || true)"
+for expected in 93.184.216.34 10.0.0.2 outside.txt; do
+  grep -q "$expected" <<< "$canary" || { echo "privacy: the check missed $expected in a canary trace:" >&2; echo "$canary" >&2; exit 1; }
+done
+rm "$logs/canary.log"
+
 printf 'pub fn refresh(token: &str) -> Token {\n    rotate(token)\n}\n' > "$project/src/auth.rs"
 git -C "$project" init -q
 git -C "$project" -c user.name=t -c user.email=t@example.com add -A
@@ -95,8 +113,15 @@ if [ -x "$ZBLADE_APP" ] && command -v Xvfb >/dev/null 2>&1; then
   xvfb_pid=$!
   sleep 1
   clean_env+=("DISPLAY=$display")
+  # As after a first run whose wizard kept the defaults (local storage, no network).
+  mkdir -p "$home/.config/zblade"
+  printf '{"wizard_completed": true, "storage_mode": "local", "allow_network": false, "recent_projects": [{"path": "%s", "name": "project", "opened_at": "2026-11-28T00:00:00Z"}]}' \
+    "$project" > "$home/.config/zblade/app.json"
+  # A file changes while the tray runs: its indexer indexes and embeds it again.
+  (sleep 8 && printf 'pub fn rotate(token: &str) -> Token { token.into() }\n' >> "$project/src/auth.rs") &
   (traced app timeout -s TERM 20 "$ZBLADE_APP" --hidden "$project" >/dev/null 2>&1 || true)
   app_ran=yes
+  grep -q "$project/.zblade/index" "$logs/app.log" || { echo "privacy: the app's indexer never opened the project's index" >&2; exit 1; }
 else
   echo "privacy: note: the app ($ZBLADE_APP) or Xvfb is missing; its tray indexer is not traced" >&2
 fi
@@ -105,11 +130,14 @@ fi
 # written where"): the list of known projects, the app's settings and socket, and what the
 # GTK toolkit under the app keeps for every program (fonts cache, settings store).
 allow=(--allow "$project" --allow "$models"
-  --allow "$home/.local/share/zblade" --allow "$home/.config/zblade")
+  --allow "$home/.local/share/zblade" --allow "$home/.config/zblade"
+  --allow "/tmp/zblade-$(id -u)")
 if [ "$app_ran" = yes ]; then
   allow+=(--allow "$home/.cache/fontconfig" --allow "$home/.cache/mesa_shader_cache"
     --allow "$home/.config/dconf" --allow "$home/.local/share/recently-used.xbel"
-    --allow "/run/user")
+    --allow "/run/user" --allow "/tmp/tray-icon")
 fi
+# ZBLADE_PRIVACY_LOGS=DIR keeps the traces for a look.
+[ -n "${ZBLADE_PRIVACY_LOGS:-}" ] && mkdir -p "$ZBLADE_PRIVACY_LOGS" && cp "$logs"/*.log "$ZBLADE_PRIVACY_LOGS/"
 "$ZBLADE_PYTHON" "$here/check_trace.py" --home "$home" --cwd "$project" "${allow[@]}" "$logs"/*.log
 echo "privacy: $(ls "$logs" | wc -l) traced commands: no network call beyond loopback and Unix sockets, no file outside the listed places, no ~/.cache/Microsoft" >&2

@@ -99,7 +99,14 @@ fn words(command: &str) -> Vec<String> {
     out.into_iter()
         .take_while(|w| !matches!(w.as_str(), "|" | "&&" | ";" | ">" | "2>" | "&"))
         .map(|w| {
-            let first = w.split("\\|").next().unwrap_or(&w).split('|').next().unwrap_or(&w).to_string();
+            let first = w
+                .split("\\|")
+                .next()
+                .unwrap_or(&w)
+                .split('|')
+                .next()
+                .unwrap_or(&w)
+                .to_string();
             sample(&first)
         })
         .collect()
@@ -109,7 +116,9 @@ fn words(command: &str) -> Vec<String> {
 fn sample(word: &str) -> String {
     let bare = word.trim_end_matches('…').trim_end_matches("...");
     let is_name = !bare.is_empty()
-        && bare.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_' || c == '-')
+        && bare
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_' || c == '-')
         && bare.chars().any(|c| c.is_ascii_uppercase());
     if is_name {
         return match bare {
@@ -146,13 +155,24 @@ fn every_documented_command_parses() {
         }
     }
     assert!(checked > 100, "only {checked} documented commands found");
-    assert!(failures.is_empty(), "{} of {checked} documented commands do not parse:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} documented commands do not parse:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     eprintln!("{checked} documented commands parse");
 }
 
 #[test]
 fn placeholders_become_sample_values() {
-    assert_eq!(words("zblade search WORDS [--limit N] --mode keyword|semantic"), ["zblade", "search", "x", "--mode", "keyword"]);
+    assert_eq!(
+        words("zblade search WORDS [--limit N] --mode keyword|semantic"),
+        ["zblade", "search", "x", "--mode", "keyword"]
+    );
     assert_eq!(words("zblade show conv_01J…"), ["zblade", "show", "conv_01Jx"]);
-    assert_eq!(words("zblade context \"why it fails\" --budget 2000 | jq ."), ["zblade", "context", "why it fails", "--budget", "2000"]);
+    assert_eq!(
+        words("zblade context \"why it fails\" --budget 2000 | jq ."),
+        ["zblade", "context", "why it fails", "--budget", "2000"]
+    );
 }

@@ -12,10 +12,18 @@ struct Run {
     stderr: String,
 }
 
+/// An empty models folder: these tests search by keyword, so their expected hits do not depend
+/// on an embedding model (tests that need one set `ZBLADE_MODELS_DIR` themselves).
+fn no_models() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
 fn zblade_in(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Run {
     let mut child = Command::new(env!("CARGO_BIN_EXE_zblade"))
         .args(args)
         .current_dir(dir)
+        .env("ZBLADE_MODELS_DIR", no_models())
         .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -701,21 +709,45 @@ fn bad_input_is_refused_with_the_file_and_field_named() {
         let run = zblade(root, args);
         assert_ne!(run.code, 0, "zblade {args:?} was accepted: {}", run.stdout);
         for word in expect {
-            assert!(run.stderr.contains(word), "zblade {args:?}: {word:?} missing from {}", run.stderr);
+            assert!(
+                run.stderr.contains(word),
+                "zblade {args:?}: {word:?} missing from {}",
+                run.stderr
+            );
         }
         assert_eq!(artifact_count(root), 0, "zblade {args:?} wrote something");
     };
     // A moment given as a conversation, and a misspelt `messages`.
-    write(root, "moment.json", r#"{"type": "decision", "content": "Tokens live 7 days"}"#);
-    refused(&["add", "conversation", "moment.json"], &["moment.json", "messages", "add moment"]);
-    write(root, "typo.json", r#"{"title": "t", "mesages": [{"role": "user", "content": "hi"}]}"#);
-    refused(&["add", "conversation", "typo.json"], &["typo.json", "messages", "mesages"]);
+    write(
+        root,
+        "moment.json",
+        r#"{"type": "decision", "content": "Tokens live 7 days"}"#,
+    );
+    refused(
+        &["add", "conversation", "moment.json"],
+        &["moment.json", "messages", "add moment"],
+    );
+    write(
+        root,
+        "typo.json",
+        r#"{"title": "t", "mesages": [{"role": "user", "content": "hi"}]}"#,
+    );
+    refused(
+        &["add", "conversation", "typo.json"],
+        &["typo.json", "messages", "mesages"],
+    );
     // References past the end of a file, or to a file that is not there.
     let past_end = JWT.replace("[10, 25]", "[20, 40]");
     write(root, "past.json", &past_end);
-    refused(&["add", "conversation", "past.json"], &["past.json", "code_references[0].lines", "30 line"]);
+    refused(
+        &["add", "conversation", "past.json"],
+        &["past.json", "code_references[0].lines", "30 line"],
+    );
     write(root, "gone.json", &JWT.replace("src/auth.ts", "src/gone.ts"));
-    refused(&["add", "conversation", "gone.json"], &["gone.json", "code_references[0].file", "src/gone.ts"]);
+    refused(
+        &["add", "conversation", "gone.json"],
+        &["gone.json", "code_references[0].file", "src/gone.ts"],
+    );
     write(
         root,
         "m.json",
@@ -730,7 +762,10 @@ fn bad_input_is_refused_with_the_file_and_field_named() {
         (vec!["search", "jwt", "--limit", "0"], "at least 1"),
         (vec!["search", "jwt", "--path", "../"], ".."),
         (vec!["search", "jwt", "--path", "/etc"], "absolute"),
-        (vec!["search", "jwt", "--conversation", "conv_doesnotexist"], "conv_doesnotexist"),
+        (
+            vec!["search", "jwt", "--conversation", "conv_doesnotexist"],
+            "conv_doesnotexist",
+        ),
     ] {
         let run = zblade(root, &args);
         assert_eq!(run.code, 1, "{args:?}: {}", run.stdout);
@@ -749,7 +784,10 @@ fn bad_input_is_refused_with_the_file_and_field_named() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_ne!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stdout));
-    assert!(stderr.contains("semantic search cannot run") && stderr.contains("model"), "{stderr}");
+    assert!(
+        stderr.contains("semantic search cannot run") && stderr.contains("model"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -760,7 +798,10 @@ fn a_conversation_without_an_id_added_twice_is_updated_not_copied() {
     let again = json(dir.path(), &["add", "conversation", "jwt.json"]);
     assert_eq!(first[0]["id"], again[0]["id"]);
     assert_eq!(again[0]["created"], false);
-    assert_eq!(json(dir.path(), &["list", "conversations"]).as_array().unwrap().len(), 1);
+    assert_eq!(
+        json(dir.path(), &["list", "conversations"]).as_array().unwrap().len(),
+        1
+    );
     // Another conversation is another id.
     write(dir.path(), "other.json", &JWT.replace("JWT authentication", "Sessions"));
     let other = json(dir.path(), &["add", "conversation", "other.json"]);
@@ -770,7 +811,11 @@ fn a_conversation_without_an_id_added_twice_is_updated_not_copied() {
 #[test]
 fn an_import_that_reads_nothing_exits_1() {
     let dir = project();
-    write(dir.path(), "garbage.jsonl", "this is not a session\n{\"neither\": \"is this\"\n");
+    write(
+        dir.path(),
+        "garbage.jsonl",
+        "this is not a session\n{\"neither\": \"is this\"\n",
+    );
     let run = zblade(dir.path(), &["import", "claude-code", "garbage.jsonl"]);
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
     assert!(run.stderr.contains("garbage.jsonl"), "{}", run.stderr);
@@ -800,7 +845,11 @@ fn secrets_anywhere_in_a_line_are_redacted_by_every_add() {
     let added = zblade(root, &["add", "conversation", "c.json"]);
     assert_eq!(added.code, 0, "{}", added.stderr);
     assert!(added.stderr.contains("redacted"), "{}", added.stderr);
-    write(root, "m.json", &serde_json::json!({"type": "context", "content": line}).to_string());
+    write(
+        root,
+        "m.json",
+        &serde_json::json!({"type": "context", "content": line}).to_string(),
+    );
     ok(root, &["add", "moment", "m.json"]);
     write(root, "notes.md", &format!("# Deploy\n\nWe ran `{line}` last time.\n"));
     ok(root, &["add", "document", "notes.md"]);

@@ -639,6 +639,18 @@ impl Conversation {
     /// merge: almost always a file of another kind (a moment) or a misspelt `messages` key,
     /// which would otherwise be stored as an empty conversation without a word.
     pub fn check_has_messages(&self, source: &str) -> Result<()> {
+        // An unknown version or a bad id is the first thing wrong with such a file: said first.
+        if !self.version.is_empty() {
+            check_version(&self.version, source)?;
+        }
+        if !self.conversation_id.is_empty() {
+            check_id_field(
+                source,
+                "conversation_id",
+                &self.conversation_id,
+                Some(ids::CONVERSATION),
+            )?;
+        }
         if !self.messages.is_empty() || self.forked_from.is_some() || !self.merged_from.is_empty() {
             return Ok(());
         }

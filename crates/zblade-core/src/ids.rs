@@ -27,7 +27,10 @@ pub fn derived_id(prefix: &str, millis: u64, digest: &[u8]) -> String {
     let n = digest.len().min(10);
     random[16 - n..].copy_from_slice(&digest[..n]);
     let millis = millis.min((1 << 48) - 1);
-    format!("{prefix}{}", ulid::Ulid::from_parts(millis, u128::from_be_bytes(random)))
+    format!(
+        "{prefix}{}",
+        ulid::Ulid::from_parts(millis, u128::from_be_bytes(random))
+    )
 }
 
 /// Checks that `id` is safe to use as a file name and starts with `prefix` (when one is given).

@@ -355,7 +355,9 @@ impl Project {
         if let Some(conversation) = &query.filter.conversation
             && self.storage.recent_turns(&self.parts, conversation, 0)?.is_none()
         {
-            return Err(Error::NotFound(format!("no conversation {conversation:?} in this project")));
+            return Err(Error::NotFound(format!(
+                "no conversation {conversation:?} in this project"
+            )));
         }
         Ok(query)
     }

@@ -210,8 +210,8 @@ impl Parts {
     }
 
     /// Refuses references (each with its field name) that name a file this project does not
-    /// have, or lines past its end; paths that are not clean relative paths are left to the
-    /// artifact's own validation, which names them.
+    /// have, or lines past its end; paths that are not clean relative paths and impossible
+    /// ranges are left to the artifact's own validation, which names them.
     pub(crate) fn check_references_exist<'r>(
         &self,
         source: &str,
@@ -219,17 +219,27 @@ impl Parts {
     ) -> Result<()> {
         let mut checker: Option<Checker<'_>> = None;
         for (field, reference) in references {
+            let [start, end] = reference.lines;
             let Ok(file) = zblade_core::paths::normalize_relative(&reference.file) else {
                 continue;
             };
+            if start == 0 || start > end {
+                continue;
+            }
             let checker = checker.get_or_insert_with(|| Checker::new(self.layout.root(), None));
             let lines = match checker.file(&file) {
                 Ok(found) => found.line_count(),
-                Err(why) => {
-                    return Err(Error::field(source, format!("{field}.file"), format!("{file}: {why}")));
+                Err(zblade_refs::ReadError::NotFound) => {
+                    return Err(Error::field(
+                        source,
+                        format!("{field}.file"),
+                        format!("{file}: no such file in this project"),
+                    ));
                 }
+                // Secrets, paths leading out, binary or huge files: the artifact's validation
+                // refuses them with its own reasons, or the reference is kept unanchored.
+                Err(_) => continue,
             };
-            let [start, end] = reference.lines;
             if end as usize > lines {
                 return Err(Error::field(
                     source,

@@ -508,7 +508,9 @@ impl Parts {
         for (row, chunk) in rows.iter().zip(chunks) {
             texts.entry(row.cid.clone()).or_insert(chunk.text);
         }
-        let embedder = self.embedder_of(Space::Memory).map_err(|e| Error::Usage(e.to_string()))?;
+        let embedder = self
+            .embedder_of(Space::Memory)
+            .map_err(|e| Error::Usage(e.to_string()))?;
         let store = self.vectors_of(Space::Memory, embedder.lock().expect("embedder lock").dim())?;
         let cids: Vec<String> = texts.keys().cloned().collect();
         let have = store.existing(&cids).map_err(search_error)?;

@@ -113,7 +113,8 @@ impl Parts {
             embedding_model: self.settings.search.embedding_model.clone(),
             compressor_model: self.settings.context.compression.local_model.clone(),
             vectors,
-            embedding_model_problem: zblade_search::embed::quick_check(&self.embedding_model_dir()).map(|e| e.to_string()),
+            embedding_model_problem: zblade_search::embed::quick_check(&self.embedding_model_dir())
+                .map(|e| e.to_string()),
             pending_vectors: self.memory_without_vectors(),
             code_model,
             code_vectors,

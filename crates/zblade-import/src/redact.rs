@@ -181,10 +181,22 @@ mod tests {
     #[test]
     fn assignments_anywhere_in_a_line_are_replaced() {
         for (text, kept) in [
-            ("run API_TOKEN=abc123def npm publish", "API_TOKEN=[REDACTED:assignment] npm publish"),
-            ("curl 'https://x.test/v1?API_KEY=abc123&q=1'", "?API_KEY=[REDACTED:assignment]&q=1"),
-            ("set it: GITHUB_TOKEN=\"t0k3n\" then push", "GITHUB_TOKEN=[REDACTED:assignment] then"),
-            (r#"{"API_SECRET": "s3cr3t-value", "name": "x"}"#, r#""API_SECRET": "[REDACTED:assignment]""#),
+            (
+                "run API_TOKEN=abc123def npm publish",
+                "API_TOKEN=[REDACTED:assignment] npm publish",
+            ),
+            (
+                "curl 'https://x.test/v1?API_KEY=abc123&q=1'",
+                "?API_KEY=[REDACTED:assignment]&q=1",
+            ),
+            (
+                "set it: GITHUB_TOKEN=\"t0k3n\" then push",
+                "GITHUB_TOKEN=[REDACTED:assignment] then",
+            ),
+            (
+                r#"{"API_SECRET": "s3cr3t-value", "name": "x"}"#,
+                r#""API_SECRET": "[REDACTED:assignment]""#,
+            ),
             (r#"{"apiKey": "s3cr3t-value"}"#, r#""apiKey": "[REDACTED:assignment]""#),
         ] {
             let (out, n) = redact(text);

@@ -99,6 +99,10 @@ impl Index {
         // last transactions, which `fsck --repair` restores from the artifacts.
         self.conn.pragma_update(None, "synchronous", "NORMAL")?;
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        // Sorts and temporary tables stay in memory: by default SQLite writes them, message text
+        // included, to files in /var/tmp (unlinked at once, but written outside the project;
+        // docs/PRIVACY.md). The index's sorts are small next to the page cache below.
+        self.conn.pragma_update(None, "temp_store", "MEMORY")?;
         // SQLite's default page cache is 2 MiB; a project's full-text index outgrows it early,
         // and an import then re-reads the same pages from the OS for every batch it indexes.
         // The cache grows only as pages are used, so small projects pay nothing for the cap.

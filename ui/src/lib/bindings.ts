@@ -3297,6 +3297,16 @@ embedding_model: string;
  */
 vectors: number | null; 
 /**
+ * Why the embedding model cannot load (not installed, no ONNX Runtime), told without
+ * loading it; `None` when its files are there.
+ */
+embedding_model_problem: string | null; 
+/**
+ * Texts of messages and moments that have no vector yet, so semantic search cannot find
+ * them until they are embedded (`zblade index`); `None` in server mode.
+ */
+pending_vectors: number | null; 
+/**
  * The code model, when code has a model of its own (see docs/SEARCH.md, "The code
  * model"), and how many vectors it has.
  */
