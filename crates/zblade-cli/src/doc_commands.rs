@@ -28,37 +28,62 @@ fn documents() -> Vec<(String, String)> {
         .collect()
 }
 
+/// Where a documented command was written: a line of a shell block is an invocation, which
+/// must be complete; an inline span may name a command in prose (`zblade context`), whose
+/// required arguments the sentence does not give.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Written {
+    Block,
+    Inline,
+}
+
 /// `zblade …` commands in `text`: inline code spans, and lines of fenced shell blocks (with
-/// `\` continuations joined and trailing comments removed), each with its line number.
-fn commands(text: &str) -> Vec<(usize, String)> {
+/// `\` continuations joined and comments removed), each with its line number.
+fn commands(text: &str) -> Vec<(usize, String, Written)> {
     let mut found = Vec::new();
-    let mut in_block = false;
+    // Inside a fence: whether it is a shell block (```sh, bash, shell, console).
+    let mut fence: Option<bool> = None;
     let mut pending: Option<(usize, String)> = None;
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim();
-        if trimmed.starts_with("```") {
-            in_block = !in_block;
+        if let Some(language) = trimmed.strip_prefix("```") {
+            fence = match fence {
+                Some(_) => None,
+                None => Some(matches!(language.trim(), "sh" | "bash" | "shell" | "console")),
+            };
             continue;
         }
-        if in_block {
+        if fence == Some(false) {
+            continue;
+        }
+        if fence == Some(true) {
+            if trimmed.starts_with('#') && pending.is_none() {
+                continue;
+            }
             let (number, mut command) = pending.take().unwrap_or((i + 1, String::new()));
             let without_comment = trimmed.split(" #").next().unwrap_or("").trim();
             command.push_str(without_comment.trim_end_matches('\\'));
             command.push(' ');
             if without_comment.ends_with('\\') {
                 pending = Some((number, command));
-            } else if let Some(start) = command.find("zblade ") {
+            } else if let Some(start) = command
+                .match_indices("zblade ")
+                .map(|(at, _)| at)
+                .find(|&at| at == 0 || command[..at].ends_with(' '))
+            {
                 // After `VAR=… ` prefixes and `$ ` prompts.
                 let command = command[start..].trim().to_string();
-                if !command.starts_with("zblade-") {
-                    found.push((number, command));
-                }
+                found.push((number, command, Written::Block));
             }
             continue;
         }
         for (j, span) in line.split('`').enumerate() {
-            if j % 2 == 1 && span.starts_with("zblade ") {
-                found.push((i + 1, span.to_string()));
+            // Command lines, not diagrams or JSON that mention zblade.
+            let prose = span
+                .chars()
+                .any(|c| matches!(c, '(' | ')' | '·' | '"' | '{' | '}' | ','));
+            if j % 2 == 1 && span.starts_with("zblade ") && !prose {
+                found.push((i + 1, span.to_string(), Written::Inline));
             }
         }
     }
@@ -96,20 +121,20 @@ fn words(command: &str) -> Vec<String> {
     if !word.is_empty() {
         out.push(word);
     }
-    out.into_iter()
+    let mut words: Vec<String> = out
+        .into_iter()
         .take_while(|w| !matches!(w.as_str(), "|" | "&&" | ";" | ">" | "2>" | "&"))
+        .filter(|w| !matches!(w.as_str(), "…" | "..."))
         .map(|w| {
-            let first = w
-                .split("\\|")
-                .next()
-                .unwrap_or(&w)
-                .split('|')
-                .next()
-                .unwrap_or(&w)
-                .to_string();
-            sample(&first)
+            let first = w.split("\\|").next().unwrap_or(&w);
+            sample(first.split('|').next().unwrap_or(first))
         })
-        .collect()
+        .collect();
+    // The agent an import names: any of them parses the same.
+    if words.get(1).is_some_and(|w| w == "import") && words.get(2).is_some_and(|w| w == "x") {
+        words[2] = "claude-code".into();
+    }
+    words
 }
 
 /// A value for a placeholder word; other words as they are.
@@ -124,8 +149,12 @@ fn sample(word: &str) -> String {
         return match bare {
             "N" | "K" | "INDEX" | "PORT" | "TOKENS" | "LIMIT" | "MINUTES" | "SECONDS" => "3".into(),
             "URL" => "http://127.0.0.1:9/".into(),
+            "COMMAND" => "search".into(),
             _ => "x".into(),
         };
+    }
+    if word.ends_with(":PORT") {
+        return word.replace(":PORT", ":7400");
     }
     if word.contains('…') {
         let prefix = word.split('…').next().unwrap_or("");
@@ -136,21 +165,32 @@ fn sample(word: &str) -> String {
 
 #[test]
 fn every_documented_command_parses() {
+    use clap::error::ErrorKind::{
+        DisplayHelp, DisplayHelpOnMissingArgumentOrSubcommand, DisplayVersion, InvalidValue, MissingRequiredArgument,
+        MissingSubcommand,
+    };
     let mut checked = 0;
     let mut failures = Vec::new();
     for (name, text) in documents() {
-        for (line, command) in commands(&text) {
+        for (line, command, written) in commands(&text) {
             let args = words(&command);
             if args.len() < 2 {
                 continue; // `zblade` alone names the program, not a command
             }
             checked += 1;
-            if let Err(e) = Cli::try_parse_from(&args) {
-                use clap::error::ErrorKind::{DisplayHelp, DisplayVersion};
-                if !matches!(e.kind(), DisplayHelp | DisplayVersion) {
-                    let why = e.to_string().lines().next().unwrap_or_default().to_string();
-                    failures.push(format!("{name}:{line}: `{command}` ({args:?}): {why}"));
-                }
+            let Err(e) = Cli::try_parse_from(&args) else {
+                continue;
+            };
+            // A command named in a sentence need not carry its arguments; its words and flags
+            // must still exist.
+            let named_only = written == Written::Inline
+                && (matches!(
+                    e.kind(),
+                    MissingRequiredArgument | MissingSubcommand | DisplayHelpOnMissingArgumentOrSubcommand
+                ) || (e.kind() == InvalidValue && args.last().is_some_and(|w| w.starts_with("--"))));
+            if !matches!(e.kind(), DisplayHelp | DisplayVersion) && !named_only {
+                let why = e.to_string().lines().next().unwrap_or_default().to_string();
+                failures.push(format!("{name}:{line}: `{command}` ({args:?}): {why}"));
             }
         }
     }

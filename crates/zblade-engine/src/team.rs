@@ -32,7 +32,7 @@ pub struct Joined {
     /// The model the project's vectors are made with (`None`: none sent yet), now this
     /// folder's `search.embedding_model`: every member embeds with the same model.
     pub embedding_model: Option<String>,
-    /// Whether that model is missing on this machine (`zblade models install` it; until then
+    /// Whether that model is missing on this machine (`zblade models download` it; until then
     /// search on the server is by keywords).
     pub model_missing: bool,
 }

@@ -944,7 +944,7 @@ fn model_mismatch(project: &str, theirs: &EmbeddingModel, ours: &EmbeddingModel)
         format!(
             "project {project} embeds with {} ({} dimensions), this client with {} ({} dimensions): \
              vectors of two models do not compare. Set `search.embedding_model` to {} in \
-             .zblade/settings.json (`zblade models install {}` if it is missing) and try again",
+             .zblade/config/settings.json (`zblade models download {} --allow-network` if it is missing) and try again",
             ours.id, ours.dims, theirs.id, theirs.dims, ours.id, ours.id
         ),
     )

@@ -150,7 +150,7 @@ pub(crate) fn run(cx: &mut Ctx, command: TeamCommand) -> Result<(), Error> {
             ))?;
             match (&joined.embedding_model, joined.model_missing) {
                 (Some(model), true) => cx.out.note(&format!(
-                    "the project embeds with {model}, which this machine lacks: `zblade models install {model}` \
+                    "the project embeds with {model}, which this machine lacks: `zblade models download {model} --allow-network` \
                      (until then its search here is by keywords only)"
                 )),
                 (Some(model), false) => cx
