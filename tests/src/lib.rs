@@ -18,7 +18,18 @@ pub fn zblade_bin() -> PathBuf {
     bin
 }
 
-/// A conversation in RFC-002 JSON about `topic`, with `messages` turns and a code reference.
+/// The code [`conversation_json`]'s reference points at (`src/lib.rs`, three lines), written
+/// into `root`: a reference to lines a project does not have is refused when it is added.
+pub fn write_referenced_code(root: &std::path::Path) {
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), REFERENCED_CODE).unwrap();
+}
+
+/// What [`write_referenced_code`] writes.
+pub const REFERENCED_CODE: &str = "fn a() {}\nfn b() {}\nfn c() {}\n";
+
+/// A conversation in RFC-002 JSON about `topic`, with `messages` turns and a code reference
+/// to `src/lib.rs` lines 1–3 (see [`write_referenced_code`]).
 pub fn conversation_json(id: &str, topic: &str, messages: usize) -> String {
     let turns: Vec<serde_json::Value> = (0..messages)
         .map(|i| {

@@ -68,6 +68,7 @@ impl User {
 
 fn project_with(dir: &Path, conversations: usize) {
     let (mut project, _) = Project::init(dir).unwrap();
+    zblade_tests::write_referenced_code(dir);
     for i in 0..conversations {
         let json = conversation_json(&format!("conv_arch{i:05}"), &format!("topic{i} ledger"), 4);
         project.add_conversation(json.as_bytes(), "<test>").unwrap();

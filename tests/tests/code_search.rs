@@ -478,11 +478,21 @@ fn cli_without_onnx_runtime_still_indexes_and_searches_by_keyword() {
     assert!(stderr.contains("using keyword search"), "{stderr}");
     // Named by its symbol, with its place beside it.
     assert!(stdout.contains("[code] refresh_jwt_token  src/auth.rs:1-6"), "{stdout}");
-    let (code, stdout, _) = zblade(
+    // Asked for by name, semantic search without a runtime is an error naming it, never a
+    // keyword search passed off as one by meaning.
+    let (code, stdout, stderr) = zblade(
         repo.root(),
         &["--json", "search", "rotate", "--mode", "semantic"],
         &no_ort,
     );
+    assert_eq!(code, 1, "{stdout}");
+    let error: Value = serde_json::from_str(stderr.trim()).unwrap();
+    assert!(
+        error["error"]["message"].as_str().unwrap().contains("ONNX Runtime"),
+        "{stderr}"
+    );
+    // The default mode falls back to keywords and says why.
+    let (code, stdout, _) = zblade(repo.root(), &["--json", "search", "rotate"], &no_ort);
     assert_eq!(code, 0);
     let json: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(json["mode"], "keyword");

@@ -514,7 +514,7 @@ fn titles_and_snippets_from_a_server_lose_their_escape_sequences() {
 
 #[test]
 fn plain_http_to_another_machine_needs_an_explicit_flag() {
-    let fixture = GitFixture::new(&[("src/lib.rs", "fn a() {}\n")]);
+    let fixture = GitFixture::new(&[("src/lib.rs", zblade_tests::REFERENCED_CODE)]);
     let root = fixture.root();
     Project::init(root).unwrap();
     // 192.0.2.0/24 is TEST-NET-1: nothing answers there, and the refusal comes before any try.
@@ -579,7 +579,7 @@ fn team_answers_lose_their_escape_sequences_and_bad_ids_are_refused() {
     );
 
     // An invitation to a project id that is a path is refused before anything is written.
-    let folder = GitFixture::new(&[("src/lib.rs", "fn a() {}\n")]);
+    let folder = GitFixture::new(&[("src/lib.rs", zblade_tests::REFERENCED_CODE)]);
     let out = zblade(folder.root(), &["team", "invitations", "--server", &liar.url]);
     let said = text(&out);
     assert!(!out.status.success() && said.contains("project whose id"), "{said}");

@@ -13,6 +13,7 @@ use zblade_tests::{conversation_json, zblade_bin};
 fn kill_dash_nine_during_adds_never_corrupts_an_artifact() {
     let dir = tempfile::tempdir().unwrap();
     Project::init(dir.path()).unwrap();
+    zblade_tests::write_referenced_code(dir.path());
     let conversations = dir.path().join(".zblade/artifacts/conversations");
     // (artifacts of `round` in place, and staged: temporary files `.conv_k…` not renamed yet)
     let written = |round: usize| {
@@ -102,6 +103,7 @@ fn kill_dash_nine_during_adds_never_corrupts_an_artifact() {
 fn adds_racing_a_reindex_leave_a_consistent_index() {
     let dir = tempfile::tempdir().unwrap();
     Project::init(dir.path()).unwrap();
+    zblade_tests::write_referenced_code(dir.path());
     let root = dir.path().to_path_buf();
     let writer = std::thread::spawn({
         let root = root.clone();
@@ -158,6 +160,7 @@ fn an_artifact_written_without_its_index_rows_is_recovered() {
 fn server_mode_is_refused_plainly_by_local_writes() {
     let dir = tempfile::tempdir().unwrap();
     let (project, _) = Project::init(dir.path()).unwrap();
+    zblade_tests::write_referenced_code(dir.path());
     let settings_path = project.layout().settings();
     let mut settings = zblade_core::Settings::load(&settings_path).unwrap();
     settings.storage.mode = zblade_core::StorageMode::Server;

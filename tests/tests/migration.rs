@@ -330,7 +330,7 @@ fn migration_killed_at_random_points_both_ways_loses_and_duplicates_nothing() {
 #[test]
 fn an_upload_survives_a_server_restart() {
     let mut server = ServerProcess::start();
-    let fixture = GitFixture::new(&[("src/lib.rs", "fn a() {}\n")]);
+    let fixture = GitFixture::new(&[("src/lib.rs", zblade_tests::REFERENCED_CODE)]);
     let root = fixture.root();
     let config = tempfile::tempdir().unwrap();
     let (mut project, _) = Project::init(root).unwrap();
@@ -379,7 +379,7 @@ fn an_upload_survives_a_server_restart() {
 
 #[test]
 fn an_unreachable_server_is_a_clear_error_and_changes_nothing() {
-    let fixture = GitFixture::new(&[("src/lib.rs", "fn a() {}\n")]);
+    let fixture = GitFixture::new(&[("src/lib.rs", zblade_tests::REFERENCED_CODE)]);
     let root = fixture.root();
     let config = tempfile::tempdir().unwrap();
     let (mut project, _) = Project::init(root).unwrap();
@@ -413,7 +413,7 @@ fn an_unreachable_server_is_a_clear_error_and_changes_nothing() {
 #[test]
 fn a_conversation_copied_from_another_project_migrates_both_ways() {
     let server = ServerProcess::start();
-    let fixture = GitFixture::new(&[("src/lib.rs", "fn a() {}\n")]);
+    let fixture = GitFixture::new(&[("src/lib.rs", zblade_tests::REFERENCED_CODE)]);
     let root = fixture.root();
     let config = tempfile::tempdir().unwrap();
     let (mut project, _) = Project::init(root).unwrap();

@@ -168,17 +168,47 @@ fn binary_huge_and_past_the_end_references_are_refused_cleanly() {
     let big = std::fs::File::create(repo.root().join("huge.log")).unwrap();
     big.set_len(11 * 1024 * 1024).unwrap();
     let (mut project, _) = Project::init(repo.root()).unwrap();
-    let conv = serde_json::json!({"conversation_id": "conv_bad", "messages": [{"id": "m", "role": "user", "content": "x", "code_references": [
-        {"file": "logo.png", "lines": [1, 2]}, {"file": "huge.log", "lines": [1, 2]}, {"file": "small.rs", "lines": [50, 60]}]}]});
-    project.add_conversation(conv.to_string().as_bytes(), "c.json").unwrap();
+    let conv = |refs: serde_json::Value| {
+        serde_json::json!({"conversation_id": "conv_bad", "messages": [{"id": "m", "role": "user", "content": "x", "code_references": refs}]})
+            .to_string()
+    };
+    // Lines past the end of a file are refused when added, with the field named.
+    let past_end =
+        conv(serde_json::json!([{"file": "logo.png", "lines": [1, 2]}, {"file": "small.rs", "lines": [50, 60]}]));
+    let err = project
+        .add_conversation(past_end.as_bytes(), "c.json")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("code_references[1].lines") && err.contains("past the end"),
+        "{err}"
+    );
+    assert!(!project.layout().conversation_path("conv_bad").exists());
+    // Binary and huge files are kept, and reported unreadable rather than read.
+    let unreadable =
+        conv(serde_json::json!([{"file": "logo.png", "lines": [1, 2]}, {"file": "huge.log", "lines": [1, 2]}]));
+    project.add_conversation(unreadable.as_bytes(), "c.json").unwrap();
     let reports = project.check_references().unwrap();
     let by = |file: &str| reports.iter().find(|r| r.captured.file == file).unwrap();
     assert_eq!(by("logo.png").status, ReferenceStatus::Unreadable);
     assert_eq!(by("logo.png").reason.as_deref(), Some("binary file"));
     assert_eq!(by("huge.log").status, ReferenceStatus::Unreadable);
     assert!(by("huge.log").reason.as_ref().unwrap().contains("10 MB"));
-    assert_eq!(by("small.rs").status, ReferenceStatus::Missing);
-    assert!(by("small.rs").reason.as_ref().unwrap().contains("past the end"));
+    // Lines that existed when added and are gone since: missing, past the end.
+    std::fs::write(
+        repo.root().join("small.rs"),
+        "fn a() {}\nfn b() {}\nfn c() {}\nfn d() {}\n",
+    )
+    .unwrap();
+    let later = serde_json::json!({"conversation_id": "conv_later", "messages": [{"id": "m", "role": "user", "content": "x",
+        "code_references": [{"file": "small.rs", "lines": [3, 4]}]}]});
+    project
+        .add_conversation(later.to_string().as_bytes(), "later.json")
+        .unwrap();
+    std::fs::write(repo.root().join("small.rs"), "x\n").unwrap();
+    let reports = project.check_references().unwrap();
+    let shrunk = reports.iter().find(|r| r.captured.file == "small.rs").unwrap();
+    assert_ne!(shrunk.status, ReferenceStatus::Ok, "{shrunk:?}");
 }
 
 #[test]

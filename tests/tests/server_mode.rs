@@ -28,7 +28,7 @@ fn run(root: &Path, config: &Path, args: &[&str]) -> String {
 /// A sync server, a one-file git project moved onto it, and the CLI's config directory.
 fn project_on_a_server() -> (ServerProcess, GitFixture, tempfile::TempDir) {
     let server = ServerProcess::start();
-    let fixture = GitFixture::new(&[("src/lib.rs", "fn a() {}\n")]);
+    let fixture = GitFixture::new(&[("src/lib.rs", zblade_tests::REFERENCED_CODE)]);
     let config = tempfile::tempdir().unwrap();
     Project::init(fixture.root()).unwrap();
     migrate_to_server(fixture.root(), config.path(), &server);

@@ -822,7 +822,7 @@ impl Parts {
             && query.kind != SearchKind::Conversations
         {
             let why = why.strip_suffix("; using keyword search").unwrap_or(why);
-            return Err(Error::Environment(format!("semantic search cannot run: {why}")));
+            return Err(Error::Usage(format!("semantic search cannot run: {why}")));
         }
         let effective = match (mode, &unavailable) {
             (Some(SearchMode::Keyword), _) | (_, Some(_)) => SearchMode::Keyword,

@@ -75,10 +75,11 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         rule(
             "assignment",
-            // A JSON or YAML key of that kind with a quoted value: `"API_TOKEN": "…"`.
+            // A JSON or YAML key of that kind with a quoted value: `"API_TOKEN": "…"` (the
+            // quotes stay, so JSON stays JSON).
             // Lower-case keys only when the name says credential (`apiKey`, `client_secret`,
             // `password`), not any `key`.
-            r#"("(?:[A-Z0-9_]*(?:KEY|SECRET|TOKEN|PASSWORD|PASSWD|PWD)[A-Z0-9_]*|(?i:[a-z0-9_-]*(?:api|access|secret|private|auth|client|refresh|bearer)[_-]?(?:key|token|secret)|password|passwd|secret|token))"[ \t]*:[ \t]*)"([^"\s\[][^"\s]*)""#,
+            r#"("(?:[A-Z0-9_]*(?:KEY|SECRET|TOKEN|PASSWORD|PASSWD|PWD)[A-Z0-9_]*|(?i:[a-z0-9_-]*(?:api|access|secret|private|auth|client|refresh|bearer)[_-]?(?:key|token|secret)|password|passwd|secret|token))"[ \t]*:[ \t]*")([^"\s\[][^"\s]*)"#,
             true,
         ),
     ]

@@ -2263,7 +2263,7 @@ accepted: boolean;
  */
 embedding_model: string | null; 
 /**
- * Whether that model is missing on this machine (`zblade models install` it; until then
+ * Whether that model is missing on this machine (`zblade models download` it; until then
  * search on the server is by keywords).
  */
 model_missing: boolean }
