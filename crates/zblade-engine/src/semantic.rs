@@ -493,24 +493,27 @@ impl Parts {
         Ok(todo.len())
     }
 
-    /// Embeds the messages and moments that have no vector yet (what was just added, imported
-    /// or recorded), so they are found by meaning at once; returns how many texts were
-    /// embedded. Nothing to do without a model (keyword search covers them) or in server mode
-    /// (vectors go to the server with their records). Unlike [`Project::index_semantic`] it
-    /// neither touches code nor removes or compacts anything: that stays with `zblade index`.
+    /// Embeds the messages and moments whose text changed since they were last embedded (what
+    /// was just added, imported or recorded), so they are found by meaning at once; returns
+    /// how many texts were embedded. The chunk catalog says what each was embedded as: when
+    /// nothing differs, no model is loaded. Nothing to do without a model (keyword search
+    /// covers them) or in server mode (vectors go to the server with their records). Unlike
+    /// [`Project::index_semantic`] it touches no code and removes or compacts nothing: that
+    /// stays with `zblade index`.
     pub fn embed_new_memory(&mut self) -> Result<usize> {
-        if !self.storage_is_local() || self.embedder_of(Space::Memory).is_err() {
+        // No model here (told without loading one): nothing to do, and nothing to compute.
+        let no_model =
+            self.given_embedder.is_none() && zblade_search::embed::quick_check(&self.embedding_model_dir()).is_some();
+        if !self.storage_is_local() || no_model {
             return Ok(0);
         }
-        let chunks = self.embedding_chunks()?;
-        let rows = self.store_chunk_rows(&chunks)?;
-        let mut texts: HashMap<String, String> = HashMap::new();
-        for (row, chunk) in rows.iter().zip(chunks) {
-            texts.entry(row.cid.clone()).or_insert(chunk.text);
+        let (rows, texts, gone) = self.memory_to_embed()?;
+        if rows.is_empty() && gone.is_empty() {
+            return Ok(0);
         }
-        let embedder = self
-            .embedder_of(Space::Memory)
-            .map_err(|e| Error::Usage(e.to_string()))?;
+        let Ok(embedder) = self.embedder_of(Space::Memory) else {
+            return Ok(0);
+        };
         let store = self.vectors_of(Space::Memory, embedder.lock().expect("embedder lock").dim())?;
         let cids: Vec<String> = texts.keys().cloned().collect();
         let have = store.existing(&cids).map_err(search_error)?;
@@ -524,23 +527,61 @@ impl Parts {
             // Readers opened before these writes would not see them.
             self.vector_readers.lock().expect("vector reader lock").clear();
         }
+        // Recorded only once their vectors are written: a failure above leaves them to be
+        // found again next time.
+        self.index_mut()?.update_chunks(&rows, &gone)?;
         Ok(todo.len())
     }
 
-    /// Texts of messages and moments with no vector of the configured model yet; `None` when
-    /// that cannot be told (no index, server mode). Reads every memory text once: for
-    /// `status`, not for a search's hot path.
+    /// The chunks of messages and moments whose text is not in the chunk catalog as it is now
+    /// (with each new CID's text), and the catalog's keys whose record is gone.
+    fn memory_to_embed(&self) -> Result<(Vec<ChunkRow>, HashMap<String, String>, Vec<String>)> {
+        let chunks = self.embedding_chunks()?;
+        let catalog = self.index()?.chunk_map()?;
+        let mut by_key: HashMap<&str, Vec<&EmbeddingChunk>> = HashMap::new();
+        for chunk in &chunks {
+            by_key.entry(chunk.key.as_str()).or_default().push(chunk);
+        }
+        let mut rows = Vec::new();
+        let mut texts = HashMap::new();
+        for (key, pieces) in &by_key {
+            let current: Vec<String> = pieces.iter().map(|c| cid(&c.text)).collect();
+            let same = current
+                .iter()
+                .zip(pieces)
+                .all(|(c, piece)| catalog.get(&(key.to_string(), piece.seq)) == Some(c))
+                && !catalog.contains_key(&(key.to_string(), pieces.len() as i64));
+            if same {
+                continue;
+            }
+            for (c, piece) in current.into_iter().zip(pieces) {
+                texts.entry(c.clone()).or_insert_with(|| piece.text.clone());
+                rows.push(ChunkRow {
+                    key: piece.key.clone(),
+                    seq: piece.seq,
+                    cid: c,
+                    kind: piece.kind.to_string(),
+                });
+            }
+        }
+        let mut gone: Vec<String> = catalog
+            .keys()
+            .filter(|(key, _)| !by_key.contains_key(key.as_str()))
+            .map(|(key, _)| key.clone())
+            .collect();
+        gone.sort();
+        gone.dedup();
+        Ok((rows, texts, gone))
+    }
+
+    /// Messages and moments with text whose vector is not there yet (written since memory was
+    /// last embedded, or while no model could load); `None` in server mode. Cheap: one lookup
+    /// per record in the chunk catalog.
     pub(crate) fn memory_without_vectors(&self) -> Option<usize> {
         if !self.storage_is_local() {
             return None;
         }
-        let cids: HashSet<String> = self.embedding_chunks().ok()?.iter().map(|c| cid(&c.text)).collect();
-        let cids: Vec<String> = cids.into_iter().collect();
-        let have = match self.vector_reader_of(Space::Memory).ok()? {
-            Some(store) => store.existing(&cids).ok()?.len(),
-            None => 0,
-        };
-        Some(cids.len() - have)
+        self.index().ok()?.memory_without_chunks().ok()
     }
 
     fn storage_is_local(&self) -> bool {

@@ -77,6 +77,38 @@ impl Index {
         })
     }
 
+    /// The catalog as a map from (key, seq) to CID: what memory was last embedded as.
+    pub fn chunk_map(&self) -> Result<HashMap<(String, i64), String>> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare("SELECT key, seq, cid FROM chunks")?;
+            let rows = stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?)))?;
+            rows.collect::<rusqlite::Result<_>>()
+        })
+    }
+
+    /// Replaces the catalog rows of the keys in `rows` (and of `gone`, keys that no longer
+    /// exist) in one transaction, leaving every other key's rows as they are.
+    pub fn update_chunks(&mut self, rows: &[ChunkRow], gone: &[String]) -> Result<()> {
+        self.write(|tx| {
+            {
+                let mut delete = tx.prepare("DELETE FROM chunks WHERE key = ?1")?;
+                let keys: std::collections::BTreeSet<&str> = rows
+                    .iter()
+                    .map(|r| r.key.as_str())
+                    .chain(gone.iter().map(String::as_str))
+                    .collect();
+                for key in keys {
+                    delete.execute([key])?;
+                }
+                let mut insert = tx.prepare("INSERT INTO chunks (key, seq, cid, kind) VALUES (?1, ?2, ?3, ?4)")?;
+                for row in rows {
+                    insert.execute(params![row.key, row.seq, row.cid, row.kind])?;
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// Every distinct CID in the catalog.
     pub fn chunk_cids(&self) -> Result<Vec<String>> {
         self.read(|conn| {
