@@ -48,6 +48,16 @@ struct EmbeddingChunk {
     text: String,
 }
 
+/// What [`Project::embed_new_memory`] has to do.
+struct MemoryToEmbed {
+    /// The catalog rows of every record whose text changed or is new.
+    rows: Vec<ChunkRow>,
+    /// CID → text, for those rows.
+    texts: HashMap<String, String>,
+    /// Catalog keys whose record no longer exists.
+    gone: Vec<String>,
+}
+
 /// How to search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -501,13 +511,20 @@ impl Parts {
     /// [`Project::index_semantic`] it touches no code and removes or compacts nothing: that
     /// stays with `zblade index`.
     pub fn embed_new_memory(&mut self) -> Result<usize> {
+        self.embed_new_memory_with(&mut |_, _| {})
+    }
+
+    /// [`Project::embed_new_memory`], reporting (done, total) texts as it goes: an import of
+    /// thousands of turns takes a while to embed. Ctrl-C stops it between batches; what was
+    /// embedded stays, the rest is found again next time.
+    pub fn embed_new_memory_with(&mut self, progress: &mut dyn FnMut(usize, usize)) -> Result<usize> {
         // No model here (told without loading one): nothing to do, and nothing to compute.
         let no_model =
             self.given_embedder.is_none() && zblade_search::embed::quick_check(&self.embedding_model_dir()).is_some();
         if !self.storage_is_local() || no_model {
             return Ok(0);
         }
-        let (rows, texts, gone) = self.memory_to_embed()?;
+        let MemoryToEmbed { rows, texts, gone } = self.memory_to_embed()?;
         if rows.is_empty() && gone.is_empty() {
             return Ok(0);
         }
@@ -519,9 +536,11 @@ impl Parts {
         let have = store.existing(&cids).map_err(search_error)?;
         let mut todo: Vec<(String, String)> = texts.into_iter().filter(|(cid, _)| !have.contains(cid)).collect();
         todo.sort_by_key(|(_, text)| text.len());
-        for batch in todo.chunks(EMBED_BATCH) {
+        progress(0, todo.len());
+        for (i, batch) in todo.chunks(EMBED_BATCH).enumerate() {
             self.check_interrupt()?;
             embed_into(embedder, &store, batch)?;
+            progress((i * EMBED_BATCH + batch.len()).min(todo.len()), todo.len());
         }
         if !todo.is_empty() {
             // Readers opened before these writes would not see them.
@@ -535,7 +554,7 @@ impl Parts {
 
     /// The chunks of messages and moments whose text is not in the chunk catalog as it is now
     /// (with each new CID's text), and the catalog's keys whose record is gone.
-    fn memory_to_embed(&self) -> Result<(Vec<ChunkRow>, HashMap<String, String>, Vec<String>)> {
+    fn memory_to_embed(&self) -> Result<MemoryToEmbed> {
         let chunks = self.embedding_chunks()?;
         let catalog = self.index()?.chunk_map()?;
         let mut by_key: HashMap<&str, Vec<&EmbeddingChunk>> = HashMap::new();
@@ -571,7 +590,7 @@ impl Parts {
             .collect();
         gone.sort();
         gone.dedup();
-        Ok((rows, texts, gone))
+        Ok(MemoryToEmbed { rows, texts, gone })
     }
 
     /// Messages and moments with text whose vector is not there yet (written since memory was

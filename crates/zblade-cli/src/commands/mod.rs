@@ -71,7 +71,10 @@ impl Ctx<'_> {
 /// Embeds what a command just wrote, so it is found by meaning at once. A failure loses
 /// nothing (the memory is written and keyword search finds it): it is said, with the fix.
 pub(crate) fn embed_added(cx: &Ctx, project: &mut Project) {
-    if let Err(e) = project.embed_new_memory() {
+    let mut bar = cx.bar();
+    let embedded = project.embed_new_memory_with(&mut |done, total| bar.update("embed", done, total));
+    bar.finish();
+    if let Err(e) = embedded {
         cx.notice(&format!(
             "not embedded yet ({e}); `zblade index` will embed it for semantic search"
         ));
