@@ -878,3 +878,27 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// The smart tier's pointers print `zblade show CONVERSATION/MESSAGE`: that command works, and a
+/// message of another conversation under that name is not found.
+#[test]
+fn show_takes_the_pointer_form_conversation_slash_message() {
+    let dir = project();
+    write(dir.path(), "jwt.json", JWT);
+    let id = json(dir.path(), &["add", "conversation", "jwt.json"])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let message = shown_conversation(dir.path(), &id)["messages"][1]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let shown = json(dir.path(), &["show", &format!("{id}/{message}")]);
+    assert_eq!(shown["matches"].as_array().unwrap().len(), 1, "{shown}");
+    assert_eq!(shown["matches"][0]["conversation_id"], id.as_str());
+    let run = zblade(dir.path(), &["show", &format!("conv_other/{message}")]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stderr.contains("conv_other"), "{}", run.stderr);
+    let run = zblade(dir.path(), &["show", &format!("{id}/../x")]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+}
