@@ -224,7 +224,8 @@ impl Project {
     /// and one index transaction. Each is validated first; if any is invalid nothing is written.
     /// Input a person or an agent wrote must hold messages, and its code references must point
     /// at lines that exist now (a typo in a path would otherwise be a reference to nothing).
-    pub fn add_conversations(&mut self, conversations: Vec<(Conversation, String)>) -> Result<Vec<AddOutcome>> {
+    /// Secrets are redacted first.
+    pub fn add_conversations(&mut self, mut conversations: Vec<(Conversation, String)>) -> Result<Vec<AddOutcome>> {
         for (conversation, source) in &conversations {
             conversation.check_has_messages(source)?;
             self.check_references_exist(
@@ -237,33 +238,30 @@ impl Project {
                 }),
             )?;
         }
-        self.store_conversations(conversations)
+        let redacted = redact_each(&mut conversations, crate::redaction::redact_conversation);
+        Ok(counted(self.store_conversations(conversations)?, redacted))
     }
 
-    /// Stores conversations zblade itself assembled (recorded turns) or received whole (a
-    /// teammate's share): validated like [`Project::add_conversations`], but their references
-    /// are kept even where this working tree differs; their status says so.
+    /// Stores conversations zblade itself assembled (recorded turns, redacted message by
+    /// message as they come) or received whole (a teammate's share, redacted by
+    /// [`Project::accept_conversation`]): validated like [`Project::add_conversations`], but
+    /// their references are kept even where this working tree differs; their status says so.
     pub(crate) fn store_conversations(
         &mut self,
-        mut conversations: Vec<(Conversation, String)>,
+        conversations: Vec<(Conversation, String)>,
     ) -> Result<Vec<AddOutcome>> {
-        let redacted: Vec<usize> = conversations
-            .iter_mut()
-            .map(|(conversation, _)| crate::redaction::redact_conversation(conversation))
-            .collect();
         let prepared = self.prepare_conversations(conversations)?;
-        let mut outcomes = Arc::clone(&self.storage).put_conversations(&mut self.parts, &prepared)?;
-        for (outcome, redacted) in outcomes.iter_mut().zip(redacted) {
-            outcome.redacted = redacted;
-        }
-        Ok(outcomes)
+        Arc::clone(&self.storage).put_conversations(&mut self.parts, &prepared)
     }
 
-    /// Adds a conversation someone shared (see [`Project::store_conversations`]).
+    /// Adds a conversation someone shared (see [`Project::store_conversations`]); secrets are
+    /// redacted first.
     pub fn accept_conversation(&mut self, json: &[u8], source_name: &str) -> Result<AddOutcome> {
         let conversation = parse_conversation(json, source_name)?;
         conversation.check_has_messages(source_name)?;
-        let mut outcomes = self.store_conversations(vec![(conversation, source_name.to_string())])?;
+        let mut conversations = vec![(conversation, source_name.to_string())];
+        let redacted = redact_each(&mut conversations, crate::redaction::redact_conversation);
+        let mut outcomes = counted(self.store_conversations(conversations)?, redacted);
         Ok(outcomes.remove(0))
     }
 
@@ -282,8 +280,9 @@ impl Project {
 
     /// Adds several parsed moments; each is validated first, and if any is invalid (or names
     /// a conversation this project lacks, or reuses another artifact's id) nothing is written.
-    /// Like conversations, their code references must point at lines that exist now.
-    pub fn add_moments(&mut self, moments: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
+    /// Like conversations, their code references must point at lines that exist now, and
+    /// secrets are redacted first.
+    pub fn add_moments(&mut self, mut moments: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
         for (moment, source) in &moments {
             self.check_references_exist(
                 source,
@@ -294,21 +293,15 @@ impl Project {
                     .map(|(j, r)| (format!("code_references[{j}]"), r)),
             )?;
         }
-        self.store_moments(moments)
+        let redacted = redact_each(&mut moments, crate::redaction::redact_moment);
+        Ok(counted(self.store_moments(moments)?, redacted))
     }
 
-    /// Stores moments zblade extracted itself, whose references are the conversation's.
-    pub(crate) fn store_moments(&mut self, mut moments: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
-        let redacted: Vec<usize> = moments
-            .iter_mut()
-            .map(|(moment, _)| crate::redaction::redact_moment(moment))
-            .collect();
+    /// Stores moments zblade extracted itself from redacted conversations, whose references are
+    /// the conversation's.
+    pub(crate) fn store_moments(&mut self, moments: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
         let prepared = self.prepare_moments(moments)?;
-        let mut outcomes = Arc::clone(&self.storage).put_moments(&mut self.parts, prepared)?;
-        for (outcome, redacted) in outcomes.iter_mut().zip(redacted) {
-            outcome.redacted = redacted;
-        }
-        Ok(outcomes)
+        Arc::clone(&self.storage).put_moments(&mut self.parts, prepared)
     }
 
     /// Conversations, most recently updated first (in server mode, in the server's id order);
@@ -432,4 +425,17 @@ impl Project {
             elapsed: started.elapsed(),
         })
     }
+}
+
+/// Redacts each item with `redact`; the counts, in order.
+fn redact_each<T>(items: &mut [(T, String)], redact: fn(&mut T) -> usize) -> Vec<usize> {
+    items.iter_mut().map(|(item, _)| redact(item)).collect()
+}
+
+/// `outcomes` with the secrets redacted in each (in the order they were added).
+fn counted(mut outcomes: Vec<AddOutcome>, redacted: Vec<usize>) -> Vec<AddOutcome> {
+    for (outcome, redacted) in outcomes.iter_mut().zip(redacted) {
+        outcome.redacted = redacted;
+    }
+    outcomes
 }

@@ -67,7 +67,7 @@ impl Project {
                     "a recorded message needs an id stable across resends".into(),
                 ));
             }
-            recorded.redacted += zblade_import::redact::redact_in_place(&mut message.content);
+            recorded.redacted += zblade_import::redact::redact_message(&mut message);
             let known = conversation.messages.iter_mut().find(|m| m.id == message.id);
             if let Some(known) = &known
                 && same_turn(known, &message)

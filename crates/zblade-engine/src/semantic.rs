@@ -48,6 +48,18 @@ struct EmbeddingChunk {
     text: String,
 }
 
+impl EmbeddingChunk {
+    /// Its row in the chunk catalog, named by `cid`, the CID of its text.
+    fn row(&self, cid: String) -> ChunkRow {
+        ChunkRow {
+            key: self.key.clone(),
+            seq: self.seq,
+            cid,
+            kind: self.kind.to_string(),
+        }
+    }
+}
+
 /// What [`Project::embed_new_memory`] has to do.
 struct MemoryToEmbed {
     /// The catalog rows of every record whose text changed or is new.
@@ -251,15 +263,7 @@ impl Parts {
 
     /// Writes the chunk catalog for `chunks` (each named by the CID of its text).
     fn store_chunk_rows(&mut self, chunks: &[EmbeddingChunk]) -> Result<Vec<ChunkRow>> {
-        let rows: Vec<ChunkRow> = chunks
-            .iter()
-            .map(|chunk| ChunkRow {
-                key: chunk.key.clone(),
-                seq: chunk.seq,
-                cid: cid(&chunk.text),
-                kind: chunk.kind.to_string(),
-            })
-            .collect();
+        let rows: Vec<ChunkRow> = chunks.iter().map(|chunk| chunk.row(cid(&chunk.text))).collect();
         self.index_mut()?.replace_chunks(&rows)?;
         Ok(rows)
     }
@@ -575,12 +579,7 @@ impl Parts {
             }
             for (c, piece) in current.into_iter().zip(pieces) {
                 texts.entry(c.clone()).or_insert_with(|| piece.text.clone());
-                rows.push(ChunkRow {
-                    key: piece.key.clone(),
-                    seq: piece.seq,
-                    cid: c,
-                    kind: piece.kind.to_string(),
-                });
+                rows.push(piece.row(c));
             }
         }
         let mut gone: Vec<String> = catalog
