@@ -42,7 +42,12 @@ enum Lie {
     NotAnArtifact,
     /// Terminal escape sequences in titles and snippets.
     EscapeSequences,
+    /// A teammate's record holding credentials, unredacted.
+    Secrets,
 }
+
+/// What [`Lie::Secrets`] serves in a message; none of it may be shown.
+const SERVED_SECRETS: [&str; 2] = ["AKIAIOSFODNN7EXAMPLE", "hunter2-zanzibar"];
 
 const GOOD_ID: &str = "conv_01JB0000000000000000000000";
 
@@ -309,6 +314,15 @@ fn record(lie: Lie, id: &str) -> (Vec<u8>, String) {
     let bytes = match lie {
         Lie::OtherRecord => artifact("conv_01JB9999999999999999999999", "Another"),
         Lie::NotAnArtifact => b"{\"title\": 42, \"messages\": \"no\"}".to_vec(),
+        Lie::Secrets => {
+            let mut artifact: serde_json::Value = serde_json::from_slice(&artifact(GOOD_ID, "Listed")).unwrap();
+            artifact["messages"][0]["content"] = format!(
+                "deploy with {} and run API_TOKEN={} npm publish",
+                SERVED_SECRETS[0], SERVED_SECRETS[1]
+            )
+            .into();
+            artifact.to_string().into_bytes()
+        }
         // A lying server serves a valid-looking artifact whose id is the path it listed.
         _ if hostile_id(lie).is_some() => artifact(id, "Hostile"),
         _ => artifact(GOOD_ID, "Listed"),
@@ -494,6 +508,28 @@ fn server_mode_reads_refuse_lies_and_never_print_escape_sequences() {
         }
         assert_eq!(snapshot(root), before, "{lie:?}: a read changed files");
     }
+}
+
+/// A server (or a teammate's client) that sends credentials: they are redacted before they are
+/// shown or packed into a prompt.
+#[test]
+fn secrets_in_a_servers_answer_are_redacted_before_they_are_shown() {
+    let server = LyingServer::start(Lie::Secrets);
+    let fixture = project(&server.url);
+    let root = fixture.root();
+    for args in [
+        &["show", GOOD_ID][..],
+        &["context", "deploy npm publish", "--budget", "500"],
+    ] {
+        let out = zblade(root, args);
+        let said = text(&out);
+        assert!(out.status.success(), "{args:?}: {said}");
+        for secret in SERVED_SECRETS {
+            assert!(!said.contains(secret), "{args:?} showed {secret}: {said}");
+        }
+    }
+    let shown = text(&zblade(root, &["show", GOOD_ID]));
+    assert!(shown.contains("[REDACTED:"), "{shown}");
 }
 
 #[test]
