@@ -179,10 +179,8 @@ pub async fn list_moments(app: AppHandle, kind: Option<MomentType>) -> AppResult
 /// Hybrid search (keyword-only, with a notice, when no embedding model is installed).
 #[tauri::command]
 #[specta::specta]
-pub async fn search(app: AppHandle, mut query: SearchQuery) -> AppResult<SearchResults> {
-    query.limit = query.limit.clamp(1, 200);
-    query.filter.path_prefix = query.filter.path_prefix.filter(|p| !p.trim().is_empty());
-    with_project(app, move |project| Ok(project.search_with(&query, None)?)).await
+pub async fn search(app: AppHandle, query: SearchQuery) -> AppResult<SearchResults> {
+    with_project(app, move |project| Ok(project.search(&query)?)).await
 }
 
 /// Assembles the context for a query within a budget, with the receipt.
@@ -242,7 +240,6 @@ pub async fn settings_view(app: AppHandle) -> AppResult<SettingsView> {
             });
         };
         let compressor = project.compressor_status();
-        let ignore_file = project.layout().root().join(".zbladeignore");
         Ok(SettingsView {
             app: config,
             project_storage_mode: Some(project.settings().storage.mode),
@@ -250,11 +247,7 @@ pub async fn settings_view(app: AppHandle) -> AppResult<SettingsView> {
             compressor_models: project.compressor_models(),
             compressor: compressor.compressor,
             compressor_notice: compressor.notice,
-            ignored_paths: std::fs::read_to_string(ignore_file)
-                .unwrap_or_default()
-                .lines()
-                .map(str::to_string)
-                .collect(),
+            ignored_paths: project.ignored_paths(),
         })
     })
     .await
@@ -332,18 +325,11 @@ pub async fn set_indexer_paused(app: AppHandle, paused: bool) -> AppResult<Index
 pub async fn set_ignored_paths(app: AppHandle, lines: Vec<String>) -> AppResult<Vec<String>> {
     blocking(app, move |app, state| {
         let root = state.project_root().ok_or_else(AppError::no_project)?;
-        let cleaned: Vec<String> = lines
-            .iter()
-            .map(|l| l.trim().to_string())
-            .filter(|l| !l.is_empty())
-            .collect();
-        let mut text = cleaned.join("\n");
-        text.push('\n');
-        let file = root.join(".zbladeignore");
-        let tmp = root.join(".zbladeignore.tmp");
-        std::fs::write(&tmp, text)
-            .and_then(|_| std::fs::rename(&tmp, &file))
-            .map_err(|e| AppError::internal(format!("{}: {e}", file.display())))?;
+        let cleaned = {
+            let guard = state.project.lock().map_err(AppError::internal)?;
+            let project = guard.as_ref().ok_or_else(AppError::no_project)?;
+            project.set_ignored_paths(&lines)?
+        };
         if !state.config().indexer_paused {
             state.start_indexer(root, crate::indexer_sink(app.clone()));
         }
@@ -449,10 +435,6 @@ pub async fn migrate(
             }
             .emit(&emitter);
         })?;
-        if direction == MigrationDirection::ToServer && !token.trim().is_empty() {
-            // Server mode reads and writes with this token from now on.
-            zblade_sync::credentials::save(client.url(), token.trim())?;
-        }
         Ok(report)
     })
     .await

@@ -85,12 +85,9 @@ fn code_is_embedded_with_its_own_model_and_again_once_when_that_model_changes() 
     );
     // Each kind is searched in its own table: code hits only from code, the message from
     // the conversation model's table, and both together for an unfiltered search.
-    assert!(!code_hits(&project, "refresh jwt token", SearchMode::Semantic).is_empty());
+    assert!(!code_hits(&mut project, "refresh jwt token", SearchMode::Semantic).is_empty());
     let messages = project
-        .search_with(
-            &SearchQuery::new("jwt signing key", 5, SearchKind::Messages),
-            Some(SearchMode::Semantic),
-        )
+        .search(&SearchQuery::new("jwt signing key", 5, SearchKind::Messages).in_mode(Some(SearchMode::Semantic)))
         .unwrap();
     assert_eq!(
         (messages.mode, messages.hits.len()),
@@ -99,10 +96,7 @@ fn code_is_embedded_with_its_own_model_and_again_once_when_that_model_changes() 
         messages.notice
     );
     let all = project
-        .search_with(
-            &SearchQuery::new("jwt signing key", 10, SearchKind::All),
-            Some(SearchMode::Semantic),
-        )
+        .search(&SearchQuery::new("jwt signing key", 10, SearchKind::All).in_mode(Some(SearchMode::Semantic)))
         .unwrap();
     let kinds: std::collections::BTreeSet<String> = all.hits.iter().map(|h| format!("{:?}", h.hit.kind)).collect();
     assert_eq!(kinds.len(), 2, "messages and code: {:?}", all.hits);
@@ -167,9 +161,9 @@ fn fixture() -> (GitFixture, Project) {
     (repo, project)
 }
 
-fn code_hits(project: &Project, text: &str, mode: SearchMode) -> Vec<(String, (u32, u32), String)> {
+fn code_hits(project: &mut Project, text: &str, mode: SearchMode) -> Vec<(String, (u32, u32), String)> {
     let query = SearchQuery::new(text, 10, SearchKind::Code);
-    let results = project.search_with(&query, Some(mode)).unwrap();
+    let results = project.search(&query.clone().in_mode(Some(mode))).unwrap();
     assert!(results.stale_files.is_empty(), "{:?}", results.stale_files);
     // A fallback to another mode would make the test pass for the wrong reason.
     assert_eq!(
@@ -198,7 +192,7 @@ fn project_files_are_indexed_searched_and_kept_as_references() {
     assert!(stages.iter().any(|s| s.0 == zblade_engine::IndexStage::Embedding));
 
     // Keyword search finds identifiers by their parts, with path, lines and the current text.
-    let hits = code_hits(&project, "rotate signing key", SearchMode::Keyword);
+    let hits = code_hits(&mut project, "rotate signing key", SearchMode::Keyword);
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].0, "src/auth.rs");
     assert_eq!(hits[0].1, (1, 6));
@@ -206,7 +200,7 @@ fn project_files_are_indexed_searched_and_kept_as_references() {
     // Semantic search ranks the file's chunk first for the text embedded for it: its path and
     // symbol, then its lines (a tiny random model cannot be trusted with anything less exact).
     let embedded = format!("src/cache.rs: LruCache\n{}", CACHE.trim());
-    let semantic = code_hits(&project, &embedded, SearchMode::Semantic);
+    let semantic = code_hits(&mut project, &embedded, SearchMode::Semantic);
     assert_eq!(semantic[0].0, "src/cache.rs");
 
     // No copy of the code in the index: not in SQLite (contentless FTS) nor in LanceDB.
@@ -232,23 +226,26 @@ fn project_files_are_indexed_searched_and_kept_as_references() {
     std::fs::remove_file(repo.root().join("src/cache.rs")).unwrap();
     let after = project.update_search_index(&mut |_, _, _| {}).unwrap();
     assert_eq!(after.code.removed, 1);
-    assert!(code_hits(&project, "evict oldest", SearchMode::Keyword).is_empty());
+    assert!(code_hits(&mut project, "evict oldest", SearchMode::Keyword).is_empty());
 }
 
 #[test]
-fn a_changed_file_is_never_shown_as_indexed_and_is_reindexed_on_read() {
+fn a_changed_file_is_reindexed_before_its_code_is_shown() {
     let (repo, mut project) = fixture();
     project.update_search_index(&mut |_, _, _| {}).unwrap();
     // The function is renamed behind the index's back (no watcher running).
     repo.write("src/auth.rs", &AUTH.replace("rotate_signing_key", "rotate_hmac_secret"));
     let query = SearchQuery::new("rotate signing key", 10, SearchKind::Code);
-    let stale = project.search_with(&query, Some(SearchMode::Keyword)).unwrap();
+    // The file is indexed again before the answer: its old text is gone, nothing is stale.
+    let stale = project
+        .search(&query.clone().in_mode(Some(SearchMode::Keyword)))
+        .unwrap();
     assert_eq!(stale.mode, SearchMode::Keyword);
-    assert!(stale.hits.is_empty(), "the old chunk no longer matches its CID");
-    assert_eq!(stale.stale_files, vec!["src/auth.rs".to_string()]);
-    // search_fresh re-indexes the file and searches again: the new text is found.
+    assert!(stale.hits.iter().all(|h| !h.hit.snippet.contains("rotate_signing_key")));
+    assert!(stale.stale_files.is_empty(), "{:?}", stale.stale_files);
+    // The new text is found.
     let fresh = project
-        .search_fresh(&SearchQuery::new("rotate hmac secret", 10, SearchKind::Code), None)
+        .search(&SearchQuery::new("rotate hmac secret", 10, SearchKind::Code).in_mode(None))
         .unwrap();
     assert!(fresh.stale_files.is_empty());
     assert_eq!(
@@ -267,7 +264,9 @@ fn a_changed_file_is_never_shown_as_indexed_and_is_reindexed_on_read() {
     );
     assert!(fresh.hits.iter().all(|h| !h.hit.snippet.contains("rotate_signing_key")));
     // The old words still match the new text in part ("rotate"), never the old text.
-    let old = project.search_fresh(&query, Some(SearchMode::Keyword)).unwrap();
+    let old = project
+        .search(&query.clone().in_mode(Some(SearchMode::Keyword)))
+        .unwrap();
     assert!(old.hits.iter().all(|h| !h.hit.snippet.contains("rotate_signing_key")));
 }
 
@@ -295,7 +294,7 @@ fn huge_minified_binary_and_non_utf8_files() {
         skipped("generated").is_empty(),
         "*.min.js is left out by name before reading"
     );
-    let hits = code_hits(&project, "legacy checksum", SearchMode::Keyword);
+    let hits = code_hits(&mut project, "legacy checksum", SearchMode::Keyword);
     assert_eq!(hits.len(), 1);
     assert!(hits[0].2.contains("caf\u{fffd}"));
 }
@@ -323,9 +322,9 @@ fn filters_narrow_keyword_and_semantic_search_alike() {
                       "code_references": [{"file": "src/cache.rs", "lines": [1, 3]}]}]});
     project.add_conversation(json.to_string().as_bytes(), "c.json").unwrap();
     project.update_search_index(&mut |_, _, _| {}).unwrap();
-    let run = |filter: SearchFilter, mode: SearchMode| -> Vec<String> {
+    let mut run = |filter: SearchFilter, mode: SearchMode| -> Vec<String> {
         let query = SearchQuery::new("refresh jwt token", 10, SearchKind::All).with_filter(filter);
-        let results = project.search_with(&query, Some(mode)).unwrap();
+        let results = project.search(&query.clone().in_mode(Some(mode))).unwrap();
         assert_eq!(
             results.mode, mode,
             "asked for {mode:?}, ran {:?}: {:?}",
@@ -408,8 +407,8 @@ fn the_watcher_keeps_the_code_index_current() {
     stop.store(true, Ordering::Relaxed);
     watcher.join().unwrap();
     assert_eq!(indexed, Some((1, 1)), "one file re-indexed, its one chunk embedded");
-    let project = Project::open(&root).unwrap();
-    let hits = code_hits(&project, "invoice total", SearchMode::Keyword);
+    let mut project = Project::open(&root).unwrap();
+    let hits = code_hits(&mut project, "invoice total", SearchMode::Keyword);
     assert_eq!(hits[0].0, "src/new.rs");
 }
 
@@ -557,15 +556,15 @@ fn a_corrupt_code_model_leaves_code_to_keywords_and_embeds_the_rest() {
         report["semantic"]["embedded"], 1,
         "the conversation is embedded: {report}"
     );
-    let project = Project::open(repo.root()).unwrap();
+    let mut project = Project::open(repo.root()).unwrap();
     let found = project
-        .search_with(&SearchQuery::new("evict oldest", 10, SearchKind::Code), None)
+        .search(&SearchQuery::new("evict oldest", 10, SearchKind::Code).in_mode(None))
         .unwrap();
     assert_eq!(found.mode, SearchMode::Keyword);
     assert!(found.notice.is_some_and(|n| n.contains("broken-code-model")));
     assert_eq!(found.hits[0].hit.path.as_deref(), Some("src/cache.rs"));
     let messages = project
-        .search_with(&SearchQuery::new("jwt signing key", 5, SearchKind::Messages), None)
+        .search(&SearchQuery::new("jwt signing key", 5, SearchKind::Messages).in_mode(None))
         .unwrap();
     assert_eq!(messages.mode, SearchMode::Hybrid, "{:?}", messages.notice);
 }

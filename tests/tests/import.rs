@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use zblade_engine::{
-    AgentPlaces, ImportRequest, ImportSource, Project, SearchKind, SearchQuery, WatchEvent, WatchOptions,
+    AgentPlaces, ImportRequest, ImportSource, Project, SearchKind, SearchMode, SearchQuery, WatchEvent, WatchOptions,
 };
 use zblade_tests::{GitFixture, install_session, json, stderr, zblade_bin};
 
@@ -426,11 +426,11 @@ fn watch_imports_a_followed_agents_new_turns_within_two_seconds() {
         }
     }
     let elapsed = written.elapsed();
-    let project = world.project();
+    let mut project = world.project();
     let hits = project
-        .search(&SearchQuery::new("quokka", 5, SearchKind::Messages))
+        .search(&SearchQuery::new("quokka", 5, SearchKind::Messages).in_mode(Some(SearchMode::Keyword)))
         .unwrap();
-    assert_eq!(hits.len(), 1);
+    assert_eq!(hits.hits.len(), 1);
     assert!(elapsed < Duration::from_secs(2), "append → searchable took {elapsed:?}");
     stop.store(true, Ordering::Relaxed);
     watcher.join().unwrap();

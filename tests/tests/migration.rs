@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use zblade_engine::{Project, SearchKind, SearchQuery, StorageMode};
+use zblade_engine::{Project, SearchKind, SearchMode, SearchQuery, StorageMode};
 use zblade_sync::{Client, Kind};
 use zblade_tests::{GitFixture, KillPoints, ServerProcess, conversation_json, zblade_bin};
 
@@ -289,12 +289,13 @@ fn migration_killed_at_random_points_both_ways_loses_and_duplicates_nothing() {
         "{message}"
     );
     // The index was rebuilt: local search finds what came down.
-    let project = Project::open(root).unwrap();
+    let mut project = Project::open(root).unwrap();
     let hits = project
-        .search(&SearchQuery::new("topic42", 5, SearchKind::All))
+        .search(&SearchQuery::new("topic42", 5, SearchKind::All).in_mode(Some(SearchMode::Keyword)))
         .unwrap();
     assert!(
-        hits.iter()
+        hits.hits
+            .iter()
             .any(|h| h.hit.conversation_id.as_deref() == Some("conv_m042"))
     );
     drop(project);

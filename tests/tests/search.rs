@@ -96,7 +96,7 @@ fn index_embeds_each_text_once_and_semantic_search_finds_it() {
     let (_dir, mut project) = project_with_tiny_model();
     let query = SearchQuery::new("jwt token refresh", 5, SearchKind::All);
     // Before indexing: keyword search, with a notice saying why.
-    let before = project.search_with(&query, None).unwrap();
+    let before = project.search(&query.clone().in_mode(None)).unwrap();
     assert_eq!(before.mode, SearchMode::Keyword);
     assert!(before.notice.unwrap().contains("zblade index"));
 
@@ -119,12 +119,14 @@ fn index_embeds_each_text_once_and_semantic_search_finds_it() {
         2,
         SearchKind::Messages,
     );
-    let semantic = project.search_with(&exact, Some(SearchMode::Semantic)).unwrap();
+    let semantic = project
+        .search(&exact.clone().in_mode(Some(SearchMode::Semantic)))
+        .unwrap();
     assert_eq!(semantic.mode, SearchMode::Semantic);
     assert_eq!(semantic.hits[0].hit.conversation_id.as_deref(), Some("conv_1"));
     assert!(semantic.hits[0].hit.score > 0.99);
 
-    let hybrid = project.search_with(&query, None).unwrap();
+    let hybrid = project.search(&query.clone().in_mode(None)).unwrap();
     assert_eq!(hybrid.mode, SearchMode::Hybrid);
     assert!(hybrid.notice.is_none());
     assert_eq!(hybrid.hits[0].hit.conversation_id.as_deref(), Some("conv_0"));
@@ -185,9 +187,11 @@ fn a_matched_question_brings_its_answer_unless_a_filter_keeps_it_out() {
     project.add_conversation(json.to_string().as_bytes(), "c.json").unwrap();
     project.index_semantic(&mut |_, _| {}).unwrap();
 
-    let ids = |filter: SearchFilter| -> Vec<String> {
+    let mut ids = |filter: SearchFilter| -> Vec<String> {
         let query = SearchQuery::new("staging proxy port", 10, SearchKind::Messages).with_filter(filter);
-        let results = project.search_with(&query, Some(SearchMode::Hybrid)).unwrap();
+        let results = project
+            .search(&query.clone().in_mode(Some(SearchMode::Hybrid)))
+            .unwrap();
         assert_eq!(results.mode, SearchMode::Hybrid);
         results.hits.iter().map(|h| h.hit.id.clone()).collect()
     };

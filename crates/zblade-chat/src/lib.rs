@@ -20,19 +20,20 @@
 //! anything is shown, and what is recorded goes through the engine's checks like any import.
 
 pub mod consent;
+mod http;
 pub mod local;
 pub mod tools;
 
-use std::io::BufRead;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use zblade_core::ToolResult;
 use zblade_engine::{ContextRequest, ContextTier, Exchange, Message, Project, Recorded, Role};
 use zblade_wire::answer;
+
+use crate::http::{client, provider_message, stream};
 pub use zblade_wire::api::Api;
 
 pub use crate::local::LocalModel;
@@ -40,10 +41,6 @@ pub use crate::local::LocalModel;
 /// The most recent messages sent again with each turn (older ones stay in memory, where the
 /// packed context can still bring them back).
 pub const HISTORY_MESSAGES: usize = 40;
-/// How long a model may take to start answering, and to send the next token.
-const FIRST_BYTE: Duration = Duration::from_secs(300);
-/// How often a waiting turn looks at its stop flag.
-const STOP_POLL: Duration = Duration::from_millis(50);
 /// Rounds of tool calls in one turn before the model must answer (it is then asked without
 /// tools).
 pub const MAX_TOOL_ROUNDS: usize = 6;
@@ -776,21 +773,6 @@ fn call_id(id: &str, index: usize) -> String {
     }
 }
 
-/// The HTTP client of every turn, built once: building one loads the system's certificates
-/// (milliseconds on each turn), and one client keeps connections to the server open.
-fn client() -> Result<&'static reqwest::blocking::Client, ChatError> {
-    static CLIENT: std::sync::OnceLock<reqwest::blocking::Client> = std::sync::OnceLock::new();
-    if let Some(client) = CLIENT.get() {
-        return Ok(client);
-    }
-    let built = reqwest::blocking::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .timeout(None)
-        .build()
-        .map_err(|e| ChatError::Connection(e.to_string()))?;
-    Ok(CLIENT.get_or_init(|| built))
-}
-
 /// Now, to the millisecond (as artifacts store times).
 fn now() -> chrono::DateTime<chrono::Utc> {
     use chrono::SubsecRound;
@@ -800,125 +782,6 @@ fn now() -> chrono::DateTime<chrono::Utc> {
 /// The ULID part of a fresh id.
 fn ulid_part() -> String {
     zblade_core::ids::new_id("")
-}
-
-/// Posts `body` and reads the event stream, handing each text delta to `on_text`; returns the
-/// stream's bytes (for [`answer::parse`]). The reading runs on its own thread so a stop
-/// request is honoured even while the model is silent.
-fn stream(
-    endpoint: &Endpoint,
-    body: &Value,
-    on_text: &mut dyn FnMut(&str),
-    stop: &AtomicBool,
-) -> Result<Vec<u8>, ChatError> {
-    let request = endpoint.authorize(client()?.post(endpoint.completions_url()).json(body));
-    let (sender, events) = mpsc::channel::<Result<Vec<u8>, String>>();
-    let reader = std::thread::spawn(move || {
-        let response = match request.send() {
-            Ok(response) => response,
-            Err(e) => {
-                let _ = sender.send(Err(e.to_string()));
-                return Ok(());
-            }
-        };
-        let status = response.status();
-        if !status.is_success() {
-            let text = response.text().unwrap_or_default();
-            if matches!(status.as_u16(), 400 | 413 | 422) && zblade_wire::refused_for_size(text.as_bytes()) {
-                return Err(ChatError::TooLong(provider_message(&text)));
-            }
-            return Err(ChatError::Provider {
-                status: status.as_u16(),
-                message: provider_message(&text),
-            });
-        }
-        let mut lines = std::io::BufReader::new(response);
-        loop {
-            let mut line = Vec::new();
-            match lines.read_until(b'\n', &mut line) {
-                Ok(0) => return Ok(()),
-                Ok(_) => {
-                    if sender.send(Ok(line)).is_err() {
-                        return Ok(()); // the turn was stopped
-                    }
-                }
-                Err(e) => {
-                    let _ = sender.send(Err(e.to_string()));
-                    return Ok(());
-                }
-            }
-        }
-    });
-    let mut bytes = Vec::new();
-    let mut waited = Duration::ZERO;
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            // The reader ends on its own when its next line finds nobody listening.
-            return Ok(bytes);
-        }
-        match events.recv_timeout(STOP_POLL) {
-            Ok(Ok(line)) => {
-                waited = Duration::ZERO;
-                if let Some(text) = delta_text(&line) {
-                    on_text(&text);
-                }
-                bytes.extend_from_slice(&line);
-            }
-            Ok(Err(e)) if bytes.is_empty() => return Err(ChatError::Connection(e)),
-            // Cut off mid-answer: what arrived is the (partial) answer.
-            Ok(Err(_)) => return Ok(bytes),
-            Err(RecvTimeoutError::Timeout) => {
-                waited += STOP_POLL;
-                if waited >= FIRST_BYTE {
-                    return if bytes.is_empty() {
-                        Err(ChatError::Connection(format!(
-                            "no answer in {} s",
-                            FIRST_BYTE.as_secs()
-                        )))
-                    } else {
-                        Ok(bytes)
-                    };
-                }
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                return match reader.join() {
-                    Ok(Ok(())) => Ok(bytes),
-                    Ok(Err(e)) => Err(e),
-                    Err(_) => Err(ChatError::Connection("the reader stopped".into())),
-                };
-            }
-        }
-    }
-}
-
-/// The text delta of one event-stream line (`data: {"choices":[{"delta":{"content":…}}]}`).
-fn delta_text(line: &[u8]) -> Option<String> {
-    let line = std::str::from_utf8(line).ok()?.trim_end();
-    let data = line.strip_prefix("data:")?.trim_start();
-    if data == "[DONE]" {
-        return None;
-    }
-    let value: Value = serde_json::from_str(data).ok()?;
-    // Chat Completions: choices[0].delta.content; Anthropic: a content_block_delta's text_delta.
-    let text = value
-        .pointer("/choices/0/delta/content")
-        .or_else(|| (value["delta"]["type"] == "text_delta").then(|| &value["delta"]["text"]))?
-        .as_str()?;
-    (!text.is_empty()).then(|| text.to_string())
-}
-
-/// The message of a provider's error body (`{"error": {"message": …}}`), or the body's start.
-fn provider_message(body: &str) -> String {
-    let parsed: Option<Value> = serde_json::from_str(body).ok();
-    let message = parsed.as_ref().and_then(|v| {
-        v.pointer("/error/message")
-            .or_else(|| v.get("error"))
-            .or_else(|| v.get("detail"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    });
-    let text = message.unwrap_or_else(|| body.trim().to_string());
-    printable(&text.chars().take(500).collect::<String>())
 }
 
 /// `text` safe to print on a terminal: control characters other than newline and tab (which
@@ -932,24 +795,6 @@ pub fn printable(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn deltas_are_read_from_chat_completion_events() {
-        let line = br#"data: {"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#;
-        assert_eq!(delta_text(line).as_deref(), Some("Hel"));
-        assert_eq!(delta_text(b"data: [DONE]\n"), None);
-        assert_eq!(delta_text(b": keep-alive\n"), None);
-        assert_eq!(
-            delta_text(br#"data: {"choices":[{"delta":{"role":"assistant"}}]}"#),
-            None
-        );
-        assert_eq!(delta_text(b"data: {not json"), None);
-        let anthropic =
-            br#"data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Argon"}}"#;
-        assert_eq!(delta_text(anthropic).as_deref(), Some("Argon"));
-        let tool_input = br#"data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{"p"}}"#;
-        assert_eq!(delta_text(tool_input), None);
-    }
 
     #[test]
     fn terminal_control_sequences_from_a_model_are_removed() {

@@ -3,11 +3,11 @@
 use std::io::Write;
 
 use serde::Serialize;
+use zblade_engine::SourceStatus;
 use zblade_engine::{
-    AddOutcome, CompressorInstall, CompressorModel, CompressorStatus, ContextResult, ConversationSummary,
-    DetectedSource, Error, ExtractReport, FsckReport, Hit, ImportReport, ImportSource, IndexReport, InitReport,
-    ModelDownload, ModelEntry, ModelImport, MomentSummary, ReferenceReport, ReindexReport, SearchResults, Shown,
-    Status, SummarizeReport, WatchEvent,
+    AddOutcome, CompressorInstall, CompressorModel, CompressorStatus, ContextResult, ConversationSummary, Error,
+    ExtractReport, FsckReport, Hit, ImportReport, IndexReport, InitReport, ModelDownload, ModelEntry, ModelImport,
+    MomentSummary, ReferenceReport, ReindexReport, SearchResults, Shown, Status, SummarizeReport, WatchEvent,
 };
 
 /// Lines of code shown under a search hit's reference (`zblade show` prints them all).
@@ -1070,47 +1070,13 @@ impl Render for ProjectStatus<'_> {
 
 /// `zblade import --detect`: each agent's store, sessions, and what was imported from it.
 pub struct Detection<'a> {
-    /// What the stores hold.
-    pub detected: &'a [DetectedSource],
-    /// Per source: last import and conversations fed.
-    pub history: &'a [(ImportSource, Option<chrono::DateTime<chrono::Utc>>, usize)],
-    /// Sources imported live.
-    pub followed: &'a [ImportSource],
-}
-
-#[derive(Serialize)]
-struct DetectionRow<'a> {
-    #[serde(flatten)]
-    detected: &'a DetectedSource,
-    followed: bool,
-    last_import: Option<chrono::DateTime<chrono::Utc>>,
-    imported_conversations: usize,
-}
-
-impl Detection<'_> {
-    fn rows(&self) -> Vec<DetectionRow<'_>> {
-        self.detected
-            .iter()
-            .map(|d| {
-                let (last_import, imported_conversations) = self
-                    .history
-                    .iter()
-                    .find(|(s, ..)| *s == d.source)
-                    .map_or((None, 0), |(_, last, n)| (*last, *n));
-                DetectionRow {
-                    detected: d,
-                    followed: self.followed.contains(&d.source),
-                    last_import,
-                    imported_conversations,
-                }
-            })
-            .collect()
-    }
+    /// Each agent, with what the project follows and imported.
+    pub sources: &'a [SourceStatus],
 }
 
 impl Serialize for Detection<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serde_json::json!({ "sources": self.rows() }).serialize(serializer)
+        serde_json::json!({ "sources": self.sources }).serialize(serializer)
     }
 }
 
@@ -1118,8 +1084,8 @@ impl Render for Detection<'_> {
     fn text<W: Write>(&self, out: &mut Out<W>) -> R {
         let day =
             |t: Option<chrono::DateTime<chrono::Utc>>| t.map_or("-".to_string(), |t| t.format("%Y-%m-%d").to_string());
-        for row in self.rows() {
-            let d = row.detected;
+        for row in self.sources {
+            let d = &row.detected;
             let store = d
                 .stores
                 .first()

@@ -429,7 +429,7 @@ fn main() {
                 {
                     let started = Instant::now();
                     let found = project
-                        .search_with(&SearchQuery::new(&q.text, 10, SearchKind::Code), Some(mode))
+                        .search(&SearchQuery::new(&q.text, 10, SearchKind::Code).in_mode(Some(mode)))
                         .unwrap();
                     if mode == SearchMode::Hybrid && m == 1 {
                         latencies.push(started.elapsed());
@@ -468,9 +468,9 @@ fn main() {
                 }
                 // The fusion sweep, on the same candidate lists.
                 let wide = SearchQuery::new(&q.text, CANDIDATES, SearchKind::Code);
-                let candidates = |mode| -> Vec<(String, f64)> {
+                let mut candidates = |mode| -> Vec<(String, f64)> {
                     project
-                        .search_with(&wide, Some(mode))
+                        .search(&wide.clone().in_mode(Some(mode)))
                         .unwrap()
                         .hits
                         .iter()

@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use zblade_core::{Conversation, parse_conversation};
-use zblade_engine::{Project, SearchKind, SearchQuery};
+use zblade_engine::{Project, SearchKind, SearchMode, SearchQuery};
 
 mod common;
 use common::text::TextGen;
@@ -95,7 +95,7 @@ fn main() {
     let queries: Vec<String> = (0..query_count).map(|_| text.query()).collect();
     for q in queries.iter().take(50) {
         project
-            .search(&SearchQuery::new(q.clone(), 10, SearchKind::All))
+            .search(&SearchQuery::new(q.clone(), 10, SearchKind::All).in_mode(Some(SearchMode::Keyword)))
             .unwrap(); // warm up
     }
     let mut ours = Vec::with_capacity(query_count);
@@ -103,8 +103,9 @@ fn main() {
     for q in &queries {
         let started = Instant::now();
         hits_total += project
-            .search(&SearchQuery::new(q.clone(), 10, SearchKind::All))
+            .search(&SearchQuery::new(q.clone(), 10, SearchKind::All).in_mode(Some(SearchMode::Keyword)))
             .unwrap()
+            .hits
             .len();
         ours.push(started.elapsed());
     }
@@ -119,7 +120,9 @@ fn main() {
     for i in 0..100 {
         let word = text.vocab[30 + i % 70].clone();
         let started = Instant::now();
-        project.search(&SearchQuery::new(word, 10, SearchKind::All)).unwrap();
+        project
+            .search(&SearchQuery::new(word, 10, SearchKind::All).in_mode(Some(SearchMode::Keyword)))
+            .unwrap();
         common.push(started.elapsed());
     }
     let common_stats = Stats::of(&mut common);

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use common::text::TextGen;
 use common::{Stats, full_run, write_section};
 use zblade_engine::{
-    AgentPlaces, ImportRequest, ImportSource, Project, SearchKind, SearchQuery, WatchEvent, WatchOptions,
+    AgentPlaces, ImportRequest, ImportSource, Project, SearchKind, SearchMode, SearchQuery, WatchEvent, WatchOptions,
 };
 
 const FILES: &[&str] = &["src/auth.rs", "src/server.rs", "src/cache.rs", "src/db.rs"];
@@ -339,7 +339,7 @@ fn follow_latency(root: &Path, home: &Path, store: &Path, rounds: usize) -> Vec<
             .unwrap();
     });
     while !matches!(rx.recv().unwrap(), WatchEvent::Ready { .. }) {}
-    let reader = Project::open(root).unwrap();
+    let mut reader = Project::open(root).unwrap();
     let mut samples = Vec::new();
     for round in 0..rounds {
         let word = format!("zebrafinch{round}");
@@ -352,9 +352,9 @@ fn follow_latency(root: &Path, home: &Path, store: &Path, rounds: usize) -> Vec<
         drop(file);
         loop {
             let hits = reader
-                .search(&SearchQuery::new(&word, 1, SearchKind::Messages))
+                .search(&SearchQuery::new(&word, 1, SearchKind::Messages).in_mode(Some(SearchMode::Keyword)))
                 .unwrap();
-            if !hits.is_empty() {
+            if !hits.hits.is_empty() {
                 break;
             }
             assert!(written.elapsed() < Duration::from_secs(30), "never found {word}");

@@ -210,15 +210,15 @@ fn main() {
             let text = q["question"].as_str().unwrap();
             for (i, (mode, _)) in MODES.iter().enumerate() {
                 let query = SearchQuery::new(text, 10, SearchKind::Messages);
-                let results = project.search_with(&query, Some(*mode)).unwrap();
+                let results = project.search(&query.clone().in_mode(Some(*mode))).unwrap();
                 assert_eq!(results.mode, *mode, "{:?}", results.notice);
                 let ranked: Vec<String> = results.hits.iter().map(|h| h.hit.id.clone()).collect();
                 score(&ranked, &evidence, &mut totals[split][i]);
             }
             // The fusion weights, swept on the same candidate lists (top 50 of each retriever).
             let wide = SearchQuery::new(text, CANDIDATES, SearchKind::Messages);
-            let candidates = |mode| -> Vec<(String, f64)> {
-                let results = project.search_with(&wide, Some(mode)).unwrap();
+            let mut candidates = |mode| -> Vec<(String, f64)> {
+                let results = project.search(&wide.clone().in_mode(Some(mode))).unwrap();
                 results.hits.iter().map(|h| (h.hit.id.clone(), h.hit.score)).collect()
             };
             let (keyword, semantic) = (candidates(SearchMode::Keyword), candidates(SearchMode::Semantic));

@@ -254,7 +254,7 @@ fn search_at_scale(messages: usize, query_count: usize) -> (String, String) {
     // Hybrid queries through the engine. Each query is embedded once first (timed on its own),
     // then searched with its embedding cached, so the search time excludes the model.
     drop(store);
-    let project = Project::open(&root).unwrap();
+    let mut project = Project::open(&root).unwrap();
     let queries: Vec<String> = (0..query_count).map(|_| text.query()).collect();
     let mut embed_times = Vec::new();
     for q in &queries {
@@ -262,13 +262,13 @@ fn search_at_scale(messages: usize, query_count: usize) -> (String, String) {
         project.query_vector(q).unwrap();
         embed_times.push(started.elapsed());
     }
-    let timed = |mode: SearchMode| {
+    let mut timed = |mode: SearchMode| {
         let mut times = Vec::new();
         let mut hits = 0;
         for q in &queries {
             let query = SearchQuery::new(q, 10, SearchKind::All);
             let started = Instant::now();
-            let results = project.search_with(&query, Some(mode)).unwrap();
+            let results = project.search(&query.clone().in_mode(Some(mode))).unwrap();
             times.push(started.elapsed());
             assert_eq!(results.mode, mode, "{:?}", results.notice);
             hits += results.hits.len();
@@ -307,7 +307,7 @@ fn search_at_scale(messages: usize, query_count: usize) -> (String, String) {
         packed_entries += result.pack.entries.len();
         let query = SearchQuery::new(q, zblade_engine::CANDIDATES, SearchKind::All);
         let started = Instant::now();
-        std::hint::black_box(project.search_with(&query, None).unwrap());
+        std::hint::black_box(project.search(&query.clone().in_mode(None)).unwrap());
         candidate_times.push(started.elapsed());
     }
     let context = Stats::of(&mut context_times);

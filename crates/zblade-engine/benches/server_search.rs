@@ -118,10 +118,12 @@ impl Recall {
 }
 
 /// The ids of the top 10 messages for `text`, hybrid; and the milliseconds it took.
-fn ask(project: &Project, text: &str) -> (Vec<String>, f64) {
+fn ask(project: &mut Project, text: &str) -> (Vec<String>, f64) {
     let query = SearchQuery::new(text, 10, SearchKind::Messages);
     let started = Instant::now();
-    let results = project.search_with(&query, Some(SearchMode::Hybrid)).unwrap();
+    let results = project
+        .search(&query.clone().in_mode(Some(SearchMode::Hybrid)))
+        .unwrap();
     let millis = started.elapsed().as_secs_f64() * 1000.0;
     assert_eq!(results.mode, SearchMode::Hybrid, "{:?}", results.notice);
     (results.hits.iter().map(|h| h.hit.id.clone()).collect(), millis)
@@ -181,13 +183,13 @@ fn main() {
                 .expect("the embedding model (run scripts/setup.sh)");
             let questions = locomo::questions(&data, &loaded.turn_ids);
             let questions = &questions[..questions.len().min(if full { usize::MAX } else { 20 })];
-            let local: Vec<(Vec<String>, f64)> = questions.iter().map(|q| ask(&project, &q.text)).collect();
+            let local: Vec<(Vec<String>, f64)> = questions.iter().map(|q| ask(&mut project, &q.text)).collect();
             project
                 .migrate(MigrationDirection::ToServer, &client, &mut |_, _, _| {})
                 .unwrap();
-            let project = Project::open(work.path()).unwrap();
+            let mut project = Project::open(work.path()).unwrap();
             for (q, (local_ranked, local_ms)) in questions.iter().zip(local) {
-                let (server_ranked, server_ms) = ask(&project, &q.text);
+                let (server_ranked, server_ms) = ask(&mut project, &q.text);
                 recalls[b][split].0.add(&local_ranked, &q.evidence);
                 recalls[b][split].1.add(&server_ranked, &q.evidence);
                 identical[b].0 += usize::from(local_ranked == server_ranked);

@@ -22,7 +22,7 @@ impl Project {
             if id.starts_with(zblade_core::ids::MOMENT) {
                 zblade_core::ids::check_id(id, Some(zblade_core::ids::MOMENT))
                     .map_err(|reason| Error::Usage(format!("{id}: not a moment id: {reason}")))?;
-                let path = self.layout.moment_path(id);
+                let path = self.layout().moment_path(id);
                 if !path.exists()
                     && let Some(owner) = self.index()?.moment_artifact(id)?
                     && owner.contains("conversations/")
@@ -41,7 +41,7 @@ impl Project {
             }
             zblade_core::ids::check_id(id, Some(zblade_core::ids::CONVERSATION))
                 .map_err(|reason| Error::Usage(format!("{id}: not a conversation id: {reason}")))?;
-            let manifest = self.layout.conversation_path(id);
+            let manifest = self.layout().conversation_path(id);
             paths.push(self.layout_relative(&manifest));
             match std::fs::read(&manifest) {
                 Ok(bytes) => paths.extend(message_files(&bytes)),
@@ -61,7 +61,7 @@ impl Project {
     /// rewritten). Messages a fork or merge still uses stay.
     pub fn remove_artifact_files(&mut self, paths: &[String]) -> Result<()> {
         for path in paths {
-            if !self.layout.dir().join(path).exists() {
+            if !self.layout().dir().join(path).exists() {
                 continue;
             }
             let id_in = |dir: &str| path.strip_prefix(dir).and_then(|f| f.strip_suffix(".json"));
@@ -79,7 +79,7 @@ impl Project {
     pub fn delete_moment(&mut self, id: &str) -> Result<()> {
         zblade_core::ids::check_id(id, Some(zblade_core::ids::MOMENT))
             .map_err(|reason| Error::Usage(format!("{id}: not a moment id: {reason}")))?;
-        let layout = self.layout.clone();
+        let layout = self.layout().clone();
         let _lock = crate::lock::WriteLock::acquire(&layout)?;
         let path = layout.moment_path(id);
         match std::fs::remove_file(&path) {
@@ -92,7 +92,7 @@ impl Project {
     }
 
     fn layout_relative(&self, path: &std::path::Path) -> String {
-        path.strip_prefix(self.layout.dir())
+        path.strip_prefix(self.layout().dir())
             .unwrap_or(path)
             .to_string_lossy()
             .replace('\\', "/")

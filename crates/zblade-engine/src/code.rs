@@ -13,6 +13,7 @@ use zblade_index::{CodeChunkRow, CodeFileState, CodeFileUpdate};
 use zblade_search::code::{self, Skip};
 
 use crate::parts::Parts;
+use crate::project::Project;
 
 /// Files stored per index transaction: bounds memory on big trees and keeps progress visible.
 const FILES_PER_WRITE: usize = 200;
@@ -148,11 +149,11 @@ pub fn line_window_rows(text: &str) -> Vec<CodeChunkRow> {
         .collect()
 }
 
-impl Parts {
+impl Project {
     /// Indexes every project file worth indexing, reporting (files done, files total). Files
     /// that disappeared or became ignored leave the index.
     pub(crate) fn index_code(&mut self, progress: &mut dyn FnMut(usize, usize)) -> Result<CodeIndexReport> {
-        let files: Vec<String> = code::project_files(self.layout.root())
+        let files: Vec<String> = code::project_files(self.layout().root())
             .iter()
             .map(|p| p.to_string_lossy().replace('\\', "/"))
             .collect();
@@ -181,7 +182,7 @@ impl Parts {
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<CodeIndexReport> {
         let started = Instant::now();
-        let root = self.layout.root().to_path_buf();
+        let root = self.layout().root().to_path_buf();
         let known = self.index()?.code_file_states()?;
         let mut report = CodeIndexReport {
             files: paths.len(),
@@ -227,13 +228,16 @@ impl Parts {
         report.elapsed = started.elapsed();
         Ok(report)
     }
+}
 
+/// What search needs of indexed code, on the parts (any storage reads it).
+impl Parts {
     /// The text of a code chunk as the working tree holds it now, if it still has the CID it
     /// was indexed with; `None` means the file changed and the chunk must be re-indexed.
     pub(crate) fn verified_code(&self, path: &str, lines: (u32, u32), cid: &str) -> Option<String> {
         // An index built before a file was marked secret still lists its chunks: never read them.
         self.path_guard().check(path).ok()?;
-        let full = self.layout.root().join(path);
+        let full = self.layout().root().join(path);
         code::verify(&full, lines.0, lines.1, cid)
     }
 }

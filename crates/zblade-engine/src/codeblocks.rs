@@ -26,7 +26,7 @@ pub(crate) struct TreeLines {
 impl TreeLines {
     /// Reads the working tree (the files `zblade index` would read).
     pub(crate) fn load(project: &Parts) -> TreeLines {
-        let root = project.layout.root();
+        let root = project.layout().root();
         let mut files = Vec::new();
         let mut by_line: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
         for relative in project_files(root) {

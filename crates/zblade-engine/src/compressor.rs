@@ -4,7 +4,6 @@
 //! missing, broken or confused model costs quality, never a failed command.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
@@ -14,13 +13,8 @@ use zblade_context::TokenCounter;
 use zblade_core::{Error, Result, fsio};
 use zblade_llm::{Compressor, Generation, LlmError, ModelInfo, Options, Request};
 
-use crate::models::{check_name, models_dir};
-use crate::parts::Parts;
-
-/// Where compressor models are installed: `$ZBLADE_MODELS_DIR/gguf/NAME.gguf`.
-pub fn gguf_dir() -> PathBuf {
-    models_dir().join("gguf")
-}
+use crate::model_places::{check_name, gguf_dir};
+use crate::project::Project;
 
 /// An installed compressor model.
 #[derive(Debug, Clone, Serialize)]
@@ -120,7 +114,7 @@ impl TokenCounter for ModelTokens<'_> {
     }
 }
 
-impl Parts {
+impl Project {
     /// Installed compressor models (`*.gguf` in [`gguf_dir`]).
     pub fn compressor_models(&self) -> Vec<CompressorModel> {
         let configured = self.compressor_model_path();
@@ -156,14 +150,7 @@ impl Parts {
 
     /// The configured model file: an installed name, or a path (relative to the project root).
     fn compressor_model_path(&self) -> Option<PathBuf> {
-        let configured = self.settings.context.compression.local_model.trim();
-        if configured.is_empty() {
-            return None;
-        }
-        if configured.ends_with(".gguf") || configured.contains('/') {
-            return Some(self.layout.root().join(configured));
-        }
-        Some(gguf_dir().join(format!("{configured}.gguf")))
+        crate::compressor_store::model_path(&self.settings().context.compression, self.layout().root())
     }
 
     /// Copies the GGUF file `file` into [`gguf_dir`] as `name` (default: the file's stem),
@@ -233,11 +220,11 @@ impl Parts {
                 "--sha256 {expected:?} is not 64 hexadecimal digits"
             )));
         }
-        if !(allow_network || self.settings.privacy.allow_network) {
+        if !(allow_network || self.settings().privacy.allow_network) {
             return Err(Error::ConsentRequired(format!(
                 "downloading {url} needs the network, which this project does not allow yet: pass \
                  --allow-network for this download, or set privacy.allow_network to true in {}",
-                self.layout.relative(&self.layout.settings())
+                self.layout().relative(&self.layout().settings())
             )));
         }
         let name = name.map_or_else(|| name_from(url), str::to_string);
@@ -306,49 +293,32 @@ impl Parts {
             }
             name.to_string()
         };
-        self.settings.context.compression.local_model = value;
-        self.settings.save(&self.layout.settings())?;
-        self.compressor = OnceLock::new();
+        self.parts.settings.context.compression.local_model = value;
+        self.settings().save(&self.layout().settings())?;
+        self.parts.compressor.reset();
         Ok(())
     }
 
     /// The loaded compressor, loading it on first use; `Err` says why there is none (not
     /// configured, disabled, or it failed to load — then the extractive compressor is used).
     pub(crate) fn local_compressor(&self) -> std::result::Result<&Compressor, String> {
-        self.compressor
-            .get_or_init(|| {
-                let compression = &self.settings.context.compression;
-                if !compression.enabled {
-                    return Err("compression is disabled (context.compression.enabled)".into());
-                }
-                let path = self
-                    .compressor_model_path()
-                    .ok_or_else(|| "no compressor model is configured".to_string())?;
-                if !path.is_file() {
-                    return Err(format!(
-                        "the compressor model {} is missing; the extractive compressor is used",
-                        path.display()
-                    ));
-                }
-                Compressor::load(&path, &Options::default())
-                    .map_err(|e| format!("{e}; the extractive compressor is used"))
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+        self.parts
+            .compressor
+            .get(&self.settings().context.compression, self.layout().root())
     }
 
     /// Why the configured model cannot be used, when one is configured and cannot (the jobs
     /// then run extractively); `None` when it loads or none is configured.
     pub(crate) fn compressor_notice(&self) -> Option<String> {
         match self.local_compressor() {
-            Err(why) if !self.settings.context.compression.local_model.is_empty() => Some(why),
+            Err(why) if !self.settings().context.compression.local_model.is_empty() => Some(why),
             _ => None,
         }
     }
 
     /// What the compressor is and whether its model loads.
     pub fn compressor_status(&self) -> CompressorStatus {
-        let configured = self.settings.context.compression.local_model.clone();
+        let configured = self.settings().context.compression.local_model.clone();
         match self.local_compressor() {
             Ok(compressor) => CompressorStatus {
                 configured,
@@ -387,7 +357,7 @@ impl Parts {
                 .chain_update(request.max_tokens.to_le_bytes())
                 .finalize(),
         );
-        self.layout
+        self.layout()
             .cache_dir()
             .join("llm")
             .join(job)
@@ -452,7 +422,7 @@ impl Parts {
 
     /// The timeout of one model job, from settings.
     pub(crate) fn job_timeout(&self) -> Duration {
-        Duration::from_secs(self.settings.context.compression.timeout_secs.max(1))
+        Duration::from_secs(self.settings().context.compression.timeout_secs.max(1))
     }
 }
 
@@ -460,7 +430,7 @@ impl Parts {
 /// assembly; cached outputs are free, and anything else falls back to the extractive
 /// compressor (and says so in the notices).
 pub(crate) struct ModelShrinker<'a> {
-    pub(crate) project: &'a Parts,
+    pub(crate) project: &'a Project,
     pub(crate) compressor: &'a Compressor,
     pub(crate) deadline: Instant,
     pub(crate) name: String,
@@ -486,7 +456,7 @@ impl zblade_context::Compressor for ModelShrinker<'_> {
             None if remaining.is_zero() => Err(format!(
                 "the model's time for shrinking in one assembly ({} s, context.compression.shrink_budget_secs) \
                  ran out",
-                self.project.settings.context.compression.shrink_budget_secs
+                self.project.settings().context.compression.shrink_budget_secs
             )),
             None => self
                 .project

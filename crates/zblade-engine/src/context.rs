@@ -129,7 +129,7 @@ impl Project {
         let analysis = zblade_context::analyse(&request.query, now);
         let mut candidates = Vec::new();
 
-        let instructions = std::fs::read_to_string(self.layout.instructions()).unwrap_or_default();
+        let instructions = std::fs::read_to_string(self.layout().instructions()).unwrap_or_default();
         if !instructions.trim().is_empty() {
             candidates.push(Candidate {
                 key: "instructions".into(),
@@ -158,7 +158,7 @@ impl Project {
             search_text = search_text.chars().take(MAX_QUERY_CHARS).collect();
         }
         let mut timings = ContextTimings::default();
-        let floor = self.min_relevance(request.min_relevance)?;
+        let floor = self.parts.min_relevance(request.min_relevance)?;
         let retrieval = self.memory_candidates(
             &analysis,
             request,
@@ -199,7 +199,7 @@ impl Project {
                     project: self,
                     compressor,
                     deadline: Instant::now()
-                        + Duration::from_secs_f64(self.settings.context.compression.shrink_budget_secs.max(0.0)),
+                        + Duration::from_secs_f64(self.settings().context.compression.shrink_budget_secs.max(0.0)),
                     name: format!("llama:{}", compressor.info().name),
                     notices: Default::default(),
                 };
@@ -238,7 +238,7 @@ impl Project {
     ) -> Result<Option<(SearchMode, Evidence)>> {
         let storage = &self.storage;
         for conversation in &analysis.conversations {
-            match storage.recent_turns(self, conversation, RECENT_WINDOW)? {
+            match storage.recent_turns(&self.parts, conversation, RECENT_WINDOW)? {
                 Some((_, turns)) => {
                     candidates.extend(turns.iter().map(|t| memory_candidate(t, Source::Explicit, 0.0)));
                 }
@@ -249,13 +249,13 @@ impl Project {
             }
         }
         for moment in &analysis.moments {
-            match storage.moment_text(self, moment)? {
+            match storage.moment_text(&self.parts, moment)? {
                 Some(text) => candidates.push(memory_candidate(&text, Source::Explicit, 0.0)),
                 None => notices.push(format!("@moment:{moment}: no such moment {}", storage.place())),
             }
         }
         if let Some(conversation) = &request.conversation {
-            let Some((title, turns)) = storage.recent_turns(self, conversation, RECENT_WINDOW)? else {
+            let Some((title, turns)) = storage.recent_turns(&self.parts, conversation, RECENT_WINDOW)? else {
                 return Err(Error::NotFound(format!(
                     "no conversation {conversation} {}",
                     storage.place()
@@ -275,7 +275,7 @@ impl Project {
             return Ok(None);
         }
         let time = analysis.time.as_ref().map(|t| (t.since, t.until));
-        let retrieved = storage.retrieve(self, search_text, time, request.mode)?;
+        let retrieved = storage.retrieve(&self.parts, search_text, time, request.mode)?;
         timings.search_ms = retrieved.search_ms;
         notices.extend(retrieved.notices);
         let mut retrieved_candidates = retrieved.candidates;
@@ -318,7 +318,7 @@ impl Project {
     /// one validated reader: paths must stay inside the project, out of `.git/` and `.zblade/`,
     /// and away from secrets; huge and binary files are refused.
     fn file_candidate(&self, file: &FileRef) -> std::result::Result<Candidate, String> {
-        let read = zblade_refs::read_project_file_guarded(self.layout.root(), &file.path, &self.path_guard());
+        let read = zblade_refs::read_project_file_guarded(self.layout().root(), &file.path, &self.parts.path_guard());
         let source = match read {
             Ok(source) => source,
             Err(zblade_refs::ReadError::TooLarge(size)) => {

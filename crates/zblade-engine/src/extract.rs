@@ -14,7 +14,6 @@ use zblade_core::{CodeReference, Conversation, Error, Moment, MomentType, Result
 use zblade_llm::Compressor;
 
 use crate::compressor::ModelTokens;
-use crate::parts::Parts;
 use crate::project::Project;
 
 /// Bumped when the extractor changes what it finds, so cached results are redone.
@@ -57,7 +56,7 @@ impl Project {
         let cache_dir = self.moments_cache_dir();
         let model = self.local_compressor();
         let extractor = match &model {
-            Ok(compressor) => Parts::compressor_id(compressor),
+            Ok(compressor) => Project::compressor_id(compressor),
             Err(_) => EXTRACTOR.to_string(),
         };
         let mut report = ExtractReport {
@@ -94,7 +93,7 @@ impl Project {
 
     /// Where extraction remembers what it did per conversation.
     pub(crate) fn moments_cache_dir(&self) -> PathBuf {
-        self.layout.cache_dir().join("moments")
+        self.layout().cache_dir().join("moments")
     }
 
     /// Writes extracted moments in one batch, then their cache entries.
@@ -187,7 +186,7 @@ impl Project {
         found: zblade_llm::jobs::ExtractedMoment,
     ) -> Moment {
         let mut references: Vec<CodeReference> = Vec::new();
-        let guard = self.path_guard();
+        let guard = self.parts.path_guard();
         for file in &found.files {
             let held: Vec<&CodeReference> = conv.messages[window.clone()]
                 .iter()
@@ -203,7 +202,7 @@ impl Project {
             let Ok(normal) = zblade_core::paths::normalize_relative(file) else {
                 continue;
             };
-            if let Ok(source) = zblade_refs::read_project_file_guarded(self.layout.root(), &normal, &guard) {
+            if let Ok(source) = zblade_refs::read_project_file_guarded(self.layout().root(), &normal, &guard) {
                 let lines = source.line_count().max(1) as u32;
                 references.push(CodeReference {
                     file: normal,

@@ -66,7 +66,7 @@ impl Project {
             kind: zblade_index::SearchKind::Code,
             ..query.clone()
         };
-        let results = self.search_fresh(&query, None)?;
+        let results = self.search(&query)?;
         let hits = results
             .hits
             .into_iter()
@@ -93,12 +93,12 @@ impl Project {
     /// (1-based, inclusive; an end past the file is cut to its last line). Refusals are
     /// [`Error::Usage`] with the reason; a file that does not exist is [`Error::NotFound`].
     pub fn read_project_file(&self, path: &str, lines: Option<(u32, u32)>) -> Result<ProjectFile> {
-        let root = self.layout.root();
+        let root = self.layout().root();
         let relative = project_relative(root, path).map_err(|why| refused(path, &why))?;
         if let Some(name) = relative.split('/').find(|part| is_reserved_name(part)) {
             return Err(refused(path, &format!("`{name}` is a reserved device name on Windows")));
         }
-        let source = match zblade_refs::read_project_file_guarded(root, &relative, &self.path_guard()) {
+        let source = match zblade_refs::read_project_file_guarded(root, &relative, &self.parts.path_guard()) {
             Ok(source) => source,
             Err(ReadError::NotFound) => {
                 return Err(Error::NotFound(format!("{path}: no such file in the project")));

@@ -63,14 +63,14 @@ impl Project {
     /// Compares artifacts and index; with `repair`, brings the index in line with the artifacts.
     pub fn fsck(&mut self, repair: bool) -> Result<FsckReport> {
         let lock = if repair {
-            Some(WriteLock::acquire(&self.layout)?)
+            Some(WriteLock::acquire(self.layout())?)
         } else {
             None
         };
-        if let Err(message) = &self.index {
+        if let Err(message) = &self.parts.index {
             let mut problem = Problem {
                 kind: ProblemKind::IndexCorrupt,
-                path: self.layout.relative(&self.layout.database()),
+                path: self.layout().relative(&self.layout().database()),
                 detail: message.clone(),
                 repaired: false,
             };
@@ -95,7 +95,7 @@ impl Project {
             return Ok(FsckReport { artifacts: 0, problems });
         }
 
-        let scan = scan::scan(&self.layout)?;
+        let scan = scan::scan(self.layout())?;
         let indexed: HashMap<String, (ArtifactKind, String, String)> = self
             .index()?
             .indexed_artifacts()?
@@ -104,7 +104,7 @@ impl Project {
             .collect();
         let mut problems = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        let index = self.index.as_mut().expect("checked above");
+        let index = self.parts.index.as_mut().expect("checked above");
 
         for loaded in &scan.conversations {
             seen.insert(loaded.path.clone());
@@ -173,7 +173,7 @@ impl Project {
             let repaired = repair && std::fs::remove_file(leftover).is_ok();
             problems.push(Problem {
                 kind: ProblemKind::Leftover,
-                path: self.layout.relative(leftover),
+                path: self.layout().relative(leftover),
                 detail: "temporary file of an interrupted write; the artifact itself is intact".into(),
                 repaired,
             });

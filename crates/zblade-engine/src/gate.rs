@@ -28,7 +28,7 @@ impl Parts {
     /// The floor retrieved memory must reach: the request's, else `context.min_relevance`,
     /// else [`DEFAULT_MIN_RELEVANCE`]. A value outside 0..=1 is refused with the field named.
     pub(crate) fn min_relevance(&self, requested: Option<f64>) -> Result<f64> {
-        let (floor, from) = match (requested, self.settings.context.min_relevance) {
+        let (floor, from) = match (requested, self.settings().context.min_relevance) {
             (Some(floor), _) => (floor, "--min-relevance"),
             (None, Some(floor)) => (floor, "context.min_relevance in .zblade/config/settings.json"),
             (None, None) => return Ok(DEFAULT_MIN_RELEVANCE),
@@ -72,11 +72,11 @@ impl Parts {
 
     /// What unrelated prompts reach in this project (`None` when nothing is embedded).
     fn null_scores(&self) -> Result<Option<NullScores>> {
-        let Some(store) = self.vector_reader()? else {
+        let Some(store) = self.semantic().vector_reader()? else {
             return Ok(None);
         };
-        let model = self.model_id();
-        let mut cached = self.gate_null.0.lock().expect("gate null lock");
+        let model = self.semantic().model_id();
+        let mut cached = self.semantic().gate_null.0.lock().expect("gate null lock");
         if let Some((null, checked)) = cached.as_ref()
             && null.model == model
             && checked.elapsed() < NULL_CHECK_EVERY
@@ -90,7 +90,7 @@ impl Parts {
             *checked = Instant::now();
             return Ok(Some(null.scores));
         }
-        let path = self.layout.cache_dir().join("gate-null.json");
+        let path = self.layout().cache_dir().join("gate-null.json");
         // A damaged or foreign file is measured again, never trusted.
         let on_disk = std::fs::read(&path)
             .ok()
@@ -109,7 +109,7 @@ impl Parts {
                     scores,
                 };
                 // A cache: failing to keep it only means measuring again next time.
-                if std::fs::create_dir_all(self.layout.cache_dir()).is_ok() {
+                if std::fs::create_dir_all(self.layout().cache_dir()).is_ok() {
                     let _ =
                         zblade_core::fsio::write_atomic(&path, &serde_json::to_vec_pretty(&null).unwrap_or_default());
                 }
@@ -123,7 +123,7 @@ impl Parts {
 
     /// Embeds the probes and finds each one's nearest chunk.
     fn measure_null(&self, store: &Arc<VectorStore>) -> Result<Option<NullScores>> {
-        let embedder = self.embedder().map_err(search_error)?;
+        let embedder = self.semantic().embedder().map_err(search_error)?;
         let vectors = embedder
             .lock()
             .expect("embedder lock")
@@ -177,10 +177,10 @@ mod tests {
             .unwrap();
         project.index_semantic(&mut |_, _| {}).unwrap();
         let before = embedded.load(Ordering::Relaxed);
-        let null = project.null_scores().unwrap().expect("vectors exist");
+        let null = project.parts.null_scores().unwrap().expect("vectors exist");
         assert!(null.mean.is_finite() && null.spread >= zblade_context::gate::MIN_SPREAD);
         assert_eq!(embedded.load(Ordering::Relaxed), before + NULL_PROBES.len());
-        assert_eq!(project.null_scores().unwrap(), Some(null), "kept in memory");
+        assert_eq!(project.parts.null_scores().unwrap(), Some(null), "kept in memory");
         assert_eq!(embedded.load(Ordering::Relaxed), before + NULL_PROBES.len());
         let file = dir.path().join(".zblade/cache/gate-null.json");
         assert!(file.is_file());
@@ -189,7 +189,7 @@ mod tests {
         let fake = FakeEmbedder::new("fake-64", 64);
         let again = fake.texts_embedded();
         let other = project_with(dir.path(), fake);
-        assert_eq!(other.null_scores().unwrap(), Some(null));
+        assert_eq!(other.parts.null_scores().unwrap(), Some(null));
         assert_eq!(again.load(Ordering::Relaxed), 0);
 
         // A damaged file is measured again and rewritten.
@@ -197,7 +197,7 @@ mod tests {
         let fake = FakeEmbedder::new("fake-64", 64);
         let again = fake.texts_embedded();
         let other = project_with(dir.path(), fake);
-        assert_eq!(other.null_scores().unwrap(), Some(null));
+        assert_eq!(other.parts.null_scores().unwrap(), Some(null));
         assert_eq!(again.load(Ordering::Relaxed), NULL_PROBES.len());
         assert!(serde_json::from_slice::<MeasuredNull>(&std::fs::read(&file).unwrap()).is_ok());
 
@@ -214,7 +214,7 @@ mod tests {
         let fake = FakeEmbedder::new("fake-64", 64);
         let again = fake.texts_embedded();
         let other = project_with(dir.path(), fake);
-        other.null_scores().unwrap();
+        other.parts.null_scores().unwrap();
         assert_eq!(again.load(Ordering::Relaxed), NULL_PROBES.len());
     }
 
@@ -222,14 +222,14 @@ mod tests {
     fn the_floor_comes_from_the_request_then_the_settings_and_is_checked() {
         let dir = tempfile::tempdir().unwrap();
         let (mut project, _) = Project::init(dir.path()).unwrap();
-        assert_eq!(project.min_relevance(None).unwrap(), DEFAULT_MIN_RELEVANCE);
-        assert_eq!(project.min_relevance(Some(0.0)).unwrap(), 0.0);
-        project.settings.context.min_relevance = Some(0.8);
-        assert_eq!(project.min_relevance(None).unwrap(), 0.8);
-        assert_eq!(project.min_relevance(Some(0.3)).unwrap(), 0.3);
-        project.settings.context.min_relevance = Some(1.5);
-        let err = project.min_relevance(None).unwrap_err().to_string();
+        assert_eq!(project.parts.min_relevance(None).unwrap(), DEFAULT_MIN_RELEVANCE);
+        assert_eq!(project.parts.min_relevance(Some(0.0)).unwrap(), 0.0);
+        project.parts.settings.context.min_relevance = Some(0.8);
+        assert_eq!(project.parts.min_relevance(None).unwrap(), 0.8);
+        assert_eq!(project.parts.min_relevance(Some(0.3)).unwrap(), 0.3);
+        project.parts.settings.context.min_relevance = Some(1.5);
+        let err = project.parts.min_relevance(None).unwrap_err().to_string();
         assert!(err.contains("context.min_relevance") && err.contains("1.5"), "{err}");
-        assert!(project.min_relevance(Some(f64::NAN)).is_err());
+        assert!(project.parts.min_relevance(Some(f64::NAN)).is_err());
     }
 }

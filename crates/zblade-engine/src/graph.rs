@@ -85,7 +85,7 @@ impl Project {
             now: Utc::now(),
         };
         let storage = self.storage.clone();
-        let fork = storage.fork(self, &request)?;
+        let fork = storage.fork(&mut self.parts, &request)?;
         let kept = fork.forked_from.as_ref().map_or(0, |f| f.after_index + 1);
         Ok(GraphOutcome {
             conversation_id: fork.conversation_id,
@@ -179,7 +179,7 @@ impl Project {
         target_conv.updated_at = Some(now);
         target_conv.metadata.total_messages = target_conv.messages.len() as u64;
         let storage = self.storage.clone();
-        storage.put_conversations(self, std::slice::from_ref(&target_conv))?;
+        storage.put_conversations(&mut self.parts, std::slice::from_ref(&target_conv))?;
         Ok(GraphOutcome {
             conversation_id: target_conv.conversation_id,
             title: target_conv.title,
@@ -204,7 +204,7 @@ impl Project {
         conv.title = title;
         conv.updated_at = Some(Utc::now());
         let storage = self.storage.clone();
-        storage.put_conversations(self, std::slice::from_ref(&conv))?;
+        storage.put_conversations(&mut self.parts, std::slice::from_ref(&conv))?;
         Ok(())
     }
 
@@ -213,14 +213,14 @@ impl Project {
     pub fn delete_conversation(&mut self, id: &str) -> Result<()> {
         check_conversation_id(id)?;
         let storage = self.storage.clone();
-        storage.delete_conversation(self, id)
+        storage.delete_conversation(&mut self.parts, id)
     }
 
     /// Where conversation `id` sits: ancestors, forks (recursively) and merges. On a sync
     /// server, which keeps no graph index, every conversation is read (one request each).
     pub fn lineage(&self, id: &str) -> Result<Lineage> {
         check_conversation_id(id)?;
-        self.storage.lineage(self, id)
+        self.storage.lineage(&self.parts, id)
     }
 
     /// Conversation `id` as text: a markdown transcript or format-1 JSON.
@@ -251,18 +251,18 @@ impl Project {
     /// holding every word of `search` (the last as a prefix) when given. On a sync server every
     /// conversation is read (one request each).
     pub fn history(&self, search: Option<&str>, limit: usize) -> Result<Vec<Prompt>> {
-        self.storage.prompts(self, search, limit)
+        self.storage.prompts(&self.parts, search, limit)
     }
 
     /// The most recently updated conversation.
     fn newest_conversation(&self) -> Result<Option<String>> {
-        self.storage.newest_conversation(self)
+        self.storage.newest_conversation(&self.parts)
     }
 
     /// How messages are stored and what sharing saves (local storage).
     pub fn store_stats(&self) -> Result<StoreStats> {
         self.local_only("stats")?;
-        let layout = &self.layout;
+        let layout = self.layout();
         let mut stats = StoreStats::default();
         let mut uses: HashMap<String, usize> = HashMap::new();
         let mut listed: Vec<String> = Vec::new();
@@ -315,7 +315,7 @@ impl Project {
         if !self.storage.on_this_machine() {
             return Ok(0);
         }
-        let layout = self.layout.clone();
+        let layout = self.layout().clone();
         let _lock = crate::lock::WriteLock::acquire(&layout)?;
         // Every message name in use, and every manifest's own references: a fork's shared
         // prefix is listed in its source's manifest, so these hold every place on disk.
@@ -438,7 +438,7 @@ impl Project {
         if !self.storage.on_this_machine() {
             return Ok(0);
         }
-        let layout = self.layout.clone();
+        let layout = self.layout().clone();
         let mut pending = Vec::new();
         for entry in conversation_files(&layout)? {
             let id = entry.trim_end_matches(".json").to_string();

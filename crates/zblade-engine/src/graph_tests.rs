@@ -40,11 +40,11 @@ fn contents(project: &Project, id: &str) -> Vec<String> {
 
 /// Messages in the store (entries of packs and files of their own).
 fn stored_files(project: &Project) -> usize {
-    manifests::stored_messages(&project.layout).unwrap().len()
+    manifests::stored_messages(project.layout()).unwrap().len()
 }
 
 fn manifest(project: &Project, id: &str) -> zblade_core::Manifest {
-    match manifests::read_stored(&project.layout, id).unwrap().unwrap().0 {
+    match manifests::read_stored(project.layout(), id).unwrap().unwrap().0 {
         StoredConversation::Manifest(m) => m,
         StoredConversation::Inline(_) => panic!("{id} is not a manifest"),
     }
@@ -183,7 +183,7 @@ fn a_corrupt_message_is_named_and_fails_only_the_conversations_using_it() {
     let r = manifest(&project, &damaged).messages[1].clone();
     let (sha, place) = (r.sha256, r.pack.expect("written into a pack"));
     // The entry's bytes changed in place (same length: the pack's other entries stay put).
-    let path = project.layout.pack_path(&place.name);
+    let path = project.layout().pack_path(&place.name);
     let mut bytes = std::fs::read(&path).unwrap();
     let entry = &mut bytes[place.offset as usize..(place.offset + place.len) as usize];
     let at = entry.windows(5).position(|w| w == b"topic").unwrap();
@@ -211,7 +211,7 @@ fn hostile_or_broken_manifests_are_refused_with_the_field_named() {
         .fork_conversation(&a, &MessageSelector::Index(1), None)
         .unwrap()
         .conversation_id;
-    let path = project.layout.conversation_path(&a);
+    let path = project.layout().conversation_path(&a);
     let mut m = manifest(&project, &a);
     let good = m.clone();
     // A message name that would be a path out of the store.
@@ -228,19 +228,19 @@ fn hostile_or_broken_manifests_are_refused_with_the_field_named() {
     m.messages = good.messages.clone();
     m.shared_prefix = None;
     m.messages[0].pack.as_mut().unwrap().name = "../packs/x".into();
-    std::fs::write(project.layout.conversation_path(&b), m.to_artifact_json()).unwrap();
+    std::fs::write(project.layout().conversation_path(&b), m.to_artifact_json()).unwrap();
     let err = project.load_conversation(&b).unwrap_err().to_string();
     assert!(err.contains("messages[0].pack.name"), "{err}");
     m.messages[0].pack = good.messages[0].pack.clone();
     m.messages[0].pack.as_mut().unwrap().len = 200 * 1024 * 1024;
-    std::fs::write(project.layout.conversation_path(&b), m.to_artifact_json()).unwrap();
+    std::fs::write(project.layout().conversation_path(&b), m.to_artifact_json()).unwrap();
     let err = project.load_conversation(&b).unwrap_err().to_string();
     assert!(err.contains("not a message of"), "{err}");
     m.messages[0].pack.as_mut().unwrap().len = u64::MAX;
-    std::fs::write(project.layout.conversation_path(&b), m.to_artifact_json()).unwrap();
+    std::fs::write(project.layout().conversation_path(&b), m.to_artifact_json()).unwrap();
     let err = project.load_conversation(&b).unwrap_err().to_string();
     assert!(err.contains("messages[0].pack.len"), "{err}");
-    std::fs::write(project.layout.conversation_path(&b), original_b.to_artifact_json()).unwrap();
+    std::fs::write(project.layout().conversation_path(&b), original_b.to_artifact_json()).unwrap();
     // A cycle of shared prefixes: a shares b's, b shares a's.
     let mut m = manifest(&project, &b);
     m.messages.clear();
@@ -256,7 +256,7 @@ fn hostile_or_broken_manifests_are_refused_with_the_field_named() {
     // More shared messages than the parent has.
     let mut short = manifest(&project, &b);
     short.shared_prefix.as_mut().unwrap().messages = 50;
-    std::fs::write(project.layout.conversation_path(&b), short.to_artifact_json()).unwrap();
+    std::fs::write(project.layout().conversation_path(&b), short.to_artifact_json()).unwrap();
     let err = project.load_conversation(&b).unwrap_err().to_string();
     assert!(err.contains("shared_prefix"), "{err}");
 }
@@ -268,7 +268,7 @@ fn format_1_conversations_are_converted_in_place_and_read_the_same() {
     let json = serde_json::json!({
         "version": "1.0",
         "conversation_id": id,
-        "project_id": project.settings.project.id,
+        "project_id": project.settings().project.id,
         "title": "Old",
         "created_at": "2026-01-01T00:00:00Z",
         "updated_at": "2026-01-01T00:00:00Z",
@@ -278,7 +278,7 @@ fn format_1_conversations_are_converted_in_place_and_read_the_same() {
         ],
         "metadata": {"total_messages": 2, "total_tokens": 0, "models_used": [], "tags": ["keys"]}
     });
-    let path = project.layout.conversation_path(id);
+    let path = project.layout().conversation_path(id);
     std::fs::write(&path, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
     project.reindex().unwrap();
     let before = project.load_conversation(id).unwrap();
@@ -286,7 +286,7 @@ fn format_1_conversations_are_converted_in_place_and_read_the_same() {
     assert_eq!(project.convert_conversations(&mut |d, t| seen.push((d, t))).unwrap(), 1);
     assert_eq!(seen.last(), Some(&(1, 1)));
     assert!(matches!(
-        manifests::read_stored(&project.layout, id).unwrap().unwrap().0,
+        manifests::read_stored(project.layout(), id).unwrap().unwrap().0,
         StoredConversation::Manifest(_)
     ));
     assert_eq!(
@@ -390,12 +390,12 @@ fn messages_sharing_an_id_but_not_a_text_are_separate_search_hits() {
         project.add_conversation(json.to_string().as_bytes(), "w.json").unwrap();
     }
     let hits = project
-        .search(&zblade_index::SearchQuery::new(
-            "wombat",
-            10,
-            zblade_index::SearchKind::Messages,
-        ))
-        .unwrap();
+        .search(
+            &zblade_index::SearchQuery::new("wombat", 10, zblade_index::SearchKind::Messages)
+                .in_mode(Some(zblade_index::SearchMode::Keyword)),
+        )
+        .unwrap()
+        .hits;
     assert_eq!(hits.len(), 2, "{hits:?}");
     assert!(hits.iter().all(|h| h.also_in.is_empty()));
 }
@@ -417,7 +417,7 @@ fn conversations_written_together_share_one_pack_and_a_common_message_is_stored_
             (conversation("B"), "b.json".into()),
         ])
         .unwrap();
-    let packs = std::fs::read_dir(project.layout.packs_dir()).unwrap().count();
+    let packs = std::fs::read_dir(project.layout().packs_dir()).unwrap().count();
     assert_eq!(packs, 1, "one pack for the whole write");
     assert_eq!(stored_files(&project), 5, "the common answer once");
     let (a, b) = (&written[0].id, &written[1].id);
@@ -439,10 +439,10 @@ fn a_write_puts_its_new_messages_in_one_pack_and_gc_keeps_only_used_messages() {
     let (_dir, mut project) = project();
     let a = add(&mut project, "A", 6);
     let b = add(&mut project, "B", 4);
-    let packs_dir = project.layout.packs_dir();
+    let packs_dir = project.layout().packs_dir();
     let packs = || std::fs::read_dir(&packs_dir).unwrap().count();
     assert_eq!(packs(), 2, "one pack per write");
-    assert!(!project.layout.messages_dir().join("00").exists());
+    assert!(!project.layout().messages_dir().join("00").exists());
     // A merge refers to the source's pack; nothing is written again.
     project.merge_messages(&b, &a, &[1, 2], None).unwrap();
     assert_eq!(packs(), 2);

@@ -47,12 +47,12 @@ impl Project {
         let converted =
             self.convert_conversations(&mut |done, total| progress(IndexStage::Conversations, done, total))?;
         let code = self.index_code(&mut |done, total| progress(IndexStage::Files, done, total))?;
-        let (semantic, notice) = match self.embedder() {
+        let (semantic, notice) = match self.semantic().embedder() {
             Err(e) => (None, Some(format!("{e}; only keyword search is indexed"))),
             Ok(_) => {
                 let report = self.index_semantic(&mut |done, total| progress(IndexStage::Embedding, done, total))?;
-                let code_model_problem = match self.code_space() {
-                    Space::Code => self.embedder_of(Space::Code).err(),
+                let code_model_problem = match self.semantic().code_space() {
+                    Space::Code => self.semantic().embedder_of(Space::Code).err(),
                     Space::Memory => None,
                 };
                 let notice = code_model_problem.map(|e| {

@@ -11,15 +11,17 @@
 //! let (mut project, _) = Project::init(dir.path()).unwrap();
 //! let json = br#"{"title": "Auth", "messages": [{"role": "user", "content": "Rotate the JWT signing key"}]}"#;
 //! let added = project.add_conversation(json, "<stdin>").unwrap();
-//! let hits = project.search(&SearchQuery::new("jwt", 10, SearchKind::All)).unwrap();
+//! let hits = project.search(&SearchQuery::new("jwt", 10, SearchKind::All)).unwrap().hits;
 //! assert_eq!(hits[0].hit.conversation_id.as_deref(), Some(added.id.as_str()));
 //! ```
 
+mod agents;
 mod artifacts;
 mod candidates;
 mod code;
 mod codeblocks;
 mod compressor;
+mod compressor_store;
 mod context;
 mod documents;
 mod extract;
@@ -34,19 +36,23 @@ mod lineage;
 mod loaded;
 mod lock;
 mod migrate;
+mod model_places;
 mod models;
 mod parts;
 mod project;
 mod record;
 mod redaction;
+mod references;
 mod refs;
 mod registry;
 mod remote;
 mod scan;
 mod search;
+mod search_request;
 mod selector;
 mod semantic;
 mod show;
+mod sources;
 mod status;
 mod storage;
 mod summaries;
@@ -56,23 +62,24 @@ mod time;
 pub mod warm;
 mod watch;
 
+pub use agents::detect_agents;
 pub use code::{CodeIndexReport, chunk_rows, line_window_rows};
-pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus, gguf_dir};
+pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus};
 pub use context::{ContextRequest, ContextResult, ContextTimings, MAX_QUERY_CHARS, RECENT_WINDOW};
 pub use documents::{DOCUMENT_SOURCE, DocumentsAdded};
 pub use extract::ExtractReport;
 pub use files::{CodeNow, CodeSearchNow, DEFAULT_READ_LINES, MAX_READ_BYTES, ProjectFile};
 pub use fsck::{FsckReport, Problem, ProblemKind};
 pub use graph::{ExportFormat, GraphOutcome, StoreStats, local_conversation_json};
-pub use import::{ImportProgress, ImportReport, ImportRequest, ImportSource, ImportedConversation, detect_agents};
+pub use import::{ImportProgress, ImportReport, ImportRequest, ImportSource, ImportedConversation};
 pub use indexing::{IndexReport, IndexStage};
 pub use lineage::{ForkTree, Lineage};
 pub use migrate::{
     CleanupReport, Direction as MigrationDirection, MigrationReport, PendingMigration, Phase as MigrationPhase,
     Plan as MigrationPlan, PlannedItem,
 };
-pub use models::{ModelDownload, ModelEntry, ModelImport, models_dir};
-pub use parts::Parts;
+pub use model_places::{gguf_dir, models_dir};
+pub use models::{ModelDownload, ModelEntry, ModelImport};
 pub use project::{InitReport, Project, ReindexReport};
 pub use record::{Exchange, Recorded};
 pub use refs::{Location, ReferenceReport};
@@ -85,6 +92,7 @@ pub use semantic::{
     SearchMode,
 };
 pub use show::Shown;
+pub use sources::{IGNORE_FILE, SourceStatus, sources_on_this_machine};
 pub use status::Status;
 pub use storage::{AddOutcome, MessageMatch};
 pub use summaries::{REFRESH_EVERY, SUMMARY_TOKENS, SessionSummary, SummarizeReport};

@@ -151,7 +151,7 @@ pub type Progress<'a> = &'a mut dyn FnMut(Phase, usize, usize);
 const VECTOR_CHUNK: usize = 200;
 
 fn journal_dir(project: &Project) -> PathBuf {
-    project.layout.dir().join("migration")
+    project.layout().dir().join("migration")
 }
 
 fn journal_path(project: &Project) -> PathBuf {
@@ -231,7 +231,7 @@ impl Project {
                 let journal: PendingMigration = serde_json::from_slice(&bytes).map_err(|e| {
                     Error::Usage(format!(
                         "{}: damaged migration journal ({e}); nothing was flipped — delete .zblade/migration/ and run the migration again",
-                        self.layout.relative(&path)
+                        self.layout().relative(&path)
                     ))
                 })?;
                 Ok(Some(journal))
@@ -243,7 +243,7 @@ impl Project {
 
     /// What a migration `direction` would move, without moving anything.
     pub fn plan_migration(&self, direction: Direction, client: &Client) -> Result<Plan> {
-        let project = self.settings.project.id.clone();
+        let project = self.settings().project.id.clone();
         let mut plan = Plan {
             direction,
             server: client.url().to_string(),
@@ -254,8 +254,8 @@ impl Project {
         match direction {
             Direction::ToServer => {
                 for (kind, dir) in [
-                    (Kind::Conversation, self.layout.conversations_dir()),
-                    (Kind::Moment, self.layout.moments_dir()),
+                    (Kind::Conversation, self.layout().conversations_dir()),
+                    (Kind::Moment, self.layout().moments_dir()),
                 ] {
                     let Ok(entries) = std::fs::read_dir(&dir) else { continue };
                     let mut files: Vec<PathBuf> = entries
@@ -265,8 +265,8 @@ impl Project {
                         .collect();
                     files.sort();
                     for path in files {
-                        let name = self.layout.relative(&path);
-                        match read_artifact(&self.layout, kind, &path, &name) {
+                        let name = self.layout().relative(&path);
+                        match read_artifact(self.layout(), kind, &path, &name) {
                             Ok((id, bytes)) => plan.items.push(PlannedItem {
                                 kind,
                                 id,
@@ -320,7 +320,7 @@ impl Project {
                 };
                 // Run again after it finished (say the process was killed just before it could
                 // report): the same migration is done; say so instead of failing.
-                if self.settings.storage.mode == wanted
+                if self.settings().storage.mode == wanted
                     && let Some(last) = self.last_migration()
                     && last.phase == Phase::Done
                     && last.plan.direction == direction
@@ -336,10 +336,10 @@ impl Project {
                         mode: wanted,
                     });
                 }
-                if self.settings.storage.mode == wanted && direction == Direction::ToServer {
+                if self.settings().storage.mode == wanted && direction == Direction::ToServer {
                     return Err(Error::Usage(format!("storage.mode is already {wanted}")));
                 }
-                if direction == Direction::ToLocal && self.settings.storage.mode == StorageMode::Local {
+                if direction == Direction::ToLocal && self.settings().storage.mode == StorageMode::Local {
                     return Err(Error::Usage(
                         "storage.mode is already local; `zblade migrate to-local` brings a server-mode project home"
                             .into(),
@@ -381,15 +381,19 @@ impl Project {
             self.write_journal(&journal)?;
         }
         if journal.phase == Phase::Flip {
-            self.settings.storage.mode = match direction {
+            self.parts.settings.storage.mode = match direction {
                 Direction::ToServer => StorageMode::Server,
                 Direction::ToLocal => StorageMode::Local,
             };
-            self.settings.storage.server_url = client.url().to_string();
+            self.parts.settings.storage.server_url = client.url().to_string();
             // The user's explicit choice of plain http to another machine is kept for the reads
             // and writes of server mode; otherwise it stays off.
-            self.settings.storage.allow_insecure_http = client.is_plain_http_to_another_machine();
-            self.settings.save(&self.layout.settings())?;
+            self.parts.settings.storage.allow_insecure_http = client.is_plain_http_to_another_machine();
+            self.settings().save(&self.layout().settings())?;
+            if direction == Direction::ToServer && !client.token().trim().is_empty() {
+                // Server mode reads and writes with this token from now on.
+                zblade_sync::credentials::save(client.url(), client.token().trim())?;
+            }
             journal.phase = Phase::Done;
             self.write_journal(&journal)?;
         }
@@ -407,7 +411,7 @@ impl Project {
             copied,
             verified,
             code_blocks_to_references: converted,
-            mode: self.settings.storage.mode,
+            mode: self.settings().storage.mode,
         })
     }
 
@@ -429,9 +433,9 @@ impl Project {
         let log_path = copied_log(self);
         let mut log = open_copied_log(&log_path)?;
         if plan.direction == Direction::ToServer {
-            client.put_project(&plan.project, &self.folder_name())?;
+            client.put_project(&plan.project, &self.parts.folder_name())?;
         }
-        let _lock = WriteLock::acquire(&self.layout)?;
+        let _lock = WriteLock::acquire(self.layout())?;
         let folders = ArtifactFolders::proven(self)?;
         let mut tree = None;
         let (mut copied, mut converted) = (0, 0);
@@ -450,15 +454,15 @@ impl Project {
             let written_hash = match plan.direction {
                 Direction::ToServer => {
                     let path = folders.path(item.kind, &item.id)?;
-                    let bytes = artifact_bytes(&self.layout, item.kind, &path)?;
+                    let bytes = artifact_bytes(self.layout(), item.kind, &path)?;
                     if sha256_hex(&bytes) != item.hash {
                         return Err(Error::Usage(format!(
                             "{} changed since the migration was planned; finish editing, delete .zblade/migration/ and run it again",
-                            self.layout.relative(&path)
+                            self.layout().relative(&path)
                         )));
                     }
                     let bytes = match item.kind {
-                        Kind::Conversation => adopted(&bytes, &plan.project, &self.layout.relative(&path))?,
+                        Kind::Conversation => adopted(&bytes, &plan.project, &self.layout().relative(&path))?,
                         Kind::Moment => bytes,
                     };
                     let hash = client.put_record(&plan.project, item.kind, &item.id, &bytes)?.hash;
@@ -478,8 +482,8 @@ impl Project {
                         })?;
                     let bytes = match item.kind {
                         Kind::Conversation => {
-                            let tree = tree.get_or_insert_with(|| crate::codeblocks::TreeLines::load(self));
-                            let (bytes, n) = self.references_for_code_blocks(&bytes, &item.id, tree)?;
+                            let tree = tree.get_or_insert_with(|| crate::codeblocks::TreeLines::load(&self.parts));
+                            let (bytes, n) = self.parts.references_for_code_blocks(&bytes, &item.id, tree)?;
                             converted += n;
                             bytes
                         }
@@ -490,7 +494,7 @@ impl Project {
                         // Its messages into the message store, then its manifest: the log
                         // records the conversation as it reads back (every message inline).
                         Kind::Conversation => {
-                            let name = self.layout.relative(&path);
+                            let name = self.layout().relative(&path);
                             let conv = parse_conversation(&bytes, &name)?;
                             conv.validate(&name)?;
                             if conv.conversation_id != item.id {
@@ -499,7 +503,7 @@ impl Project {
                                     item.id, conv.conversation_id
                                 )));
                             }
-                            let writes = manifests::plan_writes(&self.layout, std::slice::from_ref(&conv))?;
+                            let writes = manifests::plan_writes(self.layout(), std::slice::from_ref(&conv))?;
                             manifests::write(&writes)?;
                             sha256_hex(&conv.to_artifact_json())
                         }
@@ -529,10 +533,10 @@ impl Project {
             .iter()
             .map(|item| {
                 let path = folders.path(item.kind, &item.id)?;
-                let bytes = artifact_bytes(&self.layout, item.kind, &path)?;
+                let bytes = artifact_bytes(self.layout(), item.kind, &path)?;
                 // The bytes the server gets (their hash names the version the vectors are of).
                 let bytes = match item.kind {
-                    Kind::Conversation => adopted(&bytes, project, &self.layout.relative(&path))?,
+                    Kind::Conversation => adopted(&bytes, project, &self.layout().relative(&path))?,
                     Kind::Moment => bytes,
                 };
                 Ok((item.kind, bytes))
@@ -564,7 +568,7 @@ impl Project {
                 let folders = ArtifactFolders::proven(self)?;
                 for item in &plan.items {
                     let path = folders.path(item.kind, &item.id)?;
-                    if let Ok(bytes) = artifact_bytes(&self.layout, item.kind, &path) {
+                    if let Ok(bytes) = artifact_bytes(self.layout(), item.kind, &path) {
                         at_destination.insert((item.kind, item.id.clone()), sha256_hex(&bytes));
                     }
                 }
@@ -622,7 +626,7 @@ impl Project {
         let bytes = std::fs::read(&last)
             .map_err(|_| Error::Usage("no finished migration to clean up after (run `zblade migrate` first)".into()))?;
         let journal: PendingMigration = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::Usage(format!("{}: {e}", self.layout.relative(&last))))?;
+            .map_err(|e| Error::Usage(format!("{}: {e}", self.layout().relative(&last))))?;
         if journal.phase != Phase::Done {
             return Err(Error::Usage(
                 "the last migration did not finish; nothing is cleaned up".into(),
@@ -632,15 +636,15 @@ impl Project {
         let mut report = CleanupReport::default();
         match plan.direction {
             Direction::ToServer => {
-                if self.settings.storage.mode != StorageMode::Server {
+                if self.settings().storage.mode != StorageMode::Server {
                     return Err(Error::Usage("storage.mode is not server; local memory is kept".into()));
                 }
-                let _lock = WriteLock::acquire(&self.layout)?;
+                let _lock = WriteLock::acquire(self.layout())?;
                 let folders = ArtifactFolders::proven(self)?;
                 for item in &plan.items {
                     let path = folders.path(item.kind, &item.id)?;
                     // Only the bytes that were verified on the server: a file changed since stays.
-                    match artifact_bytes(&self.layout, item.kind, &path) {
+                    match artifact_bytes(self.layout(), item.kind, &path) {
                         Ok(bytes) if sha256_hex(&bytes) == item.hash => {
                             std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
                             report.removed += 1;
@@ -651,7 +655,7 @@ impl Project {
                 }
             }
             Direction::ToLocal => {
-                if self.settings.storage.mode != StorageMode::Local {
+                if self.settings().storage.mode != StorageMode::Local {
                     return Err(Error::Usage("storage.mode is not local; server memory is kept".into()));
                 }
                 for item in &plan.items {
@@ -678,7 +682,7 @@ struct ArtifactFolders {
 
 impl ArtifactFolders {
     fn proven(project: &Project) -> Result<ArtifactFolders> {
-        let layout = &project.layout;
+        let layout = project.layout();
         let real_zblade = layout.dir().canonicalize().map_err(|e| Error::io(layout.dir(), e))?;
         let prove = |dir: PathBuf| -> Result<PathBuf> {
             std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use zblade_core::{Error, Result};
 
-use crate::parts::Parts;
+use crate::model_places::{check_name, is_model_dir, model_dir, models_dir, packaged_models_dir};
+use crate::project::Project;
 
 /// An installed or downloadable embedding model.
 #[derive(Debug, Clone, Serialize)]
@@ -41,47 +42,6 @@ pub struct ModelDownload {
     pub active: bool,
 }
 
-/// The directory models are installed in: `$ZBLADE_MODELS_DIR`, else `~/.cache/zblade/models`.
-pub fn models_dir() -> PathBuf {
-    std::env::var_os("ZBLADE_MODELS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-            home.join(".cache/zblade/models")
-        })
-}
-
-/// The models an installed package ships: `../share/zblade/models` from the running executable
-/// (`/usr/share/zblade/models` for `/usr/bin/zblade`), read-only, used when the user's
-/// [`models_dir`] does not hold a model of that name. `None` outside an installation.
-pub fn packaged_models_dir() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    std::fs::canonicalize(exe.parent()?.join("../share/zblade/models")).ok()
-}
-
-/// A model's directory from its name in the settings: an absolute path as it is; a name in the
-/// user's [`models_dir`] when installed there (a model the user downloaded or imported wins),
-/// else the package's copy ([`packaged_models_dir`]), else where the user's would be (so errors
-/// and downloads name the user's folder).
-pub(crate) fn model_dir(name: &str) -> PathBuf {
-    find_model_dir(name, &models_dir(), packaged_models_dir().as_deref())
-}
-
-/// [`model_dir`] with the two places given.
-fn find_model_dir(name: &str, users: &Path, packaged: Option<&Path>) -> PathBuf {
-    if Path::new(name).is_absolute() {
-        return PathBuf::from(name);
-    }
-    let users = users.join(name);
-    if is_model_dir(&users) {
-        return users;
-    }
-    packaged
-        .map(|dir| dir.join(name))
-        .filter(|dir| is_model_dir(dir))
-        .unwrap_or(users)
-}
-
 /// What an import from a folder did.
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelImport {
@@ -95,16 +55,12 @@ pub struct ModelImport {
     pub active: bool,
 }
 
-fn is_model_dir(dir: &Path) -> bool {
-    zblade_search::embed::MODEL_FILES.iter().all(|f| dir.join(f).is_file())
-}
-
-impl Parts {
+impl Project {
     /// Installed models (in [`models_dir`], and the package's in [`packaged_models_dir`] that
     /// the user's folder does not override) and the known ones that can be downloaded.
     pub fn list_models(&self) -> Vec<ModelEntry> {
-        let configured = self.embedding_model_dir();
-        let code = self.code_model_dir().unwrap_or_else(|| configured.clone());
+        let configured = self.semantic().embedding_model_dir();
+        let code = self.semantic().code_model_dir().unwrap_or_else(|| configured.clone());
         let mut out: Vec<ModelEntry> = Vec::new();
         let mut dirs: Vec<PathBuf> = std::iter::once(models_dir())
             .chain(packaged_models_dir())
@@ -160,11 +116,11 @@ impl Parts {
         activate: bool,
         progress: &mut dyn FnMut(&str, u64, Option<u64>),
     ) -> Result<ModelDownload> {
-        if !(allow_network || self.settings.privacy.allow_network) {
+        if !(allow_network || self.settings().privacy.allow_network) {
             return Err(Error::ConsentRequired(format!(
                 "downloading {name:?} needs the network, which this project does not allow yet: pass \
                  --allow-network for this download, or set privacy.allow_network to true in {}",
-                self.layout.relative(&self.layout.settings())
+                self.layout().relative(&self.layout().settings())
             )));
         }
         let zblade_models::ModelSource {
@@ -293,10 +249,9 @@ impl Parts {
             zblade_models::install_dir(&target, fetch, check)?;
         }
         if activate {
-            self.settings.search.embedding_model = dir_name.to_string();
-            self.settings.save(&self.layout.settings())?;
-            self.embedder = std::sync::OnceLock::new();
-            self.query_vectors = Default::default();
+            self.parts.settings.search.embedding_model = dir_name.to_string();
+            self.settings().save(&self.layout().settings())?;
+            self.parts.semantic.use_embedding_model(dir_name);
         }
         Ok(())
     }
@@ -312,27 +267,10 @@ fn refuse_overwrite(target: &Path, name: &str, replace: bool) -> Result<()> {
     Ok(())
 }
 
-/// Model names (compressor and embedding): letters, digits, `.`, `_`, `-`; what file names and
-/// settings can hold safely.
-pub(crate) fn check_name(name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 100
-        && !name.starts_with('.')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::Usage(format!(
-            "{name:?} is not a usable model name: use letters, digits, '.', '_' and '-' (at most 100)"
-        )))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model_places::find_model_dir;
 
     fn install(dir: &Path) {
         std::fs::create_dir_all(dir).unwrap();

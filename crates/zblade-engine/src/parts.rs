@@ -1,83 +1,42 @@
-//! [`Parts`]: what this machine holds for a project — its `.zblade/` folder and settings,
-//! the SQLite index, the embedding models with their vector tables, the compressor, where
-//! coding agents keep their sessions — each loaded once and kept while the project is open.
+//! [`Parts`]: what this machine holds for a project while it is open — its `.zblade/` folder
+//! and settings, the SQLite index, and one store per concern that keeps state between calls:
+//! [`Semantic`] (embedding models, query vectors, vector tables, the gate's null),
+//! [`CompressorStore`] (the local compressor model) and [`Agents`] (where agents keep sessions).
 //!
-//! The parts know nothing of the `Project` or of where conversations are stored
-//! (`.zblade/` or a sync server): the storage is handed the parts, so operations that only read
-//! the working tree, the index or the models are `impl Parts` and any storage can call them.
+//! The parts know nothing of the `Project` or of where conversations are stored (`.zblade/` or
+//! a sync server): the storage is handed the parts, so work that only reads the working tree,
+//! the index or the models is `impl Parts` and any storage can call it. The faces never see the
+//! parts: they call [`crate::Project`], which reaches each store through an accessor.
 
 use zblade_core::{Error, Layout, Result, Settings};
 use zblade_index::Index;
 
+use crate::agents::Agents;
+use crate::compressor_store::CompressorStore;
+use crate::semantic::Semantic;
+
 /// A project's parts; see the module documentation.
 #[derive(Debug)]
-pub struct Parts {
+pub(crate) struct Parts {
     pub(crate) layout: Layout,
     pub(crate) settings: Settings,
     /// `Err` holds why the index could not be opened (damaged file); `reindex` recreates it.
     pub(crate) index: std::result::Result<Index, String>,
-    /// The embedding model: the one given to [`Parts::use_embedder`], or else the
-    /// configured local model, loaded on first use.
-    pub(crate) embedder: std::sync::OnceLock<
-        std::result::Result<std::sync::Mutex<Box<dyn zblade_search::Embedder>>, zblade_search::EmbedError>,
-    >,
-    /// The code model (`search.code_model`), loaded on first use when code has a model of
-    /// its own; see `semantic::Space`.
-    pub(crate) code_embedder: std::sync::OnceLock<
-        std::result::Result<std::sync::Mutex<Box<dyn zblade_search::Embedder>>, zblade_search::EmbedError>,
-    >,
-    /// The id of the embedder given to [`Parts::use_embedder`], if one was.
-    pub(crate) given_embedder: Option<String>,
-    /// Embeddings of recent query texts, by model id and text: the same question asked again
-    /// (paging, a re-run after re-indexing stale files, context assembly) skips the model.
-    pub(crate) query_vectors: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
-    /// The vector tables searches read (one per model: conversations, code), kept open across
-    /// searches (opening one costs a runtime, a connection and a manifest read), with the model
-    /// id each belongs to.
-    pub(crate) vector_readers: std::sync::Mutex<Vec<(String, std::sync::Arc<zblade_search::VectorStore>)>>,
-    /// What unrelated prompts score here, for the relevance gate (measured once, kept).
-    pub(crate) gate_null: crate::gate_null::NullCache,
-    /// The compressor model, loaded on first use; `Err` says why there is none.
-    pub(crate) compressor: std::sync::OnceLock<std::result::Result<zblade_llm::Compressor, String>>,
-    /// Set by the owner (the app's indexer) to stop long work between two complete batches.
-    pub(crate) interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
-    /// Where coding agents keep their sessions: the home folder and the agents' environment
-    /// overrides, read from the environment unless [`Parts::use_agent_places`] set them.
-    pub(crate) agent_places: zblade_import::detect::Places,
+    pub(crate) semantic: Semantic,
+    pub(crate) compressor: CompressorStore,
+    pub(crate) agents: Agents,
 }
 
 impl Parts {
-    /// Makes indexing (files, embeddings, summaries) and the watch loop's re-indexing stop
-    /// with [`Error::Interrupted`] between two complete batches once `flag` is set. Every
-    /// batch is written whole (one SQLite transaction, one LanceDB append), so a stop never
-    /// leaves a half-written index, and the next run picks up where this one stopped.
-    pub fn set_interrupt(&mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {
-        self.interrupt = Some(flag);
-    }
-
-    /// Embeds with `embedder` instead of the configured local models (a hosted model, or a
-    /// [`zblade_search::FakeEmbedder`] in tests), for conversations and code alike. Its
-    /// vectors live in a table of their own, named by its model id; chunks are still named by
-    /// content digest, so switching back and forth re-embeds nothing twice.
-    pub fn use_embedder(&mut self, embedder: Box<dyn zblade_search::Embedder>) {
-        self.given_embedder = Some(embedder.model_id().to_string());
-        self.embedder = std::sync::OnceLock::from(Ok(std::sync::Mutex::new(embedder)));
-        self.code_embedder = std::sync::OnceLock::new();
-        self.query_vectors = Default::default();
-        self.vector_readers = Default::default();
-    }
-
-    /// Looks for coding agents' sessions under `places` instead of this process's home and
-    /// environment (tests; an app that imports for another user profile).
-    pub fn use_agent_places(&mut self, places: zblade_import::detect::Places) {
-        self.agent_places = places;
-    }
-
-    /// `Err(Interrupted)` once the flag given to [`Parts::set_interrupt`] is set.
-    pub(crate) fn check_interrupt(&self) -> Result<()> {
-        match &self.interrupt {
-            Some(flag) if flag.load(std::sync::atomic::Ordering::Relaxed) => Err(Error::Interrupted),
-            _ => Ok(()),
+    /// The parts of the project in `layout`, nothing loaded yet.
+    pub(crate) fn new(layout: Layout, settings: Settings, index: std::result::Result<Index, String>) -> Parts {
+        Parts {
+            semantic: Semantic::new(&settings, &layout.vectors_dir()),
+            compressor: CompressorStore::default(),
+            agents: Agents::from_env(),
+            layout,
+            settings,
+            index,
         }
     }
 
@@ -91,13 +50,18 @@ impl Parts {
     }
 
     /// The project's paths.
-    pub fn layout(&self) -> &Layout {
+    pub(crate) fn layout(&self) -> &Layout {
         &self.layout
     }
 
     /// The project's settings as loaded.
-    pub fn settings(&self) -> &Settings {
+    pub(crate) fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// The semantic search store.
+    pub(crate) fn semantic(&self) -> &Semantic {
+        &self.semantic
     }
 
     /// The rules for files zblade never reads as project code: built-in secrets and tool

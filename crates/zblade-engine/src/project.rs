@@ -7,13 +7,11 @@ use std::time::{Duration, Instant};
 use chrono::{SubsecRound, Utc};
 use serde::Serialize;
 use zblade_core::{Conversation, Error, Layout, Moment, Result, Settings, fsio, parse_conversation};
-use zblade_index::{ConversationSummary, Index, MomentSummary, Page, SearchQuery};
+use zblade_index::{ConversationSummary, Index, MomentSummary, Page};
 
 use crate::lock::WriteLock;
 use crate::parts::Parts;
 use crate::scan;
-use crate::search::SearchResults;
-use crate::semantic::SearchMode;
 use crate::storage::{self, AddOutcome, Storage};
 
 const DEFAULT_INSTRUCTIONS: &str = "# Project instructions\n\n\
@@ -59,30 +57,77 @@ fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::O
     s.serialize_f64(d.as_secs_f64())
 }
 
-/// A project's memory: the parts this machine holds for it (see [`Parts`]) and the
-/// [`Storage`] its conversations and moments are kept in, chosen once when it opens.
+/// A project's memory: the parts this machine holds for it (see [`Parts`]: the layout, settings
+/// and index, and one store per concern) and the [`Storage`] its conversations and moments are
+/// kept in, chosen once when it opens.
 ///
 /// The operations that go through the storage (add, list, search, context, fork, show, import)
-/// are `impl Project` blocks, one module each; everything that only needs the parts is
-/// `impl Parts`, reachable from a `Project` through `Deref` (a project *is* its parts plus the
-/// storage), so the storage can be handed the parts without being handed the project.
+/// are `impl Project` blocks, one module each; work that needs only the parts is `impl Parts`,
+/// so the storage can be handed the parts without being handed the project. A face never sees
+/// the parts: it calls `Project`'s methods, and the engine reaches each store through an
+/// accessor (`self.semantic()`, `self.index()`).
 #[derive(Debug)]
 pub struct Project {
     pub(crate) parts: Parts,
     /// Where conversations and moments live (`.zblade/` or a sync server), chosen once here.
     pub(crate) storage: Arc<dyn Storage>,
+    /// Set by the owner (the app's indexer) to stop long work between two complete batches.
+    interrupt: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
-impl std::ops::Deref for Project {
-    type Target = Parts;
-    fn deref(&self) -> &Parts {
-        &self.parts
+/// The stores and settings, reached from a project; see [`Project`].
+impl Project {
+    /// The project's paths.
+    pub fn layout(&self) -> &Layout {
+        &self.parts.layout
     }
-}
 
-impl std::ops::DerefMut for Project {
-    fn deref_mut(&mut self) -> &mut Parts {
-        &mut self.parts
+    /// The project's settings as loaded.
+    pub fn settings(&self) -> &Settings {
+        &self.parts.settings
+    }
+
+    pub(crate) fn index(&self) -> Result<&Index> {
+        self.parts.index()
+    }
+
+    pub(crate) fn index_mut(&mut self) -> Result<&mut Index> {
+        self.parts.index_mut()
+    }
+
+    /// The semantic search store.
+    pub(crate) fn semantic(&self) -> &crate::semantic::Semantic {
+        &self.parts.semantic
+    }
+
+    /// Makes indexing (files, embeddings, summaries) and the watch loop's re-indexing stop
+    /// with [`Error::Interrupted`] between two complete batches once `flag` is set. Every
+    /// batch is written whole (one SQLite transaction, one LanceDB append), so a stop never
+    /// leaves a half-written index, and the next run picks up where this one stopped.
+    pub fn set_interrupt(&mut self, flag: Arc<std::sync::atomic::AtomicBool>) {
+        self.interrupt = Some(flag);
+    }
+
+    /// `Err(Interrupted)` once the flag given to [`Project::set_interrupt`] is set.
+    pub(crate) fn check_interrupt(&self) -> Result<()> {
+        match &self.interrupt {
+            Some(flag) if flag.load(std::sync::atomic::Ordering::Relaxed) => Err(Error::Interrupted),
+            _ => Ok(()),
+        }
+    }
+
+    /// Embeds with `embedder` instead of the configured local models (a hosted model, or a
+    /// [`zblade_search::FakeEmbedder`] in tests), for conversations and code alike. Its
+    /// vectors live in a table of their own, named by its model id; chunks are still named by
+    /// content digest, so switching back and forth re-embeds nothing twice.
+    pub fn use_embedder(&mut self, embedder: Box<dyn zblade_search::Embedder>) {
+        self.parts.semantic.use_embedder(embedder);
+    }
+
+    /// Looks for coding agents' sessions under `places` instead of this process's home and
+    /// environment (tests; an app that imports for another user profile).
+    pub fn use_agent_places(&mut self, places: zblade_import::detect::Places) {
+        self.parts.agents.use_places(places);
     }
 }
 
@@ -163,20 +208,8 @@ impl Project {
         };
         Ok(Project {
             storage: storage::for_settings(&settings),
-            parts: Parts {
-                layout,
-                settings,
-                index,
-                embedder: std::sync::OnceLock::new(),
-                code_embedder: std::sync::OnceLock::new(),
-                given_embedder: None,
-                query_vectors: Default::default(),
-                vector_readers: Default::default(),
-                gate_null: Default::default(),
-                compressor: std::sync::OnceLock::new(),
-                interrupt: None,
-                agent_places: zblade_import::detect::Places::from_env(),
-            },
+            parts: Parts::new(layout, settings, index),
+            interrupt: None,
         })
     }
 
@@ -208,10 +241,10 @@ impl Project {
         let now = Utc::now().trunc_subsecs(3);
         let mut prepared = Vec::with_capacity(conversations.len());
         for (mut conv, source) in conversations {
-            conv.prepare_for_store(&self.settings.project.id, self.layout.root(), &source, now)?;
+            conv.prepare_for_store(&self.settings().project.id, self.layout().root(), &source, now)?;
             prepared.push(conv);
         }
-        self.capture_references(
+        self.parts.capture_references(
             prepared
                 .iter_mut()
                 .flat_map(|c| c.messages.iter_mut())
@@ -228,7 +261,7 @@ impl Project {
     pub fn add_conversations(&mut self, mut conversations: Vec<(Conversation, String)>) -> Result<Vec<AddOutcome>> {
         for (conversation, source) in &conversations {
             conversation.check_has_messages(source)?;
-            self.check_references_exist(
+            self.parts.check_references_exist(
                 source,
                 conversation.messages.iter().enumerate().flat_map(|(i, m)| {
                     m.code_references
@@ -271,10 +304,11 @@ impl Project {
         let now = Utc::now().trunc_subsecs(3);
         let mut prepared = Vec::with_capacity(moments.len());
         for (mut moment, source) in moments {
-            moment.prepare_for_store(self.layout.root(), &source, now)?;
+            moment.prepare_for_store(self.layout().root(), &source, now)?;
             prepared.push((moment, source));
         }
-        self.capture_references(prepared.iter_mut().flat_map(|(m, _)| m.code_references.iter_mut()));
+        self.parts
+            .capture_references(prepared.iter_mut().flat_map(|(m, _)| m.code_references.iter_mut()));
         Ok(prepared)
     }
 
@@ -284,7 +318,7 @@ impl Project {
     /// secrets are redacted first.
     pub fn add_moments(&mut self, mut moments: Vec<(Moment, String)>) -> Result<Vec<AddOutcome>> {
         for (moment, source) in &moments {
-            self.check_references_exist(
+            self.parts.check_references_exist(
                 source,
                 moment
                     .code_references
@@ -315,79 +349,27 @@ impl Project {
         self.storage.list_moments(&self.parts, page, kind)
     }
 
-    /// Search in `mode` (`None`: hybrid when semantic search is available, else keyword),
-    /// with code references hydrated.
-    pub fn search_with(&self, query: &SearchQuery, mode: Option<SearchMode>) -> Result<SearchResults> {
-        let started = Instant::now();
-        let query = &self.checked_search(query)?;
-        let mut results = self.storage.search(self, query, mode, true)?;
-        results.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
-        Ok(results)
-    }
-
-    /// `query` as every face may send it, checked once here: a limit of at least one, a path
-    /// inside the project (`./` and `.` mean all of it), a conversation that exists. An
-    /// impossible request is a usage error rather than "no results", which would be a lie.
-    fn checked_search(&self, query: &SearchQuery) -> Result<SearchQuery> {
-        let mut query = query.clone();
-        if query.limit == 0 {
-            return Err(Error::Usage("the limit must be at least 1".into()));
-        }
-        if let Some(prefix) = query.filter.path_prefix.take() {
-            let trimmed = prefix.trim();
-            let whole_project = matches!(trimmed.trim_end_matches('/'), "" | ".");
-            if !whole_project {
-                let mut normal = zblade_core::paths::normalize_relative(trimmed)
-                    .map_err(|why| Error::Usage(format!("path {why}")))?;
-                if trimmed.ends_with('/') {
-                    normal.push('/');
-                }
-                query.filter.path_prefix = Some(normal);
-            }
-        }
-        if let Some(conversation) = &query.filter.conversation
-            && self.storage.recent_turns(&self.parts, conversation, 0)?.is_none()
-        {
-            return Err(Error::NotFound(format!(
-                "no conversation {conversation:?} in this project"
-            )));
-        }
-        Ok(query)
-    }
-
-    /// Like [`Project::search_with`], but when a code hit's file changed since it was indexed,
-    /// indexes that file again (and embeds its new chunks) and searches once more, so results
-    /// never show code that is no longer there.
-    pub fn search_fresh(&mut self, query: &SearchQuery, mode: Option<SearchMode>) -> Result<SearchResults> {
-        let results = self.search_with(query, mode)?;
-        if results.stale_files.is_empty() {
-            return Ok(results);
-        }
-        self.index_code_paths(&results.stale_files, &mut |_, _| {})?;
-        self.embed_code_paths(&results.stale_files)?;
-        self.search_with(query, mode)
-    }
-
     /// Rebuilds the index from the artifacts alone. A damaged database file is replaced; an
     /// unreadable artifact is skipped and reported, never deleted.
     pub fn reindex(&mut self) -> Result<ReindexReport> {
         let started = Instant::now();
-        let _lock = WriteLock::acquire(&self.layout)?;
+        let _lock = WriteLock::acquire(self.layout())?;
         let mut recreated_database = false;
         // Project files enter the index through `zblade index`; a rebuild brings them back
         // only if they were there.
         let had_code = self
+            .parts
             .index
             .as_ref()
             .ok()
             .and_then(|i| i.code_counts().ok())
             .is_some_and(|(files, _)| files > 0);
-        if self.index.is_err() {
-            zblade_index::remove_database_files(&self.layout.database())?;
-            self.index = Ok(Index::open(&self.layout.database())?);
+        if self.parts.index.is_err() {
+            zblade_index::remove_database_files(&self.layout().database())?;
+            self.parts.index = Ok(Index::open(&self.layout().database())?);
             recreated_database = true;
         }
-        let scan = scan::scan(&self.layout)?;
+        let scan = scan::scan(self.layout())?;
         let conversations: Vec<_> = scan
             .conversations
             .iter()

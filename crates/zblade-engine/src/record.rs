@@ -48,7 +48,7 @@ impl Project {
     pub fn record_exchange(&mut self, exchange: Exchange) -> Result<Recorded> {
         zblade_core::ids::check_id(&exchange.conversation, Some(zblade_core::ids::CONVERSATION))
             .map_err(|why| Error::Usage(format!("conversation id {why}")))?;
-        let (mut conversation, created) = match self.storage.conversation(self, &exchange.conversation) {
+        let (mut conversation, created) = match self.storage.conversation(&self.parts, &exchange.conversation) {
             Ok(existing) => (existing, false),
             Err(Error::NotFound(_)) => (new_conversation(&exchange.conversation), true),
             Err(e) => return Err(e),
@@ -75,7 +75,7 @@ impl Project {
                 continue;
             }
             if message.content.contains("```") {
-                let tree = tree.get_or_insert_with(|| TreeLines::load(self));
+                let tree = tree.get_or_insert_with(|| TreeLines::load(&self.parts));
                 let (content, found) = convert(&message.content, tree);
                 if !found.is_empty() {
                     message.content = content;

@@ -192,8 +192,8 @@ impl Parts {
         if references.peek().is_none() {
             return;
         }
-        let git = GitRepo::discover(self.layout.root());
-        let mut checker = Checker::new(self.layout.root(), git.as_ref());
+        let git = GitRepo::discover(self.layout().root());
+        let mut checker = Checker::new(self.layout().root(), git.as_ref());
         let head = checker.head_commit();
         for reference in references {
             if reference.anchor.is_some() {
@@ -226,7 +226,7 @@ impl Parts {
             if start == 0 || start > end {
                 continue;
             }
-            let checker = checker.get_or_insert_with(|| Checker::new(self.layout.root(), None));
+            let checker = checker.get_or_insert_with(|| Checker::new(self.layout().root(), None));
             let lines = match checker.file(&file) {
                 Ok(found) => found.line_count(),
                 Err(zblade_refs::ReadError::NotFound) => {
@@ -251,22 +251,14 @@ impl Parts {
         Ok(())
     }
 
-    /// Checks every reference against the working tree and stores the live locations.
-    pub fn check_references(&mut self) -> Result<Vec<ReferenceReport>> {
-        let stored = self.index()?.references()?;
-        let reports = self.check_and_store(&stored, &[])?;
-        self.index_mut()?.prune_live_locations()?;
-        Ok(reports)
-    }
-
     /// Checks the given references (following the renames given) and stores the results.
     pub(crate) fn check_and_store(
         &mut self,
         stored: &[StoredReference],
         renames: &[(String, String)],
     ) -> Result<Vec<ReferenceReport>> {
-        let git = GitRepo::discover(self.layout.root());
-        let mut checker = Checker::new(self.layout.root(), git.as_ref());
+        let git = GitRepo::discover(self.layout().root());
+        let mut checker = Checker::new(self.layout().root(), git.as_ref());
         for (from, to) in renames {
             checker.hint_rename(from, to);
         }
@@ -280,16 +272,6 @@ impl Parts {
         }
         self.index_mut()?.put_live_locations(&rows)?;
         Ok(reports)
-    }
-
-    /// One reference, checked now, with its current code.
-    pub fn reference(&self, key: &str) -> Result<ReferenceReport> {
-        let stored = self.index()?.reference(key)?.ok_or_else(|| {
-            Error::NotFound(format!(
-                "no code reference {key} in this project (see `zblade refs check`)"
-            ))
-        })?;
-        Ok(self.hydrate(&[stored]).remove(0))
     }
 
     /// The references of a message (`conv_…/msg_…`) or moment (`moment_…`), with current code.
@@ -320,8 +302,8 @@ impl Parts {
         if stored.is_empty() {
             return Vec::new();
         }
-        let git = GitRepo::discover(self.layout.root());
-        let mut checker = Checker::new(self.layout.root(), git.as_ref());
+        let git = GitRepo::discover(self.layout().root());
+        let mut checker = Checker::new(self.layout().root(), git.as_ref());
         stored
             .iter()
             .map(|reference| {
@@ -335,21 +317,6 @@ impl Parts {
                 out
             })
             .collect()
-    }
-
-    /// Where a reference was last recorded to be (by `check_references` or the watch loop).
-    pub fn live_location(&self, key: &str) -> Result<Option<zblade_index::LiveLocation>> {
-        self.index()?.live_location(key)
-    }
-
-    /// Every reference as captured, in key order.
-    pub fn stored_references(&self) -> Result<Vec<StoredReference>> {
-        self.index()?.references()
-    }
-
-    /// Counts of references by live status (`unchecked` until first checked).
-    pub fn reference_health(&self) -> Result<Vec<(String, i64)>> {
-        self.index()?.reference_health()
     }
 }
 

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use zblade_core::Result;
-use zblade_index::{HitKind, SearchHit, SearchQuery};
+use zblade_index::{HitKind, SearchHit};
 
 use crate::parts::Parts;
 use crate::refs::ReferenceReport;
@@ -34,7 +34,7 @@ pub struct SearchResults {
     /// The hits, best first.
     pub hits: Vec<Hit>,
     /// Files whose indexed chunks no longer match the working tree: their hits were left
-    /// out, and the files need indexing again (`Project::search_fresh` does it).
+    /// out, and the files need indexing again (`Project::search` does it).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stale_files: Vec<String>,
     /// Time the search took in the engine (the storage's search and hydrating the hits), in
@@ -43,13 +43,6 @@ pub struct SearchResults {
 }
 
 impl Parts {
-    /// Keyword search (FTS5, BM25) over messages, moments and conversations. Message and
-    /// moment hits carry their code references, checked against the working tree now.
-    pub fn search(&self, query: &SearchQuery) -> Result<Vec<Hit>> {
-        let hits = self.index()?.search(query)?;
-        Ok(self.with_references(hits)?.0)
-    }
-
     /// Hydrates hits: message and moment hits get their code references checked now; code
     /// hits get their text from the working tree, verified against the CID they were indexed
     /// with. Code hits that fail the check are dropped and their files returned.

@@ -50,7 +50,7 @@ impl Project {
             ids::check_id(conversation, Some(ids::CONVERSATION))
                 .map_err(|why| Error::Usage(format!("invalid conversation id: {why}")))?;
             ids::check_id(message, None).map_err(|why| Error::Usage(format!("invalid message id: {why}")))?;
-            let mut matches = storage.messages(self, message)?;
+            let mut matches = storage.messages(&self.parts, message)?;
             matches.retain(|m| m.conversation_id == conversation);
             if matches.is_empty() {
                 return Err(Error::NotFound(format!(
@@ -62,17 +62,17 @@ impl Project {
         }
         ids::check_id(id, None).map_err(|why| Error::Usage(format!("invalid id: {why}")))?;
         if id.starts_with(ids::CONVERSATION) {
-            let conversation = storage.conversation(self, id)?;
-            let references = storage.conversation_references(self, &conversation)?;
+            let conversation = storage.conversation(&self.parts, id)?;
+            let references = storage.conversation_references(&self.parts, &conversation)?;
             return Ok(Shown::Conversation {
                 conversation: Box::new(conversation),
                 references,
             });
         }
         if id.starts_with(ids::MOMENT) {
-            return match storage.moment(self, id)? {
+            return match storage.moment(&self.parts, id)? {
                 Some(FoundMoment::Standalone(moment)) => Ok(Shown::Moment {
-                    references: storage.moment_references(self, &moment)?,
+                    references: storage.moment_references(&self.parts, &moment)?,
                     moment: Box::new(moment),
                 }),
                 Some(FoundMoment::Inline {
@@ -85,7 +85,7 @@ impl Project {
                 None => Err(Error::NotFound(format!("no moment {id} {}", storage.place()))),
             };
         }
-        let matches = storage.messages(self, id)?;
+        let matches = storage.messages(&self.parts, id)?;
         if matches.is_empty() {
             return Err(Error::NotFound(format!(
                 "no conversation, moment or message with id {id} {}",
@@ -97,6 +97,6 @@ impl Project {
 
     /// A conversation artifact, from wherever this project keeps its memory.
     pub fn load_conversation(&self, id: &str) -> Result<Conversation> {
-        self.storage.conversation(self, id)
+        self.storage.conversation(&self.parts, id)
     }
 }

@@ -6,7 +6,7 @@ use serde::Serialize;
 use zblade_core::Result;
 use zblade_index::Counts;
 
-use crate::parts::Parts;
+use crate::project::Project;
 
 /// A snapshot of a project's memory.
 #[derive(Debug, Clone, Serialize)]
@@ -65,16 +65,17 @@ pub struct Status {
     pub schema_version: i64,
 }
 
-impl Parts {
+impl Project {
     /// Gathers the status. Cheap: counts files instead of hashing them (`fsck` does that).
     pub fn status(&self) -> Result<Status> {
-        let layout = &self.layout;
+        let layout = self.layout();
         let conversation_artifacts = count_json(&layout.conversations_dir());
         let moment_artifacts = count_json(&layout.moments_dir());
         let (code_files, code_chunks) = self.index().ok().and_then(|i| i.code_counts().ok()).unwrap_or_default();
-        let vectors = zblade_search::VectorStore::count_in(&layout.vectors_dir(), &self.model_id()).unwrap_or_default();
-        let code_model =
-            (self.code_space() == crate::semantic::Space::Code).then(|| self.model_id_of(crate::semantic::Space::Code));
+        let vectors = zblade_search::VectorStore::count_in(&layout.vectors_dir(), &self.semantic().model_id())
+            .unwrap_or_default();
+        let code_model = (self.semantic().code_space() == crate::semantic::Space::Code)
+            .then(|| self.semantic().model_id_of(crate::semantic::Space::Code));
         let code_vectors = code_model
             .as_ref()
             .and_then(|model| zblade_search::VectorStore::count_in(&layout.vectors_dir(), model).unwrap_or_default());
@@ -100,8 +101,8 @@ impl Parts {
         };
         Ok(Status {
             root: layout.root().display().to_string(),
-            project_id: self.settings.project.id.clone(),
-            storage_mode: self.settings.storage.mode.to_string(),
+            project_id: self.settings().project.id.clone(),
+            storage_mode: self.settings().storage.mode.to_string(),
             conversation_artifacts,
             moment_artifacts,
             indexed,
@@ -110,12 +111,12 @@ impl Parts {
             vector_bytes: dir_size(&layout.vectors_dir()),
             code_files,
             code_chunks,
-            embedding_model: self.settings.search.embedding_model.clone(),
-            compressor_model: self.settings.context.compression.local_model.clone(),
+            embedding_model: self.settings().search.embedding_model.clone(),
+            compressor_model: self.settings().context.compression.local_model.clone(),
             vectors,
-            embedding_model_problem: zblade_search::embed::quick_check(&self.embedding_model_dir())
+            embedding_model_problem: zblade_search::embed::quick_check(&self.semantic().embedding_model_dir())
                 .map(|e| e.to_string()),
-            pending_vectors: self.memory_without_vectors(),
+            pending_vectors: self.parts.memory_without_vectors(),
             code_model,
             code_vectors,
             cache_bytes: dir_size(&layout.cache_dir()),

@@ -10,7 +10,6 @@ use zblade_core::{Conversation, Error, Result, fsio};
 use zblade_llm::Compressor;
 
 use crate::compressor::ModelTokens;
-use crate::parts::Parts;
 use crate::project::Project;
 use zblade_index::Page;
 
@@ -96,7 +95,7 @@ pub(crate) fn fitted_transcript(lines: &[String], max_tokens: usize, counter: &d
 
 impl Project {
     fn summary_path(&self, conversation: &str) -> std::path::PathBuf {
-        self.layout
+        self.layout()
             .cache_dir()
             .join("summaries")
             .join(format!("{conversation}.json"))
@@ -127,7 +126,7 @@ impl Project {
         let model = self.local_compressor();
         let mut report = SummarizeReport {
             summarizer: match &model {
-                Ok(c) => Parts::compressor_id(c),
+                Ok(c) => Project::compressor_id(c),
                 Err(_) => "extractive".into(),
             },
             ..SummarizeReport::default()
@@ -160,7 +159,7 @@ impl Project {
             let lines = transcript_lines(&conv);
             let (summary, summarizer) = match &model {
                 Ok(compressor) => match self.model_summary(compressor, &lines) {
-                    Ok(text) => (text, Parts::compressor_id(compressor)),
+                    Ok(text) => (text, Project::compressor_id(compressor)),
                     Err(e) => {
                         report.notices.push(format!(
                             "{id}: the model could not summarise it ({e}); summarised extractively"

@@ -9,7 +9,6 @@ use serde::Serialize;
 use zblade_core::{Error, Result, StorageMode};
 use zblade_sync::{Invitation, Member, Role, Transport};
 
-use crate::parts::Parts;
 use crate::project::Project;
 use crate::remote::connect;
 
@@ -37,41 +36,41 @@ pub struct Joined {
     pub model_missing: bool,
 }
 
-impl Parts {
+impl Project {
     /// A client of this project's server, for a project in server mode (a local project is
     /// shared by moving it to the server first).
     fn team_client(&self) -> Result<zblade_sync::Client> {
-        if self.settings.storage.mode != StorageMode::Server {
+        if self.settings().storage.mode != StorageMode::Server {
             return Err(Error::Usage(
                 "this project's memory is local; share it by moving it to the server first: \
                  `zblade migrate to-server --server URL --token TOKEN`"
                     .into(),
             ));
         }
-        self.server_client()
+        self.parts.server_client()
     }
 
     /// The project's members with their roles (any member may list them).
     pub fn team_members(&self) -> Result<Vec<Member>> {
-        self.team_client()?.members(&self.settings.project.id)
+        self.team_client()?.members(&self.settings().project.id)
     }
 
     /// Invites `user` with `role`, or changes their role (owners only). Returns what the
     /// server did: `invited`, `role changed` or `unchanged`.
     pub fn team_invite(&self, user: &str, role: Role) -> Result<String> {
-        self.team_client()?.put_member(&self.settings.project.id, user, role)
+        self.team_client()?.put_member(&self.settings().project.id, user, role)
     }
 
     /// Removes `user` from the project (owners only); their next request sees nothing of it.
     pub fn team_remove(&self, user: &str) -> Result<()> {
-        self.team_client()?.remove_member(&self.settings.project.id, user)
+        self.team_client()?.remove_member(&self.settings().project.id, user)
     }
 
     /// Removes every conversation and moment `user` wrote in the project (owners only); how
     /// many records went.
     pub fn team_remove_contributions(&self, user: &str) -> Result<u64> {
         self.team_client()?
-            .remove_contributions(&self.settings.project.id, user)
+            .remove_contributions(&self.settings().project.id, user)
     }
 }
 
@@ -82,10 +81,10 @@ impl Project {
     pub fn team_leave(&mut self) -> Result<()> {
         let client = self.team_client()?;
         let me = client.whoami()?;
-        client.remove_member(&self.settings.project.id, &me)?;
+        client.remove_member(&self.settings().project.id, &me)?;
         self.parts.settings.storage.mode = StorageMode::Local;
-        let path = self.layout.settings();
-        self.settings.save(&path)
+        let path = self.layout().settings();
+        self.settings().save(&path)
     }
 
     /// Joins the shared project `project` on `server` in the folder `root` (created as a
@@ -132,10 +131,10 @@ impl Project {
             )));
         };
         let (mut opened, _) = Project::init(root)?;
-        let settings = &opened.settings;
+        let settings = opened.settings();
         let has_own_memory = settings.storage.mode == StorageMode::Local
             && settings.project.id != project
-            && std::fs::read_dir(opened.layout.conversations_dir())
+            && std::fs::read_dir(opened.layout().conversations_dir())
                 .map(|mut d| d.next().is_some())
                 .unwrap_or(false);
         if has_own_memory {
@@ -157,7 +156,7 @@ impl Project {
             parts.settings.search.embedding_model = model.clone();
         }
         let model_missing = embedding_model.as_deref().is_some_and(|model| {
-            let dir = crate::models::model_dir(model);
+            let dir = crate::model_places::model_dir(model);
             !zblade_search::embed::MODEL_FILES.iter().all(|f| dir.join(f).is_file())
         });
         let path = parts.layout.settings();

@@ -79,7 +79,7 @@ impl Project {
         stop: &AtomicBool,
         mut on_event: impl FnMut(WatchEvent),
     ) -> Result<()> {
-        let root = self.layout.root().to_path_buf();
+        let root = self.layout().root().to_path_buf();
         let git = GitRepo::discover(&root);
         let mut head = git.as_ref().map(GitRepo::head_state);
         let (sender, changes) = mpsc::channel::<Change>();
@@ -243,7 +243,7 @@ impl Project {
         if stored.is_empty() {
             return Ok(None);
         }
-        let reports = self.check_and_store(&stored, &renames)?;
+        let reports = self.parts.check_and_store(&stored, &renames)?;
         Ok(Some((files.join(", "), reports)))
     }
 }

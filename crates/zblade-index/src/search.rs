@@ -33,7 +33,35 @@ pub enum SearchKind {
     Code,
 }
 
-/// A keyword search request.
+/// How to search: by words, by meaning, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// FTS5 and BM25.
+    Keyword,
+    /// Nearest neighbours of the query's embedding.
+    Semantic,
+    /// Both, merged by relative score fusion (the default where vectors exist).
+    Hybrid,
+}
+
+impl SearchMode {
+    /// Its name, as JSON and the command line spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::Keyword => "keyword",
+            SearchMode::Semantic => "semantic",
+            SearchMode::Hybrid => "hybrid",
+        }
+    }
+}
+
+/// A search request, the one every face sends (`zblade search`, the app, MCP's `search`):
+/// what to look for, how many, where and how. The engine decides the rest — it refuses a limit
+/// of 0, caps one above [`SearchQuery::MAX_LIMIT`], cleans the path, checks the conversation
+/// exists, and re-indexes files that changed since they were indexed before showing their code.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SearchQuery {
@@ -48,6 +76,9 @@ pub struct SearchQuery {
     /// What to leave out.
     #[serde(default)]
     pub filter: SearchFilter,
+    /// How to search; `None`: hybrid where vectors exist, else keyword.
+    #[serde(default)]
+    pub mode: Option<SearchMode>,
 }
 
 /// [`SearchQuery::DEFAULT_LIMIT`], for a query that names no limit.
@@ -58,6 +89,8 @@ fn default_limit() -> usize {
 impl SearchQuery {
     /// Results a search returns when nobody says how many (`zblade search`, MCP's `search`).
     pub const DEFAULT_LIMIT: usize = 10;
+    /// The most results one search returns; a larger limit is capped to it.
+    pub const MAX_LIMIT: usize = 200;
 
     /// A query for `text`.
     pub fn new(text: impl Into<String>, limit: usize, kind: SearchKind) -> Self {
@@ -66,7 +99,14 @@ impl SearchQuery {
             limit,
             kind,
             filter: SearchFilter::default(),
+            mode: None,
         }
+    }
+
+    /// The same query run in `mode` (`None`: the default).
+    pub fn in_mode(mut self, mode: Option<SearchMode>) -> Self {
+        self.mode = mode;
+        self
     }
 
     /// The same query narrowed by `filter`.

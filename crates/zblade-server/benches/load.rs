@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::{conversation, fresh_postgres, percentile};
 use zblade_server::auth::{hash_token, new_token};
-use zblade_server::{Limits, Store, store};
+use zblade_server::{Limits, Store};
 
 mod common;
 #[path = "../../zblade-engine/benches/common/report.rs"]
@@ -38,14 +38,17 @@ fn run_backend(backend: &'static str, db: String, clients: usize, seconds: u64) 
         .enable_all()
         .build()
         .unwrap();
-    let (store, listener, token) = runtime.block_on(async {
-        let store = store::open(&db).await.unwrap();
-        store.migrate().await.unwrap();
-        store.add_user("load").await.unwrap();
-        let (id, token) = new_token();
-        store.add_token("load", &id, &hash_token(&token), None).await.unwrap();
+    let (listener, token) = runtime.block_on(async {
+        let token = zblade_server::with_store!(&db, store => {
+            store.migrate().await.unwrap();
+            store.add_user("load").await.unwrap();
+            let (id, token) = new_token();
+            store.add_token("load", &id, &hash_token(&token), None).await.unwrap();
+            token
+        })
+        .unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        (store, listener, token)
+        (listener, token)
     });
     let base = format!("http://{}", listener.local_addr().unwrap());
     let limits = Limits {
@@ -54,6 +57,7 @@ fn run_backend(backend: &'static str, db: String, clients: usize, seconds: u64) 
         ..Limits::default()
     };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let served_db = db.clone();
     let server = runtime.spawn(async move {
         // This load sends no vectors: the folder is never created.
         let vectors = zblade_server::Vectors::new(
@@ -61,10 +65,11 @@ fn run_backend(backend: &'static str, db: String, clients: usize, seconds: u64) 
                 .join(format!("zblade-load-vectors-{}", std::process::id()))
                 .to_string_lossy(),
         );
-        zblade_server::serve(listener, store, vectors, &limits, async {
+        zblade_server::with_store!(&served_db, store => zblade_server::serve(listener, store, vectors, &limits, async {
             let _ = stop_rx.await;
         })
         .await
+        .unwrap())
         .unwrap();
     });
     let http = reqwest::blocking::Client::builder()

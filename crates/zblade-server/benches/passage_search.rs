@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use common::{fresh_postgres, percentile};
 use zblade_server::auth::{hash_token, new_token};
 use zblade_server::store::{EmbeddingModel, Kind, NewPassage, NewRecord};
-use zblade_server::{Limits, Store, Vectors, store};
+use zblade_server::{Limits, Store, Vectors};
 use zblade_sync::{Client, EmbeddingModel as WireModel, PassageQuery, QueryVector};
 
 mod common;
@@ -136,69 +136,72 @@ fn run_backend(
         dims: DIMS as u32,
     };
     let seeding = Instant::now();
-    let (store, listener, tokens, names) = runtime.block_on(async {
-        let store = store::open(&db).await.unwrap();
-        store.migrate().await.unwrap();
-        let mut tokens = Vec::new();
-        let mut names = Vec::new();
-        let vectors = Arc::new(vectors);
-        for p in 0..projects {
-            let user = store.add_user(&format!("owner{p}")).await.unwrap();
-            let (id, token) = new_token();
-            store
-                .add_token(&user.name, &id, &hash_token(&token), None)
-                .await
-                .unwrap();
-            let project = format!("proj_bench{p}");
-            store.put_project(user.id, &project, "bench").await.unwrap();
-            store.set_embedding(user.id, &project, &model).await.unwrap();
-            let mut rows = Vec::new();
-            for n in 0..conversations {
-                let cid = format!("conv_{n:06}");
-                let body = conversation(&cid, &project, &mut rng);
-                let conv = zblade_core::parse_conversation(body.as_bytes(), "bench").unwrap();
-                let passages = conv
-                    .messages
-                    .iter()
-                    .enumerate()
-                    .map(|(i, m)| NewPassage {
-                        key: format!("{cid}/{}", m.id),
-                        message: m.id.clone(),
-                        position: i as i64,
-                        label: m.role.as_str().into(),
-                        time: String::new(),
-                        text: m.content.clone(),
-                    })
-                    .collect::<Vec<_>>();
-                for passage in &passages {
-                    rows.push((format!("{}#0", passage.key), vector(&mut rng, &centres)));
-                }
-                let record = NewRecord {
-                    kind: Kind::Conversation,
-                    id: cid,
-                    hash: zblade_core::sha256_hex(body.as_bytes()),
-                    title: conv.title.clone(),
-                    tags: Vec::new(),
-                    updated_at: String::new(),
-                    search_text: String::new(),
-                    body,
-                    passages,
-                };
+    let (listener, tokens, names) = runtime.block_on(async {
+        let (tokens, names) = zblade_server::with_store!(&db, store => {
+            store.migrate().await.unwrap();
+            let mut tokens = Vec::new();
+            let mut names = Vec::new();
+            let vectors = Arc::new(vectors);
+            for p in 0..projects {
+                let user = store.add_user(&format!("owner{p}")).await.unwrap();
+                let (id, token) = new_token();
                 store
-                    .put_record(user.id, &project, &record, user.id, false)
+                    .add_token(&user.name, &id, &hash_token(&token), None)
                     .await
                     .unwrap();
+                let project = format!("proj_bench{p}");
+                store.put_project(user.id, &project, "bench").await.unwrap();
+                store.set_embedding(user.id, &project, &model).await.unwrap();
+                let mut rows = Vec::new();
+                for n in 0..conversations {
+                    let cid = format!("conv_{n:06}");
+                    let body = conversation(&cid, &project, &mut rng);
+                    let conv = zblade_core::parse_conversation(body.as_bytes(), "bench").unwrap();
+                    let passages = conv
+                        .messages
+                        .iter()
+                        .enumerate()
+                        .map(|(i, m)| NewPassage {
+                            key: format!("{cid}/{}", m.id),
+                            message: m.id.clone(),
+                            position: i as i64,
+                            label: m.role.as_str().into(),
+                            time: String::new(),
+                            text: m.content.clone(),
+                        })
+                        .collect::<Vec<_>>();
+                    for passage in &passages {
+                        rows.push((format!("{}#0", passage.key), vector(&mut rng, &centres)));
+                    }
+                    let record = NewRecord {
+                        kind: Kind::Conversation,
+                        id: cid,
+                        hash: zblade_core::sha256_hex(body.as_bytes()),
+                        title: conv.title.clone(),
+                        tags: Vec::new(),
+                        updated_at: String::new(),
+                        search_text: String::new(),
+                        body,
+                        passages,
+                    };
+                    store
+                        .put_record(user.id, &project, &record, user.id, false)
+                        .await
+                        .unwrap();
+                }
+                // One write, so the ANN index covers every vector.
+                vectors
+                    .replace(user.id, &project, Vec::new(), rows, DIMS)
+                    .await
+                    .unwrap();
+                tokens.push(token);
+                names.push(project);
             }
-            // One write, so the ANN index covers every vector.
-            vectors
-                .replace(user.id, &project, Vec::new(), rows, DIMS)
-                .await
-                .unwrap();
-            tokens.push(token);
-            names.push(project);
-        }
+            (tokens, names)
+        })
+        .unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        (store, listener, tokens, names)
+        (listener, tokens, names)
     });
     let seed_seconds = seeding.elapsed().as_secs_f64();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -209,11 +212,13 @@ fn run_backend(
     };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let served = Vectors::new(dir.path().join("vectors").to_string_lossy());
+    let served_db = db.clone();
     let server = runtime.spawn(async move {
-        zblade_server::serve(listener, store, served, &limits, async {
+        zblade_server::with_store!(&served_db, store => zblade_server::serve(listener, store, served, &limits, async {
             let _ = stop_rx.await;
         })
         .await
+        .unwrap())
         .unwrap();
     });
     let hybrid = Arc::new(Mutex::new(0usize));

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use common::{conversation, fresh_postgres, percentile};
 use zblade_server::auth::{hash_token, new_token};
 use zblade_server::store::Role;
-use zblade_server::{Limits, Store, store};
+use zblade_server::{Limits, Store};
 use zblade_sync::{Client, Kind};
 
 mod common;
@@ -41,10 +41,9 @@ fn serve(db: &str, addr: SocketAddr) -> (Running, SocketAddr) {
         .build()
         .unwrap();
     let db = db.to_string();
-    let (store, listener) = runtime.block_on(async {
-        let store = store::open(&db).await.unwrap();
-        store.migrate().await.unwrap();
-        (store, tokio::net::TcpListener::bind(addr).await.unwrap())
+    let listener = runtime.block_on(async {
+        zblade_server::with_store!(&db, store => store.migrate().await.unwrap()).unwrap();
+        tokio::net::TcpListener::bind(addr).await.unwrap()
     });
     let bound = listener.local_addr().unwrap();
     let limits = Limits {
@@ -60,10 +59,11 @@ fn serve(db: &str, addr: SocketAddr) -> (Running, SocketAddr) {
                 .join(format!("zblade-load-vectors-{}", std::process::id()))
                 .to_string_lossy(),
         );
-        zblade_server::serve(listener, store, vectors, &limits, async {
+        zblade_server::with_store!(&db, store => zblade_server::serve(listener, store, vectors, &limits, async {
             let _ = stopped.await;
         })
         .await
+        .unwrap())
         .unwrap();
     });
     (
@@ -120,42 +120,44 @@ fn run_backend(backend: &'static str, db: String, projects: usize, per_project: 
             .build()
             .unwrap();
         runtime.block_on(async {
-            let store = store::open(&db).await.unwrap();
-            store.migrate().await.unwrap();
-            let mut people = Vec::new();
-            for p in 0..projects {
-                let project = format!("proj_team{p}");
-                let mut creator = 0;
-                for m in 0..per_project {
-                    let name = format!("u{p}_{m}");
-                    let user = store.add_user(&name).await.unwrap();
-                    let (id, token) = new_token();
-                    store.add_token(&name, &id, &hash_token(&token), None).await.unwrap();
-                    // The creator, a co-owner, then writers; the last three read.
-                    let role = match m {
-                        0 | 1 => Role::Owner,
-                        m if m + 3 >= per_project => Role::Reader,
-                        _ => Role::Writer,
-                    };
-                    if m == 0 {
-                        store.put_project(user.id, &project, "team").await.unwrap();
-                        creator = user.id;
-                    } else {
-                        store.put_member(creator, &project, &name, role, creator).await.unwrap();
-                        store
-                            .accept_invitation(user.id, &format!("u{p}_0"), &project)
-                            .await
-                            .unwrap();
+            zblade_server::with_store!(&db, store => {
+                store.migrate().await.unwrap();
+                let mut people = Vec::new();
+                for p in 0..projects {
+                    let project = format!("proj_team{p}");
+                    let mut creator = 0;
+                    for m in 0..per_project {
+                        let name = format!("u{p}_{m}");
+                        let user = store.add_user(&name).await.unwrap();
+                        let (id, token) = new_token();
+                        store.add_token(&name, &id, &hash_token(&token), None).await.unwrap();
+                        // The creator, a co-owner, then writers; the last three read.
+                        let role = match m {
+                            0 | 1 => Role::Owner,
+                            m if m + 3 >= per_project => Role::Reader,
+                            _ => Role::Writer,
+                        };
+                        if m == 0 {
+                            store.put_project(user.id, &project, "team").await.unwrap();
+                            creator = user.id;
+                        } else {
+                            store.put_member(creator, &project, &name, role, creator).await.unwrap();
+                            store
+                                .accept_invitation(user.id, &format!("u{p}_0"), &project)
+                                .await
+                                .unwrap();
+                        }
+                        people.push(Person {
+                            name,
+                            token,
+                            project: project.clone(),
+                            role,
+                        });
                     }
-                    people.push(Person {
-                        name,
-                        token,
-                        project: project.clone(),
-                        role,
-                    });
                 }
-            }
-            people
+                people
+            })
+            .unwrap()
         })
     };
     let (server, addr) = serve(&db, "127.0.0.1:0".parse().unwrap());

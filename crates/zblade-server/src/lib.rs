@@ -19,7 +19,7 @@ use axum::http::StatusCode;
 use tower_http::timeout::TimeoutLayer;
 
 pub use api::AppState;
-pub use store::{AnyStore, Store};
+pub use store::{Backend, Store};
 pub use vectors::Vectors;
 
 /// How the server limits what it accepts.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use zblade_server::auth::{hash_token, new_token};
-use zblade_server::{Limits, Store, store};
+use zblade_server::{Limits, Store};
 
 /// The zblade sync server (API v0). Memory of server-mode projects lives here; local-mode
 /// projects may send titles and tags only, when their owner allows it.
@@ -160,18 +160,27 @@ fn default_vectors(db: &str) -> String {
     }
 }
 
-async fn open(db: &Db) -> Result<store::AnyStore, String> {
-    let store = store::open(&db.db).await.map_err(|e| e.to_string())?;
-    store.migrate().await.map_err(|e| e.to_string())?;
-    Ok(store)
+impl Command {
+    /// The database the command works on.
+    fn db(&self) -> &str {
+        match self {
+            Command::Serve { db, .. } | Command::Migrate { db } => &db.db,
+            Command::User { command } => match command {
+                UserCommand::Add { db, .. }
+                | UserCommand::List { db, .. }
+                | UserCommand::Disable { db, .. }
+                | UserCommand::Enable { db, .. } => &db.db,
+            },
+            Command::Token { command } => match command {
+                TokenCommand::Add { db, .. } | TokenCommand::List { db, .. } | TokenCommand::Revoke { db, .. } => {
+                    &db.db
+                }
+            },
+        }
+    }
 }
 
-async fn make_token(
-    store: &store::AnyStore,
-    user: &str,
-    expires_in_days: Option<u32>,
-    json: bool,
-) -> Result<(), String> {
+async fn make_token<S: Store>(store: &S, user: &str, expires_in_days: Option<u32>, json: bool) -> Result<(), String> {
     let (id, secret) = new_token();
     let expires_at = expires_in_days.map(|days| {
         (chrono::Utc::now() + chrono::Duration::days(i64::from(days)))
@@ -193,8 +202,7 @@ async fn make_token(
     Ok(())
 }
 
-async fn set_disabled(db: &Db, name: &str, disabled: bool) -> Result<(), String> {
-    let store = open(db).await?;
+async fn set_disabled<S: Store>(store: &S, name: &str, disabled: bool) -> Result<(), String> {
     if !store
         .set_user_disabled(name, disabled)
         .await
@@ -213,10 +221,26 @@ async fn set_disabled(db: &Db, name: &str, disabled: bool) -> Result<(), String>
     Ok(())
 }
 
+/// Checks what can be checked without the database, then runs the command on the store its
+/// `--db` names: [`run_on`] is compiled once per backend.
 async fn run(cli: Cli) -> Result<(), String> {
-    match cli.command {
+    if let Command::User {
+        command: UserCommand::Add { name, .. },
+    } = &cli.command
+        && (name.trim().is_empty() || name.len() > 64 || name.chars().any(char::is_control))
+    {
+        return Err("a user name is 1-64 printable characters".into());
+    }
+    let db = cli.command.db().to_string();
+    zblade_server::with_store!(&db, store => run_on(store, &db, cli.command).await).map_err(|e| e.to_string())?
+}
+
+/// Runs `command` on `store`, migrated first (every command works on the current schema).
+async fn run_on<S: Store>(store: S, db: &str, command: Command) -> Result<(), String> {
+    let ran = store.migrate().await.map_err(|e| e.to_string())?;
+    match command {
         Command::Serve {
-            db,
+            db: _,
             listen,
             max_body,
             rate,
@@ -227,7 +251,6 @@ async fn run(cli: Cli) -> Result<(), String> {
             trusted_proxies,
             vectors,
         } => {
-            let store = open(&db).await?;
             // Memory stored before passage search gets its passages once.
             let indexed = zblade_server::backfill_passages(&store)
                 .await
@@ -235,7 +258,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             if indexed > 0 {
                 eprintln!("zblade-server: indexed the messages of {indexed} records stored before passage search");
             }
-            let vectors = vectors.unwrap_or_else(|| default_vectors(&db.db));
+            let vectors = vectors.unwrap_or_else(|| default_vectors(db));
             // Checked before the server listens. LanceDB's calls block: off the async threads.
             let object_store = vectors.contains("://");
             let vectors = tokio::task::spawn_blocking(move || zblade_server::Vectors::open(vectors))
@@ -259,7 +282,7 @@ async fn run(cli: Cli) -> Result<(), String> {
                 "zblade-server: API v0 on http://{addr}/api/v0/ ({} database {})",
                 store.backend(),
                 if store.backend() == "sqlite" {
-                    db.db.as_str()
+                    db
                 } else {
                     "at the given URL"
                 }
@@ -292,16 +315,11 @@ async fn run(cli: Cli) -> Result<(), String> {
                 .map_err(|e| e.to_string())
         }
         Command::User { command } => match command {
-            UserCommand::Add { name, db, json } => {
-                if name.trim().is_empty() || name.len() > 64 || name.chars().any(char::is_control) {
-                    return Err("a user name is 1-64 printable characters".into());
-                }
-                let store = open(&db).await?;
+            UserCommand::Add { name, db: _, json } => {
                 store.add_user(&name).await.map_err(|e| e.to_string())?;
                 make_token(&store, &name, None, json).await
             }
-            UserCommand::List { db, json } => {
-                let store = open(&db).await?;
+            UserCommand::List { db: _, json } => {
                 let users = store.list_users().await.map_err(|e| e.to_string())?;
                 if json {
                     println!("{}", serde_json::json!({ "users": users }));
@@ -323,21 +341,17 @@ async fn run(cli: Cli) -> Result<(), String> {
                 }
                 Ok(())
             }
-            UserCommand::Disable { name, db } => set_disabled(&db, &name, true).await,
-            UserCommand::Enable { name, db } => set_disabled(&db, &name, false).await,
+            UserCommand::Disable { name, db: _ } => set_disabled(&store, &name, true).await,
+            UserCommand::Enable { name, db: _ } => set_disabled(&store, &name, false).await,
         },
         Command::Token { command } => match command {
             TokenCommand::Add {
                 user,
                 expires_in_days,
-                db,
+                db: _,
                 json,
-            } => {
-                let store = open(&db).await?;
-                make_token(&store, &user, expires_in_days, json).await
-            }
-            TokenCommand::List { user, db, json } => {
-                let store = open(&db).await?;
+            } => make_token(&store, &user, expires_in_days, json).await,
+            TokenCommand::List { user, db: _, json } => {
                 let tokens = store.list_tokens(user.as_deref()).await.map_err(|e| e.to_string())?;
                 if json {
                     println!("{}", serde_json::json!({ "tokens": tokens }));
@@ -358,8 +372,7 @@ async fn run(cli: Cli) -> Result<(), String> {
                 }
                 Ok(())
             }
-            TokenCommand::Revoke { id, db } => {
-                let store = open(&db).await?;
+            TokenCommand::Revoke { id, db: _ } => {
                 if store.revoke_token(&id).await.map_err(|e| e.to_string())? {
                     println!("revoked {id}");
                     Ok(())
@@ -368,9 +381,7 @@ async fn run(cli: Cli) -> Result<(), String> {
                 }
             }
         },
-        Command::Migrate { db } => {
-            let store = store::open(&db.db).await.map_err(|e| e.to_string())?;
-            let ran = store.migrate().await.map_err(|e| e.to_string())?;
+        Command::Migrate { db: _ } => {
             println!("{ran} migration(s) applied");
             Ok(())
         }

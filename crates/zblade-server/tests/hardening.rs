@@ -9,7 +9,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 use zblade_server::Limits;
 use zblade_server::auth::{hash_token, new_token};
-use zblade_server::store::{self, Store};
+use zblade_server::store::Store;
 
 const PROJECT: &str = "proj_hard";
 
@@ -96,21 +96,23 @@ fn expired_tokens_and_disabled_users_are_refused() {
         let (expired_id, expired) = new_token();
         let (later_id, later) = new_token();
         let tokens = rt.block_on(async {
-            let store = store::open(&server.db).await.unwrap();
-            store
-                .add_token(
-                    "bob",
-                    &expired_id,
-                    &hash_token(&expired),
-                    Some("2020-01-01T00:00:00.000Z"),
-                )
-                .await
-                .unwrap();
-            store
-                .add_token("bob", &later_id, &hash_token(&later), Some("2999-01-01T00:00:00.000Z"))
-                .await
-                .unwrap();
-            store.list_tokens(Some("bob")).await.unwrap()
+            zblade_server::with_store!(&server.db, store => {
+                store
+                    .add_token(
+                        "bob",
+                        &expired_id,
+                        &hash_token(&expired),
+                        Some("2020-01-01T00:00:00.000Z"),
+                    )
+                    .await
+                    .unwrap();
+                store
+                    .add_token("bob", &later_id, &hash_token(&later), Some("2999-01-01T00:00:00.000Z"))
+                    .await
+                    .unwrap();
+                store.list_tokens(Some("bob")).await.unwrap()
+            })
+            .unwrap()
         });
         assert_eq!(tokens.len(), 3, "{backend}: {tokens:?}");
         assert!(tokens.iter().any(|t| t.id == expired_id && t.expires_at.is_some()));
@@ -126,16 +128,20 @@ fn expired_tokens_and_disabled_users_are_refused() {
         assert_eq!(me(&later), StatusCode::OK, "{backend}: not expired yet");
         assert_eq!(me(&expired), StatusCode::UNAUTHORIZED, "{backend}: expired");
         let disabled = rt.block_on(async {
-            let store = store::open(&server.db).await.unwrap();
-            store.set_user_disabled("bob", true).await.unwrap()
+            zblade_server::with_store!(&server.db, store => {
+                store.set_user_disabled("bob", true).await.unwrap()
+            })
+            .unwrap()
         });
         assert!(disabled);
         assert_eq!(me(&good), StatusCode::UNAUTHORIZED, "{backend}: disabled user");
         assert_eq!(me(&later), StatusCode::UNAUTHORIZED, "{backend}: disabled user");
         rt.block_on(async {
-            let store = store::open(&server.db).await.unwrap();
-            assert!(store.set_user_disabled("bob", false).await.unwrap());
-            assert!(!store.set_user_disabled("nobody", true).await.unwrap());
+            zblade_server::with_store!(&server.db, store => {
+                assert!(store.set_user_disabled("bob", false).await.unwrap());
+                assert!(!store.set_user_disabled("nobody", true).await.unwrap());
+            })
+            .unwrap()
         });
         assert_eq!(me(&good), StatusCode::OK, "{backend}: enabled again");
     }

@@ -339,28 +339,30 @@ fn records_stored_before_passage_search_are_indexed_by_the_backfill() {
             .build()
             .unwrap();
         runtime.block_on(async {
-            let store = zblade_server::store::open(&db).await.unwrap();
-            store.migrate().await.unwrap();
-            let user = store.add_user("old").await.unwrap();
-            store.put_project(user.id, "proj_old", "old").await.unwrap();
-            // As an older server stored it: no passages.
-            let record = old_conversation("proj_old", "legacy cache", Vec::new());
-            store
-                .put_record(user.id, "proj_old", &record, user.id, false)
-                .await
-                .unwrap();
-            let legacy = store
-                .keyword_passages(user.id, "proj_old", "legacy", None, 10)
-                .await
-                .unwrap();
-            assert!(legacy.is_empty(), "{backend}: nothing indexed yet");
-            assert_eq!(zblade_server::backfill_passages(&store).await.unwrap(), 1);
-            let hits = store
-                .keyword_passages(user.id, "proj_old", "legacy", None, 10)
-                .await
-                .unwrap();
-            assert_eq!(hits.len(), 2, "{backend}: both messages: {hits:?}");
-            assert_eq!(zblade_server::backfill_passages(&store).await.unwrap(), 0, "once");
+            zblade_server::with_store!(&db, store => {
+                store.migrate().await.unwrap();
+                let user = store.add_user("old").await.unwrap();
+                store.put_project(user.id, "proj_old", "old").await.unwrap();
+                // As an older server stored it: no passages.
+                let record = old_conversation("proj_old", "legacy cache", Vec::new());
+                store
+                    .put_record(user.id, "proj_old", &record, user.id, false)
+                    .await
+                    .unwrap();
+                let legacy = store
+                    .keyword_passages(user.id, "proj_old", "legacy", None, 10)
+                    .await
+                    .unwrap();
+                assert!(legacy.is_empty(), "{backend}: nothing indexed yet");
+                assert_eq!(zblade_server::backfill_passages(&store).await.unwrap(), 1);
+                let hits = store
+                    .keyword_passages(user.id, "proj_old", "legacy", None, 10)
+                    .await
+                    .unwrap();
+                assert_eq!(hits.len(), 2, "{backend}: both messages: {hits:?}");
+                assert_eq!(zblade_server::backfill_passages(&store).await.unwrap(), 0, "once");
+            })
+            .unwrap()
         });
     }
 }
@@ -396,35 +398,37 @@ fn passages_stored_under_schema_5_are_found_after_the_upgrade() {
                 .await
                 .unwrap();
         }
-        let store = zblade_server::store::open(&db).await.unwrap();
-        let user = store.add_user("old").await.unwrap();
-        for project in ["proj_a", "proj_b"] {
-            store.put_project(user.id, project, project).await.unwrap();
-            let text = format!("the gateway retries in {project}");
-            let passage = NewPassage {
-                key: "conv_old/msg_1".into(),
-                message: "msg_1".into(),
-                position: 0,
-                label: "user".into(),
-                time: String::new(),
-                text: text.clone(),
-            };
-            let record = old_conversation(project, &text, vec![passage]);
-            store
-                .put_record(user.id, project, &record, user.id, false)
-                .await
-                .unwrap();
-        }
-        assert_eq!(store.migrate().await.unwrap(), 1, "migration 6 runs");
-        for project in ["proj_a", "proj_b"] {
-            let hits = store
-                .keyword_passages(user.id, project, "gateway retry", None, 10)
-                .await
-                .unwrap();
-            assert_eq!(hits.len(), 1, "{project}: its own passage only: {hits:?}");
-            let other = if project == "proj_a" { "proj_b" } else { "proj_a" };
-            let mine = store.passages(user.id, project, &[hits[0].0.clone()]).await.unwrap();
-            assert!(mine[0].text.contains(project) && !mine[0].text.contains(other));
-        }
+        zblade_server::with_store!(&db, store => {
+            let user = store.add_user("old").await.unwrap();
+            for project in ["proj_a", "proj_b"] {
+                store.put_project(user.id, project, project).await.unwrap();
+                let text = format!("the gateway retries in {project}");
+                let passage = NewPassage {
+                    key: "conv_old/msg_1".into(),
+                    message: "msg_1".into(),
+                    position: 0,
+                    label: "user".into(),
+                    time: String::new(),
+                    text: text.clone(),
+                };
+                let record = old_conversation(project, &text, vec![passage]);
+                store
+                    .put_record(user.id, project, &record, user.id, false)
+                    .await
+                    .unwrap();
+            }
+            assert_eq!(store.migrate().await.unwrap(), 1, "migration 6 runs");
+            for project in ["proj_a", "proj_b"] {
+                let hits = store
+                    .keyword_passages(user.id, project, "gateway retry", None, 10)
+                    .await
+                    .unwrap();
+                assert_eq!(hits.len(), 1, "{project}: its own passage only: {hits:?}");
+                let other = if project == "proj_a" { "proj_b" } else { "proj_a" };
+                let mine = store.passages(user.id, project, &[hits[0].0.clone()]).await.unwrap();
+                assert!(mine[0].text.contains(project) && !mine[0].text.contains(other));
+            }
+        })
+        .unwrap()
     });
 }

@@ -178,6 +178,11 @@ impl Client {
         self
     }
 
+    /// The token this client sends (empty when it sends none).
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
     /// The server's URL.
     pub fn url(&self) -> &str {
         &self.base

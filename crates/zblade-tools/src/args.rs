@@ -52,7 +52,7 @@ pub struct SearchArgs {
     /// Default hybrid if available.
     #[serde(default)]
     pub mode: Option<Mode>,
-    /// Default 10, at most 50.
+    /// Default 10, at most 200.
     #[serde(default, deserialize_with = "lenient::opt_u32")]
     pub limit: Option<u32>,
     /// Only about code under this path.

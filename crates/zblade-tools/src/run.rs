@@ -11,7 +11,6 @@ use crate::args::*;
 use crate::out::*;
 
 /// Most hits a search returns, whatever is asked.
-const MAX_HITS: u32 = 50;
 /// Messages `get_conversation` returns when no end is given.
 const DEFAULT_MESSAGES: u32 = 50;
 /// A message's text is cut to this many characters in `get_conversation`.
@@ -108,8 +107,10 @@ pub fn search(project: &mut Project, args: SearchArgs) -> Result<SearchOut, Stri
         Mode::Semantic => SearchMode::Semantic,
         Mode::Hybrid => SearchMode::Hybrid,
     });
-    let query = SearchQuery::new(args.query, limit(args.limit), kind).with_filter(under(args.path));
-    let results = project.search_with(&query, mode).map_err(|e| e.to_string())?;
+    let query = SearchQuery::new(args.query, limit(args.limit), kind)
+        .with_filter(under(args.path))
+        .in_mode(mode);
+    let results = project.search(&query).map_err(|e| e.to_string())?;
     Ok(SearchOut {
         mode: results.mode.as_str().to_string(),
         notice: results.notice,
@@ -289,15 +290,14 @@ pub fn status(project: &mut Project, _: StatusArgs) -> Result<StatusOut, String>
 /// Only what is about code under `path` (`./src` and `src` alike).
 fn under(path: Option<String>) -> SearchFilter {
     SearchFilter {
-        path_prefix: path.map(|p| p.trim_start_matches("./").to_string()),
+        path_prefix: path,
         ..SearchFilter::default()
     }
 }
 
+/// The limit asked for, or the default; the engine refuses 0 and caps a large one.
 fn limit(asked: Option<u32>) -> usize {
-    asked
-        .map_or(SearchQuery::DEFAULT_LIMIT, |n| n as usize)
-        .clamp(1, MAX_HITS as usize)
+    asked.map_or(SearchQuery::DEFAULT_LIMIT, |n| n as usize)
 }
 
 /// A reference as the code is now.

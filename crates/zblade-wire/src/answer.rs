@@ -63,6 +63,14 @@ impl Answer {
     }
 }
 
+/// The text one line of `api`'s event stream adds to the answer (`data: {…}` with a text
+/// delta), decoded as [`parse`] decodes the whole stream, so tokens can be shown as they
+/// arrive; `None` for a line that adds no text (a keep-alive, `[DONE]`, a tool call's part).
+pub fn text_delta(api: Api, line: &[u8]) -> Option<String> {
+    let text = parse(api, line, true).text;
+    (!text.is_empty()).then_some(text)
+}
+
 /// Reassembles the answer of `api` from the relayed `body`; `stream` says how it was sent.
 pub fn parse(api: Api, body: &[u8], stream: bool) -> Answer {
     if !stream {
@@ -363,6 +371,27 @@ fn error_text(error: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_line_gives_its_text_delta() {
+        let line = br#"data: {"choices":[{"index":0,"delta":{"content":"Hel"}}]}"#;
+        assert_eq!(text_delta(Api::ChatCompletions, line).as_deref(), Some("Hel"));
+        assert_eq!(text_delta(Api::ChatCompletions, b"data: [DONE]\n"), None);
+        assert_eq!(text_delta(Api::ChatCompletions, b": keep-alive\n"), None);
+        assert_eq!(
+            text_delta(
+                Api::ChatCompletions,
+                br#"data: {"choices":[{"delta":{"role":"assistant"}}]}"#
+            ),
+            None
+        );
+        assert_eq!(text_delta(Api::ChatCompletions, b"data: {not json"), None);
+        let anthropic =
+            br#"data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Argon"}}"#;
+        assert_eq!(text_delta(Api::Messages, anthropic).as_deref(), Some("Argon"));
+        let tool_input = br#"data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{"p"}}"#;
+        assert_eq!(text_delta(Api::Messages, tool_input), None);
+    }
 
     #[test]
     fn chat_stream_tool_call_deltas_are_joined_by_index() {

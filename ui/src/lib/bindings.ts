@@ -3081,7 +3081,7 @@ export type SearchKind =
  */
 "code"
 /**
- * How to search.
+ * How to search: by words, by meaning, or both.
  */
 export type SearchMode = 
 /**
@@ -3097,7 +3097,10 @@ export type SearchMode =
  */
 "hybrid"
 /**
- * A keyword search request.
+ * A search request, the one every face sends (`zblade search`, the app, MCP's `search`):
+ * what to look for, how many, where and how. The engine decides the rest — it refuses a limit
+ * of 0, caps one above [`SearchQuery::MAX_LIMIT`], cleans the path, checks the conversation
+ * exists, and re-indexes files that changed since they were indexed before showing their code.
  */
 export type SearchQuery = { 
 /**
@@ -3115,7 +3118,11 @@ kind?: SearchKind;
 /**
  * What to leave out.
  */
-filter?: SearchFilter }
+filter?: SearchFilter; 
+/**
+ * How to search; `None`: hybrid where vectors exist, else keyword.
+ */
+mode?: SearchMode | null }
 /**
  * The outcome of a search in some mode.
  */
@@ -3134,7 +3141,7 @@ notice: string | null;
 hits: Hit[]; 
 /**
  * Files whose indexed chunks no longer match the working tree: their hits were left
- * out, and the files need indexing again (`Project::search_fresh` does it).
+ * out, and the files need indexing again (`Project::search` does it).
  */
 stale_files: string[]; 
 /**

@@ -12,13 +12,8 @@ use crate::render::{Detection, Imported};
 pub(crate) fn run(cx: &mut Ctx, args: ImportArgs) -> Result<(), Error> {
     let mut project = cx.open()?;
     let Some(source) = args.source else {
-        let detected = project.detect_sources();
-        let history = project.import_history();
-        let followed = project.enabled_sources();
         return cx.out.print(&Detection {
-            detected: &detected,
-            history: &history,
-            followed: &followed,
+            sources: &project.sources(),
         });
     };
     if args.follow || args.unfollow {

@@ -75,7 +75,7 @@ fn migrate(cx: &mut Ctx, direction: MigrationDirection, args: MigrateArgs) -> Re
     };
     // The flag, else the choice saved with this very server.
     let transport = project.transport_for(&server, args.allow_insecure_http);
-    let (client, token) = zblade_engine::connect(&server, args.token.as_deref(), transport)?;
+    let (client, _token) = zblade_engine::connect(&server, args.token.as_deref(), transport)?;
     if client.is_plain_http_to_another_machine() {
         eprintln!(
             "warning: {server} is plain http to another machine; anyone on the network path can read and change what crosses it, the token included. Use https where you can (docs/SERVER.md)."
@@ -145,10 +145,6 @@ fn migrate(cx: &mut Ctx, direction: MigrationDirection, args: MigrateArgs) -> Re
         bar.update(stage, done, total);
     })?;
     bar.finish();
-    if direction == MigrationDirection::ToServer {
-        // Server mode reads and writes with this token from now on.
-        zblade_sync::credentials::save(&server, &token)?;
-    }
     let cleanup = args.cleanup && (args.yes || !interactive || ask("Remove the copies left at the source?")?);
     let removed = if cleanup {
         Some(project.cleanup_migration_source(&client)?)

@@ -1,5 +1,5 @@
-//! `zblade search QUERY…`: keyword, semantic or hybrid; files changed since indexing are
-//! indexed again before their hits are shown.
+//! `zblade search QUERY…`: keyword, semantic or hybrid; the engine indexes files changed since
+//! indexing again before their hits are shown.
 
 use zblade_engine::{Error, SearchFilter, SearchQuery};
 
@@ -17,7 +17,7 @@ pub(crate) fn run(cx: &mut Ctx, args: SearchArgs) -> Result<(), Error> {
     };
     let text = args.query.join(" ");
     let query = SearchQuery::new(text.clone(), args.limit, args.kind).with_filter(filter);
-    let results = project.search_fresh(&query, args.mode)?;
+    let results = project.search(&query.in_mode(args.mode))?;
     if let Some(notice) = &results.notice {
         cx.notice(notice);
     }

@@ -40,10 +40,10 @@ impl Follower {
             return Vec::new();
         }
         self.last = Some(Instant::now());
-        let places = &project.agent_places;
+        let agents = &project.parts.agents;
         let mut changed = Vec::new();
         for source in project.enabled_sources_now() {
-            let stores = places.stores(source, project.layout.root());
+            let stores = agents.stores(source, project.layout().root());
             let mut any = false;
             for file in find_session_files(source, &stores) {
                 let Ok(stamp) = file_stamp(&file.path) else { continue };

@@ -72,11 +72,11 @@ pub(crate) fn record_vectors(parts: &Parts, records: &[(Kind, &[u8])]) -> Result
 /// Embeds every record's pieces — those the vector table has are read back, the others
 /// embedded and added to it — into one upload per record.
 fn uploads(parts: &Parts, records: Vec<(Vec<Piece>, &[u8])>) -> Result<Vec<Option<VectorsUpload>>> {
-    let Ok(embedder) = parts.embedder() else {
+    let Ok(embedder) = parts.semantic().embedder() else {
         return Ok(records.iter().map(|_| None).collect());
     };
     let model = EmbeddingModel {
-        id: parts.model_id(),
+        id: parts.semantic().model_id(),
         dims: embedder.lock().expect("embedder lock").dim() as u32,
     };
     let store = VectorStore::open(&parts.layout.vectors_dir(), &model.id, model.dims as usize).map_err(search_error)?;

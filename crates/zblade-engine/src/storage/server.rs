@@ -652,12 +652,12 @@ fn with_vectors(parts: &Parts, records: Vec<(Kind, String, Vec<u8>, usize)>) -> 
 
 /// The query embedded by the project's model, when this machine has it.
 fn query_vector(parts: &Parts, text: &str) -> Option<QueryVector> {
-    let embedder = parts.embedder().ok()?;
+    let embedder = parts.semantic().embedder().ok()?;
     let dims = embedder.lock().ok()?.dim() as u32;
-    let values = parts.query_vector(text).ok()?;
+    let values = parts.semantic().query_vector(text).ok()?;
     Some(QueryVector {
         model: EmbeddingModel {
-            id: parts.model_id(),
+            id: parts.semantic().model_id(),
             dims,
         },
         values,

@@ -4,6 +4,7 @@
 //! that touches user data takes the user's id, so scoping is not left to the caller.
 
 mod postgres;
+mod queries;
 mod sqlite;
 
 use std::future::Future;
@@ -559,206 +560,42 @@ pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// Opens the store a `--db` argument names: a `postgres://` (or `postgresql://`) URL, or a
-/// SQLite file path (optionally written `sqlite://PATH`).
-pub async fn open(db: &str) -> StoreResult<AnyStore> {
-    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
-        Ok(AnyStore::Postgres(PostgresStore::connect(db).await?))
-    } else {
-        let path = db.strip_prefix("sqlite://").unwrap_or(db);
-        Ok(AnyStore::Sqlite(SqliteStore::open(std::path::Path::new(path))?))
+/// The backend a `--db` argument names: a `postgres://` (or `postgresql://`) URL, or a SQLite
+/// file path (optionally written `sqlite://PATH`).
+pub enum Backend<'a> {
+    /// The embedded default: a SQLite file.
+    Sqlite(&'a std::path::Path),
+    /// For many users: a PostgreSQL URL.
+    Postgres(&'a str),
+}
+
+impl Backend<'_> {
+    /// The backend `db` names.
+    pub fn of(db: &str) -> Backend<'_> {
+        if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+            Backend::Postgres(db)
+        } else {
+            Backend::Sqlite(std::path::Path::new(db.strip_prefix("sqlite://").unwrap_or(db)))
+        }
     }
 }
 
-/// Either backend, chosen at run time from the `--db` argument.
-pub enum AnyStore {
-    /// The embedded default.
-    Sqlite(SqliteStore),
-    /// For many users.
-    Postgres(PostgresStore),
-}
-
-macro_rules! delegate {
-    ($self:ident, $store:ident => $call:expr) => {
-        match $self {
-            AnyStore::Sqlite($store) => $call.await,
-            AnyStore::Postgres($store) => $call.await,
+/// Opens the store `$db` names and evaluates `$body` with it bound to `$store`, as the concrete
+/// type of its backend: the body is compiled once per backend (the server is launched once per
+/// backend, generic over [`Store`]), so no wrapper type forwards every method. Use it in an
+/// async context; it gives `StoreResult<the body's type>`.
+#[macro_export]
+macro_rules! with_store {
+    ($db:expr, $store:ident => $body:expr) => {
+        match $crate::store::Backend::of($db) {
+            $crate::store::Backend::Sqlite(path) => match $crate::store::SqliteStore::open(path) {
+                Ok($store) => Ok($body),
+                Err(e) => Err(e),
+            },
+            $crate::store::Backend::Postgres(url) => match $crate::store::PostgresStore::connect(url).await {
+                Ok($store) => Ok($body),
+                Err(e) => Err(e),
+            },
         }
     };
-}
-
-impl Store for AnyStore {
-    fn backend(&self) -> &'static str {
-        match self {
-            AnyStore::Sqlite(s) => s.backend(),
-            AnyStore::Postgres(s) => s.backend(),
-        }
-    }
-    async fn migrate(&self) -> StoreResult<usize> {
-        delegate!(self, s => s.migrate())
-    }
-    async fn add_user(&self, name: &str) -> StoreResult<User> {
-        delegate!(self, s => s.add_user(name))
-    }
-    async fn list_users(&self) -> StoreResult<Vec<UserSummary>> {
-        delegate!(self, s => s.list_users())
-    }
-    async fn add_token(&self, user: &str, token_id: &str, hash: &str, expires_at: Option<&str>) -> StoreResult<()> {
-        delegate!(self, s => s.add_token(user, token_id, hash, expires_at))
-    }
-    async fn revoke_token(&self, token_id: &str) -> StoreResult<bool> {
-        delegate!(self, s => s.revoke_token(token_id))
-    }
-    async fn list_tokens(&self, user: Option<&str>) -> StoreResult<Vec<TokenSummary>> {
-        delegate!(self, s => s.list_tokens(user))
-    }
-    async fn set_user_disabled(&self, name: &str, disabled: bool) -> StoreResult<bool> {
-        delegate!(self, s => s.set_user_disabled(name, disabled))
-    }
-    async fn user_for_token(&self, hash: &str) -> StoreResult<Option<User>> {
-        delegate!(self, s => s.user_for_token(hash))
-    }
-    async fn access(&self, user: i64, project: &str) -> StoreResult<Option<Access>> {
-        delegate!(self, s => s.access(user, project))
-    }
-    async fn put_member(
-        &self,
-        owner: i64,
-        project: &str,
-        member: &str,
-        role: Role,
-        invited_by: i64,
-    ) -> StoreResult<PutStatus> {
-        delegate!(self, s => s.put_member(owner, project, member, role, invited_by))
-    }
-    async fn list_members(&self, owner: i64, project: &str) -> StoreResult<Vec<Member>> {
-        delegate!(self, s => s.list_members(owner, project))
-    }
-    async fn remove_member(&self, owner: i64, project: &str, member: &str) -> StoreResult<bool> {
-        delegate!(self, s => s.remove_member(owner, project, member))
-    }
-    async fn invitations(&self, user: i64) -> StoreResult<Vec<Invitation>> {
-        delegate!(self, s => s.invitations(user))
-    }
-    async fn accept_invitation(&self, user: i64, owner: &str, project: &str) -> StoreResult<bool> {
-        delegate!(self, s => s.accept_invitation(user, owner, project))
-    }
-    async fn decline_invitation(&self, user: i64, owner: &str, project: &str) -> StoreResult<bool> {
-        delegate!(self, s => s.decline_invitation(user, owner, project))
-    }
-    async fn remove_contributions(&self, owner: i64, project: &str, author: &str) -> StoreResult<Vec<(Kind, String)>> {
-        delegate!(self, s => s.remove_contributions(owner, project, author))
-    }
-    async fn put_project(&self, user: i64, id: &str, name: &str) -> StoreResult<bool> {
-        delegate!(self, s => s.put_project(user, id, name))
-    }
-    async fn list_projects(&self, user: i64) -> StoreResult<Vec<Project>> {
-        delegate!(self, s => s.list_projects(user))
-    }
-    async fn get_project(&self, user: i64, id: &str) -> StoreResult<Option<Project>> {
-        delegate!(self, s => s.get_project(user, id))
-    }
-    async fn delete_project(&self, user: i64, id: &str) -> StoreResult<bool> {
-        delegate!(self, s => s.delete_project(user, id))
-    }
-    async fn put_record(
-        &self,
-        user: i64,
-        project: &str,
-        record: &NewRecord,
-        author: i64,
-        own_only: bool,
-    ) -> StoreResult<PutOutcome> {
-        delegate!(self, s => s.put_record(user, project, record, author, own_only))
-    }
-    async fn get_record(&self, user: i64, project: &str, kind: Kind, id: &str) -> StoreResult<Option<Record>> {
-        delegate!(self, s => s.get_record(user, project, kind, id))
-    }
-    async fn list_records(
-        &self,
-        user: i64,
-        project: &str,
-        kind: Kind,
-        after: &str,
-        limit: usize,
-    ) -> StoreResult<Page<RecordMeta>> {
-        delegate!(self, s => s.list_records(user, project, kind, after, limit))
-    }
-    async fn delete_record(
-        &self,
-        user: i64,
-        project: &str,
-        kind: Kind,
-        id: &str,
-        if_hash: Option<&str>,
-        only_author: Option<i64>,
-    ) -> StoreResult<Deleted> {
-        delegate!(self, s => s.delete_record(user, project, kind, id, if_hash, only_author))
-    }
-    async fn search(
-        &self,
-        user: i64,
-        project: &str,
-        query: &str,
-        kind: Option<Kind>,
-        limit: usize,
-    ) -> StoreResult<Vec<SearchHit>> {
-        delegate!(self, s => s.search(user, project, query, kind, limit))
-    }
-    async fn set_vector_rows(
-        &self,
-        owner: i64,
-        project: &str,
-        kind: Kind,
-        id: &str,
-        hash: &str,
-        rows: i64,
-    ) -> StoreResult<()> {
-        delegate!(self, s => s.set_vector_rows(owner, project, kind, id, hash, rows))
-    }
-    async fn keyword_passages(
-        &self,
-        owner: i64,
-        project: &str,
-        query: &str,
-        kind: Option<Kind>,
-        limit: usize,
-    ) -> StoreResult<Vec<(String, f64)>> {
-        delegate!(self, s => s.keyword_passages(owner, project, query, kind, limit))
-    }
-    async fn passages(&self, owner: i64, project: &str, keys: &[String]) -> StoreResult<Vec<Passage>> {
-        delegate!(self, s => s.passages(owner, project, keys))
-    }
-    async fn passage_neighbours(
-        &self,
-        owner: i64,
-        project: &str,
-        keys: &[String],
-    ) -> StoreResult<std::collections::HashMap<String, Vec<String>>> {
-        delegate!(self, s => s.passage_neighbours(owner, project, keys))
-    }
-    async fn embedding(&self, owner: i64, project: &str) -> StoreResult<Option<EmbeddingModel>> {
-        delegate!(self, s => s.embedding(owner, project))
-    }
-    async fn set_embedding(&self, owner: i64, project: &str, model: &EmbeddingModel) -> StoreResult<EmbeddingModel> {
-        delegate!(self, s => s.set_embedding(owner, project, model))
-    }
-    async fn unindexed_records(&self, after: i64, limit: usize) -> StoreResult<Vec<Unindexed>> {
-        delegate!(self, s => s.unindexed_records(after, limit))
-    }
-    async fn put_passages(&self, record: &Unindexed, passages: &[NewPassage]) -> StoreResult<()> {
-        delegate!(self, s => s.put_passages(record, passages))
-    }
-    async fn put_metadata(&self, user: i64, project: &str, record: &MetadataRecord) -> StoreResult<PutStatus> {
-        delegate!(self, s => s.put_metadata(user, project, record))
-    }
-    async fn list_metadata(
-        &self,
-        user: i64,
-        project: &str,
-        after: &str,
-        limit: usize,
-    ) -> StoreResult<Page<MetadataRecord>> {
-        delegate!(self, s => s.list_metadata(user, project, after, limit))
-    }
 }

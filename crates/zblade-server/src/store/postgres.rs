@@ -8,6 +8,7 @@ use tokio::sync::Mutex;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Row};
 
+use super::queries;
 use super::{
     Access, Deleted, EmbeddingModel, Invitation, Kind, Member, MetadataRecord, NewPassage, NewRecord, Page, Passage,
     Project, PutOutcome, PutStatus, Record, RecordMeta, Role, SearchHit, Store, StoreError, StoreResult, TokenSummary,
@@ -279,10 +280,7 @@ impl PostgresStore {
 
     async fn project_exists(&self, client: &Client, user: i64, project: &str) -> StoreResult<()> {
         let row = client
-            .query_opt(
-                "SELECT 1 FROM projects WHERE user_id = $1 AND id = $2",
-                &[&user, &project],
-            )
+            .query_opt(queries::PROJECT_EXISTS, &[&user, &project])
             .await
             .map_err(backend)?;
         match row {
@@ -343,7 +341,7 @@ fn project_row(row: &Row) -> Project {
 /// The id of the user named `name`.
 async fn user_id(client: &Client, name: &str) -> StoreResult<i64> {
     client
-        .query_opt("SELECT id FROM users WHERE name = $1", &[&name])
+        .query_opt(queries::USER_ID_BY_NAME, &[&name])
         .await
         .map_err(backend)?
         .map(|row| row.get(0))
@@ -389,12 +387,9 @@ impl Store for PostgresStore {
             tx.batch_execute(sql)
                 .await
                 .map_err(|e| StoreError::Backend(format!("migration {version}: {e}")))?;
-            tx.execute(
-                "INSERT INTO zblade_schema (version, applied_at) VALUES ($1, $2)",
-                &[version, &now()],
-            )
-            .await
-            .map_err(backend)?;
+            tx.execute(queries::RECORD_MIGRATION, &[version, &now()])
+                .await
+                .map_err(backend)?;
             ran += 1;
         }
         tx.commit().await.map_err(backend)?;
@@ -423,17 +418,7 @@ impl Store for PostgresStore {
 
     async fn list_users(&self) -> StoreResult<Vec<UserSummary>> {
         let client = self.client().await?;
-        let rows = client
-            .query(
-                "SELECT u.name, u.created_at,
-                    (SELECT count(*) FROM tokens t WHERE t.user_id = u.id AND t.revoked_at IS NULL),
-                    (SELECT count(*) FROM tokens t WHERE t.user_id = u.id AND t.revoked_at IS NOT NULL),
-                    u.disabled_at
-                 FROM users u ORDER BY u.name",
-                &[],
-            )
-            .await
-            .map_err(backend)?;
+        let rows = client.query(queries::LIST_USERS, &[]).await.map_err(backend)?;
         Ok(rows
             .iter()
             .map(|r| UserSummary {
@@ -449,11 +434,7 @@ impl Store for PostgresStore {
     async fn add_token(&self, user: &str, token_id: &str, hash: &str, expires_at: Option<&str>) -> StoreResult<()> {
         let client = self.client().await?;
         let changed = client
-            .execute(
-                "INSERT INTO tokens (id, user_id, hash, created_at, expires_at)
-                 SELECT $1, id, $2, $3, $5 FROM users WHERE name = $4",
-                &[&token_id, &hash, &now(), &user, &expires_at],
-            )
+            .execute(queries::ADD_TOKEN, &[&token_id, &hash, &now(), &user, &expires_at])
             .await
             .map_err(backend)?;
         if changed == 0 {
@@ -465,10 +446,7 @@ impl Store for PostgresStore {
     async fn revoke_token(&self, token_id: &str) -> StoreResult<bool> {
         let client = self.client().await?;
         let changed = client
-            .execute(
-                "UPDATE tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL",
-                &[&now(), &token_id],
-            )
+            .execute(queries::REVOKE_TOKEN, &[&now(), &token_id])
             .await
             .map_err(backend)?;
         Ok(changed > 0)
@@ -500,10 +478,7 @@ impl Store for PostgresStore {
     async fn set_user_disabled(&self, name: &str, disabled: bool) -> StoreResult<bool> {
         let client = self.client().await?;
         let changed = client
-            .execute(
-                "UPDATE users SET disabled_at = CASE WHEN $2 THEN coalesce(disabled_at, $3) END WHERE name = $1",
-                &[&name, &disabled, &now()],
-            )
+            .execute(queries::SET_USER_DISABLED, &[&name, &disabled, &now()])
             .await
             .map_err(backend)?;
         Ok(changed > 0)
@@ -512,12 +487,7 @@ impl Store for PostgresStore {
     async fn user_for_token(&self, hash: &str) -> StoreResult<Option<User>> {
         let client = self.client().await?;
         let row = client
-            .query_opt(
-                "SELECT u.id, u.name FROM tokens t JOIN users u ON u.id = t.user_id
-                 WHERE t.hash = $1 AND t.revoked_at IS NULL AND u.disabled_at IS NULL
-                   AND (t.expires_at IS NULL OR t.expires_at > $2)",
-                &[&hash, &now()],
-            )
+            .query_opt(queries::USER_BY_TOKEN_HASH, &[&hash, &now()])
             .await
             .map_err(backend)?;
         Ok(row.map(|r| User {
@@ -529,13 +499,7 @@ impl Store for PostgresStore {
     async fn access(&self, user: i64, project: &str) -> StoreResult<Option<Access>> {
         let client = self.client().await?;
         let rows = client
-            .query(
-                "SELECT user_id, 'owner' FROM projects WHERE user_id = $1 AND id = $2
-                 UNION ALL
-                 SELECT owner_id, role FROM members
-                 WHERE user_id = $1 AND project_id = $2 AND accepted_at IS NOT NULL",
-                &[&user, &project],
-            )
+            .query(queries::ROLE_IN_PROJECT, &[&user, &project])
             .await
             .map_err(backend)?;
         let rows = rows
@@ -585,17 +549,7 @@ impl Store for PostgresStore {
         let client = self.client().await?;
         self.project_exists(&client, owner, project).await?;
         let rows = client
-            .query(
-                "SELECT o.name, 'owner', o.name, p.created_at, p.created_at, 0 FROM projects p
-                   JOIN users o ON o.id = p.user_id
-                 WHERE p.user_id = $1 AND p.id = $2
-                 UNION ALL
-                 SELECT u.name, m.role, i.name, m.invited_at, m.accepted_at, 1 FROM members m
-                   JOIN users u ON u.id = m.user_id JOIN users i ON i.id = m.invited_by
-                 WHERE m.owner_id = $1 AND m.project_id = $2
-                 ORDER BY 6, 1",
-                &[&owner, &project],
-            )
+            .query(queries::PROJECT_MEMBERS, &[&owner, &project])
             .await
             .map_err(backend)?;
         Ok(rows
@@ -620,10 +574,7 @@ impl Store for PostgresStore {
             )));
         }
         let changed = client
-            .execute(
-                "DELETE FROM members WHERE owner_id = $1 AND project_id = $2 AND user_id = $3",
-                &[&owner, &project, &member_id],
-            )
+            .execute(queries::REMOVE_MEMBER, &[&owner, &project, &member_id])
             .await
             .map_err(backend)?;
         Ok(changed > 0)
@@ -631,17 +582,7 @@ impl Store for PostgresStore {
 
     async fn invitations(&self, user: i64) -> StoreResult<Vec<Invitation>> {
         let client = self.client().await?;
-        let rows = client
-            .query(
-                "SELECT m.project_id, p.name, o.name, m.role, i.name, m.invited_at FROM members m
-                   JOIN projects p ON p.user_id = m.owner_id AND p.id = m.project_id
-                   JOIN users o ON o.id = m.owner_id JOIN users i ON i.id = m.invited_by
-                 WHERE m.user_id = $1 AND m.accepted_at IS NULL
-                 ORDER BY m.invited_at, m.project_id",
-                &[&user],
-            )
-            .await
-            .map_err(backend)?;
+        let rows = client.query(queries::INVITATIONS, &[&user]).await.map_err(backend)?;
         Ok(rows
             .iter()
             .map(|r| Invitation {
@@ -658,12 +599,7 @@ impl Store for PostgresStore {
     async fn accept_invitation(&self, user: i64, owner: &str, project: &str) -> StoreResult<bool> {
         let client = self.client().await?;
         let changed = client
-            .execute(
-                "UPDATE members SET accepted_at = coalesce(accepted_at, $4)
-                 WHERE user_id = $1 AND project_id = $3
-                   AND owner_id = (SELECT id FROM users WHERE name = $2)",
-                &[&user, &owner, &project, &now()],
-            )
+            .execute(queries::ACCEPT_INVITATION, &[&user, &owner, &project, &now()])
             .await
             .map_err(backend)?;
         Ok(changed > 0)
@@ -672,11 +608,7 @@ impl Store for PostgresStore {
     async fn decline_invitation(&self, user: i64, owner: &str, project: &str) -> StoreResult<bool> {
         let client = self.client().await?;
         let changed = client
-            .execute(
-                "DELETE FROM members WHERE user_id = $1 AND project_id = $3 AND accepted_at IS NULL
-                   AND owner_id = (SELECT id FROM users WHERE name = $2)",
-                &[&user, &owner, &project],
-            )
+            .execute(queries::DECLINE_INVITATION, &[&user, &owner, &project])
             .await
             .map_err(backend)?;
         Ok(changed > 0)
@@ -687,11 +619,7 @@ impl Store for PostgresStore {
         self.project_exists(&client, owner, project).await?;
         let author_id = user_id(&client, author).await?;
         let rows = client
-            .query(
-                "DELETE FROM records WHERE user_id = $1 AND project_id = $2 AND coalesce(author_id, user_id) = $3
-                 RETURNING kind, id",
-                &[&owner, &project, &author_id],
-            )
+            .query(queries::DELETE_CONTRIBUTIONS, &[&owner, &project, &author_id])
             .await
             .map_err(backend)?;
         Ok(rows
@@ -749,7 +677,7 @@ impl Store for PostgresStore {
     async fn delete_project(&self, user: i64, id: &str) -> StoreResult<bool> {
         let client = self.client().await?;
         let changed = client
-            .execute("DELETE FROM projects WHERE user_id = $1 AND id = $2", &[&user, &id])
+            .execute(queries::DELETE_PROJECT, &[&user, &id])
             .await
             .map_err(backend)?;
         Ok(changed > 0)
@@ -826,11 +754,7 @@ impl Store for PostgresStore {
             return Ok(PutOutcome { status, version });
         }
         let row = client
-            .query_one(
-                "SELECT version, hash, coalesce(author_id, user_id) FROM records
-                 WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id = $4",
-                &[&user, &project, &r.kind.as_str(), &r.id],
-            )
+            .query_one(queries::RECORD_VERSION, &[&user, &project, &r.kind.as_str(), &r.id])
             .await
             .map_err(backend)?;
         if row.get::<_, String>(1) != r.hash {
@@ -902,11 +826,7 @@ impl Store for PostgresStore {
         let client = self.client().await?;
         if let Some(author) = only_author {
             let wrote = client
-                .query_opt(
-                    "SELECT coalesce(author_id, user_id) FROM records
-                     WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id = $4",
-                    &[&user, &project, &kind.as_str(), &id],
-                )
+                .query_opt(queries::RECORD_AUTHOR, &[&user, &project, &kind.as_str(), &id])
                 .await
                 .map_err(backend)?
                 .map(|row| row.get::<_, i64>(0));
@@ -929,10 +849,7 @@ impl Store for PostgresStore {
             return Ok(Deleted::Yes);
         }
         let exists: bool = client
-            .query_one(
-                "SELECT EXISTS (SELECT 1 FROM records WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id = $4)",
-                &[&user, &project, &kind.as_str(), &id],
-            )
+            .query_one(queries::RECORD_EXISTS, &[&user, &project, &kind.as_str(), &id])
             .await
             .map_err(backend)?
             .get(0);
@@ -995,7 +912,7 @@ impl Store for PostgresStore {
         let client = self.client().await?;
         client
             .execute(
-                "UPDATE records SET vector_rows = $6 WHERE user_id = $1 AND project_id = $2 AND kind = $3 AND id = $4 AND hash = $5",
+                queries::SET_VECTOR_ROWS,
                 &[&owner, &project, &kind.as_str(), &id, &hash, &rows],
             )
             .await
@@ -1044,10 +961,7 @@ impl Store for PostgresStore {
             Some(total) => total,
             None => {
                 let total = client
-                    .query_one(
-                        "SELECT count(*) FROM passages WHERE user_id = $1 AND project_id = $2",
-                        &[&user, &project],
-                    )
+                    .query_one(queries::PASSAGE_COUNT, &[&user, &project])
                     .await
                     .map_err(backend)?
                     .get(0);
@@ -1235,10 +1149,7 @@ impl Store for PostgresStore {
     async fn embedding(&self, owner: i64, project: &str) -> StoreResult<Option<EmbeddingModel>> {
         let client = self.client().await?;
         let row = client
-            .query_opt(
-                "SELECT embedding_model, embedding_dims FROM projects WHERE user_id = $1 AND id = $2",
-                &[&owner, &project],
-            )
+            .query_opt(queries::EMBEDDING_MODEL, &[&owner, &project])
             .await
             .map_err(backend)?;
         Ok(row.and_then(|r| {
@@ -1277,12 +1188,7 @@ impl Store for PostgresStore {
     async fn unindexed_records(&self, after: i64, limit: usize) -> StoreResult<Vec<Unindexed>> {
         let client = self.client().await?;
         let rows = client
-            .query(
-                "SELECT seq, user_id, project_id, kind, id, body FROM records r
-                 WHERE seq > $1 AND NOT EXISTS (SELECT 1 FROM passages p WHERE p.record_seq = r.seq)
-                 ORDER BY seq LIMIT $2",
-                &[&after, &(limit as i64)],
-            )
+            .query(queries::UNINDEXED_RECORDS, &[&after, &(limit as i64)])
             .await
             .map_err(backend)?;
         Ok(rows

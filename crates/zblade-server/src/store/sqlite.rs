@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::queries::{self, sqlite};
 use super::{
     Access, Deleted, EmbeddingModel, Invitation, Kind, Member, MetadataRecord, NewPassage, NewRecord, Page, Passage,
     Project, PutOutcome, PutStatus, Record, RecordMeta, Role, SearchHit, Store, StoreError, StoreResult, TokenSummary,
@@ -184,11 +185,7 @@ fn record_meta(row: &rusqlite::Row<'_>) -> rusqlite::Result<RecordMeta> {
 
 fn project_exists(conn: &Connection, user: i64, project: &str) -> StoreResult<()> {
     let found: Option<i64> = conn
-        .query_row(
-            "SELECT 1 FROM projects WHERE user_id = ?1 AND id = ?2",
-            params![user, project],
-            |r| r.get(0),
-        )
+        .query_row(&sqlite(queries::PROJECT_EXISTS), params![user, project], |r| r.get(0))
         .optional()
         .map_err(backend)?;
     match found {
@@ -199,7 +196,7 @@ fn project_exists(conn: &Connection, user: i64, project: &str) -> StoreResult<()
 
 /// The id of the user named `name`.
 fn user_id(conn: &Connection, name: &str) -> StoreResult<i64> {
-    conn.query_row("SELECT id FROM users WHERE name = ?1", params![name], |r| r.get(0))
+    conn.query_row(&sqlite(queries::USER_ID_BY_NAME), params![name], |r| r.get(0))
         .optional()
         .map_err(backend)?
         .ok_or_else(|| StoreError::NotFound(format!("no user named {name}")))
@@ -398,11 +395,8 @@ impl Store for SqliteStore {
             for (version, sql, _) in super::MIGRATIONS.iter().filter(|m| m.0 > current) {
                 tx.execute_batch(sql)
                     .map_err(|e| StoreError::Backend(format!("migration {version}: {e}")))?;
-                tx.execute(
-                    "INSERT INTO zblade_schema (version, applied_at) VALUES (?1, ?2)",
-                    params![version, now()],
-                )
-                .map_err(backend)?;
+                tx.execute(&sqlite(queries::RECORD_MIGRATION), params![version, now()])
+                    .map_err(backend)?;
                 ran += 1;
             }
             tx.commit().map_err(backend)?;
@@ -433,15 +427,7 @@ impl Store for SqliteStore {
 
     async fn list_users(&self) -> StoreResult<Vec<UserSummary>> {
         self.with(|conn| {
-            let mut stmt = conn
-                .prepare(
-                    "SELECT u.name, u.created_at,
-                        (SELECT count(*) FROM tokens t WHERE t.user_id = u.id AND t.revoked_at IS NULL),
-                        (SELECT count(*) FROM tokens t WHERE t.user_id = u.id AND t.revoked_at IS NOT NULL),
-                        u.disabled_at
-                     FROM users u ORDER BY u.name",
-                )
-                .map_err(backend)?;
+            let mut stmt = conn.prepare(&sqlite(queries::LIST_USERS)).map_err(backend)?;
             let rows = stmt
                 .query_map([], |r| {
                     Ok(UserSummary {
@@ -464,8 +450,7 @@ impl Store for SqliteStore {
         self.write(move |conn| {
             let changed = conn
                 .execute(
-                    "INSERT INTO tokens (id, user_id, hash, created_at, expires_at)
-                     SELECT ?1, id, ?2, ?3, ?5 FROM users WHERE name = ?4",
+                    &sqlite(queries::ADD_TOKEN),
                     params![token_id, hash, now(), user, expires_at],
                 )
                 .map_err(backend)?;
@@ -481,10 +466,7 @@ impl Store for SqliteStore {
         let token_id = token_id.to_string();
         self.write(move |conn| {
             let changed = conn
-                .execute(
-                    "UPDATE tokens SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL",
-                    params![now(), token_id],
-                )
+                .execute(&sqlite(queries::REVOKE_TOKEN), params![now(), token_id])
                 .map_err(backend)?;
             Ok(changed > 0)
         })
@@ -521,10 +503,7 @@ impl Store for SqliteStore {
         let name = name.to_string();
         self.write(move |conn| {
             let changed = conn
-                .execute(
-                    "UPDATE users SET disabled_at = CASE WHEN ?2 THEN coalesce(disabled_at, ?3) END WHERE name = ?1",
-                    params![name, disabled, now()],
-                )
+                .execute(&sqlite(queries::SET_USER_DISABLED), params![name, disabled, now()])
                 .map_err(backend)?;
             Ok(changed > 0)
         })
@@ -534,18 +513,12 @@ impl Store for SqliteStore {
     async fn user_for_token(&self, hash: &str) -> StoreResult<Option<User>> {
         let hash = hash.to_string();
         self.with(move |conn| {
-            conn.query_row(
-                "SELECT u.id, u.name FROM tokens t JOIN users u ON u.id = t.user_id
-                 WHERE t.hash = ?1 AND t.revoked_at IS NULL AND u.disabled_at IS NULL
-                   AND (t.expires_at IS NULL OR t.expires_at > ?2)",
-                params![hash, now()],
-                |r| {
-                    Ok(User {
-                        id: r.get(0)?,
-                        name: r.get(1)?,
-                    })
-                },
-            )
+            conn.query_row(&sqlite(queries::USER_BY_TOKEN_HASH), params![hash, now()], |r| {
+                Ok(User {
+                    id: r.get(0)?,
+                    name: r.get(1)?,
+                })
+            })
             .optional()
             .map_err(backend)
         })
@@ -556,12 +529,7 @@ impl Store for SqliteStore {
         let project = project.to_string();
         self.with(move |conn| {
             let mut stmt = conn
-                .prepare_cached(
-                    "SELECT user_id, 'owner' FROM projects WHERE user_id = ?1 AND id = ?2
-                     UNION ALL
-                     SELECT owner_id, role FROM members
-                     WHERE user_id = ?1 AND project_id = ?2 AND accepted_at IS NOT NULL",
-                )
+                .prepare_cached(&sqlite(queries::ROLE_IN_PROJECT))
                 .map_err(backend)?;
             let rows = stmt
                 .query_map(params![user, project], |r| {
@@ -634,16 +602,7 @@ impl Store for SqliteStore {
         self.with(move |conn| {
             project_exists(conn, owner, &project)?;
             let mut stmt = conn
-                .prepare_cached(
-                    "SELECT o.name, 'owner', o.name, p.created_at, p.created_at, 0 FROM projects p
-                       JOIN users o ON o.id = p.user_id
-                     WHERE p.user_id = ?1 AND p.id = ?2
-                     UNION ALL
-                     SELECT u.name, m.role, i.name, m.invited_at, m.accepted_at, 1 FROM members m
-                       JOIN users u ON u.id = m.user_id JOIN users i ON i.id = m.invited_by
-                     WHERE m.owner_id = ?1 AND m.project_id = ?2
-                     ORDER BY 6, 1",
-                )
+                .prepare_cached(&sqlite(queries::PROJECT_MEMBERS))
                 .map_err(backend)?;
             let rows = stmt
                 .query_map(params![owner, project], |r| {
@@ -673,10 +632,7 @@ impl Store for SqliteStore {
                 )));
             }
             let changed = conn
-                .execute(
-                    "DELETE FROM members WHERE owner_id = ?1 AND project_id = ?2 AND user_id = ?3",
-                    params![owner, project, member_id],
-                )
+                .execute(&sqlite(queries::REMOVE_MEMBER), params![owner, project, member_id])
                 .map_err(backend)?;
             Ok(changed > 0)
         })
@@ -685,15 +641,7 @@ impl Store for SqliteStore {
 
     async fn invitations(&self, user: i64) -> StoreResult<Vec<Invitation>> {
         self.with(move |conn| {
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT m.project_id, p.name, o.name, m.role, i.name, m.invited_at FROM members m
-                       JOIN projects p ON p.user_id = m.owner_id AND p.id = m.project_id
-                       JOIN users o ON o.id = m.owner_id JOIN users i ON i.id = m.invited_by
-                     WHERE m.user_id = ?1 AND m.accepted_at IS NULL
-                     ORDER BY m.invited_at, m.project_id",
-                )
-                .map_err(backend)?;
+            let mut stmt = conn.prepare_cached(&sqlite(queries::INVITATIONS)).map_err(backend)?;
             let rows = stmt
                 .query_map(params![user], |r| {
                     let role: String = r.get(3)?;
@@ -717,9 +665,7 @@ impl Store for SqliteStore {
         self.write(move |conn| {
             let changed = conn
                 .execute(
-                    "UPDATE members SET accepted_at = coalesce(accepted_at, ?4)
-                     WHERE user_id = ?1 AND project_id = ?3
-                       AND owner_id = (SELECT id FROM users WHERE name = ?2)",
+                    &sqlite(queries::ACCEPT_INVITATION),
                     params![user, owner, project, now()],
                 )
                 .map_err(backend)?;
@@ -732,11 +678,7 @@ impl Store for SqliteStore {
         let (owner, project) = (owner.to_string(), project.to_string());
         self.write(move |conn| {
             let changed = conn
-                .execute(
-                    "DELETE FROM members WHERE user_id = ?1 AND project_id = ?3 AND accepted_at IS NULL
-                       AND owner_id = (SELECT id FROM users WHERE name = ?2)",
-                    params![user, owner, project],
-                )
+                .execute(&sqlite(queries::DECLINE_INVITATION), params![user, owner, project])
                 .map_err(backend)?;
             Ok(changed > 0)
         })
@@ -748,12 +690,7 @@ impl Store for SqliteStore {
         self.write(move |conn| {
             project_exists(conn, owner, &project)?;
             let author_id = user_id(conn, &author)?;
-            let mut removed = conn
-                .prepare(
-                    "DELETE FROM records WHERE user_id = ?1 AND project_id = ?2 AND coalesce(author_id, user_id) = ?3
-                     RETURNING kind, id",
-                )
-                .map_err(backend)?;
+            let mut removed = conn.prepare(&sqlite(queries::DELETE_CONTRIBUTIONS)).map_err(backend)?;
             let rows = removed
                 .query_map(params![owner, project, author_id], |r| {
                     Ok((
@@ -825,7 +762,7 @@ impl Store for SqliteStore {
         let id = id.to_string();
         self.write(move |conn| {
             let changed = conn
-                .execute("DELETE FROM projects WHERE user_id = ?1 AND id = ?2", params![user, id])
+                .execute(&sqlite(queries::DELETE_PROJECT), params![user, id])
                 .map_err(backend)?;
             Ok(changed > 0)
         })
@@ -848,8 +785,7 @@ impl Store for SqliteStore {
             project_exists(&tx, user, &project)?;
             let current: Option<(i64, String, i64)> = tx
                 .query_row(
-                    "SELECT version, hash, coalesce(author_id, user_id) FROM records
-                     WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4",
+                    &sqlite(queries::RECORD_VERSION),
                     params![user, project, r.kind.as_str(), r.id],
                     |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
                 )
@@ -1006,8 +942,7 @@ impl Store for SqliteStore {
             if let Some(author) = only_author {
                 let wrote: Option<i64> = conn
                     .query_row(
-                        "SELECT coalesce(author_id, user_id) FROM records
-                         WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4",
+                        &sqlite(queries::RECORD_AUTHOR),
                         params![user, project, kind.as_str(), id],
                         |r| r.get(0),
                     )
@@ -1032,7 +967,7 @@ impl Store for SqliteStore {
             }
             let exists: bool = conn
                 .query_row(
-                    "SELECT EXISTS (SELECT 1 FROM records WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4)",
+                    &sqlite(queries::RECORD_EXISTS),
                     params![user, project, kind.as_str(), id],
                     |r| r.get(0),
                 )
@@ -1120,7 +1055,7 @@ impl Store for SqliteStore {
         let (project, id, hash) = (project.to_string(), id.to_string(), hash.to_string());
         self.write(move |conn| {
             conn.execute(
-                "UPDATE records SET vector_rows = ?6 WHERE user_id = ?1 AND project_id = ?2 AND kind = ?3 AND id = ?4 AND hash = ?5",
+                &sqlite(queries::SET_VECTOR_ROWS),
                 params![owner, project, kind.as_str(), id, hash, rows],
             )
             .map_err(backend)?;
@@ -1152,7 +1087,7 @@ impl Store for SqliteStore {
                 Some(total) => total,
                 None => {
                     let total = conn
-                        .prepare_cached("SELECT count(*) FROM passages WHERE user_id = ?1 AND project_id = ?2")
+                        .prepare_cached(&sqlite(queries::PASSAGE_COUNT))
                         .and_then(|mut s| s.query_row(params![user, project], |r| r.get(0)))
                         .map_err(backend)?;
                     counts.remember(user, &project, "", total);
@@ -1279,11 +1214,9 @@ impl Store for SqliteStore {
         let project = project.to_string();
         self.with(move |conn| {
             let row: Option<(Option<String>, Option<u32>)> = conn
-                .query_row(
-                    "SELECT embedding_model, embedding_dims FROM projects WHERE user_id = ?1 AND id = ?2",
-                    params![owner, project],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
+                .query_row(&sqlite(queries::EMBEDDING_MODEL), params![owner, project], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
                 .optional()
                 .map_err(backend)?;
             Ok(row.and_then(|(id, dims)| Some(EmbeddingModel { id: id?, dims: dims? })))
@@ -1301,16 +1234,12 @@ impl Store for SqliteStore {
                 params![owner, project, &model.id, model.dims],
             )
             .map_err(backend)?;
-            conn.query_row(
-                "SELECT embedding_model, embedding_dims FROM projects WHERE user_id = ?1 AND id = ?2",
-                params![owner, project],
-                |r| {
-                    Ok(EmbeddingModel {
-                        id: r.get(0)?,
-                        dims: r.get(1)?,
-                    })
-                },
-            )
+            conn.query_row(&sqlite(queries::EMBEDDING_MODEL), params![owner, project], |r| {
+                Ok(EmbeddingModel {
+                    id: r.get(0)?,
+                    dims: r.get(1)?,
+                })
+            })
             .map_err(backend)
         })
         .await
@@ -1319,11 +1248,7 @@ impl Store for SqliteStore {
     async fn unindexed_records(&self, after: i64, limit: usize) -> StoreResult<Vec<super::Unindexed>> {
         self.with(move |conn| {
             let mut stmt = conn
-                .prepare_cached(
-                    "SELECT seq, user_id, project_id, kind, id, body FROM records r
-                     WHERE seq > ?1 AND NOT EXISTS (SELECT 1 FROM passages p WHERE p.record_seq = r.seq)
-                     ORDER BY seq LIMIT ?2",
-                )
+                .prepare_cached(&sqlite(queries::UNINDEXED_RECORDS))
                 .map_err(backend)?;
             let rows = stmt
                 .query_map(params![after, limit as i64], |r| {

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use zblade_server::auth::{hash_token, new_token};
-use zblade_server::{Limits, Store, store};
+use zblade_server::{Limits, Store};
 
 /// The backends to run a story against: SQLite always; PostgreSQL when a server is given (CI
 /// gives one; a run with `CI` set and none fails rather than skipping it quietly).
@@ -80,23 +80,25 @@ impl TestServer {
             .enable_all()
             .build()
             .unwrap();
-        let (store, listener) = runtime.block_on(async {
-            let store = store::open(&db).await.unwrap();
-            store.migrate().await.unwrap();
-            let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
-            (store, listener)
+        let listener = runtime.block_on(async {
+            zblade_server::with_store!(&db, store => store.migrate().await.unwrap()).unwrap();
+            tokio::net::TcpListener::bind(addr).await.unwrap()
         });
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let handle = runtime.handle().clone();
         // Vectors in the test's folder: a restarted server (same folder) finds them again.
         let vectors = zblade_server::Vectors::new(dir.path().join("vectors").to_string_lossy());
+        let served_db = db.clone();
         let thread = std::thread::spawn(move || {
-            handle
-                .block_on(zblade_server::serve(listener, store, vectors, &limits, async {
+            handle.block_on(async {
+                zblade_server::with_store!(&served_db, store => zblade_server::serve(listener, store, vectors, &limits, async {
                     let _ = stopped.await;
-                }))
-                .unwrap();
+                })
+                .await
+                .unwrap())
+                .unwrap()
+            });
         });
         TestServer {
             base,
@@ -112,9 +114,11 @@ impl TestServer {
     pub fn user(&self, name: &str) -> String {
         let (id, secret) = new_token();
         self.block_on(async {
-            let store = store::open(&self.db).await.unwrap();
-            store.add_user(name).await.unwrap();
-            store.add_token(name, &id, &hash_token(&secret), None).await.unwrap();
+            zblade_server::with_store!(&self.db, store => {
+                store.add_user(name).await.unwrap();
+                store.add_token(name, &id, &hash_token(&secret), None).await.unwrap();
+            })
+            .unwrap()
         });
         secret
     }
@@ -123,8 +127,10 @@ impl TestServer {
     pub fn token(&self, name: &str) -> (String, String) {
         let (id, secret) = new_token();
         self.block_on(async {
-            let store = store::open(&self.db).await.unwrap();
-            store.add_token(name, &id, &hash_token(&secret), None).await.unwrap();
+            zblade_server::with_store!(&self.db, store => {
+                store.add_token(name, &id, &hash_token(&secret), None).await.unwrap();
+            })
+            .unwrap()
         });
         (id, secret)
     }
@@ -132,8 +138,10 @@ impl TestServer {
     /// Revokes a token by id.
     pub fn revoke(&self, id: &str) -> bool {
         self.block_on(async {
-            let store = store::open(&self.db).await.unwrap();
-            store.revoke_token(id).await.unwrap()
+            zblade_server::with_store!(&self.db, store => {
+                store.revoke_token(id).await.unwrap()
+            })
+            .unwrap()
         })
     }
 
