@@ -4,6 +4,8 @@
 
 use super::*;
 use crate::project::Project;
+use crate::storage::manifests;
+use zblade_core::StoredConversation;
 
 fn project() -> (tempfile::TempDir, Project) {
     let dir = tempfile::tempdir().unwrap();

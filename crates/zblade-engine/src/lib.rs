@@ -58,6 +58,7 @@ mod storage;
 mod summaries;
 mod team;
 mod time;
+mod upkeep;
 #[cfg(unix)]
 pub mod warm;
 mod watch;
