@@ -3,7 +3,12 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use zblade_engine::{ContextFormat, ContextTier, ImportSource, MomentType, SearchKind, SearchMode, SearchQuery};
+use zblade_chat::Api;
+use zblade_engine::{
+    ContextFormat, ContextTier, ExportFormat, ImportSource, MomentType, SearchKind, SearchMode, SearchQuery,
+};
+use zblade_mcp::install::Scope;
+use zblade_sync::Role;
 
 /// zblade: an unlimited, trustworthy memory of a project for AI coding assistants.
 ///
@@ -265,8 +270,8 @@ pub enum ConvCommand {
         /// The conversation.
         id: String,
         /// markdown or json.
-        #[arg(long, value_enum, default_value_t = ExportArg::Markdown)]
-        format: ExportArg,
+        #[arg(long, value_enum, default_value_t = ExportFormat::Markdown)]
+        format: ExportFormat,
     },
     /// Print a conversation as a client would reload it to go on: the newest one of the
     /// project, or ID.
@@ -274,15 +279,6 @@ pub enum ConvCommand {
         /// The conversation (default: the most recently updated).
         id: Option<String>,
     },
-}
-
-/// Export formats.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ExportArg {
-    /// A readable transcript.
-    Markdown,
-    /// JSON, every message inline with where it came from.
-    Json,
 }
 
 /// `zblade mcp` arguments.
@@ -338,8 +334,8 @@ pub struct ChatArgs {
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
     /// The API the server speaks: openai (Chat Completions) or anthropic (Messages).
-    #[arg(long, value_enum, default_value_t = ApiArg::Openai)]
-    pub api: ApiArg,
+    #[arg(long, value_enum, default_value_t = Api::ChatCompletions)]
+    pub api: Api,
     /// The model to ask for. Default: $ZBLADE_CHAT_MODEL, else the first the server lists.
     #[arg(long)]
     pub model: Option<String>,
@@ -382,15 +378,6 @@ pub struct ChatArgs {
     pub tools: ToolsArg,
 }
 
-/// `--api` of `zblade chat`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ApiArg {
-    /// OpenAI Chat Completions: llama.cpp, Ollama, LM Studio, vLLM, OpenRouter, OpenAI.
-    Openai,
-    /// Anthropic Messages.
-    Anthropic,
-}
-
 /// `--tools` of `zblade chat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ToolsArg {
@@ -428,7 +415,7 @@ pub enum McpCommand {
         /// project: a file in this project (shared through the repository); user: the
         /// client's file in your home. Default: project (codex: user).
         #[arg(long, value_enum)]
-        scope: Option<ScopeArg>,
+        scope: Option<Scope>,
         /// Print what would be written; change nothing.
         #[arg(long)]
         dry_run: bool,
@@ -446,21 +433,12 @@ pub enum HooksCommand {
         /// claude-code.
         agent: String,
         /// project (.claude/settings.json, the default) or user (~/.claude/settings.json).
-        #[arg(long, value_enum, default_value_t = ScopeArg::Project)]
-        scope: ScopeArg,
+        #[arg(long, value_enum, default_value_t = Scope::Project)]
+        scope: Scope,
         /// Print what would be written; change nothing.
         #[arg(long)]
         dry_run: bool,
     },
-}
-
-/// Whose configuration file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ScopeArg {
-    /// A file inside the project.
-    Project,
-    /// A file in your home.
-    User,
 }
 
 /// The agent events zblade's hooks handle.
@@ -615,27 +593,6 @@ pub enum ArchiveCommand {
     },
 }
 
-/// A role in a shared project.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RoleArg {
-    /// Searches and packs context.
-    Reader,
-    /// Also adds conversations, moments and documents, and changes what they wrote.
-    Writer,
-    /// Also invites, removes and changes roles, and removes anyone's contributions.
-    Owner,
-}
-
-impl From<RoleArg> for zblade_sync::Role {
-    fn from(role: RoleArg) -> zblade_sync::Role {
-        match role {
-            RoleArg::Reader => zblade_sync::Role::Reader,
-            RoleArg::Writer => zblade_sync::Role::Writer,
-            RoleArg::Owner => zblade_sync::Role::Owner,
-        }
-    }
-}
-
 /// `zblade team …`
 #[derive(Debug, Subcommand)]
 pub enum TeamCommand {
@@ -646,7 +603,7 @@ pub enum TeamCommand {
         user: String,
         /// What they may do.
         #[arg(long, value_enum, default_value = "writer")]
-        role: RoleArg,
+        role: Role,
     },
     /// Change a member's role (owners only).
     Role {
@@ -654,7 +611,7 @@ pub enum TeamCommand {
         user: String,
         /// The new role.
         #[arg(value_enum)]
-        role: RoleArg,
+        role: Role,
     },
     /// The project's members, their roles, and who has not accepted yet.
     Members,

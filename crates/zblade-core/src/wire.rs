@@ -151,6 +151,7 @@ pub struct ErrorBody {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(feature = "specta", derive(specta::Type), specta(rename = "MemberRole"))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Role {
     /// Searches, lists, reads and packs context.
     Reader,

@@ -58,6 +58,7 @@ pub struct StoreStats {
 
 /// Export formats of `zblade conv export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ExportFormat {
     /// A readable transcript.
     Markdown,

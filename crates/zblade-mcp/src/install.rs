@@ -97,6 +97,7 @@ impl Client {
 
 /// Whose configuration: the project's (shared through the repository) or the user's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Scope {
     /// A file inside the project.
     Project,

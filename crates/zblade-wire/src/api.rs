@@ -12,14 +12,19 @@ use zblade_core::{Message, Role};
 
 use crate::span;
 
-/// An API whose requests carry a conversation.
+/// An API whose requests carry a conversation. As a command-line value (`zblade chat --api`),
+/// Chat Completions is `openai` and Messages `anthropic`; the chat does not speak Responses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Api {
-    /// OpenAI Chat Completions.
+    /// OpenAI Chat Completions: llama.cpp, Ollama, LM Studio, vLLM, OpenRouter, OpenAI.
+    #[cfg_attr(feature = "clap", value(name = "openai"))]
     ChatCompletions,
     /// OpenAI Responses.
+    #[cfg_attr(feature = "clap", value(skip))]
     Responses,
     /// Anthropic Messages (Claude Code's API).
+    #[cfg_attr(feature = "clap", value(name = "anthropic"))]
     Messages,
 }
 

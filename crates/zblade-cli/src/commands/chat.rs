@@ -15,7 +15,7 @@ use zblade_chat::{
 use zblade_engine::Error;
 
 use super::Ctx;
-use crate::cli::{ApiArg, ChatArgs, ToolsArg};
+use crate::cli::{ChatArgs, ToolsArg};
 
 /// Where a chat goes when neither `--endpoint` nor `$ZBLADE_CHAT_ENDPOINT` says: llama.cpp's
 /// server on its default port, on this machine.
@@ -280,10 +280,7 @@ pub(crate) fn run(cx: &mut Ctx, args: ChatArgs) -> Result<(), Error> {
 /// The server the chat talks to, from the options and the environment; refused when it is
 /// off this machine without `--allow-remote`.
 fn remote_endpoint(args: &ChatArgs) -> Result<Endpoint, Error> {
-    let api = match args.api {
-        ApiArg::Openai => Api::ChatCompletions,
-        ApiArg::Anthropic => Api::Messages,
-    };
+    let api = args.api;
     let base_url = args
         .endpoint
         .clone()

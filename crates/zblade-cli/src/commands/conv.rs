@@ -2,10 +2,10 @@
 
 use std::io::Write;
 
-use zblade_engine::{Error, ExportFormat, ForkTree, GraphOutcome, Lineage, LineageNode, MessageSelector, Prompt};
+use zblade_engine::{Error, ForkTree, GraphOutcome, Lineage, LineageNode, MessageSelector, Prompt};
 
 use super::Ctx;
-use crate::cli::{ConvCommand, ExportArg};
+use crate::cli::ConvCommand;
 use crate::render::human_bytes;
 
 pub(crate) fn run(cx: &mut Ctx, command: ConvCommand) -> Result<(), Error> {
@@ -81,10 +81,6 @@ pub(crate) fn run(cx: &mut Ctx, command: ConvCommand) -> Result<(), Error> {
         }
         ConvCommand::Export { id, format } => {
             let project = cx.open()?;
-            let format = match format {
-                ExportArg::Markdown => ExportFormat::Markdown,
-                ExportArg::Json => ExportFormat::Json,
-            };
             let text = project.export_conversation(&id, format)?;
             write_raw(cx, &text)
         }

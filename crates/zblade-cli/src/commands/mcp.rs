@@ -8,7 +8,7 @@ use zblade_engine::{Error, Project};
 use zblade_mcp::install::{self, Client, Launch, Places, Scope};
 
 use super::Ctx;
-use crate::cli::{HooksCommand, McpArgs, McpCommand, ScopeArg};
+use crate::cli::{HooksCommand, McpArgs, McpCommand};
 use crate::render::{Clients, ConfigWritten};
 
 /// Serves MCP until the client disconnects (stdio) or Ctrl-C (HTTP). Writes only protocol
@@ -104,9 +104,8 @@ pub(crate) fn hooks(cx: &mut Ctx, command: HooksCommand) -> Result<(), Error> {
         )));
     }
     let root = project_root(cx)?;
-    let written =
-        install::install_claude_hooks(scope.into(), &root, &Places::from_env(), &zblade_executable()?, dry_run)
-            .map_err(Error::Usage)?;
+    let written = install::install_claude_hooks(scope, &root, &Places::from_env(), &zblade_executable()?, dry_run)
+        .map_err(Error::Usage)?;
     cx.out.print(&ConfigWritten(written))
 }
 
@@ -120,13 +119,4 @@ fn project_root(cx: &Ctx) -> Result<std::path::PathBuf, Error> {
 /// This `zblade` executable's absolute path: what a client's config runs.
 fn zblade_executable() -> Result<std::path::PathBuf, Error> {
     std::env::current_exe().map_err(|e| Error::io("<current executable>", e))
-}
-
-impl From<ScopeArg> for Scope {
-    fn from(scope: ScopeArg) -> Scope {
-        match scope {
-            ScopeArg::Project => Scope::Project,
-            ScopeArg::User => Scope::User,
-        }
-    }
 }

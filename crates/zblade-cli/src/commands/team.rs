@@ -11,7 +11,6 @@ pub(crate) fn run(cx: &mut Ctx, command: TeamCommand) -> Result<(), Error> {
     match command {
         TeamCommand::Invite { user, role } | TeamCommand::Role { user, role } => {
             let project = cx.open()?;
-            let role = zblade_sync::Role::from(role);
             let status = project.team_invite(&user, role)?;
             if cx.json {
                 return cx
