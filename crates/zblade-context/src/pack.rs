@@ -18,6 +18,7 @@ use crate::tokens::TokenCounter;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Tier {
     /// Pointers (path, lines, one-line summary, tokens) for retrieved memory; 20 recent turns.

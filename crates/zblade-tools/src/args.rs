@@ -9,6 +9,8 @@
 
 use rmcp::schemars::{self, JsonSchema};
 use serde::Deserialize;
+// The domain's own enums (their schemas derived behind zblade-engine's `schemars` feature).
+use zblade_engine::{ContextTier, MomentType, SearchKind, SearchMode};
 
 use crate::lenient;
 
@@ -26,18 +28,7 @@ pub struct ContextArgs {
     pub conversation: Option<String>,
     /// smart: pointers for long items.
     #[serde(default)]
-    pub tier: Option<Tier>,
-}
-
-/// How much of each retrieved item a context carries: smart (pointers for long items),
-/// balanced (full content), fast (full content, fewer recent turns).
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[allow(missing_docs)]
-pub enum Tier {
-    Smart,
-    Balanced,
-    Fast,
+    pub tier: Option<ContextTier>,
 }
 
 /// `search`
@@ -48,10 +39,10 @@ pub struct SearchArgs {
     pub query: String,
     /// Default all.
     #[serde(default)]
-    pub kind: Option<Kind>,
+    pub kind: Option<SearchKind>,
     /// Default hybrid if available.
     #[serde(default)]
-    pub mode: Option<Mode>,
+    pub mode: Option<SearchMode>,
     /// Default 10, at most 200.
     #[serde(default, deserialize_with = "lenient::opt_u32")]
     pub limit: Option<u32>,
@@ -60,33 +51,12 @@ pub struct SearchArgs {
     pub path: Option<String>,
 }
 
-/// What `search` looks through.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[allow(missing_docs)]
-pub enum Kind {
-    All,
-    Messages,
-    Moments,
-    Conversations,
-}
-
-/// How `search` matches.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[allow(missing_docs)]
-pub enum Mode {
-    Keyword,
-    Semantic,
-    Hybrid,
-}
-
 /// `remember`
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RememberArgs {
     #[serde(rename = "type")]
-    pub kind: MomentKind,
+    pub kind: MomentType,
     /// Self-contained.
     pub content: String,
     /// Why; the discussion around it.
@@ -99,17 +69,6 @@ pub struct RememberArgs {
     /// Conversation it came from.
     #[serde(default)]
     pub conversation: Option<String>,
-}
-
-/// The kinds of moment.
-#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[allow(missing_docs)]
-pub enum MomentKind {
-    Decision,
-    Pattern,
-    Solution,
-    Context,
 }
 
 /// A code reference sent with `remember`.

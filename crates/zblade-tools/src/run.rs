@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use zblade_engine::{
-    ContextRequest, ContextTier, Page, Project, ReferenceReport, SearchFilter, SearchKind, SearchMode, SearchQuery,
+    ContextRequest, Page, Project, ReferenceReport, SearchFilter, SearchKind, SearchQuery,
     Shown, parse_moment,
 };
 
@@ -26,11 +26,7 @@ pub fn context(project: &mut Project, args: ContextArgs) -> Result<ContextOut, S
         budget: args.budget.map(|b| b as usize),
         conversation: args.conversation,
         format: Default::default(),
-        tier: match args.tier {
-            Some(Tier::Smart) => ContextTier::Smart,
-            Some(Tier::Fast) => ContextTier::Fast,
-            Some(Tier::Balanced) | None => ContextTier::Balanced,
-        },
+        tier: args.tier.unwrap_or_default(),
         mode: None,
         exclude_conversation: None,
         min_relevance: None,
@@ -96,20 +92,9 @@ pub fn context(project: &mut Project, args: ContextArgs) -> Result<ContextOut, S
 
 /// `search`: conversations and moments by keyword, meaning or both, with the code they reference.
 pub fn search(project: &mut Project, args: SearchArgs) -> Result<SearchOut, String> {
-    let kind = match args.kind {
-        Some(Kind::Messages) => SearchKind::Messages,
-        Some(Kind::Moments) => SearchKind::Moments,
-        Some(Kind::Conversations) => SearchKind::Conversations,
-        Some(Kind::All) | None => SearchKind::All,
-    };
-    let mode = args.mode.map(|m| match m {
-        Mode::Keyword => SearchMode::Keyword,
-        Mode::Semantic => SearchMode::Semantic,
-        Mode::Hybrid => SearchMode::Hybrid,
-    });
-    let query = SearchQuery::new(args.query, limit(args.limit), kind)
+let query = SearchQuery::new(args.query, limit(args.limit), args.kind.unwrap_or_default())
         .with_filter(under(args.path))
-        .in_mode(mode);
+        .in_mode(args.mode);
     let results = project.search(&query).map_err(|e| e.to_string())?;
     Ok(SearchOut {
         mode: results.mode.as_str().to_string(),
