@@ -18,8 +18,12 @@ use crate::storage::ForkRequest;
 
 use crate::selector::{MessageSelector, out_of_range};
 
+/// The most prompts [`Project::history`] lists at once.
+pub const MAX_HISTORY: usize = 1000;
+
 /// What a fork, merge or cherry-pick made.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct GraphOutcome {
     /// The conversation created or changed.
     pub conversation_id: String,
@@ -247,9 +251,10 @@ impl Project {
 
     /// Prompts the user typed in this project, newest first, each text once; only those
     /// holding every word of `search` (the last as a prefix) when given. On a sync server every
-    /// conversation is read (one request each).
+    /// conversation is read (one request each). At least one and at most [`MAX_HISTORY`]
+    /// prompts are listed, whatever `limit` asks.
     pub fn history(&self, search: Option<&str>, limit: usize) -> Result<Vec<Prompt>> {
-        self.storage.prompts(&self.parts, search, limit)
+        self.storage.prompts(&self.parts, search, limit.clamp(1, MAX_HISTORY))
     }
 
     /// The most recently updated conversation.

@@ -71,7 +71,7 @@ pub use documents::{DOCUMENT_SOURCE, DocumentsAdded};
 pub use extract::ExtractReport;
 pub use files::{CodeNow, CodeSearchNow, DEFAULT_READ_LINES, MAX_READ_BYTES, ProjectFile};
 pub use fsck::{FsckReport, Problem, ProblemKind};
-pub use graph::{ExportFormat, GraphOutcome, StoreStats, local_conversation_json};
+pub use graph::{ExportFormat, GraphOutcome, MAX_HISTORY, StoreStats, local_conversation_json};
 pub use import::{ImportProgress, ImportReport, ImportRequest, ImportSource, ImportedConversation};
 pub use indexing::{IndexReport, IndexStage};
 pub use lineage::{ForkTree, Lineage};

@@ -10,6 +10,7 @@ use crate::Index;
 
 /// A conversation as lineage shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct LineageNode {
     /// `conv_…`.
     pub id: String,
@@ -40,6 +41,7 @@ pub struct MergeEdge {
 
 /// A prompt the user typed, as `zblade history` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Prompt {
     /// The text.
     pub text: String,

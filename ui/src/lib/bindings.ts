@@ -100,7 +100,7 @@ async conversationDetail(id: string) : Promise<Result<ConversationDetail, AppErr
 /**
  * Forks conversation `id` after message `after` (0-based), optionally titled.
  */
-async forkConversation(id: string, after: number, title: string | null) : Promise<Result<GraphOutcomeView, AppError>> {
+async forkConversation(id: string, after: number, title: string | null) : Promise<Result<GraphOutcome, AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("fork_conversation", { id, after, title }) };
 } catch (e) {
@@ -111,7 +111,7 @@ async forkConversation(id: string, after: number, title: string | null) : Promis
 /**
  * Brings messages `indices` (0-based) of `source` into `target`, appended or inserted at `at`.
  */
-async mergeMessages(target: string, source: string, indices: number[], at: number | null) : Promise<Result<GraphOutcomeView, AppError>> {
+async mergeMessages(target: string, source: string, indices: number[], at: number | null) : Promise<Result<GraphOutcome, AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("merge_messages", { target, source, indices, at }) };
 } catch (e) {
@@ -134,7 +134,7 @@ async conversationLineage(id: string) : Promise<Result<LineageView, AppError>> {
  * Prompts the user typed in this project, newest first, each once; `search` keeps those
  * holding every word (the last as a prefix).
  */
-async promptHistory(search: string | null, limit: number) : Promise<Result<PromptView[], AppError>> {
+async promptHistory(search: string | null, limit: number) : Promise<Result<Prompt[], AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("prompt_history", { search, limit }) };
 } catch (e) {
@@ -1859,9 +1859,9 @@ passed: boolean;
  */
 evidence: Evidence }
 /**
- * What a fork or merge made.
+ * What a fork, merge or cherry-pick made.
  */
-export type GraphOutcomeView = { 
+export type GraphOutcome = { 
 /**
  * The conversation created or changed.
  */
@@ -1875,7 +1875,7 @@ title: string;
  */
 messages: number; 
 /**
- * Messages kept (fork) or brought in (merge).
+ * Messages brought in (merge, cherry-pick) or kept (fork).
  */
 affected: number }
 /**
@@ -2281,11 +2281,11 @@ export type Kind =
  */
 "moment"
 /**
- * A conversation the lineage strip links to.
+ * A conversation as lineage shows it.
  */
-export type LineageLink = { 
+export type LineageNode = { 
 /**
- * `conv_…`
+ * `conv_…`.
  */
 id: string; 
 /**
@@ -2297,7 +2297,15 @@ title: string;
  */
 messages: number; 
 /**
- * For a fork: the index of the last message it kept from its parent.
+ * When it was created.
+ */
+created_at: string; 
+/**
+ * The conversation it was forked from, if any.
+ */
+forked_from: string | null; 
+/**
+ * The index of the last message it kept from its parent.
  */
 forked_after: number | null }
 /**
@@ -2307,7 +2315,7 @@ export type LineageView = {
 /**
  * Its parent, when it is a fork (and the parent still exists).
  */
-parent: LineageLink | null; 
+parent: LineageNode | null; 
 /**
  * The parent's id even when it was deleted.
  */
@@ -2319,7 +2327,7 @@ forked_after: number | null;
 /**
  * Its direct forks, oldest first.
  */
-forks: LineageLink[]; 
+forks: LineageNode[]; 
 /**
  * Merges into it.
  */
@@ -2740,27 +2748,27 @@ project_id: string;
  */
 storage_mode: StorageMode }
 /**
- * A prompt the user typed.
+ * A prompt the user typed, as `zblade history` lists it.
  */
-export type PromptView = { 
+export type Prompt = { 
 /**
  * The text.
  */
 text: string; 
 /**
- * The newest time it was typed (RFC 3339).
+ * The newest time it was typed.
  */
 time: string; 
 /**
- * The conversation of that time.
+ * The conversation of that newest time.
  */
 conversation_id: string; 
 /**
- * Its title.
+ * That conversation's title.
  */
 title: string; 
 /**
- * How often it was typed among those listed.
+ * How many times it was typed (duplicates collapsed into this entry).
  */
 times: number }
 /**
