@@ -23,6 +23,9 @@ stage_done "setup (Debian packages, Python environment, models, npm clients, UI)
 # (setup.sh installs rustfmt and clippy; neither is skipped.)
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The structure's measures (issue 58: stores, engine-owned requests, one server store): a
+# measure that slides back over its target fails here.
+python3 scripts/structure.py --check
 stage_done "format check and clippy (builds every dependency's metadata)"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT

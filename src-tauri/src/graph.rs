@@ -49,8 +49,7 @@ pub async fn fork_conversation(
 ) -> AppResult<GraphOutcome> {
     with_project(app, move |project| {
         let title = title.filter(|t| !t.trim().is_empty());
-        Ok(project
-            .fork_conversation(&id, &MessageSelector::Index(after as usize), title.as_deref())?)
+        Ok(project.fork_conversation(&id, &MessageSelector::Index(after as usize), title.as_deref())?)
     })
     .await
 }
@@ -67,8 +66,7 @@ pub async fn merge_messages(
 ) -> AppResult<GraphOutcome> {
     with_project(app, move |project| {
         let indices: Vec<usize> = indices.into_iter().map(|i| i as usize).collect();
-        Ok(project
-            .merge_messages(&target, &source, &indices, at.map(|a| a as usize))?)
+        Ok(project.merge_messages(&target, &source, &indices, at.map(|a| a as usize))?)
     })
     .await
 }

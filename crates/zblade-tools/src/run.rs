@@ -3,8 +3,7 @@
 
 use serde_json::json;
 use zblade_engine::{
-    ContextRequest, Page, Project, ReferenceReport, SearchFilter, SearchKind, SearchQuery,
-    Shown, parse_moment,
+    ContextRequest, Page, Project, ReferenceReport, SearchFilter, SearchKind, SearchQuery, Shown, parse_moment,
 };
 
 use crate::args::*;
@@ -92,7 +91,7 @@ pub fn context(project: &mut Project, args: ContextArgs) -> Result<ContextOut, S
 
 /// `search`: conversations and moments by keyword, meaning or both, with the code they reference.
 pub fn search(project: &mut Project, args: SearchArgs) -> Result<SearchOut, String> {
-let query = SearchQuery::new(args.query, limit(args.limit), args.kind.unwrap_or_default())
+    let query = SearchQuery::new(args.query, limit(args.limit), args.kind.unwrap_or_default())
         .with_filter(under(args.path))
         .in_mode(args.mode);
     let results = project.search(&query).map_err(|e| e.to_string())?;
