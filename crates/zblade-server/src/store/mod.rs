@@ -5,6 +5,7 @@
 
 mod postgres;
 mod queries;
+mod rules;
 mod sqlite;
 
 use std::future::Future;

@@ -9,6 +9,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Row};
 
 use super::queries;
+use super::rules;
 use super::{
     Access, Deleted, EmbeddingModel, Invitation, Kind, Member, MetadataRecord, NewPassage, NewRecord, Page, Passage,
     Project, PutOutcome, PutStatus, Record, RecordMeta, Role, SearchHit, Store, StoreError, StoreResult, TokenSummary,
@@ -405,9 +406,7 @@ impl Store for PostgresStore {
             )
             .await
             .map_err(|e| match e.code() {
-                Some(code) if *code == SqlState::UNIQUE_VIOLATION => {
-                    StoreError::Conflict(format!("a user named {name} exists already"))
-                }
+                Some(code) if *code == SqlState::UNIQUE_VIOLATION => rules::name_taken(name),
                 _ => backend(e),
             })?;
         Ok(User {
@@ -520,11 +519,7 @@ impl Store for PostgresStore {
         let client = self.client().await?;
         self.project_exists(&client, owner, project).await?;
         let member_id = user_id(&client, member).await?;
-        if member_id == owner {
-            return Err(StoreError::Conflict(format!(
-                "{member} created project {project}; the creator is always its owner"
-            )));
-        }
+        rules::creator_keeps_ownership(member_id, owner, member, project)?;
         // One statement: invite, or change the role; `xmax = 0` tells an insert from an update,
         // and no row back means the role was that already.
         let row = client
@@ -568,11 +563,7 @@ impl Store for PostgresStore {
         let client = self.client().await?;
         self.project_exists(&client, owner, project).await?;
         let member_id = user_id(&client, member).await?;
-        if member_id == owner {
-            return Err(StoreError::Conflict(format!(
-                "{member} created project {project} and cannot be removed from it; delete the project instead"
-            )));
-        }
+        rules::creator_stays(member_id, owner, member, project)?;
         let changed = client
             .execute(queries::REMOVE_MEMBER, &[&owner, &project, &member_id])
             .await
@@ -758,11 +749,7 @@ impl Store for PostgresStore {
             .await
             .map_err(backend)?;
         if row.get::<_, String>(1) != r.hash {
-            return Err(StoreError::Forbidden(format!(
-                "{} {} was written by another member; a writer changes only what they wrote",
-                r.kind.as_str(),
-                r.id
-            )));
+            return Err(rules::not_their_record_to_change(r.kind, &r.id));
         }
         Ok(PutOutcome {
             status: PutStatus::Unchanged,
@@ -830,12 +817,7 @@ impl Store for PostgresStore {
                 .await
                 .map_err(backend)?
                 .map(|row| row.get::<_, i64>(0));
-            if wrote.is_some_and(|wrote| wrote != author) {
-                return Err(StoreError::Forbidden(format!(
-                    "{} {id} was written by another member; a writer deletes only what they wrote",
-                    kind.as_str()
-                )));
-            }
+            rules::writer_deletes_own(kind, id, wrote, author)?;
         }
         let changed = client
             .execute(

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::queries::{self, sqlite};
+use super::rules;
 use super::{
     Access, Deleted, EmbeddingModel, Invitation, Kind, Member, MetadataRecord, NewPassage, NewRecord, Page, Passage,
     Project, PutOutcome, PutStatus, Record, RecordMeta, Role, SearchHit, Store, StoreError, StoreResult, TokenSummary,
@@ -417,7 +418,7 @@ impl Store for SqliteStore {
                     name,
                 }),
                 Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == rusqlite::ErrorCode::ConstraintViolation => {
-                    Err(StoreError::Conflict(format!("a user named {name} exists already")))
+                    Err(rules::name_taken(&name))
                 }
                 Err(e) => Err(backend(e)),
             }
@@ -558,11 +559,7 @@ impl Store for SqliteStore {
                 .map_err(backend)?;
             project_exists(&tx, owner, &project)?;
             let member_id = user_id(&tx, &member)?;
-            if member_id == owner {
-                return Err(StoreError::Conflict(format!(
-                    "{member} created project {project}; the creator is always its owner"
-                )));
-            }
+            rules::creator_keeps_ownership(member_id, owner, &member, &project)?;
             let current: Option<String> = tx
                 .query_row(
                     "SELECT role FROM members WHERE owner_id = ?1 AND project_id = ?2 AND user_id = ?3",
@@ -626,11 +623,7 @@ impl Store for SqliteStore {
         self.write(move |conn| {
             project_exists(conn, owner, &project)?;
             let member_id = user_id(conn, &member)?;
-            if member_id == owner {
-                return Err(StoreError::Conflict(format!(
-                    "{member} created project {project} and cannot be removed from it; delete the project instead"
-                )));
-            }
+            rules::creator_stays(member_id, owner, &member, &project)?;
             let changed = conn
                 .execute(&sqlite(queries::REMOVE_MEMBER), params![owner, project, member_id])
                 .map_err(backend)?;
@@ -795,11 +788,7 @@ impl Store for SqliteStore {
                 && own_only
                 && wrote != author
             {
-                return Err(StoreError::Forbidden(format!(
-                    "{} {} was written by another member; a writer changes only what they wrote",
-                    r.kind.as_str(),
-                    r.id
-                )));
+                return Err(rules::not_their_record_to_change(r.kind, &r.id));
             }
             let outcome = match current {
                 Some((version, hash, _)) if hash == r.hash => PutOutcome {
@@ -948,12 +937,7 @@ impl Store for SqliteStore {
                     )
                     .optional()
                     .map_err(backend)?;
-                if wrote.is_some_and(|wrote| wrote != author) {
-                    return Err(StoreError::Forbidden(format!(
-                        "{} {id} was written by another member; a writer deletes only what they wrote",
-                        kind.as_str()
-                    )));
-                }
+                rules::writer_deletes_own(kind, &id, wrote, author)?;
             }
             let changed = conn
                 .execute(
