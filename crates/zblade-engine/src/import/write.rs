@@ -2,19 +2,23 @@
 //! stored as conversations (with their code references and extracted moments), and what waits
 //! for a conversation's later records committed together.
 
-use crate::codeblocks::{TreeLines, convert};
-use crate::extract::{ExtractReport, Extracted};
-use crate::project::Project;
-use anchor::{Anchorer, Skip};
-use chrono::{DateTime, Utc};
-use state::{FileState, ImportState};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
 use zblade_core::{CodeReference, Conversation, Error, Result, ToolResult};
 use zblade_import::detect::{find_session_files, is_inside, session_cwd};
 use zblade_import::{Cursor, FileRead, SessionFile, Source};
 
-use super::*;
+use crate::codeblocks::{TreeLines, convert};
+use crate::extract::{ExtractReport, Extracted};
+use crate::project::Project;
+
+use super::anchor::{Anchorer, Skip};
+use super::state::{FileState, ImportState};
+use super::{
+    ImportReport, ImportRequest, ImportedConversation, Pending, empty_conversation, merge, modified, since_ok,
+};
 
 impl Project {
     /// The session files an import reads, each with its working directory: this project's

@@ -1,14 +1,19 @@
 //! A migration's two long steps: copying each planned item to the other side (with its
 //! vectors, to a server), and reading every copy back to check it arrived whole.
 
-use crate::lock::WriteLock;
-use crate::project::Project;
-use crate::storage::manifests;
 use std::collections::{HashMap, HashSet};
+
 use zblade_core::{Error, Result, fsio, parse_conversation, sha256_hex};
 use zblade_sync::{Client, Kind, VectorsUpload};
 
-use super::*;
+use crate::lock::WriteLock;
+use crate::project::Project;
+use crate::storage::manifests;
+
+use super::{
+    ArtifactFolders, Direction, PendingMigration, Phase, Plan, PlannedItem, Progress, VECTOR_CHUNK, adopted,
+    append_copied, artifact_bytes, copied_log, open_copied_log, read_copied,
+};
 
 impl Project {
     /// Copies the planned items the log does not list yet; returns (copied, code blocks
