@@ -22,11 +22,6 @@ impl Agents {
         }
     }
 
-    /// Where agents keep their sessions.
-    pub(crate) fn places(&self) -> &Places {
-        &self.places
-    }
-
     /// Looks for sessions under `places` from now on.
     pub(crate) fn use_places(&mut self, places: Places) {
         self.places = places;
@@ -37,21 +32,16 @@ impl Agents {
         self.places.stores(source, root)
     }
 
-    /// Each agent: where it keeps sessions here, and how many belong to `project`.
+    /// What each agent has on this machine: where it keeps sessions, and, with a project, its
+    /// sessions counted apart (the app's first-run wizard asks before any project is open).
     pub(crate) fn detect(&self, project: Option<&Path>) -> Vec<Detected> {
-        detect_agents(&self.places, project)
+        Source::all()
+            .map(|source| {
+                let stores = source.agent().stores(&self.places, project);
+                let files = find_session_files(source, &stores);
+                let stores = stores.into_iter().filter(|s| s.exists()).collect();
+                summarize(source, stores, &files, project)
+            })
+            .collect()
     }
-}
-
-/// What each agent has on this machine; with a project, its sessions counted apart (the app's
-/// first-run wizard asks before any project is open).
-pub fn detect_agents(places: &Places, project: Option<&Path>) -> Vec<Detected> {
-    Source::all()
-        .map(|source| {
-            let stores = source.agent().stores(places, project);
-            let files = find_session_files(source, &stores);
-            let stores = stores.into_iter().filter(|s| s.exists()).collect();
-            summarize(source, stores, &files, project)
-        })
-        .collect()
 }

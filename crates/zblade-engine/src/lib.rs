@@ -63,7 +63,6 @@ mod upkeep;
 pub mod warm;
 mod watch;
 
-pub use agents::detect_agents;
 pub use code::{CodeIndexReport, chunk_rows, line_window_rows};
 pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus};
 pub use context::{ContextRequest, ContextResult, ContextTimings, MAX_QUERY_CHARS, RECENT_WINDOW};

@@ -8,7 +8,7 @@ use serde::Serialize;
 use zblade_core::{Error, Result, fsio};
 use zblade_import::Detected;
 
-use crate::agents::{Agents, detect_agents};
+use crate::agents::Agents;
 use crate::project::Project;
 
 /// The ignore file's name, at the project root (gitignore syntax).
@@ -31,8 +31,8 @@ pub struct SourceStatus {
 /// Every agent on this machine when no project is open (the app's first-run wizard): nothing
 /// followed or imported yet.
 pub fn sources_on_this_machine() -> Vec<SourceStatus> {
-    let agents = Agents::from_env();
-    detect_agents(agents.places(), None)
+    Agents::from_env()
+        .detect(None)
         .into_iter()
         .map(|detected| SourceStatus {
             detected,
