@@ -113,6 +113,7 @@ fn stage_name(stage: IndexStage) -> &'static str {
     match stage {
         IndexStage::Conversations => "conversations",
         IndexStage::Files => "files",
+        IndexStage::History => "history",
         IndexStage::Embedding => "embeddings",
         IndexStage::Summaries => "summaries",
     }

@@ -45,11 +45,20 @@ pub enum Command {
     /// List conversations or moments.
     #[command(subcommand)]
     List(ListCommand),
-    /// Show a conversation (`conv_…`), a moment (`moment_…`), a message by id, or one message
-    /// of one conversation (`conv_…/MESSAGE_ID`, the form context pointers give).
+    /// Show a conversation (`conv_…`), a moment (`moment_…`), a message by id, one message
+    /// of one conversation (`conv_…/MESSAGE_ID`, the form context pointers give), or a commit
+    /// (4 to 40 hex digits) with what became of the lines it wrote.
     Show {
         /// The id.
         id: String,
+    },
+    /// Why is this code like this? The commits that wrote the lines (and the ones whose lines
+    /// they replaced), and the conversations and moments whose code references overlap them,
+    /// each with its status now; newest standing decision first. Needs `zblade index` (it
+    /// reads the repository's history and attributes every line).
+    Why {
+        /// `FILE`, `FILE:LINE` or `FILE:START-END`, relative to the project root.
+        target: String,
     },
     /// Conversations as a graph: fork, merge, cherry-pick, lineage, rename, delete, export,
     /// resume. Messages are stored once; a fork or a merge refers to them, never copies them.
@@ -900,6 +909,16 @@ pub enum ListCommand {
     },
     /// Documents added with `zblade add document`, most recently changed first.
     Documents {
+        /// Most rows to show.
+        #[arg(long, short = 'n', default_value_t = 50)]
+        limit: usize,
+        /// Rows to skip.
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+    },
+    /// Commits of the project's repository read by `zblade index`, newest first, each with
+    /// what became of the lines it wrote.
+    Commits {
         /// Most rows to show.
         #[arg(long, short = 'n', default_value_t = 50)]
         limit: usize,

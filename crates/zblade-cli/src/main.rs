@@ -87,6 +87,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Add(add) => commands::add::run(cx, add)?,
         Command::List(list) => commands::list::run(cx, list)?,
         Command::Show { id } => commands::show::run(cx, &id)?,
+        Command::Why { target } => commands::why::run(cx, &target)?,
         Command::Conv(command) => commands::conv::run(cx, command)?,
         Command::History {
             search,

@@ -9,6 +9,7 @@ use zblade_engine::{
     ExtractReport, FsckReport, Hit, ImportReport, IndexReport, InitReport, ModelDownload, ModelEntry, ModelImport,
     MomentSummary, ReferenceReport, ReindexReport, SearchResults, Shown, Status, SummarizeReport, WatchEvent,
 };
+use zblade_engine::{CommitView, Why};
 
 /// Lines of code shown under a search hit's reference (`zblade show` prints them all).
 const SEARCH_CODE_LINES: usize = 8;
@@ -187,6 +188,24 @@ impl<W: Write> Out<W> {
                     let number = h.lines.map_or(0, |l| l.0 as usize) + n;
                     line!(self, "    {number:>5} │ {text}")?;
                 }
+                continue;
+            }
+            if h.kind == zblade_engine::HitKind::Commit {
+                let author = h
+                    .label
+                    .as_deref()
+                    .and_then(|a| a.split(" <").next())
+                    .unwrap_or_default();
+                line!(
+                    self,
+                    "{:>2}. [commit] {}  ({author}, {})",
+                    i + 1,
+                    &h.id[..h.id.len().min(12)],
+                    &h.timestamp[..10.min(h.timestamp.len())]
+                )?;
+                line!(self, "    {}", one_line(h.title.as_deref().unwrap_or_default(), 80))?;
+                let snippet = self.highlight(&h.snippet);
+                line!(self, "    {}", one_line(&snippet, 120))?;
                 continue;
             }
             let label = h.label.as_deref().map(|l| format!("{l}, ")).unwrap_or_default();
@@ -382,6 +401,95 @@ impl Render for [ConversationSummary] {
     }
 }
 
+impl Render for [CommitView] {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        if self.is_empty() {
+            return line!(
+                out,
+                "No commits indexed. `zblade index` reads the repository's history (a git repository is needed)."
+            );
+        }
+        for view in self {
+            let c = &view.commit;
+            line!(
+                out,
+                "{}  {}  {}",
+                c.short(),
+                &c.committed_at[..10.min(c.committed_at.len())],
+                one_line(&c.subject, 70)
+            )?;
+            if !view.fate.changed_by.is_empty() {
+                line!(out, "         {}", view.status)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Render for Why {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        let lines = match self.lines {
+            (1, u32::MAX) => String::new(),
+            (a, b) if a == b => format!(":{a}"),
+            (a, b) => format!(":{a}-{b}"),
+        };
+        line!(out, "Why {}{lines} is as it is", self.file)?;
+        for note in &self.notes {
+            line!(out, "  ({note})")?;
+        }
+        line!(out)?;
+        if self.commits.is_empty() {
+            line!(out, "Commits: none found for these lines.")?;
+        } else {
+            line!(out, "Commits, newest first:")?;
+        }
+        for c in &self.commits {
+            let commit = &c.view.commit;
+            let role = match c.role.as_str() {
+                "wrote" => format!("wrote {} of these lines", c.lines),
+                _ => format!("wrote {} line(s) these replaced", c.lines),
+            };
+            line!(
+                out,
+                "  {}  {}  {}",
+                commit.short(),
+                &commit.committed_at[..10.min(commit.committed_at.len())],
+                one_line(&commit.subject, 70)
+            )?;
+            line!(out, "      {role}; {}", c.view.status)?;
+            if let Some(first) = commit.body.lines().find(|l| !l.trim().is_empty()) {
+                line!(out, "      {}", one_line(first, 90))?;
+            }
+        }
+        line!(out)?;
+        if self.memory.is_empty() {
+            line!(out, "Conversations and moments: none reference these lines.")?;
+            return Ok(());
+        }
+        line!(out, "Conversations and moments, standing first:")?;
+        for m in &self.memory {
+            let state = m
+                .state
+                .as_ref()
+                .map(|s| format!("  [{}]", s.describe()))
+                .unwrap_or_default();
+            line!(
+                out,
+                "  {}  {}  {}{state}",
+                m.id,
+                m.time.as_deref().map(|t| &t[..10.min(t.len())]).unwrap_or(""),
+                one_line(&m.title, 60)
+            )?;
+            line!(out, "      {}", one_line(&m.text, 100))?;
+            line!(out, "      reference: {}", m.reference.status_text())?;
+            if !m.changed_since.is_empty() {
+                line!(out, "      changed since by {}", m.changed_since.join(", "))?;
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Render for [MomentSummary] {
     fn text<W: Write>(&self, out: &mut Out<W>) -> R {
         if self.is_empty() {
@@ -477,6 +585,36 @@ impl Render for Shown {
                 line!(out, "{} {}  (in {conversation_id})", m.kind.as_str(), m.id)?;
                 line!(out)?;
                 line!(out, "{}", m.content)
+            }
+            Shown::Commit { commit } => {
+                let c = &commit.commit;
+                line!(out, "commit {}", c.sha)?;
+                line!(out, "Author: {}", c.author)?;
+                line!(out, "Date:   {}", c.committed_at)?;
+                line!(out)?;
+                line!(out, "    {}", c.subject)?;
+                if !c.body.is_empty() {
+                    line!(out)?;
+                    for text in c.body.lines() {
+                        line!(out, "    {text}")?;
+                    }
+                }
+                line!(out)?;
+                line!(
+                    out,
+                    "{} file(s), +{} -{}; its lines now: {}",
+                    c.files_changed,
+                    c.lines_added,
+                    c.lines_removed,
+                    commit.status
+                )?;
+                for path in c.paths.iter().take(20) {
+                    line!(out, "  {path}")?;
+                }
+                if c.paths.len() > 20 {
+                    line!(out, "  … and {} more", c.paths.len() - 20)?;
+                }
+                Ok(())
             }
             Shown::Messages { matches } => {
                 for (i, found) in matches.iter().enumerate() {
@@ -784,6 +922,24 @@ impl Render for IndexReport {
                 "  {} file(s) changed while being read; they are read again on the next run.",
                 c.changed_while_reading
             )?;
+        }
+        let h = &self.history;
+        if h.commits > 0 || h.read > 0 {
+            line!(
+                out,
+                "History: {} new commit(s) read{}, {} in the index ({:.1} s).",
+                h.read,
+                if h.redacted > 0 {
+                    format!(", {} secret(s) redacted from messages", h.redacted)
+                } else {
+                    String::new()
+                },
+                h.commits,
+                h.elapsed.as_secs_f64()
+            )?;
+        }
+        for note in &h.notes {
+            line!(out, "  history: {note}")?;
         }
         if let Some(s) = &self.semantic {
             let model = match &s.code_model {

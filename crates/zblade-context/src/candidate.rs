@@ -79,6 +79,18 @@ pub enum Item {
         /// `current` for code read from the working tree directly.
         status: String,
     },
+    /// A commit of the project's repository: its message, and what became of the lines it
+    /// wrote (never its old code).
+    Commit {
+        /// Full hex id.
+        sha: String,
+        /// Its author's name.
+        author: String,
+        /// When it was made (`YYYY-MM-DD`).
+        date: String,
+        /// Its lines now: "its 12 line(s) are unchanged", "changed since by def4567 '…'", "gone…".
+        status: String,
+    },
 }
 
 /// A piece of memory that may go into the pack.
@@ -129,6 +141,7 @@ impl Candidate {
             Item::Summary { conversation, .. } => format!("summary of {conversation}"),
             Item::Moment { id, moment_type, .. } => format!("{moment_type} {id}"),
             Item::Code { path, lines, .. } => format!("{path}:{}-{}", lines.0, lines.1),
+            Item::Commit { sha, .. } => format!("commit {}", &sha[..sha.len().min(7)]),
         }
     }
 }

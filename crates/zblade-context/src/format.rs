@@ -99,6 +99,7 @@ pub fn render(entries: &[Entry], format: Format) -> String {
 struct Groups {
     instructions: Vec<usize>,
     moments: Vec<usize>,
+    commits: Vec<usize>,
     /// Conversation id, title and its turns, in time order.
     sessions: Vec<(String, String, Vec<usize>)>,
     code: Vec<usize>,
@@ -109,12 +110,14 @@ struct Groups {
 fn display_order(entries: &[Entry]) -> Groups {
     let mut instructions = Vec::new();
     let mut moments = Vec::new();
+    let mut commits = Vec::new();
     let mut sessions: Vec<(String, String, Vec<usize>)> = Vec::new();
     let mut code = Vec::new();
     for (i, e) in entries.iter().enumerate() {
         match &e.candidate.item {
             Item::Instructions => instructions.push(i),
             Item::Moment { .. } => moments.push(i),
+            Item::Commit { .. } => commits.push(i),
             Item::Code { .. } => code.push(i),
             Item::Message {
                 conversation, title, ..
@@ -138,6 +141,7 @@ fn display_order(entries: &[Entry]) -> Groups {
     Groups {
         instructions,
         moments,
+        commits,
         sessions,
         code,
     }
@@ -166,6 +170,26 @@ fn render_xml(entries: &[Entry]) -> String {
                     format!(" tags=\"{}\"", attr(&tags.join(",")))
                 },
                 time_attr(&e.candidate),
+                if e.pointer { " pointer=\"true\"" } else { "" },
+                escape(&e.packed)
+            ));
+        }
+    }
+    for i in groups.commits {
+        let e = &entries[i];
+        if let Item::Commit {
+            sha,
+            author,
+            date,
+            status,
+        } = &e.candidate.item
+        {
+            out.push_str(&format!(
+                "<commit sha=\"{}\" author=\"{}\" date=\"{}\" lines=\"{}\"{}>{}</commit>\n",
+                attr(&sha[..sha.len().min(12)]),
+                attr(author),
+                attr(date),
+                attr(status),
                 if e.pointer { " pointer=\"true\"" } else { "" },
                 escape(&e.packed)
             ));
@@ -249,6 +273,26 @@ fn render_markdown(entries: &[Entry]) -> String {
                     .map(|a| format!(" (by {a})"))
                     .unwrap_or_default();
                 out.push_str(&format!("- **{moment_type}** `{id}`{tags}{by}: {}\n", e.packed));
+            }
+        }
+        out.push('\n');
+    }
+    if !groups.commits.is_empty() {
+        out.push_str("## Commits\n\n");
+        for i in groups.commits {
+            let e = &entries[i];
+            if let Item::Commit {
+                sha,
+                author,
+                date,
+                status,
+            } = &e.candidate.item
+            {
+                let body = e.packed.replace('\n', "\n  ");
+                out.push_str(&format!(
+                    "- `{}` ({author}, {date}; {status}): {body}\n",
+                    &sha[..sha.len().min(12)]
+                ));
             }
         }
         out.push('\n');

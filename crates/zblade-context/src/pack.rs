@@ -188,6 +188,7 @@ fn pointer(candidate: &Candidate, full_tokens: usize, counter: &dyn TokenCounter
             conversation, message, ..
         } => format!("zblade show {conversation}/{message}"),
         Item::Moment { id, .. } => format!("zblade show {id}"),
+        Item::Commit { sha, .. } => format!("zblade show {}", &sha[..sha.len().min(12)]),
         Item::Summary { conversation, .. } => format!("zblade summarize {conversation}"),
         Item::Instructions => "instructions.md".into(),
     };

@@ -5,6 +5,7 @@ use serde::Serialize;
 use zblade_core::Result;
 
 use crate::code::CodeIndexReport;
+use crate::history::HistoryReport;
 use crate::project::Project;
 use crate::semantic::{EmbedReport, Space};
 use crate::summaries::SummarizeReport;
@@ -16,6 +17,8 @@ pub struct IndexReport {
     pub converted: usize,
     /// Project files.
     pub code: CodeIndexReport,
+    /// The repository's commits.
+    pub history: HistoryReport,
     /// Embeddings; `None` when semantic search is unavailable (see `notice`).
     pub semantic: Option<EmbedReport>,
     /// Why embeddings were not computed, if they were not.
@@ -32,6 +35,8 @@ pub enum IndexStage {
     Conversations,
     /// Reading and chunking project files.
     Files,
+    /// Reading the repository's new commits and attributing their lines.
+    History,
     /// Embedding chunks.
     Embedding,
     /// Summarising conversations that grew (see [`crate::summaries::REFRESH_EVERY`]).
@@ -47,6 +52,10 @@ impl Project {
         let converted =
             self.convert_conversations(&mut |done, total| progress(IndexStage::Conversations, done, total))?;
         let code = self.index_code(&mut |done, total| progress(IndexStage::Files, done, total))?;
+        // Before embedding: commit messages are embedded with the rest of memory.
+        progress(IndexStage::History, 0, 1);
+        let history = self.index_history()?;
+        progress(IndexStage::History, 1, 1);
         let (semantic, notice) = match self.semantic().embedder() {
             Err(e) => (None, Some(format!("{e}; only keyword search is indexed"))),
             Ok(_) => {
@@ -70,6 +79,7 @@ impl Project {
         Ok(IndexReport {
             converted,
             code,
+            history,
             semantic,
             notice,
             summaries,

@@ -30,6 +30,7 @@ mod fsck;
 mod gate;
 mod gate_null;
 mod graph;
+mod history;
 mod import;
 mod indexing;
 mod lineage;
@@ -62,6 +63,7 @@ mod upkeep;
 #[cfg(unix)]
 pub mod warm;
 mod watch;
+mod why;
 
 pub use code::{CodeIndexReport, chunk_rows, line_window_rows};
 pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus};
@@ -71,6 +73,7 @@ pub use extract::ExtractReport;
 pub use files::{CodeNow, CodeSearchNow, DEFAULT_READ_LINES, MAX_READ_BYTES, ProjectFile};
 pub use fsck::{FsckReport, Problem, ProblemKind};
 pub use graph::{ExportFormat, GraphOutcome, MAX_HISTORY, StoreStats, local_conversation_json};
+pub use history::{CommitView, HistoryReport, MAX_COMMITS_PAGE};
 pub use import::{ImportProgress, ImportReport, ImportRequest, ImportSource, ImportedConversation};
 pub use indexing::{IndexReport, IndexStage};
 pub use lineage::{ForkTree, Lineage};
@@ -99,6 +102,7 @@ pub use summaries::{REFRESH_EVERY, SUMMARY_TOKENS, SessionSummary, SummarizeRepo
 pub use team::{Joined, invitations};
 pub use time::{parse_time, parse_time_bound};
 pub use watch::WatchEvent;
+pub use why::{Why, WhyCommit, WhyMemory, parse_line_target};
 pub use zblade_context::{
     DEFAULT_MIN_RELEVANCE, Format as ContextFormat, Gate as RelevanceGate, Source as ContextSource, Tier as ContextTier,
 };

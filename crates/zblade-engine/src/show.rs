@@ -1,4 +1,5 @@
-//! `zblade show ID`: one conversation, moment or message, read from its artifact (the truth).
+//! `zblade show ID`: one conversation, moment or message, read from its artifact (the truth),
+//! or one commit of the project's repository, with what became of its lines.
 
 use serde::Serialize;
 use zblade_core::{Conversation, Error, InlineMoment, Moment, Result, ids};
@@ -32,6 +33,11 @@ pub enum Shown {
         conversation_id: String,
         /// The moment.
         moment: Box<InlineMoment>,
+    },
+    /// A commit of the project's repository.
+    Commit {
+        /// The commit and what became of its lines.
+        commit: Box<crate::CommitView>,
     },
     /// Messages with this id (ids are unique only within a conversation, so there may be several).
     Messages {
@@ -84,6 +90,15 @@ impl Project {
                 }),
                 None => Err(Error::NotFound(format!("no moment {id} {}", storage.place()))),
             };
+        }
+        // 4 to 40 hex digits name a commit, when one is indexed (else it may be a message id).
+        if (4..=40).contains(&id.len())
+            && id.chars().all(|c| c.is_ascii_hexdigit())
+            && let Ok(commit) = self.commit(id)
+        {
+            return Ok(Shown::Commit {
+                commit: Box::new(commit),
+            });
         }
         let matches = storage.messages(&self.parts, id)?;
         if matches.is_empty() {

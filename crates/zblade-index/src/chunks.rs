@@ -1,4 +1,4 @@
-//! The chunk catalog: which CIDs (texts to embed) belong to which message or moment, and
+//! The chunk catalog: which CIDs (texts to embed) belong to which message, moment or commit, and
 //! turning a search key (message, moment or code chunk) back into a displayable hit.
 
 use std::collections::HashMap;
@@ -9,7 +9,7 @@ use zblade_core::Result;
 use crate::search::hit_from_row;
 use crate::{HitKind, Index, SearchHit};
 
-/// One chunk: `key` (`conv_…/msg_…` or `moment_…`), its position, CID and kind.
+/// One chunk: `key` (`conv_…/msg_…`, `moment_…` or `commit:SHA`), its position, CID and kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkRow {
     /// What the chunk belongs to.
@@ -18,11 +18,11 @@ pub struct ChunkRow {
     pub seq: i64,
     /// sha256 of the chunk's text.
     pub cid: String,
-    /// `message` or `moment`.
+    /// `message`, `moment` or `commit`.
     pub kind: String,
 }
 
-/// Text to chunk: (key, kind, text) for every message and moment.
+/// Text to chunk: (key, kind, text) for every message, moment and commit.
 pub type ChunkSource = (String, &'static str, String);
 
 impl Index {
@@ -41,6 +41,13 @@ impl Index {
             for row in stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))? {
                 let (key, text): (String, String) = row?;
                 out.push((key, "moment", text));
+            }
+            // A commit is embedded by its message; its paths are for keywords.
+            let mut stmt =
+                conn.prepare("SELECT 'commit:' || sha, subject || char(10) || body FROM commits ORDER BY pk")?;
+            for row in stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))? {
+                let (key, text): (String, String) = row?;
+                out.push((key, "commit", text));
             }
             Ok(out)
         })
@@ -183,6 +190,9 @@ impl Index {
                 .code_chunk_at(path, start, end)?
                 .map(|(chunk, modified)| crate::code::code_hit(chunk, modified, score)));
         }
+        if let Some(sha) = key.strip_prefix("commit:") {
+            return self.read(|conn| crate::commits::commit_hit(conn, sha, score));
+        }
         self.read(|conn| {
             let (kind, sql, args): (HitKind, &str, Vec<&str>) = match key.split_once('/') {
                 Some((conv, msg)) => (
@@ -220,6 +230,7 @@ pub fn hit_key(hit: &SearchHit) -> String {
     match (hit.kind, &hit.conversation_id) {
         (HitKind::Message, Some(conv)) => format!("{conv}/{}", hit.id),
         (HitKind::Code, _) => format!("code:{}", hit.id),
+        (HitKind::Commit, _) => format!("commit:{}", hit.id),
         _ => hit.id.clone(),
     }
 }

@@ -110,7 +110,19 @@ impl Index {
             if filter.is_empty() {
                 return Ok(true);
             }
-            let (sql, first, second, clause) = if let Some((path, start, end)) = parse_code_key(key) {
+            let (sql, first, second, clause) = if let Some(sha) = key.strip_prefix("commit:") {
+                // A commit belongs to no conversation; its paths are not references.
+                if filter.conversation.is_some() || filter.path_prefix.is_some() {
+                    return Ok(false);
+                }
+                let (clause, args) = filter.clause("c.sha", "c.committed_at", "");
+                (
+                    format!("SELECT 1 FROM commits c WHERE c.sha = ?1 {clause}"),
+                    sha.to_string(),
+                    None,
+                    args,
+                )
+            } else if let Some((path, start, end)) = parse_code_key(key) {
                 let (clause, args) = filter.code_clause();
                 let sql = format!(
                     "SELECT 1 FROM code_chunks c JOIN code_files f ON f.path = c.path

@@ -16,6 +16,8 @@ pub enum HitKind {
     Conversation,
     /// A chunk of a project file; `id` is `PATH:START-END`.
     Code,
+    /// A commit of the project's repository; `id` is its full hex id.
+    Commit,
 }
 
 impl HitKind {
@@ -26,6 +28,7 @@ impl HitKind {
             HitKind::Moment => "moment",
             HitKind::Conversation => "conversation",
             HitKind::Code => "code",
+            HitKind::Commit => "commit",
         }
     }
 }

@@ -20,6 +20,8 @@
 mod catalog;
 mod chunks;
 mod code;
+mod commits;
+mod decisions;
 mod filter;
 pub mod fts;
 mod graph;
@@ -41,6 +43,8 @@ pub use catalog::{
 };
 pub use chunks::{ChunkRow, ChunkSource, hit_key};
 pub use code::{CodeChunkRow, CodeFileState, CodeFileUpdate, StoredCodeChunk, parse_code_key};
+pub use commits::{CommitFate, CommitRow, HistoryUpdate, LaterChange, StoredCommit};
+pub use decisions::DecisionState;
 pub use filter::SearchFilter;
 pub use graph::{LineageNode, MergeEdge, Prompt};
 pub use hit::{HitKind, SearchHit};

@@ -4,7 +4,7 @@
 //! user_version = i` to `i + 1`. Released migrations are never edited; a change is a new entry.
 
 /// Every migration, oldest first.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// The schema version this build creates and expects.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -212,4 +212,63 @@ CREATE TABLE merges (
 CREATE INDEX idx_merges_conv ON merges(conversation_id);
 CREATE INDEX idx_merges_source ON merges(source_id);
 CREATE INDEX idx_messages_role_time ON messages(role, timestamp DESC);
+"#;
+
+/// Version 6: the repository's history as memory (docs/DECISIONS.md). `commits` holds each
+/// commit of HEAD's first-parent history with its message (redacted) and the paths it changed,
+/// searched through `commits_fts`; `pk` numbers commits in the order they were read, and line
+/// attribution names commits by it. `line_owners` is the blame of every file at the indexed
+/// HEAD, as runs (see `zblade_refs::attribution::encode`); `commit_overwrites` says, per earlier
+/// commit, which later commit rewrote or deleted how many of its lines in which file — so a
+/// commit's status is a sum, not a blame. `history_state` remembers the HEAD that was read.
+/// Unlike the other tables these are not rebuilt from artifacts: the repository is their source.
+/// `decision_states` indexes superseded and rejected moments and conversations.
+const V6: &str = r#"
+CREATE TABLE commits (
+    pk INTEGER PRIMARY KEY,
+    sha TEXT NOT NULL UNIQUE,
+    parents TEXT NOT NULL,
+    author TEXT NOT NULL,
+    committed_at TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    body TEXT NOT NULL,
+    paths TEXT NOT NULL,
+    files_changed INTEGER NOT NULL,
+    lines_added INTEGER NOT NULL,
+    lines_removed INTEGER NOT NULL,
+    written INTEGER NOT NULL
+);
+CREATE INDEX idx_commits_time ON commits(committed_at DESC);
+CREATE VIRTUAL TABLE commits_fts USING fts5(
+    subject, body, paths, content=commits, content_rowid=pk, tokenize='porter unicode61'
+);
+CREATE TABLE commit_overwrites (
+    commit_pk INTEGER NOT NULL,
+    by_pk INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    rewritten INTEGER NOT NULL,
+    deleted INTEGER NOT NULL,
+    PRIMARY KEY (commit_pk, by_pk, path)
+);
+CREATE INDEX idx_overwrites_by ON commit_overwrites(by_pk);
+CREATE TABLE line_owners (
+    path TEXT PRIMARY KEY,
+    runs BLOB NOT NULL
+);
+CREATE TABLE history_state (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+-- Decisions that no longer stand: a moment or conversation superseded by a later one, or
+-- rejected with a reason. The artifacts hold them (`decision` on a moment, `metadata.decision`
+-- on a conversation); this table is their index, rebuilt with the rest.
+CREATE TABLE decision_states (
+    id TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    by_id TEXT,
+    reason TEXT,
+    decided_at TEXT NOT NULL,
+    automatic INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX idx_decision_by ON decision_states(by_id);
 "#;

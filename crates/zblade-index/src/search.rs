@@ -21,7 +21,7 @@ pub const HIGHLIGHT: (&str, &str) = ("«", "»");
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum SearchKind {
-    /// Messages, moments and project files, merged by score.
+    /// Messages, moments, project files and commits, merged by score.
     #[default]
     All,
     /// Messages only.
@@ -32,6 +32,8 @@ pub enum SearchKind {
     Conversations,
     /// Project files indexed by `zblade index`, as path and lines.
     Code,
+    /// Commits of the project's repository, by message and changed paths.
+    Commits,
 }
 
 /// How to search: by words, by meaning, or both.
@@ -182,9 +184,11 @@ impl Index {
             SearchKind::Moments => search_moments(conn, &expr, limit, filter),
             SearchKind::Conversations => search_conversations(conn, &expr, limit),
             SearchKind::Code => crate::code::search_code(conn, &expr, limit, filter),
+            SearchKind::Commits => crate::commits::search_commits(conn, &expr, limit, filter),
             SearchKind::All => search_messages(conn, &terms, limit, filter, snippets).and_then(|mut hits| {
                 hits.extend(search_moments(conn, &expr, limit, filter)?);
                 hits.extend(crate::code::search_code(conn, &expr, limit, filter)?);
+                hits.extend(crate::commits::search_commits(conn, &expr, limit, filter)?);
                 hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
                 hits.truncate(limit);
                 Ok(hits)

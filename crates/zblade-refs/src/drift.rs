@@ -31,9 +31,9 @@ const MAX_WALK: usize = 5000;
 
 /// A git repository holding the project.
 pub struct GitRepo {
-    repo: Repository,
+    pub(crate) repo: Repository,
     /// The project root relative to the repository's work tree ("" when they are the same).
-    prefix: String,
+    pub(crate) prefix: String,
 }
 
 impl std::fmt::Debug for GitRepo {
@@ -74,7 +74,7 @@ impl GitRepo {
         }
     }
 
-    fn repo_path(&self, relative: &str) -> String {
+    pub(crate) fn repo_path(&self, relative: &str) -> String {
         if self.prefix.is_empty() {
             relative.to_string()
         } else {

@@ -20,8 +20,10 @@
 //! ```
 
 pub mod anchor;
+pub mod attribution;
 pub mod checker;
 pub mod drift;
+pub mod history;
 pub mod idents;
 pub mod resolve;
 pub mod source;
@@ -29,6 +31,7 @@ pub mod watcher;
 
 pub use checker::{Checked, Checker, RefRecord};
 pub use drift::{Drift, GitRepo, blob_hash};
+pub use history::{CommitRecord, HistoryLimits, HistoryRead};
 pub use resolve::{Found, resolve};
 pub use source::{MAX_FILE_BYTES, ReadError, SourceFile, read_project_file, read_project_file_guarded};
 pub use zblade_core::Anchor;

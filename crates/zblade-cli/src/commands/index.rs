@@ -11,6 +11,7 @@ pub(crate) fn run(cx: &mut Ctx) -> Result<(), Error> {
         let what = match stage {
             IndexStage::Conversations => "converting conversations",
             IndexStage::Files => "files",
+            IndexStage::History => "history",
             IndexStage::Embedding => "embedding",
             IndexStage::Summaries => "summaries",
         };

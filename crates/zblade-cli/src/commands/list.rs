@@ -1,4 +1,4 @@
-//! `zblade list conversations|documents|moments`.
+//! `zblade list conversations|documents|commits|moments`.
 
 use zblade_engine::{DOCUMENT_SOURCE, Error, ImportSource, Page};
 
@@ -18,6 +18,7 @@ pub(crate) fn run(cx: &mut Ctx, list: ListCommand) -> Result<(), Error> {
                 .list_conversations(Page::new(limit, offset), Some(DOCUMENT_SOURCE))?
                 .as_slice(),
         ),
+        ListCommand::Commits { limit, offset } => cx.out.print(project.list_commits(limit, offset)?.as_slice()),
         ListCommand::Moments { kind, limit, offset } => cx.out.print(
             project
                 .list_moments(Page::new(limit, offset), kind.map(|k| k.as_str()))?

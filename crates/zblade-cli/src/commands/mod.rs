@@ -30,6 +30,7 @@ pub(crate) mod summarize;
 pub(crate) mod sync_metadata;
 pub(crate) mod team;
 pub(crate) mod watch;
+pub(crate) mod why;
 
 use std::io::{IsTerminal, StdoutLock};
 use std::path::PathBuf;

@@ -108,7 +108,8 @@ impl Parts {
         let index = self.index()?;
         let wanted_kind = |key: &str| {
             let is_code = key.starts_with("code:");
-            let is_message = !is_code && key.contains('/');
+            let is_commit = key.starts_with("commit:");
+            let is_message = !is_code && !is_commit && key.contains('/');
             // A text in two spaces (the same words in a message and a code chunk) counts
             // only where its kind is embedded.
             match only {
@@ -118,8 +119,9 @@ impl Parts {
             }
             match query.kind {
                 SearchKind::Messages => is_message,
-                SearchKind::Moments => !is_code && !is_message,
+                SearchKind::Moments => !is_code && !is_message && !is_commit,
                 SearchKind::Code => is_code,
+                SearchKind::Commits => is_commit,
                 _ => true,
             }
         };

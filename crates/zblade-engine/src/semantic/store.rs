@@ -212,7 +212,9 @@ impl Semantic {
         let code = self.code_space();
         match kind {
             SearchKind::Code => vec![code],
-            SearchKind::Messages | SearchKind::Moments | SearchKind::Conversations => vec![Space::Memory],
+            SearchKind::Messages | SearchKind::Moments | SearchKind::Conversations | SearchKind::Commits => {
+                vec![Space::Memory]
+            }
             SearchKind::All if code == Space::Code => vec![Space::Memory, Space::Code],
             SearchKind::All => vec![Space::Memory],
         }

@@ -389,6 +389,11 @@ impl Storage for LocalStorage {
                         author: None,
                     });
                 }
+                HitKind::Commit => {
+                    if let Some(candidate) = parts.commit_candidate(&hit.hit.id, retrieval)? {
+                        candidates.push(candidate);
+                    }
+                }
                 HitKind::Conversation => {}
             }
         }
