@@ -951,6 +951,31 @@ pub enum MomentsCommand {
         /// The conversation (default: every conversation).
         conversation: Option<String>,
     },
+    /// Say that a later moment or conversation supersedes an earlier one: the pack then gives
+    /// the newer first and shows the older as superseded (or leaves it out when the budget is
+    /// short). Written into OLD's artifact, so it syncs and survives `reindex`.
+    Supersede {
+        /// The earlier moment (`moment_…`) or conversation (`conv_…`).
+        old: String,
+        /// The later one that replaces it.
+        new: String,
+    },
+    /// Mark a moment or conversation as a rejected approach: it is packed as rejected, with
+    /// the reason, so the next agent does not try it again.
+    Reject {
+        /// The moment (`moment_…`) or conversation (`conv_…`).
+        id: String,
+        /// Why it was rejected.
+        #[arg(long, required = true)]
+        reason: String,
+    },
+    /// Undo `supersede` or `reject`: the moment or conversation stands again.
+    Reinstate {
+        /// The moment or conversation.
+        id: String,
+    },
+    /// Moments and conversations that no longer stand (superseded or rejected), newest first.
+    Decisions,
 }
 
 /// `zblade search` arguments.

@@ -9,7 +9,7 @@ use zblade_engine::{
     ExtractReport, FsckReport, Hit, ImportReport, IndexReport, InitReport, ModelDownload, ModelEntry, ModelImport,
     MomentSummary, ReferenceReport, ReindexReport, SearchResults, Shown, Status, SummarizeReport, WatchEvent,
 };
-use zblade_engine::{CommitView, Why};
+use zblade_engine::{CommitView, DecisionState, Why};
 
 /// Lines of code shown under a search hit's reference (`zblade show` prints them all).
 const SEARCH_CODE_LINES: usize = 8;
@@ -487,6 +487,51 @@ impl Render for Why {
             }
         }
         Ok(())
+    }
+}
+
+impl Render for DecisionState {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        line!(out, "{}: {}.", self.id, self.describe())
+    }
+}
+
+impl Render for [DecisionState] {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        if self.is_empty() {
+            return line!(
+                out,
+                "Every moment and conversation stands (none superseded or rejected)."
+            );
+        }
+        for state in self {
+            let how = if state.decision.automatic {
+                "  (found by zblade)"
+            } else {
+                ""
+            };
+            line!(
+                out,
+                "{}  {}  {}{how}",
+                state.decision.decided_at.format("%Y-%m-%d"),
+                state.id,
+                state.describe()
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// What `zblade moments reinstate` did.
+#[derive(Serialize)]
+pub struct Stands<'a> {
+    /// The moment or conversation.
+    pub id: &'a str,
+}
+
+impl Render for Stands<'_> {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        line!(out, "{} stands again.", self.id)
     }
 }
 

@@ -22,6 +22,7 @@ fn candidates(round: usize) -> Vec<Candidate> {
         time: None,
         retrieval: 0.0,
         author: None,
+        standing: None,
     }];
     let sentence = |i: usize, j: usize| {
         format!(
@@ -51,6 +52,7 @@ fn candidates(round: usize) -> Vec<Candidate> {
             time: Some(now - Duration::minutes(i as i64 * 90)),
             retrieval: 1.0 - i as f64 / 100.0,
             author: None,
+            standing: None,
         });
     }
     out

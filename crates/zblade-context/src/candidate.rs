@@ -116,9 +116,50 @@ pub struct Candidate {
     /// user's own memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub author: Option<String>,
+    /// Set when what it decided no longer stands: superseded by a later moment or
+    /// conversation, or rejected. The pack shows it, and never packs a superseded candidate
+    /// without what superseded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standing: Option<Standing>,
+}
+
+/// How a remembered decision stands, when it no longer simply does.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct Standing {
+    /// `superseded` (someone said so), `revisited` (a later conversation about the same code
+    /// and words, found by zblade) or `rejected`.
+    pub state: String,
+    /// The conversation or moment that replaced it: the pack holds it before this one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// Why it was rejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl Standing {
+    /// As the pack prints it: `superseded by conv_…`, `earlier; revisited by conv_…`,
+    /// `rejected: too slow`.
+    pub fn describe(&self) -> String {
+        match (self.state.as_str(), &self.by, &self.reason) {
+            ("revisited", Some(by), _) => format!("earlier; revisited by {by}"),
+            (state, Some(by), _) => format!("{state} by {by}"),
+            (state, None, Some(reason)) => format!("{state}: {reason}"),
+            (state, None, None) => state.to_string(),
+        }
+    }
 }
 
 impl Candidate {
+    /// The conversation or moment this candidate belongs to: what a [`Standing::by`] names.
+    pub fn owner(&self) -> Option<&str> {
+        match &self.item {
+            Item::Moment { id, .. } => Some(id),
+            _ => self.conversation(),
+        }
+    }
+
     /// The conversation this candidate belongs to, if any.
     pub fn conversation(&self) -> Option<&str> {
         match &self.item {

@@ -57,6 +57,22 @@ fn author_attr(c: &Candidate) -> String {
         .unwrap_or_default()
 }
 
+/// ` state="superseded by conv_…"` for memory that no longer simply stands.
+fn state_attr(c: &Candidate) -> String {
+    c.standing
+        .as_ref()
+        .map(|s| format!(" state=\"{}\"", attr(&s.describe())))
+        .unwrap_or_default()
+}
+
+/// `[superseded by conv_…] ` before a markdown entry that no longer simply stands.
+fn state_prefix(c: &Candidate) -> String {
+    c.standing
+        .as_ref()
+        .map(|s| format!("[{}] ", s.describe()))
+        .unwrap_or_default()
+}
+
 /// A packed text as `format` prints it inside its wrapper (escaped for XML and JSON), so its
 /// tokens can be counted once, apart from the wrapper.
 pub(crate) fn rendered_body(text: &str, format: Format) -> std::borrow::Cow<'_, str> {
@@ -160,10 +176,11 @@ fn render_xml(entries: &[Entry]) -> String {
         let e = &entries[i];
         if let Item::Moment { id, moment_type, tags } = &e.candidate.item {
             out.push_str(&format!(
-                "<moment id=\"{}\" type=\"{}\"{}{}{}{}>{}</moment>\n",
+                "<moment id=\"{}\" type=\"{}\"{}{}{}{}{}>{}</moment>\n",
                 attr(id),
                 attr(moment_type),
                 author_attr(&e.candidate),
+                state_attr(&e.candidate),
                 if tags.is_empty() {
                     String::new()
                 } else {
@@ -204,10 +221,11 @@ fn render_xml(entries: &[Entry]) -> String {
             }
             if let Item::Message { message, role, .. } = &e.candidate.item {
                 out.push_str(&format!(
-                    "  <turn id=\"{}\" role=\"{}\"{}{}{}{}>{}</turn>\n",
+                    "  <turn id=\"{}\" role=\"{}\"{}{}{}{}{}>{}</turn>\n",
                     attr(message),
                     attr(role),
                     author_attr(&e.candidate),
+                    state_attr(&e.candidate),
                     time_attr(&e.candidate),
                     if e.candidate.source == Source::Recent {
                         " recent=\"true\""
@@ -272,7 +290,11 @@ fn render_markdown(entries: &[Entry]) -> String {
                     .as_deref()
                     .map(|a| format!(" (by {a})"))
                     .unwrap_or_default();
-                out.push_str(&format!("- **{moment_type}** `{id}`{tags}{by}: {}\n", e.packed));
+                out.push_str(&format!(
+                    "- **{moment_type}** `{id}`{tags}{by}: {}{}\n",
+                    state_prefix(&e.candidate),
+                    e.packed
+                ));
             }
         }
         out.push('\n');
@@ -316,7 +338,11 @@ fn render_markdown(entries: &[Entry]) -> String {
                     .as_deref()
                     .map(|a| format!(" ({a})"))
                     .unwrap_or_default();
-                out.push_str(&format!("**{role}**{by}{time}: {}\n\n", e.packed));
+                out.push_str(&format!(
+                    "**{role}**{by}{time}: {}{}\n\n",
+                    state_prefix(&e.candidate),
+                    e.packed
+                ));
             }
         }
     }
@@ -352,6 +378,8 @@ fn render_json(entries: &[Entry]) -> String {
         time: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
         author: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        state: Option<String>,
         text: &'a str,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         pointer: bool,
@@ -364,6 +392,7 @@ fn render_json(entries: &[Entry]) -> String {
             item: &e.candidate.item,
             time: e.candidate.time.map(|t| t.format("%Y-%m-%dT%H:%MZ").to_string()),
             author: e.candidate.author.as_deref(),
+            state: e.candidate.standing.as_ref().map(|s| s.describe()),
             text: &e.packed,
             pointer: e.pointer,
         })

@@ -18,9 +18,10 @@ pub mod moments;
 pub mod pack;
 pub mod query;
 pub mod rerank;
+pub mod revisits;
 pub mod tokens;
 
-pub use candidate::{Candidate, Item, Source};
+pub use candidate::{Candidate, Item, Source, Standing};
 pub use format::{Entry, Format};
 pub use gate::{DEFAULT_MIN_RELEVANCE, Evidence, Gate, NullScores};
 pub use pack::{Compressor, Extractive, Pack, PackError, PackOptions, ReceiptLine, Tier, pack};

@@ -218,6 +218,7 @@ pub fn pack(
             time: entry.candidate.time,
             retrieval: entry.candidate.retrieval,
             author: entry.candidate.author.clone(),
+            standing: entry.candidate.standing.clone(),
         },
         packed: String::new(),
         pointer: entry.pointer,
@@ -326,6 +327,15 @@ pub fn pack(
             && let Some(reason) = options.gate.as_ref().and_then(Gate::reason)
         {
             line.reason = reason;
+            receipt.push(line);
+            continue;
+        }
+        // A superseded decision only beside what superseded it (ranked above it): never the
+        // old rule alone, handed over with confidence.
+        if let Some(by) = candidate.standing.as_ref().and_then(|s| s.by.as_deref())
+            && !entries.iter().any(|e| e.candidate.owner() == Some(by))
+        {
+            line.reason = format!("superseded by {by}, which is not packed");
             receipt.push(line);
             continue;
         }
@@ -454,6 +464,7 @@ mod tests {
             time: Some(now() - chrono::Duration::days(days_ago)),
             retrieval,
             author: None,
+            standing: None,
         }
     }
 
@@ -467,6 +478,7 @@ mod tests {
             time: None,
             retrieval: 0.0,
             author: None,
+            standing: None,
         }
     }
 
@@ -484,6 +496,7 @@ mod tests {
             time: None,
             retrieval,
             author: None,
+            standing: None,
         }
     }
 

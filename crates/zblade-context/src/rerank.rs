@@ -209,6 +209,7 @@ mod tests {
             time: Some(now() - chrono::Duration::days(days_ago)),
             retrieval,
             author: None,
+            standing: None,
         }
     }
 

@@ -334,6 +334,47 @@ pub struct InlineMoment {
     pub extra: Map<String, Value>,
 }
 
+/// Whether a decision stands: a moment or conversation that a later one superseded, or that
+/// was rejected (docs/DECISIONS.md). Memory that stands has none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct Decision {
+    /// What happened to it.
+    pub state: DecisionStatus,
+    /// The moment or conversation that superseded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// Why (a rejection always says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// When it was decided.
+    pub decided_at: DateTime<Utc>,
+    /// Found by zblade, not said by a person.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub automatic: bool,
+}
+
+/// What happened to a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "lowercase")]
+pub enum DecisionStatus {
+    /// A later moment or conversation replaced it.
+    Superseded,
+    /// It was tried or proposed and turned down.
+    Rejected,
+}
+
+impl DecisionStatus {
+    /// Its name, as JSON spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecisionStatus::Superseded => "superseded",
+            DecisionStatus::Rejected => "rejected",
+        }
+    }
+}
+
 /// `metadata` of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default)]
@@ -354,6 +395,9 @@ pub struct ConversationMetadata {
     /// the local `.zblade/` and never sent to the server.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub private: bool,
+    /// Set when what was decided in this conversation no longer stands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
     /// Fields this version does not know.
     #[serde(flatten)]
     #[cfg_attr(feature = "specta", specta(skip))]
@@ -411,6 +455,9 @@ pub struct Moment {
     /// How much it matters, 0..1.
     #[serde(default = "default_relevance")]
     pub relevance_score: f64,
+    /// Set when it no longer stands: superseded by a later moment or conversation, or rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
     /// Fields this version does not know.
     #[serde(flatten)]
     #[cfg_attr(feature = "specta", specta(skip))]

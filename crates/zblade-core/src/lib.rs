@@ -29,8 +29,9 @@ pub mod settings;
 pub mod wire;
 
 pub use artifact::{
-    ARTIFACT_VERSION, Anchor, CodeReference, Conversation, ConversationMetadata, InlineMoment, Message, Moment,
-    MomentType, Provenance, ReferenceDiff, Role, ToolCall, ToolResult, parse_conversation, parse_moment, sha256_hex,
+    ARTIFACT_VERSION, Anchor, CodeReference, Conversation, ConversationMetadata, Decision, DecisionStatus,
+    InlineMoment, Message, Moment, MomentType, Provenance, ReferenceDiff, Role, ToolCall, ToolResult,
+    parse_conversation, parse_moment, sha256_hex,
 };
 pub use error::{Error, Result};
 pub use graph::{

@@ -38,6 +38,7 @@ pub(crate) fn memory_candidate(text: &MemoryText, source: Source, retrieval: f64
         time: text.time,
         retrieval,
         author: text.author.clone(),
+        standing: None,
     }
 }
 
@@ -78,6 +79,7 @@ pub(crate) fn reference_candidate(
         time: owner_time,
         retrieval,
         author: None,
+        standing: None,
     }
 }
 

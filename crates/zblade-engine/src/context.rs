@@ -116,6 +116,7 @@ fn summary_candidate(summary: crate::summaries::SessionSummary, title: String) -
         time: Some(summary.updated_at),
         retrieval: 0.0,
         author: None,
+        standing: None,
     }
 }
 
@@ -140,6 +141,7 @@ impl Project {
                 time: None,
                 retrieval: 0.0,
                 author: None,
+                standing: None,
             });
         }
 
@@ -291,6 +293,7 @@ impl Project {
         candidates.extend(retrieved_candidates.into_iter().filter(|candidate| {
             !matches!((&candidate.item, excluded), (Item::Message { conversation, .. }, Some(skip)) if conversation == skip)
         }));
+        self.mark_standing(candidates, search_text)?;
         Ok(Some((retrieved.mode, retrieved.evidence)))
     }
 
@@ -358,6 +361,7 @@ impl Project {
             time: None,
             retrieval: 0.0,
             author: None,
+            standing: None,
         })
     }
 }

@@ -101,13 +101,23 @@ impl Project {
         if extracted.is_empty() {
             return Ok(());
         }
-        let all: Vec<(Moment, String)> = extracted
+        let mut all: Vec<(Moment, String)> = extracted
             .iter()
             .flat_map(|e| {
                 let source = format!("extracted from {}", e.id);
                 e.moments.iter().map(move |m| (m.clone(), source.clone()))
             })
             .collect();
+        // Extracting again rewrites a moment; what people decided about it stays.
+        if self.storage.on_this_machine() {
+            let ids: Vec<&str> = all.iter().map(|(m, _)| m.id.as_str()).collect();
+            let states = self.index()?.decision_states(&ids)?;
+            for (moment, _) in &mut all {
+                if let Some(state) = states.get(&moment.id) {
+                    moment.decision = Some(state.decision.clone());
+                }
+            }
+        }
         let mut written = self.store_moments(all)?.into_iter().map(|o| o.id);
         // Cache entries only after their moments are written: a crash in between extracts
         // those conversations again, which rewrites the same moments.
@@ -231,6 +241,7 @@ impl Project {
             tags: found.tags,
             created_at: None,
             relevance_score: 0.5,
+            decision: None,
             extra: Default::default(),
         }
     }
@@ -325,6 +336,7 @@ fn extractive_moments(conv: &Conversation, range: std::ops::Range<usize>) -> Vec
                 tags: m.tags,
                 created_at: None,
                 relevance_score: 0.5,
+                decision: None,
                 extra: Default::default(),
             }
         })

@@ -128,6 +128,7 @@ impl Parts {
             time,
             retrieval,
             author: None,
+            standing: None,
         }))
     }
 }

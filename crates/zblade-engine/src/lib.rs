@@ -23,6 +23,7 @@ mod codeblocks;
 mod compressor;
 mod compressor_store;
 mod context;
+mod decisions;
 mod documents;
 mod extract;
 mod files;
@@ -54,6 +55,7 @@ mod selector;
 mod semantic;
 mod show;
 mod sources;
+mod standing;
 mod status;
 mod storage;
 mod summaries;
@@ -114,8 +116,8 @@ pub use zblade_core::{
 pub use zblade_import::Detected as DetectedSource;
 pub use zblade_import::detect::Places as AgentPlaces;
 pub use zblade_index::{
-    ConversationSummary, HitKind, LineageNode, LiveLocation, MergeEdge, MomentSummary, Page, Prompt, SearchFilter,
-    SearchHit, SearchKind, SearchQuery, StoredReference,
+    ConversationSummary, DecisionState, HitKind, LineageNode, LiveLocation, MergeEdge, MomentSummary, Page, Prompt,
+    SearchFilter, SearchHit, SearchKind, SearchQuery, StoredReference,
 };
 pub use zblade_refs::watcher::WatchOptions;
 pub use zblade_search::embed::disable_onnx_telemetry;

@@ -465,6 +465,7 @@ fn delete_conversation_rows(conn: &Connection, id: &str, files: &mut BTreeSet<St
          SELECT 'delete', rowid, title, tags FROM conversations WHERE id = ?1",
         [id],
     )?;
+    conn.execute("DELETE FROM decision_states WHERE id = ?1", [id])?;
     conn.execute("DELETE FROM conversations WHERE id = ?1", [id])?;
     Ok(true)
 }
@@ -483,6 +484,7 @@ fn delete_moment_rows(conn: &Connection, id: &str, files: &mut BTreeSet<String>)
          SELECT 'delete', rowid, content, context, tags FROM moments WHERE id = ?1 AND inline = 0",
         [id],
     )?;
+    conn.execute("DELETE FROM decision_states WHERE id = ?1", [id])?;
     Ok(conn.execute("DELETE FROM moments WHERE id = ?1 AND inline = 0", [id])? > 0)
 }
 
@@ -519,6 +521,7 @@ fn insert_conversation(
     let id = conv.conversation_id.as_str();
     let shared = conv.shared_prefix.as_ref().map_or(0, |p| p.messages);
     delete_conversation_rows(conn, id, files)?;
+    crate::decisions::put_state(conn, id, conv.metadata.decision.as_ref())?;
     conn.prepare_cached(
         "INSERT INTO conversations (id, project_id, title, created_at, updated_at, message_count, tags, artifact_path,
                                     artifact_sha256, source, shared_from, shared_count, forked_from, forked_after)
@@ -645,6 +648,7 @@ fn insert_moment(
         ])
     })?;
     index_moment_text(conn, &moment.content, moment.context.as_deref(), &moment.tags)?;
+    crate::decisions::put_state(conn, &moment.id, moment.decision.as_ref())?;
     for (i, reference) in moment.code_references.iter().enumerate() {
         let key = format!("{}/{i}", moment.id);
         insert_reference(

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
-use zblade_core::Result;
+use zblade_core::{Decision, DecisionStatus, Result};
 
 use crate::Index;
 
@@ -17,28 +17,19 @@ use crate::Index;
 pub struct DecisionState {
     /// The moment or conversation.
     pub id: String,
-    /// `superseded` or `rejected`.
-    pub state: String,
-    /// What superseded it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub by: Option<String>,
-    /// Why (always given for a rejection).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// When it was decided (RFC 3339).
-    pub decided_at: String,
-    /// Found by zblade (time, shared code, similar text), not said by a person.
-    #[serde(default)]
-    pub automatic: bool,
+    /// What happened to it, as its artifact says.
+    #[serde(flatten)]
+    pub decision: Decision,
 }
 
 impl DecisionState {
     /// The state in words, as a pack shows it: `superseded by conv_…`, `rejected: too slow`.
     pub fn describe(&self) -> String {
-        match (self.state.as_str(), &self.by, &self.reason) {
-            ("superseded", Some(by), _) => format!("superseded by {by}"),
-            (state, _, Some(reason)) => format!("{state}: {reason}"),
-            (state, _, None) => state.to_string(),
+        let d = &self.decision;
+        match (d.state, &d.by, &d.reason) {
+            (DecisionStatus::Superseded, Some(by), _) => format!("superseded by {by}"),
+            (state, _, Some(reason)) => format!("{}: {reason}", state.as_str()),
+            (state, _, None) => state.as_str().to_string(),
         }
     }
 }
@@ -46,14 +37,47 @@ impl DecisionState {
 const COLUMNS: &str = "id, state, by_id, reason, decided_at, automatic";
 
 fn state_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DecisionState> {
+    let state: String = r.get(1)?;
+    let decided_at: String = r.get(4)?;
     Ok(DecisionState {
         id: r.get(0)?,
-        state: r.get(1)?,
-        by: r.get(2)?,
-        reason: r.get(3)?,
-        decided_at: r.get(4)?,
-        automatic: r.get::<_, i64>(5)? != 0,
+        decision: Decision {
+            state: match state.as_str() {
+                "rejected" => DecisionStatus::Rejected,
+                _ => DecisionStatus::Superseded,
+            },
+            by: r.get(2)?,
+            reason: r.get(3)?,
+            decided_at: chrono::DateTime::parse_from_rfc3339(&decided_at)
+                .map(|t| t.with_timezone(&chrono::Utc))
+                .unwrap_or_default(),
+            automatic: r.get::<_, i64>(5)? != 0,
+        },
     })
+}
+
+/// Records the state an artifact carries (`None`: it stands) — called wherever a moment or
+/// conversation row is written, so `reindex` rebuilds the table from the artifacts.
+pub(crate) fn put_state(conn: &rusqlite::Connection, id: &str, decision: Option<&Decision>) -> rusqlite::Result<()> {
+    match decision {
+        Some(d) => conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO decision_states (id, state, by_id, reason, decided_at, automatic)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                id,
+                d.state.as_str(),
+                d.by,
+                d.reason,
+                crate::timestamp(d.decided_at),
+                i64::from(d.automatic)
+            ])?,
+        None => conn
+            .prepare_cached("DELETE FROM decision_states WHERE id = ?1")?
+            .execute([id])?,
+    };
+    Ok(())
 }
 
 impl Index {
@@ -88,21 +112,6 @@ impl Index {
             ))?
             .query_map([], state_row)?
             .collect()
-        })
-    }
-
-    /// Records (or replaces) a state; `None` for `id` says it stands again.
-    pub fn set_decision_state(&mut self, id: &str, state: Option<&DecisionState>) -> Result<()> {
-        self.write(|tx| {
-            match state {
-                Some(s) => tx.execute(
-                    "INSERT OR REPLACE INTO decision_states (id, state, by_id, reason, decided_at, automatic)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    params![id, s.state, s.by, s.reason, s.decided_at, i64::from(s.automatic)],
-                )?,
-                None => tx.execute("DELETE FROM decision_states WHERE id = ?1", [id])?,
-            };
-            Ok(())
         })
     }
 }

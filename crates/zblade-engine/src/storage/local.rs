@@ -387,6 +387,7 @@ impl Storage for LocalStorage {
                         time: None,
                         retrieval,
                         author: None,
+                        standing: None,
                     });
                 }
                 HitKind::Commit => {
