@@ -21,6 +21,8 @@ pub const COMMAND_NAMES: &[&str] = &[
     "context_preview",
     "reference_health",
     "reference_code",
+    "why_lines",
+    "decide",
     "settings_view",
     "import_compressor_model",
     "use_compressor_model",

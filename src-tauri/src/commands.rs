@@ -11,6 +11,7 @@ use zblade_engine::{
     MigrationReport, MomentSummary, MomentType, Page, PendingMigration, ReferenceReport, ReferenceStatus, SearchQuery,
     SearchResults, Shown, Status,
 };
+use zblade_engine::{DecisionState, Why};
 
 use crate::config::AppConfig;
 use crate::error::{AppError, AppResult, ErrorCode};
@@ -219,6 +220,35 @@ pub async fn reference_health(app: AppHandle) -> AppResult<HealthView> {
 #[specta::specta]
 pub async fn reference_code(app: AppHandle, key: String) -> AppResult<ReferenceReport> {
     with_project(app, move |project| Ok(project.reference(&key)?)).await
+}
+
+/// Why lines of a file are as they are: the commits that wrote them (and what became of each
+/// commit's lines), and the turns and moments whose references overlap them.
+#[tauri::command]
+#[specta::specta]
+pub async fn why_lines(app: AppHandle, file: String, lines: Option<(u32, u32)>) -> AppResult<Why> {
+    with_project(app, move |project| Ok(project.why(&file, lines)?)).await
+}
+
+/// Marks a moment or conversation as superseded by `superseded_by`, or rejected with
+/// `rejected_because`; with neither, it stands again.
+#[tauri::command]
+#[specta::specta]
+pub async fn decide(
+    app: AppHandle,
+    id: String,
+    superseded_by: Option<String>,
+    rejected_because: Option<String>,
+) -> AppResult<Option<DecisionState>> {
+    with_project(app, move |project| match (superseded_by, rejected_because) {
+        (Some(by), _) => Ok(Some(project.supersede(&id, &by)?)),
+        (None, Some(reason)) => Ok(Some(project.reject(&id, &reason)?)),
+        (None, None) => {
+            project.reinstate(&id)?;
+            Ok(None)
+        }
+    })
+    .await
 }
 
 /// The settings view: app settings, models, compressor, ignored paths.

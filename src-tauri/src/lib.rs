@@ -81,6 +81,8 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::context_preview,
             commands::reference_health,
             commands::reference_code,
+            commands::why_lines,
+            commands::decide,
             commands::settings_view,
             commands::import_compressor_model,
             commands::use_compressor_model,

@@ -6,6 +6,7 @@ mod archive;
 mod code_search;
 mod compressor;
 mod context;
+mod decisions;
 mod documents;
 mod graph;
 mod hostile_server;

@@ -138,7 +138,7 @@ fn commit_file(repo: &Path, path: &str, text: &str, message: &str, date: &str) -
 fn replay(repo: &Path, real: &[String], from: usize, count: usize, date: &str) -> usize {
     let picks: Vec<&String> = real.iter().skip(from).take(count).collect();
     if !picks.is_empty() {
-        let mut args = vec!["cherry-pick", "-q", "--allow-empty", "--keep-redundant-commits"];
+        let mut args = vec!["cherry-pick", "--allow-empty", "--keep-redundant-commits"];
         args.extend(picks.iter().map(|s| s.as_str()));
         git(repo, &args, None);
         return from + picks.len();
@@ -297,6 +297,7 @@ struct Outcome {
     bm25_hit1: bool,
     bm25_hit5: bool,
     tokens: usize,
+    relevance: f64,
 }
 
 /// Whether a search hit belongs to the target (a conversation id or a commit sha).
@@ -321,6 +322,7 @@ fn ask(project: &mut Project, task: &Task, standing: &str, superseded: Option<&s
         standing_packed: packed(standing),
         superseded_only: superseded.is_some_and(|old| packed(old) && !packed(standing)),
         tokens: result.pack.tokens,
+        relevance: result.pack.gate.as_ref().and_then(|g| g.relevance).unwrap_or(1.0),
         ..Outcome::default()
     };
     let ranks = |mode: Option<SearchMode>, project: &mut Project| -> (bool, bool) {
@@ -331,6 +333,31 @@ fn ask(project: &mut Project, task: &Task, standing: &str, superseded: Option<&s
     };
     (outcome.hit1, outcome.hit5) = ranks(None, project);
     (outcome.bm25_hit1, outcome.bm25_hit5) = ranks(Some(SearchMode::Keyword), project);
+    if std::env::var_os("ZBLADE_DECISIONS_DEBUG").is_some() {
+        for mode in [SearchMode::Hybrid, SearchMode::Semantic] {
+            let query = SearchQuery::new(task.report.clone(), 50, SearchKind::All).in_mode(Some(mode));
+            let hits = project.search(&query).unwrap().hits;
+            let position = hits.iter().position(|h| is_target(h, standing));
+            let top: Vec<String> = hits
+                .iter()
+                .take(3)
+                .map(|h| {
+                    format!(
+                        "{}:{}",
+                        h.hit.kind.as_str(),
+                        h.hit
+                            .title
+                            .as_deref()
+                            .unwrap_or(&h.hit.id)
+                            .chars()
+                            .take(40)
+                            .collect::<String>()
+                    )
+                })
+                .collect();
+            eprintln!("  {} {:?} target at {position:?}; top {top:?}", task.id, mode);
+        }
+    }
     outcome.gated_empty_top5 = result.pack.gated() && outcome.hit5;
     outcome
 }
@@ -419,8 +446,9 @@ fn main() {
         let outcome = ask(&mut project, task, &standing, superseded.as_deref());
         let shared = shared_words(&task.report, &task.deciding_text());
         eprintln!(
-            "decisions: {:<11} packed {} superseded-only {} gated-empty {} hit@1 {} (bm25 {}) overlap {:?}",
+            "decisions: {:<11} relevance {:.2} packed {} superseded-only {} gated-empty {} hit@1 {} (bm25 {}) overlap {:?}",
             task.id,
+            outcome.relevance,
             outcome.standing_packed,
             outcome.superseded_only,
             outcome.gated_empty_top5,

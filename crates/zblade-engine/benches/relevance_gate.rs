@@ -67,17 +67,19 @@ impl Kind {
 
 /// One prompt packed with the gate off, at each budget.
 struct Asked {
-    /// The gate's relevance for it (`None`: no evidence, it passes).
-    relevance: Option<f64>,
     /// Share of the evidence turns inside the pack, per budget (answerable questions).
     recall: [f64; 2],
     /// Tokens of retrieved entries in the pack, per budget.
     retrieved_tokens: [usize; 2],
+    /// What the gate judged by.
+    evidence: zblade_context::Evidence,
 }
 
 impl Asked {
+    /// The product's own verdict at `floor` (relevance, and the agreement of the search's first
+    /// hit with the nearest memory).
     fn passes(&self, floor: f64) -> bool {
-        self.relevance.is_none_or(|r| r >= floor)
+        zblade_context::Gate::judge(self.evidence.clone(), floor).passed
     }
 }
 
@@ -109,15 +111,15 @@ fn ask(
     split: &str,
 ) -> Asked {
     let mut asked = Asked {
-        relevance: None,
         recall: [0.0; 2],
         retrieved_tokens: [0; 2],
+        evidence: Default::default(),
     };
     for (b, budget) in BUDGETS.into_iter().enumerate() {
         let result = project.context(&request(query, budget, 0.0)).unwrap();
         let gate = result.pack.gate.as_ref().expect("retrieval ran, so the gate judged");
         assert!(gate.passed, "a floor of 0 lets everything through");
-        asked.relevance = gate.relevance;
+        asked.evidence = gate.evidence.clone();
         asked.retrieved_tokens[b] = retrieved_tokens(&result.pack);
         if let Some(evidence) = evidence {
             let packed: HashSet<&str> = result

@@ -48,6 +48,7 @@ impl Parts {
         &self,
         text: &str,
         nearest: Option<f64>,
+        top_agrees: bool,
         retrieved: impl Iterator<Item = &'a str>,
     ) -> Result<Evidence> {
         let counts = self.index()?.term_counts(text)?;
@@ -67,6 +68,7 @@ impl Parts {
             known_words: known,
             best_cover: cover,
             unknown_names: unknown,
+            top_agrees,
         })
     }
 

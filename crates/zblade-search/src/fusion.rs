@@ -150,7 +150,27 @@ pub fn hybrid_fusion<E>(
     admit_new: bool,
     neighbours: impl FnOnce(&[String]) -> Result<HashMap<String, Vec<String>>, E>,
 ) -> Result<Vec<(String, f64)>, E> {
-    let fused = relative_score_fusion(&[(keyword, 1.0 - semantic_weight), (semantic, semantic_weight)]);
+    hybrid_fusion_weighted(
+        keyword,
+        1.0 - semantic_weight,
+        semantic,
+        semantic_weight,
+        admit_new,
+        neighbours,
+    )
+}
+
+/// [`hybrid_fusion`] with both weights given: the keyword list's weight may be lowered when its
+/// best hits hold few of the query's words (see the engine's `keyword_strength`).
+pub fn hybrid_fusion_weighted<E>(
+    keyword: &[(String, f64)],
+    keyword_weight: f64,
+    semantic: &[(String, f64)],
+    semantic_weight: f64,
+    admit_new: bool,
+    neighbours: impl FnOnce(&[String]) -> Result<HashMap<String, Vec<String>>, E>,
+) -> Result<Vec<(String, f64)>, E> {
+    let fused = relative_score_fusion(&[(keyword, keyword_weight), (semantic, semantic_weight)]);
     let ids: Vec<String> = fused.iter().map(|(id, _)| id.clone()).collect();
     Ok(spread_to_neighbours(
         &fused,

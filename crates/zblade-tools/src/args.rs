@@ -69,6 +69,12 @@ pub struct RememberArgs {
     /// Conversation it came from.
     #[serde(default)]
     pub conversation: Option<String>,
+    /// Id of the moment or conversation this replaces.
+    #[serde(default)]
+    pub supersedes: Option<String>,
+    /// Id of an approach this rules out; content says why.
+    #[serde(default)]
+    pub rejects: Option<String>,
 }
 
 /// A code reference sent with `remember`.
@@ -124,6 +130,9 @@ pub struct ReadFileArgs {
     /// [first, last], 1-based.
     #[serde(default, deserialize_with = "lenient::line_range")]
     pub lines: Option<[u32; 2]>,
+    /// Also the commits, chats and decisions behind these lines.
+    #[serde(default)]
+    pub why: bool,
 }
 
 /// `search_project`

@@ -148,6 +148,9 @@ pub struct FileOut {
     pub total_lines: u32,
     pub truncated: bool,
     pub text: String,
+    /// With `why`: one line per commit or memory, newest standing first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub why: Vec<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]

@@ -151,6 +151,17 @@ pub fn remember(project: &mut Project, args: RememberArgs) -> Result<RememberOut
         Ok(Shown::Moment { references, .. }) => references.iter().map(reference).collect(),
         _ => Vec::new(),
     };
+    // A decision that replaces or rules out an earlier one says so in the earlier one.
+    if let Some(old) = args.supersedes.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        project
+            .supersede(old, &outcome.id)
+            .map_err(|e| format!("supersedes: {e}"))?;
+    }
+    if let Some(ruled_out) = args.rejects.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        project
+            .reject(ruled_out, &args.content)
+            .map_err(|e| format!("rejects: {e}"))?;
+    }
     Ok(RememberOut {
         id: outcome.id,
         references,
@@ -220,17 +231,73 @@ pub fn list_conversations(project: &mut Project, args: ListConversationsArgs) ->
     })
 }
 
+/// `zblade why` as lines a model reads: each commit with what became of its lines, each
+/// turn or moment with its reference's status and what changed its code since.
+fn why_lines(why: &zblade_engine::Why) -> Vec<String> {
+    let mut out: Vec<String> = why.notes.clone();
+    for c in &why.commits {
+        let commit = &c.view.commit;
+        let body = commit.body.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
+        out.push(format!(
+            "commit {} {} '{}' {} {} line(s){}; {}",
+            commit.short(),
+            commit.committed_at.get(..10).unwrap_or_default(),
+            commit.subject,
+            if c.role == "wrote" {
+                "wrote"
+            } else {
+                "wrote what replaced"
+            },
+            c.lines,
+            if body.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", cut(body, 200))
+            },
+            c.view.status
+        ));
+    }
+    for m in &why.memory {
+        let state = m
+            .state
+            .as_ref()
+            .map(|s| format!(" [{}]", s.describe()))
+            .unwrap_or_default();
+        let changed = match m.changed_since.is_empty() {
+            true => String::new(),
+            false => format!("; changed since by {}", m.changed_since.join(", ")),
+        };
+        out.push(format!(
+            "{} {}{state}: {} (code {}{changed})",
+            m.id,
+            m.time.as_deref().and_then(|t| t.get(..10)).unwrap_or_default(),
+            cut(&m.text, 300),
+            m.reference.status_text()
+        ));
+    }
+    out
+}
+
 /// `read_project_file`: a project file as it is now, through the engine's path checks.
 pub fn read_project_file(project: &mut Project, args: ReadFileArgs) -> Result<FileOut, String> {
     let file = project
         .read_project_file(&args.path, args.lines.map(|[a, b]| (a, b)))
         .map_err(|e| e.to_string())?;
+    let why = match args.why {
+        true => why_lines(
+            &project
+                .why(&file.path, Some((file.lines[0], file.lines[1])))
+                .map_err(|e| e.to_string())?,
+        ),
+        false => Vec::new(),
+    };
     Ok(FileOut {
         path: file.path,
         lines: file.lines,
         total_lines: file.total_lines,
         truncated: file.truncated,
         text: file.text,
+        why,
     })
 }
 

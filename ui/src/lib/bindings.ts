@@ -198,6 +198,30 @@ async referenceCode(key: string) : Promise<Result<ReferenceReport, AppError>> {
 }
 },
 /**
+ * Why lines of a file are as they are: the commits that wrote them (and what became of each
+ * commit's lines), and the turns and moments whose references overlap them.
+ */
+async whyLines(file: string, lines: [number, number] | null) : Promise<Result<Why, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("why_lines", { file, lines }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Marks a moment or conversation as superseded by `superseded_by`, or rejected with
+ * `rejected_because`; with neither, it stands again.
+ */
+async decide(id: string, supersededBy: string | null, rejectedBecause: string | null) : Promise<Result<DecisionState | null, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("decide", { id, supersededBy, rejectedBecause }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
  * The settings view: app settings, models, compressor, ignored paths.
  */
 async settingsView() : Promise<Result<SettingsView, AppError>> {
@@ -1265,6 +1289,22 @@ diff?: ReferenceDiff | null;
  */
 anchor?: Anchor | null }
 /**
+ * What became of a commit's lines, at the indexed HEAD.
+ */
+export type CommitFate = { 
+/**
+ * Lines it wrote.
+ */
+written: number; 
+/**
+ * Of those, lines still as it wrote them.
+ */
+standing: number; 
+/**
+ * The later commits that changed the rest, earliest first.
+ */
+changed_by: LaterChange[] }
+/**
  * What a compaction replaced with a summary.
  */
 export type Compaction = { 
@@ -1564,7 +1604,11 @@ source?: Provenance | null;
  * Kept on this machine only: in server mode (a team's shared project) it is written to
  * the local `.zblade/` and never sent to the server.
  */
-private: boolean }
+private: boolean; 
+/**
+ * Set when what was decided in this conversation no longer stands.
+ */
+decision?: Decision | null }
 /**
  * One line of `zblade list conversations`.
  */
@@ -1625,6 +1669,75 @@ code_references: number;
  * Distinct referenced files.
  */
 referenced_files: number }
+/**
+ * Whether a decision stands: a moment or conversation that a later one superseded, or that
+ * was rejected (docs/DECISIONS.md). Memory that stands has none.
+ */
+export type Decision = { 
+/**
+ * What happened to it.
+ */
+state: DecisionStatus; 
+/**
+ * The moment or conversation that superseded it.
+ */
+by?: string | null; 
+/**
+ * Why (a rejection always says why).
+ */
+reason?: string | null; 
+/**
+ * When it was decided.
+ */
+decided_at: string; 
+/**
+ * Found by zblade, not said by a person.
+ */
+automatic: boolean }
+/**
+ * Why a moment or conversation no longer stands.
+ */
+export type DecisionState = 
+/**
+ * What happened to it, as its artifact says.
+ */
+({ 
+/**
+ * What happened to it.
+ */
+state: DecisionStatus; 
+/**
+ * The moment or conversation that superseded it.
+ */
+by?: string | null; 
+/**
+ * Why (a rejection always says why).
+ */
+reason?: string | null; 
+/**
+ * When it was decided.
+ */
+decided_at: string; 
+/**
+ * Found by zblade, not said by a person.
+ */
+automatic: boolean }) & { 
+/**
+ * The moment or conversation.
+ */
+id: string }
+/**
+ * What happened to a decision.
+ */
+export type DecisionStatus = 
+/**
+ * A later moment or conversation replaced it.
+ */
+"superseded" | 
+/**
+ * It was tried or proposed and turned down.
+ */
+"rejected"
 /**
  * Which way memory moves.
  */
@@ -1713,7 +1826,13 @@ retrieval: number;
  * Who wrote it, for memory a teammate shared (the sync server's user name); `None` for the
  * user's own memory.
  */
-author?: string | null }) & { 
+author?: string | null; 
+/**
+ * Set when what it decided no longer stands: superseded by a later moment or
+ * conversation, or rejected. The pack shows it, and never packs a superseded candidate
+ * without what superseded it.
+ */
+standing?: Standing | null }) & { 
 /**
  * The text as packed.
  */
@@ -1789,7 +1908,12 @@ best_cover?: number | null;
  * Names in the prompt (see [`names`]) that nothing in the project mentions: "Caroline"
  * asked of a memory about Jon and Gina, `README` of a memory about other things.
  */
-unknown_names: string[] }
+unknown_names: string[]; 
+/**
+ * The search's first hit is a remembered turn, moment or commit, and the prompt's nearest
+ * memory by meaning too: both halves of hybrid search agree on what the prompt is about.
+ */
+top_agrees: boolean }
 /**
  * A file named in the query, with an optional line range.
  */
@@ -1974,7 +2098,11 @@ export type HitKind =
 /**
  * A chunk of a project file; `id` is `PATH:START-END`.
  */
-"code"
+"code" | 
+/**
+ * A commit of the project's repository; `id` is its full hex id.
+ */
+"commit"
 /**
  * Progress of "Import now": `done` of `total` session files of `source`.
  */
@@ -2228,7 +2356,12 @@ export type Item =
 /**
  * Lines of a file in the working tree, as they are now.
  */
-{ type: "code"; path: string; lines: [number, number]; status: string }
+{ type: "code"; path: string; lines: [number, number]; status: string } | 
+/**
+ * A commit of the project's repository: its message, and what became of the lines it
+ * wrote (never its old code).
+ */
+{ type: "commit"; sha: string; author: string; date: string; status: string }
 /**
  * What joining a shared project did.
  */
@@ -2280,6 +2413,34 @@ export type Kind =
  * A moment artifact.
  */
 "moment"
+/**
+ * Lines of one commit that a later commit changed.
+ */
+export type LaterChange = { 
+/**
+ * The later commit's id.
+ */
+sha: string; 
+/**
+ * Its subject.
+ */
+subject: string; 
+/**
+ * When it was made.
+ */
+committed_at: string; 
+/**
+ * Lines it rewrote.
+ */
+rewritten: number; 
+/**
+ * Lines it deleted.
+ */
+deleted: number; 
+/**
+ * In which files.
+ */
+paths: string[] }
 /**
  * A conversation as lineage shows it.
  */
@@ -3069,7 +3230,7 @@ until: string | null }
  */
 export type SearchKind = 
 /**
- * Messages, moments and project files, merged by score.
+ * Messages, moments, project files and commits, merged by score.
  */
 "all" | 
 /**
@@ -3087,7 +3248,11 @@ export type SearchKind =
 /**
  * Project files indexed by `zblade index`, as path and lines.
  */
-"code"
+"code" | 
+/**
+ * Commits of the project's repository, by message and changed paths.
+ */
+"commits"
 /**
  * How to search: by words, by meaning, or both.
  */
@@ -3255,6 +3420,23 @@ last_import: string | null;
  * Conversations imported from it into the open project.
  */
 imported_conversations: number }
+/**
+ * How a remembered decision stands, when it no longer simply does.
+ */
+export type Standing = { 
+/**
+ * `superseded` (someone said so), `revisited` (a later conversation about the same code
+ * and words, found by zblade) or `rejected`.
+ */
+state: string; 
+/**
+ * The conversation or moment that replaced it: the pack holds it before this one.
+ */
+by?: string | null; 
+/**
+ * Why it was rejected.
+ */
+reason?: string | null }
 /**
  * A snapshot of a project's memory.
  */
@@ -3505,6 +3687,139 @@ size: number;
  * True when the tool reported an error.
  */
 is_error: boolean }
+/**
+ * The answer to `why(file, lines)`.
+ */
+export type Why = { 
+/**
+ * The file, relative to the project root.
+ */
+file: string; 
+/**
+ * The lines asked about (1-based, inclusive).
+ */
+lines: [number, number]; 
+/**
+ * Commits, newest first.
+ */
+commits: WhyCommit[]; 
+/**
+ * Conversations' turns and moments whose references overlap the lines, standing ones
+ * first, newest first.
+ */
+memory: WhyMemory[]; 
+/**
+ * What the answer cannot say (no history indexed, lines beyond the file).
+ */
+notes: string[] }
+/**
+ * A commit behind the lines.
+ */
+export type WhyCommit = 
+/**
+ * The commit and what became of all the lines it wrote.
+ */
+(
+/**
+ * The commit.
+ */
+({ 
+/**
+ * Full hex id.
+ */
+sha: string; 
+/**
+ * Parent ids.
+ */
+parents: string[]; 
+/**
+ * `Name <email>`.
+ */
+author: string; 
+/**
+ * Author time (RFC 3339, UTC).
+ */
+committed_at: string; 
+/**
+ * First line of the message.
+ */
+subject: string; 
+/**
+ * The rest of the message.
+ */
+body: string; 
+/**
+ * The files it changed.
+ */
+paths: string[]; 
+/**
+ * How many files it changed in all.
+ */
+files_changed: number; 
+/**
+ * Lines added.
+ */
+lines_added: number; 
+/**
+ * Lines removed.
+ */
+lines_removed: number; 
+/**
+ * Lines it wrote that attribution follows.
+ */
+written: number }) & { 
+/**
+ * Its lines at the indexed HEAD.
+ */
+fate: CommitFate; 
+/**
+ * That, in words: "unchanged", "changed since by def4567 'refactor: tidy auth'", "gone".
+ */
+status: string }) & { 
+/**
+ * `wrote` (these lines are its lines now) or `replaced` (it wrote lines that these replaced).
+ */
+role: string; 
+/**
+ * How many of the asked lines are its (for `wrote`) or replaced its (for `replaced`).
+ */
+lines: number }
+/**
+ * A remembered turn or moment about the lines.
+ */
+export type WhyMemory = { 
+/**
+ * `message` or `moment`.
+ */
+kind: HitKind; 
+/**
+ * `conv_…/msg_…` or `moment_…`: what `zblade show` takes.
+ */
+id: string; 
+/**
+ * The conversation's title, or the moment's type.
+ */
+title: string; 
+/**
+ * The text's opening (300 characters).
+ */
+text: string; 
+/**
+ * When it was written (RFC 3339).
+ */
+time: string | null; 
+/**
+ * The reference that overlaps the lines, checked now.
+ */
+reference: ReferenceReport; 
+/**
+ * Commits that changed the referenced lines after it was written: the regression, named.
+ */
+changed_since: string[]; 
+/**
+ * Set when it no longer stands: superseded or rejected (see `zblade moments supersede`).
+ */
+state?: DecisionState | null }
 /**
  * What the wizard decided.
  */

@@ -10,6 +10,7 @@ export const SEARCH_KINDS: Record<SearchKind, string> = {
   moments: "moments",
   conversations: "conversations",
   code: "code",
+  commits: "commits",
 };
 
 /** Moment types, as the Moments view's tabs show them. */

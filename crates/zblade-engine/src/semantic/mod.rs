@@ -41,6 +41,8 @@ type SpaceNeighbours = Vec<(Space, Option<Neighbours>)>;
 struct SemanticKeys {
     keys: Vec<(String, f64)>,
     nearest: Option<f64>,
+    /// The owner of the nearest memory chunk (a turn, moment or commit).
+    top: Option<String>,
 }
 
 /// One text embedded for a message or moment: its `seq`th piece, as [`Project::refresh_chunks`]
@@ -147,6 +149,8 @@ pub(crate) struct ModeSearch {
     /// Cosine similarity of the nearest chunk that passed the query's kind and filter
     /// (semantic and hybrid searches): the relevance gate's semantic evidence.
     pub nearest: Option<f64>,
+    /// The owner (search key) of the nearest memory chunk, for the gate's agreement evidence.
+    pub semantic_top: Option<String>,
 }
 
 /// Cores from which the two halves of a hybrid search run at the same time. LanceDB already
@@ -283,6 +287,7 @@ pub(crate) mod tests {
             mode,
             notice,
             nearest,
+            ..
         } = project
             .parts
             .search_in_mode(&query, Some(SearchMode::Semantic), true)

@@ -2,8 +2,8 @@
 //! their owners that pass the query's kind and filter, fused with the keyword hits.
 
 use zblade_core::{Error, Result};
-use zblade_index::{SearchHit, SearchKind, SearchQuery, hit_key};
-use zblade_search::fusion::hybrid_fusion;
+use zblade_index::{HitKind, SearchHit, SearchKind, SearchQuery, hit_key};
+use zblade_search::fusion::hybrid_fusion_weighted;
 
 use super::{
     CANDIDATES, CODE_SEMANTIC_WEIGHT, HYBRID_SEMANTIC_WEIGHT, ModeSearch, Neighbours, SearchMode, SemanticKeys, Space,
@@ -11,6 +11,13 @@ use super::{
 };
 use crate::parts::Parts;
 use crate::project::Project;
+
+/// Keyword hits whose words are compared with the query's to weigh the keyword list.
+const STRENGTH_HITS: usize = 5;
+/// The share of a query's words a keyword hit must hold for the keyword list to keep its full
+/// weight in fusion (tuned on the decision benchmark's tuning split; LoCoMo's search quality
+/// checked unchanged, docs/BENCHMARKS.md).
+const FULL_STRENGTH: f64 = 0.5;
 
 impl Parts {
     /// How many neighbours the first vector query asks for, so that usually `limit` pass the
@@ -73,10 +80,17 @@ impl Parts {
         let separate = self.semantic().code_space() == Space::Code;
         let mut all: Vec<(String, f64)> = Vec::new();
         let mut nearest = None;
+        let mut top = None;
         for (space, first) in firsts {
             let keys = self.keys_of_neighbours(query, limit, first, separate.then_some(space))?;
             if nearest.is_none() || space == Space::Memory {
                 nearest = keys.first().map(|(_, similarity)| *similarity).or(nearest);
+            }
+            if space == Space::Memory {
+                top = keys
+                    .iter()
+                    .find(|(k, _)| !k.starts_with("code:"))
+                    .map(|(k, _)| k.clone());
             }
             all.extend(keys);
         }
@@ -84,7 +98,11 @@ impl Parts {
         // model's, and hybrid search rescales the merged list anyway.
         all.sort_by(|a, b| b.1.total_cmp(&a.1));
         all.truncate(limit);
-        Ok(SemanticKeys { keys: all, nearest })
+        Ok(SemanticKeys {
+            keys: all,
+            nearest,
+            top,
+        })
     }
 
     /// The owners (messages, moments, code chunks) of `first`'s neighbours that pass the
@@ -155,6 +173,56 @@ impl Parts {
             fetched *= 8;
             list = store.nearest(&vector, fetched).map_err(search_error)?;
         }
+    }
+
+    /// How much the keyword list may weigh in fusion, 0..1: the largest share of the query's
+    /// words that one of its best [`STRENGTH_HITS`] hits holds, over [`FULL_STRENGTH`] (capped
+    /// at 1). A list whose best hits match one or two words of a long query — common words
+    /// in a big project — says little about the query.
+    fn keyword_strength(&self, text: &str, keyword: &[SearchHit]) -> Result<f64> {
+        let terms: Vec<(String, u64)> = match zblade_index::fts::Terms::parse(text) {
+            Some(terms) => terms.each().map(|t| (t.trim_matches('"').to_string(), 1)).collect(),
+            None => return Ok(1.0),
+        };
+        // A short query matched at all is matched well enough.
+        if terms.len() <= 3 || keyword.is_empty() {
+            return Ok(1.0);
+        }
+        let index = self.index()?;
+        let mut texts = Vec::new();
+        for hit in keyword.iter().take(STRENGTH_HITS) {
+            let text = match hit.kind {
+                HitKind::Message | HitKind::Moment => {
+                    index.memory_texts(&[hit_key(hit)])?.into_iter().next().map(|t| t.text)
+                }
+                HitKind::Commit => index
+                    .commit(&hit.id)?
+                    .map(|c| format!("{}\n{}\n{}", c.subject, c.body, c.paths.join(" "))),
+                HitKind::Code => {
+                    let (Some(path), Some((start, end))) = (&hit.path, hit.lines) else {
+                        continue;
+                    };
+                    let read = zblade_refs::read_project_file_guarded(self.layout().root(), path, &self.path_guard());
+                    read.ok().map(|source| {
+                        let body = String::from_utf8_lossy(&source.bytes);
+                        let lines: Vec<&str> = body
+                            .lines()
+                            .skip(start.saturating_sub(1) as usize)
+                            .take((end + 1 - start) as usize)
+                            .collect();
+                        format!(
+                            "{path}\n{}\n{}",
+                            hit.title.as_deref().unwrap_or_default(),
+                            lines.join("\n")
+                        )
+                    })
+                }
+                HitKind::Conversation => Some(format!("{}\n{}", hit.title.as_deref().unwrap_or_default(), hit.snippet)),
+            };
+            texts.extend(text);
+        }
+        let cover = zblade_context::gate::best_cover(&terms, texts.iter().map(String::as_str)).unwrap_or(1.0);
+        Ok((cover / FULL_STRENGTH).min(1.0))
     }
 
     /// Why semantic search of this kind cannot run now: it can when one of the spaces the kind
@@ -234,12 +302,18 @@ impl Parts {
         };
         let index = self.index()?;
         let mut nearest = None;
+        let mut semantic_top = None;
         let hits = match effective {
             SearchMode::Keyword if snippets => index.search(query)?,
             SearchMode::Keyword => index.search_candidates(query)?,
             SearchMode::Semantic => {
-                let SemanticKeys { keys, nearest: best } = self.semantic_keys(query, query.limit)?;
+                let SemanticKeys {
+                    keys,
+                    nearest: best,
+                    top,
+                } = self.semantic_keys(query, query.limit)?;
                 nearest = best;
+                semantic_top = top;
                 let mut hits = Vec::new();
                 for (key, similarity) in keys {
                     hits.extend(index.hit_for_key(&key, similarity)?);
@@ -273,8 +347,10 @@ impl Parts {
                 let SemanticKeys {
                     keys: semantic,
                     nearest: best,
+                    top,
                 } = self.keys_in_spaces(query, CANDIDATES, firsts?)?;
                 nearest = best;
+                semantic_top = top;
                 let keyword_scores: Vec<(String, f64)> = keyword.iter().map(|h| (hit_key(h), h.score)).collect();
                 let weight = match query.kind {
                     SearchKind::Code => CODE_SEMANTIC_WEIGHT,
@@ -284,9 +360,18 @@ impl Parts {
                 // filter it may only lend score, not join (a conversation filter holds for it).
                 let filter = &query.filter;
                 let admit_new = filter.path_prefix.is_none() && filter.since.is_none() && filter.until.is_none();
-                let fused = hybrid_fusion(&keyword_scores, &semantic, weight, admit_new, |keys| {
-                    index.message_neighbours(keys)
-                })?;
+                // Keyword hits that hold few of the query's words (a bug report in symptom words
+                // against a decision in other words) are weak evidence, however they rank.
+                // Code queries keep the weights the code-search benchmark chose.
+                let strength = match query.kind {
+                    SearchKind::Code => 1.0,
+                    _ => self.keyword_strength(&query.text, &keyword)?,
+                };
+                let keyword_weight = (1.0 - weight) * strength;
+                let fused =
+                    hybrid_fusion_weighted(&keyword_scores, keyword_weight, &semantic, weight, admit_new, |keys| {
+                        index.message_neighbours(keys)
+                    })?;
                 let mut hits = Vec::new();
                 for (key, score) in fused.into_iter().take(query.limit) {
                     // Prefer the keyword hit: its snippet (added below) highlights the matched words.
@@ -325,6 +410,7 @@ impl Parts {
             mode: effective,
             notice,
             nearest,
+            semantic_top,
         })
     }
 }

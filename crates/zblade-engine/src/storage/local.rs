@@ -331,7 +331,7 @@ impl Storage for LocalStorage {
         let query = SearchQuery::new(text.to_string(), CANDIDATES, SearchKind::All).with_filter(filter);
         // No snippets: the candidates' whole texts are read below.
         let searching = Instant::now();
-        let (results, nearest) = search_with_nearest(parts, &query, mode, false)?;
+        let (results, nearest, semantic_top) = search_with_nearest(parts, &query, mode, false)?;
         let search_ms = millis_since(searching);
         let mut notices: Vec<String> = results.notice.into_iter().collect();
         if !results.stale_files.is_empty() {
@@ -398,7 +398,11 @@ impl Storage for LocalStorage {
                 HitKind::Conversation => {}
             }
         }
-        let evidence = parts.gate_evidence(text, nearest, candidates.iter().map(|c| c.text.as_str()))?;
+        let top_agrees = results.hits.first().is_some_and(|h| {
+            matches!(h.hit.kind, HitKind::Message | HitKind::Moment | HitKind::Commit)
+                && semantic_top.as_deref() == Some(zblade_index::hit_key(&h.hit).as_str())
+        });
+        let evidence = parts.gate_evidence(text, nearest, top_agrees, candidates.iter().map(|c| c.text.as_str()))?;
         Ok(Retrieved {
             mode: results.mode,
             notices,
@@ -416,7 +420,7 @@ fn search_with_nearest(
     query: &SearchQuery,
     mode: Option<SearchMode>,
     snippets: bool,
-) -> Result<(SearchResults, Option<f64>)> {
+) -> Result<(SearchResults, Option<f64>, Option<String>)> {
     let found = parts.search_in_mode(query, mode, snippets)?;
     let (hits, stale_files) = parts.with_references(found.hits)?;
     let results = SearchResults {
@@ -426,5 +430,5 @@ fn search_with_nearest(
         stale_files,
         elapsed_ms: 0.0,
     };
-    Ok((results, found.nearest))
+    Ok((results, found.nearest, found.semantic_top))
 }
