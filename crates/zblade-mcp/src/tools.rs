@@ -60,7 +60,7 @@ mod tests {
         assert_eq!(schema["properties"]["limit"]["type"], "integer");
         assert_eq!(
             schema["properties"]["kind"]["enum"],
-            json!(["all", "messages", "moments", "conversations", "code"])
+            json!(["all", "messages", "moments", "conversations", "code", "commits"])
         );
         assert!(schema.get("$defs").is_none() && schema.get("$schema").is_none());
         assert_eq!(schema["required"], json!(["query"]));

@@ -69,10 +69,10 @@ pub struct RememberArgs {
     /// Conversation it came from.
     #[serde(default)]
     pub conversation: Option<String>,
-    /// Id of the moment or conversation this replaces.
+    /// Id this replaces.
     #[serde(default)]
     pub supersedes: Option<String>,
-    /// Id of an approach this rules out; content says why.
+    /// Id ruled out (content: why).
     #[serde(default)]
     pub rejects: Option<String>,
 }
@@ -130,9 +130,9 @@ pub struct ReadFileArgs {
     /// [first, last], 1-based.
     #[serde(default, deserialize_with = "lenient::line_range")]
     pub lines: Option<[u32; 2]>,
-    /// Also the commits, chats and decisions behind these lines.
+    /// Also the commits and memory behind them.
     #[serde(default)]
-    pub why: bool,
+    pub why: Option<bool>,
 }
 
 /// `search_project`

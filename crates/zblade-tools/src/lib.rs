@@ -69,13 +69,13 @@ pub fn all() -> &'static [Tool] {
         vec![
             tool(
                 "context",
-                "Project memory for a task: past conversations, decisions and the code they reference, packed into a token budget.",
+                "Project memory for a task (conversations, commits, decisions, their code) within a token budget.",
                 true,
                 run::context,
             ),
             tool(
                 "search",
-                "Search past conversations and saved moments; hits carry the current code they reference.",
+                "Search conversations, moments and commits; hits carry the current code they reference.",
                 true,
                 run::search,
             ),

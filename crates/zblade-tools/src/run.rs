@@ -283,7 +283,7 @@ pub fn read_project_file(project: &mut Project, args: ReadFileArgs) -> Result<Fi
     let file = project
         .read_project_file(&args.path, args.lines.map(|[a, b]| (a, b)))
         .map_err(|e| e.to_string())?;
-    let why = match args.why {
+    let why = match args.why.unwrap_or(false) {
         true => why_lines(
             &project
                 .why(&file.path, Some((file.lines[0], file.lines[1])))

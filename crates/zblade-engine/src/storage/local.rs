@@ -367,7 +367,18 @@ impl Storage for LocalStorage {
                     // below the turn that points to it.
                     for reference in &hit.references {
                         let time = text.and_then(|t| t.time);
-                        candidates.push(reference_candidate(reference, retrieval * 0.9, time));
+                        let mut candidate = reference_candidate(reference, retrieval * 0.9, time);
+                        // The regression, named: commits that rewrote the referenced lines
+                        // after the turn was written.
+                        if let (Some(live), Item::Code { status, .. }) = (&reference.live, &mut candidate.item) {
+                            let since = time.map(zblade_index::timestamp);
+                            let changed =
+                                parts.changed_since(&live.file, (live.lines[0], live.lines[1]), since.as_deref())?;
+                            if !changed.is_empty() {
+                                status.push_str(&format!(", changed since by {}", changed.join(", ")));
+                            }
+                        }
+                        candidates.push(candidate);
                     }
                 }
                 HitKind::Code => {
