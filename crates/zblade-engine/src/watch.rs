@@ -133,6 +133,15 @@ impl Project {
                         continue; // a ref other than HEAD's moved (fetch, tag): nothing to do
                     }
                     head = now;
+                    // New commits are memory: read them (and attribute their lines) at once.
+                    match self.index_history() {
+                        Ok(report) if report.read > 0 => on_event(WatchEvent::Notice(format!(
+                            "{} new commit(s) read into memory",
+                            report.read
+                        ))),
+                        Ok(_) => {}
+                        Err(e) => on_event(WatchEvent::Notice(format!("reading new commits: {e}"))),
+                    }
                     ("HEAD moved".to_string(), self.check_references()?)
                 }
                 Change::Files(events) => {

@@ -102,7 +102,7 @@ impl Parts {
             .index()?
             .commits_by_pk(&owners.keys().map(|&o| i64::from(o)).collect::<Vec<_>>())?;
         let mut later: Vec<&StoredCommit> = commits.values().filter(|c| c.committed_at.as_str() > since).collect();
-        later.sort_by(|a, b| b.committed_at.cmp(&a.committed_at));
+        later.sort_by(|a, b| b.pk.cmp(&a.pk));
         Ok(later
             .into_iter()
             .map(|c| format!("{} {}", c.short(), quoted_subject(&c.subject)))
@@ -167,7 +167,14 @@ impl Project {
                 }
             }
         }
-        answers.sort_by(|a, b| b.view.commit.committed_at.cmp(&a.view.commit.committed_at));
+        // Newest first, in history order (dates tie within a second and drift across rebases).
+        answers.sort_by(|a, b| {
+            b.view
+                .commit
+                .pk
+                .cmp(&a.view.commit.pk)
+                .then(a.role.cmp(&b.role).reverse())
+        });
         answers.truncate(MAX_ANSWERS);
 
         let memory = self.memory_about(&file, (start, end))?;

@@ -7,6 +7,7 @@ mod chunks;
 mod embed;
 mod search;
 mod store;
+mod strength;
 
 pub(crate) use store::Semantic;
 

@@ -2,7 +2,7 @@
 //! their owners that pass the query's kind and filter, fused with the keyword hits.
 
 use zblade_core::{Error, Result};
-use zblade_index::{HitKind, SearchHit, SearchKind, SearchQuery, hit_key};
+use zblade_index::{SearchHit, SearchKind, SearchQuery, hit_key};
 use zblade_search::fusion::hybrid_fusion_weighted;
 
 use super::{
@@ -11,13 +11,6 @@ use super::{
 };
 use crate::parts::Parts;
 use crate::project::Project;
-
-/// Keyword hits whose words are compared with the query's to weigh the keyword list.
-const STRENGTH_HITS: usize = 5;
-/// The share of a query's words a keyword hit must hold for the keyword list to keep its full
-/// weight in fusion (tuned on the decision benchmark's tuning split; LoCoMo's search quality
-/// checked unchanged, docs/BENCHMARKS.md).
-const FULL_STRENGTH: f64 = 0.5;
 
 impl Parts {
     /// How many neighbours the first vector query asks for, so that usually `limit` pass the
@@ -173,56 +166,6 @@ impl Parts {
             fetched *= 8;
             list = store.nearest(&vector, fetched).map_err(search_error)?;
         }
-    }
-
-    /// How much the keyword list may weigh in fusion, 0..1: the largest share of the query's
-    /// words that one of its best [`STRENGTH_HITS`] hits holds, over [`FULL_STRENGTH`] (capped
-    /// at 1). A list whose best hits match one or two words of a long query — common words
-    /// in a big project — says little about the query.
-    fn keyword_strength(&self, text: &str, keyword: &[SearchHit]) -> Result<f64> {
-        let terms: Vec<(String, u64)> = match zblade_index::fts::Terms::parse(text) {
-            Some(terms) => terms.each().map(|t| (t.trim_matches('"').to_string(), 1)).collect(),
-            None => return Ok(1.0),
-        };
-        // A short query matched at all is matched well enough.
-        if terms.len() <= 3 || keyword.is_empty() {
-            return Ok(1.0);
-        }
-        let index = self.index()?;
-        let mut texts = Vec::new();
-        for hit in keyword.iter().take(STRENGTH_HITS) {
-            let text = match hit.kind {
-                HitKind::Message | HitKind::Moment => {
-                    index.memory_texts(&[hit_key(hit)])?.into_iter().next().map(|t| t.text)
-                }
-                HitKind::Commit => index
-                    .commit(&hit.id)?
-                    .map(|c| format!("{}\n{}\n{}", c.subject, c.body, c.paths.join(" "))),
-                HitKind::Code => {
-                    let (Some(path), Some((start, end))) = (&hit.path, hit.lines) else {
-                        continue;
-                    };
-                    let read = zblade_refs::read_project_file_guarded(self.layout().root(), path, &self.path_guard());
-                    read.ok().map(|source| {
-                        let body = String::from_utf8_lossy(&source.bytes);
-                        let lines: Vec<&str> = body
-                            .lines()
-                            .skip(start.saturating_sub(1) as usize)
-                            .take((end + 1 - start) as usize)
-                            .collect();
-                        format!(
-                            "{path}\n{}\n{}",
-                            hit.title.as_deref().unwrap_or_default(),
-                            lines.join("\n")
-                        )
-                    })
-                }
-                HitKind::Conversation => Some(format!("{}\n{}", hit.title.as_deref().unwrap_or_default(), hit.snippet)),
-            };
-            texts.extend(text);
-        }
-        let cover = zblade_context::gate::best_cover(&terms, texts.iter().map(String::as_str)).unwrap_or(1.0);
-        Ok((cover / FULL_STRENGTH).min(1.0))
     }
 
     /// Why semantic search of this kind cannot run now: it can when one of the spaces the kind

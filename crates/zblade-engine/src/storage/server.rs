@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use zblade_context::Source;
+use zblade_context::{Candidate, Source};
 use zblade_core::{Conversation, Error, Message, Moment, Result, artifact};
 use zblade_index::{ConversationSummary, HitKind, MemoryText, MomentSummary, Page, SearchHit, SearchKind, SearchQuery};
 use zblade_sync::{Client, EmbeddingModel, Kind, PassageAnswer, PassageHit, PassageQuery, QueryVector, VectorsUpload};
@@ -581,6 +581,9 @@ impl Storage for ServerStorage {
         for (reference, (retrieval, time)) in parts.hydrate(&references).iter().zip(owners) {
             candidates.push(reference_candidate(reference, retrieval, time));
         }
+        // Commits are never uploaded (every teammate has the repository): this machine's
+        // index finds them, on the same 0..1 scale as the server's hits, and the rerank merges.
+        candidates.extend(local_commit_candidates(parts, text, time)?);
         let ran = passage_mode(&answer);
         Ok(Retrieved {
             mode: ran,
@@ -596,6 +599,24 @@ impl Storage for ServerStorage {
             evidence: Default::default(),
         })
     }
+}
+
+/// The commits this machine's index finds for `text` (keyword search; none before `zblade
+/// index` has read the history), as retrieved candidates.
+fn local_commit_candidates(parts: &Parts, text: &str, time: Option<TimeRange>) -> Result<Vec<Candidate>> {
+    let filter = zblade_index::SearchFilter {
+        since: time.map(|(since, _)| zblade_index::timestamp(since)),
+        until: time.map(|(_, until)| zblade_index::timestamp(until)),
+        ..Default::default()
+    };
+    let query = SearchQuery::new(text, 10, SearchKind::Commits).with_filter(filter);
+    let hits = parts.index()?.search_candidates(&query)?;
+    let scale = retrieval_scale(hits.iter().map(|h| h.score));
+    let mut out = Vec::new();
+    for (position, hit) in hits.iter().enumerate() {
+        out.extend(parts.commit_candidate(&hit.id, scale(hit.score, position))?);
+    }
+    Ok(out)
 }
 
 impl ServerStorage {
