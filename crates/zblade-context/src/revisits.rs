@@ -53,9 +53,16 @@ fn overlap(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
     a.intersection(b).count() as f64 / smaller as f64
 }
 
+/// A file and a line range (first, last).
+type CodeRange = (String, (u32, u32));
+
+/// A retrieved turn or moment: its index among the candidates, its owner, its content words
+/// and the code it references.
+type Memory<'a> = (usize, String, HashSet<String>, &'a [CodeRange]);
+
 /// The code a retrieved turn points at: reference candidates are keyed `ref:CONV/MSG/N`.
-fn referenced_code(candidates: &[Candidate]) -> HashMap<String, Vec<(String, (u32, u32))>> {
-    let mut out: HashMap<String, Vec<(String, (u32, u32))>> = HashMap::new();
+fn referenced_code(candidates: &[Candidate]) -> HashMap<String, Vec<CodeRange>> {
+    let mut out: HashMap<String, Vec<CodeRange>> = HashMap::new();
     for c in candidates {
         if let (Some(key), Item::Code { path, lines, .. }) = (c.key.strip_prefix("ref:"), &c.item)
             && let Some((owner, _)) = key.rsplit_once('/')
@@ -66,7 +73,7 @@ fn referenced_code(candidates: &[Candidate]) -> HashMap<String, Vec<(String, (u3
     out
 }
 
-fn code_overlaps(a: &[(String, (u32, u32))], b: &[(String, (u32, u32))]) -> bool {
+fn code_overlaps(a: &[CodeRange], b: &[CodeRange]) -> bool {
     a.iter()
         .any(|(pa, la)| b.iter().any(|(pb, lb)| pa == pb && la.0 <= lb.1 && lb.0 <= la.1))
 }
@@ -77,7 +84,7 @@ fn code_overlaps(a: &[(String, (u32, u32))], b: &[(String, (u32, u32))]) -> bool
 pub fn mark_revisits(candidates: &mut [Candidate]) {
     let code = referenced_code(candidates);
     // (index, owner, words, code) of each retrieved turn or moment.
-    let memory: Vec<(usize, String, HashSet<String>, &[(String, (u32, u32))])> = candidates
+    let memory: Vec<Memory<'_>> = candidates
         .iter()
         .enumerate()
         .filter(|(_, c)| c.source == Source::Retrieved && c.time.is_some())

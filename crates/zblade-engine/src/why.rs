@@ -102,7 +102,7 @@ impl Parts {
             .index()?
             .commits_by_pk(&owners.keys().map(|&o| i64::from(o)).collect::<Vec<_>>())?;
         let mut later: Vec<&StoredCommit> = commits.values().filter(|c| c.committed_at.as_str() > since).collect();
-        later.sort_by(|a, b| b.pk.cmp(&a.pk));
+        later.sort_by_key(|c| std::cmp::Reverse(c.pk));
         Ok(later
             .into_iter()
             .map(|c| format!("{} {}", c.short(), quoted_subject(&c.subject)))
@@ -180,7 +180,7 @@ impl Project {
         let memory = self.memory_about(&file, (start, end))?;
         Ok(Why {
             file,
-            lines: (start, end.min(u32::MAX)),
+            lines: (start, end),
             commits: answers,
             memory,
             notes,
