@@ -62,12 +62,13 @@ fn code_is_embedded_with_its_own_model_and_again_once_when_that_model_changes() 
         .unwrap()
         .semantic
         .unwrap();
-    let code_chunks = report.chunks - 1;
+    // Besides code: the conversation and the fixture's commit message (history is memory).
+    let code_chunks = report.chunks - 2;
     assert_eq!(report.model, "tiny-conv");
     assert_eq!(report.code_model.as_deref(), Some("tiny-code"));
     assert_eq!(
         (report.embedded, report.code_embedded),
-        (code_chunks + 1, code_chunks),
+        (code_chunks + 2, code_chunks),
         "{report:?}"
     );
     let vectors = project.layout().vectors_dir();
@@ -81,7 +82,7 @@ fn code_is_embedded_with_its_own_model_and_again_once_when_that_model_changes() 
     );
     assert_eq!(
         zblade_search::VectorStore::count_in(&vectors, "tiny-conv").unwrap(),
-        Some(1)
+        Some(2)
     );
     // Each kind is searched in its own table: code hits only from code, the message from
     // the conversation model's table, and both together for an unfiltered search.
@@ -99,7 +100,11 @@ fn code_is_embedded_with_its_own_model_and_again_once_when_that_model_changes() 
         .search(&SearchQuery::new("jwt signing key", 10, SearchKind::All).in_mode(Some(SearchMode::Semantic)))
         .unwrap();
     let kinds: std::collections::BTreeSet<String> = all.hits.iter().map(|h| format!("{:?}", h.hit.kind)).collect();
-    assert_eq!(kinds.len(), 2, "messages and code: {:?}", all.hits);
+    assert!(
+        kinds.contains("Message") && kinds.contains("Code"),
+        "messages and code: {:?}",
+        all.hits
+    );
     // `zblade models list` says which model serves what.
     let (code, stdout, stderr) = zblade(repo.root(), &["--json", "models", "list"], &[]);
     assert_eq!(code, 0, "{stderr}");
@@ -188,7 +193,9 @@ fn project_files_are_indexed_searched_and_kept_as_references() {
     assert_eq!(report.code.files, 2, "ignored and hidden files are not considered");
     assert_eq!(report.code.indexed, 2);
     let semantic = report.semantic.expect("the tiny model is installed");
-    assert_eq!(semantic.embedded, 2);
+    // Two code chunks and the fixture's commit message.
+    assert_eq!(semantic.embedded, 3);
+    assert_eq!(report.history.commits, 1);
     assert!(stages.iter().any(|s| s.0 == zblade_engine::IndexStage::Embedding));
 
     // Keyword search finds identifiers by their parts, with path, lines and the current text.
@@ -456,7 +463,8 @@ fn cli_finds_onnx_runtime_with_ort_dylib_path_unset() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let indexed: Value = serde_json::from_str(&run(&["--json", "index"])).unwrap();
-    assert_eq!(indexed["semantic"]["embedded"], 2, "{indexed}");
+    // Two code chunks and the fixture's commit message.
+    assert_eq!(indexed["semantic"]["embedded"], 3, "{indexed}");
     let found: Value = serde_json::from_str(&run(&["--json", "search", "rotate", "--mode", "semantic"])).unwrap();
     assert_eq!(found["mode"], "semantic", "{found}");
 }
@@ -553,8 +561,8 @@ fn a_corrupt_code_model_leaves_code_to_keywords_and_embeds_the_rest() {
         "{report}"
     );
     assert_eq!(
-        report["semantic"]["embedded"], 1,
-        "the conversation is embedded: {report}"
+        report["semantic"]["embedded"], 2,
+        "the conversation and the fixture's commit are embedded: {report}"
     );
     let mut project = Project::open(repo.root()).unwrap();
     let found = project
@@ -589,8 +597,8 @@ fn switching_models_makes_a_new_table_and_gc_drops_the_old_one() {
     let report = project.update_search_index(&mut |_, _, _| {}).unwrap();
     assert_eq!(
         report.semantic.unwrap().embedded,
-        2,
-        "a new model embeds everything again"
+        3,
+        "a new model embeds everything again (two code chunks, the fixture's commit)"
     );
     let vectors = project.layout().vectors_dir();
     assert_eq!(zblade_search::VectorStore::tables(&vectors).unwrap().len(), 2);
