@@ -296,9 +296,21 @@ pub fn pack(
     let mut entries: Vec<Entry> = Vec::new();
     let mut receipt: Vec<ReceiptLine> = Vec::new();
     let mut recent_taken = 0;
-    for (candidate, ranking, copy_of) in ordered {
+    // An owner (conversation, moment) left out as an exact or near copy of another candidate,
+    // with that candidate's key: what superseded a decision is in the pack when its copy is.
+    let copied_as: HashMap<String, String> = ordered
+        .iter()
+        .filter_map(|(c, ranking, copy)| {
+            let original = copy.clone().or_else(|| ranking.as_ref().and_then(|r| r.2.clone()))?;
+            Some((c.owner()?.to_string(), original))
+        })
+        .collect();
+    // A decision whose successor ranks below it waits for it: it is tried again at the end.
+    let mut queue: std::collections::VecDeque<_> =
+        ordered.into_iter().map(|(c, r, copy)| (c, r, copy, false)).collect();
+    while let Some((candidate, ranking, copy_of, waited)) = queue.pop_front() {
         let full_tokens = counter.count(&candidate.text);
-        let (rank, score, near_duplicate) = match ranking {
+        let (rank, score, near_duplicate) = match ranking.clone() {
             Some((rank, score, dup)) => (Some(rank), Some(score), dup),
             None => (None, None, None),
         };
@@ -332,10 +344,17 @@ pub fn pack(
         }
         // A superseded decision only beside what superseded it (ranked above it): never the
         // old rule alone, handed over with confidence.
-        if let Some(by) = candidate.standing.as_ref().and_then(|s| s.by.as_deref())
-            && !entries.iter().any(|e| e.candidate.owner() == Some(by))
+        if let Some(standing) = candidate.standing.as_ref()
+            && let Some(by) = standing.by.as_deref()
+            && !entries.iter().any(|e| {
+                e.candidate.owner() == Some(by) || copied_as.get(by).is_some_and(|key| &e.candidate.key == key)
+            })
         {
-            line.reason = format!("superseded by {by}, which is not packed");
+            if !waited {
+                queue.push_back((candidate, ranking, None, true));
+                continue;
+            }
+            line.reason = format!("{} by {by}, which is not packed", standing.state);
             receipt.push(line);
             continue;
         }

@@ -109,7 +109,11 @@ pub fn mark_revisits(candidates: &mut [Candidate]) {
     let mut revisited: HashMap<usize, (String, f64, usize)> = HashMap::new();
     for (i, owner_a, words_a, code_a) in &memory {
         for (j, owner_b, words_b, code_b) in &memory {
-            if owner_a == owner_b || candidates[*i].time >= candidates[*j].time {
+            // A copy restates, it does not amend.
+            if owner_a == owner_b
+                || candidates[*i].time >= candidates[*j].time
+                || candidates[*i].cid == candidates[*j].cid
+            {
                 continue;
             }
             let shared_code = code_overlaps(code_a, code_b);
