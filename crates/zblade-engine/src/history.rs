@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use zblade_core::{Error, Result};
-use zblade_index::{CommitFate, CommitRow, HistoryUpdate, StoredCommit};
+use zblade_index::{CommitFate, HistoryUpdate, StoredCommit};
 use zblade_refs::attribution::{self, Effects, LineOwners};
 use zblade_refs::{GitRepo, HistoryLimits};
 
@@ -198,7 +198,7 @@ impl Project {
                 report.redacted += zblade_import::redact::redact_in_place(&mut subject)
                     + zblade_import::redact::redact_in_place(&mut body);
                 let time = chrono::DateTime::from_timestamp(commit.time, 0).unwrap_or_default();
-                update.commits.push(CommitRow {
+                update.commits.push(StoredCommit {
                     pk,
                     sha: commit.sha,
                     parents: commit.parents,

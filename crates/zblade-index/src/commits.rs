@@ -14,40 +14,11 @@ use zblade_core::{Error, Result};
 use crate::hit::{HitKind, SearchHit};
 use crate::{Index, SearchFilter};
 
-/// A commit to store.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommitRow {
-    /// Its number in this index (the order commits were read in).
-    pub pk: i64,
-    /// Full hex id.
-    pub sha: String,
-    /// Parent ids.
-    pub parents: Vec<String>,
-    /// `Name <email>`.
-    pub author: String,
-    /// Author time, as an index timestamp.
-    pub committed_at: String,
-    /// First line of the message (redacted).
-    pub subject: String,
-    /// The rest of the message (redacted).
-    pub body: String,
-    /// The files it changed (bounded).
-    pub paths: Vec<String>,
-    /// How many files it changed in all.
-    pub files_changed: u64,
-    /// Lines added.
-    pub lines_added: u64,
-    /// Lines removed.
-    pub lines_removed: u64,
-    /// Lines it wrote that attribution follows.
-    pub written: u64,
-}
-
-/// A stored commit.
+/// A commit in the index (what `put_history` stores and every query returns).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct StoredCommit {
-    /// Its number in this index.
+    /// Its number in this index (the order commits were read in).
     #[serde(skip)]
     pub pk: i64,
     /// Full hex id.
@@ -119,7 +90,7 @@ pub struct HistoryUpdate {
     /// The HEAD that was read.
     pub head: Option<String>,
     /// New commits.
-    pub commits: Vec<CommitRow>,
+    pub commits: Vec<StoredCommit>,
     /// (commit, by, path) → (rewritten, deleted) lines, added to what is stored.
     pub overwrites: Vec<(i64, i64, String, u64, u64)>,
     /// Files whose line owners changed: their encoded owners, `None` when the file is gone.

@@ -43,7 +43,7 @@ pub use catalog::{
 };
 pub use chunks::{ChunkRow, ChunkSource, hit_key};
 pub use code::{CodeChunkRow, CodeFileState, CodeFileUpdate, StoredCodeChunk, parse_code_key};
-pub use commits::{CommitFate, CommitRow, HistoryUpdate, LaterChange, StoredCommit};
+pub use commits::{CommitFate, HistoryUpdate, LaterChange, StoredCommit};
 pub use decisions::DecisionState;
 pub use filter::SearchFilter;
 pub use graph::{LineageNode, MergeEdge, Prompt};

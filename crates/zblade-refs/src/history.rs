@@ -86,13 +86,6 @@ pub struct CommitRecord {
     pub lines_removed: u64,
 }
 
-impl CommitRecord {
-    /// Its short id, as people quote it.
-    pub fn short(&self) -> &str {
-        &self.sha[..self.sha.len().min(7)]
-    }
-}
-
 /// Bounds on what one commit may cost.
 #[derive(Debug, Clone, Copy)]
 pub struct HistoryLimits {
