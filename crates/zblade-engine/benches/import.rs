@@ -156,6 +156,7 @@ fn places(home: &Path) -> AgentPlaces {
         codex_home: None,
         continue_dir: None,
         config_home: None,
+        vars: Default::default(),
     }
 }
 

@@ -55,7 +55,24 @@ pub struct Places {
     pub continue_dir: Option<PathBuf>,
     /// `$XDG_CONFIG_HOME`.
     pub config_home: Option<PathBuf>,
+    /// The other agents' relocation variables that are set ([`RELOCATIONS`]), by name.
+    pub vars: std::collections::BTreeMap<String, PathBuf>,
 }
+
+/// The variables agents read to move their folders, beside the four above: Gemini CLI, Qwen
+/// Code, Cursor, GitHub Copilot CLI, Kimi Code, pi, OpenClaw, Grok, and the XDG data folder
+/// (opencode).
+pub const RELOCATIONS: &[&str] = &[
+    "GEMINI_CLI_HOME",
+    "QWEN_HOME",
+    "CURSOR_CONFIG_DIR",
+    "COPILOT_HOME",
+    "KIMI_CODE_HOME",
+    "PI_CODING_AGENT_DIR",
+    "OPENCLAW_STATE_DIR",
+    "GROK_HOME",
+    "XDG_DATA_HOME",
+];
 
 impl Places {
     /// From this process's environment.
@@ -67,7 +84,28 @@ impl Places {
             codex_home: var("CODEX_HOME"),
             continue_dir: var("CONTINUE_GLOBAL_DIR"),
             config_home: var("XDG_CONFIG_HOME"),
+            vars: RELOCATIONS
+                .iter()
+                .filter_map(|name| Some((name.to_string(), var(name)?)))
+                .collect(),
         }
+    }
+
+    /// Places under `home` with no variable set (tests, benchmarks).
+    pub fn at_home(home: &Path) -> Places {
+        Places {
+            home: home.to_path_buf(),
+            claude_config_dir: None,
+            codex_home: None,
+            continue_dir: None,
+            config_home: None,
+            vars: Default::default(),
+        }
+    }
+
+    /// The folder `$name` names, else `default` under the home folder.
+    pub fn var_or_home(&self, name: &str, default: &str) -> PathBuf {
+        self.vars.get(name).cloned().unwrap_or_else(|| self.home.join(default))
     }
 
     /// `$CLAUDE_CONFIG_DIR`, else `~/.claude`.

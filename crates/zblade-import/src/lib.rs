@@ -1,5 +1,7 @@
 //! Readers of the session stores that coding agents keep on this machine: Claude Code, Codex
-//! CLI, Aider, Continue and Cline (and Roo Code, which shares Cline's layout).
+//! CLI, Aider, Continue, Cline (and Roo Code, which shares Cline's layout), Cursor, Gemini CLI,
+//! Qwen Code, GitHub Copilot CLI, opencode, Kimi Code, pi (and OpenClaw and Droid, which write
+//! pi's format), Grok CLI, Hermes Agent and Antigravity — one module each, listed in [`AGENTS`].
 //!
 //! Each reader turns one store file into [`Session`]s: zblade [`Message`]s with roles, text,
 //! timestamps, model names and structured [`zblade_core::ToolCall`]s, plus the [`Touch`]es the
@@ -25,16 +27,27 @@
 
 pub mod agent;
 mod aider;
+mod antigravity;
 mod claude_code;
 mod cline;
 mod codex;
 mod continue_dev;
+mod copilot;
+mod cursor_agent;
 pub mod detect;
 mod document;
+mod gemini;
+mod grok;
+mod hermes;
 mod jsonl;
+mod kimi;
 mod mcp_only;
+mod opencode;
 mod patch;
+mod pi;
+mod qwen;
 pub mod redact;
+mod transcript;
 mod trim;
 
 use std::collections::BTreeMap;
@@ -58,7 +71,18 @@ pub static AGENTS: &[&dyn Agent] = &[
     &aider::Aider,
     &continue_dev::Continue,
     &cline::Cline,
-    &mcp_only::CURSOR,
+    &cursor_agent::CursorAgent,
+    &gemini::Gemini,
+    &qwen::Qwen,
+    &copilot::Copilot,
+    &opencode::Opencode,
+    &kimi::Kimi,
+    &pi::PI,
+    &pi::OPENCLAW,
+    &pi::DROID,
+    &grok::Grok,
+    &hermes::Hermes,
+    &antigravity::Antigravity,
     &mcp_only::VSCODE,
 ];
 
@@ -471,11 +495,8 @@ mod tests {
     #[test]
     fn mcp_only_agents_are_no_import_source_and_every_mcp_agent_has_its_own_files() {
         let sources: Vec<&str> = Source::all().map(Source::as_str).collect();
-        assert!(
-            !sources.contains(&"cursor") && !sources.contains(&"vscode"),
-            "{sources:?}"
-        );
-        assert!(Source::parse("cursor").is_none());
+        assert!(!sources.contains(&"vscode"), "{sources:?}");
+        assert!(Source::parse("vscode").is_none());
         let mcp: Vec<(&str, &str)> = AGENTS
             .iter()
             .filter_map(|a| a.mcp().map(|m| (a.source().as_str(), m.project_file)))
@@ -517,11 +538,11 @@ mod tests {
         sorted.sort();
         assert_eq!(sorted, Source::all().collect::<Vec<_>>());
         // A name from elsewhere (a newer zblade, a typo) is refused with the names it knows.
-        let err = serde_json::from_str::<Source>("\"gemini-cli\"")
+        let err = serde_json::from_str::<Source>("\"nano-agent\"")
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("unknown agent `gemini-cli`") && err.contains("claude-code"),
+            err.contains("unknown agent `nano-agent`") && err.contains("claude-code"),
             "{err}"
         );
     }

@@ -1,5 +1,5 @@
-//! Agents zblade serves memory to over MCP but whose sessions it does not read: Cursor and
-//! VS Code (Copilot agent mode). Each is a [`McpOnly`] here, listed in `AGENTS`; adding one is
+//! Agents zblade serves memory to over MCP but whose sessions it does not read: VS Code
+//! (Copilot agent mode; its chat sessions are not read yet). Each is a [`McpOnly`] here, listed in `AGENTS`; adding one is
 //! its `Source`, its entry below and its line there.
 
 use std::path::{Path, PathBuf};
@@ -9,8 +9,6 @@ use crate::detect::Places;
 use crate::{Cursor, FileRead, ReadError, Source};
 
 impl Source {
-    /// Cursor (MCP only).
-    pub const CURSOR: Source = Source("cursor");
     /// Visual Studio Code, Copilot agent mode (MCP only).
     pub const VSCODE: Source = Source("vscode");
 }
@@ -21,19 +19,6 @@ pub(crate) struct McpOnly {
     label: &'static str,
     mcp: McpConfig,
 }
-
-/// Cursor: `.cursor/mcp.json`, `mcpServers` entries without a transport.
-pub(crate) static CURSOR: McpOnly = McpOnly {
-    source: Source::CURSOR,
-    label: "Cursor",
-    mcp: McpConfig::json(
-        ".cursor/mcp.json",
-        "mcpServers",
-        false,
-        |places| places.home.join(".cursor/mcp.json"),
-        |places| places.home.join(".cursor"),
-    ),
-};
 
 /// VS Code: `.vscode/mcp.json`, `servers` entries of type `stdio`.
 pub(crate) static VSCODE: McpOnly = McpOnly {

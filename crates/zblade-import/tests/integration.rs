@@ -372,6 +372,7 @@ fn stores_are_found_through_symlinks_and_sessions_matched_to_projects() {
         codex_home: None,
         continue_dir: None,
         config_home: None,
+        vars: Default::default(),
     };
     let project = Path::new("/work/proj");
     let claude = find_session_files(Source::CLAUDE_CODE, &places.stores(Source::CLAUDE_CODE, project));

@@ -428,6 +428,7 @@ mod tests {
             codex_home: Some(dir.join("home/.codex")),
             continue_dir: None,
             config_home: Some(dir.join("home/.config")),
+            vars: Default::default(),
         }
     }
 
