@@ -217,3 +217,72 @@ fn an_amended_decision_is_packed_with_its_amendment_and_marked_superseded() {
     project.reinstate("conv_old").unwrap();
     assert!(project.decision_states().unwrap().is_empty());
 }
+
+/// Runs `zblade hook pre-tool` with `event` on stdin.
+fn pre_tool(root: &std::path::Path, event: &serde_json::Value) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(zblade_bin())
+        .current_dir(root)
+        .args(["hook", "pre-tool"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(event.to_string().as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn an_agent_about_to_edit_lines_is_told_the_decision_behind_them_and_nothing_elsewhere() {
+    let repo = GitFixture::new(&[("src/auth.rs", &code_lines(20)), ("src/other.rs", &code_lines(20))]);
+    let root = repo.root();
+    std::fs::write(
+        root.join("src/auth.rs"),
+        auth_with(["refresh_ahead(token, 30)", "never_refresh_on_401()"]),
+    )
+    .unwrap();
+    repo.commit(
+        "fix: refresh tokens before expiry, not on 401\n\nThe gateway double-counts retried calls, so a refresh after a 401 cost two attempts.",
+    );
+    assert!(zblade(root, &["init"]).status.success());
+    assert!(zblade(root, &["index"]).status.success());
+    let auth = root.join("src/auth.rs");
+    // Claude Code's PreToolUse for an Edit of the decision's lines.
+    let edit = serde_json::json!({
+        "session_id": "s-1",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": auth, "old_string": "never_refresh_on_401()", "new_string": "refresh_on_401()"},
+    });
+    let out = pre_tool(root, &edit);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON answer");
+    assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "PreToolUse");
+    let context = answer["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    assert!(context.contains("double-counts retried calls"), "{context}");
+    assert!(context.contains("src/auth.rs lines 6-6"), "{context}");
+    // Asked again in the same turn: the same answer, from the session's cache.
+    let again = pre_tool(root, &edit);
+    assert_eq!(again.stdout, out.stdout);
+    assert!(root.join(".zblade/cache/actions/s-1.json").is_file());
+
+    // A file whose lines carry no explained decision: nothing at all.
+    let other = serde_json::json!({
+        "session_id": "s-1",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": root.join("src/other.rs"), "offset": 1, "limit": 5},
+    });
+    let out = pre_tool(root, &other);
+    assert!(out.status.success() && out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    // Outside the project, a path that escapes it, and garbage: nothing, and exit 0.
+    for input in [
+        serde_json::json!({"tool_input": {"file_path": "/etc/passwd"}}),
+        serde_json::json!({"tool_input": {"file_path": "../../etc/passwd"}}),
+        serde_json::json!({"tool_input": {"file_path": 42}}),
+    ] {
+        let out = pre_tool(root, &input);
+        assert!(out.status.success() && out.stdout.is_empty(), "{input}: {}", stderr(&out));
+    }
+}

@@ -119,6 +119,7 @@ impl World {
             codex_home: None,
             continue_dir: None,
             config_home: None,
+            vars: Default::default(),
         }
     }
 

@@ -457,6 +457,9 @@ pub enum HookEvent {
     Prompt,
     /// The agent finished a turn: import it.
     Stop,
+    /// The agent is about to read or edit a file (Claude Code's `PreToolUse`, Gemini CLI's
+    /// `BeforeTool`): print what memory holds about those lines, or nothing.
+    PreTool,
 }
 
 /// How the archive's passphrase is given: ZBLADE_ARCHIVE_PASSPHRASE, the first line of

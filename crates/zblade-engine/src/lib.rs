@@ -41,6 +41,7 @@ mod migrate;
 mod model_places;
 mod models;
 mod parts;
+mod point_of_action;
 mod project;
 mod record;
 mod redaction;
@@ -85,6 +86,7 @@ pub use migrate::{
 };
 pub use model_places::{gguf_dir, models_dir};
 pub use models::{ModelDownload, ModelEntry, ModelImport};
+pub use point_of_action::{ACTION_BUDGET, ActionAnswer, ActionCache};
 pub use project::{InitReport, Project, ReindexReport};
 pub use record::{Exchange, Recorded};
 pub use refs::{Location, ReferenceReport};

@@ -268,9 +268,11 @@ pub fn install_claude_hooks(
     let mut root = parse_json_object(&file, old.as_deref())?;
     let command = |event: &str| format!("{} hook {event}", shell_quote(&zblade.to_string_lossy()));
     let hooks = object_in(&file, &mut root, "hooks")?;
-    for (event, ours, timeout) in [
-        ("UserPromptSubmit", command("prompt"), 10),
-        ("Stop", command("stop"), 60),
+    for (event, ours, timeout, matcher) in [
+        ("UserPromptSubmit", command("prompt"), 10, None),
+        ("Stop", command("stop"), 60, None),
+        // Before a file is read or edited: what memory holds about those lines.
+        ("PreToolUse", command("pre-tool"), 5, Some(FILE_TOOLS)),
     ] {
         let groups = hooks.entry(event).or_insert_with(|| json!([]));
         let Some(groups) = groups.as_array_mut() else {
@@ -286,16 +288,25 @@ pub fn install_claude_hooks(
             }
         }
         groups.retain(|g| g.get("hooks").and_then(Value::as_array).is_none_or(|l| !l.is_empty()));
-        groups.push(json!({ "hooks": [{ "type": "command", "command": ours, "timeout": timeout }] }));
+        let hook = json!([{ "type": "command", "command": ours, "timeout": timeout }]);
+        groups.push(match matcher {
+            Some(matcher) => json!({ "matcher": matcher, "hooks": hook }),
+            None => json!({ "hooks": hook }),
+        });
     }
     finish("claude-code hooks", file, old, pretty(&root), dry_run)
 }
+
+/// Claude Code's tools that read or edit a file: the point-of-action hook runs before these.
+const FILE_TOOLS: &str = "Read|Edit|MultiEdit|Write|NotebookEdit";
 
 /// A hook entry zblade wrote: its command runs `… hook prompt` or `… hook stop` of a zblade.
 fn is_zblade_hook(hook: &Value) -> bool {
     hook.get("command")
         .and_then(Value::as_str)
-        .is_some_and(|c| (c.ends_with(" hook prompt") || c.ends_with(" hook stop")) && c.contains("zblade"))
+        .is_some_and(|c| {
+            [" hook prompt", " hook stop", " hook pre-tool"].iter().any(|e| c.ends_with(e)) && c.contains("zblade")
+        })
 }
 
 fn shell_quote(text: &str) -> String {

@@ -5,13 +5,17 @@
 //!
 //! - `prompt` (Claude Code's `UserPromptSubmit`): prints the packed context for the prompt,
 //!   which the agent adds to what the model reads — no tool call needed;
-//! - `stop` (Claude Code's `Stop`): imports the session's transcript (only what is new).
+//! - `stop` (Claude Code's `Stop`): imports the session's transcript (only what is new);
+//! - `pre-tool` (Claude Code's `PreToolUse`, Gemini CLI's `BeforeTool`): before the agent reads
+//!   or edits a file, what memory holds about those lines (docs/HOOKS.md), answered as the
+//!   event's `hookSpecificOutput.additionalContext`; nothing when nothing bears on them.
 
 use std::io::Read;
 use std::path::PathBuf;
 
+use serde_json::Value;
 use zblade_engine::warm;
-use zblade_engine::{ContextRequest, Error, ImportRequest, ImportSource};
+use zblade_engine::{ACTION_BUDGET, ActionCache, ContextRequest, Error, ImportRequest, ImportSource};
 
 use super::context::WARM_TIMEOUT;
 
@@ -27,6 +31,7 @@ pub(crate) fn run(cx: &mut Ctx, event: HookEvent) -> Result<(), Error> {
     let outcome = read_event().and_then(|event_json| match event {
         HookEvent::Prompt => prompt(cx, &event_json),
         HookEvent::Stop => stop(cx, &event_json),
+        HookEvent::PreTool => pre_tool(cx, &event_json),
     });
     if let Err(e) = outcome {
         eprintln!("zblade hook: {e}");
@@ -51,6 +56,12 @@ fn prompt(cx: &mut Ctx, event: &serde_json::Value) -> Result<(), Error> {
     else {
         return Ok(()); // nothing asked, nothing to add
     };
+    // A new prompt: what was said about lines earlier in the session may have changed.
+    if let Some(session) = event.get("session_id").and_then(Value::as_str)
+        && let Ok(project) = cx.open()
+    {
+        ActionCache::clear(&project, session);
+    }
     let request = ContextRequest {
         budget: Some(HOOK_BUDGET),
         ..ContextRequest::new(prompt)
@@ -91,5 +102,82 @@ fn stop(cx: &mut Ctx, event: &serde_json::Value) -> Result<(), Error> {
     project.import(&request, &mut |_, _, _| {})?;
     // The finished turn is found by meaning in the next prompt's context.
     super::embed_added(cx, &mut project);
+    Ok(())
+}
+
+/// The file a tool call is about to read or edit, under the names agents give it.
+fn tool_file(input: &Value) -> Option<&str> {
+    ["file_path", "path", "filePath", "absolute_path", "notebook_path", "target_file"]
+        .iter()
+        .find_map(|k| input.get(*k)?.as_str())
+        .filter(|p| !p.trim().is_empty())
+}
+
+/// The lines a call is about: a read's `offset`/`limit`, an edit's old text found in the file
+/// now; `None` (the whole file) otherwise.
+fn tool_lines(input: &Value, file: &std::path::Path) -> Option<(u32, u32)> {
+    if let Some(offset) = input.get("offset").and_then(Value::as_u64) {
+        let limit = input.get("limit").and_then(Value::as_u64).unwrap_or(2000);
+        let start = offset.max(1) as u32;
+        return Some((start, start + limit.max(1) as u32 - 1));
+    }
+    let old = ["old_string", "oldString", "old_str"]
+        .iter()
+        .find_map(|k| input.get(*k)?.as_str())
+        .or_else(|| input.pointer("/edits/0/old_string").and_then(Value::as_str))?;
+    if old.trim().is_empty() {
+        return None;
+    }
+    // Only a file of a sensible size is searched; the hook must stay quick.
+    let meta = std::fs::metadata(file).ok()?;
+    if meta.len() > 4 * 1024 * 1024 {
+        return None;
+    }
+    let text = std::fs::read_to_string(file).ok()?;
+    let at = text.find(old)?;
+    let start = text[..at].matches('\n').count() as u32 + 1;
+    let end = start + old.trim_end_matches('\n').matches('\n').count() as u32;
+    Some((start, end))
+}
+
+fn pre_tool(cx: &mut Ctx, event: &Value) -> Result<(), Error> {
+    let input = event.get("tool_input").unwrap_or(&Value::Null);
+    let Some(file) = tool_file(input) else {
+        return Ok(()); // not a call on a file
+    };
+    let project = cx.open()?;
+    let absolute = if std::path::Path::new(file).is_absolute() {
+        std::path::PathBuf::from(file)
+    } else {
+        project.layout().root().join(file)
+    };
+    let lines = tool_lines(input, &absolute);
+    let session = event.get("session_id").and_then(Value::as_str).unwrap_or("");
+    let key = ActionCache::key(&absolute.to_string_lossy(), lines);
+    let mut cache = (!session.is_empty()).then(|| ActionCache::open(&project, session));
+    let answer = match cache.as_ref().and_then(|c| c.get(&key)) {
+        Some(answer) => answer,
+        None => {
+            let answer = project.point_of_action(&absolute.to_string_lossy(), lines, ACTION_BUDGET)?;
+            if let Some(cache) = cache.as_mut() {
+                cache.put(key, &answer);
+            }
+            answer
+        }
+    };
+    if answer.text.is_empty() {
+        return Ok(());
+    }
+    let event_name = event
+        .get("hook_event_name")
+        .and_then(Value::as_str)
+        .unwrap_or("PreToolUse");
+    let output = serde_json::json!({
+        "hookSpecificOutput": {
+            "hookEventName": event_name,
+            "additionalContext": format!("{}\n{}", zblade_mcp::DATA_NOTICE, answer.text),
+        }
+    });
+    println!("{output}");
     Ok(())
 }
