@@ -229,7 +229,12 @@ fn pre_tool(root: &std::path::Path, event: &serde_json::Value) -> std::process::
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(event.to_string().as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(event.to_string().as_bytes())
+        .unwrap();
     child.wait_with_output().unwrap()
 }
 
@@ -275,7 +280,11 @@ fn an_agent_about_to_edit_lines_is_told_the_decision_behind_them_and_nothing_els
         "tool_input": {"file_path": root.join("src/other.rs"), "offset": 1, "limit": 5},
     });
     let out = pre_tool(root, &other);
-    assert!(out.status.success() && out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success() && out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     // Outside the project, a path that escapes it, and garbage: nothing, and exit 0.
     for input in [
         serde_json::json!({"tool_input": {"file_path": "/etc/passwd"}}),
@@ -283,6 +292,10 @@ fn an_agent_about_to_edit_lines_is_told_the_decision_behind_them_and_nothing_els
         serde_json::json!({"tool_input": {"file_path": 42}}),
     ] {
         let out = pre_tool(root, &input);
-        assert!(out.status.success() && out.stdout.is_empty(), "{input}: {}", stderr(&out));
+        assert!(
+            out.status.success() && out.stdout.is_empty(),
+            "{input}: {}",
+            stderr(&out)
+        );
     }
 }

@@ -1293,13 +1293,14 @@ impl Render for Detection<'_> {
                 .map_or("no store on this machine".to_string(), |p| p.display().to_string());
             line!(
                 out,
-                "{:<12} {:>5} session(s), {:>4} of this project ({} … {})  {}",
+                "{:<12} {:>5} session(s), {:>4} of this project ({} … {})  {}{}",
                 d.source.as_str(),
                 d.sessions,
                 d.in_project,
                 day(d.first),
                 day(d.last),
-                store
+                store,
+                if d.experimental { "  (experimental reader)" } else { "" }
             )?;
             if row.last_import.is_some() || row.followed {
                 line!(

@@ -77,8 +77,15 @@ fn memory_entry(m: &WhyMemory) -> String {
     let state = match &m.state {
         Some(state) => {
             let d = &state.decision;
-            let detail = d.by.as_deref().map(|by| format!(" by {by}")).or_else(|| d.reason.as_deref().map(|r| format!(": {r}")));
-            format!(" state=\"{}{}\"", d.state.as_str(), detail.unwrap_or_default().replace('"', "'"))
+            let detail =
+                d.by.as_deref()
+                    .map(|by| format!(" by {by}"))
+                    .or_else(|| d.reason.as_deref().map(|r| format!(": {r}")));
+            format!(
+                " state=\"{}{}\"",
+                d.state.as_str(),
+                detail.unwrap_or_default().replace('"', "'")
+            )
         }
         None => String::new(),
     };
@@ -190,7 +197,8 @@ impl ActionCache {
 
     /// Keeps `answer` for `key` (written at once; a failed write only costs the next answer).
     pub fn put(&mut self, key: String, answer: &ActionAnswer) {
-        self.answers.insert(key, (chrono::Utc::now().timestamp(), answer.clone()));
+        self.answers
+            .insert(key, (chrono::Utc::now().timestamp(), answer.clone()));
         if let Some(dir) = self.path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }

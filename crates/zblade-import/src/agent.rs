@@ -46,6 +46,12 @@ pub trait Agent: Sync {
     /// Reads the store file at `path` from `cursor` (whole-file stores ignore it).
     fn read(&self, path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError>;
 
+    /// True when the reader was checked only against the agent's code and other readers, not
+    /// against a file the agent wrote (`--detect` says so; docs/IMPORT.md lists why).
+    fn experimental(&self) -> bool {
+        false
+    }
+
     /// Whether zblade imports this agent's sessions. Agents it only serves memory to over MCP
     /// (Cursor, VS Code) say no, and are no import source.
     fn reads_sessions(&self) -> bool {

@@ -87,7 +87,10 @@ fn repository_of(args: &Value) -> Option<PathBuf> {
         .filter_map(Value::as_str)
         .map(|s| s.strip_prefix("file://").unwrap_or(s))
         .find(|s| s.starts_with('/'))?;
-    Path::new(path).ancestors().find(|a| a.join(".git").exists()).map(Path::to_path_buf)
+    Path::new(path)
+        .ancestors()
+        .find(|a| a.join(".git").exists())
+        .map(Path::to_path_buf)
 }
 
 /// The request inside `<USER_REQUEST>`, else the whole input.

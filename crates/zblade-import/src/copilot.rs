@@ -48,7 +48,10 @@ impl Agent for Copilot {
         let file = std::fs::File::open(path).ok()?;
         let first = std::io::BufReader::new(file).lines().next()?.ok()?;
         let value: Value = serde_json::from_str(&first).ok()?;
-        value.pointer("/data/context/cwd").and_then(Value::as_str).map(PathBuf::from)
+        value
+            .pointer("/data/context/cwd")
+            .and_then(Value::as_str)
+            .map(PathBuf::from)
     }
     fn read(&self, path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
         read(path, cursor)

@@ -128,7 +128,10 @@ fn stamp(text: &str) -> Option<DateTime<Utc>> {
         sign * (h.parse::<i32>().ok()? * 3600 + m.parse::<i32>().ok()? * 60)
     };
     let offset = FixedOffset::east_opt(seconds)?;
-    offset.from_local_datetime(&local).single().map(|t| t.with_timezone(&Utc))
+    offset
+        .from_local_datetime(&local)
+        .single()
+        .map(|t| t.with_timezone(&Utc))
 }
 
 fn read(path: &Path, cursor: &Cursor, cwd: Option<PathBuf>) -> Result<FileRead, ReadError> {

@@ -38,6 +38,8 @@ pub struct Detected {
     pub first: Option<DateTime<Utc>>,
     /// See `first`.
     pub last: Option<DateTime<Utc>>,
+    /// The reader was not checked against a file the agent wrote.
+    pub experimental: bool,
 }
 
 /// Where agents keep their files: the environment's overrides and the user's home (`/` when
@@ -196,5 +198,6 @@ pub fn summarize(source: Source, stores: Vec<PathBuf>, files: &[SessionFile], pr
         in_project: mine.len(),
         first: mine.iter().filter_map(|f| f.modified).min(),
         last: mine.iter().filter_map(|f| f.modified).max(),
+        experimental: source.agent().experimental(),
     }
 }

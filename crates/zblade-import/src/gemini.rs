@@ -49,7 +49,10 @@ impl Agent for Gemini {
             |name| name.starts_with("session-") && (name.ends_with(".json") || name.ends_with(".jsonl")),
             &mut all,
         );
-        found.extend(all.into_iter().filter(|p| p.components().any(|c| c.as_os_str() == "chats")));
+        found.extend(
+            all.into_iter()
+                .filter(|p| p.components().any(|c| c.as_os_str() == "chats")),
+        );
     }
     fn session_cwd(&self, path: &Path) -> Option<PathBuf> {
         project_dir(path)
@@ -147,7 +150,11 @@ pub(crate) fn parts_text(content: &Value) -> (String, Vec<(String, String, Value
             for part in parts {
                 if let Some(call) = part.get("functionCall") {
                     let string = |k: &str| call.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-                    calls.push((string("id"), string("name"), call.get("args").cloned().unwrap_or(Value::Null)));
+                    calls.push((
+                        string("id"),
+                        string("name"),
+                        call.get("args").cloned().unwrap_or(Value::Null),
+                    ));
                 } else if part.get("thought").and_then(Value::as_bool) != Some(true)
                     && let Some(t) = part.get("text").and_then(Value::as_str)
                     && !t.trim().is_empty()
@@ -259,7 +266,10 @@ fn replay(path: &Path) -> Result<(Value, Vec<Value>, FileRead), ReadError> {
                 meta.extend(set.clone());
             }
         } else if let Some(target) = value.get("$rewindTo").and_then(Value::as_str) {
-            if let Some(at) = messages.iter().position(|m| m.get("id").and_then(Value::as_str) == Some(target)) {
+            if let Some(at) = messages
+                .iter()
+                .position(|m| m.get("id").and_then(Value::as_str) == Some(target))
+            {
                 messages.truncate(at);
             }
         } else if value.get("type").is_some() {
@@ -274,7 +284,11 @@ fn replay(path: &Path) -> Result<(Value, Vec<Value>, FileRead), ReadError> {
         } else if value.get("sessionId").is_some() {
             meta = value;
         } else {
-            read.warn(path, Some(line), "neither a message, an update nor the session's fields; skipped");
+            read.warn(
+                path,
+                Some(line),
+                "neither a message, an update nor the session's fields; skipped",
+            );
         }
     })?;
     read.cursor = next;

@@ -43,7 +43,10 @@ impl Agent for Grok {
         files_named(store, |name| name == "chat_history.jsonl", found);
     }
     fn session_cwd(&self, path: &Path) -> Option<PathBuf> {
-        summary(path)?.pointer("/info/cwd").and_then(Value::as_str).map(PathBuf::from)
+        summary(path)?
+            .pointer("/info/cwd")
+            .and_then(Value::as_str)
+            .map(PathBuf::from)
     }
     fn read(&self, path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
         read(path, cursor)
@@ -58,7 +61,11 @@ fn summary(path: &Path) -> Option<Value> {
 fn read(path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
     let meta = summary(path);
     let meta_str = |pointer: &str| meta.as_ref()?.pointer(pointer)?.as_str().map(str::to_string);
-    let folder = path.parent().and_then(Path::file_name).and_then(|n| n.to_str()).unwrap_or("session");
+    let folder = path
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .unwrap_or("session");
     let mut context = cursor.session.clone().unwrap_or_else(|| SessionContext {
         id: meta_str("/info/id").unwrap_or_else(|| folder.to_string()),
         cwd: meta_str("/info/cwd").map(PathBuf::from),
@@ -73,14 +80,24 @@ fn read(path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
         let content = value.get("content").unwrap_or(&Value::Null);
         match value.get("type").and_then(Value::as_str).unwrap_or("") {
             "user" => {
-                let role = if value.get("synthetic_reason").is_some() { Role::System } else { Role::User };
+                let role = if value.get("synthetic_reason").is_some() {
+                    Role::System
+                } else {
+                    Role::User
+                };
                 b.message(role, &blocks(content).text, &raw_id, None, None);
             }
             "assistant" => {
                 if let Some(model) = value.get("model_id").and_then(Value::as_str) {
                     context.model = Some(model.to_string());
                 }
-                let turn = b.message(Role::Assistant, &blocks(content).text, &raw_id, None, context.model.as_deref());
+                let turn = b.message(
+                    Role::Assistant,
+                    &blocks(content).text,
+                    &raw_id,
+                    None,
+                    context.model.as_deref(),
+                );
                 for call in value.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
                     let string = |k: &str| call.get(k).and_then(Value::as_str).unwrap_or("");
                     let args = match call.get("arguments").cloned().unwrap_or(Value::Null) {

@@ -44,11 +44,10 @@ impl Agent for Kimi {
         let mut all = Vec::new();
         files_named(store, |name| name == "wire.jsonl", &mut all);
         // The main agent's journal; a sub-agent's work comes back to it as a tool result.
-        found.extend(all.into_iter().filter(|p| {
-            p.parent()
-                .and_then(Path::file_name)
-                .is_some_and(|n| n == "main")
-        }));
+        found.extend(
+            all.into_iter()
+                .filter(|p| p.parent().and_then(Path::file_name).is_some_and(|n| n == "main")),
+        );
     }
     fn session_cwd(&self, path: &Path) -> Option<PathBuf> {
         let state = session_state(path)?;

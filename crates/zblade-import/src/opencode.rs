@@ -62,8 +62,14 @@ fn json(path: &Path) -> Option<Value> {
 /// The JSON files of a folder, each parsed; a file that is not JSON is named in a warning.
 fn records(dir: &Path, read: &mut FileRead) -> Vec<Value> {
     let mut out = Vec::new();
-    for path in list_dir(dir).into_iter().filter(|p| p.extension().is_some_and(|e| e == "json")) {
-        match std::fs::read(&path).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok()) {
+    for path in list_dir(dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+    {
+        match std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        {
             Some(value) => out.push(value),
             None => read.warn(&path, None, "not a JSON record; skipped"),
         }
@@ -111,7 +117,10 @@ fn read(path: &Path) -> Result<FileRead, ReadError> {
             .collect();
         let at = time(message.pointer("/time/created"));
         let turn = b.message(role, &text.join("\n"), message_id, at, model);
-        for part in parts.iter().filter(|p| p.get("type").and_then(Value::as_str) == Some("tool")) {
+        for part in parts
+            .iter()
+            .filter(|p| p.get("type").and_then(Value::as_str) == Some("tool"))
+        {
             let call_id = part.get("callID").and_then(Value::as_str).unwrap_or("");
             let name = part.get("tool").and_then(Value::as_str).unwrap_or("tool");
             let state = part.get("state").unwrap_or(&Value::Null);

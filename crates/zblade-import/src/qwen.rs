@@ -36,6 +36,10 @@ impl Agent for Qwen {
     fn incremental(&self) -> bool {
         true
     }
+    // The only published Qwen Code files found are marked synthetic by their publisher.
+    fn experimental(&self) -> bool {
+        true
+    }
     fn stores(&self, places: &Places, _project: Option<&Path>) -> Vec<PathBuf> {
         vec![places.var_or_home("QWEN_HOME", ".qwen").join("projects")]
     }
@@ -43,11 +47,10 @@ impl Agent for Qwen {
         let mut all = Vec::new();
         files_named(store, |name| name.ends_with(".jsonl"), &mut all);
         // Only the chats themselves: sub-agents' logs live elsewhere under the project.
-        found.extend(all.into_iter().filter(|p| {
-            p.parent()
-                .and_then(Path::file_name)
-                .is_some_and(|n| n == "chats")
-        }));
+        found.extend(
+            all.into_iter()
+                .filter(|p| p.parent().and_then(Path::file_name).is_some_and(|n| n == "chats")),
+        );
     }
     fn session_cwd(&self, path: &Path) -> Option<PathBuf> {
         jsonl_cwd(path)

@@ -76,12 +76,14 @@ impl Builder {
         }
         let turn_ref = &mut self.session.turns[turn];
         turn_ref.touches.extend(touches);
-        turn_ref
-            .message
-            .tool_calls
-            .push(ToolCall::new(id.to_string(), name.to_string(), trim::arguments(arguments)));
+        turn_ref.message.tool_calls.push(ToolCall::new(
+            id.to_string(),
+            name.to_string(),
+            trim::arguments(arguments),
+        ));
         if !id.is_empty() {
-            self.calls.insert(id.to_string(), (turn, turn_ref.message.tool_calls.len() - 1));
+            self.calls
+                .insert(id.to_string(), (turn, turn_ref.message.tool_calls.len() - 1));
         }
     }
 
@@ -177,7 +179,10 @@ pub(crate) fn blocks(content: &Value) -> Blocks {
                             .into_iter()
                             .find(|s| !s.is_empty())
                             .unwrap_or("");
-                        let body = block.get("content").or_else(|| block.get("output")).unwrap_or(&Value::Null);
+                        let body = block
+                            .get("content")
+                            .or_else(|| block.get("output"))
+                            .unwrap_or(&Value::Null);
                         let text = match body {
                             Value::Object(_) => body.get("value").map(result_text).unwrap_or_default(),
                             other => result_text(other),
@@ -280,14 +285,20 @@ pub(crate) fn tool_touches(name: &str, arguments: &Value) -> Vec<Touch> {
         text: Some(text.to_string()),
         kind: TouchKind::Edit,
     };
-    let mut touches: Vec<Touch> = ["new_string", "newString", "new_str", "ReplacementContent", "CodeContent"]
-        .iter()
-        .chain(["content", "contents", "file_text", "text"].iter())
-        .find_map(|k| arguments.get(*k)?.as_str())
-        .filter(|t| !t.trim().is_empty())
-        .map(edit)
-        .into_iter()
-        .collect();
+    let mut touches: Vec<Touch> = [
+        "new_string",
+        "newString",
+        "new_str",
+        "ReplacementContent",
+        "CodeContent",
+    ]
+    .iter()
+    .chain(["content", "contents", "file_text", "text"].iter())
+    .find_map(|k| arguments.get(*k)?.as_str())
+    .filter(|t| !t.trim().is_empty())
+    .map(edit)
+    .into_iter()
+    .collect();
     for list in ["edits", "ReplacementChunks"] {
         for item in arguments.get(list).and_then(Value::as_array).into_iter().flatten() {
             let text = ["new_string", "newString", "ReplacementContent"]
@@ -307,11 +318,23 @@ mod tests {
     #[test]
     fn edits_and_writes_under_every_agents_names_become_touches() {
         let cases = [
-            ("replace", json!({"file_path": "/p/a.rs", "old_string": "x", "new_string": "fn a() {}"})),
-            ("StrReplace", json!({"path": "/p/a.rs", "old_string": "x", "new_string": "fn a() {}"})),
+            (
+                "replace",
+                json!({"file_path": "/p/a.rs", "old_string": "x", "new_string": "fn a() {}"}),
+            ),
+            (
+                "StrReplace",
+                json!({"path": "/p/a.rs", "old_string": "x", "new_string": "fn a() {}"}),
+            ),
             ("edit_file", json!({"path": "/p/a.rs", "content": "fn a() {}"})),
-            ("write_file", json!({"TargetFile": "\"/p/a.rs\"", "CodeContent": "fn a() {}"})),
-            ("edit", json!({"filePath": "/p/a.rs", "oldString": "x", "newString": "fn a() {}"})),
+            (
+                "write_file",
+                json!({"TargetFile": "\"/p/a.rs\"", "CodeContent": "fn a() {}"}),
+            ),
+            (
+                "edit",
+                json!({"filePath": "/p/a.rs", "oldString": "x", "newString": "fn a() {}"}),
+            ),
         ];
         for (name, args) in cases {
             let touches = tool_touches(name, &args);
@@ -338,7 +361,9 @@ mod tests {
 
     #[test]
     fn times_in_seconds_milliseconds_and_text_agree() {
-        let want = DateTime::parse_from_rfc3339("2026-05-12T01:02:27Z").unwrap().with_timezone(&Utc);
+        let want = DateTime::parse_from_rfc3339("2026-05-12T01:02:27Z")
+            .unwrap()
+            .with_timezone(&Utc);
         assert_eq!(time(Some(&json!("2026-05-12T01:02:27Z"))), Some(want));
         assert_eq!(time(Some(&json!(want.timestamp()))), Some(want));
         assert_eq!(time(Some(&json!(want.timestamp_millis()))), Some(want));

@@ -37,7 +37,10 @@ fn read_stable(source: Source, path: &Path) -> FileRead {
             .collect()
     };
     assert_eq!(ids(&first), ids(&again), "{source}: ids change between reads");
-    assert!(ids(&first).iter().all(|id| !id.is_empty()), "{source}: a message without an id");
+    assert!(
+        ids(&first).iter().all(|id| !id.is_empty()),
+        "{source}: a message without an id"
+    );
     let mut unique = ids(&first);
     unique.sort();
     unique.dedup();
@@ -67,7 +70,12 @@ fn every_fixture_is_the_published_file_byte_for_byte() {
             assert!(!license.is_empty(), "{file}: no license");
             let bytes = std::fs::read(dir.join(file)).unwrap_or_else(|_| panic!("{file} is listed but missing"));
             let oid = git2::Oid::hash_object(git2::ObjectType::Blob, &bytes).unwrap();
-            assert_eq!(oid.to_string(), blob, "{}/{file} is not the published file", dir.display());
+            assert_eq!(
+                oid.to_string(),
+                blob,
+                "{}/{file} is not the published file",
+                dir.display()
+            );
             checked += 1;
         }
     }
@@ -80,9 +88,21 @@ fn gemini_cli_chats_in_both_generations() {
     let project = home.path().join("proj");
     std::fs::create_dir_all(&project).unwrap();
     let chats = ".gemini/tmp/proj/chats";
-    let jsonl = install("gemini/jsonl_v040.jsonl", home.path(), &format!("{chats}/session-2026-04-29T21-39-aaaa.jsonl"));
-    let json = install("gemini/large.json", home.path(), &format!("{chats}/session-2026-01-16T18-34-bbbb.json"));
-    std::fs::write(home.path().join(".gemini/tmp/proj/.project_root"), project.display().to_string()).unwrap();
+    let jsonl = install(
+        "gemini/jsonl_v040.jsonl",
+        home.path(),
+        &format!("{chats}/session-2026-04-29T21-39-aaaa.jsonl"),
+    );
+    let json = install(
+        "gemini/large.json",
+        home.path(),
+        &format!("{chats}/session-2026-01-16T18-34-bbbb.json"),
+    );
+    std::fs::write(
+        home.path().join(".gemini/tmp/proj/.project_root"),
+        project.display().to_string(),
+    )
+    .unwrap();
     let gemini = source("gemini-cli");
     let places = Places::at_home(home.path());
     let files = find_session_files(gemini, &places.stores(gemini, &project));
@@ -113,18 +133,28 @@ fn a_gemini_jsonl_rewind_drops_what_followed_and_a_rewrite_replaces() {
     std::fs::write(
         &path,
         concat!(
-            r#"{"sessionId":"s1","startTime":"2026-08-06T09:00:00.000Z"}"#, "\n",
-            r#"{"id":"m1","timestamp":"2026-08-06T09:00:01.000Z","type":"user","content":"use sqlite"}"#, "\n",
-            r#"{"id":"m2","timestamp":"2026-08-06T09:00:02.000Z","type":"gemini","content":"draft"}"#, "\n",
-            r#"{"id":"m2","timestamp":"2026-08-06T09:00:03.000Z","type":"gemini","content":"final answer"}"#, "\n",
-            r#"{"id":"m3","timestamp":"2026-08-06T09:00:04.000Z","type":"user","content":"never mind"}"#, "\n",
-            r#"{"$rewindTo":"m3"}"#, "\n",
+            r#"{"sessionId":"s1","startTime":"2026-08-06T09:00:00.000Z"}"#,
+            "\n",
+            r#"{"id":"m1","timestamp":"2026-08-06T09:00:01.000Z","type":"user","content":"use sqlite"}"#,
+            "\n",
+            r#"{"id":"m2","timestamp":"2026-08-06T09:00:02.000Z","type":"gemini","content":"draft"}"#,
+            "\n",
+            r#"{"id":"m2","timestamp":"2026-08-06T09:00:03.000Z","type":"gemini","content":"final answer"}"#,
+            "\n",
+            r#"{"id":"m3","timestamp":"2026-08-06T09:00:04.000Z","type":"user","content":"never mind"}"#,
+            "\n",
+            r#"{"$rewindTo":"m3"}"#,
+            "\n",
             "not json\n",
         ),
     )
     .unwrap();
     let read = read_file(source("gemini-cli"), &path, &Cursor::default()).unwrap();
-    let texts: Vec<&str> = read.sessions[0].turns.iter().map(|t| t.message.content.as_str()).collect();
+    let texts: Vec<&str> = read.sessions[0]
+        .turns
+        .iter()
+        .map(|t| t.message.content.as_str())
+        .collect();
     assert_eq!(texts, ["use sqlite", "final answer"]);
     assert_eq!(read.warnings.len(), 1, "the bad line is named: {:?}", read.warnings);
     assert_eq!(read.warnings[0].line, Some(7));
@@ -139,9 +169,16 @@ fn copilot_cli_event_logs_old_and_new_layouts() {
         home.path(),
         ".copilot/session-state/aaaabbbb-1111-2222-3333-ccccddddeeee/events.jsonl",
     );
-    install("copilot/large.jsonl", home.path(), ".copilot/session-state/copilot_stage0_large.jsonl");
+    install(
+        "copilot/large.jsonl",
+        home.path(),
+        ".copilot/session-state/copilot_stage0_large.jsonl",
+    );
     let places = Places::at_home(home.path());
-    assert_eq!(find_session_files(copilot, &places.stores(copilot, Path::new("/tmp/project"))).len(), 2);
+    assert_eq!(
+        find_session_files(copilot, &places.stores(copilot, Path::new("/tmp/project"))).len(),
+        2
+    );
     assert_eq!(session_cwd(copilot, &events), Some(PathBuf::from("/tmp/project")));
     let read = read_stable(copilot, &events);
     let s = &read.sessions[0];
@@ -172,7 +209,10 @@ fn cursor_transcripts_with_calls_and_their_project() {
     let project = home.path().join("code/my-app");
     std::fs::create_dir_all(&project).unwrap();
     let encoded = project.display().to_string().replace('/', "-");
-    let rel = format!(".cursor/projects/{}/agent-transcripts/c0ffee.jsonl", encoded.trim_start_matches('-'));
+    let rel = format!(
+        ".cursor/projects/{}/agent-transcripts/c0ffee.jsonl",
+        encoded.trim_start_matches('-')
+    );
     let path = install("cursor/large.jsonl", home.path(), &rel);
     assert_eq!(session_cwd(cursor, &path), Some(project));
     let read = read_stable(cursor, &path);
@@ -197,7 +237,10 @@ fn opencode_sessions_from_their_record_files() {
     let read = read_stable(opencode, &path);
     assert!(read.warnings.is_empty(), "{:?}", read.warnings);
     let s = &read.sessions[0];
-    assert_eq!((s.id.as_str(), s.title.as_deref()), ("s_stage0_small", Some("OpenCode Small")));
+    assert_eq!(
+        (s.id.as_str(), s.title.as_deref()),
+        ("s_stage0_small", Some("OpenCode Small"))
+    );
     assert_eq!(roles(&read), [Role::User, Role::Assistant]);
     let answer = &s.turns[1].message;
     assert_eq!(answer.content, "Found 2 files.");
@@ -210,17 +253,32 @@ fn kimi_code_journals_with_tool_calls() {
     let kimi = source("kimi-code");
     let home = tempfile::tempdir().unwrap();
     let dir = ".kimi-code/sessions/wd_project_ac3bb318f98e/session_1bcbe023-4f7e-4971-9dc9-43b8756045b0";
-    let wire = install("kimi-code/assistant_tools.jsonl", home.path(), &format!("{dir}/agents/main/wire.jsonl"));
-    install("kimi-code/assistant_tools.state.json", home.path(), &format!("{dir}/state.json"));
+    let wire = install(
+        "kimi-code/assistant_tools.jsonl",
+        home.path(),
+        &format!("{dir}/agents/main/wire.jsonl"),
+    );
+    install(
+        "kimi-code/assistant_tools.state.json",
+        home.path(),
+        &format!("{dir}/state.json"),
+    );
     let places = Places::at_home(home.path());
     assert_eq!(find_session_files(kimi, &places.stores(kimi, Path::new("/x"))), {
         find_session_files(kimi, &[home.path().join(".kimi-code/sessions")])
     });
-    assert_eq!(session_cwd(kimi, &wire), Some(PathBuf::from("/private/tmp/as-agent-lab/kimi/project")));
+    assert_eq!(
+        session_cwd(kimi, &wire),
+        Some(PathBuf::from("/private/tmp/as-agent-lab/kimi/project"))
+    );
     let read = read_stable(kimi, &wire);
     let s = &read.sessions[0];
     assert_eq!(s.id, "1bcbe023-4f7e-4971-9dc9-43b8756045b0");
-    assert!(s.turns.iter().any(|t| t.message.role == Role::User && t.message.content == "run ls command"));
+    assert!(
+        s.turns
+            .iter()
+            .any(|t| t.message.role == Role::User && t.message.content == "run ls command")
+    );
     let bash = s
         .turns
         .iter()
@@ -235,16 +293,38 @@ fn kimi_code_journals_with_tool_calls() {
         "assistant text from content parts"
     );
     // Injected reminders are not the user's words.
-    assert!(!s.turns.iter().any(|t| t.message.role == Role::User && t.message.content.contains("<system-reminder>")));
+    assert!(
+        !s.turns
+            .iter()
+            .any(|t| t.message.role == Role::User && t.message.content.contains("<system-reminder>"))
+    );
 }
 
 #[test]
 fn pi_openclaw_and_droid_share_one_format() {
     for (name, file, id, cwd, call) in [
         // pi's capture has no tool call; its compactions become system turns.
-        ("pi", "pi/small.jsonl", "019e19b4-eb48-746a-aa6b-8dfcfa37954b", "/tmp/as-agent-fixture/project", None),
-        ("openclaw", "openclaw/large.jsonl", "openclaw-stage0-large", "/tmp/large", Some("run_terminal")),
-        ("droid", "droid/session_store_large.jsonl", "droid_large", "/tmp/large", Some("Execute")),
+        (
+            "pi",
+            "pi/small.jsonl",
+            "019e19b4-eb48-746a-aa6b-8dfcfa37954b",
+            "/tmp/as-agent-fixture/project",
+            None,
+        ),
+        (
+            "openclaw",
+            "openclaw/large.jsonl",
+            "openclaw-stage0-large",
+            "/tmp/large",
+            Some("run_terminal"),
+        ),
+        (
+            "droid",
+            "droid/session_store_large.jsonl",
+            "droid_large",
+            "/tmp/large",
+            Some("Execute"),
+        ),
     ] {
         let agent = source(name);
         let path = fixture(file);
@@ -253,17 +333,29 @@ fn pi_openclaw_and_droid_share_one_format() {
         let s = &read.sessions[0];
         assert_eq!(s.id, id, "{name}");
         if let Some(call) = call {
-            let found = s.turns.iter().flat_map(|t| &t.message.tool_calls).find(|c| c.name == call);
+            let found = s
+                .turns
+                .iter()
+                .flat_map(|t| &t.message.tool_calls)
+                .find(|c| c.name == call);
             let found = found.unwrap_or_else(|| panic!("{name}: no {call} call"));
             assert!(found.result.is_some(), "{name}: the call's result is attached");
         } else {
-            assert!(s.turns.iter().any(|t| t.message.role == Role::System && t.message.content.contains("compacted")));
+            assert!(
+                s.turns
+                    .iter()
+                    .any(|t| t.message.role == Role::System && t.message.content.contains("compacted"))
+            );
         }
         assert_eq!(s.turns[0].message.role, Role::User, "{name}");
     }
     // OpenClaw's edit names the file it wrote.
     let read = read_file(source("openclaw"), &fixture("openclaw/large.jsonl"), &Cursor::default()).unwrap();
-    let edit = read.sessions[0].turns.iter().flat_map(|t| &t.touches).find(|t| t.kind == TouchKind::Edit);
+    let edit = read.sessions[0]
+        .turns
+        .iter()
+        .flat_map(|t| &t.touches)
+        .find(|t| t.kind == TouchKind::Edit);
     assert_eq!(edit.map(|t| t.path.as_str()), Some("/tmp/large/notes.md"));
 }
 
@@ -272,17 +364,44 @@ fn grok_histories_with_their_summary() {
     let grok = source("grok");
     let home = tempfile::tempdir().unwrap();
     let dir = ".grok/sessions/%2Ftmp%2Fproject/019f6851-7ec4-7ef0-97d3-03f3eee38755";
-    let path = install("grok/chat_history.jsonl", home.path(), &format!("{dir}/chat_history.jsonl"));
+    let path = install(
+        "grok/chat_history.jsonl",
+        home.path(),
+        &format!("{dir}/chat_history.jsonl"),
+    );
     install("grok/summary.json", home.path(), &format!("{dir}/summary.json"));
-    assert_eq!(session_cwd(grok, &path), Some(PathBuf::from("/tmp/as-agent-lab/grok/project")));
+    assert_eq!(
+        session_cwd(grok, &path),
+        Some(PathBuf::from("/tmp/as-agent-lab/grok/project"))
+    );
     let read = read_stable(grok, &path);
     let s = &read.sessions[0];
     assert_eq!(s.title.as_deref(), Some("Read hello.py and summarize what it prints"));
     let first_user = s.turns.iter().find(|t| t.message.role == Role::User).unwrap();
-    assert!(first_user.message.content.starts_with("Read hello.py"), "the preamble is not the user's");
-    let read_call = s.turns.iter().flat_map(|t| &t.message.tool_calls).find(|c| c.name == "read_file").unwrap();
-    assert!(read_call.result.as_ref().unwrap().text.contains("hello from the grok fixture"));
-    let touch = s.turns.iter().flat_map(|t| &t.touches).find(|t| t.kind == TouchKind::Read).unwrap();
+    assert!(
+        first_user.message.content.starts_with("Read hello.py"),
+        "the preamble is not the user's"
+    );
+    let read_call = s
+        .turns
+        .iter()
+        .flat_map(|t| &t.message.tool_calls)
+        .find(|c| c.name == "read_file")
+        .unwrap();
+    assert!(
+        read_call
+            .result
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("hello from the grok fixture")
+    );
+    let touch = s
+        .turns
+        .iter()
+        .flat_map(|t| &t.touches)
+        .find(|t| t.kind == TouchKind::Read)
+        .unwrap();
     assert_eq!(touch.path, "/tmp/as-agent-lab/grok/project/hello.py");
 }
 
@@ -299,7 +418,11 @@ fn hermes_and_antigravity_sessions() {
     let read = read_stable(source("antigravity"), &fixture("antigravity/cli_small.jsonl"));
     let s = &read.sessions[0];
     assert_eq!(s.turns[0].message.content.trim(), "List the files.");
-    let calls: Vec<&str> = s.turns.iter().flat_map(|t| t.message.tool_calls.iter().map(|c| c.name.as_str())).collect();
+    let calls: Vec<&str> = s
+        .turns
+        .iter()
+        .flat_map(|t| t.message.tool_calls.iter().map(|c| c.name.as_str()))
+        .collect();
     assert_eq!(calls, ["list_dir", "write_file"]);
     let list = s.turns.iter().flat_map(|t| &t.message.tool_calls).next().unwrap();
     assert!(list.result.as_ref().unwrap().text.contains("a.txt"));
@@ -309,10 +432,17 @@ fn hermes_and_antigravity_sessions() {
 fn hostile_files_are_refused_with_the_file_named() {
     let dir = tempfile::tempdir().unwrap();
     // Aider's history is markdown: any text is a chat to it.
-    for agent in AGENTS.iter().filter(|a| a.reads_sessions() && a.source().as_str() != "aider") {
+    for agent in AGENTS
+        .iter()
+        .filter(|a| a.reads_sessions() && a.source().as_str() != "aider")
+    {
         let source = agent.source();
         // Not JSON at all, a JSON value of the wrong shape, and an empty file.
-        for (name, bytes) in [("garbage", &b"\x00\xff{{{ not json"[..]), ("array", b"[1,2,3]"), ("empty", b"")] {
+        for (name, bytes) in [
+            ("garbage", &b"\x00\xff{{{ not json"[..]),
+            ("array", b"[1,2,3]"),
+            ("empty", b""),
+        ] {
             let path = dir.path().join(format!("{source}-{name}.jsonl"));
             std::fs::write(&path, bytes).unwrap();
             match read_file(source, &path, &Cursor::default()) {

@@ -302,11 +302,12 @@ const FILE_TOOLS: &str = "Read|Edit|MultiEdit|Write|NotebookEdit";
 
 /// A hook entry zblade wrote: its command runs `… hook prompt` or `… hook stop` of a zblade.
 fn is_zblade_hook(hook: &Value) -> bool {
-    hook.get("command")
-        .and_then(Value::as_str)
-        .is_some_and(|c| {
-            [" hook prompt", " hook stop", " hook pre-tool"].iter().any(|e| c.ends_with(e)) && c.contains("zblade")
-        })
+    hook.get("command").and_then(Value::as_str).is_some_and(|c| {
+        [" hook prompt", " hook stop", " hook pre-tool"]
+            .iter()
+            .any(|e| c.ends_with(e))
+            && c.contains("zblade")
+    })
 }
 
 fn shell_quote(text: &str) -> String {

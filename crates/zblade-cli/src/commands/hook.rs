@@ -107,10 +107,17 @@ fn stop(cx: &mut Ctx, event: &serde_json::Value) -> Result<(), Error> {
 
 /// The file a tool call is about to read or edit, under the names agents give it.
 fn tool_file(input: &Value) -> Option<&str> {
-    ["file_path", "path", "filePath", "absolute_path", "notebook_path", "target_file"]
-        .iter()
-        .find_map(|k| input.get(*k)?.as_str())
-        .filter(|p| !p.trim().is_empty())
+    [
+        "file_path",
+        "path",
+        "filePath",
+        "absolute_path",
+        "notebook_path",
+        "target_file",
+    ]
+    .iter()
+    .find_map(|k| input.get(*k)?.as_str())
+    .filter(|p| !p.trim().is_empty())
 }
 
 /// The lines a call is about: a read's `offset`/`limit`, an edit's old text found in the file
