@@ -113,14 +113,7 @@ impl World {
     }
 
     fn places(&self) -> AgentPlaces {
-        AgentPlaces {
-            home: self.home.path().to_path_buf(),
-            claude_config_dir: None,
-            codex_home: None,
-            continue_dir: None,
-            config_home: None,
-            vars: Default::default(),
-        }
+        AgentPlaces::at_home(self.home.path())
     }
 
     fn project(&self) -> Project {

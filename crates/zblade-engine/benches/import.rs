@@ -150,14 +150,7 @@ fn bare_parse(store: &Path) -> Duration {
 }
 
 fn places(home: &Path) -> AgentPlaces {
-    AgentPlaces {
-        home: home.to_path_buf(),
-        claude_config_dir: None,
-        codex_home: None,
-        continue_dir: None,
-        config_home: None,
-        vars: Default::default(),
-    }
+    AgentPlaces::at_home(home)
 }
 
 fn main() {

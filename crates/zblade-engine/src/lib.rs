@@ -117,6 +117,7 @@ pub use zblade_core::{
 };
 pub use zblade_import::Detected as DetectedSource;
 pub use zblade_import::detect::Places as AgentPlaces;
+pub use zblade_import::path_argument as tool_file_argument;
 pub use zblade_index::{
     ConversationSummary, DecisionState, HitKind, LineageNode, LiveLocation, MergeEdge, MomentSummary, Page, Prompt,
     SearchFilter, SearchHit, SearchKind, SearchQuery, StoredReference,

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use zblade_context::tokens::{Cl100k, TokenCounter};
 use zblade_core::Result;
 
@@ -52,6 +53,21 @@ impl Project {
         Ok(render(&why, budget))
     }
 
+    /// The file and lines an agent's tool call is about to read or edit, from its arguments:
+    /// the file under any of the names agents give it (relative paths from the root), and the
+    /// lines of a read's `offset`/`limit` or where an edit's old text is in the file now
+    /// (`None`: the whole file).
+    pub fn tool_target(&self, input: &Value) -> Option<(PathBuf, Option<(u32, u32)>)> {
+        let file = Path::new(zblade_import::path_argument(input)?);
+        let absolute = if file.is_absolute() {
+            file.to_path_buf()
+        } else {
+            self.layout().root().join(file)
+        };
+        let lines = tool_lines(input, &absolute);
+        Some((absolute, lines))
+    }
+
     /// `file` as a path relative to the project's root, when it is inside it.
     fn relative_to_root(&self, file: &str) -> Option<String> {
         let root = self.layout().root();
@@ -66,6 +82,35 @@ impl Project {
         let text = relative.to_str()?.to_string();
         zblade_core::paths::normalize_relative(&text).ok()
     }
+}
+
+/// The lines a call is about: a read's `offset`/`limit`, an edit's old text found in the file
+/// now; `None` (the whole file) otherwise.
+fn tool_lines(input: &Value, file: &Path) -> Option<(u32, u32)> {
+    if let Some(offset) = input.get("offset").and_then(Value::as_u64) {
+        // Saturating: the numbers come from the agent.
+        let limit = input.get("limit").and_then(Value::as_u64).unwrap_or(2000).max(1);
+        let start = u32::try_from(offset).unwrap_or(u32::MAX).max(1);
+        let limit = u32::try_from(limit).unwrap_or(u32::MAX);
+        return Some((start, start.saturating_add(limit - 1)));
+    }
+    let old = ["old_string", "oldString", "old_str"]
+        .iter()
+        .find_map(|k| input.get(*k)?.as_str())
+        .or_else(|| input.pointer("/edits/0/old_string").and_then(Value::as_str))?;
+    if old.trim().is_empty() {
+        return None;
+    }
+    // Only a file of a sensible size is searched; the hook must stay quick.
+    let meta = std::fs::metadata(file).ok()?;
+    if meta.len() > 4 * 1024 * 1024 {
+        return None;
+    }
+    let text = std::fs::read_to_string(file).ok()?;
+    let at = text.find(old)?;
+    let start = text[..at].matches('\n').count() as u32 + 1;
+    let end = start + old.trim_end_matches('\n').matches('\n').count() as u32;
+    Some((start, end))
 }
 
 /// True when a commit's message explains its change.
@@ -163,11 +208,7 @@ impl ActionCache {
     /// The cache of `session` (an agent's session id; anything but letters, digits, `-` and `_`
     /// is hashed, so the id cannot name another file).
     pub fn open(project: &Project, session: &str) -> ActionCache {
-        let path = project
-            .layout()
-            .cache_dir()
-            .join("actions")
-            .join(format!("{}.json", zblade_import::safe_id(session)));
+        let path = Self::file(project, session);
         let answers = std::fs::read(&path)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
@@ -209,7 +250,35 @@ impl ActionCache {
 
     /// Forgets the session's answers (a new prompt: memory may have changed).
     pub fn clear(project: &Project, session: &str) {
-        let cache = ActionCache::open(project, session);
-        let _ = std::fs::remove_file(cache.path);
+        let _ = std::fs::remove_file(Self::file(project, session));
+    }
+
+    /// `.zblade/cache/actions/<session>.json`.
+    fn file(project: &Project, session: &str) -> PathBuf {
+        project
+            .layout()
+            .cache_dir()
+            .join("actions")
+            .join(format!("{}.json", zblade_import::safe_id(session)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_calls_lines_come_from_its_read_window_or_its_old_text_and_hostile_numbers_saturate() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.rs");
+        std::fs::write(&file, "fn a() {}\nfn b() {\n    old();\n}\n").unwrap();
+        let read = serde_json::json!({"offset": 3, "limit": 10});
+        assert_eq!(tool_lines(&read, &file), Some((3, 12)));
+        let edit = serde_json::json!({"old_string": "fn b() {\n    old();\n"});
+        assert_eq!(tool_lines(&edit, &file), Some((2, 3)));
+        let nowhere = serde_json::json!({"old_string": "not in the file"});
+        assert_eq!(tool_lines(&nowhere, &file), None);
+        let hostile = serde_json::json!({"offset": u64::MAX, "limit": u64::MAX});
+        assert_eq!(tool_lines(&hostile, &file), Some((u32::MAX, u32::MAX)));
     }
 }

@@ -127,14 +127,6 @@ fn read(path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
             other => read.skip(format!("copilot event `{other}`")),
         }
     })?;
-    b.session.id.clone_from(&context.id);
-    b.session.cwd.clone_from(&context.cwd);
-    b.session.started = context.started;
-    read.cursor = Cursor {
-        last_record: Some(format!("L{}", next.line)),
-        session: Some(context),
-        ..next
-    };
-    b.finish(&mut read);
+    b.finish_resumable(context, next, &mut read);
     Ok(read)
 }

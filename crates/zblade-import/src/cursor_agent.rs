@@ -61,7 +61,7 @@ impl Agent for CursorAgent {
         decode_dir(encoded)
     }
     fn read(&self, path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
-        read(path, cursor, self.session_cwd(path))
+        read(path, cursor, || self.session_cwd(path))
     }
     fn mcp(&self) -> Option<McpConfig> {
         Some(McpConfig::json(
@@ -134,11 +134,13 @@ fn stamp(text: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
-fn read(path: &Path, cursor: &Cursor, cwd: Option<PathBuf>) -> Result<FileRead, ReadError> {
+/// Reads from `cursor`; `cwd` is asked only when the cursor does not know the session yet
+/// (decoding the folder name probes the file system).
+fn read(path: &Path, cursor: &Cursor, cwd: impl FnOnce() -> Option<PathBuf>) -> Result<FileRead, ReadError> {
     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("session");
     let mut context = cursor.session.clone().unwrap_or_else(|| SessionContext {
         id: stem.to_string(),
-        cwd,
+        cwd: cwd(),
         ..SessionContext::default()
     });
     let file_time = std::fs::metadata(path)
@@ -181,14 +183,8 @@ fn read(path: &Path, cursor: &Cursor, cwd: Option<PathBuf>) -> Result<FileRead, 
             b.call(turn, &id, &name, args);
         }
     })?;
-    b.session.cwd.clone_from(&context.cwd);
-    b.session.started = context.started.or(file_time);
-    read.cursor = Cursor {
-        last_record: Some(format!("L{}", next.line)),
-        session: Some(context),
-        ..next
-    };
-    b.finish(&mut read);
+    b.session.started = file_time;
+    b.finish_resumable(context, next, &mut read);
     Ok(read)
 }
 

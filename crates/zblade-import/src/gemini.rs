@@ -70,9 +70,21 @@ pub(crate) fn gemini_dir(places: &Places) -> PathBuf {
     }
 }
 
-/// The working directory of the chat at `path`: `<project>/.project_root`, else the entry for
-/// `<project>` in `~/.gemini/projects.json`, else the workspace the chat's first message names.
+/// The working directory of the chat at `path`: what its project folder records, else the
+/// workspace the chat's first messages name.
 fn project_dir(path: &Path) -> Option<PathBuf> {
+    recorded_dir(path).or_else(|| {
+        let value = match crate::read_whole_json(path, "a Gemini CLI chat") {
+            Ok((value, _)) => value,
+            Err(_) => first_lines(path)?,
+        };
+        workspace_in(value.get("messages").and_then(Value::as_array)?)
+    })
+}
+
+/// The directory the chat's project folder records: `<project>/.project_root`, else the entry
+/// for `<project>` in `~/.gemini/projects.json`.
+fn recorded_dir(path: &Path) -> Option<PathBuf> {
     let chats = path.ancestors().find(|a| a.file_name().is_some_and(|n| n == "chats"))?;
     let project = chats.parent()?;
     if let Ok(root) = std::fs::read_to_string(project.join(".project_root")) {
@@ -83,17 +95,14 @@ fn project_dir(path: &Path) -> Option<PathBuf> {
     }
     let name = project.file_name()?.to_str()?;
     let registry = project.parent()?.parent()?.join("projects.json");
-    if let Some(dir) = std::fs::read(&registry)
+    std::fs::read(&registry)
         .ok()
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
         .and_then(|v| registered_dir(&v, name))
-    {
-        return Some(dir);
-    }
-    let (value, _) = crate::read_whole_json(path, "a Gemini CLI chat")
-        .ok()
-        .or_else(|| Some((first_lines(path)?, FileRead::default())))?;
-    let messages = value.get("messages").and_then(Value::as_array)?;
+}
+
+/// The workspace the first messages' session context names.
+fn workspace_in(messages: &[Value]) -> Option<PathBuf> {
     messages
         .iter()
         .take(3)
@@ -189,7 +198,8 @@ fn read(path: &Path) -> Result<FileRead, ReadError> {
     let id = meta.get("sessionId").and_then(Value::as_str).unwrap_or(stem);
     let mut b = Builder::new(Source::GEMINI, id, path);
     b.session.started = time(meta.get("startTime"));
-    b.session.cwd = project_dir(path);
+    // The messages are read already: only the project folder is looked at again.
+    b.session.cwd = recorded_dir(path).or_else(|| workspace_in(&messages));
     b.session.title = meta.get("summary").and_then(Value::as_str).map(str::to_string);
     for (i, m) in messages.iter().enumerate() {
         let raw_id = m

@@ -118,13 +118,6 @@ fn read(path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
             other => read.skip(format!("grok record `{other}`")),
         }
     })?;
-    b.session.cwd.clone_from(&context.cwd);
-    b.session.started = context.started;
-    read.cursor = Cursor {
-        last_record: Some(format!("L{}", next.line)),
-        session: Some(context),
-        ..next
-    };
-    b.finish(&mut read);
+    b.finish_resumable(context, next, &mut read);
     Ok(read)
 }

@@ -61,6 +61,7 @@ pub use agent::{Agent, McpConfig, McpFormat};
 pub use detect::{Detected, SessionFile, find_session_files};
 pub use document::{Document, MAX_DOCUMENT_BYTES, SECTION_CHARS, read_document};
 pub use jsonl::MAX_LINE_BYTES;
+pub use transcript::path_argument;
 pub use trim::{MAX_ARGUMENT_BYTES, MAX_RESULT_BYTES};
 
 /// Every agent, in the order `--detect` and the app list them. A new agent is its module

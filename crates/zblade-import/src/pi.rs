@@ -127,16 +127,8 @@ fn read(source: Source, path: &Path, cursor: &Cursor) -> Result<FileRead, ReadEr
             other => read.skip(format!("{source} record `{other}`")),
         }
     })?;
-    b.session.id.clone_from(&context.id);
-    b.session.cwd.clone_from(&context.cwd);
-    b.session.started = context.started;
     b.session.title = title;
-    read.cursor = Cursor {
-        last_record: Some(format!("L{}", next.line)),
-        session: Some(context),
-        ..next
-    };
-    b.finish(&mut read);
+    b.finish_resumable(context, next, &mut read);
     Ok(read)
 }
 

@@ -14,7 +14,7 @@ use serde_json::Value;
 use zblade_core::{Message, Role, ToolCall};
 
 use crate::patch::{apply_patch_touches, numbered_listing};
-use crate::{FileRead, Session, Source, Touch, TouchKind, Turn, trim};
+use crate::{Cursor, FileRead, Session, SessionContext, Source, Touch, TouchKind, Turn, trim};
 
 /// One session being read: its turns, and where each tool call is so a later result finds it.
 pub(crate) struct Builder {
@@ -109,6 +109,21 @@ impl Builder {
             });
         }
         true
+    }
+
+    /// Ends an incremental read: the session takes what its records said (id, working
+    /// directory, start), the cursor keeps that for the next read (which will not see those
+    /// records again), and the session is handed over as [`Builder::finish`] does.
+    pub(crate) fn finish_resumable(mut self, context: SessionContext, next: Cursor, read: &mut FileRead) {
+        self.session.id.clone_from(&context.id);
+        self.session.cwd.clone_from(&context.cwd);
+        self.session.started = context.started.or(self.session.started);
+        read.cursor = Cursor {
+            last_record: Some(format!("L{}", next.line)),
+            session: Some(context),
+            ..next
+        };
+        self.finish(read);
     }
 
     /// Ends the read: drops turns with neither text nor calls, and hands the session over when
@@ -245,7 +260,7 @@ fn is_write(name: &str) -> bool {
 
 /// The file a call names, under any of the argument names agents use. Values some agents quote
 /// (`"\"/tmp/a.rs\""`) are unquoted; `file://` URIs become paths.
-fn path_argument(arguments: &Value) -> Option<&str> {
+pub fn path_argument(arguments: &Value) -> Option<&str> {
     const KEYS: &[&str] = &[
         "file_path",
         "filePath",

@@ -366,14 +366,7 @@ fn stores_are_found_through_symlinks_and_sessions_matched_to_projects() {
             .join(Path::new(CODEX).file_name().unwrap()),
         Path::new("/other"),
     );
-    let places = Places {
-        home: home.clone(),
-        claude_config_dir: None,
-        codex_home: None,
-        continue_dir: None,
-        config_home: None,
-        vars: Default::default(),
-    };
+    let places = Places::at_home(&home);
     let project = Path::new("/work/proj");
     let claude = find_session_files(Source::CLAUDE_CODE, &places.stores(Source::CLAUDE_CODE, project));
     assert_eq!(claude.len(), 1);

@@ -340,21 +340,27 @@ pub(crate) fn search_commits(
     let mut values: Vec<&dyn rusqlite::ToSql> = vec![&expr];
     values.extend(args.iter().map(|a| a as &dyn rusqlite::ToSql));
     let rows = stmt.query_map(values.as_slice(), |r| {
-        Ok(SearchHit {
-            kind: HitKind::Commit,
-            id: r.get(0)?,
-            conversation_id: None,
-            title: Some(r.get(1)?),
-            label: Some(r.get(2)?),
-            timestamp: r.get(3)?,
-            snippet: r.get(4)?,
-            score: -r.get::<_, f64>(5)?,
-            path: None,
-            lines: None,
-            cid: None,
-        })
+        commit_search_hit(r, r.get(4)?, -r.get::<_, f64>(5)?)
     })?;
     rows.collect()
+}
+
+/// A commit as a search hit, from a row whose first columns are sha, subject, author and
+/// commit time.
+fn commit_search_hit(r: &rusqlite::Row<'_>, snippet: String, score: f64) -> rusqlite::Result<SearchHit> {
+    Ok(SearchHit {
+        kind: HitKind::Commit,
+        id: r.get(0)?,
+        conversation_id: None,
+        title: Some(r.get(1)?),
+        label: Some(r.get(2)?),
+        timestamp: r.get(3)?,
+        snippet,
+        score,
+        path: None,
+        lines: None,
+        cid: None,
+    })
 }
 
 /// The commit hit for `sha`, as a vector search found it.
@@ -364,19 +370,7 @@ pub(crate) fn commit_hit(conn: &rusqlite::Connection, sha: &str, score: f64) -> 
         [sha],
         |r| {
             let body: String = r.get(4)?;
-            Ok(SearchHit {
-                kind: HitKind::Commit,
-                id: r.get(0)?,
-                conversation_id: None,
-                title: Some(r.get(1)?),
-                label: Some(r.get(2)?),
-                timestamp: r.get(3)?,
-                snippet: body.chars().take(200).collect(),
-                score,
-                path: None,
-                lines: None,
-                cid: None,
-            })
+            commit_search_hit(r, body.chars().take(200).collect(), score)
         },
     )
     .optional()

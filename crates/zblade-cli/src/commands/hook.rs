@@ -105,60 +105,15 @@ fn stop(cx: &mut Ctx, event: &serde_json::Value) -> Result<(), Error> {
     Ok(())
 }
 
-/// The file a tool call is about to read or edit, under the names agents give it.
-fn tool_file(input: &Value) -> Option<&str> {
-    [
-        "file_path",
-        "path",
-        "filePath",
-        "absolute_path",
-        "notebook_path",
-        "target_file",
-    ]
-    .iter()
-    .find_map(|k| input.get(*k)?.as_str())
-    .filter(|p| !p.trim().is_empty())
-}
-
-/// The lines a call is about: a read's `offset`/`limit`, an edit's old text found in the file
-/// now; `None` (the whole file) otherwise.
-fn tool_lines(input: &Value, file: &std::path::Path) -> Option<(u32, u32)> {
-    if let Some(offset) = input.get("offset").and_then(Value::as_u64) {
-        let limit = input.get("limit").and_then(Value::as_u64).unwrap_or(2000);
-        let start = offset.max(1) as u32;
-        return Some((start, start + limit.max(1) as u32 - 1));
-    }
-    let old = ["old_string", "oldString", "old_str"]
-        .iter()
-        .find_map(|k| input.get(*k)?.as_str())
-        .or_else(|| input.pointer("/edits/0/old_string").and_then(Value::as_str))?;
-    if old.trim().is_empty() {
-        return None;
-    }
-    // Only a file of a sensible size is searched; the hook must stay quick.
-    let meta = std::fs::metadata(file).ok()?;
-    if meta.len() > 4 * 1024 * 1024 {
-        return None;
-    }
-    let text = std::fs::read_to_string(file).ok()?;
-    let at = text.find(old)?;
-    let start = text[..at].matches('\n').count() as u32 + 1;
-    let end = start + old.trim_end_matches('\n').matches('\n').count() as u32;
-    Some((start, end))
-}
-
 fn pre_tool(cx: &mut Ctx, event: &Value) -> Result<(), Error> {
     let input = event.get("tool_input").unwrap_or(&Value::Null);
-    let Some(file) = tool_file(input) else {
-        return Ok(()); // not a call on a file
-    };
+    if zblade_engine::tool_file_argument(input).is_none() {
+        return Ok(()); // not a call on a file: no project to open
+    }
     let project = cx.open()?;
-    let absolute = if std::path::Path::new(file).is_absolute() {
-        std::path::PathBuf::from(file)
-    } else {
-        project.layout().root().join(file)
+    let Some((absolute, lines)) = project.tool_target(input) else {
+        return Ok(());
     };
-    let lines = tool_lines(input, &absolute);
     let session = event.get("session_id").and_then(Value::as_str).unwrap_or("");
     let key = ActionCache::key(&absolute.to_string_lossy(), lines);
     let mut cache = (!session.is_empty()).then(|| ActionCache::open(&project, session));
