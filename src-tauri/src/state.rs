@@ -170,7 +170,7 @@ impl AppState {
         match zblade_engine::warm::serve(root, move |request| {
             let project = project.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             match project.as_ref() {
-                Some(project) if project.layout().root() == served => zblade_engine::warm::run(project, &request),
+                Some(project) if project.layout().root() == served => zblade_engine::warm::handle(project, &request),
                 _ => Err("the app no longer has this project open".into()),
             }
         }) {

@@ -224,6 +224,7 @@ fn pre_tool(root: &std::path::Path, event: &serde_json::Value) -> std::process::
     let mut child = Command::new(zblade_bin())
         .current_dir(root)
         .args(["hook", "pre-tool"])
+        .env("ZBLADE_NO_AUTO_SERVE", "1")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -271,6 +272,22 @@ fn an_agent_about_to_edit_lines_is_told_the_decision_behind_them_and_nothing_els
     let again = pre_tool(root, &edit);
     assert_eq!(again.stdout, out.stdout);
     assert!(root.join(".zblade/cache/actions/s-1.json").is_file());
+
+    // With a warm engine running, a new session's question is answered by it, the same way.
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = std::sync::Arc::clone(&asked);
+    let project = std::sync::Mutex::new(Project::open(root).unwrap());
+    let server = zblade_engine::warm::serve(root, move |request| {
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        zblade_engine::warm::handle(&project.lock().unwrap(), &request)
+    })
+    .unwrap();
+    let mut fresh = edit.clone();
+    fresh["session_id"] = "s-2".into();
+    let warm = pre_tool(root, &fresh);
+    assert_eq!(warm.stdout, out.stdout, "{}", stderr(&warm));
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 1);
+    drop(server);
 
     // A file whose lines carry no explained decision: nothing at all.
     let other = serde_json::json!({

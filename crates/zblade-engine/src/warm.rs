@@ -7,7 +7,9 @@
 //! One socket per project, named by a hash of the project's canonical root, in a folder only
 //! this user can enter (`$XDG_RUNTIME_DIR/zblade-UID`, else the temporary folder): the folder is
 //! created 0700 and refused when it is anyone else's or open to others, and the socket is 0600.
-//! A request is one JSON line (at most [`MAX_REQUEST`] bytes), the answer one JSON line.
+//! A request is one JSON line (at most [`MAX_REQUEST`] bytes) — a context request, or a
+//! point-of-action question (`{"action": {file, lines, budget}}`, docs/HOOKS.md) — and the
+//! answer one JSON line.
 //! Whatever fails — no engine running, a stale socket, a timeout — [`ask`] returns `None` and the
 //! caller does the work itself.
 
@@ -38,6 +40,49 @@ pub struct WarmAnswer {
     /// that ride along with a prompt (the hook) then add nothing.
     #[serde(default)]
     pub nothing_relevant: bool,
+}
+
+/// What a short-lived process asks the warm engine.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum WarmRequest {
+    /// What memory holds about some lines, before an agent acts on them (a point-of-action
+    /// hook: no model needed, but the tokenizer a fresh process would load first).
+    Action {
+        /// The question.
+        action: ActionRequest,
+    },
+    /// A packed context for a prompt.
+    Context(ContextRequest),
+}
+
+/// A point-of-action question: [`Project::point_of_action`]'s arguments.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ActionRequest {
+    /// The file, absolute or relative to the project's root.
+    pub file: String,
+    /// The lines (`None`: the whole file).
+    pub lines: Option<(u32, u32)>,
+    /// Tokens at most.
+    pub budget: usize,
+}
+
+/// Answers `request` on `project`, as the warm engine does.
+pub fn handle(project: &Project, request: &WarmRequest) -> Result<WarmAnswer, String> {
+    match request {
+        WarmRequest::Context(request) => run(project, request),
+        WarmRequest::Action { action } => {
+            let answer = project
+                .point_of_action(&action.file, action.lines, action.budget)
+                .map_err(|e| e.to_string())?;
+            Ok(WarmAnswer {
+                nothing_relevant: answer.text.is_empty(),
+                text: answer.text,
+                entries: answer.entries,
+                notices: Vec::new(),
+            })
+        }
+    }
 }
 
 /// A small request that loads what the first real one would (tokenizer, embedding model,
@@ -92,6 +137,15 @@ pub fn socket_path(root: &Path) -> Option<PathBuf> {
 /// Asks the warm engine of the project at `root`; `None` when none answers within `timeout`
 /// (the caller then works in-process). `Some(Err)` is the engine's own error for the request.
 pub fn ask(root: &Path, request: &ContextRequest, timeout: Duration) -> Option<Result<WarmAnswer, String>> {
+    ask_warm(root, &WarmRequest::Context(request.clone()), timeout)
+}
+
+/// Asks the warm engine what memory holds about some lines; `None` as for [`ask`].
+pub fn ask_action(root: &Path, action: ActionRequest, timeout: Duration) -> Option<Result<WarmAnswer, String>> {
+    ask_warm(root, &WarmRequest::Action { action }, timeout)
+}
+
+fn ask_warm(root: &Path, request: &WarmRequest, timeout: Duration) -> Option<Result<WarmAnswer, String>> {
     let socket = socket_path(root)?;
     let mut stream = UnixStream::connect(&socket).ok()?;
     stream.set_read_timeout(Some(timeout)).ok()?;
@@ -176,7 +230,7 @@ impl WarmServer {
 /// (it locks whatever holds the project). Fails when another engine already serves there.
 pub fn serve(
     root: &Path,
-    handle: impl Fn(ContextRequest) -> Result<WarmAnswer, String> + Send + 'static,
+    handle: impl Fn(WarmRequest) -> Result<WarmAnswer, String> + Send + 'static,
 ) -> std::io::Result<WarmServer> {
     serve_claimed(claim(root)?, handle)
 }
@@ -185,7 +239,7 @@ pub fn serve(
 /// process started meanwhile sees the engine coming and does not load a model for nothing).
 pub fn serve_claimed(
     lock: EngineLock,
-    handle: impl Fn(ContextRequest) -> Result<WarmAnswer, String> + Send + 'static,
+    handle: impl Fn(WarmRequest) -> Result<WarmAnswer, String> + Send + 'static,
 ) -> std::io::Result<WarmServer> {
     let socket = lock.socket.clone();
     // Holding the lock, whatever socket is there was left by an engine that died.
@@ -202,13 +256,13 @@ pub fn serve_claimed(
 }
 
 /// Reads one request from `stream`, writes one answer.
-fn answer(stream: UnixStream, handle: &impl Fn(ContextRequest) -> Result<WarmAnswer, String>) {
+fn answer(stream: UnixStream, handle: &impl Fn(WarmRequest) -> Result<WarmAnswer, String>) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
     let Ok(mut writer) = stream.try_clone() else { return };
     let mut line = String::new();
     let read = BufReader::new(stream.take(MAX_REQUEST)).read_line(&mut line);
     let outcome = match read {
-        Ok(_) if line.ends_with('\n') => match serde_json::from_str::<ContextRequest>(&line) {
+        Ok(_) if line.ends_with('\n') => match serde_json::from_str::<WarmRequest>(&line) {
             Ok(request) => handle(request),
             Err(e) => Err(format!("bad request: {e}")),
         },
@@ -228,6 +282,9 @@ mod tests {
     fn a_request_is_answered_over_the_socket_and_garbage_is_refused() {
         let root = tempfile::tempdir().unwrap();
         let server = serve(root.path(), |request| {
+            let WarmRequest::Context(request) = request else {
+                return Err("not a context request".into());
+            };
             Ok(WarmAnswer {
                 text: format!("packed for {}", request.query),
                 entries: 1,
@@ -246,6 +303,14 @@ mod tests {
         };
         let answer = ask(root.path(), &request, Duration::from_secs(5)).unwrap().unwrap();
         assert_eq!(answer.text, "packed for refresh tokens");
+        // A point-of-action question reaches the handler as one, not as a context request.
+        let action = ActionRequest {
+            file: "src/a.rs".into(),
+            lines: Some((1, 2)),
+            budget: 400,
+        };
+        let refused = ask_action(root.path(), action, Duration::from_secs(5)).unwrap();
+        assert_eq!(refused.unwrap_err(), "not a context request");
         assert!(
             serve(root.path(), |_| Err("x".into())).is_err(),
             "a second engine took the socket"

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use zblade_engine::warm;
-use zblade_engine::{ACTION_BUDGET, ActionCache, ContextRequest, Error, ImportRequest, ImportSource};
+use zblade_engine::{ACTION_BUDGET, ActionAnswer, ActionCache, ContextRequest, Error, ImportRequest, ImportSource};
 
 use super::context::WARM_TIMEOUT;
 
@@ -120,7 +120,7 @@ fn pre_tool(cx: &mut Ctx, event: &Value) -> Result<(), Error> {
     let answer = match cache.as_ref().and_then(|c| c.get(&key)) {
         Some(answer) => answer,
         None => {
-            let answer = project.point_of_action(&absolute.to_string_lossy(), lines, ACTION_BUDGET)?;
+            let answer = action_answer(cx, &project, &absolute.to_string_lossy(), lines)?;
             if let Some(cache) = cache.as_mut() {
                 cache.put(key, &answer);
             }
@@ -142,4 +142,33 @@ fn pre_tool(cx: &mut Ctx, event: &Value) -> Result<(), Error> {
     });
     println!("{output}");
     Ok(())
+}
+
+/// What memory holds about the lines: from the warm engine, which has the tokenizer loaded,
+/// when one runs; else from this process, starting one in the background for the next call.
+fn action_answer(
+    cx: &Ctx,
+    project: &zblade_engine::Project,
+    file: &str,
+    lines: Option<(u32, u32)>,
+) -> Result<ActionAnswer, Error> {
+    let request = warm::ActionRequest {
+        file: file.to_string(),
+        lines,
+        budget: ACTION_BUDGET,
+    };
+    match warm::ask_action(&cx.root, request, WARM_TIMEOUT) {
+        Some(answer) => {
+            let answer = answer.map_err(Error::Usage)?;
+            Ok(ActionAnswer {
+                text: answer.text,
+                entries: answer.entries,
+                cached: false,
+            })
+        }
+        None => {
+            super::serve::start_detached(&cx.root);
+            Ok(project.point_of_action(file, lines, ACTION_BUDGET)?)
+        }
+    }
 }

@@ -38,7 +38,7 @@ pub(crate) fn run(cx: &mut Ctx, idle_exit: Option<u64>) -> Result<(), Error> {
     let server = warm::serve_claimed(lock, move |request| {
         seen.store(started.elapsed().as_secs(), Ordering::Relaxed);
         let project = project.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        warm::run(&project, &request)
+        warm::handle(&project, &request)
     })
     .map_err(|e| Error::Environment(format!("cannot serve this project: {e}")))?;
     eprintln!(
