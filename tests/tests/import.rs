@@ -108,6 +108,17 @@ impl World {
             .env_remove("CODEX_HOME")
             .env_remove("CONTINUE_GLOBAL_DIR")
             .env_remove("XDG_CONFIG_HOME")
+            .envs_removed(&[
+                "GEMINI_CLI_HOME",
+                "QWEN_HOME",
+                "CURSOR_CONFIG_DIR",
+                "COPILOT_HOME",
+                "KIMI_CODE_HOME",
+                "PI_CODING_AGENT_DIR",
+                "OPENCLAW_STATE_DIR",
+                "GROK_HOME",
+                "XDG_DATA_HOME",
+            ])
             .output()
             .unwrap()
     }
@@ -297,6 +308,64 @@ fn every_source_imports_with_references_into_the_project() {
     let out = world.zblade(&["search", "token bucket", "--json"]);
     assert!(
         json(&out).to_string().contains("conv_codex-01999a2b"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// Removes each of `names` from a command's environment.
+trait EnvsRemoved {
+    fn envs_removed(&mut self, names: &[&str]) -> &mut Self;
+}
+
+impl EnvsRemoved for Command {
+    fn envs_removed(&mut self, names: &[&str]) -> &mut Self {
+        for name in names {
+            self.env_remove(name);
+        }
+        self
+    }
+}
+
+#[test]
+fn import_all_brings_in_every_agent_with_sessions_here_and_again_adds_nothing() {
+    let world = World::new();
+    let root = world.root();
+    let home = world.home.path();
+    world.install_codex(&root);
+    // Published captures of two newer agents, recorded in this project.
+    let agents = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/zblade-import/tests/fixtures/agents");
+    let chats = home.join(".gemini/tmp/proj/chats");
+    std::fs::create_dir_all(&chats).unwrap();
+    std::fs::copy(
+        agents.join("gemini/jsonl_v040.jsonl"),
+        chats.join("session-2026-04-29T21-39-aaaa.jsonl"),
+    )
+    .unwrap();
+    std::fs::write(home.join(".gemini/tmp/proj/.project_root"), root.display().to_string()).unwrap();
+    let events =
+        std::fs::read_to_string(agents.join("copilot/session-state/aaaabbbb-1111-2222-3333-ccccddddeeee/events.jsonl"))
+            .unwrap()
+            .replace("/tmp/project", &root.display().to_string());
+    let copilot = home.join(".copilot/session-state/aaaabbbb-1111-2222-3333-ccccddddeeee");
+    std::fs::create_dir_all(&copilot).unwrap();
+    std::fs::write(copilot.join("events.jsonl"), events).unwrap();
+
+    let out = world.zblade(&["import", "--all", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let first = json(&out);
+    let imports = first["imports"].as_array().unwrap();
+    let sources: Vec<&str> = imports.iter().map(|r| r["source"].as_str().unwrap()).collect();
+    assert_eq!(sources, ["codex", "gemini-cli", "copilot"], "{first:#}");
+    assert!(imports.iter().all(|r| r["messages"].as_u64().unwrap() > 0), "{first:#}");
+    let again = json(&world.zblade(&["import", "--all", "--json"]));
+    assert!(
+        again["imports"].as_array().unwrap().iter().all(|r| r["messages"] == 0),
+        "a second import added messages: {again:#}"
+    );
+    let out = world.zblade(&["search", "directory contains file1", "--json"]);
+    assert!(
+        json(&out).to_string().contains("conv_copilot-aaaabbbb"),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );

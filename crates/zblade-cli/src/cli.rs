@@ -857,7 +857,7 @@ pub enum AddCommand {
 
 /// `zblade import …`
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("what").required(true).args(["source", "detect"])))]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["source", "detect", "all"])))]
 pub struct ImportArgs {
     /// The agent (cline also reads Roo Code).
     #[arg(value_parser = source_parser())]
@@ -869,6 +869,9 @@ pub struct ImportArgs {
     /// List each agent's store on this machine, with session counts and dates.
     #[arg(long, conflicts_with_all = ["paths", "dry_run", "follow", "unfollow"])]
     pub detect: bool,
+    /// Import from every agent that has sessions of this project (what `--detect` counts).
+    #[arg(long, conflicts_with_all = ["paths", "follow", "unfollow"])]
+    pub all: bool,
     /// Import sessions of every project, not only this one's.
     #[arg(long)]
     pub all_projects: bool,

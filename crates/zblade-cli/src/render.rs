@@ -1325,6 +1325,30 @@ impl Render for Detection<'_> {
 #[serde(transparent)]
 pub struct Imported<'a>(pub &'a ImportReport);
 
+/// `zblade import --all`: one report per agent (`{"imports": [...]}` in JSON).
+pub struct ImportedAll<'a>(pub &'a [ImportReport]);
+
+impl Serialize for ImportedAll<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serde_json::json!({ "imports": self.0 }).serialize(serializer)
+    }
+}
+
+impl Render for ImportedAll<'_> {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        if self.0.is_empty() {
+            return line!(
+                out,
+                "No agent on this machine has sessions of this project (zblade import --detect lists them)."
+            );
+        }
+        for report in self.0 {
+            Imported(report).text(out)?;
+        }
+        Ok(())
+    }
+}
+
 impl Render for Imported<'_> {
     fn text<W: Write>(&self, out: &mut Out<W>) -> R {
         let r = self.0;

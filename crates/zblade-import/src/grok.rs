@@ -73,6 +73,8 @@ fn read(path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
         model: meta_str("/current_model_id"),
     });
     let mut b = Builder::new(Source::GROK, &context.id, path);
+    // Records carry no time: turns are dated by the session's start.
+    b.session.started = context.started;
     b.session.title = meta_str("/generated_title").or_else(|| meta_str("/session_summary"));
     let mut read = FileRead::default();
     let next = jsonl::for_each_line(path, cursor, &mut read, |line, value, read| {
