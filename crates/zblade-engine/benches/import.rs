@@ -6,7 +6,9 @@
 //!   ratio ≥ 0.3, with the CPU time the import used on all its threads, and the same import
 //!   into a project on tmpfs (what the file system adds apart); embedding the imported
 //!   messages is timed separately;
-//! - live follow: a line appended to a followed session → found by search, p95 ≤ 2 s.
+//! - live follow: a line appended to a followed session → found by search, p95 ≤ 2 s;
+//! - Cursor's editor database (`state.vscdb`, ~1 GB in a full run, `ZBLADE_BENCH_CURSOR_MB`):
+//!   MB/s through `Project::import` beside a bare scan of its values, and peak resident memory.
 //!
 //! `cargo bench --workspace --bench import` writes the "import" section of
 //! docs/BENCHMARKS.md (`ZBLADE_BENCH_IMPORT_MB` sets the size, default 500); under `cargo test`
@@ -215,6 +217,7 @@ fn main() {
     eprintln!("live follow p50/p95/p99 {stats}");
     assert!(stats.p95 < Duration::from_secs(2) || !full, "live follow p95 {stats}");
     common::sane("import / bare parse ratio", import_rate / parse_rate);
+    cursor_database(full, &mut text);
 
     if full {
         let ratio = import_rate / parse_rate;
@@ -360,4 +363,210 @@ fn follow_latency(root: &Path, home: &Path, store: &Path, rounds: usize) -> Vec<
     stop.store(true, Ordering::Relaxed);
     watcher.join().unwrap();
     samples
+}
+
+/// Writes a Cursor user folder under `home` whose global database holds about `target` bytes
+/// of editor chats for the project at `root`, in the shapes Cursor writes: per chat a
+/// `composerData` record (with the bulky `codeBlockData`/`originalModelLines` it keeps) and
+/// ~100 bubbles (a user prompt with its attached context; assistant text, thinking, and tool
+/// calls whose results hold file contents and terminal output), plus checkpoint rows zblade
+/// does not read. Returns (chats, bubbles, database bytes).
+fn generate_cursor(home: &Path, root: &Path, target: u64, text: &mut TextGen) -> (usize, usize, u64) {
+    let user = home.join(".config/Cursor/User");
+    let workspace = user.join("workspaceStorage/0f3e9a1c5b7d4e2f8a6c1b3d5e7f9a0b");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::create_dir_all(user.join("globalStorage")).unwrap();
+    std::fs::write(
+        workspace.join("workspace.json"),
+        serde_json::json!({"folder": format!("file://{}", root.display())}).to_string(),
+    )
+    .unwrap();
+    let global_path = user.join("globalStorage/state.vscdb");
+    let global = rusqlite::Connection::open(&global_path).unwrap();
+    global
+        .execute_batch(
+            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;
+             CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);
+             CREATE TABLE cursorDiskKV (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);
+             BEGIN;",
+        )
+        .unwrap();
+    let file_body = std::fs::read_to_string(root.join(FILES[0])).unwrap();
+    let context = serde_json::json!({"notepads": [], "composers": [], "quotes": [], "selectedCommits": [],
+        "fileSelections": [{"uri": {"$mid": 1, "fsPath": root.join(FILES[0]), "scheme": "file"}}],
+        "mentions": {"fileSelections": {}, "selections": {}, "terminalFiles": {}, "useLinterErrors": [], "diffHistory": []}});
+    let capabilities = serde_json::json!({"mutate-request": [6], "start-submit-chat": [], "before-submit-chat": [15],
+        "after-submit-chat": [], "after-apply": [], "composer-settled": [], "composer-done": [], "process-stream": [15, 14]});
+    let (mut written, mut chats, mut bubbles) = (0u64, 0usize, 0usize);
+    let mut heads = Vec::new();
+    let put = |key: String, value: serde_json::Value, written: &mut u64| {
+        let bytes = serde_json::to_vec(&value).unwrap();
+        *written += bytes.len() as u64 + key.len() as u64;
+        global
+            .execute(
+                "INSERT INTO cursorDiskKV VALUES (?1, ?2)",
+                rusqlite::params![key, bytes],
+            )
+            .unwrap();
+    };
+    let start_ms: i64 = 1_748_000_000_000;
+    while written < target {
+        let id = format!("00000000-0000-4000-8000-{chats:012x}");
+        let created = start_ms + chats as i64 * 3_600_000;
+        let mut headers = Vec::new();
+        for n in 0..100 {
+            let bubble_id = format!("{chats:06}-{n:04}-4000-8000-000000000000");
+            let file = root.join(FILES[n % FILES.len()]);
+            let value = if n % 10 == 0 {
+                serde_json::json!({"_v": 2, "type": 1, "bubbleId": bubble_id, "text": text.text(80, 400),
+                    "richText": text.text(200, 600), "relevantFiles": [FILES[n % FILES.len()]], "context": context,
+                    "capabilitiesRan": capabilities, "isAgentic": true, "checkpointId": bubble_id,
+                    "attachedFileCodeChunksUris": [{"scheme": "file", "path": file}], "tokenCount": {"inputTokens": 0, "outputTokens": 0}})
+            } else if n % 3 == 1 {
+                serde_json::json!({"_v": 2, "type": 2, "bubbleId": bubble_id, "text": text.text(200, 900),
+                    "thinking": {"text": text.text(300, 1200)}, "capabilitiesRan": capabilities,
+                    "timingInfo": {"clientStartTime": 219504.6, "clientRpcSendTime": created + n as i64 * 20_000},
+                    "codeBlocks": [{"content": text.text(200, 800), "languageId": "rust", "codeBlockIdx": 0}],
+                    "toolFormerData": {"additionalData": {"status": "error"}}})
+            } else {
+                let (name, args, result) = match n % 3 {
+                    0 => ("read_file", serde_json::json!({"target_file": FILES[n % FILES.len()], "should_read_entire_file": "True"}).to_string(),
+                          serde_json::json!({"contents": file_body}).to_string()),
+                    _ if n % 4 == 0 => ("edit_file", serde_json::json!({"target_file": FILES[n % FILES.len()], "instructions": text.text(40, 120),
+                          "code_edit": format!("// ... existing code ...\n    let v{n} = step_0_{n}(input);\n// ... existing code ...")}).to_string(),
+                          serde_json::json!({"diff": {"chunks": [{"diffString": text.text(400, 1600), "oldStart": n, "newStart": n}]}, "isApplied": true}).to_string()),
+                    _ => ("run_terminal_cmd", serde_json::json!({"command": "cargo test", "is_background": "False"}).to_string(),
+                          serde_json::json!({"output": (0..60).map(|_| text.text(40, 120)).collect::<Vec<_>>().join("\n"), "notInterrupted": true}).to_string()),
+                };
+                serde_json::json!({"_v": 2, "type": 2, "bubbleId": bubble_id, "text": "", "capabilityType": 15, "capabilitiesRan": capabilities,
+                    "toolFormerData": {"tool": 5, "toolCallId": format!("tool_{bubble_id}"), "status": "completed", "name": name,
+                        "rawArgs": args, "params": "{}", "additionalData": "{}", "userDecision": "accepted", "result": result}})
+            };
+            put(format!("bubbleId:{id}:{bubble_id}"), value, &mut written);
+            headers.push(serde_json::json!({"bubbleId": bubble_id, "type": if n % 10 == 0 { 1 } else { 2 }}));
+            if n % 20 == 19 {
+                put(
+                    format!("checkpointId:{id}:{bubble_id}"),
+                    serde_json::json!({"files": [{"uri": file, "originalModelDiffWrtV0": text.text(500, 3000)}]}),
+                    &mut written,
+                );
+            }
+        }
+        bubbles += headers.len();
+        let updated = created + 2_000_000;
+        put(
+            format!("composerData:{id}"),
+            serde_json::json!({"_v": 3, "composerId": id, "name": text.text(20, 60), "createdAt": created, "lastUpdatedAt": updated,
+                "status": "completed", "isAgentic": true, "fullConversationHeadersOnly": headers, "context": context,
+                "originalModelLines": {format!("file://{}", root.join(FILES[0]).display()): file_body.lines().collect::<Vec<_>>()}}),
+            &mut written,
+        );
+        heads.push(serde_json::json!({"type": "head", "composerId": id, "createdAt": created, "lastUpdatedAt": updated, "name": "chat"}));
+        chats += 1;
+    }
+    global.execute_batch("COMMIT;").unwrap();
+    drop(global);
+    let ws = rusqlite::Connection::open(workspace.join("state.vscdb")).unwrap();
+    ws.execute_batch("CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB); CREATE TABLE cursorDiskKV (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB);")
+        .unwrap();
+    ws.execute(
+        "INSERT INTO ItemTable VALUES ('composer.composerData', ?1)",
+        [serde_json::json!({"allComposers": heads}).to_string()],
+    )
+    .unwrap();
+    let bytes = std::fs::metadata(&global_path).unwrap().len();
+    (chats, bubbles, bytes)
+}
+
+/// Peak resident memory of this process (`VmHWM`), in MB.
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// Resets the peak (`VmHWM`) to the current resident size, so the next reading is what follows.
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// Cursor's editor database through `Project::import`: MB/s of the database and the peak
+/// resident memory the import added, beside a bare scan of every value of the same table.
+fn cursor_database(full: bool, text: &mut TextGen) {
+    let mb: u64 = std::env::var("ZBLADE_BENCH_CURSOR_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if full { 1000 } else { 4 });
+    // `ZBLADE_BENCH_CURSOR_KEEP=DIR` generates there and keeps it (to run the CLI on it).
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::env::var_os("ZBLADE_BENCH_CURSOR_KEEP").map_or_else(|| dir.path().to_path_buf(), PathBuf::from);
+    let root = project_root(&base);
+    let home = base.join("home");
+    let (chats, bubbles, bytes) = generate_cursor(&home, &root, mb * 1_000_000, text);
+    let megabytes = bytes as f64 / 1e6;
+    let global = home.join(".config/Cursor/User/globalStorage/state.vscdb");
+    // Baseline: every value of the table read and parsed as JSON, nothing kept (warms the
+    // page cache for the import as well).
+    let started = Instant::now();
+    {
+        let db = rusqlite::Connection::open(&global).unwrap();
+        let mut rows = db.prepare("SELECT value FROM cursorDiskKV").unwrap();
+        let mut rows = rows.query([]).unwrap();
+        while let Some(row) = rows.next().unwrap() {
+            let value: Vec<u8> = row.get(0).unwrap();
+            std::hint::black_box(serde_json::from_slice::<serde_json::Value>(&value).unwrap());
+        }
+    }
+    let scan = started.elapsed();
+    let (mut project, _) = Project::init(&root).unwrap();
+    project.use_agent_places(places(&home));
+    let reset = reset_peak_rss();
+    let before = peak_rss_mb();
+    let started = Instant::now();
+    let report = project
+        .import(&ImportRequest::new(ImportSource::CURSOR), &mut |_, _, _| {})
+        .unwrap();
+    let import = started.elapsed();
+    let peak = peak_rss_mb();
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    assert_eq!(report.files_read, 1, "the workspace's database is read");
+    assert!(
+        report.messages > bubbles / 2,
+        "{} messages of {bubbles} bubbles",
+        report.messages
+    );
+    let again = project
+        .import(&ImportRequest::new(ImportSource::CURSOR), &mut |_, _, _| {})
+        .unwrap();
+    assert_eq!(again.messages, 0, "a second import adds nothing");
+    let scan_rate = megabytes / scan.as_secs_f64();
+    let rate = megabytes / import.as_secs_f64();
+    let peak_line = match (reset, before, peak) {
+        (true, Some(before), Some(peak)) => format!("{peak:.0} MB (resident before it: {before:.0} MB)"),
+        _ => "not measured (no /proc/self/clear_refs)".to_string(),
+    };
+    eprintln!(
+        "cursor: {megabytes:.0} MB, {chats} chats, {bubbles} bubbles → {} messages; bare scan {scan_rate:.1} MB/s, import {rate:.1} MB/s, peak RSS {peak_line}",
+        report.messages
+    );
+    if full {
+        let body = format!(
+            "A generated Cursor user folder: one workspace of this project, its {chats} chats in a {megabytes:.0} MB \
+             `globalStorage/state.vscdb` ({bubbles} bubbles in Cursor's record shapes — prompts with their attached \
+             context, assistant text with thinking and code blocks, tool calls whose results hold file contents and \
+             terminal output — plus checkpoint rows zblade does not read), imported with `Project::import` \
+             (`zblade import --source cursor`).\n\n\
+             | measure | result |\n|---|---|\n\
+             | bare scan: every value of `cursorDiskKV` read and parsed as JSON (baseline) | {scan_rate:.1} MB/s ({:.1} s) |\n\
+             | `Project::import` of the workspace's chats (target ≥ 20 MB/s) | **{rate:.1} MB/s** ({:.1} s, {} messages) |\n\
+             | peak resident memory of the process during the import (target ≤ 300 MB) | **{peak_line}** |\n\
+             | a second import | {} messages added |\n",
+            scan.as_secs_f64(),
+            import.as_secs_f64(),
+            report.messages,
+            again.messages,
+        );
+        write_section("import-cursor", "Import of Cursor's editor database", "import", &body);
+    }
 }

@@ -46,6 +46,12 @@ pub trait Agent: Sync {
     /// Reads the store file at `path` from `cursor` (whole-file stores ignore it).
     fn read(&self, path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError>;
 
+    /// The size and modification time that change when the session file at `path` has news:
+    /// the file's own, unless reading it reads other files too (Cursor's editor chats).
+    fn stamp(&self, path: &Path) -> std::io::Result<(u64, i64)> {
+        crate::file_stamp(path)
+    }
+
     /// True when the reader was checked only against the agent's code and other readers, not
     /// against a file the agent wrote (`--detect` says so; docs/IMPORT.md lists why).
     fn experimental(&self) -> bool {

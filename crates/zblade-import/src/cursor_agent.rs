@@ -6,7 +6,8 @@
 //! id and no time: ids are line numbers (the file only grows), and a user turn's
 //! `<timestamp>…</timestamp>` block dates it and the answers after it.
 //!
-//! The editor's own chat database (`state.vscdb`) is not read yet (see docs/IMPORT.md).
+//! The editor's own chats, in its `state.vscdb` databases, are the second store of the same
+//! agent, read by [`crate::cursor_ide`].
 
 use std::path::{Path, PathBuf};
 
@@ -15,12 +16,13 @@ use serde_json::Value;
 use zblade_core::Role;
 
 use crate::agent::{Agent, McpConfig, files_named};
+use crate::cursor_ide;
 use crate::detect::Places;
 use crate::transcript::{Builder, blocks};
 use crate::{Cursor, FileRead, ReadError, SessionContext, Source, jsonl};
 
 impl Source {
-    /// Cursor (the CLI's and the editor agent's transcripts; MCP).
+    /// Cursor (the editor's chats, the CLI's and the editor agent's transcripts; MCP).
     pub const CURSOR: Source = Source("cursor");
 }
 
@@ -41,9 +43,19 @@ impl Agent for CursorAgent {
         true
     }
     fn stores(&self, places: &Places, _project: Option<&Path>) -> Vec<PathBuf> {
-        vec![cursor_dir(places).join("projects")]
+        let mut stores = vec![cursor_dir(places).join("projects")];
+        stores.extend(
+            cursor_ide::user_dirs(places)
+                .into_iter()
+                .map(|d| d.join("workspaceStorage")),
+        );
+        stores
     }
     fn session_files(&self, store: &Path, found: &mut Vec<PathBuf>) {
+        if store.file_name().is_some_and(|n| n == "workspaceStorage") {
+            cursor_ide::workspace_databases(store, found);
+            return;
+        }
         let mut all = Vec::new();
         files_named(store, |name| name.ends_with(".jsonl"), &mut all);
         found.extend(
@@ -52,6 +64,9 @@ impl Agent for CursorAgent {
         );
     }
     fn session_cwd(&self, path: &Path) -> Option<PathBuf> {
+        if cursor_ide::is_workspace_database(path) {
+            return cursor_ide::workspace_folder(path);
+        }
         let encoded = path
             .ancestors()
             .find(|a| a.file_name().is_some_and(|n| n == "agent-transcripts"))?
@@ -61,7 +76,16 @@ impl Agent for CursorAgent {
         decode_dir(encoded)
     }
     fn read(&self, path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
+        if cursor_ide::is_workspace_database(path) {
+            return cursor_ide::read(path, cursor);
+        }
         read(path, cursor, || self.session_cwd(path))
+    }
+    fn stamp(&self, path: &Path) -> std::io::Result<(u64, i64)> {
+        if cursor_ide::is_workspace_database(path) {
+            return cursor_ide::stamp(path);
+        }
+        crate::file_stamp(path)
     }
     fn mcp(&self) -> Option<McpConfig> {
         Some(McpConfig::json(

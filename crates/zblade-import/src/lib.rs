@@ -34,6 +34,7 @@ mod codex;
 mod continue_dev;
 mod copilot;
 mod cursor_agent;
+mod cursor_ide;
 pub mod detect;
 mod document;
 mod gemini;
@@ -392,6 +393,9 @@ pub struct FileRead {
     pub skipped: BTreeMap<String, u64>,
     /// Bytes read in this call.
     pub bytes: u64,
+    /// The read stopped early to keep memory bounded (a store of many sessions in one file):
+    /// read again from `cursor` for the rest.
+    pub more: bool,
 }
 
 impl FileRead {
@@ -464,9 +468,15 @@ pub fn file_stamp(path: &Path) -> std::io::Result<(u64, i64)> {
     Ok((meta.len(), mtime))
 }
 
+/// What changes when the session file at `path` has news: its size and modification time, or
+/// those of everything its reader reads ([`Agent::stamp`]).
+pub fn session_stamp(source: Source, path: &Path) -> std::io::Result<(u64, i64)> {
+    source.agent().stamp(path)
+}
+
 /// True when a read from `cursor` could find something new in `path`.
 pub fn has_news(source: Source, path: &Path, cursor: &Cursor) -> bool {
-    match file_stamp(path) {
+    match session_stamp(source, path) {
         Ok((size, mtime)) if source.is_incremental() => size != cursor.offset || mtime != cursor.mtime_ms,
         Ok((size, mtime)) => size != cursor.size || mtime != cursor.mtime_ms,
         Err(_) => false,
@@ -476,8 +486,10 @@ pub fn has_news(source: Source, path: &Path, cursor: &Cursor) -> bool {
 /// Reads what is new in one store file since `cursor`. Secrets are redacted in everything
 /// returned. Fails only when the file cannot be read at all; bad records become warnings.
 pub fn read_file(source: Source, path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
+    // Stamped before reading: a write during the read is news for the next one.
+    let stamp = session_stamp(source, path);
     let mut read = source.agent().read(path, cursor)?;
-    if let Ok((size, mtime)) = file_stamp(path) {
+    if let Ok((size, mtime)) = stamp {
         read.cursor.mtime_ms = mtime;
         if !source.is_incremental() {
             read.cursor.size = size;

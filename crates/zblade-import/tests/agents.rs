@@ -478,3 +478,263 @@ fn secrets_in_new_agents_sessions_are_redacted() {
     assert!(!text.contains("AKIAIOSFODNN7EXAMPLE"), "{text}");
     assert_eq!(read.sessions[0].redacted, 1);
 }
+
+/// A Cursor user folder holding one workspace (`project`) with one editor chat, built in the
+/// shapes Cursor writes (checked against databases Cursor wrote: docs/IMPORT.md). Returns the
+/// workspace database and the global one.
+fn cursor_user_folder(home: &Path, project: &Path) -> (PathBuf, PathBuf) {
+    let user = home.join(".config/Cursor/User");
+    let workspace = user.join("workspaceStorage/9f1c0e6d2b7a4c3e8d5f6a1b2c3d4e5f");
+    let global = user.join("globalStorage");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::create_dir_all(&global).unwrap();
+    let folder = format!("file://{}", project.display().to_string().replace(' ', "%20"));
+    std::fs::write(workspace.join("workspace.json"), format!(r#"{{"folder": "{folder}"}}"#)).unwrap();
+    let table = |db: &rusqlite::Connection, name: &str| {
+        db.execute_batch(&format!(
+            "CREATE TABLE {name} (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)"
+        ))
+        .unwrap();
+    };
+    let ws = rusqlite::Connection::open(workspace.join("state.vscdb")).unwrap();
+    table(&ws, "ItemTable");
+    table(&ws, "cursorDiskKV");
+    ws.execute(
+        "INSERT INTO ItemTable VALUES ('composer.composerData', ?1)",
+        [r#"{"allComposers":[{"type":"head","composerId":"6b4c3d09-b30f-4bf8-862f-39b6307657f7","createdAt":1748188531242,"unifiedMode":"agent","forceMode":"edit","lastUpdatedAt":1748206810452,"name":"Session tokens"},{"type":"head","composerId":"1957a580-f85e-4381-814a-058d4fedc7c8","createdAt":1748177567820,"unifiedMode":"chat","forceMode":"edit"}],"selectedComposerIds":["6b4c3d09-b30f-4bf8-862f-39b6307657f7"]}"#],
+    )
+    .unwrap();
+    let gl = rusqlite::Connection::open(global.join("state.vscdb")).unwrap();
+    table(&gl, "ItemTable");
+    table(&gl, "cursorDiskKV");
+    let chat = "6b4c3d09-b30f-4bf8-862f-39b6307657f7";
+    let put = |key: &str, value: &str| {
+        gl.execute("INSERT INTO cursorDiskKV VALUES (?1, ?2)", [key, value])
+            .unwrap();
+    };
+    put(
+        &format!("composerData:{chat}"),
+        &format!(
+            r#"{{"_v":3,"composerId":"{chat}","text":"","fullConversationHeadersOnly":[{{"bubbleId":"b1","type":1}},{{"bubbleId":"b2","type":2,"serverBubbleId":"s2"}},{{"bubbleId":"b3","type":2}},{{"bubbleId":"b4","type":2}},{{"bubbleId":"b5","type":2}},{{"bubbleId":"gone","type":2}}],"status":"completed","createdAt":1748188531242,"lastUpdatedAt":1748206810452,"name":"Session tokens","isAgentic":true}}"#
+        ),
+    );
+    // An empty chat Cursor keeps for a closed tab: a value of NULL.
+    gl.execute(
+        "INSERT INTO cursorDiskKV VALUES ('composerData:1957a580-f85e-4381-814a-058d4fedc7c8', NULL)",
+        [],
+    )
+    .unwrap();
+    let read_args = r#"{\"target_file\": \"src/session.rs\", \"should_read_entire_file\": \"False\", \"start_line_one_indexed\": \"3\", \"end_line_one_indexed_inclusive\": \"4\"}"#;
+    let edit_args = r#"{\"target_file\": \"src/session.rs\", \"instructions\": \"Rotate on login.\", \"code_edit\": \"// ... existing code ...\\nfn rotate(s: &mut Session) {\\n    s.token = new_token();\\n}\\n// ... existing code ...\"}"#;
+    put(
+        &format!("bubbleId:{chat}:b1"),
+        r#"{"_v":2,"type":1,"bubbleId":"b1","text":"Rotate session tokens on login; we decided against JWTs","relevantFiles":["src/session.rs"],"isAgentic":true,"tokenCount":{"inputTokens":0,"outputTokens":0}}"#,
+    );
+    put(
+        &format!("bubbleId:{chat}:b2"),
+        r#"{"_v":2,"type":2,"bubbleId":"b2","text":"","thinking":{"text":"Looking at the session code."},"timingInfo":{"clientStartTime":219504.6,"clientRpcSendTime":1748189063978,"clientSettleTime":1748189135346,"clientEndTime":1748189135346},"toolFormerData":{"additionalData":{"status":"error"}}}"#,
+    );
+    put(
+        &format!("bubbleId:{chat}:b3"),
+        &format!(
+            r#"{{"_v":2,"type":2,"bubbleId":"b3","text":"","capabilityType":15,"toolFormerData":{{"tool":5,"toolCallId":"tool_e7f66466","status":"completed","rawArgs":"{read_args}","name":"read_file","params":"{{}}","result":"{{\"contents\":\"pub struct Session {{\\n    token: String,\\n}}\"}}"}}}}"#
+        ),
+    );
+    put(
+        &format!("bubbleId:{chat}:b4"),
+        &format!(
+            r#"{{"_v":2,"type":2,"bubbleId":"b4","text":"","capabilityType":15,"toolFormerData":{{"tool":7,"toolCallId":"tool_f2f77053","status":"completed","rawArgs":"{edit_args}","name":"edit_file","userDecision":"accepted","result":"{{\"diff\":{{\"chunks\":[]}},\"isApplied\":true}}"}}}}"#
+        ),
+    );
+    put(
+        &format!("bubbleId:{chat}:b5"),
+        r#"{"_v":2,"type":2,"bubbleId":"b5","text":"Tokens now rotate on every login.","modelInfo":{"modelName":"claude-4-sonnet"},"toolFormerData":{"additionalData":{"status":"error"}}}"#,
+    );
+    (workspace.join("state.vscdb"), global.join("state.vscdb"))
+}
+
+#[test]
+fn cursor_editor_chats_from_its_databases() {
+    let cursor = source("cursor");
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("my app");
+    std::fs::create_dir_all(&project).unwrap();
+    let (workspace_db, global_db) = cursor_user_folder(home.path(), &project);
+
+    let stores = Places::at_home(home.path()).stores(cursor, &project);
+    let files = find_session_files(cursor, &stores);
+    assert_eq!(files.iter().map(|f| &f.path).collect::<Vec<_>>(), [&workspace_db]);
+    assert_eq!(session_cwd(cursor, &workspace_db), Some(project.clone()));
+
+    let read = read_stable(cursor, &workspace_db);
+    assert!(read.warnings.is_empty(), "{:?}", read.warnings);
+    assert_eq!(read.sessions.len(), 1, "the empty chat makes no session");
+    let s = &read.sessions[0];
+    assert_eq!(s.id, "6b4c3d09-b30f-4bf8-862f-39b6307657f7");
+    assert_eq!(s.title.as_deref(), Some("Session tokens"));
+    assert_eq!(s.cwd.as_deref(), Some(project.as_path()));
+    assert_eq!(
+        roles(&read),
+        [Role::User, Role::Assistant, Role::Assistant, Role::Assistant]
+    );
+    assert!(s.turns[0].message.content.contains("against JWTs"));
+    let read_call = &s.turns[1].message.tool_calls[0];
+    assert_eq!(read_call.name, "read_file");
+    assert!(read_call.result.as_ref().unwrap().text.contains("pub struct Session"));
+    let read_touch = &s.turns[1].touches[0];
+    assert_eq!((read_touch.kind, read_touch.lines), (TouchKind::Read, Some([3, 5])));
+    let edit = &s.turns[2].touches[0];
+    assert_eq!(edit.kind, TouchKind::Edit);
+    assert_eq!(edit.path, "src/session.rs");
+    let edited = edit.text.as_deref().unwrap();
+    assert!(
+        edited.starts_with("fn rotate") && !edited.contains("existing code"),
+        "{edited}"
+    );
+    assert_eq!(s.turns[3].message.content, "Tokens now rotate on every login.");
+    assert_eq!(s.turns[3].message.model.as_deref(), Some("claude-4-sonnet"));
+    // Undated bubbles take the time of the one before, the first the chat's start.
+    assert_eq!(s.turns[0].message.timestamp, s.started);
+    assert_eq!(s.turns[1].message.timestamp.unwrap().timestamp_millis(), 1748189063978);
+
+    // Nothing changed: nothing new. A bubble added to the global database: news, read again
+    // under the same ids plus the new one.
+    assert!(!zblade_import::has_news(cursor, &workspace_db, &read.cursor));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let gl = rusqlite::Connection::open(&global_db).unwrap();
+    let chat = "6b4c3d09-b30f-4bf8-862f-39b6307657f7";
+    let data: String = gl
+        .query_row(
+            "SELECT value FROM cursorDiskKV WHERE key = ?1",
+            [format!("composerData:{chat}")],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let data = data.replace(r#"{"bubbleId":"gone","type":2}"#, r#"{"bubbleId":"b6","type":1}"#);
+    gl.execute(
+        "UPDATE cursorDiskKV SET value = ?1 WHERE key = ?2",
+        [data, format!("composerData:{chat}")],
+    )
+    .unwrap();
+    gl.execute(
+        "INSERT INTO cursorDiskKV VALUES (?1, ?2)",
+        [
+            format!("bubbleId:{chat}:b6"),
+            r#"{"type":1,"bubbleId":"b6","text":"And expire them after a day"}"#.to_string(),
+        ],
+    )
+    .unwrap();
+    drop(gl);
+    // Cursor stamps the chat's head in the workspace's list as it updates the chat; a later
+    // read looks only at chats updated lately.
+    let now = chrono::Utc::now().timestamp_millis().to_string();
+    let ws = rusqlite::Connection::open(&workspace_db).unwrap();
+    ws.execute(
+        "UPDATE ItemTable SET value = replace(value, '\"lastUpdatedAt\":1748206810452', '\"lastUpdatedAt\":' || ?1) WHERE key = 'composer.composerData'",
+        [now],
+    )
+    .unwrap();
+    drop(ws);
+    assert!(zblade_import::has_news(cursor, &workspace_db, &read.cursor));
+    let next = read_file(cursor, &workspace_db, &read.cursor).unwrap();
+    let turns = &next.sessions[0].turns;
+    assert_eq!(turns.last().unwrap().message.content, "And expire them after a day");
+    assert_eq!(turns[0].message.id, s.turns[0].message.id);
+}
+
+#[test]
+fn broken_cursor_databases_are_refused_or_warned_with_the_place_named() {
+    let cursor = source("cursor");
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("p");
+    std::fs::create_dir_all(&project).unwrap();
+    let (workspace_db, global_db) = cursor_user_folder(home.path(), &project);
+
+    // A bubble that is not JSON and one of an unknown type: warnings naming the key; the
+    // rest of the chat is still read.
+    let gl = rusqlite::Connection::open(&global_db).unwrap();
+    let chat = "6b4c3d09-b30f-4bf8-862f-39b6307657f7";
+    gl.execute(
+        "UPDATE cursorDiskKV SET value = '{not json' WHERE key = ?1",
+        [format!("bubbleId:{chat}:b3")],
+    )
+    .unwrap();
+    gl.execute(
+        "UPDATE cursorDiskKV SET value = '{\"type\":7,\"text\":\"?\"}' WHERE key = ?1",
+        [format!("bubbleId:{chat}:b4")],
+    )
+    .unwrap();
+    drop(gl);
+    let read = read_file(cursor, &workspace_db, &Cursor::default()).unwrap();
+    let warnings: Vec<String> = read.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].contains(&format!("bubbleId:{chat}:b3")) && warnings[0].contains("not JSON"));
+    assert!(warnings[1].contains("field `type`"));
+    assert!(warnings.iter().all(|w| w.starts_with(&global_db.display().to_string())));
+    assert_eq!(read.sessions[0].turns.len(), 2);
+
+    // The global database gone: a warning, no failure.
+    std::fs::rename(&global_db, global_db.with_extension("moved")).unwrap();
+    let read = read_file(cursor, &workspace_db, &Cursor::default()).unwrap();
+    assert!(
+        read.warnings[0].message.contains("globalStorage"),
+        "{:?}",
+        read.warnings
+    );
+
+    // A workspace "database" that is not SQLite: refused, the file named.
+    std::fs::write(&workspace_db, b"\x00\xff{{{ not a database at all, just bytes").unwrap();
+    let e = read_file(cursor, &workspace_db, &Cursor::default()).unwrap_err();
+    assert!(e.to_string().starts_with(&workspace_db.display().to_string()), "{e}");
+
+    // A list that is not JSON: refused, the key named.
+    std::fs::remove_file(&workspace_db).unwrap();
+    let ws = rusqlite::Connection::open(&workspace_db).unwrap();
+    ws.execute_batch("CREATE TABLE ItemTable (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB); INSERT INTO ItemTable VALUES ('composer.composerData', x'00ff7b');")
+        .unwrap();
+    drop(ws);
+    let e = read_file(cursor, &workspace_db, &Cursor::default()).unwrap_err();
+    assert!(e.to_string().contains("composer.composerData"), "{e}");
+}
+
+/// Reads a real Cursor user folder when `ZBLADE_CURSOR_USER_DIR` names one (such folders are
+/// people's private chats and are not redistributed; docs/IMPORT.md says which was read).
+#[test]
+fn a_real_cursor_user_folder_when_one_is_given() {
+    let Some(user) = std::env::var_os("ZBLADE_CURSOR_USER_DIR") else {
+        return;
+    };
+    let cursor = source("cursor");
+    let mut databases = Vec::new();
+    for dir in std::fs::read_dir(Path::new(&user).join("workspaceStorage"))
+        .unwrap()
+        .flatten()
+    {
+        let db = dir.path().join("state.vscdb");
+        if db.is_file() {
+            databases.push(db);
+        }
+    }
+    assert!(!databases.is_empty());
+    let (mut chats, mut messages, mut calls) = (0, 0, 0);
+    for db in &databases {
+        let read = read_stable(cursor, db);
+        assert!(read.warnings.is_empty(), "{:?}", read.warnings);
+        chats += read.sessions.len();
+        for s in &read.sessions {
+            messages += s.turns.len();
+            calls += s.turns.iter().map(|t| t.message.tool_calls.len()).sum::<usize>();
+        }
+        eprintln!(
+            "{}: {:?} skipped {:?}",
+            db.display(),
+            session_cwd(cursor, db),
+            read.skipped
+        );
+    }
+    eprintln!(
+        "real Cursor folder: {} workspaces, {chats} chats, {messages} messages, {calls} calls",
+        databases.len()
+    );
+    assert!(messages > 0);
+}

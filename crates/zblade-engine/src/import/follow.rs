@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use zblade_import::detect::find_session_files;
-use zblade_import::{Source, file_stamp};
+use zblade_import::{Source, session_stamp};
 
 use crate::import::ImportReport;
 use crate::import::ImportRequest;
@@ -46,7 +46,9 @@ impl Follower {
             let stores = agents.stores(source, project.layout().root());
             let mut any = false;
             for file in find_session_files(source, &stores) {
-                let Ok(stamp) = file_stamp(&file.path) else { continue };
+                let Ok(stamp) = session_stamp(source, &file.path) else {
+                    continue;
+                };
                 if self.stamps.insert(file.path, stamp) != Some(stamp) {
                     any = true;
                 }

@@ -202,7 +202,9 @@ impl Project {
         let cache_dir = self.moments_cache_dir();
         let mut written: Vec<Conversation> = Vec::new();
         let extracted = std::thread::scope(|scope| -> Result<Option<Vec<Extracted>>> {
-            let (to_extractor, stored) = std::sync::mpsc::channel::<Conversation>();
+            // Bounded: when extraction falls behind, storing waits rather than queueing every
+            // conversation of a large import in memory.
+            let (to_extractor, stored) = std::sync::mpsc::sync_channel::<Conversation>(COMMIT_EVERY);
             let extractor = extract_here.then(|| {
                 scope.spawn(move || {
                     // The last version of a conversation written twice (a session spread
@@ -224,16 +226,34 @@ impl Project {
             };
             let (sender, reads) = std::sync::mpsc::sync_channel(READ_AHEAD);
             scope.spawn(move || {
-                for (file, cwd, cursor) in jobs {
-                    let started = Instant::now();
-                    let read = has_news(source, &file.path, &cursor).then(|| read_file(source, &file.path, &cursor));
-                    // The receiver is gone when the import stopped (interrupt, error): stop too.
-                    if sender.send((file, cwd, read, started.elapsed())).is_err() {
-                        break;
+                'files: for (file, cwd, mut cursor) in jobs {
+                    let mut continued = false;
+                    loop {
+                        let started = Instant::now();
+                        let read = (continued || has_news(source, &file.path, &cursor))
+                            .then(|| read_file(source, &file.path, &cursor));
+                        // A read that stopped early (one file holding many sessions) goes on
+                        // from where it stopped once this part is handed over.
+                        let rest = match &read {
+                            Some(Ok(part)) if part.more => Some(part.cursor.clone()),
+                            _ => None,
+                        };
+                        // The receiver is gone when the import stopped (interrupt, error).
+                        if sender
+                            .send((file.clone(), cwd.clone(), read, started.elapsed(), continued))
+                            .is_err()
+                        {
+                            break 'files;
+                        }
+                        match rest {
+                            Some(next) => (cursor, continued) = (next, true),
+                            None => break,
+                        }
                     }
                 }
             });
-            for (done, (file, cwd, read, parse_time)) in reads.into_iter().enumerate() {
+            let mut done = 0;
+            for (file, cwd, read, parse_time, continued) in reads {
                 if let Err(e) = self.check_interrupt() {
                     if unsaved {
                         state.save(self.layout())?;
@@ -241,6 +261,7 @@ impl Project {
                     return Err(e);
                 }
                 progress(done, total, &file.path);
+                done += usize::from(!continued);
                 let Some(read) = read else {
                     continue; // nothing new since the last import
                 };
@@ -254,7 +275,7 @@ impl Project {
                     }
                 };
                 report.parse_ms += parse_time.as_millis() as u64;
-                report.files_read += 1;
+                report.files_read += usize::from(!continued);
                 report.bytes += read.bytes;
                 report.warnings.extend(read.warnings.iter().map(ToString::to_string));
                 // Only unreadable records and not one session: not a session file at all (a
