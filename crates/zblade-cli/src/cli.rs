@@ -158,6 +158,10 @@ pub enum Command {
     },
     /// Counts, sizes, storage mode, index health and reference health.
     Status,
+    /// How each coding agent is connected to this project's memory: its sessions found and
+    /// imported, zblade's MCP server in its configuration, zblade's hooks in its settings —
+    /// and for what is missing, why and the command that fixes it.
+    Doctor,
     /// Code references: where each one is now, and how it fared since it was captured.
     #[command(subcommand)]
     Refs(RefsCommand),

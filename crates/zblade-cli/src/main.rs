@@ -114,6 +114,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
             return Ok(code);
         }
         Command::Status => commands::status::run(cx)?,
+        Command::Doctor => commands::doctor::run(cx)?,
         Command::Refs(command) => commands::refs::run(cx, command)?,
         Command::Import(args) => commands::import::run(cx, args)?,
         Command::Watch { debounce_ms } => commands::watch::run(cx, debounce_ms)?,

@@ -1535,3 +1535,82 @@ impl Render for Receipts {
         Ok(())
     }
 }
+
+/// `zblade doctor`'s table: one agent a line, then what to do about what is missing.
+pub struct Doctor<'a>(pub &'a [zblade_mcp::doctor::AgentHealth]);
+
+impl Serialize for Doctor<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serde_json::json!({ "agents": self.0 }).serialize(serializer)
+    }
+}
+
+impl Render for Doctor<'_> {
+    fn text<W: Write>(&self, out: &mut Out<W>) -> R {
+        let mark = |yes: bool| if yes { "yes" } else { "no" };
+        line!(
+            out,
+            "{:<26} {:>9} {:>9} {:>9}  {:<4} {:<5}",
+            "agent",
+            "sessions",
+            "imported",
+            "followed",
+            "mcp",
+            "hooks"
+        )?;
+        for a in self.0 {
+            let label = if a.experimental {
+                format!("{} (experimental)", a.label)
+            } else {
+                a.label.clone()
+            };
+            line!(
+                out,
+                "{:<26} {:>9} {:>9} {:>9}  {:<4} {:<5}",
+                one_line(&label, 26),
+                a.sessions,
+                a.imported,
+                mark(a.followed),
+                mark(a.mcp.wired),
+                mark(a.hooks.wired)
+            )?;
+        }
+        // What to do: for agents with sessions of this project (or wired already), what is
+        // missing; agents that are not here at all are one line.
+        let present: Vec<_> = self
+            .0
+            .iter()
+            .filter(|a| a.sessions > 0 || a.mcp.wired || a.hooks.wired || a.imported > 0)
+            .collect();
+        if !present.is_empty() {
+            line!(out)?;
+        }
+        for a in &present {
+            if a.sessions > a.imported {
+                line!(
+                    out,
+                    "{}: {} session(s) of this project, {} imported: zblade import {}",
+                    a.label,
+                    a.sessions,
+                    a.imported,
+                    a.agent
+                )?;
+            }
+            for (what, wiring) in [("MCP", &a.mcp), ("hooks", &a.hooks)] {
+                if let Some(why) = &wiring.why_not {
+                    line!(out, "{}: {what} — {why}", a.label)?;
+                }
+            }
+        }
+        let absent: Vec<&str> = self
+            .0
+            .iter()
+            .filter(|a| a.sessions == 0 && !a.mcp.wired && !a.hooks.wired && a.imported == 0)
+            .map(|a| a.label.as_str())
+            .collect();
+        if !absent.is_empty() {
+            line!(out, "\nNo sessions of this project and nothing wired: {}.", absent.join(", "))?;
+        }
+        Ok(())
+    }
+}

@@ -497,7 +497,7 @@ fn cursor_database(full: bool, text: &mut TextGen) {
     let mb: u64 = std::env::var("ZBLADE_BENCH_CURSOR_MB")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(if full { 1000 } else { 4 });
+        .unwrap_or(if full { 1000 } else { 12 }); // 12 MB: more than one part
     // `ZBLADE_BENCH_CURSOR_KEEP=DIR` generates there and keeps it (to run the CLI on it).
     let dir = tempfile::tempdir().unwrap();
     let base = std::env::var_os("ZBLADE_BENCH_CURSOR_KEEP").map_or_else(|| dir.path().to_path_buf(), PathBuf::from);

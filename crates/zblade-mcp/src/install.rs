@@ -207,7 +207,7 @@ fn has_own_files(dir: &Path, ours: &[PathBuf], depth: usize) -> bool {
     })
 }
 
-fn configured(client: Client, file: &Path) -> bool {
+pub(crate) fn configured(client: Client, file: &Path) -> bool {
     let Ok(text) = std::fs::read_to_string(file) else {
         return false;
     };
@@ -301,7 +301,7 @@ pub fn install_claude_hooks(
 const FILE_TOOLS: &str = "Read|Edit|MultiEdit|Write|NotebookEdit";
 
 /// A hook entry zblade wrote: its command runs `… hook prompt` or `… hook stop` of a zblade.
-fn is_zblade_hook(hook: &Value) -> bool {
+pub(crate) fn is_zblade_hook(hook: &Value) -> bool {
     hook.get("command").and_then(Value::as_str).is_some_and(|c| {
         [" hook prompt", " hook stop", " hook pre-tool"]
             .iter()

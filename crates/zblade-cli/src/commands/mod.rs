@@ -8,6 +8,7 @@ pub(crate) mod chat;
 pub(crate) mod compressor;
 pub(crate) mod context;
 pub(crate) mod conv;
+pub(crate) mod doctor;
 pub(crate) mod fsck;
 pub(crate) mod gc;
 pub(crate) mod hook;
