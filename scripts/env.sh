@@ -22,6 +22,12 @@ if [ -z "${ZBLADE_MCP_CLIENTS:-}" ]; then
   export ZBLADE_MCP_CLIENTS
 fi
 # The archive's test gateway from npm (arlocal) and the reference Arweave client (arweave-js).
+# The agents whose configurations zblade writes (Gemini CLI, Qwen Code), from npm, to load
+# those configurations with the agents' own settings loaders.
+if [ -z "${ZBLADE_AGENT_CLIENTS:-}" ]; then
+  ZBLADE_AGENT_CLIENTS="$HOME/.cache/zblade-npm/agent-clients-$(sha256sum "$ZBLADE_ROOT/tests/agents/package-lock.json" | cut -c1-16)"
+  export ZBLADE_AGENT_CLIENTS
+fi
 if [ -z "${ZBLADE_ARCHIVE_CLIENTS:-}" ]; then
   ZBLADE_ARCHIVE_CLIENTS="$HOME/.cache/zblade-npm/archive-clients-$(sha256sum "$ZBLADE_ROOT/tests/archive/package-lock.json" | cut -c1-16)"
   export ZBLADE_ARCHIVE_CLIENTS

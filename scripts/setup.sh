@@ -131,6 +131,17 @@ if [ ! -x "$ZBLADE_ARCHIVE_CLIENTS/node_modules/.bin/arlocal" ]; then
   (cd "$ZBLADE_ARCHIVE_CLIENTS" && npm install --no-audit --no-fund --loglevel=error)
 fi
 
+# ... and the agents whose configurations zblade writes: Gemini CLI and Qwen Code, whose own
+# settings loaders read what `zblade mcp install` and `zblade hooks install` wrote (no install
+# scripts run: only their bundles are loaded).
+if [ ! -d "$ZBLADE_AGENT_CLIENTS/node_modules/@google/gemini-cli/bundle" ] ||
+  [ ! -d "$ZBLADE_AGENT_CLIENTS/node_modules/@qwen-code/qwen-code/chunks" ]; then
+  echo "setup: installing Gemini CLI and Qwen Code (npm), to check the configurations zblade writes" >&2
+  mkdir -p "$ZBLADE_AGENT_CLIENTS"
+  cp "$ZBLADE_ROOT/tests/agents/package.json" "$ZBLADE_ROOT/tests/agents/package-lock.json" "$ZBLADE_AGENT_CLIENTS/"
+  (cd "$ZBLADE_AGENT_CLIENTS" && npm install --no-audit --no-fund --loglevel=error --ignore-scripts)
+fi
+
 # The model proxy's test clients, written by others (the official openai and anthropic clients),
 # and its real upstream: llama-cpp-python's OpenAI-compatible server, which pip builds from
 # source with llama.cpp (a few minutes, once).

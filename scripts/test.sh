@@ -52,6 +52,11 @@ stage_done "test: doc tests"
 ZBLADE="$CARGO_TARGET_DIR/debug/zblade" bash tests/mcp/run.sh 2>&1 | tee -a "$log"
 stage_done "test: MCP (official Python SDK, conformance suite, Inspector)"
 
+# The configurations zblade writes for Gemini CLI and Qwen Code, loaded by those agents' own
+# settings loaders, and their hooks answered in the agents' formats (docs/HOOKS.md).
+ZBLADE="$CARGO_TARGET_DIR/debug/zblade" node tests/agents/check-configs.mjs 2>&1 | tee -a "$log"
+stage_done "test: agent configurations (Gemini CLI's and Qwen Code's own loaders)"
+
 # Nothing leaves the machine (docs/PRIVACY.md): index, search, context, serve, mcp and the app's
 # tray indexer under strace, each in a network namespace of its own, with an empty HOME.
 ZBLADE="$CARGO_TARGET_DIR/debug/zblade" ZBLADE_APP="$CARGO_TARGET_DIR/debug/zblade-app" \

@@ -568,24 +568,51 @@ fn doctor_shows_each_agents_sessions_imports_and_wiring_and_what_fixes_the_rest(
     assert!(out.status.success(), "{}", stderr(&out));
     let before = json(&out);
     let codex = agent(&before, "codex");
-    assert_eq!((codex["sessions"].as_u64(), codex["imported"].as_u64()), (Some(1), Some(0)), "{codex:#}");
+    assert_eq!(
+        (codex["sessions"].as_u64(), codex["imported"].as_u64()),
+        (Some(1), Some(0)),
+        "{codex:#}"
+    );
     assert_eq!(codex["mcp"]["wired"], false);
-    assert!(codex["mcp"]["why_not"].as_str().unwrap().contains("zblade mcp install codex"));
+    assert!(
+        codex["mcp"]["why_not"]
+            .as_str()
+            .unwrap()
+            .contains("zblade mcp install codex")
+    );
     let claude = agent(&before, "claude-code");
-    assert!(claude["hooks"]["why_not"].as_str().unwrap().contains("zblade hooks install claude-code"));
+    assert!(
+        claude["hooks"]["why_not"]
+            .as_str()
+            .unwrap()
+            .contains("zblade hooks install claude-code")
+    );
     // Every agent of the registry has a row, those reached over MCP only too.
     assert!(before["agents"].as_array().unwrap().len() >= 18);
     let text = String::from_utf8_lossy(&world.zblade(&["doctor"]).stdout).to_string();
-    assert!(text.contains("1 session(s) of this project, 0 imported: zblade import codex"), "{text}");
+    assert!(
+        text.contains("1 session(s) of this project, 0 imported: zblade import codex"),
+        "{text}"
+    );
 
     assert!(world.zblade(&["import", "codex"]).status.success());
-    assert!(world.zblade(&["mcp", "install", "codex", "--scope", "project"]).status.success());
+    assert!(
+        world
+            .zblade(&["mcp", "install", "codex", "--scope", "project"])
+            .status
+            .success()
+    );
     assert!(world.zblade(&["hooks", "install", "claude-code"]).status.success());
     let after = json(&world.zblade(&["doctor", "--json"]));
     let codex = agent(&after, "codex");
     assert_eq!(codex["imported"].as_u64(), Some(1), "{codex:#}");
     assert_eq!(codex["mcp"]["wired"], true, "{codex:#}");
-    assert!(codex["mcp"]["files"][0].as_str().unwrap().ends_with(".codex/config.toml"));
+    assert!(
+        codex["mcp"]["files"][0]
+            .as_str()
+            .unwrap()
+            .ends_with(".codex/config.toml")
+    );
     let claude = agent(&after, "claude-code");
     assert_eq!(claude["hooks"]["wired"], true, "{claude:#}");
     assert!(claude["hooks"].get("why_not").is_none());

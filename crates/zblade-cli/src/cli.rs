@@ -205,16 +205,22 @@ pub enum Command {
         #[arg(long, value_name = "MINUTES")]
         idle_exit: Option<u64>,
     },
-    /// Agent hooks: commands an agent runs on events (Claude Code's UserPromptSubmit and Stop).
+    /// Agent hooks: commands an agent runs on its events (Claude Code, Gemini CLI, Qwen Code):
+    /// context with every prompt, the finished turn imported, and what memory holds about the
+    /// lines a tool reads. See docs/HOOKS.md.
     #[command(subcommand)]
     Hooks(HooksCommand),
     /// Run by an agent's hook, not by people: reads the event (JSON) on stdin. `prompt` prints
-    /// the packed context for the prompt; `stop` imports the finished turn.
+    /// the packed context for the prompt; `stop` imports the finished turn; `pre-tool` what
+    /// memory holds about the lines a tool reads or edits.
     #[command(hide = true)]
     Hook {
-        /// prompt or stop.
+        /// prompt, stop or pre-tool.
         #[arg(value_enum)]
         event: HookEvent,
+        /// The agent that runs it (its answer's format, its sessions' reader).
+        #[arg(long, default_value = "claude-code")]
+        agent: String,
     },
 }
 
@@ -440,14 +446,28 @@ pub enum McpCommand {
 /// `zblade hooks …`
 #[derive(Debug, Subcommand)]
 pub enum HooksCommand {
-    /// Add zblade's hooks to an agent (claude-code): packed context with every prompt, and the
-    /// finished turn imported when the agent stops. Merged into its settings; other hooks kept.
+    /// Add zblade's hooks to an agent (claude-code, gemini-cli, qwen-code): packed context with
+    /// every prompt, the finished turn imported when the agent stops, and what memory holds
+    /// about the lines a tool reads. Merged into its settings; other hooks kept.
     Install {
-        /// claude-code.
+        /// claude-code, gemini-cli or qwen-code.
         agent: String,
-        /// project (.claude/settings.json, the default) or user (~/.claude/settings.json).
-        #[arg(long, value_enum, default_value_t = Scope::Project)]
-        scope: Scope,
+        /// project (`.claude/settings.json`; the default for Claude Code) or user
+        /// (`~/.gemini/settings.json`, `~/.qwen/settings.json`: their default, since those
+        /// agents read a project's settings only in folders the user trusts).
+        #[arg(long, value_enum)]
+        scope: Option<Scope>,
+        /// Print what would be written; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Take zblade's hooks out of an agent's settings (everything else stays).
+    Uninstall {
+        /// claude-code, gemini-cli or qwen-code.
+        agent: String,
+        /// project or user (the agent's default, as for install).
+        #[arg(long, value_enum)]
+        scope: Option<Scope>,
         /// Print what would be written; change nothing.
         #[arg(long)]
         dry_run: bool,
@@ -461,8 +481,9 @@ pub enum HookEvent {
     Prompt,
     /// The agent finished a turn: import it.
     Stop,
-    /// The agent is about to read or edit a file (Claude Code's `PreToolUse`, Gemini CLI's
-    /// `BeforeTool`): print what memory holds about those lines, or nothing.
+    /// The agent reads or edits a file (Claude Code's `PreToolUse`; Gemini CLI's `AfterTool`
+    /// and Qwen Code's `PostToolUse` on reads): print what memory holds about those lines, or
+    /// nothing.
     PreTool,
 }
 

@@ -123,7 +123,7 @@ fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Chat(args) => commands::chat::run(cx, args)?,
         Command::Serve { idle_exit } => commands::serve::run(cx, idle_exit)?,
         Command::Hooks(command) => commands::mcp::hooks(cx, command)?,
-        Command::Hook { event } => commands::hook::run(cx, event)?,
+        Command::Hook { event, agent } => commands::hook::run(cx, event, &agent)?,
     }
     cx.out.flush()?;
     Ok(ExitCode::SUCCESS)

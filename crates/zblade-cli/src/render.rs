@@ -1609,7 +1609,11 @@ impl Render for Doctor<'_> {
             .map(|a| a.label.as_str())
             .collect();
         if !absent.is_empty() {
-            line!(out, "\nNo sessions of this project and nothing wired: {}.", absent.join(", "))?;
+            line!(
+                out,
+                "\nNo sessions of this project and nothing wired: {}.",
+                absent.join(", ")
+            )?;
         }
         Ok(())
     }

@@ -69,6 +69,45 @@ pub trait Agent: Sync {
     fn mcp(&self) -> Option<McpConfig> {
         None
     }
+
+    /// Where this agent reads hooks (commands it runs on its events) and which of its events
+    /// zblade answers, when it runs hooks zblade can use (`zblade hooks install`, `zblade
+    /// doctor`).
+    fn hooks(&self) -> Option<HooksConfig> {
+        None
+    }
+}
+
+/// An agent's hooks: its settings files, in the nested shape Claude Code introduced and Gemini
+/// CLI and Qwen Code share (`hooks.EVENT = [{matcher?, hooks: [{type: "command", command,
+/// timeout}]}]`), and the events zblade answers there.
+#[derive(Debug, Clone, Copy)]
+pub struct HooksConfig {
+    /// The settings file inside a project, relative to its root.
+    pub project_file: &'static str,
+    /// The user's settings file.
+    pub user_file: fn(&Places) -> PathBuf,
+    /// The events zblade answers.
+    pub events: &'static [HookEvent],
+    /// Timeouts are written in milliseconds (Gemini CLI), not seconds.
+    pub timeout_in_ms: bool,
+    /// The user's file is the one to write unless asked otherwise (Gemini CLI reads a
+    /// project's settings only in folders the user trusts).
+    pub prefers_user_file: bool,
+}
+
+/// One agent event zblade answers.
+#[derive(Debug, Clone, Copy)]
+pub struct HookEvent {
+    /// The agent's name for the event (`UserPromptSubmit`, `BeforeAgent`).
+    pub event: &'static str,
+    /// What zblade does: `prompt` (context for the prompt), `stop` (import the finished turn),
+    /// `pre-tool` (what memory holds about the lines a tool reads or edits).
+    pub run: &'static str,
+    /// The tools it fires for (a regular expression over tool names), for tool events.
+    pub matcher: Option<&'static str>,
+    /// Seconds the agent waits for it.
+    pub timeout_s: u32,
 }
 
 /// How an agent finds its MCP servers: the project's file, the user's file, and the format of

@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use zblade_core::{Message, Role, ToolCall};
 
-use crate::agent::{Agent, McpConfig, files_named, jsonl_cwd};
+use crate::agent::{Agent, HookEvent, HooksConfig, McpConfig, files_named, jsonl_cwd};
 use crate::detect::Places;
 use crate::patch::{citations, numbered_listing};
 use crate::{
@@ -382,5 +382,34 @@ impl Agent for ClaudeCode {
         Some(McpConfig::json(".mcp.json", "mcpServers", true, user_file, |places| {
             places.home.join(".claude")
         }))
+    }
+    fn hooks(&self) -> Option<HooksConfig> {
+        Some(HooksConfig {
+            project_file: ".claude/settings.json",
+            user_file: |places| places.claude_dir().join("settings.json"),
+            events: &[
+                HookEvent {
+                    event: "UserPromptSubmit",
+                    run: "prompt",
+                    matcher: None,
+                    timeout_s: 10,
+                },
+                HookEvent {
+                    event: "Stop",
+                    run: "stop",
+                    matcher: None,
+                    timeout_s: 60,
+                },
+                // Before a file is read or edited: what memory holds about those lines.
+                HookEvent {
+                    event: "PreToolUse",
+                    run: "pre-tool",
+                    matcher: Some("Read|Edit|MultiEdit|Write|NotebookEdit"),
+                    timeout_s: 5,
+                },
+            ],
+            timeout_in_ms: false,
+            prefers_user_file: false,
+        })
     }
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use zblade_core::Role;
 
-use crate::agent::{Agent, files_named};
+use crate::agent::{Agent, HookEvent, HooksConfig, McpConfig, files_named};
 use crate::detect::Places;
 use crate::transcript::{Builder, time};
 use crate::{Cursor, FileRead, ReadError, Source};
@@ -60,6 +60,48 @@ impl Agent for Gemini {
     fn read(&self, path: &Path, _cursor: &Cursor) -> Result<FileRead, ReadError> {
         read(path)
     }
+    fn mcp(&self) -> Option<McpConfig> {
+        Some(McpConfig {
+            // Gemini CLI applies a project's settings only in folders the user trusts.
+            prefers_user_file: true,
+            ..McpConfig::json(".gemini/settings.json", "mcpServers", false, settings_file, gemini_dir)
+        })
+    }
+    fn hooks(&self) -> Option<HooksConfig> {
+        Some(HooksConfig {
+            project_file: ".gemini/settings.json",
+            user_file: settings_file,
+            events: &[
+                // Its prompt event answers in JSON only (`hookSpecificOutput.additionalContext`).
+                HookEvent {
+                    event: "BeforeAgent",
+                    run: "prompt",
+                    matcher: None,
+                    timeout_s: 10,
+                },
+                HookEvent {
+                    event: "AfterAgent",
+                    run: "stop",
+                    matcher: None,
+                    timeout_s: 60,
+                },
+                // `BeforeTool` cannot add context; `AfterTool` appends it to what a read returned.
+                HookEvent {
+                    event: "AfterTool",
+                    run: "pre-tool",
+                    matcher: Some("read_file|read_many_files"),
+                    timeout_s: 5,
+                },
+            ],
+            timeout_in_ms: true,
+            prefers_user_file: true,
+        })
+    }
+}
+
+/// The user's settings: `~/.gemini/settings.json`.
+fn settings_file(places: &Places) -> PathBuf {
+    gemini_dir(places).join("settings.json")
 }
 
 /// `$GEMINI_CLI_HOME/.gemini`, else `~/.gemini`.

@@ -58,7 +58,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use zblade_core::{Message, ToolResult};
 
-pub use agent::{Agent, McpConfig, McpFormat};
+pub use agent::{Agent, HookEvent, HooksConfig, McpConfig, McpFormat};
 pub use detect::{Detected, SessionFile, find_session_files};
 pub use document::{Document, MAX_DOCUMENT_BYTES, SECTION_CHARS, read_document};
 pub use jsonl::MAX_LINE_BYTES;
@@ -516,7 +516,7 @@ mod tests {
             .collect();
         assert_eq!(
             mcp.iter().map(|(name, _)| *name).collect::<Vec<_>>(),
-            ["claude-code", "codex", "cursor", "vscode"]
+            ["claude-code", "codex", "cursor", "gemini-cli", "qwen-code", "vscode"]
         );
         let mut files: Vec<&str> = mcp.iter().map(|(_, file)| *file).collect();
         files.sort();

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use zblade_core::Role;
 
-use crate::agent::{Agent, files_named, jsonl_cwd};
+use crate::agent::{Agent, HookEvent, HooksConfig, McpConfig, files_named, jsonl_cwd};
 use crate::detect::Places;
 use crate::gemini::{parts_text, response_output};
 use crate::transcript::{Builder, time};
@@ -41,7 +41,7 @@ impl Agent for Qwen {
         true
     }
     fn stores(&self, places: &Places, _project: Option<&Path>) -> Vec<PathBuf> {
-        vec![places.var_or_home("QWEN_HOME", ".qwen").join("projects")]
+        vec![qwen_dir(places).join("projects")]
     }
     fn session_files(&self, store: &Path, found: &mut Vec<PathBuf>) {
         let mut all = Vec::new();
@@ -58,6 +58,53 @@ impl Agent for Qwen {
     fn read(&self, path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {
         read(path, cursor)
     }
+    fn mcp(&self) -> Option<McpConfig> {
+        Some(McpConfig {
+            // Like Gemini CLI, whose settings it inherits: a project's apply in trusted folders.
+            prefers_user_file: true,
+            ..McpConfig::json(".qwen/settings.json", "mcpServers", false, settings_file, qwen_dir)
+        })
+    }
+    fn hooks(&self) -> Option<HooksConfig> {
+        Some(HooksConfig {
+            project_file: ".qwen/settings.json",
+            user_file: settings_file,
+            events: &[
+                HookEvent {
+                    event: "UserPromptSubmit",
+                    run: "prompt",
+                    matcher: None,
+                    timeout_s: 10,
+                },
+                HookEvent {
+                    event: "Stop",
+                    run: "stop",
+                    matcher: None,
+                    timeout_s: 60,
+                },
+                // Its `PreToolUse` answer must carry a permission decision, which is not
+                // zblade's to give: context rides on the read's result instead.
+                HookEvent {
+                    event: "PostToolUse",
+                    run: "pre-tool",
+                    matcher: Some("read_file"),
+                    timeout_s: 5,
+                },
+            ],
+            timeout_in_ms: false,
+            prefers_user_file: true,
+        })
+    }
+}
+
+/// `$QWEN_HOME`, else `~/.qwen`.
+fn qwen_dir(places: &Places) -> PathBuf {
+    places.var_or_home("QWEN_HOME", ".qwen")
+}
+
+/// The user's settings: `~/.qwen/settings.json`.
+fn settings_file(places: &Places) -> PathBuf {
+    qwen_dir(places).join("settings.json")
 }
 
 fn read(path: &Path, cursor: &Cursor) -> Result<FileRead, ReadError> {

@@ -11,7 +11,7 @@ use serde_json::Value;
 use zblade_engine::SourceStatus;
 use zblade_import::AGENTS;
 
-use crate::install::{Client, Places, Scope, is_zblade_hook};
+use crate::install::{Client, Places, Scope, hook_agent, hook_agent_names, hooks_file, is_zblade_hook};
 
 /// One agent as this project sees it.
 #[derive(Debug, Clone, Serialize)]
@@ -105,14 +105,17 @@ fn mcp_wiring(name: &str, project: &Path, places: &Places) -> Wiring {
     }
 }
 
-/// The hook events zblade answers, by the settings key Claude Code runs them from.
-const CLAUDE_EVENTS: [&str; 3] = ["UserPromptSubmit", "Stop", "PreToolUse"];
-
 fn hooks_wiring(name: &str, project: &Path, places: &Places) -> Wiring {
-    if name != "claude-code" {
-        return Wiring::missing("zblade writes hooks for Claude Code only so far (MCP serves the rest)");
-    }
-    let files = [project.join(".claude/settings.json"), places.home.join(".claude/settings.json")];
+    let Some((_, config)) = hook_agent(name) else {
+        return Wiring::missing(format!(
+            "zblade writes hooks for {} so far (MCP serves the rest)",
+            hook_agent_names().join(", ")
+        ));
+    };
+    let files = [
+        hooks_file(&config, Scope::Project, project, places),
+        hooks_file(&config, Scope::User, project, places),
+    ];
     let mut wired_in = Vec::new();
     let mut events: Vec<&str> = Vec::new();
     for file in files {
@@ -122,8 +125,10 @@ fn hooks_wiring(name: &str, project: &Path, places: &Places) -> Wiring {
         else {
             continue;
         };
-        let found: Vec<&str> = CLAUDE_EVENTS
-            .into_iter()
+        let found: Vec<&str> = config
+            .events
+            .iter()
+            .map(|e| e.event)
             .filter(|event| has_zblade_hook(&settings, event))
             .collect();
         if !found.is_empty() {
@@ -131,15 +136,20 @@ fn hooks_wiring(name: &str, project: &Path, places: &Places) -> Wiring {
             events.extend(found);
         }
     }
-    let missing: Vec<&str> = CLAUDE_EVENTS.into_iter().filter(|e| !events.contains(e)).collect();
+    let missing: Vec<&str> = config
+        .events
+        .iter()
+        .map(|e| e.event)
+        .filter(|e| !events.contains(e))
+        .collect();
     match (wired_in.is_empty(), missing.is_empty()) {
-        (true, _) => Wiring::missing("no zblade hook in its settings: zblade hooks install claude-code"),
+        (true, _) => Wiring::missing(format!("no zblade hook in its settings: zblade hooks install {name}")),
         (false, true) => Wiring::made(wired_in),
         (false, false) => Wiring {
             wired: false,
             files: wired_in,
             why_not: Some(format!(
-                "{} not wired (an older install): zblade hooks install claude-code",
+                "{} not wired (an older install): zblade hooks install {name}",
                 missing.join(", ")
             )),
         },

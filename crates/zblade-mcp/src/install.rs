@@ -1,5 +1,5 @@
 //! Pointing agents at zblade: their MCP configuration (`zblade mcp install CLIENT`) and, for
-//! agents that run commands on events, hooks (`zblade hooks install claude-code`).
+//! agents that run commands on events, hooks (`zblade hooks install|uninstall AGENT`).
 //!
 //! Each writer merges one entry into the client's own file in the client's documented format,
 //! keeping everything else that is there (other servers, comments in Codex's TOML); running it
@@ -12,13 +12,15 @@
 //! | cursor      | `.cursor/mcp.json`       | `~/.cursor/mcp.json`                         | `mcpServers.zblade = {command, args}` |
 //! | vscode      | `.vscode/mcp.json`       | `$XDG_CONFIG_HOME/Code/User/mcp.json`        | `servers.zblade = {type: "stdio", command, args}` |
 //! | codex       | `.codex/config.toml`     | `$CODEX_HOME/config.toml` (`~/.codex`)       | `[mcp_servers.zblade] command, args` |
+//! | gemini-cli  | `.gemini/settings.json`  | `~/.gemini/settings.json`                    | `mcpServers.zblade = {command, args}` |
+//! | qwen-code   | `.qwen/settings.json`    | `~/.qwen/settings.json`                      | `mcpServers.zblade = {command, args}` |
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 /// Where agents keep their files: the same struct (and `$HOME` fallbacks) the importers use.
 pub use zblade_engine::AgentPlaces as Places;
-use zblade_import::{AGENTS, Agent, McpConfig, McpFormat};
+use zblade_import::{AGENTS, Agent, HooksConfig, McpConfig, McpFormat};
 
 /// The name zblade's entries go under.
 pub const SERVER_NAME: &str = "zblade";
@@ -251,62 +253,154 @@ pub fn install(
     finish(client.as_str(), file, old, text, dry_run)
 }
 
-/// The Claude Code hooks: context for each prompt (`zblade hook prompt`), and the finished
-/// turn imported when the agent stops (`zblade hook stop`).
-pub fn install_claude_hooks(
-    scope: Scope,
+/// An agent whose hooks zblade writes ([`Agent::hooks`]): Claude Code, Gemini CLI, Qwen Code.
+pub fn hook_agent(name: &str) -> Option<(&'static dyn Agent, HooksConfig)> {
+    AGENTS
+        .iter()
+        .find(|agent| agent.source().as_str() == name)
+        .and_then(|agent| Some((*agent, agent.hooks()?)))
+}
+
+/// The names of the agents whose hooks zblade writes.
+pub fn hook_agent_names() -> Vec<&'static str> {
+    AGENTS
+        .iter()
+        .filter(|agent| agent.hooks().is_some())
+        .map(|agent| agent.source().as_str())
+        .collect()
+}
+
+/// The scope written unless another is asked for.
+pub fn default_hooks_scope(config: &HooksConfig) -> Scope {
+    if config.prefers_user_file {
+        Scope::User
+    } else {
+        Scope::Project
+    }
+}
+
+/// The settings file zblade's hooks go in for `scope`.
+pub fn hooks_file(config: &HooksConfig, scope: Scope, project: &Path, places: &Places) -> PathBuf {
+    match scope {
+        Scope::Project => project.join(config.project_file),
+        Scope::User => (config.user_file)(places),
+    }
+}
+
+/// Adds zblade's hooks to `agent`'s settings for `scope` (its default when none): for each
+/// event zblade answers, one group running `zblade hook EVENT` (with `--agent NAME` for agents
+/// other than Claude Code), replacing an earlier zblade hook and keeping everyone else's.
+pub fn install_hooks(
+    agent: &str,
+    scope: Option<Scope>,
     project: &Path,
     places: &Places,
     zblade: &Path,
     dry_run: bool,
 ) -> Result<Written, String> {
-    let file = match scope {
-        Scope::Project => project.join(".claude/settings.json"),
-        Scope::User => places.home.join(".claude/settings.json"),
-    };
+    let (config, file) = hooks_target(agent, scope, project, places)?;
     let old = read_existing(&file)?;
     let mut root = parse_json_object(&file, old.as_deref())?;
-    let command = |event: &str| format!("{} hook {event}", shell_quote(&zblade.to_string_lossy()));
     let hooks = object_in(&file, &mut root, "hooks")?;
-    for (event, ours, timeout, matcher) in [
-        ("UserPromptSubmit", command("prompt"), 10, None),
-        ("Stop", command("stop"), 60, None),
-        // Before a file is read or edited: what memory holds about those lines.
-        ("PreToolUse", command("pre-tool"), 5, Some(FILE_TOOLS)),
-    ] {
-        let groups = hooks.entry(event).or_insert_with(|| json!([]));
-        let Some(groups) = groups.as_array_mut() else {
-            return Err(format!(
-                "{}: `hooks.{event}` is not a list; fix it by hand first",
-                file.display()
-            ));
-        };
-        // Drop an earlier zblade hook (an older path to the executable), keep everyone else's.
-        for group in groups.iter_mut() {
-            if let Some(list) = group.get_mut("hooks").and_then(Value::as_array_mut) {
-                list.retain(|h| !is_zblade_hook(h));
-            }
+    for event in config.events {
+        let groups = event_groups(&file, hooks, event.event)?;
+        drop_zblade_hooks(groups);
+        let mut command = format!("{} hook {}", shell_quote(&zblade.to_string_lossy()), event.run);
+        if agent != "claude-code" {
+            command.push_str(&format!(" --agent {agent}"));
         }
-        groups.retain(|g| g.get("hooks").and_then(Value::as_array).is_none_or(|l| !l.is_empty()));
-        let hook = json!([{ "type": "command", "command": ours, "timeout": timeout }]);
-        groups.push(match matcher {
+        let timeout = if config.timeout_in_ms {
+            event.timeout_s * 1000
+        } else {
+            event.timeout_s
+        };
+        let hook = json!([{ "type": "command", "command": command, "timeout": timeout }]);
+        groups.push(match event.matcher {
             Some(matcher) => json!({ "matcher": matcher, "hooks": hook }),
             None => json!({ "hooks": hook }),
         });
     }
-    finish("claude-code hooks", file, old, pretty(&root), dry_run)
+    finish(&format!("{agent} hooks"), file, old, pretty(&root), dry_run)
 }
 
-/// Claude Code's tools that read or edit a file: the point-of-action hook runs before these.
-const FILE_TOOLS: &str = "Read|Edit|MultiEdit|Write|NotebookEdit";
+/// Takes zblade's hooks out of `agent`'s settings for `scope` (its default when none), and the
+/// groups and events they leave empty; everything else stays as it was.
+pub fn uninstall_hooks(
+    agent: &str,
+    scope: Option<Scope>,
+    project: &Path,
+    places: &Places,
+    dry_run: bool,
+) -> Result<Written, String> {
+    let (_, file) = hooks_target(agent, scope, project, places)?;
+    let old = read_existing(&file)?;
+    let Some(old_text) = old.as_deref() else {
+        return finish(&format!("{agent} hooks"), file, None, String::new(), true).map(|mut w| {
+            w.change = "unchanged";
+            w
+        });
+    };
+    let mut root = parse_json_object(&file, Some(old_text))?;
+    if let Some(hooks) = root.get_mut("hooks").and_then(Value::as_object_mut) {
+        for groups in hooks.values_mut().filter_map(Value::as_array_mut) {
+            drop_zblade_hooks(groups);
+        }
+        hooks.retain(|_, groups| groups.as_array().is_none_or(|g| !g.is_empty()));
+        if hooks.is_empty() {
+            root.remove("hooks");
+        }
+    }
+    finish(&format!("{agent} hooks"), file, old, pretty(&root), dry_run)
+}
 
-/// A hook entry zblade wrote: its command runs `… hook prompt` or `… hook stop` of a zblade.
+fn hooks_target(
+    agent: &str,
+    scope: Option<Scope>,
+    project: &Path,
+    places: &Places,
+) -> Result<(HooksConfig, PathBuf), String> {
+    let Some((_, config)) = hook_agent(agent) else {
+        return Err(format!(
+            "zblade writes hooks for {} (got {agent:?}); other agents are reached with `zblade mcp install`",
+            hook_agent_names().join(", ")
+        ));
+    };
+    let scope = scope.unwrap_or_else(|| default_hooks_scope(&config));
+    let file = hooks_file(&config, scope, project, places);
+    Ok((config, file))
+}
+
+/// The list of groups under `hooks.EVENT`, created when missing.
+fn event_groups<'a>(file: &Path, hooks: &'a mut Map<String, Value>, event: &str) -> Result<&'a mut Vec<Value>, String> {
+    hooks
+        .entry(event)
+        .or_insert_with(|| json!([]))
+        .as_array_mut()
+        .ok_or_else(|| {
+            format!(
+                "{}: `hooks.{event}` is not a list; fix it by hand first",
+                file.display()
+            )
+        })
+}
+
+/// Removes zblade's hooks from a list of groups, and the groups left without hooks.
+fn drop_zblade_hooks(groups: &mut Vec<Value>) {
+    for group in groups.iter_mut() {
+        if let Some(list) = group.get_mut("hooks").and_then(Value::as_array_mut) {
+            list.retain(|h| !is_zblade_hook(h));
+        }
+    }
+    groups.retain(|g| g.get("hooks").and_then(Value::as_array).is_none_or(|l| !l.is_empty()));
+}
+
+/// A hook entry zblade wrote: its command runs `… hook prompt|stop|pre-tool` of a zblade.
 pub(crate) fn is_zblade_hook(hook: &Value) -> bool {
     hook.get("command").and_then(Value::as_str).is_some_and(|c| {
-        [" hook prompt", " hook stop", " hook pre-tool"]
-            .iter()
-            .any(|e| c.ends_with(e))
-            && c.contains("zblade")
+        c.contains("zblade")
+            && [" hook prompt", " hook stop", " hook pre-tool"]
+                .iter()
+                .any(|e| c.ends_with(e) || c.contains(&format!("{e} --agent ")))
     })
 }
 
@@ -535,9 +629,9 @@ mod tests {
         )
         .unwrap();
         let old_zblade = Path::new("/old/zblade");
-        install_claude_hooks(Scope::Project, &project, &p, old_zblade, false).unwrap();
+        install_hooks("claude-code", None, &project, &p, old_zblade, false).unwrap();
         let new_zblade = Path::new("/new place/zblade");
-        install_claude_hooks(Scope::Project, &project, &p, new_zblade, false).unwrap();
+        install_hooks("claude-code", None, &project, &p, new_zblade, false).unwrap();
         let settings: Value =
             serde_json::from_str(&std::fs::read_to_string(project.join(".claude/settings.json")).unwrap()).unwrap();
         assert_eq!(settings["permissions"]["allow"][0], "Bash(ls)");
@@ -548,7 +642,48 @@ mod tests {
         let prompt = settings["hooks"]["UserPromptSubmit"].as_array().unwrap();
         assert_eq!(prompt.len(), 1);
         assert_eq!(prompt[0]["hooks"][0]["command"], "'/new place/zblade' hook prompt");
-        let again = install_claude_hooks(Scope::Project, &project, &p, new_zblade, false).unwrap();
+        let again = install_hooks("claude-code", None, &project, &p, new_zblade, false).unwrap();
         assert_eq!(again.change, "unchanged");
+    }
+
+    #[test]
+    fn gemini_hooks_go_to_the_user_settings_in_milliseconds_and_uninstall_leaves_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = places(dir.path());
+        let project = dir.path().join("app");
+        let settings_file = p.home.join(".gemini/settings.json");
+        std::fs::create_dir_all(settings_file.parent().unwrap()).unwrap();
+        std::fs::write(
+            &settings_file,
+            r#"{"theme": "GitHub", "hooks": {"AfterTool": [{"matcher": "write_file", "hooks": [{"type": "command", "command": "./lint.sh", "timeout": 3000}]}]}}"#,
+        )
+        .unwrap();
+        let zblade = Path::new("/usr/bin/zblade");
+        let written = install_hooks("gemini-cli", None, &project, &p, zblade, false).unwrap();
+        assert_eq!(written.file, settings_file);
+        let settings: Value = serde_json::from_str(&std::fs::read_to_string(&settings_file).unwrap()).unwrap();
+        let prompt = &settings["hooks"]["BeforeAgent"][0]["hooks"][0];
+        assert_eq!(prompt["command"], "/usr/bin/zblade hook prompt --agent gemini-cli");
+        assert_eq!(prompt["timeout"], 10_000);
+        let after_tool = settings["hooks"]["AfterTool"].as_array().unwrap();
+        assert_eq!(after_tool.len(), 2);
+        assert_eq!(after_tool[1]["matcher"], "read_file|read_many_files");
+        assert_eq!(
+            install_hooks("gemini-cli", None, &project, &p, zblade, false)
+                .unwrap()
+                .change,
+            "unchanged"
+        );
+
+        uninstall_hooks("gemini-cli", None, &project, &p, false).unwrap();
+        let settings: Value = serde_json::from_str(&std::fs::read_to_string(&settings_file).unwrap()).unwrap();
+        assert_eq!(settings["theme"], "GitHub");
+        assert_eq!(settings["hooks"].as_object().unwrap().len(), 1, "{settings:#}");
+        assert_eq!(settings["hooks"]["AfterTool"][0]["hooks"][0]["command"], "./lint.sh");
+        assert!(
+            install_hooks("aider", None, &project, &p, zblade, false)
+                .unwrap_err()
+                .contains("claude-code")
+        );
     }
 }

@@ -4,7 +4,7 @@
 //! - [`serve_stdio`]: `zblade mcp`, one client on stdin/stdout (nothing else is written there);
 //! - [`http::serve`]: `zblade mcp --http 127.0.0.1:PORT`, Streamable HTTP at `/mcp`, loopback
 //!   by default, `Origin` checked, an optional bearer token;
-//! - [`install`]: `zblade mcp install CLIENT` and `zblade hooks install claude-code`;
+//! - [`install`]: `zblade mcp install CLIENT` and `zblade hooks install|uninstall AGENT`;
 //! - [`doctor`]: `zblade doctor`, how each agent is connected to the project's memory.
 //!
 //! Every tool is a thin call into [`zblade_engine::Project`]; nothing here knows how memory is

@@ -1,14 +1,18 @@
-//! `zblade hook prompt|stop`: what an agent's hooks run (`zblade hooks install` writes them).
-//! The agent sends the event as JSON on stdin. A hook runs on every prompt, so it is quick and
+//! `zblade hook prompt|stop|pre-tool [--agent NAME]`: what an agent's hooks run (`zblade hooks
+//! install` writes them; Claude Code, Gemini CLI, Qwen Code). The agent sends the event as JSON
+//! on stdin. A hook runs on every prompt, so it is quick and
 //! never stands in the user's way: whatever goes wrong, it says so in one line on stderr and
 //! exits 0 — the prompt goes through without memory rather than not at all.
 //!
-//! - `prompt` (Claude Code's `UserPromptSubmit`): prints the packed context for the prompt,
-//!   which the agent adds to what the model reads — no tool call needed;
-//! - `stop` (Claude Code's `Stop`): imports the session's transcript (only what is new);
-//! - `pre-tool` (Claude Code's `PreToolUse`, Gemini CLI's `BeforeTool`): before the agent reads
-//!   or edits a file, what memory holds about those lines (docs/HOOKS.md), answered as the
-//!   event's `hookSpecificOutput.additionalContext`; nothing when nothing bears on them.
+//! - `prompt` (`UserPromptSubmit`; Gemini CLI's `BeforeAgent`): prints the packed context for
+//!   the prompt, which the agent adds to what the model reads — no tool call needed (as plain
+//!   text, or as `hookSpecificOutput.additionalContext` where the agent reads JSON only);
+//! - `stop` (`Stop`; Gemini CLI's `AfterAgent`): imports the session's transcript, read by the
+//!   agent's own reader (only what is new);
+//! - `pre-tool` (Claude Code's `PreToolUse`; Gemini CLI's `AfterTool` and Qwen Code's
+//!   `PostToolUse` on reads): what memory holds about the lines the agent reads or edits
+//!   (docs/HOOKS.md), answered as the event's `hookSpecificOutput.additionalContext`; nothing
+//!   when nothing bears on them.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -27,12 +31,15 @@ const MAX_EVENT_BYTES: u64 = 1024 * 1024;
 /// The context budget of a prompt hook: it rides along with every prompt.
 const HOOK_BUDGET: usize = 2_000;
 
-pub(crate) fn run(cx: &mut Ctx, event: HookEvent) -> Result<(), Error> {
-    let outcome = read_event().and_then(|event_json| match event {
-        HookEvent::Prompt => prompt(cx, &event_json),
-        HookEvent::Stop => stop(cx, &event_json),
-        HookEvent::PreTool => pre_tool(cx, &event_json),
-    });
+pub(crate) fn run(cx: &mut Ctx, event: HookEvent, agent: &str) -> Result<(), Error> {
+    let outcome = ImportSource::parse(agent)
+        .ok_or_else(|| Error::Usage(format!("unknown agent {agent:?}")))
+        .and_then(|source| Ok((source, read_event()?)))
+        .and_then(|(source, event_json)| match event {
+            HookEvent::Prompt => prompt(cx, &event_json),
+            HookEvent::Stop => stop(cx, source, &event_json),
+            HookEvent::PreTool => pre_tool(cx, &event_json),
+        });
     if let Err(e) = outcome {
         eprintln!("zblade hook: {e}");
     }
@@ -76,28 +83,39 @@ fn prompt(cx: &mut Ctx, event: &serde_json::Value) -> Result<(), Error> {
         }
     };
     // Nothing remembered bears on the prompt (the relevance gate closed): print nothing.
-    if answer.entries > 0 && !answer.nothing_relevant {
-        println!("{}\n{}", zblade_mcp::DATA_NOTICE, answer.text);
+    if answer.entries == 0 || answer.nothing_relevant {
+        return Ok(());
+    }
+    let context = format!("{}\n{}", zblade_mcp::DATA_NOTICE, answer.text);
+    // Claude Code and Qwen Code add a prompt hook's plain output to the prompt; Gemini CLI
+    // reads JSON only (its `BeforeAgent`).
+    match event.get("hook_event_name").and_then(Value::as_str) {
+        Some(name) if name != "UserPromptSubmit" => println!(
+            "{}",
+            serde_json::json!({"hookSpecificOutput": {"hookEventName": name, "additionalContext": context}})
+        ),
+        _ => println!("{context}"),
     }
     Ok(())
 }
 
-fn stop(cx: &mut Ctx, event: &serde_json::Value) -> Result<(), Error> {
+fn stop(cx: &mut Ctx, source: ImportSource, event: &serde_json::Value) -> Result<(), Error> {
     let Some(transcript) = event.get("transcript_path").and_then(|p| p.as_str()) else {
         return Err(Error::Usage("the Stop event names no transcript_path".into()));
     };
     let transcript = PathBuf::from(transcript);
-    // The path comes from the agent: only an existing JSONL transcript file is read.
-    let is_transcript = transcript.extension().is_some_and(|e| e == "jsonl")
+    // The path comes from the agent: only an existing JSON or JSON Lines file is read, and by
+    // that agent's reader, which refuses anything not in its format.
+    let is_transcript = transcript.extension().is_some_and(|e| e == "jsonl" || e == "json")
         && std::fs::metadata(&transcript).is_ok_and(|m| m.is_file());
     if !is_transcript {
         return Err(Error::Usage(format!(
-            "{} is not a session transcript (.jsonl file)",
+            "{} is not a session transcript (.jsonl or .json file)",
             transcript.display()
         )));
     }
     let mut project = cx.open()?;
-    let mut request = ImportRequest::new(ImportSource::CLAUDE_CODE);
+    let mut request = ImportRequest::new(source);
     request.paths = vec![transcript];
     project.import(&request, &mut |_, _, _| {})?;
     // The finished turn is found by meaning in the next prompt's context.

@@ -97,15 +97,17 @@ pub(crate) fn run(cx: &mut Ctx, args: McpArgs) -> Result<(), Error> {
 }
 
 pub(crate) fn hooks(cx: &mut Ctx, command: HooksCommand) -> Result<(), Error> {
-    let HooksCommand::Install { agent, scope, dry_run } = command;
-    if agent != "claude-code" {
-        return Err(Error::Usage(format!(
-            "hooks are written for claude-code only (got {agent:?}); other agents use `zblade mcp install`"
-        )));
-    }
     let root = project_root(cx)?;
-    let written = install::install_claude_hooks(scope, &root, &Places::from_env(), &zblade_executable()?, dry_run)
-        .map_err(Error::Usage)?;
+    let places = Places::from_env();
+    let written = match command {
+        HooksCommand::Install { agent, scope, dry_run } => {
+            install::install_hooks(&agent, scope, &root, &places, &zblade_executable()?, dry_run)
+        }
+        HooksCommand::Uninstall { agent, scope, dry_run } => {
+            install::uninstall_hooks(&agent, scope, &root, &places, dry_run)
+        }
+    }
+    .map_err(Error::Usage)?;
     cx.out.print(&ConfigWritten(written))
 }
 
