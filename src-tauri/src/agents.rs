@@ -1,35 +1,59 @@
-//! Settings → Agents: the coding agents that reach tools over MCP, and one click to point each
-//! at the open project's memory. The config writers are zblade-mcp's, the same as
-//! `zblade mcp install`; the server they start is the `zblade` CLI installed beside the app.
+//! Settings → Agents: every coding agent zblade knows and its connection to the open project's
+//! memory (the rows of `zblade doctor`), with one click to add zblade's MCP server or hooks to
+//! the agent's own files. The writers are zblade-mcp's, the same as `zblade mcp install` and
+//! `zblade hooks install`; what they run is the `zblade` CLI installed beside the app.
 
 use std::path::{Path, PathBuf};
 
-use zblade_mcp::install::{self, Client, Launch, Places, Scope};
+use zblade_engine::Project;
+use zblade_mcp::doctor::agent_health;
+use zblade_mcp::install::{self, Client, Launch, Places};
 
 use crate::error::{AppError, AppResult, ErrorCode};
 use crate::views::McpClientView;
 
-/// One row per client, for the project at `root`.
-pub fn views(root: &Path) -> Vec<McpClientView> {
+/// One row per agent zblade knows, for the open project (the rows of `zblade doctor`).
+pub fn views(project: &Project) -> Vec<McpClientView> {
     let places = Places::from_env();
-    install::detect(root, &places)
+    let root = project.layout().root();
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let sources = project.sources();
+    let detected = install::detect(&root, &places);
+    agent_health(&root, &sources, &places)
         .into_iter()
-        .zip(Client::all())
-        .map(|(detected, client)| McpClientView {
-            client: detected.client,
-            label: client.label().into(),
-            installed: detected.installed,
-            configured: if client.default_scope() == Scope::User {
-                detected.in_user
-            } else {
-                detected.in_project
-            },
-            config_file: client
-                .config_file(client.default_scope(), root, &places)
-                .display()
-                .to_string(),
+        .map(|health| {
+            let client = Client::parse(&health.agent);
+            let mcp_installed = detected.iter().any(|d| d.client == health.agent && d.installed);
+            let why_not = [&health.mcp, &health.hooks]
+                .into_iter()
+                .filter(|w| !w.wired)
+                .filter_map(|w| w.why_not.clone())
+                .collect();
+            McpClientView {
+                installed: mcp_installed || health.sessions_all > 0,
+                sessions: health.sessions as u32,
+                imported: health.imported as u32,
+                has_mcp: client.is_some(),
+                configured: health.mcp.wired,
+                config_file: client
+                    .map(|c| c.config_file(c.default_scope(), &root, &places).display().to_string())
+                    .unwrap_or_default(),
+                has_hooks: install::hook_agent(&health.agent).is_some(),
+                hooks_wired: health.hooks.wired,
+                why_not,
+                client: health.agent,
+                label: health.label,
+            }
         })
         .collect()
+}
+
+/// Adds zblade's hooks for the project at `root` to `agent`'s settings (its default scope),
+/// exactly as `zblade hooks install AGENT` does.
+pub fn install_hooks(root: &Path, agent: &str) -> AppResult<()> {
+    install::install_hooks(agent, None, root, &Places::from_env(), &zblade_cli()?, false)
+        .map_err(|e| AppError::new(ErrorCode::InvalidInput, e))?;
+    Ok(())
 }
 
 /// Adds zblade's server for the project at `root` to `client`'s configuration.

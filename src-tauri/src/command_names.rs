@@ -48,6 +48,7 @@ pub const COMMAND_NAMES: &[&str] = &[
     "import_source",
     "list_mcp_clients",
     "install_mcp_client",
+    "install_agent_hooks",
     "proxy_status",
     "start_proxy",
     "stop_proxy",

@@ -547,12 +547,12 @@ pub async fn import_source(app: AppHandle, source: String) -> AppResult<zblade_e
     .await
 }
 
-/// The agents that reach tools over MCP (Claude Code, Cursor, Codex, VS Code): installed or not,
-/// and whether zblade is in their configuration for the open project.
+/// Every coding agent and its connection to the open project's memory (`zblade doctor`):
+/// sessions found and imported, zblade's MCP server and hooks, and why what is missing is.
 #[tauri::command]
 #[specta::specta]
 pub async fn list_mcp_clients(app: AppHandle) -> AppResult<Vec<McpClientView>> {
-    with_project(app, |project| Ok(crate::agents::views(project.layout().root()))).await
+    with_project(app, |project| Ok(crate::agents::views(project))).await
 }
 
 /// Adds zblade's MCP server to one agent's configuration (the project's file; Codex: the
@@ -563,7 +563,20 @@ pub async fn install_mcp_client(app: AppHandle, client: String) -> AppResult<Vec
     with_project(app, move |project| {
         let root = project.layout().root().to_path_buf();
         crate::agents::install(&root, &client)?;
-        Ok(crate::agents::views(&root))
+        Ok(crate::agents::views(project))
+    })
+    .await
+}
+
+/// Adds zblade's hooks to one agent's settings (Claude Code: the project's; Gemini CLI and Qwen
+/// Code: the user's), merged into what is there, exactly as `zblade hooks install AGENT` does.
+#[tauri::command]
+#[specta::specta]
+pub async fn install_agent_hooks(app: AppHandle, agent: String) -> AppResult<Vec<McpClientView>> {
+    with_project(app, move |project| {
+        let root = project.layout().root().to_path_buf();
+        crate::agents::install_hooks(&root, &agent)?;
+        Ok(crate::agents::views(project))
     })
     .await
 }

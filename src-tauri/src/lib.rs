@@ -102,6 +102,7 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::import_source,
             commands::list_mcp_clients,
             commands::install_mcp_client,
+            commands::install_agent_hooks,
             commands::proxy_status,
             commands::start_proxy,
             commands::stop_proxy,

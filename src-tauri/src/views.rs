@@ -33,19 +33,32 @@ pub struct StatusCount {
     pub count: u32,
 }
 
-/// A coding agent that reaches tools over MCP, for Settings → Agents.
+/// A coding agent and its connection to the open project's memory, for Settings → Agents
+/// (what `zblade doctor` prints): sessions found and imported, zblade's MCP server and hooks.
 #[derive(Debug, Clone, Serialize, Deserialize, Type)]
 pub struct McpClientView {
-    /// `claude-code`, `cursor`, `codex` or `vscode`.
+    /// `claude-code`, `cursor`, `gemini-cli`, … (the agent's name on the command line).
     pub client: String,
     /// Its name for people.
     pub label: String,
-    /// Its folder exists in the user's home.
+    /// Its files exist in the user's home (its MCP folder, or sessions of any project).
     pub installed: bool,
+    /// Its sessions of the open project found on this machine.
+    pub sessions: u32,
+    /// Conversations of the open project imported from it.
+    pub imported: u32,
+    /// zblade can write its MCP configuration.
+    pub has_mcp: bool,
     /// zblade is in its configuration for the open project (or for the user).
     pub configured: bool,
-    /// The file one click writes.
+    /// The file one click writes (its MCP configuration), when zblade can write one.
     pub config_file: String,
+    /// zblade can write its hooks.
+    pub has_hooks: bool,
+    /// zblade's hooks are in its settings.
+    pub hooks_wired: bool,
+    /// What is not connected and why, each with the command that connects it.
+    pub why_not: Vec<String>,
 }
 
 /// A coding agent on this machine, for the wizard and Settings → Sources.

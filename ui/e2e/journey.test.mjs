@@ -288,6 +288,13 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   const cursorConfig = JSON.parse(readFileSync(join(realpathSync(project), ".cursor/mcp.json"), "utf8"));
   assert.deepEqual(cursorConfig.mcpServers.zblade.args.slice(0, 2), ["mcp", "--project"]);
   assert.match(cursorConfig.mcpServers.zblade.command, /zblade$/);
+  // ... and another adds Claude Code's hooks to the project's settings, as `zblade hooks
+  // install claude-code` does; the row then says hooks are wired.
+  await (await byTest("hooks-install-claude-code")).click();
+  await (await byTest("hooks-wired-claude-code")).waitForDisplayed({ timeout: 10_000 });
+  const claudeSettings = JSON.parse(readFileSync(join(realpathSync(project), ".claude/settings.json"), "utf8"));
+  assert.match(claudeSettings.hooks.UserPromptSubmit[0].hooks[0].command, /zblade hook prompt$/);
+  await shot("13e-settings-agents-hooks");
 
   // 7d. Proxy: start it, send it a request as an OpenAI client would, see the live counts; the
   // provider got the project's memory in a system message, and the turn is recorded.

@@ -421,8 +421,8 @@ async importSource(source: string) : Promise<Result<ImportReport, AppError>> {
 }
 },
 /**
- * The agents that reach tools over MCP (Claude Code, Cursor, Codex, VS Code): installed or not,
- * and whether zblade is in their configuration for the open project.
+ * Every coding agent and its connection to the open project's memory (`zblade doctor`):
+ * sessions found and imported, zblade's MCP server and hooks, and why what is missing is.
  */
 async listMcpClients() : Promise<Result<McpClientView[], AppError>> {
     try {
@@ -439,6 +439,18 @@ async listMcpClients() : Promise<Result<McpClientView[], AppError>> {
 async installMcpClient(client: string) : Promise<Result<McpClientView[], AppError>> {
     try {
     return { status: "ok", data: await TAURI_INVOKE("install_mcp_client", { client }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
+ * Adds zblade's hooks to one agent's settings (Claude Code: the project's; Gemini CLI and Qwen
+ * Code: the user's), merged into what is there, exactly as `zblade hooks install AGENT` does.
+ */
+async installAgentHooks(agent: string) : Promise<Result<McpClientView[], AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("install_agent_hooks", { agent }) };
 } catch (e) {
     if(e instanceof Error) throw e;
     else return { status: "error", error: e  as any };
@@ -2510,11 +2522,12 @@ file: string;
  */
 lines: [number, number] }
 /**
- * A coding agent that reaches tools over MCP, for Settings → Agents.
+ * A coding agent and its connection to the open project's memory, for Settings → Agents
+ * (what `zblade doctor` prints): sessions found and imported, zblade's MCP server and hooks.
  */
 export type McpClientView = { 
 /**
- * `claude-code`, `cursor`, `codex` or `vscode`.
+ * `claude-code`, `cursor`, `gemini-cli`, … (the agent's name on the command line).
  */
 client: string; 
 /**
@@ -2522,17 +2535,41 @@ client: string;
  */
 label: string; 
 /**
- * Its folder exists in the user's home.
+ * Its files exist in the user's home (its MCP folder, or sessions of any project).
  */
 installed: boolean; 
+/**
+ * Its sessions of the open project found on this machine.
+ */
+sessions: number; 
+/**
+ * Conversations of the open project imported from it.
+ */
+imported: number; 
+/**
+ * zblade can write its MCP configuration.
+ */
+has_mcp: boolean; 
 /**
  * zblade is in its configuration for the open project (or for the user).
  */
 configured: boolean; 
 /**
- * The file one click writes.
+ * The file one click writes (its MCP configuration), when zblade can write one.
  */
-config_file: string }
+config_file: string; 
+/**
+ * zblade can write its hooks.
+ */
+has_hooks: boolean; 
+/**
+ * zblade's hooks are in its settings.
+ */
+hooks_wired: boolean; 
+/**
+ * What is not connected and why, each with the command that connects it.
+ */
+why_not: string[] }
 /**
  * A member of a project.
  */
