@@ -24,10 +24,12 @@ pub fn views(project: &Project) -> Vec<McpClientView> {
         .map(|health| {
             let client = Client::parse(&health.agent);
             let mcp_installed = detected.iter().any(|d| d.client == health.agent && d.installed);
-            let why_not = [&health.mcp, &health.hooks]
+            let has_hooks = install::hook_agent(&health.agent).is_some();
+            // What can be connected and is not (the row's buttons); not what zblade cannot do.
+            let why_not = [(client.is_some(), &health.mcp), (has_hooks, &health.hooks)]
                 .into_iter()
-                .filter(|w| !w.wired)
-                .filter_map(|w| w.why_not.clone())
+                .filter(|(possible, w)| *possible && !w.wired)
+                .filter_map(|(_, w)| w.why_not.clone())
                 .collect();
             McpClientView {
                 installed: mcp_installed || health.sessions_all > 0,
@@ -38,7 +40,7 @@ pub fn views(project: &Project) -> Vec<McpClientView> {
                 config_file: client
                     .map(|c| c.config_file(c.default_scope(), &root, &places).display().to_string())
                     .unwrap_or_default(),
-                has_hooks: install::hook_agent(&health.agent).is_some(),
+                has_hooks,
                 hooks_wired: health.hooks.wired,
                 why_not,
                 client: health.agent,
