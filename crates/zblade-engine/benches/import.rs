@@ -322,9 +322,28 @@ fn import_in_memory(text: &mut TextGen, bytes: u64) -> Option<(f64, f64)> {
 fn follow_latency(root: &Path, home: &Path, store: &Path, rounds: usize) -> Vec<Duration> {
     let path = store.join("live-session.jsonl");
     std::fs::write(&path, "").unwrap();
+    follow_rounds(root, home, ImportSource::CLAUDE_CODE, rounds, |round, word| {
+        let line = serde_json::json!({"type": "user", "uuid": format!("live{round}"), "sessionId": "live-session",
+            "cwd": root, "timestamp": "2025-10-01T10:00:00.000Z",
+            "message": {"role": "user", "content": format!("Remember the {word} plan")}});
+        let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        writeln!(file, "{line}").unwrap();
+    })
+}
+
+/// Follows `source` as the watcher (the tray, `zblade watch`) does; each round `write`s a turn
+/// holding a new word the way the agent would, and the time until a search finds the word is
+/// one sample.
+fn follow_rounds(
+    root: &Path,
+    home: &Path,
+    source: ImportSource,
+    rounds: usize,
+    mut write: impl FnMut(usize, &str),
+) -> Vec<Duration> {
     let mut project = Project::open(root).unwrap();
     project.use_agent_places(places(home));
-    project.set_source_enabled(ImportSource::CLAUDE_CODE, true).unwrap();
+    project.set_source_enabled(source, true).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -340,13 +359,8 @@ fn follow_latency(root: &Path, home: &Path, store: &Path, rounds: usize) -> Vec<
     let mut samples = Vec::new();
     for round in 0..rounds {
         let word = format!("zebrafinch{round}");
-        let line = serde_json::json!({"type": "user", "uuid": format!("live{round}"), "sessionId": "live-session",
-            "cwd": root, "timestamp": "2025-10-01T10:00:00.000Z",
-            "message": {"role": "user", "content": format!("Remember the {word} plan")}});
         let written = Instant::now();
-        let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
-        writeln!(file, "{line}").unwrap();
-        drop(file);
+        write(round, &word);
         loop {
             let hits = reader
                 .search(&SearchQuery::new(&word, 1, SearchKind::Messages).in_mode(Some(SearchMode::Keyword)))
@@ -363,6 +377,63 @@ fn follow_latency(root: &Path, home: &Path, store: &Path, rounds: usize) -> Vec<
     stop.store(true, Ordering::Relaxed);
     watcher.join().unwrap();
     samples
+}
+
+/// One new user bubble in the first chat of the generated Cursor folder, written as Cursor
+/// does: the bubble, its header appended to the chat's record, the chat's head in the
+/// workspace's list stamped with the time.
+fn cursor_add_bubble(home: &Path, round: usize, word: &str) {
+    let user = home.join(".config/Cursor/User");
+    let global = rusqlite::Connection::open(user.join("globalStorage/state.vscdb")).unwrap();
+    let chat = "00000000-0000-4000-8000-000000000000";
+    let key = format!("composerData:{chat}");
+    let data: Vec<u8> = global
+        .query_row(
+            "SELECT CAST(value AS BLOB) FROM cursorDiskKV WHERE key = ?1",
+            [&key],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let mut data: serde_json::Value = serde_json::from_slice(&data).unwrap();
+    let bubble = format!("live-{round}");
+    data["fullConversationHeadersOnly"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"bubbleId": bubble, "type": 1}));
+    let now = chrono::Utc::now().timestamp_millis();
+    data["lastUpdatedAt"] = now.into();
+    global
+        .execute(
+            "INSERT INTO cursorDiskKV VALUES (?1, ?2)",
+            rusqlite::params![
+                format!("bubbleId:{chat}:{bubble}"),
+                serde_json::json!({"_v": 2, "type": 1, "bubbleId": bubble, "text": format!("Remember the {word} plan")}).to_string()
+            ],
+        )
+        .unwrap();
+    global
+        .execute(
+            "UPDATE cursorDiskKV SET value = ?1 WHERE key = ?2",
+            rusqlite::params![data.to_string(), key],
+        )
+        .unwrap();
+    let workspace =
+        rusqlite::Connection::open(user.join("workspaceStorage/0f3e9a1c5b7d4e2f8a6c1b3d5e7f9a0b/state.vscdb")).unwrap();
+    let list: String = workspace
+        .query_row(
+            "SELECT value FROM ItemTable WHERE key = 'composer.composerData'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let mut list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    list["allComposers"][0]["lastUpdatedAt"] = now.into();
+    workspace
+        .execute(
+            "UPDATE ItemTable SET value = ?1 WHERE key = 'composer.composerData'",
+            [list.to_string()],
+        )
+        .unwrap();
 }
 
 /// Writes a Cursor user folder under `home` whose global database holds about `target` bytes
@@ -540,6 +611,26 @@ fn cursor_database(full: bool, text: &mut TextGen) {
         .import(&ImportRequest::new(ImportSource::CURSOR), &mut |_, _, _| {})
         .unwrap();
     assert_eq!(again.messages, 0, "a second import adds nothing");
+    // Live: a bubble Cursor writes → found by search (the watcher polls both databases). In
+    // a project of its own whose chats are embedded already: after an import of thousands of
+    // turns that nobody embedded, the first live round embeds them all first (as `zblade index`
+    // would), which says nothing about following.
+    let rounds = if full { 20 } else { 3 };
+    let live_dir = tempfile::tempdir().unwrap();
+    let live_root = project_root(live_dir.path());
+    let live_home = live_dir.path().join("home");
+    generate_cursor(&live_home, &live_root, 2_000_000, text);
+    let (mut live_project, _) = Project::init(&live_root).unwrap();
+    live_project.use_agent_places(places(&live_home));
+    live_project
+        .import(&ImportRequest::new(ImportSource::CURSOR), &mut |_, _, _| {})
+        .unwrap();
+    let _ = live_project.embed_new_memory();
+    drop(live_project);
+    let mut live = follow_rounds(&live_root, &live_home, ImportSource::CURSOR, rounds, |round, word| {
+        cursor_add_bubble(&live_home, round, word)
+    });
+    let live = Stats::of(&mut live);
     let scan_rate = megabytes / scan.as_secs_f64();
     let rate = megabytes / import.as_secs_f64();
     let peak_line = match (reset, before, peak) {
@@ -547,7 +638,7 @@ fn cursor_database(full: bool, text: &mut TextGen) {
         _ => "not measured (no /proc/self/clear_refs)".to_string(),
     };
     eprintln!(
-        "cursor: {megabytes:.0} MB, {chats} chats, {bubbles} bubbles → {} messages; bare scan {scan_rate:.1} MB/s, import {rate:.1} MB/s, peak RSS {peak_line}",
+        "cursor: {megabytes:.0} MB, {chats} chats, {bubbles} bubbles → {} messages; bare scan {scan_rate:.1} MB/s, import {rate:.1} MB/s, peak RSS {peak_line}; live follow p50/p95/p99 {live}",
         report.messages
     );
     if full {
@@ -561,7 +652,8 @@ fn cursor_database(full: bool, text: &mut TextGen) {
              | bare scan: every value of `cursorDiskKV` read and parsed as JSON (baseline) | {scan_rate:.1} MB/s ({:.1} s) |\n\
              | `Project::import` of the workspace's chats (target ≥ 20 MB/s) | **{rate:.1} MB/s** ({:.1} s, {} messages) |\n\
              | peak resident memory of the process during the import (target ≤ 300 MB) | **{peak_line}** |\n\
-             | a second import | {} messages added |\n",
+             | a second import | {} messages added |\n\
+             | live follow: a bubble written as Cursor writes it → found by search, p50 / p95 / p99 over {rounds} bubbles, in a 2 MB folder whose chats are embedded (target p95 ≤ 1 s) | {live} |\n",
             scan.as_secs_f64(),
             import.as_secs_f64(),
             report.messages,
