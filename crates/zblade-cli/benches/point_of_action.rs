@@ -191,8 +191,19 @@ fn main() {
     let _ = server.kill();
     let _ = server.wait();
 
+    // The floor: starting the same executable and doing nothing (`--version`), as many times.
+    let mut start = Vec::new();
+    for _ in 0..calls {
+        let started = Instant::now();
+        let out = Command::new(ZBLADE).arg("--version").output().unwrap();
+        assert!(out.status.success());
+        start.push(started.elapsed());
+    }
+
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let (cold, warm, cached) = (Stats::of(&mut cold), Stats::of(&mut warm), Stats::of(&mut cached));
+    let start = Stats::of(&mut start);
+    let size_mb = std::fs::metadata(ZBLADE).map_or(0.0, |m| m.len() as f64 / 1e6);
     let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
     let body = format!(
         "Repository: {FILES} files of {LINES} lines, {commits} commits of 3 lines each (half with a body that \
@@ -201,7 +212,8 @@ fn main() {
          | measure | p50 | p95 | target |\n|---|---|---|---|\n\
          | no warm engine (the process loads the tokenizer) | {:.0} ms | {:.0} ms | — |\n\
          | `zblade serve` running (the engine answers) | {:.0} ms | {:.0} ms | p95 ≤ 40 ms |\n\
-         | the same lines again in the session (its cache) | {:.0} ms | {:.0} ms | — |\n\n\
+         | the same lines again in the session (its cache) | {:.0} ms | {:.0} ms | — |\n\
+         | baseline: the same executable started to do nothing (`zblade --version`, {size_mb:.0} MB) | {:.0} ms | {:.0} ms | — |\n\n\
          Calls on explained lines told something: {told} of {calls}; a call on lines no commit body or memory \
          explains told {}.\n",
         index_took.as_secs_f64(),
@@ -216,6 +228,8 @@ fn main() {
         ms(warm.p95),
         ms(cached.p50),
         ms(cached.p95),
+        ms(start.p50),
+        ms(start.p95),
         if quiet_said { "something" } else { "nothing" },
     );
     println!("{body}");

@@ -10,9 +10,10 @@
 //! - Cursor's editor database (`state.vscdb`, ~1 GB in a full run, `ZBLADE_BENCH_CURSOR_MB`):
 //!   MB/s through `Project::import` beside a bare scan of its values, and peak resident memory.
 //!
-//! `cargo bench --workspace --bench import` writes the "import" section of
-//! docs/BENCHMARKS.md (`ZBLADE_BENCH_IMPORT_MB` sets the size, default 500); under `cargo test`
-//! it runs a 2 MB smoke test and writes nothing.
+//! `cargo bench --workspace --bench import` writes the "import" and "import-cursor" sections of
+//! docs/BENCHMARKS.md (`ZBLADE_BENCH_IMPORT_MB` sets the size, default 500;
+//! `ZBLADE_BENCH_IMPORT_ONLY=cursor` runs the Cursor part alone); under `cargo test` it runs a
+//! 2 MB smoke test and writes nothing.
 
 mod common;
 
@@ -157,6 +158,11 @@ fn places(home: &Path) -> AgentPlaces {
 
 fn main() {
     let full = full_run();
+    // `ZBLADE_BENCH_IMPORT_ONLY=cursor` measures (and rewrites) the Cursor section alone.
+    if std::env::var("ZBLADE_BENCH_IMPORT_ONLY").as_deref() == Ok("cursor") {
+        cursor_database(full, &mut TextGen::new(21));
+        return;
+    }
     let mb: u64 = std::env::var("ZBLADE_BENCH_IMPORT_MB")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -647,7 +653,7 @@ fn cursor_database(full: bool, text: &mut TextGen) {
              `globalStorage/state.vscdb` ({bubbles} bubbles in Cursor's record shapes — prompts with their attached \
              context, assistant text with thinking and code blocks, tool calls whose results hold file contents and \
              terminal output — plus checkpoint rows zblade does not read), imported with `Project::import` \
-             (`zblade import --source cursor`).\n\n\
+             (`zblade import cursor`).\n\n\
              | measure | result |\n|---|---|\n\
              | bare scan: every value of `cursorDiskKV` read and parsed as JSON (baseline) | {scan_rate:.1} MB/s ({:.1} s) |\n\
              | `Project::import` of the workspace's chats (target ≥ 20 MB/s) | **{rate:.1} MB/s** ({:.1} s, {} messages) |\n\

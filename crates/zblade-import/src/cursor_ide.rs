@@ -159,7 +159,7 @@ struct Listed {
 
 /// Bytes of values one read takes before it hands over what it has (`FileRead::more`), so a
 /// workspace with years of chats is imported in parts instead of held in memory at once.
-const PART_BYTES: u64 = 8 << 20;
+const PART_BYTES: u64 = 4 << 20;
 
 /// Where a read that stopped early goes on: chats done (in the listed order) and the update
 /// time below which chats are skipped, kept in the cursor's `last_record` as

@@ -39,6 +39,9 @@ const SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 const COMMIT_EVERY: usize = 64;
 /// Session files parsed ahead of the one being stored (memory: a few files' sessions).
 const READ_AHEAD: usize = 4;
+/// Stored conversations waiting for their moments to be extracted, at most (each may hold
+/// hundreds of turns).
+const EXTRACT_AHEAD: usize = 8;
 
 /// Conversations read but not written yet, and what to remember about each file once they are.
 #[derive(Default)]
@@ -204,7 +207,7 @@ impl Project {
         let extracted = std::thread::scope(|scope| -> Result<Option<Vec<Extracted>>> {
             // Bounded: when extraction falls behind, storing waits rather than queueing every
             // conversation of a large import in memory.
-            let (to_extractor, stored) = std::sync::mpsc::sync_channel::<Conversation>(COMMIT_EVERY);
+            let (to_extractor, stored) = std::sync::mpsc::sync_channel::<Conversation>(EXTRACT_AHEAD);
             let extractor = extract_here.then(|| {
                 scope.spawn(move || {
                     // The last version of a conversation written twice (a session spread
