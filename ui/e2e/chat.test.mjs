@@ -44,7 +44,7 @@ function lanAddress() {
 const sse = (obj) => `data: ${JSON.stringify(obj)}\n\n`;
 const delta = (content) => sse({ model: "scripted", choices: [{ index: 0, delta: { content } }] });
 
-test("chat in the app", { timeout: 300_000 }, async (t) => {
+test("chat in the app", { timeout: 480_000 }, async (t) => {
   assert.ok(app && cli, "ZBLADE_APP and ZBLADE must name the built binaries");
   const work = mkdtempSync(join(tmpdir(), "zblade-chat-e2e-"));
   const project = join(work, "demo");
