@@ -110,6 +110,39 @@ pub struct HookEvent {
     pub timeout_s: u32,
 }
 
+impl HookEvent {
+    /// A prompt was submitted (`zblade hook prompt`: context for it).
+    pub const fn prompt(event: &'static str) -> HookEvent {
+        HookEvent {
+            event,
+            run: "prompt",
+            matcher: None,
+            timeout_s: 10,
+        }
+    }
+
+    /// A turn ended (`zblade hook stop`: import it).
+    pub const fn stop(event: &'static str) -> HookEvent {
+        HookEvent {
+            event,
+            run: "stop",
+            matcher: None,
+            timeout_s: 60,
+        }
+    }
+
+    /// The tools in `matcher` read or edit a file (`zblade hook pre-tool`: what memory holds
+    /// about those lines).
+    pub const fn file_tool(event: &'static str, matcher: &'static str) -> HookEvent {
+        HookEvent {
+            event,
+            run: "pre-tool",
+            matcher: Some(matcher),
+            timeout_s: 5,
+        }
+    }
+}
+
 /// How an agent finds its MCP servers: the project's file, the user's file, and the format of
 /// the entry zblade writes into them.
 #[derive(Debug, Clone, Copy)]

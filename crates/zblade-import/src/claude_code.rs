@@ -384,30 +384,16 @@ impl Agent for ClaudeCode {
         }))
     }
     fn hooks(&self) -> Option<HooksConfig> {
+        const EVENTS: &[HookEvent] = &[
+            HookEvent::prompt("UserPromptSubmit"),
+            HookEvent::stop("Stop"),
+            // Before a file is read or edited: what memory holds about those lines.
+            HookEvent::file_tool("PreToolUse", "Read|Edit|MultiEdit|Write|NotebookEdit"),
+        ];
         Some(HooksConfig {
             project_file: ".claude/settings.json",
             user_file: |places| places.claude_dir().join("settings.json"),
-            events: &[
-                HookEvent {
-                    event: "UserPromptSubmit",
-                    run: "prompt",
-                    matcher: None,
-                    timeout_s: 10,
-                },
-                HookEvent {
-                    event: "Stop",
-                    run: "stop",
-                    matcher: None,
-                    timeout_s: 60,
-                },
-                // Before a file is read or edited: what memory holds about those lines.
-                HookEvent {
-                    event: "PreToolUse",
-                    run: "pre-tool",
-                    matcher: Some("Read|Edit|MultiEdit|Write|NotebookEdit"),
-                    timeout_s: 5,
-                },
-            ],
+            events: EVENTS,
             timeout_in_ms: false,
             prefers_user_file: false,
         })

@@ -151,7 +151,7 @@ fn strip_fence(content: &str) -> String {
 /// workspaces (`vscode-remote://…`) are not on this machine and give `None`.
 pub(crate) fn workspace_path(raw: &str) -> Option<PathBuf> {
     if let Some(rest) = raw.strip_prefix("file://") {
-        let decoded = percent_decode(rest);
+        let decoded = crate::percent_decode(rest);
         // file:///c:/x on Windows keeps the drive; on Unix the path starts with `/`.
         return Some(PathBuf::from(decoded));
     }
@@ -159,25 +159,6 @@ pub(crate) fn workspace_path(raw: &str) -> Option<PathBuf> {
         return None;
     }
     Some(PathBuf::from(raw))
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(hex) = text.get(i + 1..i + 3)
-            && let Ok(b) = u8::from_str_radix(hex, 16)
-        {
-            out.push(b);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `dateCreated` of this session in `sessions.json` (epoch milliseconds, as a string or a

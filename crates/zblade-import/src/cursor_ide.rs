@@ -74,23 +74,7 @@ pub(crate) fn workspace_folder(db: &Path) -> Option<PathBuf> {
 /// `file:///home/me/my%20app` → `/home/me/my app`; `file:///c%3A/Users/me` → `c:/Users/me`.
 fn file_uri_path(uri: &str) -> Option<PathBuf> {
     let rest = uri.strip_prefix("file://")?;
-    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
-    let bytes = rest.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(hex) = rest.get(i + 1..i + 3)
-            && let Ok(byte) = u8::from_str_radix(hex, 16)
-        {
-            out.push(byte);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    let path = String::from_utf8(out).ok()?;
+    let path = crate::percent_decode(rest.strip_prefix("localhost").unwrap_or(rest));
     // A Windows drive comes as `/c:/…`.
     let path = match path.as_bytes() {
         [b'/', drive, b':', ..] if drive.is_ascii_alphabetic() => path[1..].to_string(),
@@ -141,13 +125,11 @@ fn open(path: &Path) -> Result<Connection, ReadError> {
 /// One value of a key-value table; None when the key is absent or its value NULL.
 fn value(db: &Connection, table: &str, key: &str) -> rusqlite::Result<Option<Vec<u8>>> {
     // SQLite gives TEXT or BLOB; both arrive as bytes.
-    db.query_row(
-        &format!("SELECT CAST(value AS BLOB) FROM {table} WHERE key = ?1"),
-        [key],
-        |row| row.get::<_, Option<Vec<u8>>>(0),
-    )
-    .optional()
-    .map(Option::flatten)
+    // Prepared once per connection: a store of 100,000 bubbles asks this as many times.
+    db.prepare_cached(&format!("SELECT CAST(value AS BLOB) FROM {table} WHERE key = ?1"))?
+        .query_row([key], |row| row.get::<_, Option<Vec<u8>>>(0))
+        .optional()
+        .map(Option::flatten)
 }
 
 /// A chat the workspace lists.

@@ -68,31 +68,17 @@ impl Agent for Gemini {
         })
     }
     fn hooks(&self) -> Option<HooksConfig> {
+        const EVENTS: &[HookEvent] = &[
+            // Its prompt event answers in JSON only (`hookSpecificOutput.additionalContext`).
+            HookEvent::prompt("BeforeAgent"),
+            HookEvent::stop("AfterAgent"),
+            // `BeforeTool` cannot add context; `AfterTool` appends it to what a read returned.
+            HookEvent::file_tool("AfterTool", "read_file|read_many_files"),
+        ];
         Some(HooksConfig {
             project_file: ".gemini/settings.json",
             user_file: settings_file,
-            events: &[
-                // Its prompt event answers in JSON only (`hookSpecificOutput.additionalContext`).
-                HookEvent {
-                    event: "BeforeAgent",
-                    run: "prompt",
-                    matcher: None,
-                    timeout_s: 10,
-                },
-                HookEvent {
-                    event: "AfterAgent",
-                    run: "stop",
-                    matcher: None,
-                    timeout_s: 60,
-                },
-                // `BeforeTool` cannot add context; `AfterTool` appends it to what a read returned.
-                HookEvent {
-                    event: "AfterTool",
-                    run: "pre-tool",
-                    matcher: Some("read_file|read_many_files"),
-                    timeout_s: 5,
-                },
-            ],
+            events: EVENTS,
             timeout_in_ms: true,
             prefers_user_file: true,
         })

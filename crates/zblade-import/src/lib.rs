@@ -457,6 +457,26 @@ pub(crate) fn read_whole_json(path: &Path, what: &str) -> Result<(serde_json::Va
     Ok((value, read))
 }
 
+/// `%XX` escapes decoded (a URI's path; invalid UTF-8 is repaired rather than refused).
+pub(crate) fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let Some(hex) = text.get(i + 1..i + 3)
+            && let Ok(b) = u8::from_str_radix(hex, 16)
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// The size and modification time of a file, as a cursor records them.
 pub fn file_stamp(path: &Path) -> std::io::Result<(u64, i64)> {
     let meta = std::fs::metadata(path)?;

@@ -66,31 +66,17 @@ impl Agent for Qwen {
         })
     }
     fn hooks(&self) -> Option<HooksConfig> {
+        const EVENTS: &[HookEvent] = &[
+            HookEvent::prompt("UserPromptSubmit"),
+            HookEvent::stop("Stop"),
+            // Its `PreToolUse` answer must carry a permission decision, which is not
+            // zblade's to give: context rides on the read's result instead.
+            HookEvent::file_tool("PostToolUse", "read_file"),
+        ];
         Some(HooksConfig {
             project_file: ".qwen/settings.json",
             user_file: settings_file,
-            events: &[
-                HookEvent {
-                    event: "UserPromptSubmit",
-                    run: "prompt",
-                    matcher: None,
-                    timeout_s: 10,
-                },
-                HookEvent {
-                    event: "Stop",
-                    run: "stop",
-                    matcher: None,
-                    timeout_s: 60,
-                },
-                // Its `PreToolUse` answer must carry a permission decision, which is not
-                // zblade's to give: context rides on the read's result instead.
-                HookEvent {
-                    event: "PostToolUse",
-                    run: "pre-tool",
-                    matcher: Some("read_file"),
-                    timeout_s: 5,
-                },
-            ],
+            events: EVENTS,
             timeout_in_ms: false,
             prefers_user_file: true,
         })

@@ -335,9 +335,13 @@ pub fn uninstall_hooks(
     let (_, file) = hooks_target(agent, scope, project, places)?;
     let old = read_existing(&file)?;
     let Some(old_text) = old.as_deref() else {
-        return finish(&format!("{agent} hooks"), file, None, String::new(), true).map(|mut w| {
-            w.change = "unchanged";
-            w
+        // No settings file: nothing of zblade's to take out, and nothing is created.
+        return Ok(Written {
+            client: format!("{agent} hooks"),
+            file,
+            change: "unchanged",
+            text: String::new(),
+            dry_run,
         });
     };
     let mut root = parse_json_object(&file, Some(old_text))?;
