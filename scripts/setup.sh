@@ -85,22 +85,26 @@ if [ ! -f "$ZBLADE_MODELS_DIR/all-minilm-l6-v2-int8/model.onnx" ]; then
   "$ZBLADE_PYTHON" "$ZBLADE_ROOT/scripts/models/quantize_int8.py" "$ZBLADE_MODELS_DIR/all-minilm-l6-v2" "$ZBLADE_MODELS_DIR/all-minilm-l6-v2-int8" 2>/dev/null
 fi
 
-# zblade's code model, trained here and shipped in the repository (models/zblade-code-v1; how it
-# is made: docs/SEARCH.md, "How the code model is made"). Installed when missing or different,
+# zblade's code models, trained here and shipped in the repository (models/zblade-code-*: the
+# default, and the earlier ones the code-search benchmark compares it with; how they are made:
+# docs/SEARCH.md, "How the code model is made"). Each is installed when missing or different,
 # after the shipped files pass their sha256 check, staged and renamed into place.
-code_model_src="$ZBLADE_ROOT/models/zblade-code-v1"
-code_model_dst="$ZBLADE_MODELS_DIR/zblade-code-v1"
-if ! (cd "$code_model_dst" 2>/dev/null && sha256sum --quiet -c "$code_model_src/SHA256SUMS" >/dev/null 2>&1); then
-  if ! (cd "$code_model_src" && sha256sum --quiet -c SHA256SUMS); then
-    echo "setup: the shipped code model in $code_model_src fails its sha256 check (SHA256SUMS); restore it with git checkout" >&2
-    exit 1
+for code_model_src in "$ZBLADE_ROOT"/models/zblade-code-*/; do
+  code_model_src="${code_model_src%/}"
+  code_model="$(basename "$code_model_src")"
+  code_model_dst="$ZBLADE_MODELS_DIR/$code_model"
+  if ! (cd "$code_model_dst" 2>/dev/null && sha256sum --quiet -c "$code_model_src/SHA256SUMS" >/dev/null 2>&1); then
+    if ! (cd "$code_model_src" && sha256sum --quiet -c SHA256SUMS); then
+      echo "setup: the shipped code model in $code_model_src fails its sha256 check (SHA256SUMS); restore it with git checkout" >&2
+      exit 1
+    fi
+    staging="$ZBLADE_MODELS_DIR/.$code_model.new-$$"
+    rm -rf "$staging" && mkdir -p "$staging"
+    (cd "$code_model_src" && cp $(awk '{print $2}' SHA256SUMS) "$staging/")
+    rm -rf "$code_model_dst" && mv "$staging" "$code_model_dst"
+    echo "setup: installed the code model in $code_model_dst" >&2
   fi
-  staging="$ZBLADE_MODELS_DIR/.zblade-code-v1.new-$$"
-  rm -rf "$staging" && mkdir -p "$staging"
-  (cd "$code_model_src" && cp $(awk '{print $2}' SHA256SUMS) "$staging/")
-  rm -rf "$code_model_dst" && mv "$staging" "$code_model_dst"
-  echo "setup: installed the code model in $code_model_dst" >&2
-fi
+done
 
 # The MCP server's test clients, written by others: the official Python SDK (with pytest and
 # jsonschema to validate its answers) ...

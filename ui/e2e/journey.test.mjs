@@ -54,7 +54,7 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   // No conversation model installed (downloads are offered); only the code model that ships
   // in the repository, as setup installs it.
   env.ZBLADE_MODELS_DIR = join(work, "models");
-  cpSync(join(repo, "models/zblade-code-v1"), join(work, "models/zblade-code-v1"), { recursive: true });
+  cpSync(join(repo, "models/zblade-code-v2"), join(work, "models/zblade-code-v2"), { recursive: true });
   env.ZBLADE_MODEL_HUB = `http://127.0.0.1:${hub.address().port}`;
   env.WEBKIT_DISABLE_COMPOSITING_MODE = "1";
   // A Claude Code store holding one session recorded in the demo project (the importers'

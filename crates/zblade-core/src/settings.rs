@@ -272,7 +272,12 @@ pub struct ImportSettings {
 
 /// The code model shipped with zblade (trained here on documented public code; docs/SEARCH.md,
 /// "How the code model is made"): the default embedding model for code.
-pub const DEFAULT_CODE_MODEL: &str = "zblade-code-v1";
+pub const DEFAULT_CODE_MODEL: &str = "zblade-code-v2";
+
+/// Code models zblade shipped as the default before [`DEFAULT_CODE_MODEL`], oldest first. A
+/// project whose settings name one got it from an older `zblade init`, not by choice, so it
+/// follows today's default (see [`SearchSettings::code_model_in_use`]).
+pub const FORMER_DEFAULT_CODE_MODELS: &[&str] = &["zblade-code-v1"];
 
 /// `search`: the embedding models for semantic search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -296,6 +301,20 @@ impl Default for SearchSettings {
             embedding_model: "all-minilm-l6-v2-int8".into(),
             code_model: DEFAULT_CODE_MODEL.into(),
             extra: Map::new(),
+        }
+    }
+}
+
+impl SearchSettings {
+    /// The code model code is embedded with: `code_model`, except that a former default means
+    /// today's ([`FORMER_DEFAULT_CODE_MODELS`]): the new model re-embeds the project's code on
+    /// its next index (vectors are kept per model id), and the package need not carry the old
+    /// one. To keep an older model, name its directory by absolute path.
+    pub fn code_model_in_use(&self) -> &str {
+        if FORMER_DEFAULT_CODE_MODELS.contains(&self.code_model.as_str()) {
+            DEFAULT_CODE_MODEL
+        } else {
+            &self.code_model
         }
     }
 }
@@ -341,6 +360,19 @@ mod tests {
         assert_eq!(json["context"]["compression"]["enabled"], true);
         assert_eq!(json["context"]["compression"]["model"], "local");
         assert_eq!(json["privacy"]["telemetry"], false);
+    }
+
+    #[test]
+    fn a_former_default_code_model_follows_the_default() {
+        let mut search = SearchSettings::default();
+        assert_eq!(search.code_model_in_use(), DEFAULT_CODE_MODEL);
+        search.code_model = "zblade-code-v1".into();
+        assert_eq!(search.code_model_in_use(), DEFAULT_CODE_MODEL);
+        // Chosen by the user (a path, another model): kept.
+        search.code_model = "/opt/models/zblade-code-v1".into();
+        assert_eq!(search.code_model_in_use(), "/opt/models/zblade-code-v1");
+        search.code_model = "all-minilm-l6-v2-int8".into();
+        assert_eq!(search.code_model_in_use(), "all-minilm-l6-v2-int8");
     }
 
     #[test]

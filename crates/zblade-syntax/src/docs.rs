@@ -72,6 +72,42 @@ pub fn documented(path: &Path, text: &str) -> Option<Vec<Documented>> {
     Some(out)
 }
 
+/// A function or method of a file, documented or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Function {
+    /// Its symbol path, as the chunker names it (`Type::method`).
+    pub symbol: String,
+    /// First line of its piece (documentation and attributes included), 1-based.
+    pub start_line: u32,
+    /// Last line, inclusive.
+    pub end_line: u32,
+}
+
+/// Every function and method of a file, each whole (never packed with its neighbours or
+/// split), or `None` when `path`'s language has no grammar here: the candidates the code-search
+/// benchmark ranks when it measures the code model alone.
+pub fn functions(path: &Path, text: &str) -> Option<Vec<Function>> {
+    let language = Language::of(path)?;
+    if language == Language::Markdown {
+        return None;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let pieces = crate::items::pieces(language, text, &lines, 0)?;
+    Some(
+        pieces
+            .into_iter()
+            .filter(|p| !p.signature.is_empty() && is_function(language, &p.signature))
+            .filter_map(|p| {
+                Some(Function {
+                    symbol: p.symbol?,
+                    start_line: p.start as u32 + 1,
+                    end_line: p.end as u32 + 1,
+                })
+            })
+            .collect(),
+    )
+}
+
 /// `text` with every documentation line of its items made empty (lines kept, so line numbers
 /// stay true), and Rust's inner docs (`//!`, `/*! */`) too. Text in other languages comes back
 /// unchanged.

@@ -50,7 +50,7 @@ impl Semantic {
     pub(crate) fn new(settings: &Settings, vectors_dir: &Path) -> Semantic {
         Semantic {
             embedding_model: settings.search.embedding_model.clone(),
-            code_model: settings.search.code_model.clone(),
+            code_model: settings.search.code_model_in_use().to_string(),
             vectors_dir: vectors_dir.to_path_buf(),
             embedder: OnceLock::new(),
             code_embedder: OnceLock::new(),
