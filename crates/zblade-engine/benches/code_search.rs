@@ -418,7 +418,11 @@ fn main() {
         sets.extend(javascript_set().or_else(|| panic!("commander is not in ui/node_modules (run scripts/setup.sh)")));
     }
     let per_set = if full { QUERIES_PER_SET } else { 20 };
-    let models = models();
+    let mut models = models();
+    if tune_only {
+        // Choosing settings: the default code model alone.
+        models.drain(..models.len() - 1);
+    }
     for (_, model) in &models {
         assert!(
             model_dir(model).join("model.onnx").is_file(),

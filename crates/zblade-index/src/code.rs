@@ -351,4 +351,43 @@ mod tests {
         assert_eq!(hits[0].title.as_deref(), Some("Config::parse"));
         assert_eq!(index.keys_for_cids(&["v".into()]).unwrap()["v"], ["code:src/a.rs:3-9"]);
     }
+
+    /// An index whose chunks packed small items up to the whole budget (schema 6) drops them
+    /// when it opens, so the next `zblade index` cuts every file again; commits stay (the
+    /// repository is their only source besides a full re-read).
+    #[test]
+    fn opening_a_version_6_index_drops_code_chunks_and_keeps_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.db");
+        {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            for sql in &crate::schema::MIGRATIONS[..6] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 6).unwrap();
+            conn.execute_batch(
+                "INSERT INTO code_files VALUES ('src/a.rs', 10, 1, 'h', 'now', 'now');
+                 INSERT INTO code_chunks (path, start_line, end_line, cid, symbol, vector_cid)
+                     VALUES ('src/a.rs', 1, 60, 'c', 'a, b, c', 'v');
+                 INSERT INTO code_fts (rowid, symbol, signature, text) VALUES (1, 'a b c', 'fn a', 'fn parse');
+                 INSERT INTO commits VALUES (1, 'abc', '', 'A', 'now', 'Use argon2', '', 'src/a.rs', 1, 1, 0, 1);",
+            )
+            .unwrap();
+        }
+        let index = Index::open(&path).unwrap();
+        assert_eq!(index.schema_version().unwrap(), crate::schema::SCHEMA_VERSION);
+        assert_eq!(index.code_counts().unwrap(), (0, 0), "old chunks are gone");
+        assert!(index.code_file_states().unwrap().is_empty(), "every file is read again");
+        assert!(
+            index
+                .search(&crate::SearchQuery::new("parse", 5, crate::SearchKind::Code))
+                .unwrap()
+                .is_empty(),
+            "nothing of the old keyword index is left"
+        );
+        let commits: i64 = index
+            .read(|conn| conn.query_row("SELECT COUNT(*) FROM commits", [], |r| r.get(0)))
+            .unwrap();
+        assert_eq!(commits, 1, "commits stay");
+    }
 }

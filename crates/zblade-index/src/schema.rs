@@ -4,7 +4,7 @@
 //! user_version = i` to `i + 1`. Released migrations are never edited; a change is a new entry.
 
 /// Every migration, oldest first.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// The schema version this build creates and expects.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -271,4 +271,17 @@ CREATE TABLE decision_states (
     automatic INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX idx_decision_by ON decision_states(by_id);
+"#;
+
+/// Version 7: code chunks pack small neighbouring items up to 1,000 characters instead of the
+/// whole budget (`zblade_syntax`'s `PACK_CHARS`: the embedding models read about that much), so
+/// chunks cut before are dropped and the next `zblade index` cuts every file again. A chunk
+/// whose text did not change keeps its vector.
+const V7: &str = r#"
+DROP TABLE code_fts;
+DELETE FROM code_chunks;
+DELETE FROM code_files;
+CREATE VIRTUAL TABLE code_fts USING fts5(
+    symbol, signature, text, content='', contentless_delete=1, tokenize='porter unicode61'
+);
 "#;
