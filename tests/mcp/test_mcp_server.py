@@ -130,6 +130,16 @@ def test_every_tool_is_listed_and_works(connect, world):
             assert result.structured_content["hits"], result.structured_content
             assert result.structured_content["hits"][0]["at"].startswith("src/cache.rs:")
             assert "lru.remove" in result.structured_content["hits"][0]["code"]
+            # The engine's one code search, as `zblade search --kind code` runs it: the same
+            # places in the same order (the chat's tool is the same tool: zblade-chat's tests).
+            import subprocess
+            result, text = await call(client, tools, "search_project", {"query": "rotate tokens", "limit": 5})
+            cli = subprocess.run([ZBLADE, "--project", str(world["root"]), "search", "--kind", "code", "--json",
+                                  "--limit", "5", "rotate tokens"], env=world["env"], capture_output=True, text=True,
+                                 check=True)
+            places = [hit["id"] for hit in json.loads(cli.stdout)["hits"]]
+            assert places, cli.stdout
+            assert [hit["at"] for hit in result.structured_content["hits"]] == places
 
             result, text = await call(client, tools, "status", {})
             assert not result.is_error, text
