@@ -196,16 +196,29 @@ mod tests {
     fn search_project_answers_what_the_engines_code_search_finds() {
         let (dir, mut project) = project();
         for (name, body) in [
-            ("src/cache.rs", "fn evict_oldest(lru: &mut Lru) {\n    lru.remove_oldest();\n}\n"),
-            ("src/token.rs", "fn refresh_token(t: &str) -> String {\n    rotate(t)\n}\n"),
-            ("src/user.rs", "fn validate_user(u: &User) -> bool {\n    u.token_valid()\n}\n"),
+            (
+                "src/cache.rs",
+                "fn evict_oldest(lru: &mut Lru) {\n    lru.remove_oldest();\n}\n",
+            ),
+            (
+                "src/token.rs",
+                "fn refresh_token(t: &str) -> String {\n    rotate(t)\n}\n",
+            ),
+            (
+                "src/user.rs",
+                "fn validate_user(u: &User) -> bool {\n    u.token_valid()\n}\n",
+            ),
         ] {
             std::fs::write(dir.path().join(name), body).unwrap();
         }
         project.update_search_index(&mut |_, _, _| {}).unwrap();
         for query in ["validate token", "evict the oldest entry", "refresh"] {
             let engine: Vec<String> = project
-                .search(&zblade_engine::SearchQuery::new(query, 5, zblade_engine::SearchKind::Code))
+                .search(&zblade_engine::SearchQuery::new(
+                    query,
+                    5,
+                    zblade_engine::SearchKind::Code,
+                ))
                 .unwrap()
                 .hits
                 .iter()
@@ -219,7 +232,12 @@ mod tests {
             let chat = run(&mut project, "search_project", &args);
             assert!(!chat.is_error, "{chat:?}");
             let chat: Value = serde_json::from_str(&chat.text).unwrap();
-            let places: Vec<&str> = chat["hits"].as_array().unwrap().iter().map(|h| h["at"].as_str().unwrap()).collect();
+            let places: Vec<&str> = chat["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h["at"].as_str().unwrap())
+                .collect();
             assert_eq!(places, engine, "{query}");
         }
     }

@@ -152,7 +152,7 @@ fn main() {
         "Each agent's published fixture grown to about 32 MB by repeating its records, read with \
          `read_file` from the start to the end (best of 3), beside `serde_json::Value` parsing \
          of the same lines. The rest of an import is the same code for every agent: see the \
-         `import` section (Claude Code's store, 76 MB/s through `Project::import`).\n\n\
+         `import` section (Claude Code's store through `Project::import`).\n\n\
          | agent | store | messages | reader | bare JSON parse | reader / parse |\n|---|---:|---:|---:|---:|---:|\n",
     );
     for m in &measured {
