@@ -11,18 +11,11 @@ files' digests, the held-out packages), which `ship_code_model.py --split` recor
 shipped model's PROVENANCE.json. zblade-code-v2's split is this one with the defaults.
 """
 import argparse
-import hashlib
 import json
 import os
 import random
 
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+from ship_code_model import sha256
 
 
 def main():

@@ -261,6 +261,8 @@ fn model_dir(name: &str) -> PathBuf {
 /// Code models shipped before the default one, compared beside it while installed (their
 /// figures stay in the table when a new model is shipped).
 const EARLIER_CODE_MODELS: &[&str] = &["zblade-code-v1"];
+/// How `models()` labels an earlier code model.
+const EARLIER: &str = "earlier code model";
 
 /// The models compared: the conversation model alone (how code was embedded before the code
 /// model), each earlier code model still installed, then the code model (the default for code,
@@ -270,7 +272,7 @@ fn models() -> Vec<(&'static str, String)> {
     let mut models = vec![("conversation model", defaults.embedding_model)];
     for earlier in EARLIER_CODE_MODELS {
         if *earlier != defaults.code_model && model_dir(earlier).join("model.onnx").is_file() {
-            models.push(("earlier code model", (*earlier).to_string()));
+            models.push((EARLIER, (*earlier).to_string()));
         }
     }
     models.push(("code model", defaults.code_model));
@@ -473,7 +475,7 @@ fn main() {
             // The same syntax chunks with the conversation model: the code model is the same
             // size, so it should index as fast.
             conversation_model_time += indexing_cost(root, &set.files, &mut embedders[0], &zblade_engine::chunk_rows).0;
-            if let Some((_, earlier)) = models.iter().find(|(label, _)| *label == "earlier code model") {
+            if let Some((_, earlier)) = models.iter().find(|(label, _)| *label == EARLIER) {
                 let (took, chunks) = upgrade_cost(root, earlier);
                 upgrade.0 += took;
                 upgrade.1 += chunks;
@@ -723,7 +725,7 @@ fn main() {
             ));
         }
     }
-    let upgrade_line = match models.iter().find(|(label, _)| *label == "earlier code model") {
+    let upgrade_line = match models.iter().find(|(label, _)| *label == EARLIER) {
         Some((_, earlier)) if upgrade.1 > 0 => format!(
             " Upgrading: the report sets indexed with `{earlier}` (as an older `zblade init` named it), then indexed \
              again by this zblade, re-embed {} code chunks with `{}` in {:.1} s ({:.0} chunks/s).",

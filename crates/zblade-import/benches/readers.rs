@@ -116,10 +116,11 @@ fn measure(agent: &'static str, fixture: &str, name: &str, target: usize, dir: &
         let started = Instant::now();
         let mut cursor = Cursor::default();
         let mut count = 0;
+        warnings = 0;
         loop {
             let read = read_file(source, &path, &cursor).unwrap_or_else(|e| panic!("{agent}: {e}"));
             count += read.sessions.iter().map(|s| s.turns.len()).sum::<usize>();
-            warnings = read.warnings.len();
+            warnings += read.warnings.len();
             cursor = read.cursor;
             if !read.more {
                 break;
