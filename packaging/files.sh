@@ -34,14 +34,31 @@ onnx_runtime_library() {
 
 # The Debian dependencies of the binaries given, as dpkg-shlibdeps finds them from the shared
 # libraries they link (WebKitGTK, GTK and the tray library for the app; libc, libstdc++ … for
-# both): "libc6 (>= 2.34), libgtk-3-0 (>= 3.24), …".
+# both): "libc6 (>= 2.34), libgtk-3-0 (>= 3.24), …". $1 is the folder of the package's own
+# libraries (/usr/lib/zblade), which have no Debian package to depend on.
 shared_library_depends() {
-  local scratch
+  local private="$1" scratch
+  shift
   scratch="$(mktemp -d)"
   mkdir -p "$scratch/debian"
   printf 'Source: zblade\n\nPackage: zblade\nArchitecture: amd64\n' >"$scratch/debian/control"
-  (cd "$scratch" && dpkg-shlibdeps -O "$@" 2>/dev/null) | sed -n 's/^shlibs:Depends=//p'
+  (cd "$scratch" && dpkg-shlibdeps -O --ignore-missing-info -l"$private" "$@" 2>/dev/null) | sed -n 's/^shlibs:Depends=//p'
   rm -rf "$scratch"
+}
+
+# The shared libraries a binary built with the `shared-engine` feature needs from /usr/lib/zblade
+# (crates/zblade-shared): zblade-shared's library and Rust's std library, one path per line;
+# nothing for a binary linked statically (test builds).
+engine_libraries() {
+  local binary="$1" release needed name
+  release="$(dirname "$binary")"
+  needed="$(readelf -d "$binary" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')"
+  for name in $needed; do
+    case "$name" in
+      libzblade_shared.so) echo "$release/$name" ;;
+      libstd-*.so) echo "$(rustc --print target-libdir)/$name" ;;
+    esac
+  done
 }
 
 # The app package's extra files and its dependencies as a Tauri configuration to merge
@@ -49,6 +66,8 @@ shared_library_depends() {
 # binaries in $1, copying what needs another mode to the folder $2 (the copyright file and the
 # changelog are in src-tauri/tauri.conf.json):
 #   /usr/bin/zblade                      the CLI, beside the app (the app and agents start it)
+#   /usr/lib/zblade/libzblade_shared.so  the engine both binaries link (crates/zblade-shared)
+#   /usr/lib/zblade/libstd-*.so          Rust's std library, which that library and both binaries link
 #   /usr/lib/zblade/libonnxruntime.so.*  found by zblade_search::embed::find_onnx_runtime
 #   /usr/share/zblade/models/NAME/*      found by zblade_engine::models::packaged_models_dir
 app_files_json() {
@@ -61,18 +80,23 @@ app_files_json() {
       return 1
     fi
   done
-  depends="$(shared_library_depends "$release/zblade-app" "$release/zblade")"
-  # A shared library is not executable in a package (the wheel ships it 0755).
-  mkdir -p "$staged"
-  install -m 0644 "$runtime" "$staged/$(basename "$runtime")"
-  runtime="$staged/$(basename "$runtime")"
-  python3 - "$release/zblade" "$runtime" "$ZBLADE_MODELS_DIR" "$depends" $models <<'EOF'
+  # A shared library is not executable in a package (the wheel ships it 0755), and carries no
+  # debug information (Rust's std library comes with it).
+  mkdir -p "$staged/lib"
+  install -m 0644 "$runtime" "$staged/lib/$(basename "$runtime")"
+  runtime="$staged/lib/$(basename "$runtime")"
+  local library
+  for library in $( (engine_libraries "$release/zblade"; engine_libraries "$release/zblade-app") | sort -u); do
+    install -m 0644 "$library" "$staged/lib/$(basename "$library")"
+    strip --strip-unneeded "$staged/lib/$(basename "$library")"
+  done
+  depends="$(shared_library_depends "$staged/lib" "$release/zblade-app" "$release/zblade" $(ls "$staged"/lib/lib*.so 2>/dev/null))"
+  python3 - "$release/zblade" "$staged/lib" "$ZBLADE_MODELS_DIR" "$depends" $models <<'EOF'
 import json, os, sys
-cli, runtime, models_dir, depends, *models = sys.argv[1:]
-files = {
-    "/usr/bin/zblade": cli,
-    "/usr/lib/zblade/" + os.path.basename(runtime): runtime,
-}
+cli, libraries, models_dir, depends, *models = sys.argv[1:]
+files = {"/usr/bin/zblade": cli}
+for name in sorted(os.listdir(libraries)):
+    files["/usr/lib/zblade/" + name] = os.path.join(libraries, name)
 for model in models:
     folder = os.path.join(models_dir, model)
     for name in sorted(os.listdir(folder)):

@@ -36,8 +36,11 @@ started=$SECONDS
 
 # 1. The release binaries, in one cargo run: they share every dependency build.
 #    `custom-protocol` is what `tauri build` would switch on: the app serves its embedded UI.
+#    `shared-engine`: the CLI and the app link the engine from one shared library
+#    (crates/zblade-shared, installed in /usr/lib/zblade) instead of carrying a copy each.
 bash scripts/build-ui.sh
-cargo build --release --locked -p zblade-cli -p zblade-app -p zblade-server --features zblade-app/custom-protocol
+cargo build --release --locked -p zblade-cli -p zblade-app -p zblade-server \
+  --features zblade-app/custom-protocol,zblade-app/shared-engine,zblade-cli/shared-engine
 echo "package: release binaries built ($((SECONDS - started)) s)" >&2
 
 # 2. The app's package, by Tauri's bundler. What goes beside the app (the CLI, ONNX Runtime, the
@@ -49,14 +52,19 @@ app_files_json "$release" "$stage/files" >"$stage/files.json"
 rm -f "$release"/bundle/deb/*.deb
 ui/node_modules/.bin/tauri bundle --ci --bundles deb --features custom-protocol --config "$stage/files.json"
 app_deb="$(ls "$release"/bundle/deb/zblade_*_amd64.deb)"
-cp "$app_deb" "$out/"
+# Tauri's bundler compresses with gzip; xz makes the package about a third smaller (dpkg and apt
+# read both). The tree is unpacked and packed again unchanged.
+repacked="$stage/repacked"
+dpkg-deb -R "$app_deb" "$repacked"
+fakeroot dpkg-deb --root-owner-group -Zxz -z9 --build "$repacked" "$out/$(basename "$app_deb")" >/dev/null
+rm -rf "$repacked"
 
 # 3. The server's package, with dpkg-deb: it is one binary, a unit and its maintainer scripts.
 version="$(zblade_version)"
 root="$stage/server"
 stage_server "$root" "$release/zblade-server"
 # The shared libraries the binary links, as Debian dependencies.
-shlibs="$(shared_library_depends "$root/usr/bin/zblade-server")"
+shlibs="$(shared_library_depends "$root/usr/lib" "$root/usr/bin/zblade-server")"
 size_kb="$(du -sk --exclude=DEBIAN "$root" | cut -f1)"
 sed -e "s/@VERSION@/$version/" -e "s/@DEPENDS@/adduser, $shlibs/" -e "s/@SIZE@/$size_kb/" \
   packaging/server/control >"$root/DEBIAN/control"

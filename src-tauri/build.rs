@@ -10,6 +10,11 @@ mod command_names;
 
 fn main() {
     println!("cargo:rerun-if-changed=permissions");
+    // The Debian package (`shared-engine`): the engine's library and Rust's std library are in
+    // /usr/lib/zblade, found relative to the binary (crates/zblade-shared).
+    if std::env::var_os("CARGO_FEATURE_SHARED_ENGINE").is_some() {
+        println!("cargo:rustc-link-arg-bins=-Wl,-rpath,$ORIGIN/../lib/zblade");
+    }
     let manifest = tauri_build::AppManifest::new().commands(command_names::COMMAND_NAMES);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).expect("tauri-build failed");
 }

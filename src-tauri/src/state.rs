@@ -52,6 +52,33 @@ pub struct AppState {
     pub chat: ChatState,
 }
 
+/// How often the app looks whether the open project's models sat unused long enough to let go.
+const RELEASE_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Starts the thread that lets the open project's embedding models and vector tables go after
+/// `search.release_models_after_minutes` unused (the tray indexer's own project does the same in
+/// its watch loop): an app idling in the tray gives that memory back. It ends with the app.
+fn release_idle_models(project: &Arc<Mutex<Option<Project>>>) {
+    let project = Arc::downgrade(project);
+    let spawned = std::thread::Builder::new()
+        .name("zblade-release".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(RELEASE_CHECK_EVERY);
+                let Some(project) = project.upgrade() else { return };
+                // Busy (a search, an import): it is not idle; look again later.
+                if let Ok(mut open) = project.try_lock()
+                    && let Some(project) = open.as_mut()
+                {
+                    project.release_idle_models();
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("zblade: models will stay loaded (no release thread: {e})");
+    }
+}
+
 /// Runs `work` on the blocking pool with the app's state.
 pub(crate) async fn blocking<T: Send + 'static>(
     app: AppHandle,
@@ -84,11 +111,13 @@ impl AppState {
         let config_path = config::config_dir().join("app.json");
         let (config, notice) = config::load(&config_path);
         let network_allowed = Arc::new(AtomicBool::new(config.allow_network));
+        let project = Arc::new(Mutex::new(None));
+        release_idle_models(&project);
         AppState {
             config_path,
             config: Mutex::new(config),
             config_notice: Mutex::new(notice),
-            project: Arc::new(Mutex::new(None)),
+            project,
             warm: Mutex::new(None),
             proxy: tokio::sync::Mutex::new(None),
             indexer: Mutex::new(None),

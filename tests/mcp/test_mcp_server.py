@@ -453,6 +453,8 @@ def test_a_warm_engine_answers_context_for_short_lived_processes(world):
 
     root, env = world["root"], world["env"]
     alone = zblade("context", "refresh token rotation", cwd=root, env=env).stdout
+    alone_json = json.loads(zblade("--json", "context", "refresh token rotation", cwd=root, env=env).stdout)
+    alone_receipt = zblade("context", "--receipt", "refresh token rotation", cwd=root, env=env).stdout
     daemon = subprocess.Popen([ZBLADE, "--project", str(root), "serve"], env=env,
                               stderr=subprocess.PIPE, text=True)
     try:
@@ -465,6 +467,21 @@ def test_a_warm_engine_answers_context_for_short_lived_processes(world):
         assert stat.S_IMODE(os.stat(os.path.dirname(socket)).st_mode) == 0o700
         warm = zblade("context", "refresh token rotation", cwd=root, env=env).stdout
         assert warm == alone and "rotate the refresh token" in warm
+        # The whole result (--json, --receipt) comes from the warm engine too: asked over the
+        # socket as the CLI asks, and through the CLI, it equals what a process alone assembles
+        # (but for the time taken).
+        import socket as unix
+        with unix.socket(unix.AF_UNIX) as s:
+            s.connect(socket)
+            s.sendall(json.dumps({"whole": {"query": "refresh token rotation"}}).encode() + b"\n")
+            answer = json.loads(s.makefile().readline())["Ok"]
+        assert answer["result"]["text"] == alone_json["text"] and answer["receipt"].startswith("---\n")
+        untimed = lambda r: {k: v for k, v in r.items() if k not in ("elapsed_ms", "timings")}
+        warm_json = json.loads(zblade("--json", "context", "refresh token rotation", cwd=root, env=env).stdout)
+        assert untimed(warm_json) == untimed(alone_json)
+        warm_receipt = zblade("context", "--receipt", "refresh token rotation", cwd=root, env=env).stdout
+        no_time = lambda text: re.sub(r"in [0-9.]+ ms", "in _ ms", text)
+        assert no_time(warm_receipt) == no_time(alone_receipt) and "candidates packed" in warm_receipt
         second = subprocess.run([ZBLADE, "--project", str(root), "serve"], env=env,
                                 capture_output=True, text=True, timeout=60)
         assert second.returncode != 0 and "already serves" in second.stderr

@@ -205,3 +205,37 @@ fn a_matched_question_brings_its_answer_unless_a_filter_keeps_it_out() {
     assert_eq!(march[0], "msg_q", "{march:?}");
     assert!(!march.contains(&"msg_a".to_string()), "written in February: {march:?}");
 }
+
+#[test]
+fn idle_models_are_let_go_and_loaded_again_by_the_next_search() {
+    let (_dir, mut project) = project_with_tiny_model();
+    project.index_semantic(&mut |_, _| {}).unwrap();
+    let semantic = |text: &str| SearchQuery::new(text, 2, SearchKind::Messages).in_mode(Some(SearchMode::Semantic));
+    let first = project.search(&semantic("cache eviction lru ttl")).unwrap();
+    assert_eq!(first.mode, SearchMode::Semantic);
+    // Used a moment ago: not idle for a minute, so kept.
+    assert!(!project.release_models_unused_for(std::time::Duration::from_secs(60)));
+    // Idle for any time at all: let go, and then there is nothing left to let go.
+    assert!(project.release_models_unused_for(std::time::Duration::ZERO));
+    assert!(!project.release_models_unused_for(std::time::Duration::ZERO));
+    // The next search (a new text, so no cached query vector) loads the model again and ranks
+    // as before.
+    let again = project
+        .search(&semantic("the cache eviction policy: lru, ttl"))
+        .unwrap();
+    assert_eq!(again.mode, SearchMode::Semantic);
+    assert_eq!(
+        again.hits[0].hit.conversation_id, first.hits[0].hit.conversation_id,
+        "the reloaded model finds what the first did"
+    );
+    assert!(
+        project.release_models_unused_for(std::time::Duration::ZERO),
+        "loaded again, so let go again"
+    );
+    // The setting: five minutes by default, 0 keeps the models.
+    let mut search = zblade_core::Settings::default().search;
+    assert_eq!(search.release_models_after(), Some(std::time::Duration::from_secs(300)));
+    search.release_models_after_minutes = 0;
+    assert_eq!(search.release_models_after(), None);
+    assert!(!project.release_idle_models(), "five minutes have not passed");
+}

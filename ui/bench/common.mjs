@@ -157,17 +157,34 @@ export async function coldStarts({ app, project, env, runs, work, children }) {
 }
 
 /** The memory of `app --hidden` on `project` (what runs in the tray all day) after `settleMs`:
- * medians of five samples of the app process and of its helper processes, in kB. */
-export async function idleMemory({ app, project, env, settleMs, children }) {
+ * medians of five samples of the app process and of its helper processes, in kB. With
+ * `releaseMs`, the same again after idling that much longer (`released`: past the app's model
+ * release period), then what `afterRelease()` returns (`reload`). */
+export async function idleMemory({ app, project, env, settleMs, children, releaseMs = 0, afterRelease }) {
   const child = spawn(app, ["--hidden", project], { env, stdio: "ignore" });
   children.add(child);
   await sleep(settleMs); // open, index (nothing new), watch, settle
-  const samples = [];
-  for (let i = 0; i < 5; i++) {
-    samples.push({ own: memoryOf(child.pid), helpers: descendants(child.pid).map(memoryOf) });
-    await sleep(1000);
+  const settled = await memorySamples(child.pid);
+  // Optionally idle on past the app's model release period, measure again, then let the
+  // caller ask something of the app (the first search after the release pays the reload).
+  let released = null;
+  let reload = null;
+  if (releaseMs > 0) {
+    await sleep(releaseMs);
+    released = await memorySamples(child.pid);
+    if (afterRelease) reload = await afterRelease();
   }
   await stop(child, children);
+  return { ...settled, released, reload };
+}
+
+// Five samples a second apart of a process's memory and its helpers': medians.
+async function memorySamples(pid) {
+  const samples = [];
+  for (let i = 0; i < 5; i++) {
+    samples.push({ own: memoryOf(pid), helpers: descendants(pid).map(memoryOf) });
+    await sleep(1000);
+  }
   const last = samples[samples.length - 1];
   return {
     ownRss: quantile(samples.map((s) => s.own.rss), 0.5),

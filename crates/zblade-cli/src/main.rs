@@ -17,6 +17,9 @@ use zblade_engine::Error;
 use crate::cli::{Cli, Command};
 use crate::commands::Ctx;
 use crate::render::Out;
+// The Debian package links the engine from one shared library (crates/zblade-shared).
+#[cfg(feature = "shared-engine")]
+use zblade_shared as _;
 
 fn main() -> ExitCode {
     // Before any thread starts (docs/PRIVACY.md).

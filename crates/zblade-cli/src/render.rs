@@ -706,61 +706,9 @@ pub struct Assembled<'a> {
 
 impl Render for Assembled<'_> {
     fn text<W: Write>(&self, out: &mut Out<W>) -> R {
-        let pack = &self.result.pack;
-        write!(out.w, "{}", pack.text).map_err(io)?;
-        if !self.receipt {
-            return Ok(());
-        }
-        line!(out, "---")?;
-        line!(
-            out,
-            "{} of {} tokens ({}), {} of {} candidates packed, in {:.1} ms; search: {}",
-            pack.tokens,
-            pack.budget,
-            pack.tokenizer,
-            pack.entries.len(),
-            pack.receipt.len(),
-            self.result.elapsed_ms,
-            self.result.mode.map_or("none", |m| m.as_str())
-        )?;
-        if let Some(gate) = &pack.gate {
-            let evidence = &gate.evidence;
-            let part = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
-            let names = if evidence.unknown_names.is_empty() {
-                String::new()
-            } else {
-                format!("; names nothing mentions: {}", evidence.unknown_names.join(", "))
-            };
-            line!(
-                out,
-                "relevance gate {} (nearest chunk {}, {} spreads above unrelated prompts; known words {}, best cover {}{names})",
-                gate.summary(),
-                part(evidence.semantic_best),
-                part(evidence.semantic_margin()),
-                part(evidence.known_words),
-                part(evidence.best_cover),
-            )?;
-        }
-        for l in &pack.receipt {
-            let mark = if l.included { "+" } else { "-" };
-            let score = l
-                .score
-                .as_ref()
-                .map(|s| {
-                    format!(
-                        " score {:.3} (search {:.2} × recency {:.2} × affinity {:.2} × type {:.2})",
-                        s.relevance, s.retrieval, s.recency, s.affinity, s.type_weight
-                    )
-                })
-                .unwrap_or_default();
-            line!(
-                out,
-                "{mark} {:>5} tok  {:<9} {}  {}{score}",
-                if l.included { l.tokens } else { l.full_tokens },
-                l.source.as_str(),
-                one_line(&l.label, 60),
-                l.reason
-            )?;
+        write!(out.w, "{}", self.result.pack.text).map_err(io)?;
+        if self.receipt {
+            write!(out.w, "{}", zblade_engine::receipt_text(self.result)).map_err(io)?;
         }
         Ok(())
     }
@@ -1466,13 +1414,33 @@ impl Render for Clients {
     }
 }
 
-/// A pack as a warm engine rendered it.
-#[derive(Serialize)]
-pub struct WarmText(pub String);
+/// A pack as a warm engine rendered it; `--json` prints the whole result it sent, the same
+/// JSON [`Assembled`] prints.
+pub struct WarmText {
+    /// The pack's text.
+    pub text: String,
+    /// The receipt's lines, when asked for.
+    pub receipt: Option<String>,
+    /// The whole result, when asked for.
+    pub result: Option<serde_json::Value>,
+}
+
+impl Serialize for WarmText {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.result {
+            Some(result) => result.serialize(serializer),
+            None => self.text.serialize(serializer),
+        }
+    }
+}
 
 impl Render for WarmText {
     fn text<W: Write>(&self, out: &mut Out<W>) -> R {
-        write!(out.w, "{}", self.0).map_err(io)
+        write!(out.w, "{}", self.text).map_err(io)?;
+        if let Some(receipt) = &self.receipt {
+            write!(out.w, "{receipt}").map_err(io)?;
+        }
+        Ok(())
     }
 }
 

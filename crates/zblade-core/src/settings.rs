@@ -290,6 +290,11 @@ pub struct SearchSettings {
     /// The model for project code, named the same way. When it is not installed, code is
     /// embedded with `embedding_model`; set it equal to `embedding_model` for one model.
     pub code_model: String,
+    /// Minutes the desktop app (its searches and its tray indexer) and `zblade watch` keep the
+    /// embedding models and open vector tables after their last use before letting them go; the
+    /// next search loads them again. 0 keeps them loaded. (`zblade serve` keeps them: being
+    /// warm is its job; `--idle-exit` ends it.)
+    pub release_models_after_minutes: u32,
     /// Unknown fields.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -300,12 +305,20 @@ impl Default for SearchSettings {
         SearchSettings {
             embedding_model: "all-minilm-l6-v2-int8".into(),
             code_model: DEFAULT_CODE_MODEL.into(),
+            release_models_after_minutes: 5,
             extra: Map::new(),
         }
     }
 }
 
 impl SearchSettings {
+    /// How long the models may sit unused before a long-running process lets them go; `None`:
+    /// never ([`SearchSettings::release_models_after_minutes`] is 0).
+    pub fn release_models_after(&self) -> Option<std::time::Duration> {
+        (self.release_models_after_minutes > 0)
+            .then(|| std::time::Duration::from_secs(u64::from(self.release_models_after_minutes) * 60))
+    }
+
     /// The code model code is embedded with: `code_model`, except that a former default means
     /// today's ([`FORMER_DEFAULT_CODE_MODELS`]): the new model re-embeds the project's code on
     /// its next index (vectors are kept per model id), and the package need not carry the old

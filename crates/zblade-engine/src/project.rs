@@ -124,6 +124,23 @@ impl Project {
         self.parts.semantic.use_embedder(embedder);
     }
 
+    /// Lets go of the embedding models and the open vector tables when no search or indexing
+    /// used them for `search.release_models_after_minutes` (what a long-running process calls
+    /// now and then: the app and the watch loop its tray indexer and `zblade watch` run). The next search
+    /// loads them again. Returns whether anything was let go.
+    pub fn release_idle_models(&mut self) -> bool {
+        match self.parts.settings.search.release_models_after() {
+            Some(idle) => self.release_models_unused_for(idle),
+            None => false,
+        }
+    }
+
+    /// [`Project::release_idle_models`] with the idle time given (tests; a benchmark that
+    /// cannot wait five minutes).
+    pub fn release_models_unused_for(&mut self, idle: std::time::Duration) -> bool {
+        self.parts.semantic.release_if_idle(idle)
+    }
+
     /// Looks for coding agents' sessions under `places` instead of this process's home and
     /// environment (tests; an app that imports for another user profile).
     pub fn use_agent_places(&mut self, places: zblade_import::detect::Places) {

@@ -7,9 +7,10 @@
 //! One socket per project, named by a hash of the project's canonical root, in a folder only
 //! this user can enter (`$XDG_RUNTIME_DIR/zblade-UID`, else the temporary folder): the folder is
 //! created 0700 and refused when it is anyone else's or open to others, and the socket is 0600.
-//! A request is one JSON line (at most [`MAX_REQUEST`] bytes) — a context request, or a
-//! point-of-action question (`{"action": {file, lines, budget}}`, docs/HOOKS.md) — and the
-//! answer one JSON line.
+//! A request is one JSON line (at most [`MAX_REQUEST`] bytes) — a context request, the same
+//! asked for the whole result (`{"whole": {…}}`: what `zblade context --json` and `--receipt`
+//! print), or a point-of-action question (`{"action": {file, lines, budget}}`, docs/HOOKS.md) —
+//! and the answer one JSON line.
 //! Whatever fails — no engine running, a stale socket, a timeout — [`ask`] returns `None` and the
 //! caller does the work itself.
 
@@ -40,6 +41,12 @@ pub struct WarmAnswer {
     /// that ride along with a prompt (the hook) then add nothing.
     #[serde(default)]
     pub nothing_relevant: bool,
+    /// The whole result, as `zblade context --json` prints it: only for [`WarmRequest::Whole`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+    /// The receipt's lines ([`crate::receipt_text`]): only for [`WarmRequest::Whole`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<String>,
 }
 
 /// What a short-lived process asks the warm engine.
@@ -51,6 +58,11 @@ pub enum WarmRequest {
     Action {
         /// The question.
         action: ActionRequest,
+    },
+    /// A packed context with everything about it: the result's JSON and its receipt.
+    Whole {
+        /// The request.
+        whole: ContextRequest,
     },
     /// A packed context for a prompt.
     Context(ContextRequest),
@@ -71,6 +83,18 @@ pub struct ActionRequest {
 pub fn handle(project: &Project, request: &WarmRequest) -> Result<WarmAnswer, String> {
     match request {
         WarmRequest::Context(request) => run(project, request),
+        WarmRequest::Whole { whole } => {
+            let result = project.context(whole).map_err(|e| e.to_string())?;
+            let json = serde_json::to_value(&result).map_err(|e| e.to_string())?;
+            Ok(WarmAnswer {
+                receipt: Some(crate::receipt_text(&result)),
+                result: Some(json),
+                entries: result.pack.entries.len(),
+                nothing_relevant: result.pack.nothing_relevant(),
+                text: result.pack.text,
+                notices: result.notices,
+            })
+        }
         WarmRequest::Action { action } => {
             let answer = project
                 .point_of_action(&action.file, action.lines, action.budget)
@@ -80,6 +104,8 @@ pub fn handle(project: &Project, request: &WarmRequest) -> Result<WarmAnswer, St
                 text: answer.text,
                 entries: answer.entries,
                 notices: Vec::new(),
+                result: None,
+                receipt: None,
             })
         }
     }
@@ -102,6 +128,8 @@ pub fn run(project: &Project, request: &ContextRequest) -> Result<WarmAnswer, St
         nothing_relevant: result.pack.nothing_relevant(),
         text: result.pack.text,
         notices: result.notices,
+        result: None,
+        receipt: None,
     })
 }
 
@@ -138,6 +166,12 @@ pub fn socket_path(root: &Path) -> Option<PathBuf> {
 /// (the caller then works in-process). `Some(Err)` is the engine's own error for the request.
 pub fn ask(root: &Path, request: &ContextRequest, timeout: Duration) -> Option<Result<WarmAnswer, String>> {
     ask_warm(root, &WarmRequest::Context(request.clone()), timeout)
+}
+
+/// Like [`ask`], for the whole result: the answer carries `result` (the JSON `zblade context
+/// --json` prints) and `receipt`.
+pub fn ask_whole(root: &Path, request: &ContextRequest, timeout: Duration) -> Option<Result<WarmAnswer, String>> {
+    ask_warm(root, &WarmRequest::Whole { whole: request.clone() }, timeout)
 }
 
 /// Asks the warm engine what memory holds about some lines; `None` as for [`ask`].
@@ -290,6 +324,8 @@ mod tests {
                 entries: 1,
                 notices: Vec::new(),
                 nothing_relevant: false,
+                result: None,
+                receipt: None,
             })
         })
         .unwrap();

@@ -111,6 +111,8 @@ impl Project {
         let mut follower = crate::import::Follower::new();
         while !stop.load(Ordering::Relaxed) {
             self.follow_once(&mut follower, &mut on_event);
+            // A watch runs for hours; models it loaded to re-embed a changed file need not stay.
+            self.release_idle_models();
             let next = match pending.pop_front() {
                 Some(change) => Ok(change),
                 None => changes.recv_timeout(Duration::from_millis(100)),

@@ -140,6 +140,28 @@ pub fn disable_onnx_telemetry() {
     unsafe { std::env::set_var(name, value) };
 }
 
+/// Hands memory the process freed back to the system, after a long-running process let its
+/// models go (`zblade_engine`'s idle release). glibc keeps freed memory in its arenas for reuse,
+/// so dropping an ONNX Runtime session (tens of megabytes, allocated from several threads) lowers
+/// the resident size only once the arenas are trimmed. Returns whether any memory was released;
+/// a no-op (false) on other C libraries.
+#[allow(unsafe_code)]
+pub fn return_freed_memory() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        // SAFETY: malloc_trim takes no pointers and only walks glibc's own arenas under their
+        // locks; any thread may call it at any time.
+        unsafe { malloc_trim(0) == 1 }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}
+
 /// Loads ONNX Runtime from [`find_onnx_runtime`], once per process; later calls return the
 /// first outcome. Anything that uses fastembed or `ort` directly (the benchmarks' raw
 /// baselines) calls this first: without it `ort` would look for `libonnxruntime.so` on the

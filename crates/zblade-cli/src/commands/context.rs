@@ -24,16 +24,27 @@ pub(crate) fn run(cx: &mut Ctx, args: ContextArgs) -> Result<(), Error> {
         exclude_conversation: None,
         min_relevance: args.floor(),
     };
-    // Plain text is all a warm engine sends back; the receipt and --json need the whole result.
-    if !args.receipt
-        && !cx.json
-        && let Some(answer) = warm::ask(&cx.root, &request, WARM_TIMEOUT)
-    {
+    // A warm engine answers every output: plain text, or the whole result for --json and
+    // --receipt. An engine that does not know the whole request (an older zblade still running)
+    // sends text only; then this process assembles it.
+    let whole = args.receipt || cx.json;
+    let asked = if whole {
+        warm::ask_whole(&cx.root, &request, WARM_TIMEOUT)
+    } else {
+        warm::ask(&cx.root, &request, WARM_TIMEOUT)
+    };
+    if let Some(answer) = asked {
         let answer = answer.map_err(Error::Usage)?;
-        for notice in &answer.notices {
-            cx.notice(notice);
+        if !whole || answer.result.is_some() {
+            for notice in &answer.notices {
+                cx.notice(notice);
+            }
+            return cx.out.print(&WarmText {
+                text: answer.text,
+                receipt: answer.receipt.filter(|_| args.receipt),
+                result: answer.result,
+            });
         }
-        return cx.out.print(&WarmText(answer.text));
     }
     let result = cx.open()?.context(&request)?;
     for notice in &result.notices {

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use zblade_core::{Error, Result, Settings};
 use zblade_index::SearchKind;
@@ -42,6 +43,9 @@ pub(crate) struct Semantic {
     vector_readers: Mutex<Vec<(String, Arc<VectorStore>)>>,
     /// What unrelated prompts score here, for the relevance gate (measured once, kept).
     pub(crate) gate_null: NullCache,
+    /// When a model or a vector table was last asked for: what [`Semantic::release_if_idle`]
+    /// measures idleness from.
+    last_used: Mutex<Instant>,
 }
 
 impl Semantic {
@@ -58,7 +62,38 @@ impl Semantic {
             query_vectors: Default::default(),
             vector_readers: Default::default(),
             gate_null: Default::default(),
+            last_used: Mutex::new(Instant::now()),
         }
+    }
+
+    /// Notes that a model or a vector table is in use now.
+    fn touch(&self) {
+        *self.last_used.lock().expect("last-used lock") = Instant::now();
+    }
+
+    /// Whether a local model or a vector table is loaded.
+    fn holds_anything(&self) -> bool {
+        (self.given.is_none() && self.embedder.get().is_some())
+            || self.code_embedder.get().is_some()
+            || !self.vector_readers.lock().expect("vector reader lock").is_empty()
+    }
+
+    /// Lets go of the local models and the open vector tables when none was asked for during
+    /// `idle` (an idle app in the tray should not hold a few hundred megabytes for a search that
+    /// may not come): the next search loads them again. An embedder given in their place
+    /// ([`Semantic::use_embedder`]) is kept, since it cannot be loaded again, and so are the
+    /// query vectors (small) and the gate's null. Returns whether anything was let go.
+    pub(crate) fn release_if_idle(&mut self, idle: Duration) -> bool {
+        if !self.holds_anything() || self.last_used.lock().expect("last-used lock").elapsed() < idle {
+            return false;
+        }
+        if self.given.is_none() {
+            self.embedder = OnceLock::new();
+        }
+        self.code_embedder = OnceLock::new();
+        self.vector_readers = Default::default();
+        zblade_search::embed::return_freed_memory();
+        true
     }
 
     /// Embeds with `embedder` instead of the configured local models (a hosted model, or a
@@ -139,6 +174,7 @@ impl Semantic {
 
     /// The embedding model, loaded once; the error says why semantic search is unavailable.
     pub(crate) fn embedder(&self) -> std::result::Result<&Mutex<Box<dyn Embedder>>, EmbedError> {
+        self.touch();
         self.embedder
             .get_or_init(|| {
                 LocalModel::load(&self.embedding_model_dir(), &self.model_id())
@@ -150,6 +186,7 @@ impl Semantic {
 
     /// The model that embeds `space`, loaded once.
     pub(crate) fn embedder_of(&self, space: Space) -> std::result::Result<&Mutex<Box<dyn Embedder>>, EmbedError> {
+        self.touch();
         match (space, self.code_model_dir()) {
             (Space::Code, Some(dir)) => self
                 .code_embedder
@@ -175,6 +212,7 @@ impl Semantic {
     /// The vector table of `space`'s model for searching, opened on first use and kept;
     /// `None` when nothing has been embedded with that model yet.
     pub(crate) fn vector_reader_of(&self, space: Space) -> Result<Option<Arc<VectorStore>>> {
+        self.touch();
         let model = self.model_id_of(space);
         let mut cached = self.vector_readers.lock().expect("vector reader lock");
         if let Some((_, store)) = cached.iter().find(|(id, _)| *id == model) {
