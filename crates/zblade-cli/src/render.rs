@@ -1414,23 +1414,18 @@ impl Render for Clients {
     }
 }
 
-/// A pack as a warm engine rendered it; `--json` prints the whole result it sent, the same
-/// JSON [`Assembled`] prints.
+/// A pack as a warm engine rendered it (`--json` prints the warm engine's JSON text instead:
+/// `commands::context`).
 pub struct WarmText {
     /// The pack's text.
     pub text: String,
     /// The receipt's lines, when asked for.
     pub receipt: Option<String>,
-    /// The whole result, when asked for.
-    pub result: Option<serde_json::Value>,
 }
 
 impl Serialize for WarmText {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match &self.result {
-            Some(result) => result.serialize(serializer),
-            None => self.text.serialize(serializer),
-        }
+        self.text.serialize(serializer)
     }
 }
 

@@ -124,6 +124,23 @@ impl Project {
     /// Assembles context for `request` (seed 001, section 5.3): analyse, retrieve, rerank,
     /// hydrate code, pack into the budget.
     pub fn context(&self, request: &ContextRequest) -> Result<ContextResult> {
+        // A fresh process (an agent's hook with no warm engine, the app after it let its models
+        // go) spends most of its first context loading the embedding models. They load on
+        // another thread while this one reads the instructions, the files named, the recent
+        // turns and the keyword half; the search then waits for what it still needs. The pack
+        // is the same either way: only when the models load changes.
+        let semantic = self.semantic();
+        let keyword_only = request.mode == Some(SearchMode::Keyword);
+        std::thread::scope(|scope| {
+            if !keyword_only && !semantic.is_prepared() {
+                scope.spawn(|| semantic.prepare());
+            }
+            self.assemble(request)
+        })
+    }
+
+    /// [`Project::context`]'s work.
+    fn assemble(&self, request: &ContextRequest) -> Result<ContextResult> {
         let started = Instant::now();
         let now = Utc::now();
         let mut notices = Vec::new();

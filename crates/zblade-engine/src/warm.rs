@@ -41,9 +41,11 @@ pub struct WarmAnswer {
     /// that ride along with a prompt (the hook) then add nothing.
     #[serde(default)]
     pub nothing_relevant: bool,
-    /// The whole result, as `zblade context --json` prints it: only for [`WarmRequest::Whole`].
+    /// The whole result as `zblade context --json` prints it (pretty JSON text, passed on
+    /// verbatim: parsed and printed again, a float could come back one digit off): only for
+    /// [`WarmRequest::Whole`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<serde_json::Value>,
+    pub result: Option<String>,
     /// The receipt's lines ([`crate::receipt_text`]): only for [`WarmRequest::Whole`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt: Option<String>,
@@ -85,7 +87,7 @@ pub fn handle(project: &Project, request: &WarmRequest) -> Result<WarmAnswer, St
         WarmRequest::Context(request) => run(project, request),
         WarmRequest::Whole { whole } => {
             let result = project.context(whole).map_err(|e| e.to_string())?;
-            let json = serde_json::to_value(&result).map_err(|e| e.to_string())?;
+            let json = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
             Ok(WarmAnswer {
                 receipt: Some(crate::receipt_text(&result)),
                 result: Some(json),

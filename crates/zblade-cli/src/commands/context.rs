@@ -1,6 +1,7 @@
 //! `zblade context QUERY…`: the memory most useful for a query, packed into a budget. Asked of
 //! the warm engine (the app or `zblade serve`) when one runs, else assembled in this process.
 
+use std::io::Write;
 use std::time::Duration;
 
 use zblade_engine::warm;
@@ -39,10 +40,12 @@ pub(crate) fn run(cx: &mut Ctx, args: ContextArgs) -> Result<(), Error> {
             for notice in &answer.notices {
                 cx.notice(notice);
             }
+            if let (true, Some(json)) = (cx.json, &answer.result) {
+                return writeln!(cx.out.writer(), "{json}").map_err(|e| Error::io("<stdout>", e));
+            }
             return cx.out.print(&WarmText {
                 text: answer.text,
                 receipt: answer.receipt.filter(|_| args.receipt),
-                result: answer.result,
             });
         }
     }

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -46,6 +47,8 @@ pub(crate) struct Semantic {
     /// When a model or a vector table was last asked for: what [`Semantic::release_if_idle`]
     /// measures idleness from.
     last_used: Mutex<Instant>,
+    /// [`Semantic::prepare`] ran and nothing it loaded was let go since.
+    prepared: AtomicBool,
 }
 
 impl Semantic {
@@ -63,6 +66,7 @@ impl Semantic {
             vector_readers: Default::default(),
             gate_null: Default::default(),
             last_used: Mutex::new(Instant::now()),
+            prepared: AtomicBool::new(false),
         }
     }
 
@@ -92,6 +96,7 @@ impl Semantic {
         }
         self.code_embedder = OnceLock::new();
         self.vector_readers = Default::default();
+        self.prepared = AtomicBool::new(false);
         zblade_search::embed::return_freed_memory();
         true
     }
@@ -106,6 +111,7 @@ impl Semantic {
         self.code_embedder = OnceLock::new();
         self.query_vectors = Default::default();
         self.vector_readers = Default::default();
+        self.prepared = AtomicBool::new(false);
     }
 
     /// Embeds conversations and moments with the local model in `dir_name` from now on (a model
@@ -115,6 +121,7 @@ impl Semantic {
         self.embedder = OnceLock::new();
         self.query_vectors = Default::default();
         self.vector_readers = Default::default();
+        self.prepared = AtomicBool::new(false);
     }
 
     /// Whether an embedder was given ([`Semantic::use_embedder`]) instead of local models.
@@ -227,6 +234,28 @@ impl Semantic {
         cached.retain(|(id, _)| *id == self.model_id_of(Space::Memory) || *id == self.model_id_of(Space::Code));
         cached.push((model, store.clone()));
         Ok(Some(store))
+    }
+
+    /// Loads what a search of every kind needs, each space on a thread of its own: the
+    /// space's vector table and, when it holds vectors, its model. Errors are not reported
+    /// here: the search that needs the model meets the same error and says it.
+    pub(crate) fn prepare(&self) {
+        let spaces = self.spaces_for(SearchKind::All);
+        std::thread::scope(|scope| {
+            for space in spaces {
+                scope.spawn(move || {
+                    if let Ok(Some(_)) = self.vector_reader_of(space) {
+                        let _ = self.embedder_of(space);
+                    }
+                });
+            }
+        });
+        self.prepared.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Semantic::prepare`] ran since the models were last let go (or changed).
+    pub(crate) fn is_prepared(&self) -> bool {
+        self.prepared.load(Ordering::Relaxed)
     }
 
     /// The embedding of a query text, from the cache of recent queries or the model.
