@@ -116,6 +116,7 @@ stage_server() {
   install -D -m 0644 packaging/server/default "$root/etc/default/zblade-server"
   install -D -m 0644 packaging/copyright "$root/usr/share/doc/zblade-server/copyright"
   install -D -m 0644 packaging/server/README "$root/usr/share/doc/zblade-server/README"
+  install -D -m 0644 packaging/server/lintian-overrides "$root/usr/share/lintian/overrides/zblade-server"
   sed '1s/^zblade /zblade-server /' packaging/changelog | gzip -9n >"$root/usr/share/doc/zblade-server/changelog.gz"
   chmod 0644 "$root/usr/share/doc/zblade-server/changelog.gz"
   mkdir -p "$root/DEBIAN"
