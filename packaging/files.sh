@@ -10,9 +10,12 @@ zblade_version() {
 # The models a fresh project uses, as the given zblade binary's `init` writes them (the defaults
 # are decided once, in zblade-core's settings): "conversation-model code-model".
 default_models() {
-  local zblade="$1" project
+  local zblade="$1" project libraries
   project="$(mktemp -d)"
-  (cd "$project" && HOME="$project" "$zblade" init >/dev/null)
+  # A binary built with `shared-engine` finds its libraries in /usr/lib/zblade once installed;
+  # here they are beside it and in the toolchain.
+  libraries="$(dirname "$zblade"):$(rustc --print target-libdir)"
+  (cd "$project" && HOME="$project" LD_LIBRARY_PATH="$libraries" "$zblade" init >/dev/null)
   python3 - "$project/.zblade/config/settings.json" <<'EOF'
 import json, sys
 search = json.load(open(sys.argv[1]))["search"]
@@ -74,6 +77,10 @@ app_files_json() {
   local release="$1" staged="$2" runtime models model
   runtime="$(onnx_runtime_library)"
   models="$(default_models "$release/zblade")"
+  if [ -z "$models" ]; then
+    echo "package: $release/zblade init did not name the default models" >&2
+    return 1
+  fi
   for model in $models; do
     if [ ! -f "$ZBLADE_MODELS_DIR/$model/model.onnx" ]; then
       echo "package: the default model $model is not in $ZBLADE_MODELS_DIR; run scripts/setup.sh" >&2
