@@ -39,14 +39,7 @@ macro_rules! line {
     ($out:expr, $($arg:tt)*) => { writeln!($out.w, $($arg)*).map_err(io) };
 }
 
-fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > max {
-        flat.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
-    } else {
-        flat
-    }
-}
+use zblade_engine::one_line;
 
 pub(crate) fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];

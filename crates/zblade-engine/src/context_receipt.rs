@@ -65,8 +65,9 @@ pub fn receipt_text(result: &ContextResult) -> String {
     out
 }
 
-/// `text` on one line, cut to `max` characters.
-fn one_line(text: &str, max: usize) -> String {
+/// `text` on one line (whitespace runs made one space), cut to `max` characters with `…`: how
+/// the receipt and the CLI's listings show a label.
+pub fn one_line(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > max {
         flat.chars().take(max.saturating_sub(1)).collect::<String>() + "…"

@@ -72,7 +72,7 @@ mod why;
 pub use code::{CodeIndexReport, chunk_rows, line_window_rows};
 pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus};
 pub use context::{ContextRequest, ContextResult, ContextTimings, MAX_QUERY_CHARS, RECENT_WINDOW};
-pub use context_receipt::receipt_text;
+pub use context_receipt::{one_line, receipt_text};
 pub use documents::{DOCUMENT_SOURCE, DocumentsAdded};
 pub use extract::ExtractReport;
 pub use files::{CodeNow, CodeSearchNow, DEFAULT_READ_LINES, MAX_READ_BYTES, ProjectFile};
