@@ -64,6 +64,16 @@ engine_libraries() {
   done
 }
 
+# The symbols the binaries $@ and Rust's std library import from the libraries they link, one
+# per line, sorted: what libzblade_shared.so must export (crates/zblade-shared/link/ld.bfd).
+engine_imports() {
+  local binaries=("$@") library
+  for library in $(for binary in "$@"; do engine_libraries "$binary"; done | sort -u); do
+    case "$(basename "$library")" in libstd-*.so) binaries+=("$library") ;; esac
+  done
+  nm -D --undefined-only --format=just-symbols "${binaries[@]}" | sed 's/@.*//' | sort -u
+}
+
 # The app package's extra files and its dependencies as a Tauri configuration to merge
 # ({"bundle": {"linux": {"deb": {"files": {DEST: SOURCE}, "depends": […]}}}}), for the release
 # binaries in $1, copying what needs another mode to the folder $2 (the copyright file and the

@@ -38,10 +38,23 @@ started=$SECONDS
 #    `custom-protocol` is what `tauri build` would switch on: the app serves its embedded UI.
 #    `shared-engine`: the CLI and the app link the engine from one shared library
 #    (crates/zblade-shared, installed in /usr/lib/zblade) instead of carrying a copy each.
+#    Then the library is linked a second time exporting only what the two programs (and Rust's
+#    std) import from it, so the linker can drop the rest (crates/zblade-shared/build.rs); the
+#    programs are linked again against it, which checks that nothing they need went missing.
 bash scripts/build-ui.sh
-cargo build --release --locked -p zblade-cli -p zblade-app -p zblade-server \
-  --features zblade-app/custom-protocol,zblade-app/shared-engine,zblade-cli/shared-engine
-echo "package: release binaries built ($((SECONDS - started)) s)" >&2
+release_build() {
+  cargo build --release --locked -p zblade-cli -p zblade-app -p zblade-server \
+    --features zblade-app/custom-protocol,zblade-app/shared-engine,zblade-cli/shared-engine
+}
+unset ZBLADE_ENGINE_EXPORTS
+release_build
+exports="$release/engine-exports.txt"
+engine_imports "$release/zblade" "$release/zblade-app" >"$exports.new"
+# Rewritten only when it changed: the build script reruns when the file's time does.
+cmp -s "$exports.new" "$exports" && rm "$exports.new" || mv "$exports.new" "$exports"
+ZBLADE_ENGINE_EXPORTS="$exports" release_build
+echo "package: release binaries built ($((SECONDS - started)) s;" \
+  "the engine library exports $(wc -l <"$exports") symbols)" >&2
 
 # 2. The app's package, by Tauri's bundler. What goes beside the app (the CLI, ONNX Runtime, the
 #    models, the copyright file) is merged into the bundle configuration here, because where the

@@ -1,0 +1,343 @@
+//! A year of memory (issue 62, part 4): `zblade context` and the warm prompt hook on a project
+//! of a million chunks.
+//!
+//! The project: generated conversations (the foundation benchmark's generator: Zipf vocabulary,
+//! user turns of 40–400 characters, assistant turns of 200–3,000) added through the engine until
+//! the chunk count passes the target, then one synthetic vector per chunk CID (clustered unit
+//! vectors; embedding a million chunks with the real model would take days on two cores) written
+//! where the engine reads them, and the ANN index built as `zblade index` builds it. Queries are
+//! embedded by the real model, inside every timing: a prompt arrives as text.
+//!
+//! Measured, each next to the raw library in the same run:
+//! - the ANN index: build time, size on disk, and per probe count its query time and recall@10
+//!   (and recall@50 of the top 55 that hybrid search asks for) against exact search on the same
+//!   queries and table;
+//! - `Project::context` in process (8,000-token budget), next to one LanceDB ANN query plus one
+//!   bare FTS5 query on the project's own tables;
+//! - `zblade context --budget 8000` as a prompt hook runs it (a new process per prompt) with the
+//!   warm engine (`zblade serve`) running, and a few with none.
+//!
+//! `cargo bench --workspace --bench million` writes the "million" section of docs/BENCHMARKS.md
+//! (`ZBLADE_BENCH_MILLION_CHUNKS` sets the size, default 1,000,000); under `cargo test` it runs
+//! a small smoke version and writes nothing.
+
+#[path = "../../zblade-engine/benches/common/mod.rs"]
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::text::TextGen;
+use common::vectors::ClusteredVectors;
+use common::{Stats, full_run, write_section};
+use zblade_engine::{ContextRequest, Project};
+use zblade_search::VectorStore;
+use zblade_search::vectors::{ANN_NPROBES, AnnQuery, WRITE_BATCH};
+
+const ZBLADE: &str = env!("CARGO_BIN_EXE_zblade");
+const MESSAGES_PER_CONVERSATION: usize = 50;
+const BUDGET: usize = 8_000;
+
+fn dir_size(path: &Path) -> u64 {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
+    if meta.is_dir() {
+        std::fs::read_dir(path)
+            .unwrap()
+            .flatten()
+            .map(|e| dir_size(&e.path()))
+            .sum()
+    } else {
+        meta.len()
+    }
+}
+
+fn mb(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// `zblade context --budget 8000 QUERY` in a new process, as a prompt hook runs it.
+fn hook(root: &Path, query: &str) -> Duration {
+    let started = Instant::now();
+    let out = Command::new(ZBLADE)
+        .arg("--project")
+        .arg(root)
+        .args(["context", "--budget", &BUDGET.to_string(), query])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert!(
+        out.status.success(),
+        "zblade context: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.stdout.is_empty(), "zblade context printed nothing for {query:?}");
+    took
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return; // `cargo test` asks benches for their tests first
+    }
+    let full = full_run();
+    let target: usize = std::env::var("ZBLADE_BENCH_MILLION_CHUNKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if full { 1_000_000 } else { 3_000 });
+    let query_count = if full { 200 } else { 10 };
+    let recall_queries = if full { 100 } else { 10 };
+    let hook_runs = if full { 100 } else { 5 };
+    let cold_runs = if full { 10 } else { 2 };
+
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().join("project");
+    let (_, _) = Project::init(&root).unwrap();
+    let mut project = Project::open(&root).unwrap();
+
+    // Conversations until the chunks pass the target. Chunking reads every text again, so the
+    // chunks are counted after a first thousand conversations, the rest planned from that rate
+    // (plus 1 %), and counted again at the end.
+    let mut text = TextGen::new(1_000_000);
+    let started = Instant::now();
+    let mut conversations = 0usize;
+    let mut add = |project: &mut Project, conversations: &mut usize, count: usize| {
+        let batch: Vec<_> = (*conversations..*conversations + count)
+            .map(|i| {
+                let json = text.conversation(i, MESSAGES_PER_CONVERSATION);
+                (
+                    zblade_core::parse_conversation(json.as_bytes(), "bench").unwrap(),
+                    "bench".to_string(),
+                )
+            })
+            .collect();
+        *conversations += count;
+        project.add_conversations(batch).unwrap();
+    };
+    let first = if full { 1_000 } else { 10 };
+    add(&mut project, &mut conversations, first);
+    let per_conversation = project.refresh_chunks().unwrap().len() as f64 / first as f64;
+    let mut planned = (target as f64 / per_conversation * 1.01).ceil() as usize;
+    eprintln!("{per_conversation:.1} chunks per conversation: {planned} conversations");
+    let chunks = loop {
+        while conversations < planned {
+            let count = 100.min(planned - conversations);
+            add(&mut project, &mut conversations, count);
+            if conversations % 1_000 == 0 {
+                eprintln!(
+                    "{conversations} conversations added ({:.0} s)",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        }
+        let chunks = project.refresh_chunks().unwrap();
+        if chunks.len() >= target {
+            break chunks;
+        }
+        planned = conversations + ((target - chunks.len()) as f64 / per_conversation).ceil() as usize + 1;
+    };
+    let ingest = started.elapsed();
+    let chunk_total = chunks.len();
+    let messages = conversations * MESSAGES_PER_CONVERSATION;
+    let mut cids: Vec<String> = chunks.iter().map(|c| c.cid.clone()).collect();
+    drop(chunks);
+    cids.sort();
+    cids.dedup();
+
+    // One vector per CID, in the default model's table.
+    let (model_id, dim) = {
+        let embedder = project
+            .embedder()
+            .expect("the default model loads (scripts/setup.sh builds it)");
+        let embedder = embedder.lock().unwrap();
+        (embedder.model_id().to_string(), embedder.dim())
+    };
+    let vectors_dir = project.layout().vectors_dir();
+    let mut store = VectorStore::open(&vectors_dir, &model_id, dim).unwrap();
+    let mut generator = ClusteredVectors::new(dim, (cids.len() / 50).max(20));
+    let mut sample = Vec::new();
+    let started = Instant::now();
+    for (i, batch) in cids.chunks(WRITE_BATCH * 8).enumerate() {
+        let rows: Vec<(String, Vec<f32>)> = batch.iter().map(|c| (c.clone(), generator.next())).collect();
+        sample.extend(rows.iter().step_by(997).map(|(_, v)| v.clone()));
+        store.add(&rows).unwrap();
+        if i % 10 == 0 {
+            eprintln!(
+                "{} of {} vectors written",
+                ((i + 1) * WRITE_BATCH * 8).min(cids.len()),
+                cids.len()
+            );
+        }
+    }
+    store.compact().unwrap();
+    let vectors_written = started.elapsed();
+    eprintln!("building the ANN index …");
+    let started = Instant::now();
+    let threshold = if full { zblade_engine::ANN_THRESHOLD } else { 0 };
+    assert!(store.ensure_ann_index(threshold).unwrap(), "the index is built");
+    let ann_build = started.elapsed();
+    let vector_bytes = dir_size(&vectors_dir);
+    let sqlite_bytes = dir_size(&root.join(".zblade/index")) - vector_bytes;
+
+    // The index against exact search, per probe count.
+    let exact: Vec<(Vec<f32>, Vec<String>, Vec<String>)> = (0..recall_queries)
+        .map(|i| {
+            let query = generator.near(&sample[(i * 7 + 3) % sample.len()].clone(), 0.08);
+            let top = |k| -> Vec<String> {
+                store
+                    .nearest_exact(&query, k)
+                    .unwrap()
+                    .into_iter()
+                    .map(|n| n.cid)
+                    .collect()
+            };
+            let (ten, fifty) = (top(10), top(50));
+            (query, ten, fifty)
+        })
+        .collect();
+    let mut exact_times = Vec::new();
+    for (query, _, _) in exact.iter().take(20) {
+        let started = Instant::now();
+        std::hint::black_box(store.nearest_exact(query, 10).unwrap());
+        exact_times.push(started.elapsed());
+    }
+    let exact_stats = Stats::of(&mut exact_times);
+    let hybrid_k = zblade_engine::CANDIDATES + 5;
+    let mut probe_rows = String::new();
+    for nprobes in [16, 32, ANN_NPROBES, 128] {
+        let ann = AnnQuery {
+            nprobes,
+            refine: None,
+            ef: None,
+        };
+        let (mut times, mut recall10, mut recall50) = (Vec::new(), 0.0, 0.0);
+        for (query, ten, fifty) in &exact {
+            let started = Instant::now();
+            let found = store.nearest_ann(query, 10, ann).unwrap();
+            times.push(started.elapsed());
+            recall10 += found.iter().filter(|n| ten.contains(&n.cid)).count() as f64 / ten.len() as f64;
+            let found = store.nearest_ann(query, hybrid_k, ann).unwrap();
+            recall50 += found.iter().take(50).filter(|n| fifty.contains(&n.cid)).count() as f64 / fifty.len() as f64;
+        }
+        let n = exact.len() as f64;
+        let marker = if nprobes == ANN_NPROBES { " (zblade)" } else { "" };
+        probe_rows.push_str(&format!(
+            "| {nprobes}{marker} | {} | {:.3} | {:.3} |\n",
+            Stats::of(&mut times),
+            common::sane("recall@10", recall10) / n,
+            recall50 / n
+        ));
+    }
+    drop(store);
+
+    // `Project::context` in process, each query new text (its embedding is in the time).
+    let project = Project::open(&root).unwrap();
+    let queries: Vec<String> = (0..query_count).map(|i| format!("{} {i}", text.query())).collect();
+    project.context(&ContextRequest::new("warm up the model")).unwrap();
+    let (mut context_times, mut search_phase) = (Vec::new(), Vec::new());
+    let mut tokens = 0usize;
+    for q in &queries {
+        let request = ContextRequest {
+            budget: Some(BUDGET),
+            ..ContextRequest::new(q.as_str())
+        };
+        let started = Instant::now();
+        let result = project.context(&request).unwrap();
+        context_times.push(started.elapsed());
+        search_phase.push(Duration::from_secs_f64(result.timings.search_ms / 1000.0));
+        assert!(result.pack.tokens <= BUDGET);
+        tokens += result.pack.tokens;
+    }
+    let context = Stats::of(&mut context_times);
+    let search = Stats::of(&mut search_phase);
+
+    // The raw libraries on the same tables: one LanceDB ANN query (top 55) and one bare FTS5
+    // query (top 50, words OR-ed) per prompt.
+    let store = VectorStore::open(&vectors_dir, &model_id, dim).unwrap();
+    let mut lance_times = Vec::new();
+    for q in &queries {
+        let vector = project.query_vector(q).unwrap();
+        let started = Instant::now();
+        std::hint::black_box(store.nearest(&vector, hybrid_k).unwrap());
+        lance_times.push(started.elapsed());
+    }
+    drop(store);
+    drop(project);
+    let conn = rusqlite::Connection::open(Project::open(&root).unwrap().layout().database()).unwrap();
+    let mut fts_times = Vec::new();
+    for q in &queries {
+        let words: Vec<String> = q.split_whitespace().map(|w| format!("\"{w}\"")).collect();
+        let started = Instant::now();
+        let mut stmt = conn
+            .prepare_cached("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rank LIMIT 50")
+            .unwrap();
+        let rows: Vec<i64> = stmt
+            .query_map([words.join(" OR ")], |r| r.get(0))
+            .unwrap()
+            .flatten()
+            .collect();
+        std::hint::black_box(rows);
+        fts_times.push(started.elapsed());
+    }
+    drop(conn);
+    let (lance, fts) = (Stats::of(&mut lance_times), Stats::of(&mut fts_times));
+
+    // The hook: a new `zblade context` process per prompt, with no engine and with the warm one.
+    let hook_queries: Vec<String> = (0..hook_runs).map(|i| format!("{} hook {i}", text.query())).collect();
+    let mut cold: Vec<Duration> = hook_queries.iter().take(cold_runs).map(|q| hook(&root, q)).collect();
+    let mut daemon = Command::new(ZBLADE)
+        .arg("--project")
+        .arg(&root)
+        .arg("serve")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(daemon.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("serving"), "zblade serve: {line}");
+    hook(&root, "warm up the engine's model");
+    let mut warm: Vec<Duration> = hook_queries.iter().map(|q| hook(&root, q)).collect();
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    let (cold, warm) = (Stats::of(&mut cold), Stats::of(&mut warm));
+
+    let report = format!(
+        "{messages} messages in {conversations} conversations (the foundation benchmark's generator), {} chunks, \
+         {} distinct CIDs, one synthetic {dim}-dimension vector per CID (clustered unit vectors) in the default \
+         model's table (`{model_id}`); queries of 1–3 words (a third phrased as questions), each new text, embedded \
+         by the real model inside every timing. Building it: conversations added in {:.0} s, vectors written and \
+         compacted in {:.0} s.\n\n\
+         | measure | p50 / p95 / p99 | raw libraries, same run | target |\n|---|---|---|---|\n\
+         | `Project::context`, budget {BUDGET} (embedding, hybrid search, pack, render, count) | {context} | {} + {} (LanceDB ANN top {hybrid_k} + bare FTS5 top 50, p95 summed) | p95 ≤ 30 ms |\n\
+         | of which search (the engine's own timing) | {search} | – | – |\n\
+         | `zblade context --budget {BUDGET}` per prompt, warm engine (`zblade serve`) | {warm} | – | p95 ≤ 40 ms |\n\
+         | the same, no engine running ({cold_runs} prompts) | {cold} | – | – |\n\n\
+         Packs held {:.0} tokens on average.\n\n\
+         **The ANN index** ({:?}, as `zblade index` builds it past {} vectors): built in {:.1} s; the vector table \
+         with it {} on disk against {} of raw vectors; the SQLite index (messages, FTS5, chunks) {}. Exact search \
+         on the same table: {exact_stats} (top 10). Recall against exact search on {} queries near stored vectors:\n\n\
+         | probes | top 10: p50 / p95 / p99 | recall@10 | recall@50 of the top {hybrid_k} |\n|---|---|---|---|\n{probe_rows}\n",
+        chunk_total,
+        cids.len(),
+        ingest.as_secs_f64(),
+        vectors_written.as_secs_f64(),
+        lance.p95_ms(),
+        fts.p95_ms(),
+        tokens as f64 / queries.len() as f64,
+        zblade_search::vectors::ANN_KIND,
+        zblade_engine::ANN_THRESHOLD,
+        ann_build.as_secs_f64(),
+        mb(vector_bytes),
+        mb((cids.len() * dim * 4) as u64),
+        mb(sqlite_bytes),
+        exact.len(),
+    );
+    println!("{report}");
+    if full {
+        write_section("million", "A million chunks", "million", &report);
+    }
+}
