@@ -9,9 +9,10 @@
 //!
 //! With `ZBLADE_ENGINE_EXPORTS` (a file of symbol names, one per line; scripts/package.sh
 //! writes it from what the two programs import), the library exports only those, and the
-//! linker drops the code nothing reaches: `link/ld.bfd` narrows rustc's export list and runs
-//! GNU ld. gcc finds it because `-fuse-ld=bfd` makes it look for `ld.bfd`, and the `-B` folder
-//! given here is the first that has one (rustc's own `-B` folder only holds `ld.lld`).
+//! linker drops the code nothing reaches (`--gc-sections`). `link/ld.bfd` narrows rustc's
+//! export list and runs GNU ld; gcc finds it because `-fuse-ld=bfd` makes it look for
+//! `ld.bfd`, and the `-B` folder given here is the first that has one (rustc's own `-B`
+//! folder only holds `ld.lld`).
 
 use std::path::Path;
 
@@ -23,6 +24,10 @@ fn main() {
         println!("cargo:rerun-if-changed={}", Path::new(&exports).display());
         let link = Path::new(env!("CARGO_MANIFEST_DIR")).join("link");
         println!("cargo:rustc-link-arg=-fuse-ld=bfd");
+        // rustc leaves sections alone when it links a dylib (everything is exported, so
+        // everything is reachable); with the narrowed list, what is not reachable can go, as
+        // it does when rustc links a program.
+        println!("cargo:rustc-link-arg=-Wl,--gc-sections");
         println!("cargo:rustc-link-arg=-B{}/", link.display());
     }
 }

@@ -85,6 +85,10 @@ fn index_then_watch(root: &std::path::Path, stop: &Arc<AtomicBool>, sink: &Sink)
             }));
         }
     });
+    // This project's models were loaded for that run only (the app's searches have models of
+    // their own): let them go now rather than after the idle period. The watch below loads
+    // them again when something new is to be embedded.
+    project.release_models_unused_for(std::time::Duration::ZERO);
     let notice = match report {
         Ok(report) => report.notice,
         Err(Error::Interrupted) => return Err(Error::Interrupted),

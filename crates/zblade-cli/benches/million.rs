@@ -125,7 +125,7 @@ fn main() {
         while conversations < planned {
             let count = 100.min(planned - conversations);
             add(&mut project, &mut conversations, count);
-            if conversations % 1_000 == 0 {
+            if conversations.is_multiple_of(1_000) {
                 eprintln!(
                     "{conversations} conversations added ({:.0} s)",
                     started.elapsed().as_secs_f64()

@@ -128,12 +128,18 @@ impl Project {
         // go) spends most of its first context loading the embedding models. They load on
         // another thread while this one reads the instructions, the files named, the recent
         // turns and the keyword half; the search then waits for what it still needs. The pack
-        // is the same either way: only when the models load changes.
+        // is the same either way: only when the models load changes. So does the token counter
+        // packing uses when no compressor model is configured (cl100k_base, ~20 ms to build
+        // from the binary's data), which is built once per process.
         let semantic = self.semantic();
         let keyword_only = request.mode == Some(SearchMode::Keyword);
+        let cold = !semantic.is_prepared();
         std::thread::scope(|scope| {
-            if !keyword_only && !semantic.is_prepared() {
+            if !keyword_only && cold {
                 scope.spawn(|| semantic.prepare());
+            }
+            if cold && self.settings().context.compression.local_model.is_empty() {
+                scope.spawn(Cl100k::new);
             }
             self.assemble(request)
         })

@@ -194,6 +194,15 @@ impl VectorStore {
         Self::open_existing_named(&dir.to_string_lossy(), &table_name(model_id))
     }
 
+    /// Whether the table of `model_id` under `dir` looks like it holds vectors, from the
+    /// files alone (LanceDB keeps a table's rows under `NAME.lance/data/`; a table that was
+    /// made and never written has no such files). A hint for loading a model early, beside
+    /// opening the table; [`VectorStore::len`] is the answer.
+    pub fn probably_holds_vectors(dir: &Path, model_id: &str) -> bool {
+        let data = dir.join(format!("{}.lance", table_name(model_id))).join("data");
+        std::fs::read_dir(data).is_ok_and(|mut files| files.next().is_some())
+    }
+
     /// Opens the table `name` of the database at `uri` if it exists (see
     /// [`VectorStore::open_named`]); the vector length is read from the table.
     pub fn open_existing_named(uri: &str, name: &str) -> Result<Option<Self>, String> {
@@ -354,6 +363,15 @@ impl VectorStore {
     /// Number of vectors.
     pub fn len(&self) -> Result<usize, String> {
         self.runtime.block_on(self.table.count_rows(None)).map_err(err)
+    }
+
+    /// Fragments (data files) of the table below LanceDB's "small" size (100,000 rows). Each
+    /// [`VectorStore::add`] writes one, and a search opens every fragment its neighbours lie
+    /// in, so a table that only ever grew by small appends (`zblade add` embeds what it adds)
+    /// gets slower to search until [`VectorStore::compact`] merges them.
+    pub fn small_fragments(&self) -> Result<usize, String> {
+        let stats = self.runtime.block_on(self.table.stats()).map_err(err)?;
+        Ok(stats.fragment_stats.num_small_fragments)
     }
 
     /// True when the table holds no vectors.

@@ -13,6 +13,10 @@ use super::{
 };
 use crate::project::Project;
 
+/// Small appended pieces a vector table may hold before `zblade index` merges them though it
+/// embedded nothing itself (each costs a search one more file to open).
+const MAX_SMALL_FRAGMENTS: usize = 8;
+
 impl Project {
     /// The conversation model, loaded once; the error says why semantic search is unavailable
     /// (benchmarks compare zblade's embedding with the model's own).
@@ -168,7 +172,11 @@ impl Project {
             // Compaction and index builds prune old versions: one process at a time, or each
             // would remove versions the other is rewriting.
             let _lock = crate::lock::hold(self.layout(), VECTORS_LOCK)?;
-            if !todo.is_empty() || !stale.is_empty() {
+            // Also when only others wrote: what `zblade add` and the hooks embed arrives in
+            // small appends, which nothing else merges (a 26k-vector table left in 100 pieces
+            // made a search open 39 of them).
+            let fragmented = store.small_fragments().map_err(search_error)? > MAX_SMALL_FRAGMENTS;
+            if !todo.is_empty() || !stale.is_empty() || fragmented {
                 store.compact().map_err(search_error)?;
             }
             ann_index |= store.ensure_ann_index(ANN_THRESHOLD).map_err(search_error)?;
