@@ -32,9 +32,9 @@ use std::time::{Duration, Instant};
 use common::text::TextGen;
 use common::vectors::ClusteredVectors;
 use common::{Stats, full_run, write_section};
-use zblade_engine::{ContextRequest, Project};
+use zblade_engine::{CANDIDATES, ContextRequest, Project, SearchKind, SearchMode, SearchQuery};
 use zblade_search::VectorStore;
-use zblade_search::vectors::{ANN_NPROBES, AnnQuery, WRITE_BATCH};
+use zblade_search::vectors::{ANN_NPROBES, AnnKind, AnnQuery, WRITE_BATCH};
 
 const ZBLADE: &str = env!("CARGO_BIN_EXE_zblade");
 const MESSAGES_PER_CONVERSATION: usize = 50;
@@ -204,14 +204,10 @@ fn main() {
         exact_times.push(started.elapsed());
     }
     let exact_stats = Stats::of(&mut exact_times);
-    let hybrid_k = zblade_engine::CANDIDATES + 5;
-    let mut probe_rows = String::new();
-    for nprobes in [16, 32, ANN_NPROBES, 128] {
-        let ann = AnnQuery {
-            nprobes,
-            refine: None,
-            ef: None,
-        };
+    let hybrid_k = CANDIDATES + 5;
+    // One row of the index table: query time of the top 10, recall@10, and recall@50 of the
+    // top 55 hybrid search asks for.
+    let measure = |store: &VectorStore, ann: AnnQuery| {
         let (mut times, mut recall10, mut recall50) = (Vec::new(), 0.0, 0.0);
         for (query, ten, fifty) in &exact {
             let started = Instant::now();
@@ -222,18 +218,60 @@ fn main() {
             recall50 += found.iter().take(50).filter(|n| fifty.contains(&n.cid)).count() as f64 / fifty.len() as f64;
         }
         let n = exact.len() as f64;
-        let marker = if nprobes == ANN_NPROBES { " (zblade)" } else { "" };
-        probe_rows.push_str(&format!(
-            "| {nprobes}{marker} | {} | {:.3} | {:.3} |\n",
+        format!(
+            "{} | {:.3} | {:.3}",
             Stats::of(&mut times),
             common::sane("recall@10", recall10) / n,
             recall50 / n
+        )
+    };
+    let query = |nprobes, refine, ef| AnnQuery { nprobes, refine, ef };
+    let mut index_rows = String::new();
+    let zblade_kind = zblade_search::vectors::ANN_KIND;
+    let built = format!("{:.1} s | {}", ann_build.as_secs_f64(), mb(dir_size(&vectors_dir)));
+    for nprobes in [16, 32, ANN_NPROBES, 128] {
+        let marker = if nprobes == ANN_NPROBES { " (zblade)" } else { "" };
+        index_rows.push_str(&format!(
+            "| {zblade_kind:?}{marker} | {built} | nprobes {nprobes} | {} |\n",
+            measure(&store, query(nprobes, None, None))
         ));
     }
+    // The other kinds LanceDB builds, on the same table and queries.
+    let others: [(AnnKind, Vec<AnnQuery>); 2] = [
+        (
+            AnnKind::IvfRq,
+            vec![query(ANN_NPROBES, Some(5), None), query(128, Some(5), None)],
+        ),
+        (
+            AnnKind::IvfHnswSq,
+            vec![query(1, None, Some(100)), query(1, None, Some(400))],
+        ),
+    ];
+    for (kind, settings) in others {
+        eprintln!("building a {kind:?} index to compare …");
+        let started = Instant::now();
+        store.build_ann_index_of(kind, None).unwrap();
+        store.compact().unwrap(); // prunes the replaced index's files, for the size on disk
+        let built = format!(
+            "{:.1} s | {}",
+            started.elapsed().as_secs_f64(),
+            mb(dir_size(&vectors_dir))
+        );
+        for ann in settings {
+            let how = match ann.ef {
+                Some(ef) => format!("ef {ef}"),
+                None => format!("nprobes {}, refine ×{}", ann.nprobes, ann.refine.unwrap_or(1)),
+            };
+            index_rows.push_str(&format!("| {kind:?} | {built} | {how} | {} |\n", measure(&store, ann)));
+        }
+    }
+    // Back to the index zblade builds, for what follows.
+    store.build_ann_index().unwrap();
+    store.compact().unwrap();
     drop(store);
 
     // `Project::context` in process, each query new text (its embedding is in the time).
-    let project = Project::open(&root).unwrap();
+    let mut project = Project::open(&root).unwrap();
     let queries: Vec<String> = (0..query_count).map(|i| format!("{} {i}", text.query())).collect();
     project.context(&ContextRequest::new("warm up the model")).unwrap();
     let (mut context_times, mut search_phase) = (Vec::new(), Vec::new());
@@ -252,6 +290,18 @@ fn main() {
     }
     let context = Stats::of(&mut context_times);
     let search = Stats::of(&mut search_phase);
+    // The search's two halves alone, as a context asks (the embeddings are cached by now).
+    let mut halves = |mode: SearchMode| {
+        let mut times = Vec::new();
+        for q in &queries {
+            let query = SearchQuery::new(q, CANDIDATES, SearchKind::All).in_mode(Some(mode));
+            let started = Instant::now();
+            std::hint::black_box(project.search(&query).unwrap());
+            times.push(started.elapsed());
+        }
+        Stats::of(&mut times)
+    };
+    let (keyword, semantic) = (halves(SearchMode::Keyword), halves(SearchMode::Semantic));
 
     // The raw libraries on the same tables: one LanceDB ANN query (top 55) and one bare FTS5
     // query (top 50, words OR-ed) per prompt.
@@ -320,7 +370,9 @@ fn main() {
          **The ANN index** ({:?}, as `zblade index` builds it past {} vectors): built in {:.1} s; the vector table \
          with it {} on disk against {} of raw vectors; the SQLite index (messages, FTS5, chunks) {}. Exact search \
          on the same table: {exact_stats} (top 10). Recall against exact search on {} queries near stored vectors:\n\n\
-         | probes | top 10: p50 / p95 / p99 | recall@10 | recall@50 of the top {hybrid_k} |\n|---|---|---|---|\n{probe_rows}\n",
+         | index | build | on disk (table) | query | top 10: p50 / p95 / p99 | recall@10 | recall@50 of the top {hybrid_k} |\n|---|---|---|---|---|---|---|\n{index_rows}\n\
+         Where a context's search goes (same prompts, embeddings cached, {CANDIDATES} candidates): keyword half \
+         {keyword}, vector half {semantic}.\n",
         chunk_total,
         cids.len(),
         ingest.as_secs_f64(),
