@@ -249,3 +249,33 @@ fn idle_models_are_let_go_and_loaded_again_by_the_next_search() {
     assert_eq!(search.release_models_after(), None);
     assert!(!project.release_idle_models(), "five minutes have not passed");
 }
+
+/// `zblade index` (and the tray app's first pass at every start) with nothing new to embed
+/// loads no model: the tables are opened without one.
+#[test]
+fn an_index_run_with_nothing_new_loads_no_model() {
+    let (dir, mut project) = project_with_tiny_model();
+    let first = project.update_search_index(&mut |_, _, _| {}).unwrap();
+    assert!(first.semantic.as_ref().unwrap().embedded > 0, "{first:?}");
+    assert!(
+        project.release_models_unused_for(std::time::Duration::ZERO),
+        "the first run embedded"
+    );
+    drop(project);
+
+    let mut again = Project::open(dir.path()).unwrap();
+    let report = again.update_search_index(&mut |_, _, _| {}).unwrap();
+    assert_eq!(report.semantic.as_ref().unwrap().embedded, 0, "{report:?}");
+    assert_eq!(report.notice, None);
+    assert!(
+        !again.release_models_unused_for(std::time::Duration::ZERO),
+        "nothing was embedded, so nothing was loaded"
+    );
+    // Something new: the model is loaded for it.
+    let json = serde_json::json!({"conversation_id": "conv_new", "title": "New",
+        "messages": [{"id": "msg_1", "role": "user", "content": "A brand new question about queues."}]});
+    again.add_conversation(json.to_string().as_bytes(), "c.json").unwrap();
+    let report = again.update_search_index(&mut |_, _, _| {}).unwrap();
+    assert!(report.semantic.as_ref().unwrap().embedded > 0, "{report:?}");
+    assert!(again.release_models_unused_for(std::time::Duration::ZERO));
+}

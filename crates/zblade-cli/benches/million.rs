@@ -229,7 +229,7 @@ fn main() {
     let mut index_rows = String::new();
     let zblade_kind = zblade_search::vectors::ANN_KIND;
     let built = format!("{:.1} s | {}", ann_build.as_secs_f64(), mb(dir_size(&vectors_dir)));
-    for nprobes in [16, 32, ANN_NPROBES, 128] {
+    for nprobes in [16, 32, 64, ANN_NPROBES] {
         let marker = if nprobes == ANN_NPROBES { " (zblade)" } else { "" };
         index_rows.push_str(&format!(
             "| {zblade_kind:?}{marker} | {built} | nprobes {nprobes} | {} |\n",
@@ -240,7 +240,7 @@ fn main() {
     let others: [(AnnKind, Vec<AnnQuery>); 2] = [
         (
             AnnKind::IvfRq,
-            vec![query(ANN_NPROBES, Some(5), None), query(128, Some(5), None)],
+            vec![query(64, Some(5), None), query(ANN_NPROBES, Some(5), None)],
         ),
         (
             AnnKind::IvfHnswSq,

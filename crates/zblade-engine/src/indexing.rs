@@ -7,7 +7,7 @@ use zblade_core::Result;
 use crate::code::CodeIndexReport;
 use crate::history::HistoryReport;
 use crate::project::Project;
-use crate::semantic::{EmbedReport, Space};
+use crate::semantic::EmbedReport;
 use crate::summaries::SummarizeReport;
 
 /// What `zblade index` did: project files first, then embeddings when a model is available.
@@ -56,22 +56,27 @@ impl Project {
         progress(IndexStage::History, 0, 1);
         let history = self.index_history()?;
         progress(IndexStage::History, 1, 1);
-        let (semantic, notice) = match self.semantic().embedder() {
-            Err(e) => (None, Some(format!("{e}; only keyword search is indexed"))),
-            Ok(_) => {
-                let report = self.index_semantic(&mut |done, total| progress(IndexStage::Embedding, done, total))?;
-                let code_model_problem = match self.semantic().code_space() {
-                    Space::Code => self.semantic().embedder_of(Space::Code).err(),
-                    Space::Memory => None,
-                };
-                let notice = code_model_problem.map(|e| {
-                    format!(
-                        "code model: {}; code is searched by keyword only",
-                        e.to_string().trim_end_matches('.')
-                    )
-                });
-                (Some(report), notice)
-            }
+        // Told without loading the model: a run with nothing new to embed loads none.
+        let no_model = |e: &dyn std::fmt::Display| Some(format!("{e}; only keyword search is indexed"));
+        let (semantic, notice) = match self.semantic().memory_model_missing() {
+            Some(e) => (None, no_model(&e)),
+            None => match self.index_semantic(&mut |done, total| progress(IndexStage::Embedding, done, total)) {
+                Ok(report) => {
+                    let notice = report.code_model_problem.as_ref().map(|e| {
+                        format!(
+                            "code model: {}; code is searched by keyword only",
+                            e.trim_end_matches('.')
+                        )
+                    });
+                    (Some(report), notice)
+                }
+                // The model is there but did not load when it was needed: keyword search
+                // only, as when it is missing.
+                Err(error) => match self.semantic().embedder() {
+                    Err(e) => (None, no_model(&e)),
+                    Ok(_) => return Err(error),
+                },
+            },
         };
         let summaries = self.summarize_with_progress(None, false, &mut |done, total| {
             progress(IndexStage::Summaries, done, total)

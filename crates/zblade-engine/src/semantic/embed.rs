@@ -46,25 +46,40 @@ impl Project {
         let chunks = self.parts.embedding_chunks()?;
         let rows = self.parts.store_chunk_rows(&chunks)?;
         let code_space = self.semantic().code_space();
-        let memory = self
-            .semantic()
-            .embedder_of(Space::Memory)
-            .map_err(|e| Error::Usage(e.to_string()))?;
-        let memory_store = self
-            .semantic()
-            .vectors_of(Space::Memory, memory.lock().expect("embedder lock").dim())?;
-        let memory_have = memory_store.cids().map_err(search_error)?;
-        // A code model that does not load leaves code to keyword search (the index report says
-        // why); conversations and moments are embedded all the same.
-        let code_embedder = (code_space == Space::Code).then(|| self.semantic().embedder_of(Space::Code));
-        let code_model_broken = matches!(code_embedder, Some(Err(_)));
-        let code_store = match code_embedder {
-            Some(Ok(code)) => Some(
-                self.semantic()
-                    .vectors_of(Space::Code, code.lock().expect("embedder lock").dim())?,
-            ),
-            _ => None,
+        // A model is loaded only to embed something, or to learn the vector length of a table
+        // not made yet: an index run with nothing new (each start of the tray app) loads none.
+        let memory_store = match self.semantic().existing_vectors_of(Space::Memory)? {
+            Some(store) => store,
+            None => {
+                let memory = self
+                    .semantic()
+                    .embedder_of(Space::Memory)
+                    .map_err(|e| Error::Usage(e.to_string()))?;
+                let dim = memory.lock().expect("embedder lock").dim();
+                self.semantic().vectors_of(Space::Memory, dim)?
+            }
         };
+        let memory_have = memory_store.cids().map_err(search_error)?;
+        // A code model that does not load leaves code to keyword search (the report says
+        // why); conversations and moments are embedded all the same.
+        let mut code_model_problem = None;
+        let code_store = match code_space {
+            Space::Memory => None,
+            Space::Code => match self.semantic().existing_vectors_of(Space::Code)? {
+                Some(store) => Some(store),
+                None => match self.semantic().embedder_of(Space::Code) {
+                    Ok(code) => {
+                        let dim = code.lock().expect("embedder lock").dim();
+                        Some(self.semantic().vectors_of(Space::Code, dim)?)
+                    }
+                    Err(e) => {
+                        code_model_problem = Some(e.to_string());
+                        None
+                    }
+                },
+            },
+        };
+        let code_model_broken = code_model_problem.is_some();
         let code_have = match &code_store {
             Some(store) => store.cids().map_err(search_error)?,
             None => memory_have.clone(),
@@ -107,8 +122,8 @@ impl Project {
             Space::Memory => memory_wanted.union(&code_wanted).count(),
             Space::Code => memory_wanted.len() + code_wanted.len(),
         };
-        let total = memory_todo.len() + code_todo.len();
-        let code_embedded = code_todo.len();
+        let mut total = memory_todo.len() + code_todo.len();
+        let mut code_embedded = code_todo.len();
         progress(0, total);
         let mut done = 0;
         let plans = match code_store {
@@ -150,19 +165,33 @@ impl Project {
             mut todo,
         } in plans
         {
-            let embedder = self
-                .semantic()
-                .embedder_of(space)
-                .map_err(|e| Error::Usage(e.to_string()))?;
-            // Similar lengths together: the model pads each batch to its longest text, so
-            // mixing a one-line message with a 256-token code chunk costs the one-liner 256
-            // tokens of work.
-            todo.sort_by_key(|(_, text)| text.len());
-            for batch in todo.chunks(EMBED_BATCH) {
-                self.check_interrupt()?;
-                embed_into(embedder, &store, batch)?;
-                done += batch.len();
-                progress(done, total);
+            let embedder = if todo.is_empty() {
+                None
+            } else {
+                match self.semantic().embedder_of(space) {
+                    Ok(embedder) => Some(embedder),
+                    // The code model stopped loading after its table was made: code stays
+                    // with keyword search, as when it never loaded.
+                    Err(e) if space == Space::Code => {
+                        code_model_problem = Some(e.to_string());
+                        (total, code_embedded) = (total - todo.len(), 0);
+                        todo.clear();
+                        None
+                    }
+                    Err(e) => return Err(Error::Usage(e.to_string())),
+                }
+            };
+            if let Some(embedder) = embedder {
+                // Similar lengths together: the model pads each batch to its longest text, so
+                // mixing a one-line message with a 256-token code chunk costs the one-liner
+                // 256 tokens of work.
+                todo.sort_by_key(|(_, text)| text.len());
+                for batch in todo.chunks(EMBED_BATCH) {
+                    self.check_interrupt()?;
+                    embed_into(embedder, &store, batch)?;
+                    done += batch.len();
+                    progress(done, total);
+                }
             }
             let stale: Vec<String> = have.iter().filter(|c| !wanted.contains(c.as_str())).cloned().collect();
             if !stale.is_empty() {
@@ -190,6 +219,7 @@ impl Project {
             code_embedded,
             removed,
             ann_index,
+            code_model_problem,
             elapsed: started.elapsed(),
         })
     }

@@ -98,6 +98,10 @@ pub struct EmbedReport {
     pub removed: usize,
     /// Whether vector search uses an approximate (ANN) index.
     pub ann_index: bool,
+    /// Why the code model did not load, when it was needed and did not (code then stays with
+    /// keyword search).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code_model_problem: Option<String>,
     /// Wall time.
     #[serde(serialize_with = "secs")]
     pub elapsed: Duration,

@@ -207,6 +207,21 @@ impl Semantic {
         }
     }
 
+    /// `space`'s vector table if it was made already (its vector length is read from it, so
+    /// no model is loaded to open it).
+    pub(crate) fn existing_vectors_of(&self, space: Space) -> Result<Option<VectorStore>> {
+        VectorStore::open_existing(&self.vectors_dir, &self.model_id_of(space)).map_err(search_error)
+    }
+
+    /// Whether the conversation model is missing, told without loading it (a model that is
+    /// there but broken shows only when it loads).
+    pub(crate) fn memory_model_missing(&self) -> Option<EmbedError> {
+        if self.is_given() {
+            return None;
+        }
+        zblade_search::embed::quick_check(&self.embedding_model_dir())
+    }
+
     pub(crate) fn vectors_of(&self, space: Space, dim: usize) -> Result<VectorStore> {
         VectorStore::open(&self.vectors_dir, &self.model_id_of(space), dim).map_err(search_error)
     }
