@@ -48,36 +48,21 @@ impl Project {
         let code_space = self.semantic().code_space();
         // A model is loaded only to embed something, or to learn the vector length of a table
         // not made yet: an index run with nothing new (each start of the tray app) loads none.
-        let memory_store = match self.semantic().existing_vectors_of(Space::Memory)? {
-            Some(store) => store,
-            None => {
-                let memory = self
-                    .semantic()
-                    .embedder_of(Space::Memory)
-                    .map_err(|e| Error::Usage(e.to_string()))?;
-                let dim = memory.lock().expect("embedder lock").dim();
-                self.semantic().vectors_of(Space::Memory, dim)?
-            }
-        };
+        let memory_store = self
+            .semantic()
+            .table_of(Space::Memory)?
+            .map_err(|e| Error::Usage(e.to_string()))?;
         let memory_have = memory_store.cids().map_err(search_error)?;
         // A code model that does not load leaves code to keyword search (the report says
         // why); conversations and moments are embedded all the same.
         let mut code_model_problem = None;
         let code_store = match code_space {
             Space::Memory => None,
-            Space::Code => match self.semantic().existing_vectors_of(Space::Code)? {
-                Some(store) => Some(store),
-                None => match self.semantic().embedder_of(Space::Code) {
-                    Ok(code) => {
-                        let dim = code.lock().expect("embedder lock").dim();
-                        Some(self.semantic().vectors_of(Space::Code, dim)?)
-                    }
-                    Err(e) => {
-                        code_model_problem = Some(e.to_string());
-                        None
-                    }
-                },
-            },
+            Space::Code => self
+                .semantic()
+                .table_of(Space::Code)?
+                .map_err(|e| code_model_problem = Some(e.to_string()))
+                .ok(),
         };
         let code_model_broken = code_model_problem.is_some();
         let code_have = match &code_store {

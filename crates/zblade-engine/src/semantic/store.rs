@@ -213,6 +213,21 @@ impl Semantic {
         VectorStore::open_existing(&self.vectors_dir, &self.model_id_of(space)).map_err(search_error)
     }
 
+    /// `space`'s vector table, made when it is not there yet; only then is the model loaded
+    /// (for its vector length), and a model that does not load is the inner error.
+    pub(crate) fn table_of(&self, space: Space) -> Result<std::result::Result<VectorStore, EmbedError>> {
+        if let Some(store) = self.existing_vectors_of(space)? {
+            return Ok(Ok(store));
+        }
+        match self.embedder_of(space) {
+            Ok(model) => {
+                let dim = model.lock().expect("embedder lock").dim();
+                Ok(Ok(self.vectors_of(space, dim)?))
+            }
+            Err(e) => Ok(Err(e)),
+        }
+    }
+
     /// Whether the conversation model is missing, told without loading it (a model that is
     /// there but broken shows only when it loads).
     pub(crate) fn memory_model_missing(&self) -> Option<EmbedError> {
