@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use common::text::TextGen;
 use common::vectors::ClusteredVectors;
-use common::{Stats, full_run, write_section};
+use common::{Stats, dir_size, full_run, mb, write_section};
 use zblade_engine::{CANDIDATES, ContextRequest, Project, SearchKind, SearchMode, SearchQuery};
 use zblade_search::VectorStore;
 use zblade_search::vectors::{ANN_NPROBES, AnnKind, AnnQuery, WRITE_BATCH};
@@ -39,25 +39,6 @@ use zblade_search::vectors::{ANN_NPROBES, AnnKind, AnnQuery, WRITE_BATCH};
 const ZBLADE: &str = env!("CARGO_BIN_EXE_zblade");
 const MESSAGES_PER_CONVERSATION: usize = 50;
 const BUDGET: usize = 8_000;
-
-fn dir_size(path: &Path) -> u64 {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return 0;
-    };
-    if meta.is_dir() {
-        std::fs::read_dir(path)
-            .unwrap()
-            .flatten()
-            .map(|e| dir_size(&e.path()))
-            .sum()
-    } else {
-        meta.len()
-    }
-}
-
-fn mb(bytes: u64) -> String {
-    format!("{:.1} MB", bytes as f64 / 1e6)
-}
 
 /// `zblade context --budget 8000 QUERY` in a new process, as a prompt hook runs it.
 fn hook(root: &Path, query: &str) -> Duration {

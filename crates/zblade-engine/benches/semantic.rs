@@ -27,7 +27,7 @@ use zblade_search::VectorStore;
 mod common;
 use common::text::TextGen;
 use common::vectors::ClusteredVectors;
-use common::{Stats, full_run, raw_insert, write_section};
+use common::{Stats, dir_size, full_run, mb, raw_insert, write_section};
 #[path = "common/fastembed_alone.rs"]
 mod fastembed_alone;
 
@@ -51,25 +51,6 @@ fn use_model(root: &Path) {
     let mut settings = zblade_core::Settings::load(&path).unwrap();
     settings.search.embedding_model = MODEL.into();
     settings.save(&path).unwrap();
-}
-
-fn dir_size(path: &Path) -> u64 {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return 0;
-    };
-    if meta.is_dir() {
-        std::fs::read_dir(path)
-            .unwrap()
-            .flatten()
-            .map(|e| dir_size(&e.path()))
-            .sum()
-    } else {
-        meta.len()
-    }
-}
-
-fn mb(bytes: u64) -> String {
-    format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
 fn conversations(text: &mut TextGen, count: usize) -> Vec<Conversation> {

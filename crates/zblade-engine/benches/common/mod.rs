@@ -46,6 +46,27 @@ impl std::fmt::Display for Stats {
     }
 }
 
+/// Bytes on disk under `path` (a file, or a folder and everything in it).
+pub fn dir_size(path: &std::path::Path) -> u64 {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
+    if meta.is_dir() {
+        std::fs::read_dir(path)
+            .unwrap()
+            .flatten()
+            .map(|e| dir_size(&e.path()))
+            .sum()
+    } else {
+        meta.len()
+    }
+}
+
+/// Bytes as megabytes for a report, e.g. `231.6 MB`.
+pub fn mb(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
 /// The baseline: the same messages inserted by bare rusqlite in one transaction, into a plain
 /// table and (with `fts`) an external-content FTS5 table like zblade's. Returns the time taken.
 pub fn raw_insert(path: &std::path::Path, convs: &[Conversation], fts: bool) -> Duration {
