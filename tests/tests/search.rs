@@ -1,12 +1,12 @@
 //! Semantic and hybrid search with a real (tiny) ONNX model, real ONNX Runtime and LanceDB.
 
 use zblade_engine::{Project, SearchFilter, SearchKind, SearchMode, SearchQuery};
-use zblade_search::{EmbedError, Embedder, LocalModel, VectorStore};
+use zblade_search::{EmbedError, Embedder, LocalModel, VectorStore, Workload};
 use zblade_tests::tiny_model;
 
 #[test]
 fn the_tiny_model_embeds_with_onnx_runtime() {
-    let mut model = LocalModel::load(&tiny_model(), "tiny").unwrap();
+    let mut model = LocalModel::load(&tiny_model(), "tiny", Workload::Batches).unwrap();
     assert_eq!(model.dim(), 32);
     let v = model
         .embed(&[
@@ -23,17 +23,89 @@ fn the_tiny_model_embeds_with_onnx_runtime() {
 }
 
 #[test]
+fn a_model_for_queries_embeds_as_the_one_for_batches() {
+    let texts = ["refresh the jwt token", "cache eviction policy"];
+    let batches = LocalModel::load(&tiny_model(), "tiny", Workload::Batches)
+        .unwrap()
+        .embed(&texts)
+        .unwrap();
+    let queries = LocalModel::load(&tiny_model(), "tiny", Workload::Queries)
+        .unwrap()
+        .embed(&texts)
+        .unwrap();
+    for (a, b) in batches.iter().zip(&queries) {
+        let cosine: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+        assert!(cosine > 0.9999, "one thread or many, the same vector: {cosine}");
+    }
+}
+
+#[test]
+fn the_tokenizer_parsed_beside_the_session_tokenizes_as_fastembeds_own() {
+    use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
+    zblade_search::embed::load_onnx_runtime().unwrap();
+    let dir = tiny_model();
+    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
+    let files = TokenizerFiles {
+        tokenizer_file: read("tokenizer.json"),
+        config_file: read("config.json"),
+        special_tokens_map_file: read("special_tokens_map.json"),
+        tokenizer_config_file: read("tokenizer_config.json"),
+    };
+    let model = UserDefinedEmbeddingModel::new(read("model.onnx"), files).with_pooling(Pooling::Mean);
+    let mut own = TextEmbedding::try_new_from_user_defined(model, InitOptionsUserDefined::new()).unwrap();
+    // Lengths that need padding in one batch, special tokens written out, and a text past the
+    // model's 512 tokens (truncation).
+    let long = "refresh the jwt token before it expires ".repeat(120);
+    let texts = [
+        "jwt",
+        "[CLS] cache [SEP] eviction [MASK] policy [PAD]",
+        long.as_str(),
+        "x",
+    ];
+    let expected = own.embed(texts, Some(texts.len())).unwrap();
+    let ours = LocalModel::load(&dir, "tiny", Workload::Batches)
+        .unwrap()
+        .embed(&texts)
+        .unwrap();
+    for ((text, a), b) in texts.iter().zip(&expected).zip(&ours) {
+        let norm = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let cosine: f32 = a.iter().zip(b).map(|(x, y)| x / norm * y).sum();
+        assert!(cosine > 0.99999, "{text:.40}: cosine {cosine}");
+    }
+}
+
+#[test]
+fn a_config_that_misstates_the_vector_length_is_caught_at_the_first_embedding() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in zblade_search::embed::MODEL_FILES {
+        std::fs::copy(tiny_model().join(file), dir.path().join(file)).unwrap();
+    }
+    let config = std::fs::read_to_string(dir.path().join("config.json")).unwrap();
+    let mut config: serde_json::Value = serde_json::from_str(&config).unwrap();
+    config["hidden_size"] = 48.into();
+    std::fs::write(dir.path().join("config.json"), config.to_string()).unwrap();
+    let mut model = LocalModel::load(dir.path(), "misstated", Workload::Queries).unwrap();
+    assert_eq!(model.dim(), 48, "the length is read from config.json, not probed");
+    let err = model.embed(&["refresh the jwt token"]).unwrap_err();
+    assert!(matches!(err, EmbedError::BadModel(_)), "{err}");
+    assert!(
+        err.to_string().contains("32") && err.to_string().contains("48"),
+        "{err}"
+    );
+}
+
+#[test]
 fn missing_and_corrupt_models_are_reported() {
     let dir = tempfile::tempdir().unwrap();
     assert!(matches!(
-        LocalModel::load(dir.path(), "none"),
+        LocalModel::load(dir.path(), "none", Workload::Queries),
         Err(EmbedError::NoModel(_))
     ));
     for file in zblade_search::embed::MODEL_FILES {
         std::fs::copy(tiny_model().join(file), dir.path().join(file)).unwrap();
     }
     std::fs::write(dir.path().join("model.onnx"), b"this is not an onnx graph").unwrap();
-    let err = LocalModel::load(dir.path(), "broken").unwrap_err();
+    let err = LocalModel::load(dir.path(), "broken", Workload::Queries).unwrap_err();
     assert!(matches!(err, EmbedError::BadModel(_)), "{err}");
 }
 

@@ -13,7 +13,7 @@
 // Usage (scripts/package.sh --bench runs it after installing the packages):
 //   node ui/bench/installed.mjs [--write]     (ZBLADE_APP / ZBLADE override /usr/bin/…)
 // With --write it rewrites the "installed" section of docs/BENCHMARKS.md.
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -85,15 +85,46 @@ function buildProject(root) {
   return { status, queries, indexSeconds, addSeconds };
 }
 
+// Each query in a new process with no warm engine: the times, and the packs.
 function contextLatency(project, queries) {
   spawnSync(cli, ["context", "--project", project, "warm the page cache"], { env, stdio: "ignore" });
-  return queries.map((query) => {
+  const packs = [];
+  const times = queries.map((query) => {
     const started = performance.now();
     const run = spawnSync(cli, ["context", "--project", project, query], { env, encoding: "utf8" });
     const elapsed = performance.now() - started;
     if (run.status !== 0 || !run.stdout.trim()) throw new Error(`zblade context "${query}" failed: ${run.stderr}`);
+    packs.push(run.stdout);
     return elapsed;
   });
+  return { times, packs };
+}
+
+// How many of the cold packs the warm engine (`zblade serve`) packs the same: a cold process
+// may not take a shortcut that changes the answer.
+async function samePacksWarm(project, queries, coldPacks, children) {
+  const serve = spawn(cli, ["--project", project, "serve"], { env, stdio: ["ignore", "ignore", "pipe"] });
+  children.add(serve);
+  await new Promise((resolve, reject) => {
+    let seen = "";
+    serve.stderr.on("data", (chunk) => {
+      seen += chunk;
+      if (seen.includes("serving")) resolve();
+    });
+    serve.on("exit", () => reject(new Error(`zblade serve ended: ${seen}`)));
+  });
+  let same = 0;
+  queries.forEach((query, i) => {
+    const run = spawnSync(cli, ["context", "--project", project, query], { env, encoding: "utf8" });
+    if (run.status !== 0) throw new Error(`zblade context "${query}" (warm) failed: ${run.stderr}`);
+    if (run.stdout === coldPacks[i]) same += 1;
+    else process.stderr.write(`bench-installed: the warm pack of "${query}" differs from the cold one\n`);
+  });
+  const ended = new Promise((resolve) => serve.once("exit", resolve));
+  serve.kill();
+  await ended;
+  children.delete(serve);
+  return same;
 }
 
 try {
@@ -108,7 +139,9 @@ try {
       recent_projects: [{ path: project, name: "bench", opened_at: new Date().toISOString() }] }),
   );
   process.stderr.write("bench-installed: zblade context …\n");
-  const context = contextLatency(project, queries);
+  const { times: context, packs: coldPacks } = contextLatency(project, queries);
+  process.stderr.write("bench-installed: the same prompts through the warm engine …\n");
+  const samePacks = await samePacksWarm(project, queries, coldPacks, children);
   const display = await startDisplay(children);
   process.stderr.write("bench-installed: the app's cold start …\n");
   const { wall: starts } = await coldStarts({ app, project, env: { ...env, DISPLAY: display }, runs: STARTS, work, children });
@@ -141,6 +174,7 @@ ${deb ? `| \`${deb.split("/").pop()}\`: the package file | ${(statSync(deb).size
 | … after ${RELEASE_MS / 1000} s idle (models let go after \`search.release_models_after_minutes\`, 5) | RSS ${mb(idle.released.ownRss)} MB (${mb(idle.released.ownAnon)} MB allocated) | ≤ 150 MB (≤ 40 MB allocated) |
 | … then \`zblade context\` answered by the app's warm engine: the first (models loaded again) / the next | ${fmt(idle.reload.first)} / ${fmt(idle.reload.next)} ms | – |
 | \`zblade context QUERY\`, a new process per query, no warm engine: p50 / p95 / max of ${QUERIES} | ${fmt(quantile(context, 0.5))} / ${fmt(quantile(context, 0.95))} / ${fmt(Math.max(...context))} ms | p95 ≤ 150 ms |
+| … its packs, equal to the warm engine's (\`zblade serve\`) for the same prompts | ${samePacks} of ${QUERIES} | all |
 `;
   console.log(report);
   if (write) writeSection("installed", report);

@@ -131,6 +131,11 @@ pub fn mark_revisits(candidates: &mut [Candidate]) {
             }
         }
     }
+    // Oldest first, so that a chain (A revisited by B, B by C) carries A's rank to B and then
+    // B's to C. The order must be fixed: a map's changes from process to process, and with it
+    // the ranks of a chain and so the pack (the same prompt packed differently run to run).
+    let mut revisited: Vec<(usize, (String, f64, usize))> = revisited.into_iter().collect();
+    revisited.sort_by_key(|(i, _)| (candidates[*i].time, *i));
     for (i, (by, _, j)) in revisited {
         if candidates[i].standing.is_some() {
             continue;
@@ -202,6 +207,37 @@ mod tests {
         );
         assert!(candidates[1].retrieval > candidates[0].retrieval);
         assert!(candidates[1].standing.is_none() && candidates[2].standing.is_none());
+    }
+
+    #[test]
+    fn a_chain_of_revisits_ranks_the_same_every_time_and_the_newest_highest() {
+        // A is revisited by B only, B by C only (A and C share too few words).
+        let chain = vec![
+            turn("conv_a", 1, "Invoice totals round each line item to cents.", 0.9),
+            turn(
+                "conv_b",
+                10,
+                "Invoice totals round each line item; the ledger queue takes the sum.",
+                0.3,
+            ),
+            turn(
+                "conv_c",
+                20,
+                "The ledger queue takes the sum nightly per line item.",
+                0.2,
+            ),
+        ];
+        let mut first = chain.clone();
+        mark_revisits(&mut first);
+        assert_eq!(first[0].standing.as_ref().and_then(|s| s.by.as_deref()), Some("conv_b"));
+        assert_eq!(first[1].standing.as_ref().and_then(|s| s.by.as_deref()), Some("conv_c"));
+        assert!(first[2].retrieval >= first[1].retrieval && first[1].retrieval >= first[0].retrieval);
+        // Each call builds a map with new random keys: the order it is read in must not matter.
+        for _ in 0..32 {
+            let mut again = chain.clone();
+            mark_revisits(&mut again);
+            assert_eq!(again, first);
+        }
     }
 
     #[test]

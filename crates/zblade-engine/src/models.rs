@@ -229,9 +229,12 @@ impl Project {
         let target = models_dir().join(dir_name);
         refuse_overwrite(&target, dir_name, replace)?;
         let check = |staging: &Path| -> Result<()> {
-            // Load it when ONNX Runtime is here; otherwise it is checked on first use.
+            // Load it and embed a text when ONNX Runtime is here; otherwise it is checked on
+            // first use.
             if zblade_search::embed::find_onnx_runtime().is_some_and(|p| p.exists()) {
-                zblade_search::LocalModel::load(staging, dir_name)
+                use zblade_search::Embedder;
+                zblade_search::LocalModel::load(staging, dir_name, zblade_search::Workload::Queries)
+                    .and_then(|mut model| model.embed(&["a text to check the model with"]))
                     .map(drop)
                     .map_err(|e| Error::Usage(format!("the model does not load: {e}")))?;
             }

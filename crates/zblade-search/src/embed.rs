@@ -162,6 +162,36 @@ pub fn return_freed_memory() -> bool {
     }
 }
 
+/// Sets glibc's allocator up for a process that loads a model, answers once and exits (a cold
+/// `zblade context`): every thread allocates from one arena, and large blocks come from the
+/// heap and stay there when freed instead of being mapped and unmapped. Loading a model
+/// copies its 22 MB several times (the file, ONNX Runtime's parse, its packed weights); each
+/// copy into fresh pages costs a page fault per 4 KB, and with these settings later copies
+/// reuse the pages earlier ones freed (a cold context touched 25% fewer pages and ran ~6 ms
+/// faster on two cores; docs/BENCHMARKS.md, "The lean install"). Not for long-running
+/// processes, which should hand freed memory back ([`return_freed_memory`]). Call it before
+/// the process starts threads. A no-op on other C libraries.
+#[allow(unsafe_code)]
+pub fn tune_allocator_for_one_answer() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // glibc's <malloc.h>.
+        const M_TRIM_THRESHOLD: std::ffi::c_int = -1;
+        const M_MMAP_THRESHOLD: std::ffi::c_int = -3;
+        const M_ARENA_MAX: std::ffi::c_int = -8;
+        unsafe extern "C" {
+            fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
+        }
+        // SAFETY: mallopt takes plain integers and changes only glibc's allocation policy,
+        // under its own lock; blocks already allocated are unaffected.
+        unsafe {
+            mallopt(M_ARENA_MAX, 1);
+            mallopt(M_MMAP_THRESHOLD, 64 << 20);
+            mallopt(M_TRIM_THRESHOLD, 256 << 20);
+        }
+    }
+}
+
 /// Loads ONNX Runtime from [`find_onnx_runtime`], once per process; later calls return the
 /// first outcome. Anything that uses fastembed or `ort` directly (the benchmarks' raw
 /// baselines) calls this first: without it `ort` would look for `libonnxruntime.so` on the
@@ -183,6 +213,29 @@ pub fn load_onnx_runtime() -> Result<(), EmbedError> {
             Ok(())
         })
         .clone()
+}
+
+/// What a model is loaded for, which decides how many threads ONNX Runtime runs it on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// Search queries, one short text at a time: one thread. A second thread makes a query of
+    /// a few dozen tokens no faster, and ONNX Runtime's idle worker threads spin, taking a core
+    /// from the search running beside the model (on two cores, a cold `zblade context` lost a
+    /// whole core to a spinning worker for most of its run; docs/BENCHMARKS.md, "The lean
+    /// install").
+    Queries,
+    /// Indexing, batches of texts: a thread per core.
+    Batches,
+}
+
+impl Workload {
+    /// ONNX Runtime's intra-op threads for this workload (`None`: one per core).
+    fn threads(self) -> Option<usize> {
+        match self {
+            Workload::Queries => Some(1),
+            Workload::Batches => None,
+        }
+    }
 }
 
 /// An ONNX sentence-embedding model from a local directory, with mean pooling.
@@ -227,34 +280,86 @@ fn max_length(dir: &Path) -> usize {
         .map_or(512, |n| n.clamp(8, 8192) as usize)
 }
 
+/// The vector length a BERT-style model with mean pooling returns: `hidden_size` in its
+/// `config.json`. Read instead of embedding a probe text at load (a few milliseconds of every
+/// cold search); the first embedding checks it.
+fn hidden_size(config: &[u8]) -> Option<usize> {
+    let config: serde_json::Value = serde_json::from_slice(config).ok()?;
+    config["hidden_size"].as_u64().filter(|&n| n > 0).map(|n| n as usize)
+}
+
+/// The smallest tokenizer fastembed accepts, which it configures while the model's own is
+/// parsed (see [`LocalModel::load`]); it never tokenizes anything.
+const PLACEHOLDER_TOKENIZER: &str = r#"{"version": "1.0", "added_tokens": [], "normalizer": null,
+  "pre_tokenizer": null, "post_processor": null, "decoder": null, "truncation": null,
+  "padding": null, "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"}}"#;
+
+/// `parsed` with the padding, truncation and special tokens fastembed gave `configured` (what
+/// it derives from the model's config files), so it tokenizes as fastembed's own would.
+fn configured_like(
+    mut parsed: tokenizers::Tokenizer,
+    configured: &tokenizers::Tokenizer,
+) -> tokenizers::Result<tokenizers::Tokenizer> {
+    parsed.with_padding(configured.get_padding().cloned());
+    parsed.with_truncation(configured.get_truncation().cloned())?;
+    let mut special: Vec<(u32, tokenizers::AddedToken)> = configured
+        .get_added_tokens_decoder()
+        .into_iter()
+        .filter(|(_, token)| token.special)
+        .collect();
+    special.sort_by_key(|(id, _)| *id);
+    let special: Vec<tokenizers::AddedToken> = special.into_iter().map(|(_, token)| token).collect();
+    parsed.add_special_tokens(&special);
+    Ok(parsed)
+}
+
 impl LocalModel {
-    /// Loads the model in `dir`, naming it `id`.
-    pub fn load(dir: &Path, id: &str) -> Result<Self, EmbedError> {
+    /// Loads the model in `dir`, naming it `id`, to run `workload`.
+    pub fn load(dir: &Path, id: &str, workload: Workload) -> Result<Self, EmbedError> {
         let read = |name: &str| {
             std::fs::read(dir.join(name)).map_err(|e| EmbedError::NoModel(format!("{}: {e}", dir.join(name).display())))
         };
         let onnx = read("model.onnx")?;
+        let tokenizer_path = dir.join("tokenizer.json");
+        let tokenizer_json = read("tokenizer.json")?;
+        // Parsing the tokenizer (~15 ms for BERT's vocabulary) and making the ONNX Runtime
+        // session (~25 ms) are independent, yet fastembed does one after the other: the
+        // tokenizer is parsed here on a thread of its own, and fastembed gets a placeholder
+        // that it configures (padding, truncation, special tokens) as it would the real one.
+        let parsing = std::thread::spawn(move || tokenizers::Tokenizer::from_bytes(&tokenizer_json));
         let files = TokenizerFiles {
-            tokenizer_file: read("tokenizer.json")?,
+            tokenizer_file: PLACEHOLDER_TOKENIZER.as_bytes().to_vec(),
             config_file: read("config.json")?,
             special_tokens_map_file: read("special_tokens_map.json")?,
             tokenizer_config_file: read("tokenizer_config.json")?,
         };
+        let dim = hidden_size(&files.config_file);
         load_onnx_runtime()?;
         let user_model = UserDefinedEmbeddingModel::new(onnx, files).with_pooling(Pooling::Mean);
-        let options = InitOptionsUserDefined::new().with_max_length(max_length(dir));
-        let model = TextEmbedding::try_new_from_user_defined(user_model, options)
+        let mut options = InitOptionsUserDefined::new().with_max_length(max_length(dir));
+        if let Some(threads) = workload.threads() {
+            options = options.with_intra_threads(threads);
+        }
+        let mut model = TextEmbedding::try_new_from_user_defined(user_model, options)
             .map_err(|e| EmbedError::BadModel(format!("{}: {e}", dir.display())))?;
+        let parsed = parsing
+            .join()
+            .map_err(|_| EmbedError::BadModel(format!("{}: parsing it panicked", tokenizer_path.display())))?
+            .map_err(|e| EmbedError::BadModel(format!("{}: {e}", tokenizer_path.display())))?;
+        model.tokenizer = configured_like(parsed, &model.tokenizer)
+            .map_err(|e| EmbedError::BadModel(format!("{}: {e}", tokenizer_path.display())))?;
         let mut loaded = LocalModel {
             id: id.to_string(),
-            dim: 0,
+            dim: dim.unwrap_or(0),
             model,
         };
-        let probe = loaded
-            .model
-            .embed(["dimension probe"], None)
-            .map_err(|e| EmbedError::BadModel(e.to_string()))?;
-        loaded.dim = probe.first().map_or(0, Vec::len);
+        if dim.is_none() {
+            let probe = loaded
+                .model
+                .embed(["dimension probe"], None)
+                .map_err(|e| EmbedError::BadModel(e.to_string()))?;
+            loaded.dim = probe.first().map_or(0, Vec::len);
+        }
         if loaded.dim == 0 {
             return Err(EmbedError::BadModel("the model returns empty vectors".into()));
         }
@@ -286,6 +391,14 @@ impl Embedder for LocalModel {
                 "the model returned {} vectors for {} texts",
                 embedded.len(),
                 texts.len()
+            )));
+        }
+        if let Some(wrong) = embedded.iter().find(|v| v.len() != self.dim) {
+            return Err(EmbedError::BadModel(format!(
+                "{}: the model returned vectors of {} numbers where its config.json says {}",
+                self.id,
+                wrong.len(),
+                self.dim
             )));
         }
         let mut vectors = vec![Vec::new(); texts.len()];

@@ -20,6 +20,6 @@ pub mod fake;
 pub mod fusion;
 pub mod vectors;
 
-pub use embed::{EmbedError, Embedder, LocalModel};
+pub use embed::{EmbedError, Embedder, LocalModel, Workload};
 pub use fake::FakeEmbedder;
 pub use vectors::VectorStore;

@@ -41,7 +41,7 @@ impl Parts {
             };
             let embedder = self
                 .semantic()
-                .embedder_of(space)
+                .query_embedder_of(space)
                 .map_err(|e| Error::Usage(e.to_string()))?;
             lookups.push((space, embedder, self.semantic().model_id_of(space), Some(store)));
         }
@@ -193,7 +193,7 @@ impl Parts {
                 false => zblade_search::embed::quick_check(&self.semantic().embedding_model_dir()).or_else(|| {
                     spaces
                         .contains(&Space::Code)
-                        .then(|| self.semantic().embedder_of(Space::Code).err())
+                        .then(|| self.semantic().query_embedder_of(Space::Code).err())
                         .flatten()
                 }),
             };
@@ -206,7 +206,7 @@ impl Parts {
         // code never loads the code model).
         embedded
             .iter()
-            .find_map(|&space| self.semantic().embedder_of(space).err())
+            .find_map(|&space| self.semantic().query_embedder_of(space).err())
             .map(|e| format!("{e}; using keyword search"))
     }
 

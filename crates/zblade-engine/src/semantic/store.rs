@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use zblade_core::{Error, Result, Settings};
 use zblade_index::SearchKind;
-use zblade_search::{EmbedError, Embedder, LocalModel, VectorStore};
+use zblade_search::{EmbedError, Embedder, LocalModel, VectorStore, Workload};
 
 use super::{Space, embed_query, search_error};
 use crate::gate_null::NullCache;
@@ -181,30 +181,37 @@ impl Semantic {
 
     /// The embedding model, loaded once; the error says why semantic search is unavailable.
     pub(crate) fn embedder(&self) -> std::result::Result<&Mutex<Box<dyn Embedder>>, EmbedError> {
-        self.touch();
-        self.embedder
-            .get_or_init(|| {
-                LocalModel::load(&self.embedding_model_dir(), &self.model_id())
-                    .map(|model| Mutex::new(Box::new(model) as Box<dyn Embedder>))
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+        self.embedder_for(Space::Memory, Workload::Batches)
     }
 
-    /// The model that embeds `space`, loaded once.
+    /// The model that embeds `space`, loaded once (for batches, when this loads it).
     pub(crate) fn embedder_of(&self, space: Space) -> std::result::Result<&Mutex<Box<dyn Embedder>>, EmbedError> {
+        self.embedder_for(space, Workload::Batches)
+    }
+
+    /// The model that embeds `space`, loaded once (for queries, when this loads it).
+    pub(crate) fn query_embedder_of(&self, space: Space) -> std::result::Result<&Mutex<Box<dyn Embedder>>, EmbedError> {
+        self.embedder_for(space, Workload::Queries)
+    }
+
+    /// The model that embeds `space`, loaded once. The first use decides its `workload`: a
+    /// model a search loaded also embeds what the same process indexes later, on fewer
+    /// threads (what a search process indexes is a few new messages).
+    fn embedder_for(
+        &self,
+        space: Space,
+        workload: Workload,
+    ) -> std::result::Result<&Mutex<Box<dyn Embedder>>, EmbedError> {
         self.touch();
-        match (space, self.code_model_dir()) {
-            (Space::Code, Some(dir)) => self
-                .code_embedder
-                .get_or_init(|| {
-                    LocalModel::load(&dir, &self.model_id_of(Space::Code))
-                        .map(|model| Mutex::new(Box::new(model) as Box<dyn Embedder>))
-                })
-                .as_ref()
-                .map_err(Clone::clone),
-            _ => self.embedder(),
-        }
+        let (slot, dir, id) = match (space, self.code_model_dir()) {
+            (Space::Code, Some(dir)) => (&self.code_embedder, dir, self.model_id_of(Space::Code)),
+            _ => (&self.embedder, self.embedding_model_dir(), self.model_id()),
+        };
+        slot.get_or_init(|| {
+            LocalModel::load(&dir, &id, workload).map(|model| Mutex::new(Box::new(model) as Box<dyn Embedder>))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
     }
 
     /// `space`'s vector table if it was made already (its vector length is read from it, so
@@ -287,13 +294,13 @@ impl Semantic {
             for space in spaces {
                 let early = VectorStore::probably_holds_vectors(&self.vectors_dir, &self.model_id_of(space));
                 if early {
-                    scope.spawn(move || self.embedder_of(space).is_ok());
+                    scope.spawn(move || self.query_embedder_of(space).is_ok());
                 }
                 scope.spawn(move || {
                     if let Ok(Some(_)) = self.vector_reader_of(space)
                         && !early
                     {
-                        let _ = self.embedder_of(space);
+                        let _ = self.query_embedder_of(space);
                     }
                 });
             }
@@ -318,7 +325,7 @@ impl Semantic {
 
     /// The embedding of a query text by `space`'s model.
     pub(crate) fn query_vector_of(&self, space: Space, text: &str) -> Result<Vec<f32>> {
-        let embedder = self.embedder_of(space).map_err(|e| Error::Usage(e.to_string()))?;
+        let embedder = self.query_embedder_of(space).map_err(|e| Error::Usage(e.to_string()))?;
         embed_query(embedder, &self.query_vectors, &self.model_id_of(space), text)
     }
 
