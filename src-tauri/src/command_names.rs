@@ -41,6 +41,7 @@ pub const COMMAND_NAMES: &[&str] = &[
     "team_join",
     "set_indexer_paused",
     "set_ignored_paths",
+    "set_release_models_after",
     "indexer_status",
     "ui_ready",
     "list_sources",

@@ -262,6 +262,7 @@ pub async fn settings_view(app: AppHandle) -> AppResult<SettingsView> {
             return Ok(SettingsView {
                 app: config,
                 project_storage_mode: None,
+                release_models_after_minutes: None,
                 embedding_models: Vec::new(),
                 compressor_models: Vec::new(),
                 compressor: "extractive".into(),
@@ -273,6 +274,7 @@ pub async fn settings_view(app: AppHandle) -> AppResult<SettingsView> {
         Ok(SettingsView {
             app: config,
             project_storage_mode: Some(project.settings().storage.mode),
+            release_models_after_minutes: Some(project.settings().search.release_models_after_minutes),
             embedding_models: project.list_models(),
             compressor_models: project.compressor_models(),
             compressor: compressor.compressor,
@@ -364,6 +366,27 @@ pub async fn set_ignored_paths(app: AppHandle, lines: Vec<String>) -> AppResult<
             state.start_indexer(root, crate::indexer_sink(app.clone()));
         }
         Ok(cleaned)
+    })
+    .await
+}
+
+/// Sets how many idle minutes the open project's embedding models and vector tables stay
+/// loaded (`search.release_models_after_minutes`; 0 keeps them). The tray indexer, which holds
+/// a project of its own, is restarted to read it.
+#[tauri::command]
+#[specta::specta]
+pub async fn set_release_models_after(app: AppHandle, minutes: u32) -> AppResult<u32> {
+    blocking(app, move |app, state| {
+        let root = state.project_root().ok_or_else(AppError::no_project)?;
+        {
+            let mut guard = state.project.lock().map_err(AppError::internal)?;
+            let project = guard.as_mut().ok_or_else(AppError::no_project)?;
+            project.set_release_models_after_minutes(minutes)?;
+        }
+        if !state.config().indexer_paused {
+            state.start_indexer(root, crate::indexer_sink(app.clone()));
+        }
+        Ok(minutes)
     })
     .await
 }

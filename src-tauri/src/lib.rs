@@ -95,6 +95,7 @@ pub fn specta_builder() -> tauri_specta::Builder<tauri::Wry> {
             commands::migration_cleanup,
             commands::set_indexer_paused,
             commands::set_ignored_paths,
+            commands::set_release_models_after,
             commands::indexer_status,
             commands::ui_ready,
             commands::list_sources,

@@ -122,6 +122,9 @@ pub struct SettingsView {
     pub app: AppConfig,
     /// The open project's storage mode (`None`: no project open).
     pub project_storage_mode: Option<StorageMode>,
+    /// Idle minutes before the open project's search models are let go (0: never; `None`: no
+    /// project open).
+    pub release_models_after_minutes: Option<u32>,
     /// Embedding models, installed and known.
     pub embedding_models: Vec<ModelEntry>,
     /// Compressor models installed.

@@ -279,6 +279,24 @@ fn a_matched_question_brings_its_answer_unless_a_filter_keeps_it_out() {
 }
 
 #[test]
+fn the_idle_time_before_models_are_let_go_is_saved_and_a_bad_one_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut project, _) = Project::init(dir.path()).unwrap();
+    project.set_release_models_after_minutes(0).unwrap();
+    let reopened = Project::open(dir.path()).unwrap();
+    assert_eq!(reopened.settings().search.release_models_after_minutes, 0);
+    assert_eq!(reopened.settings().search.release_models_after(), None, "0 keeps them");
+    let err = project.set_release_models_after_minutes(24 * 60 + 1).unwrap_err();
+    assert!(err.to_string().contains("more than a day"), "{err}");
+    let reopened = Project::open(dir.path()).unwrap();
+    assert_eq!(
+        reopened.settings().search.release_models_after_minutes,
+        0,
+        "a refused value is not saved"
+    );
+}
+
+#[test]
 fn idle_models_are_let_go_and_loaded_again_by_the_next_search() {
     let (dir, mut project) = project_with_tiny_model();
     project.index_semantic(&mut |_, _| {}).unwrap();

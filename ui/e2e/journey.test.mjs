@@ -261,6 +261,18 @@ test("desktop journey", { timeout: 240_000 }, async (t) => {
   await browser.waitUntil(async () => requests.length > 0, { timeout: 15_000, timeoutMsg: "no request after consent" });
   await shot("13-settings-after-consent");
 
+  // 7a. Indexer: the idle minutes before the search models are let go, saved in the project's
+  // settings (0 keeps them loaded).
+  const minutes = await byTest("release-models-minutes");
+  await minutes.scrollIntoView();
+  await minutes.setValue("0");
+  await (await byTest("release-models-save")).click();
+  await browser.waitUntil(
+    async () => JSON.parse(readFileSync(settingsFile, "utf8")).search.release_models_after_minutes === 0,
+    { timeout: 10_000, timeoutMsg: "the idle minutes were not saved in the project's settings" },
+  );
+  await shot("13a-settings-release-models");
+
   // 7b. Sources: Claude Code, ticked in the wizard, is followed, and the tray imported its
   // session of this project while we looked at other views.
   await (await byTest("settings-sources")).scrollIntoView();

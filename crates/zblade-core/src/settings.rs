@@ -279,6 +279,9 @@ pub const DEFAULT_CODE_MODEL: &str = "zblade-code-v2";
 /// follows today's default (see [`SearchSettings::code_model_in_use`]).
 pub const FORMER_DEFAULT_CODE_MODELS: &[&str] = &["zblade-code-v1"];
 
+/// The longest `search.release_models_after_minutes` the app and `Project` accept: a day.
+pub const MAX_RELEASE_MODELS_AFTER_MINUTES: u32 = 24 * 60;
+
 /// `search`: the embedding models for semantic search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -293,7 +296,7 @@ pub struct SearchSettings {
     /// Minutes the desktop app (its searches and its tray indexer) and `zblade watch` keep the
     /// embedding models and open vector tables after their last use before letting them go; the
     /// next search loads them again. 0 keeps them loaded. (`zblade serve` keeps them: being
-    /// warm is its job; `--idle-exit` ends it.)
+    /// warm is its job; `--idle-exit` ends it.) The app's Settings → Indexer sets it.
     pub release_models_after_minutes: u32,
     /// Unknown fields.
     #[serde(flatten)]

@@ -135,6 +135,20 @@ impl Project {
         }
     }
 
+    /// Sets `search.release_models_after_minutes` (0 keeps the models loaded; at most a day)
+    /// and saves the settings.
+    pub fn set_release_models_after_minutes(&mut self, minutes: u32) -> Result<()> {
+        if minutes > zblade_core::settings::MAX_RELEASE_MODELS_AFTER_MINUTES {
+            return Err(Error::Usage(format!(
+                "search.release_models_after_minutes: {minutes} is more than a day ({} minutes); \
+                 0 keeps the models loaded",
+                zblade_core::settings::MAX_RELEASE_MODELS_AFTER_MINUTES
+            )));
+        }
+        self.parts.settings.search.release_models_after_minutes = minutes;
+        self.settings().save(&self.layout().settings())
+    }
+
     /// [`Project::release_idle_models`] with the idle time given (tests; a benchmark that
     /// cannot wait five minutes).
     pub fn release_models_unused_for(&mut self, idle: std::time::Duration) -> bool {

@@ -360,6 +360,19 @@ async setIgnoredPaths(lines: string[]) : Promise<Result<string[], AppError>> {
 }
 },
 /**
+ * Sets how many idle minutes the open project's embedding models and vector tables stay
+ * loaded (`search.release_models_after_minutes`; 0 keeps them). The tray indexer, which holds
+ * a project of its own, is restarted to read it.
+ */
+async setReleaseModelsAfter(minutes: number) : Promise<Result<number, AppError>> {
+    try {
+    return { status: "ok", data: await TAURI_INVOKE("set_release_models_after", { minutes }) };
+} catch (e) {
+    if(e instanceof Error) throw e;
+    else return { status: "error", error: e  as any };
+}
+},
+/**
  * The indexer's state now.
  */
 async indexerStatus() : Promise<Result<IndexerStatus, AppError>> {
@@ -3371,6 +3384,11 @@ app: AppConfig;
  * The open project's storage mode (`None`: no project open).
  */
 project_storage_mode: StorageMode | null; 
+/**
+ * Idle minutes before the open project's search models are let go (0: never; `None`: no
+ * project open).
+ */
+release_models_after_minutes: number | null; 
 /**
  * Embedding models, installed and known.
  */
