@@ -89,10 +89,10 @@ fn index_then_watch(root: &std::path::Path, stop: &Arc<AtomicBool>, sink: &Sink)
     // their own): let them go now rather than after the idle period. The watch below loads
     // them again when something new is to be embedded.
     project.release_models_unused_for(std::time::Duration::ZERO);
-    // The pass read and chunked every message; glibc keeps what it freed for reuse unless told
-    // to hand it back, and this process may idle in the tray for hours (a pass that loaded no
-    // model left 69 MB allocated; docs/BENCHMARKS.md, "The lean install").
-    zblade_engine::return_freed_memory();
+    // The pass read and chunked every message: SQLite's page cache is full of them and glibc
+    // keeps what was freed, and this process may idle in the tray for hours (a pass that
+    // loaded no model left 69 MB allocated; docs/BENCHMARKS.md, "The lean install").
+    project.give_memory_back();
     let notice = match report {
         Ok(report) => report.notice,
         Err(Error::Interrupted) => return Err(Error::Interrupted),

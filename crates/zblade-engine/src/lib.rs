@@ -126,9 +126,6 @@ pub use zblade_index::{
 };
 pub use zblade_refs::watcher::WatchOptions;
 pub use zblade_search::embed::disable_onnx_telemetry;
-/// Hands memory the process freed back to the system: what a long-running face calls after a
-/// large one-off piece of work (the tray indexer's first pass reads and chunks every message).
-pub use zblade_search::embed::return_freed_memory;
 /// Sets the allocator up for a process that loads the models, answers once and exits (a cold
 /// `zblade context`).
 pub use zblade_search::embed::tune_allocator_for_one_answer;

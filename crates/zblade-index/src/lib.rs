@@ -163,6 +163,13 @@ impl Index {
             .sum()
     }
 
+    /// Empties SQLite's page cache of this connection (up to `INDEX_CACHE_KIB`, filled by a
+    /// pass that read every message): what a process about to idle calls. Later reads fill it
+    /// again from the operating system's cache.
+    pub fn release_memory(&self) -> Result<()> {
+        self.read(|conn| conn.execute_batch("PRAGMA shrink_memory"))
+    }
+
     /// Runs `read` on the connection. Private code speaks rusqlite; its error is converted
     /// here, once, into a zblade error that names the file, keeps SQLite's error as its
     /// source and says so when the file is damaged.

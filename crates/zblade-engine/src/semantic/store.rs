@@ -97,7 +97,6 @@ impl Semantic {
         self.code_embedder = OnceLock::new();
         self.vector_readers = Default::default();
         self.prepared = AtomicBool::new(false);
-        zblade_search::embed::return_freed_memory();
         true
     }
 
