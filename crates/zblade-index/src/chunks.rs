@@ -54,8 +54,9 @@ impl Index {
     }
 
     /// Messages and moments with text that the chunk catalog does not list yet: written since
-    /// memory was last embedded. Cheap (one lookup per record in the catalog's key), for a
-    /// search to say what it cannot find by meaning.
+    /// memory was last embedded. One lookup per record in the catalog's key, and every
+    /// message's text is read: about a second at a million chunks, so a search asks
+    /// [`Index::newest_memory_without_chunks`] instead.
     pub fn memory_without_chunks(&self) -> Result<usize> {
         self.read(|conn| {
             conn.query_row(
@@ -64,6 +65,26 @@ impl Index {
                       + (SELECT count(*) FROM moments o WHERE NOT EXISTS
                            (SELECT 1 FROM chunks c WHERE c.key = o.id AND c.seq = 0))",
                 [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n.max(0) as usize)
+        })
+    }
+
+    /// [`Index::memory_without_chunks`] among the newest `window` messages and the newest
+    /// `window` moments only: what a search can afford to ask each time. An indexing pass
+    /// embeds all memory, so what it has not reached yet is the newest; a count equal to
+    /// `window` means "at least".
+    pub fn newest_memory_without_chunks(&self, window: usize) -> Result<usize> {
+        self.read(|conn| {
+            conn.query_row(
+                "SELECT (SELECT count(*) FROM (SELECT conversation_id, id, content FROM messages
+                                               ORDER BY pk DESC LIMIT ?1) m
+                         WHERE length(trim(m.content)) > 0 AND NOT EXISTS
+                           (SELECT 1 FROM chunks c WHERE c.key = m.conversation_id || '/' || m.id AND c.seq = 0))
+                      + (SELECT count(*) FROM (SELECT id FROM moments ORDER BY rowid DESC LIMIT ?1) o
+                         WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.key = o.id AND c.seq = 0))",
+                [window as i64],
                 |r| r.get::<_, i64>(0),
             )
             .map(|n| n.max(0) as usize)

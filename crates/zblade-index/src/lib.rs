@@ -50,7 +50,7 @@ pub use graph::{LineageNode, MergeEdge, Prompt};
 pub use hit::{HitKind, SearchHit};
 pub use memory::MemoryText;
 pub use references::{LiveLocation, StoredReference};
-pub use search::{SearchKind, SearchMode, SearchQuery};
+pub use search::{RANKED_MATCHES, SearchKind, SearchMode, SearchQuery};
 pub use vocab::{MAX_COUNTED_TERMS, TermCounts};
 
 /// How long a writer waits for another process's write transaction before giving up.

@@ -324,3 +324,96 @@ fn message_neighbours_are_the_messages_before_and_after_in_the_same_conversation
         "moments, code and unknown messages have none: {neighbours:?}"
     );
 }
+
+#[test]
+fn unembedded_memory_is_counted_among_the_newest_records_only() {
+    use zblade_index::ChunkRow;
+    let (_dir, mut index) = open();
+    for id in ["conv_a", "conv_b"] {
+        index
+            .put_conversation(&jwt_conversation(id), &format!("artifacts/conversations/{id}.json"), id)
+            .unwrap();
+    }
+    // Nothing embedded: two messages and one moment per conversation.
+    assert_eq!(index.memory_without_chunks().unwrap(), 6);
+    assert_eq!(index.newest_memory_without_chunks(100).unwrap(), 6);
+    // The window looks at the newest message and the newest moment only.
+    assert_eq!(index.newest_memory_without_chunks(1).unwrap(), 2);
+    // The first conversation embedded (as an indexing pass leaves it): the second's three remain.
+    let row = |key: &str| ChunkRow {
+        key: key.to_string(),
+        seq: 0,
+        cid: format!("cid of {key}"),
+        kind: "message".to_string(),
+    };
+    index
+        .replace_chunks(&[row("conv_a/msg_1"), row("conv_a/msg_2"), row("moment_conv_a")])
+        .unwrap();
+    assert_eq!(index.memory_without_chunks().unwrap(), 3);
+    assert_eq!(index.newest_memory_without_chunks(100).unwrap(), 3);
+    assert_eq!(index.newest_memory_without_chunks(2).unwrap(), 3);
+    // All embedded.
+    index
+        .replace_chunks(&[
+            row("conv_a/msg_1"),
+            row("conv_a/msg_2"),
+            row("moment_conv_a"),
+            row("conv_b/msg_1"),
+            row("conv_b/msg_2"),
+            row("moment_conv_b"),
+        ])
+        .unwrap();
+    assert_eq!(index.newest_memory_without_chunks(100).unwrap(), 0);
+}
+
+#[test]
+fn a_word_in_more_messages_than_are_ranked_ranks_its_newest_matches() {
+    use zblade_index::RANKED_MATCHES;
+    let (_dir, mut index) = open();
+    // 110,000 messages; "flaky" is in every 21st (5,239: more than are ranked, yet under the
+    // 5 % that makes a word common). The oldest holds it five times (best BM25).
+    let holds = |i: usize| i.is_multiple_of(21);
+    let mut convs = Vec::new();
+    for c in 0..2_200 {
+        let messages: Vec<String> = (0..50)
+            .map(|m| {
+                let i = c * 50 + m;
+                let text = match i {
+                    0 => "flaky flaky flaky flaky flaky origin".to_string(),
+                    _ if holds(i) => format!("flaky test {i}"),
+                    _ => format!("filler number {i}"),
+                };
+                format!(r#"{{"id": "msg_{m}", "role": "user", "content": "{text}"}}"#)
+            })
+            .collect();
+        convs.push(conversation(&format!(
+            r#"{{"conversation_id": "conv_{c:04}", "messages": [{}]}}"#,
+            messages.join(",")
+        )));
+    }
+    let items: Vec<_> = convs.iter().map(|c| (c, "a.json", "h")).collect();
+    index.put_conversations(&items).unwrap();
+    let matching: Vec<usize> = (0..110_000).filter(|&i| holds(i)).collect();
+    assert!(matching.len() as i64 > RANKED_MATCHES && matching.len() < 5_500);
+    let oldest_ranked = matching[matching.len() - RANKED_MATCHES as usize];
+    let hits = index
+        .search(&SearchQuery::new("flaky", 20, SearchKind::Messages))
+        .unwrap();
+    assert_eq!(hits.len(), 20);
+    for hit in &hits {
+        let c: usize = hit.conversation_id.as_deref().unwrap()[5..].parse().unwrap();
+        let m: usize = hit.id[4..].parse().unwrap();
+        assert!(
+            c * 50 + m >= oldest_ranked,
+            "{hit:?} is older than the newest {RANKED_MATCHES} matches"
+        );
+    }
+    // A second word narrows the matches below the bound: the oldest is found again.
+    let hits = index
+        .search(&SearchQuery::new("flaky origin", 5, SearchKind::Messages))
+        .unwrap();
+    assert!(
+        hits.iter().any(|h| h.conversation_id.as_deref() == Some("conv_0000")),
+        "{hits:?}"
+    );
+}

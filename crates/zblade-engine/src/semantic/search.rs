@@ -339,10 +339,13 @@ impl Parts {
             (Some(SearchMode::Keyword), _) => None,
             // Asked for by meaning: say what meaning cannot find yet (keyword search can).
             (Some(SearchMode::Semantic), None) if self.storage_is_local() && query.kind != SearchKind::Code => {
-                match index.memory_without_chunks()? {
+                // Only the newest are looked at: counting them all reads every message.
+                const WINDOW: usize = 10_000;
+                match index.newest_memory_without_chunks(WINDOW)? {
                     0 => None,
                     n => Some(format!(
-                        "{n} message(s) or moment(s) are not embedded yet and cannot be found by meaning (run `zblade index`)"
+                        "{}{n} message(s) or moment(s) are not embedded yet and cannot be found by meaning (run `zblade index`)",
+                        if n >= WINDOW { "at least " } else { "" }
                     )),
                 }
             }
