@@ -89,6 +89,7 @@ fn main() {
         Ok(bytes) if kept.is_some() => serde_json::from_slice(&bytes).unwrap(),
         _ => {
             let _ = std::fs::remove_dir_all(&root);
+            let _ = std::fs::remove_file(base.join("exact.json"));
             let built = build(&root, target, full);
             std::fs::write(&marker, serde_json::to_vec(&built).unwrap()).unwrap();
             built
@@ -116,22 +117,29 @@ fn main() {
     let sqlite_bytes = dir_size(&root.join(".zblade/index")) - vector_bytes;
 
     // The index against exact search, per probe count.
-    let exact: Vec<(Vec<f32>, Vec<String>, Vec<String>)> = (0..recall_queries)
-        .map(|_| {
-            // A new vector of the same shape: a prompt about a topic memory holds.
-            let query = generator.next();
-            let top = |k| -> Vec<String> {
-                store
-                    .nearest_exact(&query, k)
-                    .unwrap()
-                    .into_iter()
-                    .map(|n| n.cid)
-                    .collect()
-            };
-            let (ten, fifty) = (top(10), top(50));
-            (query, ten, fifty)
-        })
-        .collect();
+    // Exact search reads every vector (about a second a query here): a kept project keeps the
+    // answers too, for the same queries (the generator is seeded).
+    let answers = base.join("exact.json");
+    let exact: Vec<(Vec<f32>, Vec<String>, Vec<String>)> = match std::fs::read(&answers) {
+        Ok(bytes) if kept.is_some() => serde_json::from_slice(&bytes).unwrap(),
+        _ => {
+            let exact: Vec<_> = (0..recall_queries)
+                .map(|_| {
+                    // A new vector of the same shape: a prompt about a topic memory holds.
+                    let query = generator.next();
+                    let fifty: Vec<String> = store
+                        .nearest_exact(&query, 50)
+                        .unwrap()
+                        .into_iter()
+                        .map(|n| n.cid)
+                        .collect();
+                    (query, fifty[..10].to_vec(), fifty)
+                })
+                .collect();
+            std::fs::write(&answers, serde_json::to_vec(&exact).unwrap()).unwrap();
+            exact
+        }
+    };
     let mut exact_times = Vec::new();
     for (query, _, _) in exact.iter().take(20) {
         let started = Instant::now();
@@ -163,35 +171,63 @@ fn main() {
     let query = |nprobes, refine, ef| AnnQuery { nprobes, refine, ef };
     let mut index_rows = String::new();
     let zblade_kind = zblade_search::vectors::ANN_KIND;
-    let index_cell = format!("{:.1} s | {}", ann_build.as_secs_f64(), mb(dir_size(&vectors_dir)));
-    for nprobes in [16, 32, 64, ANN_NPROBES] {
+    let index_cell = format!(
+        "{} | {:.1} s | {}",
+        zblade_search::vectors::ann_partitions(built.cids),
+        ann_build.as_secs_f64(),
+        mb(dir_size(&vectors_dir))
+    );
+    let mut probe_counts = vec![16, 32, 64, 128, ANN_NPROBES];
+    probe_counts.sort();
+    probe_counts.dedup();
+    for nprobes in probe_counts {
         let marker = if nprobes == ANN_NPROBES { " (zblade)" } else { "" };
         index_rows.push_str(&format!(
             "| {zblade_kind:?}{marker} | {index_cell} | nprobes {nprobes} | {} |\n",
             measure(&store, query(nprobes, None, None))
         ));
     }
-    // The other kinds LanceDB builds, on the same table and queries.
-    let others: [(AnnKind, Vec<AnnQuery>); 2] = [
+    // The other kinds LanceDB builds, and IVF-SQ with other partition counts, on the same
+    // table and queries.
+    let others: [(AnnKind, Option<u32>, Vec<AnnQuery>); 4] = [
+        (
+            AnnKind::IvfSq,
+            Some(256),
+            vec![query(16, None, None), query(32, None, None)],
+        ),
+        (
+            AnnKind::IvfSq,
+            Some(1024),
+            vec![query(32, None, None), query(64, None, None), query(96, None, None)],
+        ),
         (
             AnnKind::IvfRq,
+            None,
             vec![query(64, Some(5), None), query(ANN_NPROBES, Some(5), None)],
         ),
         (
             AnnKind::IvfHnswSq,
+            None,
             vec![query(1, None, Some(100)), query(1, None, Some(400))],
         ),
     ];
     // Building IVF-HNSW takes a quarter of an hour here: `ZBLADE_BENCH_MILLION_COMPARE=0`
-    // leaves the other kinds out (and writes no section: the table would be partial).
-    let compare = std::env::var("ZBLADE_BENCH_MILLION_COMPARE").map_or(true, |v| v != "0");
-    for (kind, settings) in others.into_iter().filter(|_| compare) {
-        eprintln!("building a {kind:?} index to compare …");
+    // leaves the other kinds out, `=sq` keeps only IVF-SQ's other partition counts (and
+    // neither writes a section: the table would be partial).
+    let compare = std::env::var("ZBLADE_BENCH_MILLION_COMPARE").unwrap_or_default();
+    let compared = |kind: AnnKind| match compare.as_str() {
+        "0" => false,
+        "sq" => kind == AnnKind::IvfSq,
+        _ => true,
+    };
+    for (kind, partitions, settings) in others.into_iter().filter(|(kind, _, _)| compared(*kind)) {
+        eprintln!("building a {kind:?} index ({partitions:?} partitions) to compare …");
         let started = Instant::now();
-        store.build_ann_index_of(kind, None).unwrap();
+        store.build_ann_index_of(kind, partitions).unwrap();
         store.compact().unwrap(); // prunes the replaced index's files, for the size on disk
         let index_cell = format!(
-            "{:.1} s | {}",
+            "{} | {:.1} s | {}",
+            partitions.map_or("LanceDB's".to_string(), |p| p.to_string()),
             started.elapsed().as_secs_f64(),
             mb(dir_size(&vectors_dir))
         );
@@ -206,6 +242,10 @@ fn main() {
             ));
         }
     }
+    if std::env::var_os("ZBLADE_BENCH_MILLION_ONLY_INDEX").is_some() {
+        println!("{index_rows}");
+        return;
+    }
     // Back to the index zblade builds, for what follows.
     store.build_ann_index().unwrap();
     store.compact().unwrap();
@@ -215,7 +255,8 @@ fn main() {
     let mut project = Project::open(&root).unwrap();
     let queries: Vec<String> = (0..query_count).map(|i| format!("{} {i}", text.query())).collect();
     project.context(&ContextRequest::new("warm up the model")).unwrap();
-    let (mut context_times, mut search_phase) = (Vec::new(), Vec::new());
+    let (mut context_times, mut search_phase, mut gather_phase, mut pack_phase) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut tokens = 0usize;
     for q in &queries {
         let request = ContextRequest {
@@ -226,11 +267,14 @@ fn main() {
         let result = project.context(&request).unwrap();
         context_times.push(started.elapsed());
         search_phase.push(Duration::from_secs_f64(result.timings.search_ms / 1000.0));
+        gather_phase.push(Duration::from_secs_f64(result.timings.gather_ms / 1000.0));
+        pack_phase.push(Duration::from_secs_f64(result.timings.pack_ms / 1000.0));
         assert!(result.pack.tokens <= BUDGET);
         tokens += result.pack.tokens;
     }
     let context = Stats::of(&mut context_times);
     let search = Stats::of(&mut search_phase);
+    let (gather, pack) = (Stats::of(&mut gather_phase), Stats::of(&mut pack_phase));
     // The search's two halves alone, as a context asks (the embeddings are cached by now).
     let mut halves = |mode: SearchMode| {
         let mut times = Vec::new();
@@ -307,13 +351,15 @@ fn main() {
          | measure | p50 / p95 / p99 | raw libraries, same run | target |\n|---|---|---|---|\n\
          | `Project::context`, budget {BUDGET} (embedding, hybrid search, pack, render, count) | {context} | {} + {} (LanceDB ANN top {hybrid_k} + bare FTS5 top 50, p95 summed) | p95 ≤ 30 ms |\n\
          | of which search (the engine's own timing) | {search} | – | – |\n\
+         | of which gathering (texts of the hits, recent turns) | {gather} | – | – |\n\
+         | of which packing (rerank, budget, render, count) | {pack} | – | – |\n\
          | `zblade context --budget {BUDGET}` per prompt, warm engine (`zblade serve`) | {warm} | – | p95 ≤ 40 ms |\n\
          | the same, no engine running ({cold_runs} prompts) | {cold} | – | – |\n\n\
          Packs held {:.0} tokens on average.\n\n\
          **The ANN index** ({:?}, as `zblade index` builds it past {} vectors): built in {:.1} s; the vector table \
          with it {} on disk against {} of raw vectors; the SQLite index (messages, FTS5, chunks) {}. Exact search \
          on the same table: {exact_stats} (top 10). Recall against exact search on {} queries near stored vectors:\n\n\
-         | index | build | on disk (table) | query | top 10: p50 / p95 / p99 | recall@10 | recall@50 of the top {hybrid_k} |\n|---|---|---|---|---|---|---|\n{index_rows}\n\
+         | index | partitions | build | on disk (table) | query | top 10: p50 / p95 / p99 | recall@10 | recall@50 of the top {hybrid_k} |\n|---|---|---|---|---|---|---|---|\n{index_rows}\n\
          Where a context's search goes (same prompts, embeddings cached, {CANDIDATES} candidates): keyword half \
          {keyword}, vector half {semantic}.\n",
         built.messages,
@@ -334,7 +380,7 @@ fn main() {
         exact.len(),
     );
     println!("{report}");
-    if full && compare {
+    if full && compare.is_empty() {
         write_section("million", "A million chunks", "million", &report);
     }
 }
