@@ -97,13 +97,7 @@ fn main() {
     };
     let mut text = TextGen::new(2_000_000);
     let project = Project::open(&root).unwrap();
-    let (model_id, dim) = {
-        let embedder = project
-            .embedder()
-            .expect("the default model loads (scripts/setup.sh builds it)");
-        let embedder = embedder.lock().unwrap();
-        (embedder.model_id().to_string(), embedder.dim())
-    };
+    let (model_id, dim) = default_model(&project);
     let vectors_dir = project.layout().vectors_dir();
     drop(project);
     let mut store = VectorStore::open(&vectors_dir, &model_id, dim).unwrap();
@@ -390,6 +384,15 @@ fn main() {
     }
 }
 
+/// The id and vector length of the project's default embedding model.
+fn default_model(project: &Project) -> (String, usize) {
+    let embedder = project
+        .embedder()
+        .expect("the default model loads (scripts/setup.sh builds it)");
+    let embedder = embedder.lock().unwrap();
+    (embedder.model_id().to_string(), embedder.dim())
+}
+
 /// What building the project measured, kept beside it for runs that reuse it.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Built {
@@ -456,13 +459,7 @@ fn build(root: &Path, target: usize, full: bool) -> Built {
     cids.dedup();
 
     // One vector per CID, in the default model's table.
-    let (model_id, dim) = {
-        let embedder = project
-            .embedder()
-            .expect("the default model loads (scripts/setup.sh builds it)");
-        let embedder = embedder.lock().unwrap();
-        (embedder.model_id().to_string(), embedder.dim())
-    };
+    let (model_id, dim) = default_model(&project);
     let mut generator = CalibratedVectors::new(cids.len());
     assert_eq!(generator.dim(), dim, "the vector shape file is for {model_id}");
     let store = VectorStore::open(&project.layout().vectors_dir(), &model_id, dim).unwrap();

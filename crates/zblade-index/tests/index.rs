@@ -39,6 +39,24 @@ fn open() -> (tempfile::TempDir, Index) {
     (dir, index)
 }
 
+/// Indexes `count` conversations (`conv_0000`, …) of 50 user messages (`msg_0`, …) each, the
+/// text of message m of conversation c being `text(c, m)`.
+fn put_many(index: &mut Index, count: usize, text: impl Fn(usize, usize) -> String) {
+    let convs: Vec<Conversation> = (0..count)
+        .map(|c| {
+            let messages: Vec<String> = (0..50)
+                .map(|m| format!(r#"{{"id": "msg_{m}", "role": "user", "content": "{}"}}"#, text(c, m)))
+                .collect();
+            conversation(&format!(
+                r#"{{"conversation_id": "conv_{c:04}", "messages": [{}]}}"#,
+                messages.join(",")
+            ))
+        })
+        .collect();
+    let items: Vec<_> = convs.iter().map(|c| (c, "a.json", "h")).collect();
+    index.put_conversations(&items).unwrap();
+}
+
 #[test]
 fn messages_moments_and_conversations_are_searchable() {
     let (_dir, mut index) = open();
@@ -252,25 +270,13 @@ fn a_damaged_database_file_is_reported_as_corrupt() {
 fn a_query_of_only_common_words_ranks_the_newest_messages() {
     let (_dir, mut index) = open();
     // 12,000 messages all holding "update"; the oldest holds it five times (best BM25).
-    let mut convs = Vec::new();
-    for c in 0..240 {
-        let messages: Vec<String> = (0..50)
-            .map(|m| {
-                let text = if c == 0 && m == 0 {
-                    "update update update update update".to_string()
-                } else {
-                    format!("update number {c} {m}")
-                };
-                format!(r#"{{"id": "msg_{m}", "role": "user", "content": "{text}"}}"#)
-            })
-            .collect();
-        convs.push(conversation(&format!(
-            r#"{{"conversation_id": "conv_{c:04}", "messages": [{}]}}"#,
-            messages.join(",")
-        )));
-    }
-    let items: Vec<_> = convs.iter().map(|c| (c, "a.json", "h")).collect();
-    index.put_conversations(&items).unwrap();
+    put_many(&mut index, 240, |c, m| {
+        if c == 0 && m == 0 {
+            "update update update update update".to_string()
+        } else {
+            format!("update number {c} {m}")
+        }
+    });
     let hits = index
         .search(&SearchQuery::new("update", 5, SearchKind::Messages))
         .unwrap();
@@ -373,26 +379,11 @@ fn a_word_in_more_messages_than_are_ranked_ranks_its_newest_matches() {
     // 110,000 messages; "flaky" is in every 21st (5,239: more than are ranked, yet under the
     // 5 % that makes a word common). The oldest holds it five times (best BM25).
     let holds = |i: usize| i.is_multiple_of(21);
-    let mut convs = Vec::new();
-    for c in 0..2_200 {
-        let messages: Vec<String> = (0..50)
-            .map(|m| {
-                let i = c * 50 + m;
-                let text = match i {
-                    0 => "flaky flaky flaky flaky flaky origin".to_string(),
-                    _ if holds(i) => format!("flaky test {i}"),
-                    _ => format!("filler number {i}"),
-                };
-                format!(r#"{{"id": "msg_{m}", "role": "user", "content": "{text}"}}"#)
-            })
-            .collect();
-        convs.push(conversation(&format!(
-            r#"{{"conversation_id": "conv_{c:04}", "messages": [{}]}}"#,
-            messages.join(",")
-        )));
-    }
-    let items: Vec<_> = convs.iter().map(|c| (c, "a.json", "h")).collect();
-    index.put_conversations(&items).unwrap();
+    put_many(&mut index, 2_200, |c, m| match c * 50 + m {
+        0 => "flaky flaky flaky flaky flaky origin".to_string(),
+        i if holds(i) => format!("flaky test {i}"),
+        i => format!("filler number {i}"),
+    });
     let matching: Vec<usize> = (0..110_000).filter(|&i| holds(i)).collect();
     assert!(matching.len() as i64 > RANKED_MATCHES && matching.len() < 5_500);
     let oldest_ranked = matching[matching.len() - RANKED_MATCHES as usize];
