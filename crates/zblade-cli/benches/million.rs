@@ -24,7 +24,7 @@
 //! (`ZBLADE_BENCH_MILLION_CHUNKS` sets the size, default 1,000,000); under `cargo test` it runs
 //! a small smoke version and writes nothing. `ZBLADE_BENCH_MILLION_DIR=DIR` keeps the project in
 //! DIR and reuses it on the next run; `ZBLADE_BENCH_MILLION_COMPARE=0` skips the other index
-//! kinds (and then writes nothing).
+//! kinds (and then writes nothing), `=all` adds IVF-HNSW (a quarter of an hour to build).
 
 #[path = "../../zblade-engine/benches/common/mod.rs"]
 mod common;
@@ -39,7 +39,7 @@ use common::vectors::CalibratedVectors;
 use common::{Stats, dir_size, full_run, mb, write_section};
 use zblade_engine::{CANDIDATES, ContextRequest, Project, SearchKind, SearchMode, SearchQuery};
 use zblade_search::VectorStore;
-use zblade_search::vectors::{ANN_NPROBES, AnnKind, AnnQuery, WRITE_BATCH};
+use zblade_search::vectors::{ANN_KIND, ANN_NPROBES, AnnKind, AnnQuery, WRITE_BATCH, ann_partitions, ann_query};
 
 const ZBLADE: &str = env!("CARGO_BIN_EXE_zblade");
 const MESSAGES_PER_CONVERSATION: usize = 50;
@@ -142,62 +142,75 @@ fn main() {
     }
     let exact_stats = Stats::of(&mut exact_times);
     let hybrid_k = CANDIDATES + 5;
-    // One row of the index table: query time of the top 10, recall@10, and recall@50 of the
-    // top 55 hybrid search asks for.
+    // One row of the index table: query times of the top 10 and of the top 55 hybrid search
+    // asks for, recall@10, and recall@50 of the top 55.
     let measure = |store: &VectorStore, ann: AnnQuery| {
-        let (mut times, mut recall10, mut recall50) = (Vec::new(), 0.0, 0.0);
+        let (mut times, mut wide_times, mut recall10, mut recall50) = (Vec::new(), Vec::new(), 0.0, 0.0);
         for (query, ten, fifty) in &exact {
             let started = Instant::now();
             let found = store.nearest_ann(query, 10, ann).unwrap();
             times.push(started.elapsed());
             recall10 += found.iter().filter(|n| ten.contains(&n.cid)).count() as f64 / ten.len() as f64;
+            let started = Instant::now();
             let found = store.nearest_ann(query, hybrid_k, ann).unwrap();
+            wide_times.push(started.elapsed());
             recall50 += found.iter().take(50).filter(|n| fifty.contains(&n.cid)).count() as f64 / fifty.len() as f64;
         }
         let n = exact.len() as f64;
         format!(
-            "{} | {:.3} | {:.3}",
+            "{} | {} | {:.3} | {:.3}",
             Stats::of(&mut times),
+            Stats::of(&mut wide_times),
             common::sane("recall@10", recall10) / n,
             recall50 / n
         )
     };
-    let query = |nprobes, refine, ef| AnnQuery { nprobes, refine, ef };
+    let how = |ann: AnnQuery| match ann.ef {
+        Some(ef) => format!("ef {ef}"),
+        None => format!(
+            "nprobes {}, {}",
+            ann.nprobes,
+            ann.refine
+                .map_or("no re-ranking".to_string(), |r| format!("refine ×{r}"))
+        ),
+    };
+    let zblade_query = ann_query(ANN_KIND);
+    let with = |nprobes, refine| AnnQuery {
+        nprobes,
+        refine,
+        ..zblade_query
+    };
     let mut index_rows = String::new();
-    let zblade_kind = zblade_search::vectors::ANN_KIND;
     let index_cell = format!(
         "{} | {:.1} s | {}",
-        zblade_search::vectors::ann_partitions(built.cids),
+        ann_partitions(built.cids),
         ann_build.as_secs_f64(),
         mb(dir_size(&vectors_dir))
     );
-    let mut probe_counts = vec![16, 32, 64, 128, ANN_NPROBES];
-    probe_counts.sort();
-    probe_counts.dedup();
-    for nprobes in probe_counts {
-        let marker = if nprobes == ANN_NPROBES { " (zblade)" } else { "" };
+    // zblade's index: its query, other probe counts, and re-ranking (exact distances of
+    // 5 × k candidates, read from the table).
+    let mut settings = vec![zblade_query];
+    settings.extend([32, 48, 64, 128].map(|nprobes| with(nprobes, zblade_query.refine)));
+    settings.push(with(ANN_NPROBES, Some(5)));
+    for ann in settings {
+        let marker = if ann == zblade_query { " (zblade)" } else { "" };
         index_rows.push_str(&format!(
-            "| {zblade_kind:?}{marker} | {index_cell} | nprobes {nprobes} | {} |\n",
-            measure(&store, query(nprobes, None, None))
+            "| {ANN_KIND:?}{marker} | {index_cell} | {} | {} |\n",
+            how(ann),
+            measure(&store, ann)
         ));
     }
-    // The other kinds LanceDB builds, and IVF-SQ with other partition counts, on the same
-    // table and queries.
-    let others: [(AnnKind, Option<u32>, Vec<AnnQuery>); 4] = [
+    // zblade's index with a quarter of the partitions: where a growing table can be just
+    // before LanceDB splits partitions (at four times their target size), since a project's
+    // index is built once and grows; then the kinds zblade built before, and IVF-HNSW.
+    let quarter = (ann_partitions(built.cids) / 4).max(1);
+    let query = |nprobes, refine, ef| AnnQuery { nprobes, refine, ef };
+    let others: [(AnnKind, Option<u32>, Vec<AnnQuery>); 3] = [
+        (ANN_KIND, Some(quarter), vec![zblade_query]),
         (
             AnnKind::IvfSq,
-            Some(256),
-            vec![query(16, None, None), query(32, None, None)],
-        ),
-        (
-            AnnKind::IvfSq,
-            Some(1024),
-            vec![query(32, None, None), query(64, None, None), query(96, None, None)],
-        ),
-        (
-            AnnKind::IvfRq,
-            None,
-            vec![query(64, Some(5), None), query(ANN_NPROBES, Some(5), None)],
+            Some((built.cids / 8192).max(1) as u32),
+            vec![query(32, None, None), query(48, None, None)],
         ),
         (
             AnnKind::IvfHnswSq,
@@ -205,14 +218,14 @@ fn main() {
             vec![query(1, None, Some(100)), query(1, None, Some(400))],
         ),
     ];
-    // Building IVF-HNSW takes a quarter of an hour here: `ZBLADE_BENCH_MILLION_COMPARE=0`
-    // leaves the other kinds out, `=sq` keeps only IVF-SQ's other partition counts (and
-    // neither writes a section: the table would be partial).
+    // Building IVF-HNSW takes a quarter of an hour here: it is compared only with
+    // `ZBLADE_BENCH_MILLION_COMPARE=all` (measured at commit bd20dc3: docs/BENCHMARKS.md).
+    // `=0` compares nothing (and writes no section: the table would be partial).
     let compare = std::env::var("ZBLADE_BENCH_MILLION_COMPARE").unwrap_or_default();
     let compared = |kind: AnnKind| match compare.as_str() {
         "0" => false,
-        "sq" => kind == AnnKind::IvfSq,
-        _ => true,
+        "all" => true,
+        _ => kind != AnnKind::IvfHnswSq,
     };
     // A partition needs vectors to train on: the smoke run's few thousand skip those rows.
     let trainable = |partitions: Option<u32>| partitions.is_none_or(|p| p as usize * 256 <= built.cids);
@@ -231,12 +244,9 @@ fn main() {
             mb(dir_size(&vectors_dir))
         );
         for ann in settings {
-            let how = match ann.ef {
-                Some(ef) => format!("ef {ef}"),
-                None => format!("nprobes {}, refine ×{}", ann.nprobes, ann.refine.unwrap_or(1)),
-            };
             index_rows.push_str(&format!(
-                "| {kind:?} | {index_cell} | {how} | {} |\n",
+                "| {kind:?} | {index_cell} | {} | {} |\n",
+                how(ann),
                 measure(&store, ann)
             ));
         }
@@ -358,7 +368,7 @@ fn main() {
          **The ANN index** ({:?}, as `zblade index` builds it past {} vectors): built in {:.1} s; the vector table \
          with it {} on disk against {} of raw vectors; the SQLite index (messages, FTS5, chunks) {}. Exact search \
          on the same table: {exact_stats} (top 10). Recall against exact search on {} new vectors of the same shape (prompts about topics memory holds):\n\n\
-         | index | partitions | build | on disk (table) | query | top 10: p50 / p95 / p99 | recall@10 | recall@50 of the top {hybrid_k} |\n|---|---|---|---|---|---|---|---|\n{index_rows}\n\
+         | index | partitions | build | on disk (table) | query | top 10: p50 / p95 / p99 | top {hybrid_k}: p50 / p95 / p99 | recall@10 | recall@50 of the top {hybrid_k} |\n|---|---|---|---|---|---|---|---|---|\n{index_rows}\n\
          Where a context's search goes (same prompts, embeddings cached, {CANDIDATES} candidates): keyword half \
          {keyword}, vector half {semantic}.\n",
         built.messages,
@@ -370,7 +380,7 @@ fn main() {
         lance.p95_ms(),
         fts.p95_ms(),
         tokens as f64 / queries.len() as f64,
-        zblade_search::vectors::ANN_KIND,
+        ANN_KIND,
         zblade_engine::ANN_THRESHOLD,
         ann_build.as_secs_f64(),
         mb(vector_bytes),
@@ -379,7 +389,7 @@ fn main() {
         exact.len(),
     );
     println!("{report}");
-    if full && compare.is_empty() {
+    if full && compare != "0" {
         write_section("million", "A million chunks", "million", &report);
     }
 }

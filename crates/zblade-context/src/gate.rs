@@ -122,15 +122,15 @@ impl Evidence {
     }
 }
 
-/// The share of the prompt's words that some document holds (`terms`: word, documents
-/// holding it). Every word counts the same: weighting by rarity in the project (IDF) would make
+/// The share of the prompt's words that some document holds (`terms`: word, whether a
+/// document holds it). Every word counts the same: weighting by rarity in the project (IDF) would make
 /// the same prompt score differently in a project of two conversations, where every word that
 /// is there is "common" and every word that is not weighs most, and in one of thousands.
-pub fn known_words(terms: &[(String, u64)]) -> Option<f64> {
+pub fn known_words(terms: &[(String, bool)]) -> Option<f64> {
     if terms.is_empty() {
         return None;
     }
-    let known = terms.iter().filter(|(_, documents)| *documents > 0).count();
+    let known = terms.iter().filter(|(_, held)| *held).count();
     Some(known as f64 / terms.len() as f64)
 }
 
@@ -199,14 +199,15 @@ pub fn names(text: &str) -> Vec<Vec<String>> {
 }
 
 /// The names of `text` (see [`names`]) of which some word no document holds, by `terms`
-/// (word, documents holding it); a name with a word that was not counted is left out.
-pub fn unknown_names(text: &str, terms: &[(String, u64)]) -> Vec<String> {
-    let held = |word: &str| terms.iter().find(|(w, _)| w == word).map(|(_, n)| *n);
+/// (word, whether a document holds it); a name with a word that was not looked up is left
+/// out.
+pub fn unknown_names(text: &str, terms: &[(String, bool)]) -> Vec<String> {
+    let held = |word: &str| terms.iter().find(|(w, _)| w == word).map(|(_, held)| *held);
     names(text)
         .into_iter()
         .filter(|parts| {
-            let counts: Option<Vec<u64>> = parts.iter().map(|p| held(p)).collect();
-            counts.is_some_and(|c| c.contains(&0))
+            let held: Option<Vec<bool>> = parts.iter().map(|p| held(p)).collect();
+            held.is_some_and(|h| h.contains(&false))
         })
         .map(|parts| parts.join("_"))
         .collect()
@@ -227,7 +228,7 @@ fn stem(word: &str) -> &str {
 }
 
 /// The largest share of the prompt's words (`terms`) that one of `texts` holds together.
-pub fn best_cover<'a>(terms: &[(String, u64)], texts: impl Iterator<Item = &'a str>) -> Option<f64> {
+pub fn best_cover<'a>(terms: &[(String, bool)], texts: impl Iterator<Item = &'a str>) -> Option<f64> {
     if terms.is_empty() {
         return None;
     }
@@ -363,19 +364,19 @@ impl Gate {
 mod tests {
     use super::*;
 
-    fn terms(counts: &[u64]) -> Vec<(String, u64)> {
-        counts.iter().enumerate().map(|(i, c)| (format!("w{i}"), *c)).collect()
+    fn terms(held: &[bool]) -> Vec<(String, bool)> {
+        held.iter().enumerate().map(|(i, h)| (format!("w{i}"), *h)).collect()
     }
 
     #[test]
     fn words_are_known_somewhere_and_covered_together() {
         assert_eq!(known_words(&[]), None);
-        assert_eq!(known_words(&terms(&[3, 40])), Some(1.0));
-        assert_eq!(known_words(&terms(&[0, 7, 0, 1])), Some(0.5));
+        assert_eq!(known_words(&terms(&[true, true])), Some(1.0));
+        assert_eq!(known_words(&terms(&[false, true, false, true])), Some(0.5));
         let words = vec![
-            ("rotation".to_string(), 2),
-            ("token".to_string(), 5),
-            ("caroline".to_string(), 0),
+            ("rotation".to_string(), true),
+            ("token".to_string(), true),
+            ("caroline".to_string(), false),
         ];
         assert_eq!(best_cover(&words, std::iter::empty()), None);
         assert_eq!(best_cover(&[], ["x"].into_iter()), None);
@@ -404,7 +405,7 @@ mod tests {
         );
         assert!(names("what did we decide about retries?").is_empty());
         assert!(names("What did Sam do on 7 July 2023 and last Friday?") == ["sam"]);
-        let counts = vec![("caroline".to_string(), 0), ("lgbtq".to_string(), 3)];
+        let counts = vec![("caroline".to_string(), false), ("lgbtq".to_string(), true)];
         assert_eq!(
             unknown_names("When did Caroline join LGBTQ and Zed?", &counts),
             ["caroline"]

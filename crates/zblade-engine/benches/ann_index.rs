@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use zblade_search::VectorStore;
-use zblade_search::vectors::{ANN_KIND, ANN_NPROBES, AnnKind, AnnQuery};
+use zblade_search::vectors::{ANN_KIND, ANN_NPROBES, AnnKind, AnnQuery, ann_query};
 
 mod common;
 use common::vectors::ClusteredVectors;
@@ -73,7 +73,7 @@ fn main() {
             vec![refined(ANN_NPROBES, 10), refined(ANN_NPROBES, 5), plain(ANN_NPROBES)],
         ),
         (AnnKind::IvfHnswSq, None, vec![hnsw(100), hnsw(400)]),
-        (AnnKind::IvfRq, None, vec![refined(ANN_NPROBES, 5), refined(16, 5)]),
+        (AnnKind::IvfRq, None, vec![ann_query(AnnKind::IvfRq), plain(16)]),
     ];
     let mut table = String::from(
         "| index | build | query | top 10: p50 / p95 / p99, recall@10 | top 55: p50 / p95 / p99, recall@50 |\n|---|---|---|---|---|\n",
@@ -102,7 +102,7 @@ fn main() {
             }
             let n = queries.len() as f64;
             common::sane(&format!("{kind:?} recall@10"), r10 / n);
-            let chosen = kind == ANN_KIND && ann == plain(ANN_NPROBES);
+            let chosen = kind == ANN_KIND && ann == ann_query(ANN_KIND);
             let line = format!(
                 "| {kind:?}, {} partitions{} | {:.1} s | nprobes {}, refine {}, ef {} | {}, {:.3} | {}, {:.3} |\n",
                 partitions.map_or("default".to_string(), |p| p.to_string()),

@@ -51,12 +51,12 @@ impl Parts {
         top_agrees: bool,
         retrieved: impl Iterator<Item = &'a str>,
     ) -> Result<Evidence> {
-        let counts = self.index()?.term_counts(text)?;
-        let known = counts.as_ref().and_then(|counts| known_words(&counts.terms));
-        let cover = counts.as_ref().and_then(|counts| best_cover(&counts.terms, retrieved));
-        let unknown = counts
+        let held = self.index()?.held_words(text)?;
+        let known = held.as_ref().and_then(|held| known_words(&held.terms));
+        let cover = held.as_ref().and_then(|held| best_cover(&held.terms, retrieved));
+        let unknown = held
             .as_ref()
-            .map(|counts| unknown_names(text, &counts.terms))
+            .map(|held| unknown_names(text, &held.terms))
             .unwrap_or_default();
         let null = match nearest {
             Some(_) => self.null_scores()?,

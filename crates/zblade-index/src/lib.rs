@@ -51,7 +51,7 @@ pub use hit::{HitKind, SearchHit};
 pub use memory::MemoryText;
 pub use references::{LiveLocation, StoredReference};
 pub use search::{RANKED_MATCHES, SearchKind, SearchMode, SearchQuery};
-pub use vocab::{MAX_COUNTED_TERMS, TermCounts};
+pub use vocab::{HeldWords, MAX_LOOKED_UP_WORDS};
 
 /// How long a writer waits for another process's write transaction before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);

@@ -286,8 +286,9 @@ fn newest_matches_start(conn: &Connection, expr: &str, min_pk: i64) -> rusqlite:
     Ok(pk.map_or(min_pk, |pk| pk.max(min_pk)))
 }
 
-/// A word found in more than this share of messages is "common": scoring every message that
-/// holds it is the slow part of a search, and BM25 gives it little weight anyway.
+/// A word found in more than this share of messages (or in more than [`RANKED_MATCHES`]) is
+/// "common": scoring every message that holds it is the slow part of a search, and BM25 gives
+/// it little weight anyway.
 const COMMON_TERM_SHARE: f64 = 0.05;
 
 /// When every word of a query is common, only the most recently added messages are ranked:
@@ -310,7 +311,9 @@ fn search_messages(
     let total: i64 = conn
         .prepare_cached("SELECT coalesce(max(pk), 0) FROM messages")?
         .query_row([], |r| r.get(0))?;
-    let cap = ((total as f64 * COMMON_TERM_SHARE) as i64).max(64);
+    // Counting stops at the cap, so a common word costs at most that many doclist entries; past
+    // 100,000 messages the share would pass RANKED_MATCHES, more than a search ranks anyway.
+    let cap = ((total as f64 * COMMON_TERM_SHARE) as i64).clamp(64, RANKED_MATCHES);
     let mut count =
         conn.prepare_cached("SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?1 LIMIT ?2)")?;
     let mut frequency = Vec::with_capacity(terms.len());

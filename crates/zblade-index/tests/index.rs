@@ -373,25 +373,30 @@ fn unembedded_memory_is_counted_among_the_newest_records_only() {
 }
 
 #[test]
-fn a_word_in_more_messages_than_are_ranked_ranks_its_newest_matches() {
+fn words_in_more_messages_together_than_are_ranked_rank_their_newest_matches() {
     use zblade_index::RANKED_MATCHES;
     let (_dir, mut index) = open();
-    // 110,000 messages; "flaky" is in every 21st (5,239: more than are ranked, yet under the
-    // 5 % that makes a word common). The oldest holds it five times (best BM25).
+    // 110,000 messages; "flaky" and "brittle" are each in every 42nd (2,620 each: under the
+    // RANKED_MATCHES that make a word common), together in 5,239: more than are ranked. The
+    // oldest holds both, five times (best BM25).
     let holds = |i: usize| i.is_multiple_of(21);
     put_many(&mut index, 2_200, |c, m| match c * 50 + m {
-        0 => "flaky flaky flaky flaky flaky origin".to_string(),
-        i if holds(i) => format!("flaky test {i}"),
+        0 => "flaky brittle flaky brittle flaky origin".to_string(),
+        i if i % 42 == 0 => format!("flaky test {i}"),
+        i if holds(i) => format!("brittle test {i}"),
         i => format!("filler number {i}"),
     });
     let matching: Vec<usize> = (0..110_000).filter(|&i| holds(i)).collect();
     assert!(matching.len() as i64 > RANKED_MATCHES && matching.len() < 5_500);
+    assert!(matching.len() / 2 + 1 < RANKED_MATCHES as usize);
     let oldest_ranked = matching[matching.len() - RANKED_MATCHES as usize];
     let hits = index
-        .search(&SearchQuery::new("flaky", 20, SearchKind::Messages))
+        .search(&SearchQuery::new("flaky brittle", 20, SearchKind::Messages))
         .unwrap();
     assert_eq!(hits.len(), 20);
-    for hit in &hits {
+    // The only message holding both words comes first; the rest hold either.
+    assert_eq!(hits[0].conversation_id.as_deref(), Some("conv_0000"));
+    for hit in &hits[1..] {
         let c: usize = hit.conversation_id.as_deref().unwrap()[5..].parse().unwrap();
         let m: usize = hit.id[4..].parse().unwrap();
         assert!(
@@ -399,12 +404,23 @@ fn a_word_in_more_messages_than_are_ranked_ranks_its_newest_matches() {
             "{hit:?} is older than the newest {RANKED_MATCHES} matches"
         );
     }
-    // A second word narrows the matches below the bound: the oldest is found again.
-    let hits = index
-        .search(&SearchQuery::new("flaky origin", 5, SearchKind::Messages))
-        .unwrap();
-    assert!(
-        hits.iter().any(|h| h.conversation_id.as_deref() == Some("conv_0000")),
-        "{hits:?}"
+}
+
+#[test]
+fn a_word_is_held_when_any_turn_holds_it_however_common() {
+    let (_dir, mut index) = open();
+    // "cache" in every turn, "rotation" in one: both held, "caroline" nowhere.
+    put_many(&mut index, 3, |c, m| match (c, m) {
+        (1, 7) => "cache key rotation".to_string(),
+        _ => format!("cache warm {c} {m}"),
+    });
+    let held = index.held_words("Caroline's cache ROTATION?").unwrap().unwrap();
+    assert_eq!(
+        held.terms,
+        [
+            ("caroline".to_string(), false),
+            ("cache".to_string(), true),
+            ("rotation".to_string(), true)
+        ]
     );
 }

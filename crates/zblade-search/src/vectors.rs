@@ -21,26 +21,41 @@ use lancedb::query::{ExecutableQuery, QueryBase, Select};
 /// Rows written per LanceDB append: fewer, larger fragments keep the table fast and small.
 pub const WRITE_BATCH: usize = 2048;
 
-/// The ANN index zblade builds: IVF partitions of one-byte-per-dimension codes. Its distances
-/// are close enough to the exact ones that no re-ranking is needed: at 118k vectors it found
-/// 0.98 of the exact top 10 and top 50 in 5 ms, where IVF-PQ (zblade's index before) needed
-/// exact re-ranking and still found 0.92 of the top 50 in 10 ms; it also builds in about a
-/// second instead of 43 (docs/BENCHMARKS.md, "ANN index types").
-pub const ANN_KIND: AnnKind = AnnKind::IvfSq;
+/// The ANN index zblade builds: IVF partitions of RaBitQ codes ([`ANN_RQ_BITS`] per
+/// dimension). At a million vectors shaped like real embeddings it found 0.975 of the exact
+/// top 10 in 11 ms without re-ranking, where one-byte scalar codes (IVF-SQ, zblade's index
+/// before) needed 27 ms for 0.97 over the same share of the vectors, and IVF-HNSW 11 ms for
+/// 0.95 after a quarter of an hour's build (docs/BENCHMARKS.md, "A million chunks").
+pub const ANN_KIND: AnnKind = AnnKind::IvfRq;
+/// Bits per dimension of the RaBitQ codes. With LanceDB's default of 5, distances were too
+/// rough to reach 0.95 of the exact top 10 without re-ranking (0.95 at 128 probes), and
+/// re-ranking reads each candidate's vector from the table (5 × k candidates cost about
+/// 10 ms at a million vectors); 8 bits reach 0.97 at 64 probes with no re-ranking, for 145 MB
+/// more on disk per million vectors.
+pub const ANN_RQ_BITS: u32 = 8;
 /// IVF partitions probed per ANN query. zblade makes one partition per [`ANN_PARTITION_ROWS`]
-/// vectors, so up to about 390,000 vectors every partition is probed (the codes are scanned in
-/// full); past that, the 48 nearest. Measured at a million vectors shaped like real embeddings
-/// (docs/BENCHMARKS.md, "A million chunks"): 32 probes found 0.95–0.97 of the exact top 10 in
-/// 21 ms (two builds), 64 found 0.98 in 35 ms, 128 no more in 60 ms; the scanned share, not
-/// the partition count, sets both (256 partitions at 32 probes: 0.90 in 8 ms). 48 keeps recall
-/// clear of 0.95.
-pub const ANN_NPROBES: usize = 48;
-/// Vectors per IVF partition of the index zblade builds.
-pub const ANN_PARTITION_ROWS: usize = 8_192;
+/// vectors, so up to about 390,000 vectors every partition is probed; past that, the 96
+/// nearest. The scanned share, not the partition count, sets recall and time alike: at a
+/// million vectors, 64 of 246 partitions found 0.966 of the exact top 10, 96 found 0.975 and
+/// 128 found 0.976.
+pub const ANN_NPROBES: usize = 96;
+/// Vectors per IVF partition of the index zblade builds (LanceDB's own choice for IVF-RQ).
+pub const ANN_PARTITION_ROWS: usize = 4_096;
 
 /// IVF partitions of the index zblade builds on `rows` vectors.
 pub fn ann_partitions(rows: usize) -> u32 {
     (rows / ANN_PARTITION_ROWS).max(1) as u32
+}
+
+/// How zblade queries an index of `kind`: only an earlier zblade's IVF-PQ needs its
+/// candidates re-ranked by exact distance.
+pub fn ann_query(kind: AnnKind) -> AnnQuery {
+    let refine = (kind == AnnKind::IvfPq).then_some(LEGACY_PQ_REFINE_FACTOR);
+    AnnQuery {
+        nprobes: ANN_NPROBES,
+        refine,
+        ef: None,
+    }
 }
 
 /// Re-ranking factor for an IVF-PQ index built by an earlier zblade, until the next `zblade
@@ -57,7 +72,7 @@ pub enum AnnKind {
     IvfSq,
     /// IVF partitions, an HNSW graph in each, one byte per dimension.
     IvfHnswSq,
-    /// IVF partitions, RaBitQ codes (one bit per dimension).
+    /// IVF partitions, RaBitQ codes (a few bits per dimension).
     IvfRq,
     /// Any other kind (made by another tool); replaced by the next `zblade index`.
     Other,
@@ -463,8 +478,9 @@ impl VectorStore {
     }
 
     /// Builds an [`ANN_KIND`] index on the vectors once the table holds `threshold` rows, and
-    /// replaces an index of another kind (an earlier zblade's IVF-PQ); later additions are
-    /// folded in by [`VectorStore::compact`]. Returns whether an index exists.
+    /// replaces an index of another kind (an earlier zblade's IVF-PQ or IVF-SQ); later
+    /// additions are folded in by [`VectorStore::compact`], which also splits partitions that
+    /// grew past four times their target size. Returns whether an index exists.
     pub fn ensure_ann_index(&mut self, threshold: usize) -> Result<bool, String> {
         match self.index {
             Some(kind) if kind == ANN_KIND => Ok(true),
@@ -507,7 +523,7 @@ impl VectorStore {
             }
             AnnKind::IvfSq => Index::IvfSq(ivf!(IvfSqIndexBuilder::default())),
             AnnKind::IvfHnswSq => Index::IvfHnswSq(ivf!(IvfHnswSqIndexBuilder::default())),
-            AnnKind::IvfRq => Index::IvfRq(ivf!(IvfRqIndexBuilder::default())),
+            AnnKind::IvfRq => Index::IvfRq(ivf!(IvfRqIndexBuilder::default().num_bits(ANN_RQ_BITS))),
             AnnKind::Other => return Err("zblade builds IVF-PQ, IVF-SQ, IVF-HNSW-SQ and IVF-RQ indexes".into()),
         };
         self.runtime
@@ -522,18 +538,9 @@ impl VectorStore {
     /// there is one, else by exact search.
     pub fn nearest(&self, query: &[f32], k: usize) -> Result<Vec<Neighbour>, String> {
         // The settings go with every query, not only when `self.index` says there is an index:
-        // another process may have built one since this store was opened. Without an index
-        // LanceDB searches exactly and ignores them.
-        let refine = (self.index == Some(AnnKind::IvfPq)).then_some(LEGACY_PQ_REFINE_FACTOR);
-        self.nearest_with(
-            query,
-            k,
-            Some(AnnQuery {
-                nprobes: ANN_NPROBES,
-                refine,
-                ef: None,
-            }),
-        )
+        // another process may have built one (of zblade's kind) since this store was opened.
+        // Without an index LanceDB searches exactly and ignores them.
+        self.nearest_with(query, k, Some(ann_query(self.index.unwrap_or(ANN_KIND))))
     }
 
     /// [`VectorStore::nearest`] with every ANN query setting given (benchmarks compare them).

@@ -21,8 +21,8 @@ impl Parts {
     /// at 1). A list whose best hits match one or two words of a long query — common words
     /// in a big project — says little about the query.
     pub(super) fn keyword_strength(&self, text: &str, keyword: &[SearchHit]) -> Result<f64> {
-        let terms: Vec<(String, u64)> = match zblade_index::fts::Terms::parse(text) {
-            Some(terms) => terms.each().map(|t| (t.trim_matches('"').to_string(), 1)).collect(),
+        let terms: Vec<(String, bool)> = match zblade_index::fts::Terms::parse(text) {
+            Some(terms) => terms.each().map(|t| (t.trim_matches('"').to_string(), true)).collect(),
             None => return Ok(1.0),
         };
         // A short query matched at all is matched well enough.
