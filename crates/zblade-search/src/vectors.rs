@@ -22,10 +22,11 @@ use lancedb::query::{ExecutableQuery, QueryBase, Select};
 pub const WRITE_BATCH: usize = 2048;
 
 /// The ANN index zblade builds: IVF partitions of RaBitQ codes ([`ANN_RQ_BITS`] per
-/// dimension). At a million vectors shaped like real embeddings it found 0.975 of the exact
-/// top 10 in 11 ms without re-ranking, where one-byte scalar codes (IVF-SQ, zblade's index
-/// before) needed 27 ms for 0.97 over the same share of the vectors, and IVF-HNSW 11 ms for
-/// 0.95 after a quarter of an hour's build (docs/BENCHMARKS.md, "A million chunks").
+/// dimension). At a million vectors shaped like real embeddings it found 0.973 of the exact
+/// top 10 without re-ranking, and the top 55 hybrid search asks for in 9 ms (p50), where
+/// one-byte scalar codes (IVF-SQ, zblade's index before) took 24 ms for 0.968 over the same
+/// share of the vectors, and IVF-HNSW 11 ms for 0.95 after a quarter of an hour's build
+/// (docs/BENCHMARKS.md, "A million chunks").
 pub const ANN_KIND: AnnKind = AnnKind::IvfRq;
 /// Bits per dimension of the RaBitQ codes. With LanceDB's default of 5, distances were too
 /// rough to reach 0.95 of the exact top 10 without re-ranking (0.95 at 128 probes), and
