@@ -207,11 +207,7 @@ fn main() {
     let query = |nprobes, refine, ef| AnnQuery { nprobes, refine, ef };
     let others: [(AnnKind, Option<u32>, Vec<AnnQuery>); 3] = [
         (ANN_KIND, Some(quarter), vec![zblade_query]),
-        (
-            AnnKind::IvfSq,
-            Some((built.cids / 8192).max(1) as u32),
-            vec![query(32, None, None), query(48, None, None)],
-        ),
+        (AnnKind::IvfSq, None, vec![query(32, None, None), query(48, None, None)]),
         (
             AnnKind::IvfHnswSq,
             None,

@@ -30,15 +30,15 @@ pub const WRITE_BATCH: usize = 2048;
 pub const ANN_KIND: AnnKind = AnnKind::IvfRq;
 /// Bits per dimension of the RaBitQ codes. With LanceDB's default of 5, distances were too
 /// rough to reach 0.95 of the exact top 10 without re-ranking (0.95 at 128 probes), and
-/// re-ranking reads each candidate's vector from the table (5 × k candidates cost about
-/// 10 ms at a million vectors); 8 bits reach 0.97 at 64 probes with no re-ranking, for 145 MB
-/// more on disk per million vectors.
+/// re-ranking reads each candidate's vector from the table (5 × k candidates cost 6–9 ms more
+/// per query at a million vectors); 8 bits reach 0.96–0.97 at 64 probes and 0.97 at 96 with
+/// no re-ranking, for 145 MB more on disk per million vectors.
 pub const ANN_RQ_BITS: u32 = 8;
 /// IVF partitions probed per ANN query. zblade makes one partition per [`ANN_PARTITION_ROWS`]
 /// vectors, so up to about 390,000 vectors every partition is probed; past that, the 96
 /// nearest. The scanned share, not the partition count, sets recall and time alike: at a
-/// million vectors, 64 of 246 partitions found 0.966 of the exact top 10, 96 found 0.975 and
-/// 128 found 0.976.
+/// million vectors, 64 of 246 partitions found 0.956–0.966 of the exact top 10, 96 found
+/// 0.973–0.975 and 128 found 0.975–0.977 (three builds).
 pub const ANN_NPROBES: usize = 96;
 /// Vectors per IVF partition of the index zblade builds (LanceDB's own choice for IVF-RQ).
 pub const ANN_PARTITION_ROWS: usize = 4_096;
