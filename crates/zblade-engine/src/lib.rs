@@ -128,7 +128,7 @@ pub use zblade_refs::watcher::WatchOptions;
 pub use zblade_search::embed::disable_onnx_telemetry;
 /// Sets the allocator up for a process that loads the models, answers once and exits (a cold
 /// `zblade context`).
-pub use zblade_search::embed::tune_allocator_for_one_answer;
+pub use zblade_search::memory::tune_allocator_for_one_answer;
 
 /// The nearest ancestor of `start` (itself included) that holds a `.zblade/` folder.
 pub fn find_project_root(start: &std::path::Path) -> Option<std::path::PathBuf> {

@@ -161,7 +161,8 @@ impl Project {
 
     /// Hands back what this project holds only to be faster and what the process freed: SQLite's
     /// page cache, then glibc's free memory (dropping an ONNX Runtime session leaves its memory
-    /// in the allocator's arenas until they are trimmed). What a long-running process calls
+    /// in the allocator's arenas until they are trimmed), then the clean pages of mapped files
+    /// (`zblade_search::memory::page_out_mapped_files`). What a long-running process calls
     /// before it idles: after models were let go, and after the tray indexer's first pass,
     /// which reads every message.
     pub fn give_memory_back(&self) {
@@ -169,7 +170,10 @@ impl Project {
             // A cache that cannot be emptied only costs memory; nothing to report.
             let _ = index.release_memory();
         }
-        zblade_search::embed::return_freed_memory();
+        zblade_search::memory::return_freed_memory();
+        // What stays resident after that is mostly pages of code that ran: the engine library's,
+        // ONNX Runtime's. They come back on the next search without reading the disk.
+        zblade_search::memory::page_out_mapped_files();
     }
 
     /// Looks for coding agents' sessions under `places` instead of this process's home and

@@ -140,58 +140,6 @@ pub fn disable_onnx_telemetry() {
     unsafe { std::env::set_var(name, value) };
 }
 
-/// Hands memory the process freed back to the system, after a long-running process let its
-/// models go (`zblade_engine`'s idle release). glibc keeps freed memory in its arenas for reuse,
-/// so dropping an ONNX Runtime session (tens of megabytes, allocated from several threads) lowers
-/// the resident size only once the arenas are trimmed. Returns whether any memory was released;
-/// a no-op (false) on other C libraries.
-#[allow(unsafe_code)]
-pub fn return_freed_memory() -> bool {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        unsafe extern "C" {
-            fn malloc_trim(pad: usize) -> std::ffi::c_int;
-        }
-        // SAFETY: malloc_trim takes no pointers and only walks glibc's own arenas under their
-        // locks; any thread may call it at any time.
-        unsafe { malloc_trim(0) == 1 }
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
-        false
-    }
-}
-
-/// Sets glibc's allocator up for a process that loads a model, answers once and exits (a cold
-/// `zblade context`): every thread allocates from one arena, and large blocks come from the
-/// heap and stay there when freed instead of being mapped and unmapped. Loading a model
-/// copies its 22 MB several times (the file, ONNX Runtime's parse, its packed weights); each
-/// copy into fresh pages costs a page fault per 4 KB, and with these settings later copies
-/// reuse the pages earlier ones freed (a cold context touched 25% fewer pages and ran ~6 ms
-/// faster on two cores; docs/BENCHMARKS.md, "The lean install"). Not for long-running
-/// processes, which should hand freed memory back ([`return_freed_memory`]). Call it before
-/// the process starts threads. A no-op on other C libraries.
-#[allow(unsafe_code)]
-pub fn tune_allocator_for_one_answer() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // glibc's <malloc.h>.
-        const M_TRIM_THRESHOLD: std::ffi::c_int = -1;
-        const M_MMAP_THRESHOLD: std::ffi::c_int = -3;
-        const M_ARENA_MAX: std::ffi::c_int = -8;
-        unsafe extern "C" {
-            fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
-        }
-        // SAFETY: mallopt takes plain integers and changes only glibc's allocation policy,
-        // under its own lock; blocks already allocated are unaffected.
-        unsafe {
-            mallopt(M_ARENA_MAX, 1);
-            mallopt(M_MMAP_THRESHOLD, 64 << 20);
-            mallopt(M_TRIM_THRESHOLD, 256 << 20);
-        }
-    }
-}
-
 /// Loads ONNX Runtime from [`find_onnx_runtime`], once per process; later calls return the
 /// first outcome. Anything that uses fastembed or `ort` directly (the benchmarks' raw
 /// baselines) calls this first: without it `ort` would look for `libonnxruntime.so` on the

@@ -1,7 +1,8 @@
 //! Semantic search for zblade: chunks named by content ([`chunk`]), project files as chunks
 //! ([`code`]), local embeddings with
 //! fastembed on ONNX Runtime ([`embed`]), vectors in LanceDB ([`vectors`]) and reciprocal rank
-//! fusion of keyword and vector results ([`fusion`]).
+//! fusion of keyword and vector results ([`fusion`]); and how a process that loads models gives
+//! their memory back ([`memory`]).
 //!
 //! Everything runs on this machine: models load from a local directory, ONNX Runtime is loaded
 //! at run time, and when either is missing callers fall back to keyword search.
@@ -18,6 +19,7 @@ pub mod code;
 pub mod embed;
 pub mod fake;
 pub mod fusion;
+pub mod memory;
 pub mod vectors;
 
 pub use embed::{EmbedError, Embedder, LocalModel, Workload};
