@@ -87,12 +87,11 @@ fn index_then_watch(root: &std::path::Path, stop: &Arc<AtomicBool>, sink: &Sink)
     });
     // This project's models were loaded for that run only (the app's searches have models of
     // their own): let them go now rather than after the idle period. The watch below loads
-    // them again when something new is to be embedded.
+    // them again when something new is to be embedded. Releasing also hands the memory back,
+    // models or not: the pass read and chunked every message, so SQLite's page cache is full of
+    // them and glibc keeps what was freed, and this process may idle in the tray for hours (a
+    // pass that loaded no model left 69 MB allocated; docs/BENCHMARKS.md, "The lean install").
     project.release_models_unused_for(std::time::Duration::ZERO);
-    // The pass read and chunked every message: SQLite's page cache is full of them and glibc
-    // keeps what was freed, and this process may idle in the tray for hours (a pass that
-    // loaded no model left 69 MB allocated; docs/BENCHMARKS.md, "The lean install").
-    project.give_memory_back();
     let notice = match report {
         Ok(report) => report.notice,
         Err(Error::Interrupted) => return Err(Error::Interrupted),

@@ -25,6 +25,8 @@
 //! a small smoke version and writes nothing. `ZBLADE_BENCH_MILLION_DIR=DIR` keeps the project in
 //! DIR and reuses it on the next run; `ZBLADE_BENCH_MILLION_COMPARE=0` skips the other index
 //! kinds (and then writes nothing), `=all` adds IVF-HNSW (a quarter of an hour to build).
+//! `ZBLADE_BENCH_MILLION_ONLY_CONTEXT=1` with a kept project measures the contexts and the warm
+//! hook alone and prints them (for tuning the search).
 
 #[path = "../../zblade-engine/benches/common/mod.rs"]
 mod common;
@@ -96,6 +98,10 @@ fn main() {
         }
     };
     let mut text = TextGen::new(2_000_000);
+    if std::env::var_os("ZBLADE_BENCH_MILLION_ONLY_CONTEXT").is_some() {
+        only_contexts(&root, &mut text, query_count, hook_runs);
+        return;
+    }
     let project = Project::open(&root).unwrap();
     let (model_id, dim) = default_model(&project);
     let vectors_dir = project.layout().vectors_dir();
@@ -259,39 +265,16 @@ fn main() {
     // `Project::context` in process, each query new text (its embedding is in the time).
     let mut project = Project::open(&root).unwrap();
     let queries: Vec<String> = (0..query_count).map(|i| format!("{} {i}", text.query())).collect();
-    project.context(&ContextRequest::new("warm up the model")).unwrap();
-    let (mut context_times, mut search_phase, mut gather_phase, mut pack_phase) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut tokens = 0usize;
-    for q in &queries {
-        let request = ContextRequest {
-            budget: Some(BUDGET),
-            ..ContextRequest::new(q.as_str())
-        };
-        let started = Instant::now();
-        let result = project.context(&request).unwrap();
-        context_times.push(started.elapsed());
-        search_phase.push(Duration::from_secs_f64(result.timings.search_ms / 1000.0));
-        gather_phase.push(Duration::from_secs_f64(result.timings.gather_ms / 1000.0));
-        pack_phase.push(Duration::from_secs_f64(result.timings.pack_ms / 1000.0));
-        assert!(result.pack.tokens <= BUDGET);
-        tokens += result.pack.tokens;
-    }
-    let context = Stats::of(&mut context_times);
-    let search = Stats::of(&mut search_phase);
-    let (gather, pack) = (Stats::of(&mut gather_phase), Stats::of(&mut pack_phase));
-    // The search's two halves alone, as a context asks (the embeddings are cached by now).
-    let mut halves = |mode: SearchMode| {
-        let mut times = Vec::new();
-        for q in &queries {
-            let query = SearchQuery::new(q, CANDIDATES, SearchKind::All).in_mode(Some(mode));
-            let started = Instant::now();
-            std::hint::black_box(project.search(&query).unwrap());
-            times.push(started.elapsed());
-        }
-        Stats::of(&mut times)
-    };
-    let (keyword, semantic) = (halves(SearchMode::Keyword), halves(SearchMode::Semantic));
+    let contexts = Contexts::measure(&mut project, &queries);
+    let Contexts {
+        context,
+        search,
+        gather,
+        pack,
+        keyword,
+        semantic,
+        tokens,
+    } = &contexts;
 
     // The raw libraries on the same tables: one LanceDB ANN query (top 55) and one bare FTS5
     // query (top 50, words OR-ed) per prompt.
@@ -326,24 +309,7 @@ fn main() {
 
     // The hook: a new `zblade context` process per prompt, with no engine and with the warm one.
     let hook_queries: Vec<String> = (0..hook_runs).map(|i| format!("{} hook {i}", text.query())).collect();
-    let mut cold: Vec<Duration> = hook_queries.iter().take(cold_runs).map(|q| hook(&root, q)).collect();
-    let mut daemon = Command::new(ZBLADE)
-        .arg("--project")
-        .arg(&root)
-        .arg("serve")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(daemon.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.contains("serving"), "zblade serve: {line}");
-    hook(&root, "warm up the engine's model");
-    let mut warm: Vec<Duration> = hook_queries.iter().map(|q| hook(&root, q)).collect();
-    let _ = daemon.kill();
-    let _ = daemon.wait();
-    let (cold, warm) = (Stats::of(&mut cold), Stats::of(&mut warm));
+    let (cold, warm) = hooks(&root, &hook_queries, cold_runs);
 
     let report = format!(
         "{} messages in {} conversations (the foundation benchmark's generator), {} chunks, \
@@ -375,7 +341,7 @@ fn main() {
         built.vectors_s,
         lance.p95_ms(),
         fts.p95_ms(),
-        tokens as f64 / queries.len() as f64,
+        tokens,
         ANN_KIND,
         zblade_engine::ANN_THRESHOLD,
         ann_build.as_secs_f64(),
@@ -388,6 +354,111 @@ fn main() {
     if full && compare != "0" {
         write_section("million", "A million chunks", "million", &report);
     }
+}
+
+/// `Project::context` in process over `queries` (each new text: its embedding is in the time),
+/// with the engine's own timing of each phase, then the search's two halves alone.
+struct Contexts {
+    context: Stats,
+    search: Stats,
+    gather: Stats,
+    pack: Stats,
+    keyword: Stats,
+    semantic: Stats,
+    /// Tokens per pack, on average.
+    tokens: f64,
+}
+
+impl Contexts {
+    fn measure(project: &mut Project, queries: &[String]) -> Contexts {
+        project.context(&ContextRequest::new("warm up the model")).unwrap();
+        let (mut context_times, mut search_phase, mut gather_phase, mut pack_phase) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut tokens = 0usize;
+        for q in queries {
+            let request = ContextRequest {
+                budget: Some(BUDGET),
+                ..ContextRequest::new(q.as_str())
+            };
+            let started = Instant::now();
+            let result = project.context(&request).unwrap();
+            context_times.push(started.elapsed());
+            search_phase.push(Duration::from_secs_f64(result.timings.search_ms / 1000.0));
+            gather_phase.push(Duration::from_secs_f64(result.timings.gather_ms / 1000.0));
+            pack_phase.push(Duration::from_secs_f64(result.timings.pack_ms / 1000.0));
+            assert!(result.pack.tokens <= BUDGET);
+            tokens += result.pack.tokens;
+        }
+        // The search's two halves alone, as a context asks (the embeddings are cached by now).
+        let mut halves = |mode: SearchMode| {
+            let mut times = Vec::new();
+            for q in queries {
+                let query = SearchQuery::new(q, CANDIDATES, SearchKind::All).in_mode(Some(mode));
+                let started = Instant::now();
+                std::hint::black_box(project.search(&query).unwrap());
+                times.push(started.elapsed());
+            }
+            Stats::of(&mut times)
+        };
+        Contexts {
+            context: Stats::of(&mut context_times),
+            search: Stats::of(&mut search_phase),
+            gather: Stats::of(&mut gather_phase),
+            pack: Stats::of(&mut pack_phase),
+            keyword: halves(SearchMode::Keyword),
+            semantic: halves(SearchMode::Semantic),
+            tokens: tokens as f64 / queries.len() as f64,
+        }
+    }
+}
+
+/// `zblade context` as a prompt hook runs it, a new process per prompt: the first
+/// `cold_runs` prompts with no engine running, then every prompt with the warm engine
+/// (`zblade serve`). Returns (cold, warm).
+fn hooks(root: &Path, queries: &[String], cold_runs: usize) -> (Stats, Stats) {
+    let mut cold: Vec<Duration> = queries.iter().take(cold_runs).map(|q| hook(root, q)).collect();
+    let mut daemon = Command::new(ZBLADE)
+        .arg("--project")
+        .arg(root)
+        .arg("serve")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(daemon.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("serving"), "zblade serve: {line}");
+    hook(root, "warm up the engine's model");
+    let mut warm: Vec<Duration> = queries.iter().map(|q| hook(root, q)).collect();
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    (Stats::of(&mut cold), Stats::of(&mut warm))
+}
+
+/// `ZBLADE_BENCH_MILLION_ONLY_CONTEXT`: the context and hook figures alone, on a kept project
+/// whose ANN index is zblade's (built when it is not), printed and not written: for tuning the
+/// search, where building and comparing indexes would take most of the run.
+fn only_contexts(root: &Path, text: &mut TextGen, query_count: usize, hook_runs: usize) {
+    let mut project = Project::open(root).unwrap();
+    let (model_id, dim) = default_model(&project);
+    let mut store = VectorStore::open(&project.layout().vectors_dir(), &model_id, dim).unwrap();
+    if store.ann_index() != Some(ANN_KIND) {
+        eprintln!("building the ANN index …");
+        store.build_ann_index().unwrap();
+        store.compact().unwrap();
+    }
+    drop(store);
+    let queries: Vec<String> = (0..query_count).map(|i| format!("{} {i}", text.query())).collect();
+    let c = Contexts::measure(&mut project, &queries);
+    drop(project);
+    let hook_queries: Vec<String> = (0..hook_runs).map(|i| format!("{} hook {i}", text.query())).collect();
+    let (cold, warm) = hooks(root, &hook_queries, 2);
+    println!(
+        "context {} (search {}, gathering {}, packing {}); keyword half {}, vector half {}; \
+         warm hook {warm}; cold hook {cold}; {:.0} tokens a pack",
+        c.context, c.search, c.gather, c.pack, c.keyword, c.semantic, c.tokens
+    );
 }
 
 /// The id and vector length of the project's default embedding model.

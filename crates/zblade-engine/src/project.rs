@@ -127,7 +127,8 @@ impl Project {
     /// Lets go of the embedding models and the open vector tables when no search or indexing
     /// used them for `search.release_models_after_minutes` (what a long-running process calls
     /// now and then: the app and the watch loop its tray indexer and `zblade watch` run). The next search
-    /// loads them again. Returns whether anything was let go.
+    /// loads them again. Once per such idle period, loaded or not, it also hands the process's
+    /// memory back ([`Project::give_memory_back`]). Returns whether anything was let go.
     pub fn release_idle_models(&mut self) -> bool {
         match self.parts.settings.search.release_models_after() {
             Some(idle) => self.release_models_unused_for(idle),
@@ -153,7 +154,9 @@ impl Project {
     /// cannot wait five minutes).
     pub fn release_models_unused_for(&mut self, idle: std::time::Duration) -> bool {
         let released = self.parts.semantic.release_if_idle(idle);
-        if released {
+        // Once per idle period, models or not: a tray whose models were let go after its
+        // first pass has run the watch's setup since, and idles on for hours.
+        if self.parts.semantic.first_idle_check(idle) || released {
             self.give_memory_back();
         }
         released

@@ -49,6 +49,9 @@ pub(crate) struct Semantic {
     last_used: Mutex<Instant>,
     /// [`Semantic::prepare`] ran and nothing it loaded was let go since.
     prepared: AtomicBool,
+    /// The process's memory was handed back since the models or tables were last asked for
+    /// ([`Semantic::first_idle_check`]).
+    idled: AtomicBool,
 }
 
 impl Semantic {
@@ -67,12 +70,22 @@ impl Semantic {
             gate_null: Default::default(),
             last_used: Mutex::new(Instant::now()),
             prepared: AtomicBool::new(false),
+            idled: AtomicBool::new(false),
         }
     }
 
     /// Notes that a model or a vector table is in use now.
     fn touch(&self) {
         *self.last_used.lock().expect("last-used lock") = Instant::now();
+        self.idled.store(false, Ordering::Relaxed);
+    }
+
+    /// True once per idle period: when nothing asked for a model or a vector table during
+    /// `idle`, the first time this is asked since the last use. A long-running process hands
+    /// its memory back then, whether or not a model was loaded: what ran since it last did
+    /// (a watch's setup, a keyword search) is resident again.
+    pub(crate) fn first_idle_check(&self, idle: Duration) -> bool {
+        self.last_used.lock().expect("last-used lock").elapsed() >= idle && !self.idled.swap(true, Ordering::Relaxed)
     }
 
     /// Whether a local model or a vector table is loaded.
@@ -339,5 +352,24 @@ impl Semantic {
             SearchKind::All if code == Space::Code => vec![Space::Memory, Space::Code],
             SearchKind::All => vec![Space::Memory],
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_is_handed_back_once_per_idle_period() {
+        let dir = tempfile::tempdir().unwrap();
+        let semantic = Semantic::new(&Settings::default(), dir.path());
+        let hour = Duration::from_secs(3600);
+        assert!(!semantic.first_idle_check(hour), "not idle for an hour yet");
+        // Idle (nothing loaded counts too): once, then not again until something is used.
+        assert!(semantic.first_idle_check(Duration::ZERO));
+        assert!(!semantic.first_idle_check(Duration::ZERO));
+        semantic.touch();
+        assert!(!semantic.first_idle_check(hour));
+        assert!(semantic.first_idle_check(Duration::ZERO));
     }
 }
