@@ -440,15 +440,19 @@ fn hooks(root: &Path, queries: &[String], cold_runs: usize) -> (Stats, Stats) {
 /// whose ANN index is zblade's (built when it is not), printed and not written: for tuning the
 /// search, where building and comparing indexes would take most of the run.
 fn only_contexts(root: &Path, text: &mut TextGen, query_count: usize, hook_runs: usize) {
-    let mut project = Project::open(root).unwrap();
+    // Asking for the model loads it to embed batches (a thread per core, whose idle workers
+    // spin): the project that measures is opened afresh, so its searches load their own.
+    let project = Project::open(root).unwrap();
     let (model_id, dim) = default_model(&project);
     let mut store = VectorStore::open(&project.layout().vectors_dir(), &model_id, dim).unwrap();
+    drop(project);
     if store.ann_index() != Some(ANN_KIND) {
         eprintln!("building the ANN index …");
         store.build_ann_index().unwrap();
         store.compact().unwrap();
     }
     drop(store);
+    let mut project = Project::open(root).unwrap();
     let queries: Vec<String> = (0..query_count).map(|i| format!("{} {i}", text.query())).collect();
     let c = Contexts::measure(&mut project, &queries);
     drop(project);

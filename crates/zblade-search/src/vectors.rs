@@ -97,6 +97,8 @@ pub struct VectorStore {
     dim: usize,
     /// The table's ANN index when it was opened or last built here (`None`: none).
     index: Option<AnnKind>,
+    /// [`VectorStore::has_vectors`] found vectors once.
+    held_vectors: std::sync::atomic::AtomicBool,
 }
 
 fn err(e: impl std::fmt::Display) -> String {
@@ -210,6 +212,7 @@ impl VectorStore {
             table,
             dim,
             index,
+            held_vectors: Default::default(),
         })
     }
 
@@ -257,6 +260,7 @@ impl VectorStore {
             table,
             dim,
             index,
+            held_vectors: Default::default(),
         }))
     }
 
@@ -400,6 +404,21 @@ impl VectorStore {
     pub fn small_fragments(&self) -> Result<usize, String> {
         let stats = self.runtime.block_on(self.table.stats()).map_err(err)?;
         Ok(stats.fragment_stats.num_small_fragments)
+    }
+
+    /// Whether the table holds vectors: asked of the table until it does, then remembered.
+    /// Searches ask it every time, and each question to the table checks for a newer version
+    /// (1.5 ms a search at a million vectors). A table emptied later (every vector removed) still
+    /// answers true until it is opened again, and its searches find no neighbours, as they
+    /// would anyway.
+    pub fn has_vectors(&self) -> Result<bool, String> {
+        use std::sync::atomic::Ordering;
+        if self.held_vectors.load(Ordering::Relaxed) {
+            return Ok(true);
+        }
+        let held = self.len()? > 0;
+        self.held_vectors.store(held, Ordering::Relaxed);
+        Ok(held)
     }
 
     /// True when the table holds no vectors.

@@ -178,9 +178,9 @@ impl Parts {
             match self
                 .semantic()
                 .vector_reader_of(space)
-                .and_then(|r| r.map(|s| s.len().map_err(search_error)).transpose())
+                .and_then(|r| r.map(|s| s.has_vectors().map_err(search_error)).transpose())
             {
-                Ok(Some(n)) if n > 0 => embedded.push(space),
+                Ok(Some(true)) => embedded.push(space),
                 Ok(_) => {}
                 Err(e) => return Some(format!("vectors: {e}; using keyword search")),
             }
