@@ -3,7 +3,7 @@
 //! watch`) going idle, freed memory returned and clean pages of mapped files taken out of its
 //! resident set.
 //!
-//! Linux with glibc only; elsewhere each function is a no-op.
+//! The allocator's functions need glibc, the page-out Linux; elsewhere each is a no-op.
 
 /// Hands memory the process freed back to the system, after a long-running process let its
 /// models go (`zblade_engine`'s idle release). glibc keeps freed memory in its arenas for reuse,

@@ -161,8 +161,9 @@ pub(crate) struct ModeSearch {
 /// Cores from which the two halves of a hybrid search run at the same time: two. With zblade's
 /// IVF-RQ index, a context's search left the second core mostly idle while SQLite ran the
 /// keyword half and then the query's embedding and ANN query ran; side by side, `Project::context`
-/// went from 35–37 / 46–50 to 26–28 / 32–35 ms (p50 / p95) at 118k chunks and from 53 / 74 to
-/// 41 / 56 ms at a million (2 cores, A/B runs of the million bench; docs/BENCHMARKS.md). With
+/// went from 35–37 / 46–50 to 26–28 / 32–35 ms (p50 / p95) at 118k chunks and from 39–43 /
+/// 58–61 to 34 / 50–52 ms at a million (2 cores, interleaved A/B runs of the million bench;
+/// docs/BENCHMARKS.md, "The lean install"). With
 /// the IVF-SQ index before it, the halves slowed each other down on 2 cores (at 118k: keyword
 /// half 4.7 → 9.0 ms, vector half 19 → 30 ms) and ran one after the other.
 const PARALLEL_HALVES_FROM_CORES: usize = 2;
