@@ -74,12 +74,15 @@ pub fn shrink(text: &str, max_tokens: usize, query: &str, counter: &dyn TokenCou
     }
     let query = lower_words(query);
     let pieces = sentences(text);
+    // Scored once each: scoring splits and lowercases the sentence, too dear to repeat in every
+    // comparison of the sort.
+    let scores: Vec<f64> = pieces
+        .iter()
+        .enumerate()
+        .map(|(i, piece)| sentence_score(piece, i, &query))
+        .collect();
     let mut order: Vec<usize> = (0..pieces.len()).collect();
-    order.sort_by(|&a, &b| {
-        sentence_score(pieces[b], b, &query)
-            .total_cmp(&sentence_score(pieces[a], a, &query))
-            .then(a.cmp(&b))
-    });
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
     // Each sentence is counted once; a join costs about the sum of its sentences and marks.
     // Best sentences first while the estimate fits, then the joined text is counted and the
     // weakest kept sentence dropped until it truly fits (BPE merges at the seams).

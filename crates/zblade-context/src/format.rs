@@ -96,7 +96,8 @@ pub(crate) fn rendered_body(text: &str, format: Format) -> std::borrow::Cow<'_, 
 /// would drop a whole entry there.
 pub(crate) fn escape_overhead(text: &str, format: Format) -> usize {
     match format {
-        Format::Xml => 2 * text.matches(['&', '<', '>']).count(),
+        // By bytes: the three are ASCII, and no byte of a multi-byte UTF-8 character is ASCII.
+        Format::Xml => 2 * text.bytes().filter(|b| matches!(b, b'&' | b'<' | b'>')).count(),
         Format::Json => text.matches(|c: char| c == '"' || c == '\\' || c.is_control()).count(),
         Format::Markdown => 0,
     }

@@ -78,10 +78,23 @@ pub struct Ranked {
 /// The distinct words (3+ characters, lowercased) of `text`, as sorted hashes: comparing two
 /// texts is then one merge of two sorted lists, with no allocation.
 fn words(text: &str) -> Vec<u64> {
+    // Most words are ASCII: lowercased on the stack, with no allocation per word (this runs
+    // over every candidate's whole text in every assembly). Others go through Unicode's rules.
+    let mut ascii = [0u8; 64];
     let mut out: Vec<u64> = text
         .split(|c: char| !c.is_alphanumeric() && c != '_')
-        .filter(|w| w.chars().count() >= 3)
-        .map(|w| xxhash_rust::xxh3::xxh3_64(w.to_lowercase().as_bytes()))
+        // Three characters or more; the byte length rules most words out without counting.
+        .filter(|w| w.len() >= 3 && w.chars().nth(2).is_some())
+        .map(|w| {
+            if w.is_ascii() && w.len() <= ascii.len() {
+                let lower = &mut ascii[..w.len()];
+                lower.copy_from_slice(w.as_bytes());
+                lower.make_ascii_lowercase();
+                xxhash_rust::xxh3::xxh3_64(lower)
+            } else {
+                xxhash_rust::xxh3::xxh3_64(w.to_lowercase().as_bytes())
+            }
+        })
         .collect();
     out.sort_unstable();
     out.dedup();
@@ -220,6 +233,34 @@ mod tests {
             message: "m".into(),
             role: "user".into(),
         }
+    }
+
+    /// The stack-lowercased ASCII path hashes exactly what Unicode lowercasing does, so word
+    /// sets (and so MMR) are what they were: mixed case, non-ASCII words, short and
+    /// over-long words, identifiers.
+    #[test]
+    fn word_sets_lowercase_as_unicode_does() {
+        let naive = |text: &str| {
+            let mut out: Vec<u64> = text
+                .split(|c: char| !c.is_alphanumeric() && c != '_')
+                .filter(|w| w.chars().count() >= 3)
+                .map(|w| xxhash_rust::xxh3::xxh3_64(w.to_lowercase().as_bytes()))
+                .collect();
+            out.sort_unstable();
+            out.dedup();
+            out
+        };
+        let long = "X".repeat(64) + " " + &"Yz".repeat(40);
+        let texts = [
+            "The Refresh_Handler RETRIES 3 times; see src/auth.rs and ID ab ABC",
+            "Ünïcödé Straße ΣΊΣΥΦΟΣ naïve café 数字です ok éé",
+            long.as_str(),
+            "",
+        ];
+        for text in texts {
+            assert_eq!(words(text), naive(text), "{text:?}");
+        }
+        assert_eq!(words("Hello hello HELLO"), naive("hello"));
     }
 
     #[test]
