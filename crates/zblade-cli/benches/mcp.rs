@@ -22,6 +22,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::text::TextGen;
+use common::warm::WarmEngine;
 use common::{Stats, full_run, write_section};
 use serde_json::{Value, json};
 use zblade_engine::{ContextRequest, Project};
@@ -251,21 +252,9 @@ fn main() {
         started.elapsed()
     };
     let cold: Vec<Duration> = queries.iter().map(|q| hook(q)).collect();
-    let mut daemon = Command::new(ZBLADE)
-        .arg("--project")
-        .arg(&root)
-        .arg("serve")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(daemon.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.contains("serving"), "zblade serve: {line}");
+    let engine = WarmEngine::start(ZBLADE, &root);
     let warm: Vec<Duration> = queries.iter().map(|q| hook(q)).collect();
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    drop(engine);
 
     let (mut cold, mut warm) = (cold, warm);
     let (cold, warm) = (Stats::of(&mut cold), Stats::of(&mut warm));

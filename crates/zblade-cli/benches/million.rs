@@ -31,13 +31,13 @@
 #[path = "../../zblade-engine/benches/common/mod.rs"]
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::text::TextGen;
 use common::vectors::CalibratedVectors;
+use common::warm::WarmEngine;
 use common::{Stats, dir_size, full_run, mb, write_section};
 use zblade_engine::{CANDIDATES, ContextRequest, Project, SearchKind, SearchMode, SearchQuery};
 use zblade_search::VectorStore;
@@ -417,22 +417,10 @@ impl Contexts {
 /// (`zblade serve`). Returns (cold, warm).
 fn hooks(root: &Path, queries: &[String], cold_runs: usize) -> (Stats, Stats) {
     let mut cold: Vec<Duration> = queries.iter().take(cold_runs).map(|q| hook(root, q)).collect();
-    let mut daemon = Command::new(ZBLADE)
-        .arg("--project")
-        .arg(root)
-        .arg("serve")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(daemon.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.contains("serving"), "zblade serve: {line}");
+    let engine = WarmEngine::start(ZBLADE, root);
     hook(root, "warm up the engine's model");
     let mut warm: Vec<Duration> = queries.iter().map(|q| hook(root, q)).collect();
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    drop(engine);
     (Stats::of(&mut cold), Stats::of(&mut warm))
 }
 

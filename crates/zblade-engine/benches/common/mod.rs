@@ -5,6 +5,7 @@
 pub mod report;
 pub mod text;
 pub mod vectors;
+pub mod warm;
 
 pub use report::{full_run, write_section};
 

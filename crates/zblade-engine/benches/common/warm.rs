@@ -1,0 +1,37 @@
+//! The warm engine a prompt hook asks: `zblade serve` started on a project and stopped when the
+//! guard is dropped, for the benchmarks that time hooks against it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+/// A running `zblade serve`; killed and reaped on drop.
+pub struct WarmEngine(Child);
+
+impl WarmEngine {
+    /// Starts `zblade` (the binary at `zblade`) serving `root`, and returns once it says it is
+    /// serving: the hook's next `zblade context` finds its socket.
+    pub fn start(zblade: &str, root: &Path) -> Self {
+        let mut daemon = Command::new(zblade)
+            .arg("--project")
+            .arg(root)
+            .arg("serve")
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("zblade serve starts");
+        let mut line = String::new();
+        BufReader::new(daemon.stderr.take().expect("stderr is piped"))
+            .read_line(&mut line)
+            .expect("zblade serve writes its first line");
+        assert!(line.contains("serving"), "zblade serve: {line}");
+        WarmEngine(daemon)
+    }
+}
+
+impl Drop for WarmEngine {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
