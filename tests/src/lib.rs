@@ -127,10 +127,17 @@ impl GitFixture {
     }
 }
 
+/// This package's folder (`tests/`), asked at run time: cargo sets `CARGO_MANIFEST_DIR` for the tests it
+/// runs, while the value compiled in names the checkout the binary was built in, which cargo
+/// may reuse for another checkout of the workspace (it hashes paths relative to the workspace).
+pub fn source_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), PathBuf::from)
+}
+
 /// A session file from `crates/zblade-import/tests/fixtures` (written from each agent's
 /// format), with `__ROOT__` replaced by `root`, written to `dest`.
 pub fn install_session(fixture: &str, dest: &Path, root: &Path) -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/zblade-import/tests/fixtures");
+    let dir = source_dir().join("../crates/zblade-import/tests/fixtures");
     let text = std::fs::read_to_string(dir.join(fixture)).unwrap();
     let root = root.display().to_string();
     let text = text.replace("__ROOT_URI__", &root).replace("__ROOT__", &root);
@@ -184,7 +191,7 @@ pub fn tiny_model() -> PathBuf {
         let python = std::env::var_os("ZBLADE_PYTHON")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/zblade-py/bin/python"));
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/models/build_bert_onnx.py");
+        let script = source_dir().join("../scripts/models/build_bert_onnx.py");
         let out = std::process::Command::new(&python)
             .arg(&script)
             .arg("--tiny")

@@ -334,7 +334,7 @@ fn import_all_brings_in_every_agent_with_sessions_here_and_again_adds_nothing() 
     let home = world.home.path();
     world.install_codex(&root);
     // Published captures of two newer agents, recorded in this project.
-    let agents = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/zblade-import/tests/fixtures/agents");
+    let agents = zblade_tests::source_dir().join("../crates/zblade-import/tests/fixtures/agents");
     let chats = home.join(".gemini/tmp/proj/chats");
     std::fs::create_dir_all(&chats).unwrap();
     std::fs::copy(

@@ -119,7 +119,7 @@ fn discover() -> Value {
 /// the Python environment setup.sh makes is there.
 fn python_client_timings(root: &Path, queries: &[String], scratch: &Path) -> Option<Vec<Duration>> {
     let python = std::env::var_os("ZBLADE_PYTHON")?;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp/bench_context.py");
+    let script = common::report::manifest_dir().join("../../tests/mcp/bench_context.py");
     let queries_file = scratch.join("queries.json");
     std::fs::write(&queries_file, serde_json::to_vec(queries).unwrap()).unwrap();
     let out = Command::new(python)

@@ -100,7 +100,7 @@ fn python_set() -> Option<CodeBase> {
 
 /// The JavaScript package: commander, from the UI's node_modules.
 fn javascript_set() -> Option<CodeBase> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/node_modules/commander");
+    let dir = common::report::manifest_dir().join("../../ui/node_modules/commander");
     let files: Vec<PathBuf> = files_under(&dir.join("lib"), &["js"])
         .into_iter()
         .map(|f| Path::new("lib").join(f))

@@ -29,7 +29,7 @@ fn bench_model(full: bool) -> PathBuf {
     let path = test.with_file_name("bench-llama.gguf");
     if !path.exists() {
         let python = std::env::var("ZBLADE_PYTHON").expect("ZBLADE_PYTHON is not set: source scripts/env.sh");
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/models/build_tiny_gguf.py");
+        let script = common::report::manifest_dir().join("../../scripts/models/build_tiny_gguf.py");
         let status = std::process::Command::new(python)
             .arg(&script)
             .arg(&path)

@@ -157,7 +157,7 @@ fn replay(repo: &Path, real: &[String], from: usize, count: usize, date: &str) -
 
 /// Builds the history; returns (decision sha, breaker sha) per commit task, by id.
 fn build_repository(repo: &Path, tasks: &[Task], full: bool) -> Vec<(String, String, String)> {
-    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let source = common::report::manifest_dir().join("../..");
     let mut real: Vec<String> = Vec::new();
     if full {
         git(
@@ -233,7 +233,7 @@ fn build_repository(repo: &Path, tasks: &[Task], full: bool) -> Vec<(String, Str
 
 /// Unrelated developer chats: one per `##` section of the project's docs.
 fn noise_chats(limit: usize) -> Vec<serde_json::Value> {
-    let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let docs = common::report::manifest_dir().join("../../docs");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&docs)
         .unwrap()
         .flatten()

@@ -183,7 +183,7 @@ fn main() {
     let mut rows = Vec::new();
     if full {
         let clone = work.path().join("zblade");
-        let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let source = common::report::manifest_dir().join("../..");
         git(
             Path::new("."),
             &[

@@ -16,8 +16,6 @@ use zblade_import::{Cursor, Source, read_file};
 #[path = "../../zblade-engine/benches/common/report.rs"]
 mod report;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-
 /// Each JSON Lines reader with the fixture it is measured on and the file name its store uses
 /// (some readers take the session id from the name or the folder).
 const STORES: &[(&str, &str, &str)] = &[
@@ -108,7 +106,11 @@ fn best(rounds: usize, mut run: impl FnMut() -> Duration) -> Duration {
 fn measure(agent: &'static str, fixture: &str, name: &str, target: usize, dir: &Path) -> Measured {
     let source = Source::parse(agent).unwrap_or_else(|| panic!("{agent} is not registered"));
     let path = dir.join(agent).join(name);
-    let bytes = grow(&Path::new(FIXTURES).join(fixture), &path, target);
+    let bytes = grow(
+        &report::manifest_dir().join("tests/fixtures").join(fixture),
+        &path,
+        target,
+    );
     let rounds = if report::full_run() { 3 } else { 1 };
     let mut messages = 0;
     let mut warnings = 0;

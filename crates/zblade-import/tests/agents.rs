@@ -8,10 +8,17 @@ use zblade_core::Role;
 use zblade_import::detect::{Places, find_session_files, session_cwd};
 use zblade_import::{AGENTS, Cursor, FileRead, Source, TouchKind, read_file};
 
-const AGENTS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/agents");
+/// This package's folder, asked at run time: cargo sets `CARGO_MANIFEST_DIR` for the tests it
+/// runs, while the value compiled in names the checkout the binary was built in, which cargo
+/// may reuse for another checkout of the workspace (it hashes paths relative to the workspace).
+fn agents_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), PathBuf::from)
+        .join("tests/fixtures/agents")
+}
 
 fn fixture(rel: &str) -> PathBuf {
-    Path::new(AGENTS_DIR).join(rel)
+    agents_dir().join(rel)
 }
 
 /// Copies a fixture to `dest` under `home`, creating folders.
@@ -55,7 +62,7 @@ fn roles(read: &FileRead) -> Vec<Role> {
 #[test]
 fn every_fixture_is_the_published_file_byte_for_byte() {
     let mut checked = 0;
-    for entry in std::fs::read_dir(AGENTS_DIR).unwrap().flatten() {
+    for entry in std::fs::read_dir(agents_dir()).unwrap().flatten() {
         let dir = entry.path();
         if !dir.is_dir() {
             continue;

@@ -80,7 +80,7 @@ fn main() {
     let work = tempfile::tempdir().unwrap();
     let mut rows: Vec<(String, bool, Tally, Tally)> = Vec::new(); // label, tuned, lines only, with identifiers
 
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let repo = report::manifest_dir().join("../..");
     match own_history(&repo, work.path(), full) {
         Some((label, old, new)) => rows.push((label, true, measure(&old, &new, false), measure(&old, &new, true))),
         None => eprintln!("this repository's history is not available (a shallow clone?); skipped"),

@@ -4,6 +4,14 @@
 // Each benchmark compiles this module on its own and uses only part of it.
 #![allow(dead_code)]
 
+/// This package's folder. Asked at run time first: cargo sets `CARGO_MANIFEST_DIR` for the
+/// processes it starts, and a binary built in another checkout of this workspace counts as fresh
+/// to cargo (it hashes paths relative to the workspace), so the value compiled in may name a
+/// checkout that is gone or out of date. Run by hand, the binary falls back to where it was built.
+pub fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), Into::into)
+}
+
 /// True when run by `cargo bench` (full size, results written); false under `cargo test`
 /// (a small smoke run that writes nothing).
 pub fn full_run() -> bool {
@@ -16,7 +24,7 @@ pub fn write_section(key: &str, title: &str, bench: &str, body: &str) {
     if std::env::var_os("ZBLADE_BENCH_NO_WRITE").is_some() {
         return;
     }
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/BENCHMARKS.md");
+    let path = manifest_dir().join("../../docs/BENCHMARKS.md");
     let existing = std::fs::read_to_string(&path).unwrap_or_else(|_| {
         "# Benchmarks\n\nNumbers measured on this project's machines; each section is rewritten by the benchmark named in it.\n".into()
     });
@@ -26,7 +34,7 @@ pub fn write_section(key: &str, title: &str, bench: &str, body: &str) {
     // Asked in this repository, wherever the benchmark was started from.
     let commit = std::process::Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(manifest_dir())
         .output()
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
