@@ -231,11 +231,14 @@ fn top_messages(
             .collect();
     }
     let min_pk = newest_matches_start(conn, expr, min_pk)?;
-    // FTS5's own `ORDER BY rank LIMIT` keeps only the best rows while scoring; a join in the
-    // same query would make SQLite sort every match instead.
+    // Scored by `bm25()` and kept by SQLite's LIMIT sort, which holds only the best rows (a
+    // join in the same query would make it sort every match). FTS5's own `ORDER BY rank LIMIT`
+    // gives the same rows and scores, and made the keyword half of a context at a million
+    // messages about a third slower (docs/BENCHMARKS.md, "A million chunks").
     let fetch = limit + TIE_MARGIN;
     let mut native = conn.prepare_cached(
-        "SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid >= ?3 ORDER BY rank LIMIT ?2",
+        "SELECT rowid, bm25(messages_fts) AS score FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid >= ?3
+         ORDER BY score LIMIT ?2",
     )?;
     let rows: Vec<(i64, f64)> = native
         .query_map(params![expr, fetch as i64, min_pk], |r| Ok((r.get(0)?, r.get(1)?)))?
