@@ -23,7 +23,8 @@ fn main() {
     if let Some(exports) = std::env::var_os("ZBLADE_ENGINE_EXPORTS").filter(|e| !e.is_empty()) {
         println!("cargo:rerun-if-changed={}", Path::new(&exports).display());
         // Cargo sets it for every build script run; the value compiled in could be another checkout's.
-        let link = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR")).join("link");
+        let link =
+            Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR")).join("link");
         println!("cargo:rustc-link-arg=-fuse-ld=bfd");
         // rustc leaves sections alone when it links a dylib (everything is exported, so
         // everything is reachable); with the narrowed list, what is not reachable can go, as
