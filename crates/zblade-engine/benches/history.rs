@@ -13,7 +13,7 @@
 //! reads 500 generated commits and writes nothing.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 

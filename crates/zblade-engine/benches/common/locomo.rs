@@ -17,7 +17,7 @@ use zblade_engine::Project;
 pub fn locomo_dir() -> Option<PathBuf> {
     let candidates = [
         std::env::var_os("ZBLADE_LOCOMO_DIR").map(PathBuf::from),
-        Some(super::report::manifest_dir().join("../../../shared/data/locomo")),
+        Some(crate::common::report::manifest_dir().join("../../../shared/data/locomo")),
         Some(PathBuf::from("/work/shared/data/locomo")),
     ];
     candidates.into_iter().flatten().find(|dir| dir.is_dir())

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// The crate's sources in the cargo registry, at the version Cargo.lock names.
 pub fn registry_crate(name: &str) -> Option<PathBuf> {
-    let lock = std::fs::read_to_string(super::report::manifest_dir().join("../../Cargo.lock")).ok()?;
+    let lock = std::fs::read_to_string(crate::common::report::manifest_dir().join("../../Cargo.lock")).ok()?;
     let marker = format!("name = \"{name}\"\nversion = \"");
     let at = lock.find(&marker)? + marker.len();
     let version = &lock[at..at + lock[at..].find('"')?];
