@@ -234,7 +234,7 @@ fn top_messages(
     // Scored by `bm25()` and kept by SQLite's LIMIT sort, which holds only the best rows (a
     // join in the same query would make it sort every match). FTS5's own `ORDER BY rank LIMIT`
     // gives the same rows and scores, and made the keyword half of a context at a million
-    // messages about a third slower (docs/BENCHMARKS.md, "A million chunks").
+    // messages about a third slower (docs/BENCHMARKS.md, "The lean install").
     let fetch = limit + TIE_MARGIN;
     let mut native = conn.prepare_cached(
         "SELECT rowid, bm25(messages_fts) AS score FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid >= ?3

@@ -20,11 +20,25 @@ impl WarmEngine {
             .stderr(Stdio::piped())
             .spawn()
             .expect("zblade serve starts");
-        let mut line = String::new();
-        BufReader::new(daemon.stderr.take().expect("stderr is piped"))
-            .read_line(&mut line)
-            .expect("zblade serve writes its first line");
-        assert!(line.contains("serving"), "zblade serve: {line}");
+        // It may warn before it serves; whatever it writes is passed on to this bench's stderr,
+        // to the end: a pipe closed after the first line would make its next write fail.
+        let mut stderr = BufReader::new(daemon.stderr.take().expect("stderr is piped"));
+        let mut written = String::new();
+        loop {
+            let mut line = String::new();
+            let read = stderr.read_line(&mut line).expect("zblade serve's stderr reads");
+            assert!(read > 0, "zblade serve ended before serving: {written}");
+            if line.contains("serving") {
+                break;
+            }
+            eprint!("zblade serve: {line}");
+            written.push_str(&line);
+        }
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                eprintln!("zblade serve: {line}");
+            }
+        });
         WarmEngine(daemon)
     }
 }
