@@ -8,13 +8,10 @@ use zblade_core::Role;
 use zblade_import::detect::{Places, find_session_files, session_cwd};
 use zblade_import::{AGENTS, Cursor, FileRead, Source, TouchKind, read_file};
 
-/// This package's folder, asked at run time: cargo sets `CARGO_MANIFEST_DIR` for the tests it
-/// runs, while the value compiled in names the checkout the binary was built in, which cargo
-/// may reuse for another checkout of the workspace (it hashes paths relative to the workspace).
+mod common;
+
 fn agents_dir() -> PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), PathBuf::from)
-        .join("tests/fixtures/agents")
+    common::fixtures().join("agents")
 }
 
 fn fixture(rel: &str) -> PathBuf {

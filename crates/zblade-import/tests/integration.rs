@@ -8,14 +8,10 @@ use zblade_core::Role;
 use zblade_import::detect::{Places, find_session_files, is_inside, session_cwd};
 use zblade_import::{Cursor, Source, TouchKind, read_file};
 
-/// This package's folder, asked at run time: cargo sets `CARGO_MANIFEST_DIR` for the tests it
-/// runs, while the value compiled in names the checkout the binary was built in, which cargo
-/// may reuse for another checkout of the workspace (it hashes paths relative to the workspace).
-fn fixtures() -> PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), PathBuf::from)
-        .join("tests/fixtures")
-}
+mod common;
+
+use common::fixtures;
+
 const CLAUDE: &str = "claude/0b5c1d2e-7f40-4c1a-9d51-3a7e2c9b8f10.jsonl";
 const CODEX: &str = "codex/rollout-2025-10-01T09-15-00-01999a2b-3c4d-7e5f-8a9b-0c1d2e3f4a5b.jsonl";
 

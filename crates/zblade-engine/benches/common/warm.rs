@@ -22,23 +22,20 @@ impl WarmEngine {
             .expect("zblade serve starts");
         // It may warn before it serves; whatever it writes is passed on to this bench's stderr,
         // to the end: a pipe closed after the first line would make its next write fail.
-        let mut stderr = BufReader::new(daemon.stderr.take().expect("stderr is piped"));
-        let mut written = String::new();
-        loop {
-            let mut line = String::new();
-            let read = stderr.read_line(&mut line).expect("zblade serve's stderr reads");
-            assert!(read > 0, "zblade serve ended before serving: {written}");
-            if line.contains("serving") {
-                break;
-            }
-            eprint!("zblade serve: {line}");
-            written.push_str(&line);
-        }
+        let (serving, serving_seen) = std::sync::mpsc::channel();
+        let stderr = BufReader::new(daemon.stderr.take().expect("stderr is piped"));
         std::thread::spawn(move || {
             for line in stderr.lines().map_while(Result::ok) {
-                eprintln!("zblade serve: {line}");
+                if line.contains("serving") {
+                    let _ = serving.send(());
+                } else {
+                    eprintln!("zblade serve: {line}");
+                }
             }
         });
+        serving_seen
+            .recv()
+            .expect("zblade serve ended before serving (its output is above)");
         WarmEngine(daemon)
     }
 }
