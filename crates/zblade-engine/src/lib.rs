@@ -126,6 +126,9 @@ pub use zblade_index::{
 };
 pub use zblade_refs::watcher::WatchOptions;
 pub use zblade_search::embed::disable_onnx_telemetry;
+/// Ends a process that answered once (a cold `zblade context`) once its answer is written,
+/// without the C and C++ teardown.
+pub use zblade_search::memory::exit_after_one_answer;
 /// Sets the allocator up for a process that loads the models, answers once and exits (a cold
 /// `zblade context`).
 pub use zblade_search::memory::tune_allocator_for_one_answer;

@@ -373,6 +373,63 @@ fn unembedded_memory_is_counted_among_the_newest_records_only() {
 }
 
 #[test]
+fn replacing_the_chunk_catalog_writes_only_what_differs() {
+    let (_dir, mut index) = open();
+    use zblade_index::ChunkRow;
+    let row = |key: &str, seq: i64, cid: &str, kind: &str| ChunkRow {
+        key: key.to_string(),
+        seq,
+        cid: cid.to_string(),
+        kind: kind.to_string(),
+    };
+    let first = vec![
+        row("conv_a/msg_1", 0, "c1", "message"),
+        row("conv_a/msg_1", 1, "c2", "message"),
+        row("conv_a/msg_2", 0, "c3", "message"),
+        row("moment_a", 0, "c4", "moment"),
+    ];
+    index.replace_chunks(&first).unwrap();
+    // Another connection sees a new data_version after each commit by this one, and only then.
+    let watcher = rusqlite::Connection::open(index.path()).unwrap();
+    let version = || {
+        watcher
+            .query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
+            .unwrap()
+    };
+    let catalog = |index: &Index| {
+        let mut rows: Vec<_> = index.chunk_map().unwrap().into_iter().collect();
+        rows.sort();
+        rows
+    };
+    let before = version();
+    index.replace_chunks(&first).unwrap();
+    assert_eq!(version(), before, "the same catalog again must not be written");
+    // A changed CID, a piece gone, a new key and a changed kind: the catalog becomes exactly
+    // the new rows, in one write.
+    let second = vec![
+        row("conv_a/msg_1", 0, "c1", "message"),
+        row("conv_a/msg_2", 0, "c3 edited", "message"),
+        row("conv_b/msg_1", 0, "c5", "message"),
+        row("moment_a", 0, "c4", "commit"),
+    ];
+    index.replace_chunks(&second).unwrap();
+    assert_ne!(version(), before);
+    let mut expected: Vec<_> = second.iter().map(|r| ((r.key.clone(), r.seq), r.cid.clone())).collect();
+    expected.sort();
+    assert_eq!(catalog(&index), expected);
+    let kind: String = watcher
+        .query_row("SELECT kind FROM chunks WHERE key = 'moment_a'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(kind, "commit");
+    // Emptied, then nothing to do.
+    index.replace_chunks(&[]).unwrap();
+    assert!(catalog(&index).is_empty());
+    let emptied = version();
+    index.replace_chunks(&[]).unwrap();
+    assert_eq!(version(), emptied);
+}
+
+#[test]
 fn words_in_more_messages_together_than_are_ranked_rank_their_newest_matches() {
     use zblade_index::RANKED_MATCHES;
     let (_dir, mut index) = open();

@@ -1,7 +1,7 @@
 //! How this process's memory is set up and handed back: glibc's allocator tuned for a process
-//! that answers once (a cold `zblade context`), and, for a long-running one (the tray, `zblade
-//! watch`) going idle, freed memory returned and clean pages of mapped files taken out of its
-//! resident set.
+//! that answers once (a cold `zblade context`), which then ends without tearing anything down,
+//! and, for a long-running one (the tray, `zblade watch`) going idle, freed memory returned and
+//! clean pages of mapped files taken out of its resident set.
 //!
 //! The allocator's functions need glibc, the page-out Linux; elsewhere each is a no-op.
 
@@ -54,6 +54,34 @@ pub fn tune_allocator_for_one_answer() {
             mallopt(M_MMAP_THRESHOLD, 64 << 20);
             mallopt(M_TRIM_THRESHOLD, 256 << 20);
         }
+    }
+}
+
+/// Ends a process that has answered once (a cold `zblade context`), with status 0, once its
+/// standard output and error are flushed, without running the C and C++ teardown that `exit`
+/// runs: ONNX Runtime's static destructors free its kernel registry and thread pools one block
+/// at a time, which took ~8 ms of a cold context's 170 on two cores (docs/BENCHMARKS.md, "The
+/// lean install"), for memory the kernel takes back at once anyway. Only for a process with
+/// nothing left to write: open files are closed by the kernel, but nothing buffered outside
+/// Rust's standard streams is flushed (SQLite writes through, and the caller wrote nothing).
+/// A flush that fails is returned, so the caller can report it.
+#[allow(unsafe_code)]
+pub fn exit_after_one_answer() -> std::io::Result<std::convert::Infallible> {
+    use std::io::Write;
+    std::io::stdout().flush()?;
+    std::io::stderr().flush()?;
+    #[cfg(unix)]
+    {
+        unsafe extern "C" {
+            fn _exit(status: std::ffi::c_int) -> !;
+        }
+        // SAFETY: _exit takes an integer and never returns; it ends every thread of the process
+        // at once, so no thread runs on with state another was tearing down.
+        unsafe { _exit(0) }
+    }
+    #[cfg(not(unix))]
+    {
+        std::process::exit(0)
     }
 }
 

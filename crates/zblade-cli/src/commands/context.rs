@@ -64,5 +64,9 @@ pub(crate) fn run(cx: &mut Ctx, args: ContextArgs) -> Result<(), Error> {
     cx.out.print(&Assembled {
         result: &result,
         receipt: args.receipt,
-    })
+    })?;
+    // For the same reason, the process ends here, skipping the C++ teardown exit() would run.
+    match zblade_engine::exit_after_one_answer() {
+        Err(e) => Err(Error::io("<stdout>", e)),
+    }
 }
