@@ -404,16 +404,29 @@ fn replacing_the_chunk_catalog_writes_only_what_differs() {
     let before = version();
     index.replace_chunks(&first).unwrap();
     assert_eq!(version(), before, "the same catalog again must not be written");
-    // A changed CID, a piece gone, a new key and a changed kind: the catalog becomes exactly
-    // the new rows, in one write.
+    // A changed CID, a piece gone, new keys before, between and after the listed ones (given
+    // out of order) and a changed kind: the catalog becomes exactly the new rows, in one write.
     let second = vec![
-        row("conv_a/msg_1", 0, "c1", "message"),
-        row("conv_a/msg_2", 0, "c3 edited", "message"),
-        row("conv_b/msg_1", 0, "c5", "message"),
         row("moment_a", 0, "c4", "commit"),
+        row("zz_last", 0, "c7", "message"),
+        row("conv_a/msg_2", 0, "c3 edited", "message"),
+        row("conv_a/msg_10", 0, "c8", "message"),
+        row("conv_a/msg_1", 0, "c1", "message"),
+        row("conv_b/msg_1", 0, "c5", "message"),
+        row("commit:0abc", 0, "c6", "commit"),
     ];
+    let rowid_of = |key: &str| {
+        watcher
+            .query_row("SELECT rowid FROM chunks WHERE key = ?1 AND seq = 0", [key], |r| {
+                r.get::<_, i64>(0)
+            })
+            .unwrap()
+    };
+    let unchanged = rowid_of("conv_a/msg_1");
     index.replace_chunks(&second).unwrap();
     assert_ne!(version(), before);
+    // A row that did not change was left where it was, not deleted and inserted again.
+    assert_eq!(rowid_of("conv_a/msg_1"), unchanged);
     let mut expected: Vec<_> = second.iter().map(|r| ((r.key.clone(), r.seq), r.cid.clone())).collect();
     expected.sort();
     assert_eq!(catalog(&index), expected);
