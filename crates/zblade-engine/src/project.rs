@@ -167,11 +167,15 @@ impl Project {
     /// in the allocator's arenas until they are trimmed), then the clean pages of mapped files
     /// (`zblade_search::memory::page_out_mapped_files`). What a long-running process calls
     /// before it idles: after models were let go, and after the tray indexer's first pass,
-    /// which reads every message.
+    /// which reads every message. SQLite's write-ahead log is folded back into the database
+    /// too, so a process that opens the index next does not read it back first.
     pub fn give_memory_back(&self) {
         if let Ok(index) = self.parts.index() {
-            // A cache that cannot be emptied only costs memory; nothing to report.
+            // A cache that cannot be emptied only costs memory, and a log that cannot be folded
+            // now (another process is using it) is folded at the next idle period; nothing to
+            // report.
             let _ = index.release_memory();
+            let _ = index.fold_write_ahead_log();
         }
         zblade_search::memory::return_freed_memory();
         // What stays resident after that is mostly pages of code that ran: the engine library's,

@@ -170,6 +170,28 @@ impl Index {
         self.read(|conn| conn.execute_batch("PRAGMA shrink_memory"))
     }
 
+    /// Folds the write-ahead log back into the database and empties it, when no other
+    /// connection is reading an older state or writing at this moment; returns whether it did.
+    /// Never waits for them: a long-running process calls it as it idles (the tray, between
+    /// its passes), and a busy log is folded at the next idle period. What it saves: a
+    /// process that opens the index while no other connection is open (a cold `zblade
+    /// context` after the app quit or was ended by a signal) reads the whole log back before
+    /// its first query (46 MB of it cost a cold context 17 ms at p50; docs/BENCHMARKS.md, "The
+    /// lean install").
+    pub fn fold_write_ahead_log(&self) -> Result<bool> {
+        self.read(|conn| {
+            conn.busy_timeout(Duration::ZERO)?;
+            // (busy, frames in the log, frames folded): busy is 1 when it could not finish.
+            let folded = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0));
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            match folded {
+                Ok(busy) => Ok(busy == 0),
+                Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == rusqlite::ErrorCode::DatabaseBusy => Ok(false),
+                Err(e) => Err(e),
+            }
+        })
+    }
+
     /// Runs `read` on the connection. Private code speaks rusqlite; its error is converted
     /// here, once, into a zblade error that names the file, keeps SQLite's error as its
     /// source and says so when the file is damaged.

@@ -373,6 +373,49 @@ fn unembedded_memory_is_counted_among_the_newest_records_only() {
 }
 
 #[test]
+fn the_write_ahead_log_is_folded_back_unless_another_connection_holds_it() {
+    let (dir, mut index) = open();
+    let wal = dir.path().join("index/conversations.db-wal");
+    let log_size = || std::fs::metadata(&wal).map_or(0, |m| m.len());
+    index
+        .put_conversation(
+            &jwt_conversation("conv_a"),
+            "artifacts/conversations/conv_a.json",
+            "sha",
+        )
+        .unwrap();
+    assert!(log_size() > 0, "the write went to the log");
+    // Another connection in a read transaction: the fold gives up at once, and loses nothing.
+    let reader = rusqlite::Connection::open(index.path()).unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    let _: i64 = reader
+        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    index
+        .put_conversation(
+            &jwt_conversation("conv_b"),
+            "artifacts/conversations/conv_b.json",
+            "sha",
+        )
+        .unwrap();
+    let started = std::time::Instant::now();
+    assert!(!index.fold_write_ahead_log().unwrap());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(1),
+        "it must not wait"
+    );
+    assert!(log_size() > 0);
+    reader.execute_batch("COMMIT").unwrap();
+    // Nobody else: folded, the log emptied, both conversations in the database.
+    assert!(index.fold_write_ahead_log().unwrap());
+    assert_eq!(log_size(), 0);
+    let messages: i64 = reader
+        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(messages, 4);
+}
+
+#[test]
 fn replacing_the_chunk_catalog_writes_only_what_differs() {
     let (_dir, mut index) = open();
     use zblade_index::ChunkRow;
