@@ -78,7 +78,9 @@ engine_imports() {
 # ({"bundle": {"linux": {"deb": {"files": {DEST: SOURCE}, "depends": […]}}}}), for the release
 # binaries in $1, copying what needs another mode to the folder $2 (the copyright file and the
 # changelog are in src-tauri/tauri.conf.json):
-#   /usr/bin/zblade                      the CLI, beside the app (the app and agents start it)
+#   /usr/bin/zblade                      the CLI's front door, beside the app (the app and agents
+#                                        start it): answers a warm `zblade context`, else runs
+#   /usr/lib/zblade/zblade-cli           the full CLI (crates/zblade-cli/src/front.rs says why)
 #   /usr/lib/zblade/libzblade_shared.so  the engine both binaries link (crates/zblade-shared)
 #   /usr/lib/zblade/libstd-*.so          Rust's std library, which that library and both binaries link
 #   /usr/lib/zblade/libonnxruntime.so.*  found by zblade_search::embed::find_onnx_runtime
@@ -86,9 +88,9 @@ engine_imports() {
 app_files_json() {
   local release="$1" staged="$2" runtime models model
   runtime="$(onnx_runtime_library)"
-  models="$(default_models "$release/zblade")"
+  models="$(default_models "$release/zblade-cli")"
   if [ -z "$models" ]; then
-    echo "package: $release/zblade init did not name the default models" >&2
+    echo "package: $release/zblade-cli init did not name the default models" >&2
     return 1
   fi
   for model in $models; do
@@ -103,7 +105,7 @@ app_files_json() {
   install -m 0644 "$runtime" "$staged/lib/$(basename "$runtime")"
   runtime="$staged/lib/$(basename "$runtime")"
   local library
-  for library in $( (engine_libraries "$release/zblade"; engine_libraries "$release/zblade-app") | sort -u); do
+  for library in $( (engine_libraries "$release/zblade-cli"; engine_libraries "$release/zblade-app") | sort -u); do
     install -m 0644 "$library" "$staged/lib/$(basename "$library")"
     strip --strip-unneeded "$staged/lib/$(basename "$library")"
   done
@@ -112,11 +114,11 @@ app_files_json() {
   for model in $models; do
     "$ZBLADE_PYTHON" scripts/models/optimize_graph.py "$ZBLADE_MODELS_DIR/$model" "$staged/models/$model" >&2
   done
-  depends="$(shared_library_depends "$staged/lib" "$release/zblade-app" "$release/zblade" $(ls "$staged"/lib/lib*.so 2>/dev/null))"
-  python3 - "$release/zblade" "$staged/lib" "$staged/models" "$depends" $models <<'EOF'
+  depends="$(shared_library_depends "$staged/lib" "$release/zblade-app" "$release/zblade" "$release/zblade-cli" $(ls "$staged"/lib/lib*.so 2>/dev/null))"
+  python3 - "$release/zblade" "$release/zblade-cli" "$staged/lib" "$staged/models" "$depends" $models <<'EOF'
 import json, os, sys
-cli, libraries, models_dir, depends, *models = sys.argv[1:]
-files = {"/usr/bin/zblade": cli}
+front, cli, libraries, models_dir, depends, *models = sys.argv[1:]
+files = {"/usr/bin/zblade": front, "/usr/lib/zblade/zblade-cli": cli}
 for name in sorted(os.listdir(libraries)):
     files["/usr/lib/zblade/" + name] = os.path.join(libraries, name)
 for model in models:

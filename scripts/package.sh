@@ -49,7 +49,7 @@ release_build() {
 unset ZBLADE_ENGINE_EXPORTS
 release_build
 exports="$release/engine-exports.txt"
-engine_imports "$release/zblade" "$release/zblade-app" >"$exports.new"
+engine_imports "$release/zblade-cli" "$release/zblade-app" >"$exports.new"
 # Rewritten only when it changed: the build script reruns when the file's time does.
 cmp -s "$exports.new" "$exports" && rm "$exports.new" || mv "$exports.new" "$exports"
 ZBLADE_ENGINE_EXPORTS="$exports" release_build

@@ -17,7 +17,7 @@ use zblade_sync::Role;
 ///
 /// Exit codes: 0 success, 1 a mistake in the input (bad file, unknown id), 2 an internal failure.
 #[derive(Debug, Parser)]
-#[command(name = "zblade", version, propagate_version = true)]
+#[command(name = "zblade", bin_name = "zblade", version, propagate_version = true)]
 pub struct Cli {
     /// The project root. Default: the nearest ancestor of the current directory that holds
     /// `.zblade/`, else the current directory.

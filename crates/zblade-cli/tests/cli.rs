@@ -902,3 +902,113 @@ fn show_takes_the_pointer_form_conversation_slash_message() {
     let run = zblade(dir.path(), &["show", &format!("{id}/../x")]);
     assert_eq!(run.code, 1, "{}", run.stdout);
 }
+
+/// A `zblade serve` for a project, stopped when dropped.
+struct Served(std::process::Child);
+
+impl Served {
+    /// Starts one and waits until it says it serves.
+    fn start(root: &Path) -> Served {
+        use std::io::BufRead;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_zblade"))
+            .arg("--project")
+            .arg(root)
+            .arg("serve")
+            .env("ZBLADE_MODELS_DIR", no_models())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut said = String::new();
+        for line in std::io::BufReader::new(child.stderr.take().unwrap()).lines() {
+            let line = line.unwrap();
+            said.push_str(&line);
+            if line.contains("serving on") {
+                return Served(child);
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("zblade serve stopped before serving: {said}");
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `zblade` is a front door (src/front.rs): with a warm engine it answers `zblade context`
+/// without the full program (shown by a copy of it with no `zblade-cli` beside it), exactly as
+/// the full program prints it; everything else, and everything without an engine, it hands to
+/// the full program, and alone it says what is missing.
+#[test]
+fn the_front_door_answers_a_warm_context_itself_and_hands_on_the_rest() {
+    let dir = project();
+    let root = dir.path();
+    write(root, "jwt.json", JWT);
+    ok(root, &["add", "conversation", "jwt.json"]);
+    let full = Path::new(env!("CARGO_BIN_EXE_zblade")).with_file_name("zblade-cli");
+    let full_program = |args: &[&str]| {
+        let out = Command::new(&full)
+            .args(args)
+            .current_dir(root)
+            .env("ZBLADE_MODELS_DIR", no_models())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let alone = tempfile::tempdir().unwrap();
+    let lone_front = alone.path().join("zblade");
+    std::fs::copy(env!("CARGO_BIN_EXE_zblade"), &lone_front).unwrap();
+    let lone = |args: &[&str]| {
+        Command::new(&lone_front)
+            .args(args)
+            .current_dir(root.join("src")) // the project is found from below, as the CLI finds it
+            .output()
+            .unwrap()
+    };
+    let ask = ["context", "--budget", "600", "refresh", "the", "JWT"];
+    let cold = full_program(&ask);
+    assert!(cold.contains("httpOnly cookie"), "{cold}");
+
+    // No engine: the lone front door cannot answer and says why.
+    let out = lone(&ask);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot find the zblade-cli program"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let _engine = Served::start(root);
+    let out = lone(&ask);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        cold,
+        "the warm answer is the cold one"
+    );
+    // The whole result too: the same pack as the full program's JSON.
+    let mut whole = vec!["--json"];
+    whole.extend_from_slice(&ask);
+    let out = lone(&whole);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let front: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let theirs: Value = serde_json::from_str(&full_program(&whole)).unwrap();
+    assert_eq!(front["text"], theirs["text"]);
+    assert_eq!(front["text"].as_str().unwrap(), cold);
+    // What the front door does not answer goes to the full program, which the lone copy lacks.
+    for other in [&["search", "jwt"][..], &["context", "--receipt", "jwt"], &["--help"]] {
+        let out = lone(other);
+        assert_eq!(out.status.code(), Some(2), "{other:?}");
+    }
+    // Through the real front door (the full program beside it), all of it works.
+    assert_eq!(ok(root, &ask), cold);
+    assert!(ok(root, &["context", "--receipt", "refresh", "JWT"]).contains("httpOnly cookie"));
+    assert!(ok(root, &["--help"]).contains("Usage: zblade"));
+}

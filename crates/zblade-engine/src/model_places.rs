@@ -16,12 +16,19 @@ pub fn models_dir() -> PathBuf {
         })
 }
 
-/// The models an installed package ships: `../share/zblade/models` from the running executable
-/// (`/usr/share/zblade/models` for `/usr/bin/zblade`), read-only, used when the user's
-/// [`models_dir`] does not hold a model of that name. `None` outside an installation.
+/// The models an installed package ships, `/usr/share/zblade/models`: `../share/zblade/models`
+/// from the running executable in `/usr/bin` (the app), `../../share/zblade/models` from one in
+/// `/usr/lib/zblade` (the full CLI, which `/usr/bin/zblade` runs). Read-only, used when the
+/// user's [`models_dir`] does not hold a model of that name. `None` outside an installation.
 pub fn packaged_models_dir() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
-    std::fs::canonicalize(exe.parent()?.join("../share/zblade/models")).ok()
+    let dir = exe.parent()?;
+    let up = if dir.ends_with("lib/zblade") {
+        "../../share/zblade/models"
+    } else {
+        "../share/zblade/models"
+    };
+    std::fs::canonicalize(dir.join(up)).ok()
 }
 
 /// A model's directory from its name in the settings: an absolute path as it is; a name in the

@@ -13,9 +13,12 @@
 //! and the answer one JSON line.
 //! Whatever fails — no engine running, a stale socket, a timeout — [`ask`] returns `None` and the
 //! caller does the work itself.
+//!
+//! The client side (the socket's place, the answer, asking) is the `zblade-warm` crate, which
+//! this re-exports: the command-line front door asks through it without linking the engine.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -25,31 +28,9 @@ use serde::{Deserialize, Serialize};
 use crate::context::ContextRequest;
 use crate::project::Project;
 
-/// The most a request may hold.
-pub const MAX_REQUEST: u64 = 256 * 1024;
-
-/// A warm engine's answer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WarmAnswer {
-    /// The rendered pack (empty when nothing was packed).
-    pub text: String,
-    /// Entries packed.
-    pub entries: usize,
-    /// Notices for the user (a mode that could not run, a cut query).
-    pub notices: Vec<String>,
-    /// True when the relevance gate closed and nothing but the instructions is left: callers
-    /// that ride along with a prompt (the hook) then add nothing.
-    #[serde(default)]
-    pub nothing_relevant: bool,
-    /// The whole result as `zblade context --json` prints it (pretty JSON text, passed on
-    /// verbatim: parsed and printed again, a float could come back one digit off): only for
-    /// [`WarmRequest::Whole`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<String>,
-    /// The receipt's lines ([`crate::receipt_text`]): only for [`WarmRequest::Whole`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub receipt: Option<String>,
-}
+// Where the socket is, the answer's shape and the asking live in zblade-warm, so that the
+// command-line front door can ask without linking the engine.
+pub use zblade_warm::{MAX_REQUEST, WarmAnswer, socket_path};
 
 /// What a short-lived process asks the warm engine.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -135,35 +116,6 @@ pub fn run(project: &Project, request: &ContextRequest) -> Result<WarmAnswer, St
     })
 }
 
-/// The socket of the project at `root`, in this user's private folder; `None` when no such
-/// folder can be had safely.
-pub fn socket_path(root: &Path) -> Option<PathBuf> {
-    let root = root.canonicalize().ok()?;
-    let uid = std::fs::metadata("/proc/self").map(|m| m.uid()).ok().or_else(|| {
-        std::env::var_os("HOME")
-            .and_then(|home| std::fs::metadata(home).ok())
-            .map(|m| m.uid())
-    })?;
-    let base = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .filter(|dir| dir.is_dir())
-        .unwrap_or_else(std::env::temp_dir);
-    let dir = base.join(format!("zblade-{uid}"));
-    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(_) => return None,
-    }
-    // Someone else's folder, or one others can enter, could hold a socket that impersonates
-    // the engine: not used.
-    let meta = std::fs::symlink_metadata(&dir).ok()?;
-    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
-        return None;
-    }
-    let hash = xxhash_rust::xxh3::xxh3_64(root.as_os_str().as_encoded_bytes());
-    Some(dir.join(format!("{hash:016x}.sock")))
-}
-
 /// Asks the warm engine of the project at `root`; `None` when none answers within `timeout`
 /// (the caller then works in-process). `Some(Err)` is the engine's own error for the request.
 pub fn ask(root: &Path, request: &ContextRequest, timeout: Duration) -> Option<Result<WarmAnswer, String>> {
@@ -182,18 +134,7 @@ pub fn ask_action(root: &Path, action: ActionRequest, timeout: Duration) -> Opti
 }
 
 fn ask_warm(root: &Path, request: &WarmRequest, timeout: Duration) -> Option<Result<WarmAnswer, String>> {
-    let socket = socket_path(root)?;
-    let mut stream = UnixStream::connect(&socket).ok()?;
-    stream.set_read_timeout(Some(timeout)).ok()?;
-    stream.set_write_timeout(Some(timeout)).ok()?;
-    let mut line = serde_json::to_vec(request).ok()?;
-    line.push(b'\n');
-    stream.write_all(&line).ok()?;
-    let mut answer = String::new();
-    BufReader::new(stream.take(64 * 1024 * 1024))
-        .read_line(&mut answer)
-        .ok()?;
-    serde_json::from_str::<Result<WarmAnswer, String>>(&answer).ok()
+    zblade_warm::ask(root, request, timeout)
 }
 
 /// The right to serve one project: an OS lock on a file beside the socket, held from before
@@ -313,6 +254,35 @@ fn answer(stream: UnixStream, handle: &impl Fn(WarmRequest) -> Result<WarmAnswer
 mod tests {
     use super::*;
     use zblade_context::{Format, Tier};
+
+    /// The front door (zblade-cli's `front.rs`) writes its requests with zblade-warm's own
+    /// types, not the engine's: the engine must read them as the requests they stand for.
+    #[test]
+    fn the_front_doors_requests_are_read_as_context_requests() {
+        let prompt = zblade_warm::Prompt {
+            query: "why bm25",
+            budget: Some(800),
+        };
+        let expected = ContextRequest {
+            budget: Some(800),
+            ..ContextRequest::new("why bm25")
+        };
+        let read = |value| serde_json::from_value::<WarmRequest>(value).unwrap();
+        let WarmRequest::Context(plain) = read(serde_json::to_value(&prompt).unwrap()) else {
+            panic!("not read as a context request");
+        };
+        assert_eq!(format!("{plain:?}"), format!("{expected:?}"));
+        let whole = zblade_warm::Whole { whole: prompt.clone() };
+        let WarmRequest::Whole { whole } = read(serde_json::to_value(&whole).unwrap()) else {
+            panic!("not read as a request for the whole result");
+        };
+        assert_eq!(format!("{whole:?}"), format!("{expected:?}"));
+        let no_budget = zblade_warm::Prompt { budget: None, ..prompt };
+        let WarmRequest::Context(plain) = read(serde_json::to_value(&no_budget).unwrap()) else {
+            panic!("not read as a context request");
+        };
+        assert_eq!(format!("{plain:?}"), format!("{:?}", ContextRequest::new("why bm25")));
+    }
 
     #[test]
     fn a_request_is_answered_over_the_socket_and_garbage_is_refused() {

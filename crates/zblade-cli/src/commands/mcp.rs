@@ -118,7 +118,15 @@ fn project_root(cx: &Ctx) -> Result<std::path::PathBuf, Error> {
     Ok(root.canonicalize().unwrap_or_else(|_| root.to_path_buf()))
 }
 
-/// This `zblade` executable's absolute path: what a client's config runs.
+/// The `zblade` executable's absolute path: what a client's config runs. That is the front
+/// door (src/front.rs), which says where it is in `ZBLADE_EXE` when it hands a command to this
+/// program, not this program itself (`/usr/lib/zblade/zblade-cli` is no command to type).
 fn zblade_executable() -> Result<std::path::PathBuf, Error> {
+    if let Some(front) = std::env::var_os("ZBLADE_EXE")
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.is_absolute() && p.is_file())
+    {
+        return Ok(front);
+    }
     std::env::current_exe().map_err(|e| Error::io("<current executable>", e))
 }

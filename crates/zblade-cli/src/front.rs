@@ -1,0 +1,265 @@
+//! `zblade`, the front door: answers the one command that runs on every prompt — `zblade
+//! context QUERY…` with a warm engine running — and hands every other command, unchanged, to
+//! the full command-line program (`zblade-cli`, src/main.rs) by `exec`.
+//!
+//! Why a second program: the full one links the engine (LanceDB, DataFusion, Arrow, ONNX
+//! Runtime, llama.cpp), and only loading it costs 10–15 ms and ~2,400 page faults on two cores
+//! (the dynamic loader applies ~426,000 relocations), before `main` runs. An agent's prompt
+//! hook pays that on every prompt, although with a warm engine it only forwards a question and
+//! prints the answer. This program links zblade-warm and zblade-core's project discovery and
+//! nothing else.
+//!
+//! It takes the fast path only for what it understands completely: `[--project DIR] [--json]
+//! context [--budget N] WORD…`, with a warm engine answering. Anything else — another command,
+//! another flag, `--help`, no engine, the engine's error — goes to the full program, which then
+//! does exactly what it always did (and says what went wrong in its own words).
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// The full program's name, beside this one (a build's target folder) or in
+/// `../lib/zblade/` from it (the Debian package: `/usr/lib/zblade/zblade-cli`).
+const FULL_PROGRAM: &str = "zblade-cli";
+
+/// How long a warm engine may take before the full program does the work itself (the same
+/// limit the full program gives it: src/commands/context.rs).
+const WARM_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A `zblade context` the front door answers itself.
+#[derive(Debug, PartialEq)]
+struct Asked {
+    project: Option<PathBuf>,
+    json: bool,
+    budget: Option<usize>,
+    query: String,
+}
+
+impl Asked {
+    /// The command line (without the program's name) when it is `[--project DIR] [--json]
+    /// context [--budget N] WORD…` in any order clap would take it; `None` for anything else.
+    fn parse(args: &[OsString]) -> Option<Asked> {
+        let mut args = args.iter().map(|a| a.to_str());
+        let mut asked = Asked {
+            project: None,
+            json: false,
+            budget: None,
+            query: String::new(),
+        };
+        let mut command = false;
+        let mut words: Vec<&str> = Vec::new();
+        while let Some(arg) = args.next() {
+            let arg = arg?; // not UTF-8: the full program says what to do about it
+            match arg {
+                "--json" => asked.json = true,
+                "--project" => asked.project = Some(PathBuf::from(args.next()?.filter(|v| !v.starts_with('-'))?)),
+                "--budget" if command => asked.budget = Some(args.next()??.parse().ok()?),
+                "context" if !command => command = true,
+                _ if arg.starts_with("--project=") => asked.project = Some(PathBuf::from(&arg["--project=".len()..])),
+                _ if command && arg.starts_with("--budget=") => {
+                    asked.budget = Some(arg["--budget=".len()..].parse().ok()?)
+                }
+                // Any other flag (`--receipt`, `--help`, `--`, a short option, a negative
+                // number clap would read as one) is the full program's.
+                _ if arg.starts_with('-') => return None,
+                _ if command => words.push(arg),
+                _ => return None, // another command
+            }
+        }
+        if !command || words.is_empty() || asked.project.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+            return None;
+        }
+        // As clap collects the words and src/commands/context.rs joins them.
+        asked.query = words.join(" ");
+        Some(asked)
+    }
+
+    /// The project's root as the full program finds it: `--project` when it is a folder, else
+    /// the nearest ancestor of the current folder that holds `.zblade/`, else the current folder.
+    fn root(&self) -> Option<PathBuf> {
+        match &self.project {
+            Some(dir) => dir.is_dir().then(|| dir.clone()),
+            None => {
+                let cwd = std::env::current_dir().ok()?;
+                Some(
+                    zblade_core::Layout::discover(&cwd)
+                        .map(|layout| layout.root().to_path_buf())
+                        .unwrap_or(cwd),
+                )
+            }
+        }
+    }
+}
+
+/// What answering in this process came to.
+enum Answered {
+    /// Printed; the program ends with this code.
+    Done(ExitCode),
+    /// Not answered here (no engine, or its error): the full program runs the command.
+    NotHere,
+}
+
+fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    if let Some(asked) = Asked::parse(&args)
+        && let Answered::Done(code) = answer(&asked)
+    {
+        return code;
+    }
+    run_full_program(&args)
+}
+
+/// Asks the project's warm engine and prints its answer as `zblade context` does.
+fn answer(asked: &Asked) -> Answered {
+    let Some(root) = asked.root() else {
+        return Answered::NotHere;
+    };
+    let prompt = zblade_warm::Prompt {
+        query: &asked.query,
+        budget: asked.budget,
+    };
+    let printed = if asked.json {
+        let whole = zblade_warm::Whole { whole: prompt };
+        // An engine that sends text only (an older zblade still running): the full program
+        // assembles the whole result itself.
+        let Some(Ok(zblade_warm::WarmAnswer { result: Some(json), .. })) =
+            zblade_warm::ask(&root, &whole, WARM_TIMEOUT)
+        else {
+            return Answered::NotHere;
+        };
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{json}").and_then(|()| out.flush())
+    } else {
+        let Some(Ok(answer)) = zblade_warm::ask(&root, &prompt, WARM_TIMEOUT) else {
+            return Answered::NotHere;
+        };
+        for notice in &answer.notices {
+            eprintln!("zblade: note: {notice}");
+        }
+        let mut out = std::io::stdout().lock();
+        write!(out, "{}", answer.text).and_then(|()| out.flush())
+    };
+    Answered::Done(match printed {
+        Ok(()) => ExitCode::SUCCESS,
+        // A reader that stopped reading (`| head`) is no failure, as in the full program.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("zblade: error: <stdout>: {e}");
+            ExitCode::from(2)
+        }
+    })
+}
+
+/// Replaces this process with the full program, given the same arguments. It learns this
+/// program's path (`ZBLADE_EXE`), which is what agents' configurations should start.
+fn run_full_program(args: &[OsString]) -> ExitCode {
+    let me = std::env::current_exe().ok();
+    let Some(full) = me.as_deref().and_then(full_program) else {
+        eprintln!(
+            "zblade: error: cannot find the {FULL_PROGRAM} program beside {} or in ../lib/zblade/ from it; reinstall zblade",
+            me.as_deref().map_or("this program".into(), |p| p.display().to_string())
+        );
+        return ExitCode::from(2);
+    };
+    let mut command = std::process::Command::new(&full);
+    command.args(args);
+    if let Some(name) = std::env::args_os().next() {
+        command.arg0(name); // `ps` shows what the user ran
+    }
+    if let Some(me) = &me {
+        command.env("ZBLADE_EXE", me);
+    }
+    let e = command.exec(); // returns only when it failed
+    eprintln!("zblade: error: cannot start {}: {e}", full.display());
+    ExitCode::from(2)
+}
+
+/// The full program for this one at `me`.
+fn full_program(me: &Path) -> Option<PathBuf> {
+    let dir = me.parent()?;
+    [dir.join(FULL_PROGRAM), dir.join("../lib/zblade").join(FULL_PROGRAM)]
+        .into_iter()
+        .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Option<Asked> {
+        let args: Vec<OsString> = line.split(' ').map(OsString::from).collect();
+        Asked::parse(&args)
+    }
+
+    #[test]
+    fn only_a_plain_context_request_is_answered_here() {
+        assert_eq!(
+            parse("context --budget 8000 why bm25").unwrap(),
+            Asked {
+                project: None,
+                json: false,
+                budget: Some(8000),
+                query: "why bm25".into()
+            }
+        );
+        assert_eq!(
+            parse("--project /p --json context why --budget=300 bm25").unwrap(),
+            Asked {
+                project: Some("/p".into()),
+                json: true,
+                budget: Some(300),
+                query: "why bm25".into()
+            }
+        );
+        // Global flags after the command, as clap takes them.
+        let late = parse("context why --json --project=/p").unwrap();
+        assert_eq!((late.json, late.project), (true, Some("/p".into())));
+        for other in [
+            "search why",
+            "context",
+            "context --receipt why",
+            "context --help",
+            "--help",
+            "context --budget lots why",
+            "context --budget",
+            "context why -- --budget",
+            "context -3 why",
+            "--project",
+            "--project -p context why",
+            "--project= context why",
+            "context --format markdown why",
+            "context --mode keyword why",
+            "show context",
+            "index context why",
+        ] {
+            assert_eq!(parse(other), None, "{other:?} is the full program's");
+        }
+        // `context` is a word of the query once the command is named.
+        assert_eq!(parse("context the context").unwrap().query, "the context");
+    }
+
+    #[test]
+    fn words_that_are_not_utf8_go_to_the_full_program() {
+        use std::os::unix::ffi::OsStringExt;
+        let args = vec![OsString::from("context"), OsString::from_vec(vec![b'w', 0xff])];
+        assert_eq!(Asked::parse(&args), None);
+    }
+
+    #[test]
+    fn the_full_program_is_found_beside_or_in_the_package_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        let lib = dir.path().join("lib/zblade");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(&lib).unwrap();
+        let me = bin.join("zblade");
+        assert_eq!(full_program(&me), None);
+        std::fs::write(lib.join(FULL_PROGRAM), "").unwrap();
+        assert_eq!(full_program(&me).unwrap(), bin.join("../lib/zblade").join(FULL_PROGRAM));
+        std::fs::write(bin.join(FULL_PROGRAM), "").unwrap();
+        assert_eq!(full_program(&me).unwrap(), bin.join(FULL_PROGRAM));
+    }
+}
