@@ -68,10 +68,69 @@ fn the_tokenizer_parsed_beside_the_session_tokenizes_as_fastembeds_own() {
         .embed(&texts)
         .unwrap();
     for ((text, a), b) in texts.iter().zip(&expected).zip(&ours) {
+        // zblade scales fastembed's vectors to unit length once more (`Embedder::embed`).
         let norm = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let cosine: f32 = a.iter().zip(b).map(|(x, y)| x / norm * y).sum();
-        assert!(cosine > 0.99999, "{text:.40}: cosine {cosine}");
+        let a: Vec<f32> = a.iter().map(|x| x / norm).collect();
+        assert_eq!(&a, b, "{text:.40}: bitwise fastembed's vector");
     }
+}
+
+/// The session starts from ONNX Runtime's optimised copy of the model, saved on the first load
+/// (zblade_search::onnx_cache): the copy gives bitwise the vectors the model's own file gives,
+/// a broken copy is made again, and a changed model gets a new copy that replaces the old one.
+#[test]
+fn the_saved_optimised_copy_embeds_as_the_model_and_is_remade_when_broken_or_outdated() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in zblade_search::embed::MODEL_FILES {
+        std::fs::copy(tiny_model().join(file), dir.path().join(file)).unwrap();
+    }
+    let source = dir.path().join("model.onnx").canonicalize().unwrap();
+    let copies = || -> Vec<std::path::PathBuf> {
+        let root = zblade_search::onnx_cache::cache_root().unwrap();
+        std::fs::read_dir(&root)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| std::fs::read(p.join("source")).is_ok_and(|s| s == source.as_os_str().as_encoded_bytes()))
+            .collect()
+    };
+    let texts = ["refresh the jwt token", "cache eviction policy", "x"];
+    let embed = || {
+        LocalModel::load(dir.path(), "tiny", Workload::Queries)
+            .unwrap()
+            .embed(&texts)
+            .unwrap()
+    };
+    let first = embed(); // made from model.onnx, and the copy saved
+    let saved = copies();
+    assert_eq!(saved.len(), 1, "one copy of the model: {saved:?}");
+    assert!(saved[0].join("model.onnx").is_file());
+    assert_eq!(embed(), first, "from the copy, bitwise the same vectors");
+
+    // A copy cut short (a full disk, a crash before the flush) is made again.
+    let weights = saved[0].join("weights.bin");
+    assert!(weights.is_file(), "the weights are in a file of their own");
+    std::fs::write(&weights, b"cut short").unwrap();
+    assert_eq!(embed(), first);
+    assert_ne!(
+        std::fs::read(&weights).unwrap(),
+        b"cut short",
+        "the copy was made again"
+    );
+
+    // A changed model file gets a new copy, and the old one is removed.
+    let model = std::fs::File::options()
+        .append(true)
+        .open(dir.path().join("model.onnx"))
+        .unwrap();
+    model
+        .set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60))
+        .unwrap();
+    drop(model);
+    assert_eq!(embed(), first);
+    let now = copies();
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_ne!(now, saved, "a new copy for the changed file");
 }
 
 #[test]

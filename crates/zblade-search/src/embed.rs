@@ -1,5 +1,5 @@
-//! Local text embeddings: fastembed running an ONNX model from a directory, on ONNX Runtime
-//! loaded at run time.
+//! Local text embeddings: an ONNX sentence-embedding model from a directory, run on ONNX
+//! Runtime loaded at run time (through `ort`), with the model's own tokenizer.
 //!
 //! A model directory holds `model.onnx`, `tokenizer.json`, `config.json`,
 //! `special_tokens_map.json` and `tokenizer_config.json` (what `scripts/models/build_bert_onnx.py`
@@ -8,8 +8,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-
-use fastembed::{InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel};
 
 /// Why embeddings are not available.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,11 +184,16 @@ impl Workload {
     }
 }
 
-/// An ONNX sentence-embedding model from a local directory, with mean pooling.
+/// An ONNX sentence-embedding model from a local directory, with mean pooling: the model's
+/// tokenizer, configured as its config files say, and an ONNX Runtime session made from the
+/// saved optimised copy of the model ([`crate::onnx_cache`]).
 pub struct LocalModel {
     id: String,
     dim: usize,
-    model: TextEmbedding,
+    tokenizer: tokenizers::Tokenizer,
+    session: ort::session::Session,
+    /// The graph takes `token_type_ids` (BERT does; some models do not).
+    token_type_ids: bool,
 }
 
 impl std::fmt::Debug for LocalModel {
@@ -231,80 +234,134 @@ fn max_length(dir: &Path) -> usize {
 /// The vector length a BERT-style model with mean pooling returns: `hidden_size` in its
 /// `config.json`. Read instead of embedding a probe text at load (a few milliseconds of every
 /// cold search); the first embedding checks it.
-fn hidden_size(config: &[u8]) -> Option<usize> {
-    let config: serde_json::Value = serde_json::from_slice(config).ok()?;
+fn hidden_size(config: &serde_json::Value) -> Option<usize> {
     config["hidden_size"].as_u64().filter(|&n| n > 0).map(|n| n as usize)
 }
 
-/// The smallest tokenizer fastembed accepts, which it configures while the model's own is
-/// parsed (see [`LocalModel::load`]); it never tokenizes anything.
-const PLACEHOLDER_TOKENIZER: &str = r#"{"version": "1.0", "added_tokens": [], "normalizer": null,
-  "pre_tokenizer": null, "post_processor": null, "decoder": null, "truncation": null,
-  "padding": null, "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"}}"#;
+/// The model's own config files beside `tokenizer.json`, parsed.
+struct TokenizerConfig {
+    config: serde_json::Value,
+    special_tokens_map: serde_json::Value,
+    tokenizer_config: serde_json::Value,
+}
 
-/// `parsed` with the padding, truncation and special tokens fastembed gave `configured` (what
-/// it derives from the model's config files), so it tokenizes as fastembed's own would.
-fn configured_like(
-    mut parsed: tokenizers::Tokenizer,
-    configured: &tokenizers::Tokenizer,
-) -> tokenizers::Result<tokenizers::Tokenizer> {
-    parsed.with_padding(configured.get_padding().cloned());
-    parsed.with_truncation(configured.get_truncation().cloned())?;
-    let mut special: Vec<(u32, tokenizers::AddedToken)> = configured
-        .get_added_tokens_decoder()
-        .into_iter()
-        .filter(|(_, token)| token.special)
-        .collect();
-    special.sort_by_key(|(id, _)| *id);
-    let special: Vec<tokenizers::AddedToken> = special.into_iter().map(|(_, token)| token).collect();
-    parsed.add_special_tokens(&special);
-    Ok(parsed)
+/// `tokenizer` padded, truncated and given special tokens as the model's config files say
+/// (the rules of fastembed's user-defined models, which indexes made by earlier zblade
+/// versions were embedded with; tests/tests/search.rs compares the two): padding to the
+/// batch's longest text with the configured pad token, truncation at `max_length` or the
+/// model's own limit, and every token of `special_tokens_map.json` marked special.
+fn configure(
+    mut tokenizer: tokenizers::Tokenizer,
+    files: &TokenizerConfig,
+    max_length: usize,
+) -> Result<tokenizers::Tokenizer, String> {
+    use tokenizers::{AddedToken, PaddingParams, PaddingStrategy, TruncationParams};
+    let model_max_length = files.tokenizer_config["model_max_length"]
+        .as_f64()
+        .ok_or("tokenizer_config.json has no number `model_max_length`")?;
+    // Some models say 1e30 here ("no limit"); the cast saturates.
+    let max_length = max_length.min(model_max_length as usize);
+    let pad_token = files.tokenizer_config["pad_token"]
+        .as_str()
+        .ok_or("tokenizer_config.json has no string `pad_token`")?
+        .to_string();
+    let pad_id = files.config["pad_token_id"].as_u64().unwrap_or(0) as u32;
+    tokenizer.with_padding(Some(PaddingParams {
+        strategy: PaddingStrategy::BatchLongest,
+        pad_token,
+        pad_id,
+        ..Default::default()
+    }));
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            max_length,
+            ..Default::default()
+        }))
+        .map_err(|e| e.to_string())?;
+    if let serde_json::Value::Object(tokens) = &files.special_tokens_map {
+        for value in tokens.values() {
+            let token = match value {
+                serde_json::Value::String(content) => Some(AddedToken {
+                    content: content.clone(),
+                    special: true,
+                    ..Default::default()
+                }),
+                serde_json::Value::Object(_) => match (
+                    value["content"].as_str(),
+                    value["single_word"].as_bool(),
+                    value["lstrip"].as_bool(),
+                    value["rstrip"].as_bool(),
+                    value["normalized"].as_bool(),
+                ) {
+                    (Some(content), Some(single_word), Some(lstrip), Some(rstrip), Some(normalized)) => {
+                        Some(AddedToken {
+                            content: content.to_string(),
+                            single_word,
+                            lstrip,
+                            rstrip,
+                            normalized,
+                            special: true,
+                        })
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(token) = token {
+                tokenizer.add_special_tokens(&[token]);
+            }
+        }
+    }
+    Ok(tokenizer)
 }
 
 impl LocalModel {
     /// Loads the model in `dir`, naming it `id`, to run `workload`.
     pub fn load(dir: &Path, id: &str, workload: Workload) -> Result<Self, EmbedError> {
+        if let Some(missing) = MODEL_FILES
+            .iter()
+            .map(|name| dir.join(name))
+            .find(|path| !path.is_file())
+        {
+            return Err(EmbedError::NoModel(format!("{}: not found", missing.display())));
+        }
         let read = |name: &str| {
             std::fs::read(dir.join(name)).map_err(|e| EmbedError::NoModel(format!("{}: {e}", dir.join(name).display())))
         };
-        let onnx = read("model.onnx")?;
+        let json = |name: &str| {
+            serde_json::from_slice::<serde_json::Value>(&read(name)?)
+                .map_err(|e| EmbedError::BadModel(format!("{}: {e}", dir.join(name).display())))
+        };
         let tokenizer_path = dir.join("tokenizer.json");
         let tokenizer_json = read("tokenizer.json")?;
         // Parsing the tokenizer (~15 ms for BERT's vocabulary) and making the ONNX Runtime
-        // session (~25 ms) are independent, yet fastembed does one after the other: the
-        // tokenizer is parsed here on a thread of its own, and fastembed gets a placeholder
-        // that it configures (padding, truncation, special tokens) as it would the real one.
+        // session are independent: the tokenizer is parsed on a thread of its own.
         let parsing = std::thread::spawn(move || tokenizers::Tokenizer::from_bytes(&tokenizer_json));
-        let files = TokenizerFiles {
-            tokenizer_file: PLACEHOLDER_TOKENIZER.as_bytes().to_vec(),
-            config_file: read("config.json")?,
-            special_tokens_map_file: read("special_tokens_map.json")?,
-            tokenizer_config_file: read("tokenizer_config.json")?,
+        let files = TokenizerConfig {
+            config: json("config.json")?,
+            special_tokens_map: json("special_tokens_map.json")?,
+            tokenizer_config: json("tokenizer_config.json")?,
         };
-        let dim = hidden_size(&files.config_file);
+        let dim = hidden_size(&files.config);
         load_onnx_runtime()?;
-        let user_model = UserDefinedEmbeddingModel::new(onnx, files).with_pooling(Pooling::Mean);
-        let mut options = InitOptionsUserDefined::new().with_max_length(max_length(dir));
-        if let Some(threads) = workload.threads() {
-            options = options.with_intra_threads(threads);
-        }
-        let mut model = TextEmbedding::try_new_from_user_defined(user_model, options)
-            .map_err(|e| EmbedError::BadModel(format!("{}: {e}", dir.display())))?;
+        let session = crate::onnx_cache::session(&dir.join("model.onnx"), workload.threads())?;
+        let token_type_ids = session.inputs().iter().any(|input| input.name() == "token_type_ids");
         let parsed = parsing
             .join()
             .map_err(|_| EmbedError::BadModel(format!("{}: parsing it panicked", tokenizer_path.display())))?
             .map_err(|e| EmbedError::BadModel(format!("{}: {e}", tokenizer_path.display())))?;
-        model.tokenizer = configured_like(parsed, &model.tokenizer)
-            .map_err(|e| EmbedError::BadModel(format!("{}: {e}", tokenizer_path.display())))?;
+        let tokenizer = configure(parsed, &files, max_length(dir))
+            .map_err(|e| EmbedError::BadModel(format!("{}: {e}", dir.display())))?;
         let mut loaded = LocalModel {
             id: id.to_string(),
             dim: dim.unwrap_or(0),
-            model,
+            tokenizer,
+            session,
+            token_type_ids,
         };
         if dim.is_none() {
             let probe = loaded
-                .model
-                .embed(["dimension probe"], None)
+                .run(&["dimension probe"])
                 .map_err(|e| EmbedError::BadModel(e.to_string()))?;
             loaded.dim = probe.first().map_or(0, Vec::len);
         }
@@ -312,6 +369,90 @@ impl LocalModel {
             return Err(EmbedError::BadModel("the model returns empty vectors".into()));
         }
         Ok(loaded)
+    }
+
+    /// One batch through the model: tokenized, padded to its longest text, run, and mean-pooled
+    /// over the tokens the attention mask keeps, each vector scaled to unit length. The sums
+    /// run token by token in order, as fastembed's did, so the vectors are bitwise those of
+    /// indexes it made.
+    fn run(&mut self, batch: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        use ort::value::Tensor;
+        let failed = |what: &str, e: &dyn std::fmt::Display| EmbedError::Failed(format!("{what}: {e}"));
+        let encodings = self
+            .tokenizer
+            .encode_batch(batch.to_vec(), true)
+            .map_err(|e| failed("tokenizing", &e))?;
+        let rows = encodings.len();
+        let width = encodings.first().map_or(0, |e| e.len());
+        let mut ids = Vec::with_capacity(rows * width);
+        let mut mask = Vec::with_capacity(rows * width);
+        let mut types = Vec::with_capacity(rows * width);
+        for encoding in &encodings {
+            if encoding.len() != width {
+                return Err(EmbedError::BadModel(format!("{}: its tokenizer does not pad", self.id)));
+            }
+            ids.extend(encoding.get_ids().iter().map(|&x| i64::from(x)));
+            mask.extend(encoding.get_attention_mask().iter().map(|&x| i64::from(x)));
+            types.extend(encoding.get_type_ids().iter().map(|&x| i64::from(x)));
+        }
+        let shape = [rows as i64, width as i64];
+        let tensor =
+            |values: Vec<i64>| Tensor::from_array((shape, values)).map_err(|e| failed("the model's input", &e));
+        let mut inputs = ort::inputs![
+            "input_ids" => tensor(ids)?,
+            "attention_mask" => tensor(mask.clone())?,
+        ];
+        if self.token_type_ids {
+            inputs.push(("token_type_ids".into(), tensor(types)?.into()));
+        }
+        let id = self.id.clone();
+        let outputs = self.session.run(inputs).map_err(|e| failed("running the model", &e))?;
+        // The output that holds the embeddings: the only one, else the first of these names.
+        let output = if outputs.len() == 1 {
+            Some(&outputs[0])
+        } else {
+            ["text_embeds", "last_hidden_state", "sentence_embedding"]
+                .iter()
+                .find_map(|name| outputs.get(*name))
+        }
+        .ok_or_else(|| EmbedError::BadModel(format!("{id}: no output holds the embeddings")))?;
+        let (out_shape, values) = output
+            .try_extract_tensor::<f32>()
+            .map_err(|e| EmbedError::BadModel(format!("{id}: {e}")))?;
+        let pooled: Vec<Vec<f32>> = match **out_shape {
+            // One vector per text already.
+            [r, d] if r as usize == rows => values.chunks(d as usize).map(<[f32]>::to_vec).collect(),
+            [r, t, d] if r as usize == rows && t as usize == width => {
+                let (t, d) = (t as usize, d as usize);
+                (0..rows)
+                    .map(|row| {
+                        let kept = &mask[row * t..(row + 1) * t];
+                        let mut sum = vec![0f32; d];
+                        for (token, &keep) in kept.iter().enumerate() {
+                            let at = (row * t + token) * d;
+                            for (s, &x) in sum.iter_mut().zip(&values[at..at + d]) {
+                                *s += keep as f32 * x;
+                            }
+                        }
+                        let count = kept.iter().fold(0f32, |n, &keep| n + keep as f32);
+                        let count = if count == 0.0 { 1.0 } else { count };
+                        sum.iter().map(|s| s / count).collect()
+                    })
+                    .collect()
+            }
+            ref other => {
+                return Err(EmbedError::BadModel(format!(
+                    "{id}: the model's output has shape {other:?} for {rows} texts of {width} tokens"
+                )));
+            }
+        };
+        Ok(pooled
+            .into_iter()
+            .map(|v| {
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                v.iter().map(|x| x / (norm + 1e-12)).collect()
+            })
+            .collect())
     }
 }
 
@@ -330,10 +471,10 @@ impl Embedder for LocalModel {
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| texts[i].len());
         let sorted: Vec<&str> = order.iter().map(|&i| texts[i]).collect();
-        let embedded = self
-            .model
-            .embed(sorted, Some(EMBED_BATCH))
-            .map_err(|e| EmbedError::Failed(e.to_string()))?;
+        let mut embedded = Vec::with_capacity(texts.len());
+        for batch in sorted.chunks(EMBED_BATCH) {
+            embedded.extend(self.run(batch)?);
+        }
         if embedded.len() != texts.len() {
             return Err(EmbedError::Failed(format!(
                 "the model returned {} vectors for {} texts",

@@ -1,6 +1,6 @@
 //! Semantic search for zblade: chunks named by content ([`chunk`]), project files as chunks
-//! ([`code`]), local embeddings with
-//! fastembed on ONNX Runtime ([`embed`]), vectors in LanceDB ([`vectors`]) and reciprocal rank
+//! ([`code`]), local embeddings on ONNX Runtime ([`embed`], its sessions started from a saved
+//! optimised copy of the model: [`onnx_cache`]), vectors in LanceDB ([`vectors`]) and reciprocal rank
 //! fusion of keyword and vector results ([`fusion`]); and how a process that loads models gives
 //! their memory back ([`memory`]).
 //!
@@ -20,6 +20,7 @@ pub mod embed;
 pub mod fake;
 pub mod fusion;
 pub mod memory;
+pub mod onnx_cache;
 pub mod vectors;
 
 pub use embed::{EmbedError, Embedder, LocalModel, Workload};
