@@ -127,9 +127,10 @@ else
 fi
 
 # Where zblade may write besides the project and the models (docs/PRIVACY.md, "What is
-# written where"): the list of known projects, the app's settings and socket, and what the
-# GTK toolkit under the app keeps for every program (fonts cache, settings store).
-allow=(--allow "$project" --allow "$models"
+# written where"): the list of known projects, the app's settings and socket, ONNX Runtime's
+# optimised copies of the models, and what the GTK toolkit under the app keeps for every
+# program (fonts cache, settings store).
+allow=(--allow "$project" --allow "$models" --allow "$home/.cache/zblade/onnx"
   --allow "$home/.local/share/zblade" --allow "$home/.config/zblade"
   --allow "/tmp/zblade-$(id -u)")
 if [ "$app_ran" = yes ]; then
