@@ -1,21 +1,23 @@
-//! `zblade`, the front door: answers the one command that runs on every prompt — `zblade
-//! context QUERY…` with a warm engine running — and hands every other command, unchanged, to
-//! the full command-line program (`zblade-cli`, src/main.rs) by `exec`.
+//! `zblade`, the front door: answers the two commands that run on every prompt — `zblade
+//! context QUERY…` and an agent's prompt hook, `zblade hook prompt` — when a warm engine runs,
+//! and hands every other command, unchanged, to the full command-line program (`zblade-cli`,
+//! src/main.rs) by `exec`.
 //!
 //! Why a second program: the full one links the engine (LanceDB, DataFusion, Arrow, ONNX
 //! Runtime, llama.cpp), and only loading it costs 10–15 ms and ~2,400 page faults on two cores
 //! (the dynamic loader applies ~426,000 relocations), before `main` runs. An agent's prompt
 //! hook pays that on every prompt, although with a warm engine it only forwards a question and
-//! prints the answer. This program links zblade-warm and zblade-core's project discovery and
-//! nothing else.
+//! prints the answer. This program links zblade-warm and zblade-core's project discovery (and
+//! serde_json and tempfile for a hook's event) and nothing else.
 //!
 //! It takes the fast path only for what it understands completely: `[--project DIR] [--json]
-//! context [--budget N] WORD…`, with a warm engine answering. Anything else — another command,
-//! another flag, `--help`, no engine, the engine's error — goes to the full program, which then
-//! does exactly what it always did (and says what went wrong in its own words).
+//! context [--budget N] WORD…` and `[--project DIR] hook prompt [--agent NAME]`, with a warm
+//! engine answering. Anything else — another command, another flag, `--help`, no engine, the
+//! engine's error — goes to the full program, which then does exactly what it always did (and
+//! says what went wrong in its own words). The hook's event, read from stdin, goes along.
 
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{Read, Seek, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,6 +30,43 @@ const FULL_PROGRAM: &str = "zblade-cli";
 /// How long a warm engine may take before the full program does the work itself (the same
 /// limit the full program gives it: src/commands/context.rs).
 const WARM_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The most of a hook's event read from stdin, as the full program reads
+/// (src/commands/hook.rs).
+const MAX_EVENT_BYTES: u64 = 1024 * 1024;
+
+/// `zblade hook prompt`, answered here.
+#[derive(Debug, PartialEq)]
+struct HookAsked {
+    project: Option<PathBuf>,
+    agent: String,
+}
+
+impl HookAsked {
+    /// The command line when it is `[--project DIR] hook prompt [--agent NAME]` (flags in any
+    /// order clap would take them); `None` for anything else.
+    fn parse(args: &[OsString]) -> Option<HookAsked> {
+        let mut args = args.iter().map(|a| a.to_str());
+        let mut asked = HookAsked {
+            project: None,
+            agent: "claude-code".into(), // clap's default (src/cli.rs)
+        };
+        let mut words: Vec<&str> = Vec::new();
+        while let Some(arg) = args.next() {
+            let arg = arg?;
+            match arg {
+                "--project" => asked.project = Some(PathBuf::from(args.next()?.filter(|v| !v.starts_with('-'))?)),
+                "--agent" => asked.agent = args.next()?.filter(|v| !v.starts_with('-'))?.to_string(),
+                _ if arg.starts_with("--project=") => asked.project = Some(PathBuf::from(&arg["--project=".len()..])),
+                _ if arg.starts_with("--agent=") => asked.agent = arg["--agent=".len()..].to_string(),
+                _ if arg.starts_with('-') => return None,
+                _ => words.push(arg),
+            }
+        }
+        let project_ok = asked.project.as_ref().is_none_or(|p| !p.as_os_str().is_empty());
+        (words == ["hook", "prompt"] && project_ok && !asked.agent.is_empty()).then_some(asked)
+    }
+}
 
 /// A `zblade context` the front door answers itself.
 #[derive(Debug, PartialEq)]
@@ -77,19 +116,23 @@ impl Asked {
         Some(asked)
     }
 
-    /// The project's root as the full program finds it: `--project` when it is a folder, else
-    /// the nearest ancestor of the current folder that holds `.zblade/`, else the current folder.
     fn root(&self) -> Option<PathBuf> {
-        match &self.project {
-            Some(dir) => dir.is_dir().then(|| dir.clone()),
-            None => {
-                let cwd = std::env::current_dir().ok()?;
-                Some(
-                    zblade_core::Layout::discover(&cwd)
-                        .map(|layout| layout.root().to_path_buf())
-                        .unwrap_or(cwd),
-                )
-            }
+        project_root(self.project.as_deref())
+    }
+}
+
+/// The project's root as the full program finds it: `--project` when it is a folder, else the
+/// nearest ancestor of the current folder that holds `.zblade/`, else the current folder.
+fn project_root(project: Option<&Path>) -> Option<PathBuf> {
+    match project {
+        Some(dir) => dir.is_dir().then(|| dir.to_path_buf()),
+        None => {
+            let cwd = std::env::current_dir().ok()?;
+            Some(
+                zblade_core::Layout::discover(&cwd)
+                    .map(|layout| layout.root().to_path_buf())
+                    .unwrap_or(cwd),
+            )
         }
     }
 }
@@ -109,7 +152,49 @@ fn main() -> ExitCode {
     {
         return code;
     }
+    if let Some(hook) = HookAsked::parse(&args) {
+        return match answer_hook(&hook) {
+            Hooked::Done(code) => code,
+            Hooked::NotHere(event) => run_full_program_with_stdin(&args, &event),
+        };
+    }
     run_full_program(&args)
+}
+
+/// What answering a prompt hook here came to.
+enum Hooked {
+    /// Printed (or nothing to print); the program ends with this code.
+    Done(ExitCode),
+    /// Not answered here: the full program runs the hook, reading these bytes (the event
+    /// this process already took from stdin) as its stdin.
+    NotHere(Vec<u8>),
+}
+
+/// Reads the hook's event from stdin and asks the project's warm engine for the hook's whole
+/// answer (`zblade_engine::prompt_hook`, which the full program prints too).
+fn answer_hook(hook: &HookAsked) -> Hooked {
+    let mut event = Vec::new();
+    if std::io::stdin().take(MAX_EVENT_BYTES).read_to_end(&mut event).is_err() {
+        return Hooked::NotHere(event);
+    }
+    let Some(root) = project_root(hook.project.as_deref()) else {
+        return Hooked::NotHere(event);
+    };
+    let Ok(json) = serde_json::from_slice::<serde_json::Value>(&event) else {
+        return Hooked::NotHere(event); // the full program says what is wrong with it
+    };
+    let asked = zblade_warm::PromptEvent::from_event(&json, &hook.agent);
+    let Some(Ok(answer)) = zblade_warm::ask(&root, &zblade_warm::PromptHook { prompt_hook: &asked }, WARM_TIMEOUT)
+    else {
+        return Hooked::NotHere(event);
+    };
+    if answer.text.is_empty() {
+        return Hooked::Done(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    // A hook never stands in the prompt's way: a reader that stopped reading is no failure.
+    let _ = writeln!(out, "{}", answer.text).and_then(|()| out.flush());
+    Hooked::Done(ExitCode::SUCCESS)
 }
 
 /// Asks the project's warm engine and prints its answer as `zblade context` does.
@@ -153,9 +238,34 @@ fn answer(asked: &Asked) -> Answered {
     })
 }
 
+/// [`run_full_program`] with `stdin` as its standard input: a file of its own, written and
+/// unlinked (an event can be larger than a pipe holds, and nothing could write to a pipe once
+/// this process is replaced).
+fn run_full_program_with_stdin(args: &[OsString], stdin: &[u8]) -> ExitCode {
+    let file = tempfile::tempfile().and_then(|mut file| {
+        file.write_all(stdin)?;
+        file.rewind()?;
+        Ok(file)
+    });
+    match file {
+        Ok(file) => exec_full_program(args, Some(file)),
+        Err(e) => {
+            // The event cannot be handed on; the prompt goes through without memory, as the
+            // full program's hook does whatever goes wrong.
+            eprintln!("zblade hook: cannot hand the event to {FULL_PROGRAM}: {e}");
+            ExitCode::SUCCESS
+        }
+    }
+}
+
 /// Replaces this process with the full program, given the same arguments. It learns this
 /// program's path (`ZBLADE_EXE`), which is what agents' configurations should start.
 fn run_full_program(args: &[OsString]) -> ExitCode {
+    exec_full_program(args, None)
+}
+
+/// [`run_full_program`], with `stdin` instead of this process's standard input when given.
+fn exec_full_program(args: &[OsString], stdin: Option<std::fs::File>) -> ExitCode {
     let me = std::env::current_exe().ok();
     let Some(full) = me.as_deref().and_then(full_program) else {
         eprintln!(
@@ -166,6 +276,9 @@ fn run_full_program(args: &[OsString]) -> ExitCode {
     };
     let mut command = std::process::Command::new(&full);
     command.args(args);
+    if let Some(stdin) = stdin {
+        command.stdin(stdin);
+    }
     if let Some(name) = std::env::args_os().next() {
         command.arg0(name); // `ps` shows what the user ran
     }
@@ -239,6 +352,43 @@ mod tests {
         }
         // `context` is a word of the query once the command is named.
         assert_eq!(parse("context the context").unwrap().query, "the context");
+    }
+
+    #[test]
+    fn only_a_prompt_hook_is_answered_here_among_the_hooks() {
+        let parse = |line: &str| {
+            let args: Vec<OsString> = line.split(' ').map(OsString::from).collect();
+            HookAsked::parse(&args)
+        };
+        assert_eq!(
+            parse("hook prompt").unwrap(),
+            HookAsked {
+                project: None,
+                agent: "claude-code".into()
+            }
+        );
+        assert_eq!(
+            parse("--project /p hook prompt --agent gemini-cli").unwrap(),
+            HookAsked {
+                project: Some("/p".into()),
+                agent: "gemini-cli".into()
+            }
+        );
+        assert_eq!(parse("hook --agent=qwen-code prompt").unwrap().agent, "qwen-code");
+        for other in [
+            "hook stop",
+            "hook pre-tool",
+            "hook",
+            "hook prompt extra",
+            "hook prompt --agent",
+            "hook prompt --agent=",
+            "hook prompt --help",
+            "hooks install claude-code",
+            "--project= hook prompt",
+            "context hook prompt",
+        ] {
+            assert_eq!(parse(other), None, "{other:?} is the full program's");
+        }
     }
 
     #[test]

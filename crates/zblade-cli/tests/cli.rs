@@ -1012,3 +1012,82 @@ fn the_front_door_answers_a_warm_context_itself_and_hands_on_the_rest() {
     assert!(ok(root, &["context", "--receipt", "refresh", "JWT"]).contains("httpOnly cookie"));
     assert!(ok(root, &["--help"]).contains("Usage: zblade"));
 }
+
+/// `zblade hook prompt` on the fast path: with a warm engine the front door prints the hook's
+/// answer itself, byte for byte what the full program prints cold; without one it hands the
+/// event it read from stdin on to the full program, which answers it.
+#[test]
+fn the_front_door_answers_a_prompt_hook_from_the_warm_engine_and_hands_the_event_on_without_one() {
+    use std::io::Write as _;
+    let dir = project();
+    let root = dir.path();
+    write(root, "jwt.json", JWT);
+    ok(root, &["add", "conversation", "jwt.json"]);
+    let hook = |program: &Path, agent: &str, event: &Value| {
+        let mut child = Command::new(program)
+            .args(["hook", "prompt", "--agent", agent])
+            .current_dir(root)
+            .env("ZBLADE_MODELS_DIR", no_models())
+            .env("ZBLADE_NO_AUTO_SERVE", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(event.to_string().as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let front = Path::new(env!("CARGO_BIN_EXE_zblade"));
+    let alone = tempfile::tempdir().unwrap();
+    let lone_front = alone.path().join("zblade");
+    std::fs::copy(front, &lone_front).unwrap();
+    let claude = serde_json::json!({"hook_event_name": "UserPromptSubmit", "session_id": "s-1",
+        "prompt": "how do we refresh the JWT?"});
+    let gemini = serde_json::json!({"hook_event_name": "BeforeAgent", "prompt": "how do we refresh the JWT?"});
+
+    // No engine: the front door hands the event on, and the full program answers it cold.
+    let cold = hook(front, "claude-code", &claude);
+    assert!(cold.status.success());
+    let cold_text = String::from_utf8(cold.stdout).unwrap();
+    assert!(cold_text.starts_with(zblade_engine::DATA_NOTICE), "{cold_text}");
+    assert!(cold_text.contains("httpOnly cookie"), "{cold_text}");
+    let cold_gemini = String::from_utf8(hook(front, "gemini-cli", &gemini).stdout).unwrap();
+    let parsed: Value = serde_json::from_str(&cold_gemini).unwrap();
+    assert_eq!(parsed["hookSpecificOutput"]["hookEventName"], "BeforeAgent");
+    // The lone copy cannot hand it on, and says so.
+    let out = hook(&lone_front, "claude-code", &claude);
+    assert_eq!(out.status.code(), Some(2));
+
+    let _engine = Served::start(root);
+    // A point-of-action answer kept for the session is stale once a new prompt comes.
+    let actions = root.join(".zblade/cache/actions");
+    std::fs::create_dir_all(&actions).unwrap();
+    std::fs::write(actions.join("s-1.json"), "{}").unwrap();
+    let warm = hook(&lone_front, "claude-code", &claude);
+    assert!(warm.status.success(), "{}", String::from_utf8_lossy(&warm.stderr));
+    assert_eq!(
+        String::from_utf8(warm.stdout).unwrap(),
+        cold_text,
+        "the warm answer is the cold one"
+    );
+    assert!(
+        !actions.join("s-1.json").exists(),
+        "the session's point-of-action answers were cleared"
+    );
+    let warm_gemini = hook(&lone_front, "gemini-cli", &gemini);
+    assert_eq!(String::from_utf8(warm_gemini.stdout).unwrap(), cold_gemini);
+    // Nothing asked: nothing printed, by the engine's word.
+    let empty = hook(&lone_front, "claude-code", &serde_json::json!({"prompt": "  "}));
+    assert!(empty.status.success() && empty.stdout.is_empty());
+    // What the engine refuses (an agent it does not know) and what is not JSON go to the full
+    // program, which the lone copy lacks; through the real front door it says what is wrong.
+    assert_eq!(hook(&lone_front, "no-such-agent", &claude).status.code(), Some(2));
+    let unknown = hook(front, "no-such-agent", &claude);
+    assert!(unknown.status.success(), "a hook never fails the prompt");
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("unknown agent"));
+}

@@ -9,8 +9,9 @@
 //! created 0700 and refused when it is anyone else's or open to others, and the socket is 0600.
 //! A request is one JSON line (at most [`MAX_REQUEST`] bytes) — a context request, the same
 //! asked for the whole result (`{"whole": {…}}`: what `zblade context --json` and `--receipt`
-//! print), or a point-of-action question (`{"action": {file, lines, budget}}`, docs/HOOKS.md) —
-//! and the answer one JSON line.
+//! print), a prompt hook's event (`{"prompt_hook": {agent, prompt, …}}`, answered with what
+//! the hook prints), or a point-of-action question (`{"action": {file, lines, budget}}`,
+//! docs/HOOKS.md) — and the answer one JSON line.
 //! Whatever fails — no engine running, a stale socket, a timeout — [`ask`] returns `None` and the
 //! caller does the work itself.
 //!
@@ -30,7 +31,7 @@ use crate::project::Project;
 
 // Where the socket is, the answer's shape and the asking live in zblade-warm, so that the
 // command-line front door can ask without linking the engine.
-pub use zblade_warm::{MAX_REQUEST, WarmAnswer, socket_path};
+pub use zblade_warm::{MAX_REQUEST, PromptHook, WarmAnswer, socket_path};
 
 /// What a short-lived process asks the warm engine.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -41,6 +42,12 @@ pub enum WarmRequest {
     Action {
         /// The question.
         action: ActionRequest,
+    },
+    /// A prompt hook's whole answer: what `zblade hook prompt` prints ([`crate::prompt_hook`]).
+    /// Before `Context`, whose fields all have defaults and would read any object.
+    PromptHook {
+        /// The agent's event.
+        prompt_hook: zblade_warm::PromptEvent,
     },
     /// A packed context with everything about it: the result's JSON and its receipt.
     Whole {
@@ -66,6 +73,7 @@ pub struct ActionRequest {
 pub fn handle(project: &Project, request: &WarmRequest) -> Result<WarmAnswer, String> {
     match request {
         WarmRequest::Context(request) => run(project, request),
+        WarmRequest::PromptHook { prompt_hook } => crate::prompt_hook(project, prompt_hook),
         WarmRequest::Whole { whole } => {
             let result = project.context(whole).map_err(|e| e.to_string())?;
             let json = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
@@ -126,6 +134,16 @@ pub fn ask(root: &Path, request: &ContextRequest, timeout: Duration) -> Option<R
 /// --json` prints) and `receipt`.
 pub fn ask_whole(root: &Path, request: &ContextRequest, timeout: Duration) -> Option<Result<WarmAnswer, String>> {
     ask_warm(root, &WarmRequest::Whole { whole: request.clone() }, timeout)
+}
+
+/// Asks the warm engine for a prompt hook's answer ([`crate::prompt_hook`]); `None` as for
+/// [`ask`].
+pub fn ask_prompt_hook(
+    root: &Path,
+    event: &zblade_warm::PromptEvent,
+    timeout: Duration,
+) -> Option<Result<WarmAnswer, String>> {
+    zblade_warm::ask(root, &PromptHook { prompt_hook: event }, timeout)
 }
 
 /// Asks the warm engine what memory holds about some lines; `None` as for [`ask`].

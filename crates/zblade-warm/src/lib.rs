@@ -70,6 +70,46 @@ pub struct Whole<'a> {
     pub whole: Prompt<'a>,
 }
 
+/// A prompt hook's event as the warm engine is asked to answer it: what an agent's
+/// `UserPromptSubmit` (Gemini CLI's `BeforeAgent`) sends on stdin, the fields zblade reads.
+/// The engine answers with the hook's whole output (`zblade_engine::prompt_hook`), so the
+/// front door and the full program print the same thing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptEvent {
+    /// The agent that runs the hook (`--agent`): its answer's format.
+    pub agent: String,
+    /// What the user asked (empty when the event names none).
+    pub prompt: String,
+    /// The agent's session, whose point-of-action answers a new prompt makes stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The event's own name (`UserPromptSubmit`, `BeforeAgent`), which decides whether the
+    /// agent reads plain text or JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook_event_name: Option<String>,
+}
+
+impl PromptEvent {
+    /// The fields of `event` (the agent's JSON) for `agent`; anything that is not a string is
+    /// left out.
+    pub fn from_event(event: &serde_json::Value, agent: &str) -> PromptEvent {
+        let text = |name: &str| event.get(name).and_then(serde_json::Value::as_str).map(str::to_string);
+        PromptEvent {
+            agent: agent.to_string(),
+            prompt: text("prompt").unwrap_or_default(),
+            session_id: text("session_id"),
+            hook_event_name: text("hook_event_name"),
+        }
+    }
+}
+
+/// The request for a prompt hook's answer: `{"prompt_hook": {…}}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct PromptHook<'a> {
+    /// The event.
+    pub prompt_hook: &'a PromptEvent,
+}
+
 /// The socket of the project at `root`, in this user's private folder; `None` when no such
 /// folder can be had safely.
 pub fn socket_path(root: &Path) -> Option<PathBuf> {

@@ -19,24 +19,24 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 use zblade_engine::warm;
-use zblade_engine::{ACTION_BUDGET, ActionAnswer, ActionCache, ContextRequest, Error, ImportRequest, ImportSource};
+use zblade_engine::{
+    ACTION_BUDGET, ActionAnswer, ActionCache, DATA_NOTICE, Error, ImportRequest, ImportSource, PromptEvent,
+};
 
 use super::context::WARM_TIMEOUT;
 
 use super::Ctx;
 use crate::cli::HookEvent;
 
-/// The most of an event read from stdin.
-const MAX_EVENT_BYTES: u64 = 1024 * 1024;
-/// The context budget of a prompt hook: it rides along with every prompt.
-const HOOK_BUDGET: usize = 2_000;
+/// The most of an event read from stdin (the front door reads as much).
+pub(crate) const MAX_EVENT_BYTES: u64 = 1024 * 1024;
 
 pub(crate) fn run(cx: &mut Ctx, event: HookEvent, agent: &str) -> Result<(), Error> {
     let outcome = ImportSource::parse(agent)
         .ok_or_else(|| Error::Usage(format!("unknown agent {agent:?}")))
         .and_then(|source| Ok((source, read_event()?)))
         .and_then(|(source, event_json)| match event {
-            HookEvent::Prompt => prompt(cx, &event_json),
+            HookEvent::Prompt => prompt(cx, agent, &event_json),
             HookEvent::Stop => stop(cx, source, &event_json),
             HookEvent::PreTool => pre_tool(cx, &event_json),
         });
@@ -55,46 +55,23 @@ fn read_event() -> Result<serde_json::Value, Error> {
     serde_json::from_slice(&bytes).map_err(|e| Error::Usage(format!("the hook event on stdin is not JSON: {e}")))
 }
 
-fn prompt(cx: &mut Ctx, event: &serde_json::Value) -> Result<(), Error> {
-    let Some(prompt) = event
-        .get("prompt")
-        .and_then(|p| p.as_str())
-        .filter(|p| !p.trim().is_empty())
-    else {
-        return Ok(()); // nothing asked, nothing to add
-    };
-    // A new prompt: what was said about lines earlier in the session may have changed.
-    if let Some(session) = event.get("session_id").and_then(Value::as_str)
-        && let Ok(project) = cx.open()
-    {
-        ActionCache::clear(&project, session);
-    }
-    let request = ContextRequest {
-        budget: Some(HOOK_BUDGET),
-        ..ContextRequest::new(prompt)
-    };
+/// The packed context for the prompt, as the engine renders it for the agent
+/// (`zblade_engine::prompt_hook`). The front door (`zblade`, src/front.rs) asks a warm engine
+/// the same question without coming here; this runs when it found none.
+fn prompt(cx: &mut Ctx, agent: &str, event: &serde_json::Value) -> Result<(), Error> {
+    let event = PromptEvent::from_event(event, agent);
     // The warm engine when one runs (the app, `zblade serve`); else this process does it, and
     // starts one in the background so that only a session's first prompt pays the cold start.
-    let answer = match warm::ask(&cx.root, &request, WARM_TIMEOUT) {
+    let answer = match warm::ask_prompt_hook(&cx.root, &event, WARM_TIMEOUT) {
         Some(answer) => answer.map_err(Error::Usage)?,
+        None if event.prompt.trim().is_empty() => return Ok(()), // no engine started for nothing
         None => {
             super::serve::start_detached(&cx.root);
-            warm::run(&cx.open()?, &request).map_err(Error::Usage)?
+            zblade_engine::prompt_hook(&cx.open()?, &event).map_err(Error::Usage)?
         }
     };
-    // Nothing remembered bears on the prompt (the relevance gate closed): print nothing.
-    if answer.entries == 0 || answer.nothing_relevant {
-        return Ok(());
-    }
-    let context = format!("{}\n{}", zblade_mcp::DATA_NOTICE, answer.text);
-    // Claude Code and Qwen Code add a prompt hook's plain output to the prompt; Gemini CLI
-    // reads JSON only (its `BeforeAgent`).
-    match event.get("hook_event_name").and_then(Value::as_str) {
-        Some(name) if name != "UserPromptSubmit" => println!(
-            "{}",
-            serde_json::json!({"hookSpecificOutput": {"hookEventName": name, "additionalContext": context}})
-        ),
-        _ => println!("{context}"),
+    if !answer.text.is_empty() {
+        println!("{}", answer.text);
     }
     Ok(())
 }
@@ -155,7 +132,7 @@ fn pre_tool(cx: &mut Ctx, event: &Value) -> Result<(), Error> {
     let output = serde_json::json!({
         "hookSpecificOutput": {
             "hookEventName": event_name,
-            "additionalContext": format!("{}\n{}", zblade_mcp::DATA_NOTICE, answer.text),
+            "additionalContext": format!("{DATA_NOTICE}\n{}", answer.text),
         }
     });
     println!("{output}");
