@@ -31,10 +31,6 @@ const FULL_PROGRAM: &str = "zblade-cli";
 /// limit the full program gives it: src/commands/context.rs).
 const WARM_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// The most of a hook's event read from stdin, as the full program reads
-/// (src/commands/hook.rs).
-const MAX_EVENT_BYTES: u64 = 1024 * 1024;
-
 /// `zblade hook prompt`, answered here.
 #[derive(Debug, PartialEq)]
 struct HookAsked {
@@ -154,47 +150,43 @@ fn main() -> ExitCode {
     }
     if let Some(hook) = HookAsked::parse(&args) {
         return match answer_hook(&hook) {
-            Hooked::Done(code) => code,
-            Hooked::NotHere(event) => run_full_program_with_stdin(&args, &event),
+            Ok(()) => ExitCode::SUCCESS,
+            Err(event) => run_full_program_with_stdin(&args, &event),
         };
     }
     run_full_program(&args)
 }
 
-/// What answering a prompt hook here came to.
-enum Hooked {
-    /// Printed (or nothing to print); the program ends with this code.
-    Done(ExitCode),
-    /// Not answered here: the full program runs the hook, reading these bytes (the event
-    /// this process already took from stdin) as its stdin.
-    NotHere(Vec<u8>),
-}
-
-/// Reads the hook's event from stdin and asks the project's warm engine for the hook's whole
-/// answer (`zblade_engine::prompt_hook`, which the full program prints too).
-fn answer_hook(hook: &HookAsked) -> Hooked {
+/// Reads the hook's event from stdin, asks the project's warm engine for the hook's whole
+/// answer (`zblade_engine::prompt_hook`, which the full program prints too) and prints it.
+/// `Err` holds the event when the engine did not answer: the full program then runs the hook,
+/// reading those bytes (already taken from stdin) as its stdin.
+fn answer_hook(hook: &HookAsked) -> Result<(), Vec<u8>> {
     let mut event = Vec::new();
-    if std::io::stdin().take(MAX_EVENT_BYTES).read_to_end(&mut event).is_err() {
-        return Hooked::NotHere(event);
+    if std::io::stdin()
+        .take(zblade_warm::MAX_EVENT_BYTES)
+        .read_to_end(&mut event)
+        .is_err()
+    {
+        return Err(event);
     }
     let Some(root) = project_root(hook.project.as_deref()) else {
-        return Hooked::NotHere(event);
+        return Err(event);
     };
     let Ok(json) = serde_json::from_slice::<serde_json::Value>(&event) else {
-        return Hooked::NotHere(event); // the full program says what is wrong with it
+        return Err(event); // the full program says what is wrong with it
     };
     let asked = zblade_warm::PromptEvent::from_event(&json, &hook.agent);
     let Some(Ok(answer)) = zblade_warm::ask(&root, &zblade_warm::PromptHook { prompt_hook: &asked }, WARM_TIMEOUT)
     else {
-        return Hooked::NotHere(event);
+        return Err(event);
     };
-    if answer.text.is_empty() {
-        return Hooked::Done(ExitCode::SUCCESS);
+    if !answer.text.is_empty() {
+        let mut out = std::io::stdout().lock();
+        // A hook never stands in the prompt's way: a reader that stopped reading is no failure.
+        let _ = writeln!(out, "{}", answer.text).and_then(|()| out.flush());
     }
-    let mut out = std::io::stdout().lock();
-    // A hook never stands in the prompt's way: a reader that stopped reading is no failure.
-    let _ = writeln!(out, "{}", answer.text).and_then(|()| out.flush());
-    Hooked::Done(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// Asks the project's warm engine and prints its answer as `zblade context` does.

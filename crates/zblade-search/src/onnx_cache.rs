@@ -45,7 +45,11 @@ pub(crate) fn session(model: &Path, threads: Option<usize>) -> Result<Session, E
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let Some(copy) = cache_root().and_then(|root| copy_folder(&root, model, &meta)) else {
+    let source = model.canonicalize().ok();
+    let Some((copy, source)) = cache_root()
+        .zip(source)
+        .and_then(|(root, source)| Some((copy_folder(&root, &source, &meta)?, source)))
+    else {
         return made(builder(threads, GraphOptimizationLevel::Level3)?, model);
     };
     if copy.join(GRAPH).is_file() {
@@ -58,7 +62,7 @@ pub(crate) fn session(model: &Path, threads: Option<usize>) -> Result<Session, E
             }
         }
     }
-    match save_copy(model, &copy, threads) {
+    match save_copy(&source, &copy, threads) {
         Some(session) => Ok(session),
         None => made(builder(threads, GraphOptimizationLevel::Level3)?, model),
     }
@@ -74,9 +78,9 @@ pub fn cache_root() -> Option<PathBuf> {
     Some(cache.join("zblade").join("onnx"))
 }
 
-/// The folder of `model`'s copy under `root`: `<model path>-<fingerprint>`, each a hash.
-fn copy_folder(root: &Path, model: &Path, meta: &std::fs::Metadata) -> Option<PathBuf> {
-    let source = model.canonicalize().ok()?;
+/// The folder of the copy of the model at `source` (its canonical path) under `root`:
+/// `<model path>-<fingerprint>`, each a hash.
+fn copy_folder(root: &Path, source: &Path, meta: &std::fs::Metadata) -> Option<PathBuf> {
     let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
     let fingerprint = format!(
         "{}\n{}\n{}\n{}",
@@ -127,10 +131,10 @@ fn made(mut builder: SessionBuilder, path: &Path) -> Result<Session, EmbedError>
         .map_err(|e| EmbedError::BadModel(format!("{}: {e}", path.display())))
 }
 
-/// Makes `model`'s session at the highest optimisation level and has ONNX Runtime save the
+/// Makes the session of the model at `source` at the highest optimisation level and has ONNX Runtime save the
 /// optimised graph into `copy` on the way; `None` when no copy could be written (the caller
 /// then loads the model without one).
-fn save_copy(model: &Path, copy: &Path, threads: usize) -> Option<Session> {
+fn save_copy(source: &Path, copy: &Path, threads: usize) -> Option<Session> {
     let root = copy.parent()?;
     std::fs::create_dir_all(root).ok()?;
     let name = copy.file_name()?.to_string_lossy();
@@ -149,8 +153,7 @@ fn save_copy(model: &Path, copy: &Path, threads: usize) -> Option<Session> {
             MIN_EXTERNAL_BYTES,
         )
         .ok()?;
-    let session = made(session, model).ok()?;
-    let source = model.canonicalize().ok()?;
+    let session = made(session, source).ok()?;
     std::fs::write(staging.path().join(SOURCE), source.as_os_str().as_encoded_bytes()).ok()?;
     // Flushed before the rename: after a crash, the folder under its final name is whole.
     for file in [GRAPH, WEIGHTS, SOURCE] {
@@ -164,7 +167,7 @@ fn save_copy(model: &Path, copy: &Path, threads: usize) -> Option<Session> {
         // Another process saved the same copy first: its copy is as good as this one.
         let _ = std::fs::remove_dir_all(&staged);
     }
-    remove_outdated(root, copy, &source);
+    remove_outdated(root, copy, source);
     Some(session)
 }
 

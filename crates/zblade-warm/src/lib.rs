@@ -70,6 +70,9 @@ pub struct Whole<'a> {
     pub whole: Prompt<'a>,
 }
 
+/// The most of a hook's event read from stdin, by the front door and the full program alike.
+pub const MAX_EVENT_BYTES: u64 = 1024 * 1024;
+
 /// A prompt hook's event as the warm engine is asked to answer it: what an agent's
 /// `UserPromptSubmit` (Gemini CLI's `BeforeAgent`) sends on stdin, the fields zblade reads.
 /// The engine answers with the hook's whole output (`zblade_engine::prompt_hook`), so the

@@ -28,9 +28,6 @@ use super::context::WARM_TIMEOUT;
 use super::Ctx;
 use crate::cli::HookEvent;
 
-/// The most of an event read from stdin (the front door reads as much).
-pub(crate) const MAX_EVENT_BYTES: u64 = 1024 * 1024;
-
 pub(crate) fn run(cx: &mut Ctx, event: HookEvent, agent: &str) -> Result<(), Error> {
     let outcome = ImportSource::parse(agent)
         .ok_or_else(|| Error::Usage(format!("unknown agent {agent:?}")))
@@ -49,7 +46,7 @@ pub(crate) fn run(cx: &mut Ctx, event: HookEvent, agent: &str) -> Result<(), Err
 fn read_event() -> Result<serde_json::Value, Error> {
     let mut bytes = Vec::new();
     std::io::stdin()
-        .take(MAX_EVENT_BYTES)
+        .take(zblade_warm::MAX_EVENT_BYTES)
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io("<stdin>", e))?;
     serde_json::from_slice(&bytes).map_err(|e| Error::Usage(format!("the hook event on stdin is not JSON: {e}")))
