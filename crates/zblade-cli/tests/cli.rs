@@ -1023,7 +1023,7 @@ fn the_front_door_answers_a_prompt_hook_from_the_warm_engine_and_hands_the_event
     let root = dir.path();
     write(root, "jwt.json", JWT);
     ok(root, &["add", "conversation", "jwt.json"]);
-    let hook = |program: &Path, agent: &str, event: &Value| {
+    let hook_bytes = |program: &Path, agent: &str, event: &[u8]| {
         let mut child = Command::new(program)
             .args(["hook", "prompt", "--agent", agent])
             .current_dir(root)
@@ -1034,14 +1034,10 @@ fn the_front_door_answers_a_prompt_hook_from_the_warm_engine_and_hands_the_event
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(event.to_string().as_bytes())
-            .unwrap();
+        child.stdin.take().unwrap().write_all(event).unwrap();
         child.wait_with_output().unwrap()
     };
+    let hook = |program: &Path, agent: &str, event: &Value| hook_bytes(program, agent, event.to_string().as_bytes());
     let front = Path::new(env!("CARGO_BIN_EXE_zblade"));
     let alone = tempfile::tempdir().unwrap();
     let lone_front = alone.path().join("zblade");
@@ -1090,4 +1086,12 @@ fn the_front_door_answers_a_prompt_hook_from_the_warm_engine_and_hands_the_event
     let unknown = hook(front, "no-such-agent", &claude);
     assert!(unknown.status.success(), "a hook never fails the prompt");
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("unknown agent"));
+    let garbage = b"\xff{not json";
+    assert_eq!(hook_bytes(&lone_front, "claude-code", garbage).status.code(), Some(2));
+    let garbled = hook_bytes(front, "claude-code", garbage);
+    assert!(garbled.status.success() && garbled.stdout.is_empty());
+    assert!(
+        String::from_utf8_lossy(&garbled.stderr).contains("not JSON"),
+        "the full program read the same bytes"
+    );
 }
