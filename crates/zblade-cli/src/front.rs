@@ -177,8 +177,7 @@ fn answer_hook(hook: &HookAsked) -> Result<(), Vec<u8>> {
         return Err(event); // the full program says what is wrong with it
     };
     let asked = zblade_warm::PromptEvent::from_event(&json, &hook.agent);
-    let Some(Ok(answer)) = zblade_warm::ask(&root, &zblade_warm::PromptHook { prompt_hook: &asked }, WARM_TIMEOUT)
-    else {
+    let Some(Ok(answer)) = zblade_warm::ask_prompt_hook(&root, &asked, WARM_TIMEOUT) else {
         return Err(event);
     };
     if !answer.text.is_empty() {

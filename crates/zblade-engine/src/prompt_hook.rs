@@ -59,6 +59,7 @@ pub fn prompt_hook(project: &Project, event: &PromptEvent) -> Result<WarmAnswer,
         nothing_relevant: false,
         result: None,
         receipt: None,
+        prompt_hook: true,
     })
 }
 
@@ -71,5 +72,6 @@ fn nothing() -> WarmAnswer {
         nothing_relevant: true,
         result: None,
         receipt: None,
+        prompt_hook: true,
     }
 }

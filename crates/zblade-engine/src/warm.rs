@@ -84,6 +84,7 @@ pub fn handle(project: &Project, request: &WarmRequest) -> Result<WarmAnswer, St
                 nothing_relevant: result.pack.nothing_relevant(),
                 text: result.pack.text,
                 notices: result.notices,
+                prompt_hook: false,
             })
         }
         WarmRequest::Action { action } => {
@@ -97,6 +98,7 @@ pub fn handle(project: &Project, request: &WarmRequest) -> Result<WarmAnswer, St
                 notices: Vec::new(),
                 result: None,
                 receipt: None,
+                prompt_hook: false,
             })
         }
     }
@@ -121,6 +123,7 @@ pub fn run(project: &Project, request: &ContextRequest) -> Result<WarmAnswer, St
         notices: result.notices,
         result: None,
         receipt: None,
+        prompt_hook: false,
     })
 }
 
@@ -143,7 +146,7 @@ pub fn ask_prompt_hook(
     event: &zblade_warm::PromptEvent,
     timeout: Duration,
 ) -> Option<Result<WarmAnswer, String>> {
-    zblade_warm::ask(root, &PromptHook { prompt_hook: event }, timeout)
+    zblade_warm::ask_prompt_hook(root, event, timeout)
 }
 
 /// Asks the warm engine what memory holds about some lines; `None` as for [`ask`].
@@ -316,6 +319,7 @@ mod tests {
                 nothing_relevant: false,
                 result: None,
                 receipt: None,
+                prompt_hook: false,
             })
         })
         .unwrap();

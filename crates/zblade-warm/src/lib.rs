@@ -49,6 +49,12 @@ pub struct WarmAnswer {
     /// The receipt's lines: only for a request for the whole result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt: Option<String>,
+    /// True when this answers a prompt hook's event (`{"prompt_hook": …}`). An engine from
+    /// before that request (the app still running after an upgrade) reads the event as a
+    /// context request with an empty query and packs the instructions alone: its answer is
+    /// not the hook's, and [`ask_prompt_hook`] treats it as no answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prompt_hook: bool,
 }
 
 /// A context request with the query and the budget only, every other choice left to the
@@ -158,6 +164,16 @@ pub fn ask(root: &Path, request: &impl Serialize, timeout: Duration) -> Option<R
     serde_json::from_str::<Result<WarmAnswer, String>>(&answer).ok()
 }
 
+/// Asks the warm engine of the project at `root` for a prompt hook's answer to `event`; `None`
+/// as for [`ask`], and also when the engine that answered does not know the request (its
+/// answer is not a hook's: see [`WarmAnswer::prompt_hook`]), so the caller answers it itself.
+pub fn ask_prompt_hook(root: &Path, event: &PromptEvent, timeout: Duration) -> Option<Result<WarmAnswer, String>> {
+    match ask(root, &PromptHook { prompt_hook: event }, timeout)? {
+        Ok(answer) if !answer.prompt_hook => None,
+        answered => Some(answered),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::net::UnixListener;
@@ -230,6 +246,42 @@ mod tests {
         assert!(ask(project.path(), &whole, timeout).is_none(), "garbage is no answer");
         let seen = server.join().unwrap();
         assert_eq!(seen[0], "{\"whole\":{\"query\":\"why bm25\",\"budget\":800}}\n");
+        std::fs::remove_file(&socket).unwrap();
+    }
+
+    #[test]
+    fn a_prompt_hook_answered_by_an_engine_that_does_not_know_the_request_is_no_answer() {
+        let project = tempfile::tempdir().unwrap();
+        let socket = socket_path(project.path()).unwrap();
+        let _ = std::fs::remove_file(&socket);
+        let listener = UnixListener::bind(&socket).unwrap();
+        let server = std::thread::spawn(move || {
+            for reply in [
+                // An engine from before `prompt_hook`: the event read as an empty context
+                // request, the instructions packed alone.
+                r#"{"Ok":{"text":"<instructions/>","entries":1,"notices":[]}}"#,
+                // One that knows it: the hook's own answer, and its errors.
+                r#"{"Ok":{"text":"the hook's answer","entries":3,"notices":[],"prompt_hook":true}}"#,
+                r#"{"Err":"unknown agent \"vim\""}"#,
+            ] {
+                let (stream, _) = listener.accept().unwrap();
+                let mut line = String::new();
+                BufReader::new(stream.try_clone().unwrap())
+                    .read_line(&mut line)
+                    .unwrap();
+                writeln!(&stream, "{reply}").unwrap();
+            }
+        });
+        let event = PromptEvent::from_event(&serde_json::json!({"prompt": "why bm25"}), "claude");
+        let timeout = Duration::from_secs(5);
+        assert!(ask_prompt_hook(project.path(), &event, timeout).is_none());
+        let answer = ask_prompt_hook(project.path(), &event, timeout).unwrap().unwrap();
+        assert_eq!((answer.text.as_str(), answer.entries), ("the hook's answer", 3));
+        assert_eq!(
+            ask_prompt_hook(project.path(), &event, timeout).unwrap().unwrap_err(),
+            "unknown agent \"vim\""
+        );
+        server.join().unwrap();
         std::fs::remove_file(&socket).unwrap();
     }
 }
