@@ -17,8 +17,9 @@
 //!   queries and table;
 //! - `Project::context` in process (8,000-token budget), next to one LanceDB ANN query plus one
 //!   bare FTS5 query on the project's own tables;
-//! - `zblade context --budget 8000` as a prompt hook runs it (a new process per prompt) with the
-//!   warm engine (`zblade serve`) running, and a few with none.
+//! - the prompt hook as Claude Code runs it (`zblade hook prompt`, a new process per prompt, the
+//!   event on stdin) and `zblade context --budget 8000` (a new process each too), taking turns,
+//!   with the warm engine (`zblade serve`) running; and a few contexts with none.
 //!
 //! `cargo bench --workspace --bench million` writes the "million" section of docs/BENCHMARKS.md
 //! (`ZBLADE_BENCH_MILLION_CHUNKS` sets the size, default 1,000,000); under `cargo test` it runs
@@ -39,7 +40,7 @@ use common::text::TextGen;
 use common::vectors::CalibratedVectors;
 use common::warm::WarmEngine;
 use common::{Stats, dir_size, full_run, mb, write_section};
-use zblade_engine::{CANDIDATES, ContextRequest, Project, SearchKind, SearchMode, SearchQuery};
+use zblade_engine::{CANDIDATES, ContextRequest, PROMPT_HOOK_BUDGET, Project, SearchKind, SearchMode, SearchQuery};
 use zblade_search::VectorStore;
 use zblade_search::vectors::{ANN_KIND, ANN_NPROBES, AnnKind, AnnQuery, WRITE_BATCH, ann_partitions, ann_query};
 
@@ -47,7 +48,39 @@ const ZBLADE: &str = env!("CARGO_BIN_EXE_zblade");
 const MESSAGES_PER_CONVERSATION: usize = 50;
 const BUDGET: usize = 8_000;
 
-/// `zblade context --budget 8000 QUERY` in a new process, as a prompt hook runs it.
+/// `zblade hook prompt --agent claude-code` in a new process, as Claude Code runs it on each
+/// prompt: its `UserPromptSubmit` event on stdin, the context (the hook's own budget) printed.
+/// The warm hook's target is measured on this.
+fn prompt_hook(root: &Path, query: &str) -> Duration {
+    use std::io::Write as _;
+    let event = serde_json::json!({"hook_event_name": "UserPromptSubmit", "session_id": "bench", "prompt": query});
+    let started = Instant::now();
+    let mut child = Command::new(ZBLADE)
+        .arg("--project")
+        .arg(root)
+        .args(["hook", "prompt", "--agent", "claude-code"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(event.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let took = started.elapsed();
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "zblade hook prompt: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    took
+}
+
+/// `zblade context --budget 8000 QUERY` in a new process, as a script (or an older hook) asks.
 fn hook(root: &Path, query: &str) -> Duration {
     let started = Instant::now();
     let out = Command::new(ZBLADE)
@@ -309,7 +342,7 @@ fn main() {
 
     // The hook: a new `zblade context` process per prompt, with no engine and with the warm one.
     let hook_queries: Vec<String> = (0..hook_runs).map(|i| format!("{} hook {i}", text.query())).collect();
-    let (cold, warm) = hooks(&root, &hook_queries, cold_runs);
+    let (cold, warm, hooked) = hooks(&root, &hook_queries, cold_runs);
 
     let report = format!(
         "{} messages in {} conversations (the foundation benchmark's generator), {} chunks, \
@@ -324,7 +357,8 @@ fn main() {
          | of which search (the engine's own timing) | {search} | – | – |\n\
          | of which gathering (texts of the hits, recent turns) | {gather} | – | – |\n\
          | of which packing (rerank, budget, render, count) | {pack} | – | – |\n\
-         | `zblade context --budget {BUDGET}` per prompt, warm engine (`zblade serve`) | {warm} | – | p95 ≤ 40 ms |\n\
+         | the prompt hook, warm engine (`zblade serve`): `zblade hook prompt --agent claude-code`, its event on stdin, budget {PROMPT_HOOK_BUDGET} | {hooked} | – | p95 ≤ 40 ms |\n\
+         | `zblade context --budget {BUDGET}` per prompt, warm engine | {warm} | – | – |\n\
          | the same, no engine running ({cold_runs} prompts) | {cold} | – | – |\n\n\
          Packs held {:.0} tokens on average.\n\n\
          **The ANN index** ({:?}, as `zblade index` builds it past {} vectors): built in {:.1} s; the vector table \
@@ -412,16 +446,21 @@ impl Contexts {
     }
 }
 
-/// `zblade context` as a prompt hook runs it, a new process per prompt: the first
-/// `cold_runs` prompts with no engine running, then every prompt with the warm engine
-/// (`zblade serve`). Returns (cold, warm).
-fn hooks(root: &Path, queries: &[String], cold_runs: usize) -> (Stats, Stats) {
+/// A new process per prompt: the first `cold_runs` prompts as `zblade context` with no
+/// engine running, then every prompt with the warm engine (`zblade serve`), as `zblade
+/// context` and as the prompt hook, taking turns. Returns (cold, warm context, warm hook).
+fn hooks(root: &Path, queries: &[String], cold_runs: usize) -> (Stats, Stats, Stats) {
     let mut cold: Vec<Duration> = queries.iter().take(cold_runs).map(|q| hook(root, q)).collect();
     let engine = WarmEngine::start(ZBLADE, root);
     hook(root, "warm up the engine's model");
-    let mut warm: Vec<Duration> = queries.iter().map(|q| hook(root, q)).collect();
+    let (mut warm, mut hooked) = (Vec::new(), Vec::new());
+    for (i, q) in queries.iter().enumerate() {
+        warm.push(hook(root, q));
+        // Another text than the context's: a prompt the engine has not embedded yet.
+        hooked.push(prompt_hook(root, &format!("{q} {i}")));
+    }
     drop(engine);
-    (Stats::of(&mut cold), Stats::of(&mut warm))
+    (Stats::of(&mut cold), Stats::of(&mut warm), Stats::of(&mut hooked))
 }
 
 /// `ZBLADE_BENCH_MILLION_ONLY_CONTEXT`: the context and hook figures alone, on a kept project
@@ -445,10 +484,10 @@ fn only_contexts(root: &Path, text: &mut TextGen, query_count: usize, hook_runs:
     let c = Contexts::measure(&mut project, &queries);
     drop(project);
     let hook_queries: Vec<String> = (0..hook_runs).map(|i| format!("{} hook {i}", text.query())).collect();
-    let (cold, warm) = hooks(root, &hook_queries, 2);
+    let (cold, warm, hooked) = hooks(root, &hook_queries, 2);
     println!(
         "context {} (search {}, gathering {}, packing {}); keyword half {}, vector half {}; \
-         warm hook {warm}; cold hook {cold}; {:.0} tokens a pack",
+         warm hook {hooked}; warm `zblade context` {warm}; cold `zblade context` {cold}; {:.0} tokens a pack",
         c.context, c.search, c.gather, c.pack, c.keyword, c.semantic, c.tokens
     );
 }
