@@ -44,21 +44,52 @@ fn content_words(text: &str) -> HashSet<String> {
         .collect()
 }
 
-/// Shared words over the smaller set's size.
-fn overlap(a: &HashSet<String>, b: &HashSet<String>) -> f64 {
+/// Each candidate's content words as sorted numbers, one number per distinct word among all
+/// of them: the pairs compared below are up to 50 × 50, and counting shared words by merging
+/// two sorted lists of numbers costs a fraction of probing a set of strings word by word.
+struct WordIds(HashMap<String, u32>);
+
+impl WordIds {
+    fn of(&mut self, text: &str) -> Vec<u32> {
+        let mut ids: Vec<u32> = content_words(text)
+            .into_iter()
+            .map(|word| {
+                let next = self.0.len() as u32;
+                *self.0.entry(word).or_insert(next)
+            })
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+}
+
+/// Shared words over the smaller set's size (`a` and `b` sorted, each word once).
+fn overlap(a: &[u32], b: &[u32]) -> f64 {
     let smaller = a.len().min(b.len());
     if smaller == 0 {
         return 0.0;
     }
-    a.intersection(b).count() as f64 / smaller as f64
+    let (mut i, mut j, mut shared) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                shared += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    shared as f64 / smaller as f64
 }
 
 /// A file and a line range (first, last).
 type CodeRange = (String, (u32, u32));
 
 /// A retrieved turn or moment: its index among the candidates, its owner, its content words
-/// and the code it references.
-type Memory<'a> = (usize, String, HashSet<String>, &'a [CodeRange]);
+/// ([`WordIds`]) and the code it references.
+type Memory<'a> = (usize, String, Vec<u32>, &'a [CodeRange]);
 
 /// The code a retrieved turn points at: reference candidates are keyed `ref:CONV/MSG/N`.
 fn referenced_code(candidates: &[Candidate]) -> HashMap<String, Vec<CodeRange>> {
@@ -83,6 +114,7 @@ fn code_overlaps(a: &[CodeRange], b: &[CodeRange]) -> bool {
 /// person) is left as it is.
 pub fn mark_revisits(candidates: &mut [Candidate]) {
     let code = referenced_code(candidates);
+    let mut word_ids = WordIds(HashMap::new());
     // (index, owner, words, code) of each retrieved turn or moment.
     let memory: Vec<Memory<'_>> = candidates
         .iter()
@@ -100,7 +132,7 @@ pub fn mark_revisits(candidates: &mut [Candidate]) {
             Some((
                 i,
                 owner,
-                content_words(&c.text),
+                word_ids.of(&c.text),
                 refs.map(Vec::as_slice).unwrap_or_default(),
             ))
         })
@@ -174,6 +206,30 @@ mod tests {
             retrieval,
             author: None,
             standing: None,
+        }
+    }
+
+    #[test]
+    fn shared_words_counted_as_numbers_are_those_of_the_word_sets() {
+        let texts = [
+            "Invoice totals: we round each line item to cents, then sum the rounded lines.",
+            "Change of plan on invoice totals: sum the line items unrounded, round the total once.",
+            "The CI cache key now includes the toolchain version.",
+            "the and for",
+            "",
+            "Caches, cache keys and KEYS: the toolchain's version (rustc 1.95) in every key.",
+        ];
+        let mut ids = WordIds(HashMap::new());
+        for a in texts {
+            for b in texts {
+                let (words_a, words_b) = (content_words(a), content_words(b));
+                let smaller = words_a.len().min(words_b.len());
+                let expected = match smaller {
+                    0 => 0.0,
+                    n => words_a.intersection(&words_b).count() as f64 / n as f64,
+                };
+                assert_eq!(overlap(&ids.of(a), &ids.of(b)), expected, "{a:?} / {b:?}");
+            }
         }
     }
 

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use zblade_context::DEFAULT_MIN_RELEVANCE;
 use zblade_context::gate::{Evidence, NULL_PROBES, NullScores, best_cover, known_words, unknown_names};
 use zblade_core::{Error, Result};
+use zblade_index::HeldWords;
 use zblade_search::VectorStore;
 
 use crate::gate_null::{MeasuredNull, probes_digest};
@@ -42,16 +43,22 @@ impl Parts {
     }
 
     /// The evidence that this project remembers something about `text`; `nearest` is the
-    /// similarity of its nearest embedded chunk, when the search that ran had vectors, and
-    /// `retrieved` the texts the search found.
+    /// similarity of its nearest embedded chunk, when the search that ran had vectors,
+    /// `held_words` the words of `text` memory holds when the search looked them up already
+    /// (the search's `ModeSearch::held_words`), and `retrieved` the texts the
+    /// search found.
     pub(crate) fn gate_evidence<'a>(
         &self,
         text: &str,
         nearest: Option<f64>,
         top_agrees: bool,
+        held_words: Option<Option<HeldWords>>,
         retrieved: impl Iterator<Item = &'a str>,
     ) -> Result<Evidence> {
-        let held = self.index()?.held_words(text)?;
+        let held = match held_words {
+            Some(held) => held,
+            None => self.index()?.held_words(text)?,
+        };
         let known = held.as_ref().and_then(|held| known_words(&held.terms));
         let cover = held.as_ref().and_then(|held| best_cover(&held.terms, retrieved));
         let unknown = held

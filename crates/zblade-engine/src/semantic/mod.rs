@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use zblade_core::{Error, Result};
-use zblade_index::{ChunkRow, SearchHit};
+use zblade_index::{ChunkRow, HeldWords, SearchHit};
 use zblade_search::{Embedder, VectorStore};
 
 /// Held (in `.zblade/index/`) while the vector table is compacted or its ANN index rebuilt:
@@ -156,6 +156,9 @@ pub(crate) struct ModeSearch {
     pub nearest: Option<f64>,
     /// The owner (search key) of the nearest memory chunk, for the gate's agreement evidence.
     pub semantic_top: Option<String>,
+    /// The query's words and whether memory holds each (the gate's wording evidence), when
+    /// the search looked them up while its vector half ran; `Some(None)`: it has no words.
+    pub held_words: Option<Option<HeldWords>>,
 }
 
 /// Cores from which the two halves of a hybrid search run at the same time: two. With zblade's

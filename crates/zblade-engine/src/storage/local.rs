@@ -10,7 +10,7 @@ use std::time::Instant;
 use zblade_context::{Candidate, Item, Source};
 use zblade_core::{Conversation, Error, Moment, Result, fsio, sha256_hex};
 use zblade_index::{
-    ConversationSummary, HitKind, MemoryText, MomentSummary, Page, SearchFilter, SearchKind, SearchQuery,
+    ConversationSummary, HeldWords, HitKind, MemoryText, MomentSummary, Page, SearchFilter, SearchKind, SearchQuery,
 };
 use zblade_search::chunk::cid;
 
@@ -331,7 +331,7 @@ impl Storage for LocalStorage {
         let query = SearchQuery::new(text.to_string(), CANDIDATES, SearchKind::All).with_filter(filter);
         // No snippets: the candidates' whole texts are read below.
         let searching = Instant::now();
-        let (results, nearest, semantic_top) = search_with_nearest(parts, &query, mode, false)?;
+        let (results, found) = search_with_nearest(parts, &query, mode, false)?;
         let search_ms = millis_since(searching);
         let mut notices: Vec<String> = results.notice.into_iter().collect();
         if !results.stale_files.is_empty() {
@@ -411,9 +411,15 @@ impl Storage for LocalStorage {
         }
         let top_agrees = results.hits.first().is_some_and(|h| {
             matches!(h.hit.kind, HitKind::Message | HitKind::Moment | HitKind::Commit)
-                && semantic_top.as_deref() == Some(zblade_index::hit_key(&h.hit).as_str())
+                && found.semantic_top.as_deref() == Some(zblade_index::hit_key(&h.hit).as_str())
         });
-        let evidence = parts.gate_evidence(text, nearest, top_agrees, candidates.iter().map(|c| c.text.as_str()))?;
+        let evidence = parts.gate_evidence(
+            text,
+            found.nearest,
+            top_agrees,
+            found.held_words,
+            candidates.iter().map(|c| c.text.as_str()),
+        )?;
         Ok(Retrieved {
             mode: results.mode,
             notices,
@@ -424,14 +430,22 @@ impl Storage for LocalStorage {
     }
 }
 
-/// A search in `mode` with each hit's references checked, and the similarity of the nearest
-/// embedded chunk (the relevance gate's semantic evidence) when vectors took part.
+/// What a search learned on the way that the relevance gate reads (the search's `ModeSearch`
+/// fields of the same names).
+struct GateClues {
+    nearest: Option<f64>,
+    semantic_top: Option<String>,
+    held_words: Option<Option<HeldWords>>,
+}
+
+/// A search in `mode` with each hit's references checked, and what the relevance gate reads
+/// from it: the similarity of the nearest embedded chunk when vectors took part, say.
 fn search_with_nearest(
     parts: &Parts,
     query: &SearchQuery,
     mode: Option<SearchMode>,
     snippets: bool,
-) -> Result<(SearchResults, Option<f64>, Option<String>)> {
+) -> Result<(SearchResults, GateClues)> {
     let found = parts.search_in_mode(query, mode, snippets)?;
     let (hits, stale_files) = parts.with_references(found.hits)?;
     let results = SearchResults {
@@ -441,5 +455,10 @@ fn search_with_nearest(
         stale_files,
         elapsed_ms: 0.0,
     };
-    Ok((results, found.nearest, found.semantic_top))
+    let clues = GateClues {
+        nearest: found.nearest,
+        semantic_top: found.semantic_top,
+        held_words: found.held_words,
+    };
+    Ok((results, clues))
 }
