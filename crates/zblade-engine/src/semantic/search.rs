@@ -14,6 +14,10 @@ use super::{
 use crate::parts::Parts;
 use crate::project::Project;
 
+/// The keys whose neighbouring turns were looked up, and the lists found (a key with none has
+/// no entry), as `Index::message_neighbours` answers.
+type LookedUpNeighbours = (HashSet<String>, HashMap<String, Vec<String>>);
+
 impl Parts {
     /// How many neighbours the first vector query asks for, so that usually `limit` pass the
     /// query's kind and filter.
@@ -281,7 +285,7 @@ impl Parts {
                 let vector_half = self.vector_half(query, Self::first_fetch(query, CANDIDATES))?;
                 // The keyword hits' neighbouring turns (fusion below asks for every fused
                 // key's), when looked up early.
-                let mut early_neighbours: Option<(HashSet<String>, HashMap<String, Vec<String>>)> = None;
+                let mut early_neighbours: Option<LookedUpNeighbours> = None;
                 let (keyword, strength, firsts) = if halves_in_parallel() {
                     // The vector half (embedding the query, nearest neighbours) runs on a thread
                     // of its own while SQLite runs the keyword half: they share nothing until
