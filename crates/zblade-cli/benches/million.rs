@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use common::text::TextGen;
 use common::vectors::CalibratedVectors;
-use common::warm::WarmEngine;
+use common::warm::{WarmEngine, run_hook};
 use common::{Stats, dir_size, full_run, mb, write_section};
 use zblade_engine::{CANDIDATES, ContextRequest, PROMPT_HOOK_BUDGET, Project, SearchKind, SearchMode, SearchQuery};
 use zblade_search::VectorStore;
@@ -52,26 +52,13 @@ const BUDGET: usize = 8_000;
 /// prompt: its `UserPromptSubmit` event on stdin, the context (the hook's own budget) printed.
 /// The warm hook's target is measured on this.
 fn prompt_hook(root: &Path, query: &str) -> Duration {
-    use std::io::Write as _;
     let event = serde_json::json!({"hook_event_name": "UserPromptSubmit", "session_id": "bench", "prompt": query});
-    let started = Instant::now();
-    let mut child = Command::new(ZBLADE)
+    let mut command = Command::new(ZBLADE);
+    command
         .arg("--project")
         .arg(root)
-        .args(["hook", "prompt", "--agent", "claude-code"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(event.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let took = started.elapsed();
+        .args(["hook", "prompt", "--agent", "claude-code"]);
+    let (took, out) = run_hook(&mut command, event.to_string().as_bytes());
     assert!(
         out.status.success() && out.stderr.is_empty(),
         "zblade hook prompt: {}",

@@ -15,7 +15,7 @@
 #[path = "../../zblade-engine/benches/common/mod.rs"]
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -68,24 +68,12 @@ fn hook(root: &Path, session: &str, file: &Path, offset: usize) -> (Duration, bo
         "tool_name": "Read",
         "tool_input": {"file_path": file, "offset": offset, "limit": 20},
     });
-    let started = Instant::now();
-    let mut child = Command::new(ZBLADE)
+    let mut command = Command::new(ZBLADE);
+    command
         .current_dir(root)
         .args(["hook", "pre-tool"])
-        .env("ZBLADE_NO_AUTO_SERVE", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(event.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let took = started.elapsed();
+        .env("ZBLADE_NO_AUTO_SERVE", "1");
+    let (took, out) = common::warm::run_hook(&mut command, event.to_string().as_bytes());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     (took, !out.stdout.is_empty())
 }

@@ -101,10 +101,8 @@ fn words(text: &str) -> Vec<u64> {
     out
 }
 
-fn jaccard(a: &[u64], b: &[u64]) -> f64 {
-    if a.is_empty() && b.is_empty() {
-        return 1.0;
-    }
+/// How many items two sorted lists (each item once) have in common, by merging them.
+pub(crate) fn shared_sorted<T: Ord>(a: &[T], b: &[T]) -> usize {
     let (mut i, mut j, mut shared) = (0, 0, 0usize);
     while i < a.len() && j < b.len() {
         match a[i].cmp(&b[j]) {
@@ -117,6 +115,14 @@ fn jaccard(a: &[u64], b: &[u64]) -> f64 {
             }
         }
     }
+    shared
+}
+
+fn jaccard(a: &[u64], b: &[u64]) -> f64 {
+    if a.is_empty() && b.is_empty() {
+        return 1.0;
+    }
+    let shared = shared_sorted(a, b);
     shared as f64 / (a.len() + b.len() - shared) as f64
 }
 

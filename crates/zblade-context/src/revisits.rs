@@ -69,19 +69,7 @@ fn overlap(a: &[u32], b: &[u32]) -> f64 {
     if smaller == 0 {
         return 0.0;
     }
-    let (mut i, mut j, mut shared) = (0, 0, 0usize);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                shared += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    shared as f64 / smaller as f64
+    crate::rerank::shared_sorted(a, b) as f64 / smaller as f64
 }
 
 /// A file and a line range (first, last).

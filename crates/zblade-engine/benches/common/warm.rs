@@ -46,3 +46,24 @@ impl Drop for WarmEngine {
         let _ = self.0.wait();
     }
 }
+
+/// Runs `command` (a `zblade hook …`) with `event` on its stdin, as an agent runs a hook:
+/// its output and how long it took, from the start of the process to its end.
+pub fn run_hook(command: &mut Command, event: &[u8]) -> (std::time::Duration, std::process::Output) {
+    use std::io::Write as _;
+    let started = std::time::Instant::now();
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("zblade starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(event)
+        .expect("the hook reads its event");
+    let out = child.wait_with_output().expect("zblade ends");
+    (started.elapsed(), out)
+}
