@@ -1,10 +1,12 @@
 //! Semantic and hybrid search through the engine: chunk the memory (`chunks.rs`), embed new
-//! chunks with the local model and store their vectors in LanceDB (`embed.rs`), and merge vector
-//! hits with keyword hits (`search.rs`). What stays loaded between calls is the [`Semantic`]
-//! store (`store.rs`); this file holds the types and helpers the three share.
+//! chunks with the local model and store their vectors in LanceDB (`embed.rs`), search by meaning
+//! (`search.rs`) and merge vector hits with keyword hits (`hybrid.rs`), weighing the keyword list
+//! (`strength.rs`). What stays loaded between calls is the [`Semantic`] store (`store.rs`); this
+//! file holds the types and helpers they share.
 
 mod chunks;
 mod embed;
+mod hybrid;
 mod search;
 mod store;
 mod strength;

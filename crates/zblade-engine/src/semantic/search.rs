@@ -1,27 +1,18 @@
-//! Search by meaning, and hybrid search: the query's nearest chunks in each space it searches,
-//! their owners that pass the query's kind and filter, fused with the keyword hits.
-
-use std::collections::{HashMap, HashSet};
+//! Search by meaning: the query's nearest chunks in each space it searches and their owners
+//! that pass the query's kind and filter; and the search in a mode (keyword, semantic or
+//! hybrid, `hybrid.rs`) with the notice of why a mode could not run.
 
 use zblade_core::{Error, Result};
-use zblade_index::{SearchHit, SearchKind, SearchQuery, hit_key};
-use zblade_search::fusion::hybrid_fusion_weighted;
+use zblade_index::{SearchKind, SearchQuery};
 
-use super::{
-    CANDIDATES, CODE_SEMANTIC_WEIGHT, HYBRID_SEMANTIC_WEIGHT, ModeSearch, Neighbours, SearchMode, SemanticKeys, Space,
-    SpaceNeighbours, first_neighbours, halves_in_parallel, search_error,
-};
+use super::{ModeSearch, Neighbours, SearchMode, SemanticKeys, Space, SpaceNeighbours, first_neighbours, search_error};
 use crate::parts::Parts;
 use crate::project::Project;
-
-/// The keys whose neighbouring turns were looked up, and the lists found (a key with none has
-/// no entry), as `Index::message_neighbours` answers.
-type LookedUpNeighbours = (HashSet<String>, HashMap<String, Vec<String>>);
 
 impl Parts {
     /// How many neighbours the first vector query asks for, so that usually `limit` pass the
     /// query's kind and filter.
-    fn first_fetch(query: &SearchQuery, limit: usize) -> usize {
+    pub(super) fn first_fetch(query: &SearchQuery, limit: usize) -> usize {
         // Unfiltered, every neighbour counts (a few CIDs may have no owner until `gc`, and
         // asking again covers that); with a kind or filter, most may not, so start wider.
         if query.filter.is_empty() && query.kind == SearchKind::All {
@@ -34,7 +25,7 @@ impl Parts {
     /// The first neighbours of the query in each space it searches (embedding the query
     /// with each space's model). Touches no SQLite: the result is a closure that can run on
     /// another thread.
-    fn vector_half<'a>(
+    pub(super) fn vector_half<'a>(
         &'a self,
         query: &'a SearchQuery,
         fetch: usize,
@@ -75,7 +66,12 @@ impl Parts {
     /// The owners of each space's neighbours, merged by similarity, and the similarity the
     /// relevance gate reads: the nearest memory chunk's when memory was searched (its null
     /// is measured with the memory model), else the nearest code chunk's.
-    fn keys_in_spaces(&self, query: &SearchQuery, limit: usize, firsts: SpaceNeighbours) -> Result<SemanticKeys> {
+    pub(super) fn keys_in_spaces(
+        &self,
+        query: &SearchQuery,
+        limit: usize,
+        firsts: SpaceNeighbours,
+    ) -> Result<SemanticKeys> {
         let separate = self.semantic().code_space() == Space::Code;
         let mut all: Vec<(String, f64)> = Vec::new();
         let mut nearest = None;
@@ -271,101 +267,11 @@ impl Parts {
                 hits
             }
             SearchMode::Hybrid => {
-                let wide = SearchQuery {
-                    limit: CANDIDATES,
-                    ..query.clone()
-                };
-                // Keyword hits that hold few of the query's words (a bug report in symptom words
-                // against a decision in other words) are weak evidence, however they rank.
-                // Code queries keep the weights the code-search benchmark chose.
-                let strength_of = |keyword: &[SearchHit]| match query.kind {
-                    SearchKind::Code => Ok(1.0),
-                    _ => self.keyword_strength(&query.text, keyword),
-                };
-                let vector_half = self.vector_half(query, Self::first_fetch(query, CANDIDATES))?;
-                // The keyword hits' neighbouring turns (fusion below asks for every fused
-                // key's), when looked up early.
-                let mut early_neighbours: Option<LookedUpNeighbours> = None;
-                let (keyword, strength, firsts) = if halves_in_parallel() {
-                    // The vector half (embedding the query, nearest neighbours) runs on a thread
-                    // of its own while SQLite runs the keyword half: they share nothing until
-                    // the neighbours' owners are looked up. Only what is safe to share goes to
-                    // the thread (not `self`: SQLite stays here). The vector half takes longer
-                    // (at a million chunks 14 against 5 ms), so this thread goes on with what
-                    // needs SQLite alone: the keyword list's strength, the query's words for
-                    // the relevance gate and the keyword hits' neighbouring turns.
-                    std::thread::scope(|scope| {
-                        let vectors = scope.spawn(vector_half);
-                        let keyword = index.search_candidates(&wide);
-                        let strength = keyword.as_deref().map_or(Ok(1.0), strength_of);
-                        held_words = index.held_words(&query.text).ok();
-                        if let Ok(hits) = &keyword {
-                            let keys: Vec<String> = hits.iter().map(hit_key).collect();
-                            early_neighbours = index
-                                .message_neighbours(&keys)
-                                .ok()
-                                .map(|found| (keys.into_iter().collect(), found));
-                        }
-                        let firsts = vectors
-                            .join()
-                            .unwrap_or_else(|_| Err(search_error("the vector search thread panicked")));
-                        (keyword, strength, firsts)
-                    })
-                } else {
-                    let keyword = index.search_candidates(&wide);
-                    let strength = keyword.as_deref().map_or(Ok(1.0), strength_of);
-                    (keyword, strength, vector_half())
-                };
-                let keyword = keyword?;
-                let strength = strength?;
-                let SemanticKeys {
-                    keys: semantic,
-                    nearest: best,
-                    top,
-                } = self.keys_in_spaces(query, CANDIDATES, firsts?)?;
-                nearest = best;
-                semantic_top = top;
-                let keyword_scores: Vec<(String, f64)> = keyword.iter().map(|h| (hit_key(h), h.score)).collect();
-                let weight = match query.kind {
-                    SearchKind::Code => CODE_SEMANTIC_WEIGHT,
-                    _ => HYBRID_SEMANTIC_WEIGHT,
-                };
-                // A neighbour that was no candidate has passed no filter: with a time or path
-                // filter it may only lend score, not join (a conversation filter holds for it).
-                let filter = &query.filter;
-                let admit_new = filter.path_prefix.is_none() && filter.since.is_none() && filter.until.is_none();
-                let keyword_weight = (1.0 - weight) * strength;
-                let fused =
-                    hybrid_fusion_weighted(&keyword_scores, keyword_weight, &semantic, weight, admit_new, |keys| {
-                        let Some((asked, found)) = early_neighbours else {
-                            return index.message_neighbours(keys);
-                        };
-                        // The same map as asking for every key now: the lookup is key by key,
-                        // and only keys asked for now may be in it (a neighbour fusion admits
-                        // has no list of its own).
-                        let rest: Vec<String> = keys.iter().filter(|k| !asked.contains(k.as_str())).cloned().collect();
-                        let mut neighbours = index.message_neighbours(&rest)?;
-                        for key in keys {
-                            if let Some(list) = found.get(key) {
-                                neighbours.insert(key.clone(), list.clone());
-                            }
-                        }
-                        Ok(neighbours)
-                    })?;
-                let mut hits = Vec::new();
-                for (key, score) in fused.into_iter().take(query.limit) {
-                    // Prefer the keyword hit: its snippet (added below) highlights the matched words.
-                    let hit = match keyword.iter().find(|h| hit_key(h) == key) {
-                        Some(hit) => Some(SearchHit { score, ..hit.clone() }),
-                        None => index.hit_for_key(&key, score)?,
-                    };
-                    hits.extend(hit);
-                }
-                // Snippets for the hits shown only, not for every candidate.
-                if snippets {
-                    index.highlight(&mut hits, &query.text)?;
-                }
-                hits
+                let hybrid = self.hybrid_hits(query, snippets)?;
+                nearest = hybrid.nearest;
+                semantic_top = hybrid.semantic_top;
+                held_words = hybrid.held_words;
+                hybrid.hits
             }
         };
         let notice = match (mode, unavailable) {
