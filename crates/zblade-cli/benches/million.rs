@@ -141,21 +141,12 @@ fn main() {
     // Exact search reads every vector (about a second a query here): a kept project keeps the
     // answers too, for the same queries (the generator is seeded).
     let answers = base.join("exact.json");
-    let exact: Vec<(Vec<f32>, Vec<String>, Vec<String>)> = match std::fs::read(&answers) {
+    let exact: Vec<ExactAnswer> = match std::fs::read(&answers) {
         Ok(bytes) if kept.is_some() => serde_json::from_slice(&bytes).unwrap(),
         _ => {
+            // New vectors of the same shape: prompts about topics memory holds.
             let exact: Vec<_> = (0..recall_queries)
-                .map(|_| {
-                    // A new vector of the same shape: a prompt about a topic memory holds.
-                    let query = generator.next();
-                    let fifty: Vec<String> = store
-                        .nearest_exact(&query, 50)
-                        .unwrap()
-                        .into_iter()
-                        .map(|n| n.cid)
-                        .collect();
-                    (query, fifty[..10].to_vec(), fifty)
-                })
+                .map(|_| exact_answer(&store, generator.next()))
                 .collect();
             std::fs::write(&answers, serde_json::to_vec(&exact).unwrap()).unwrap();
             exact
@@ -171,7 +162,7 @@ fn main() {
     let hybrid_k = CANDIDATES + 5;
     // One row of the index table: query times of the top 10 and of the top 55 hybrid search
     // asks for, recall@10, and recall@50 of the top 55.
-    let measure = |store: &VectorStore, ann: AnnQuery, exact: &[(Vec<f32>, Vec<String>, Vec<String>)]| {
+    let measure = |store: &VectorStore, ann: AnnQuery, exact: &[ExactAnswer]| {
         let (mut times, mut wide_times, mut recall10, mut recall50) = (Vec::new(), Vec::new(), 0.0, 0.0);
         for (query, ten, fifty) in exact {
             let started = Instant::now();
@@ -313,17 +304,7 @@ fn main() {
     let prompts_exact: Vec<_> = queries
         .iter()
         .take(recall_queries)
-        .map(|q| {
-            let vector = project.query_vector(q).unwrap();
-            let fifty: Vec<String> = store
-                .nearest_exact(&vector, 50)
-                .unwrap()
-                .into_iter()
-                .map(|n| n.cid)
-                .collect();
-            let ten = fifty[..10].to_vec();
-            (vector, ten, fifty)
-        })
+        .map(|q| exact_answer(&store, project.query_vector(q).unwrap()))
         .collect();
     let prompts_recall = measure(&store, zblade_query, &prompts_exact);
     drop(store);
@@ -473,6 +454,20 @@ fn hooks(root: &Path, queries: &[String], cold_runs: usize) -> (Stats, Stats, St
     }
     drop(engine);
     (Stats::of(&mut cold), Stats::of(&mut warm), Stats::of(&mut hooked))
+}
+
+/// A recall query and its exact answers: the vector, the CIDs of its exact top 10 and top 50.
+type ExactAnswer = (Vec<f32>, Vec<String>, Vec<String>);
+
+/// `query` with its exact top 10 and top 50 in `store` (exact search reads every vector).
+fn exact_answer(store: &VectorStore, query: Vec<f32>) -> ExactAnswer {
+    let fifty: Vec<String> = store
+        .nearest_exact(&query, 50)
+        .unwrap()
+        .into_iter()
+        .map(|n| n.cid)
+        .collect();
+    (query, fifty[..10].to_vec(), fifty)
 }
 
 /// `ZBLADE_BENCH_MILLION_ONLY_CONTEXT`: the context and hook figures alone, on a kept project
