@@ -28,7 +28,9 @@
 //! DIR and reuses it on the next run; `ZBLADE_BENCH_MILLION_COMPARE=0` skips the other index
 //! kinds (and then writes nothing), `=all` adds IVF-HNSW (a quarter of an hour to build).
 //! `ZBLADE_BENCH_MILLION_ONLY_CONTEXT=1` with a kept project measures the contexts and the warm
-//! hook alone and prints them (for tuning the search).
+//! hook alone and prints them (for tuning the search). `ZBLADE_BENCH_MILLION_GRID` (see `main`)
+//! builds zblade's kind of index with other partition counts and prints the recall and query
+//! times of each probe count given, for the recall queries and the contexts' own prompts.
 
 #[path = "../../zblade-engine/benches/common/mod.rs"]
 mod common;
@@ -198,6 +200,49 @@ fn main() {
         refine,
         ..zblade_query
     };
+    // `ZBLADE_BENCH_MILLION_GRID="246:64,96;123:32,48"`: zblade's kind of index built with
+    // each partition count in turn, and asked with each probe count, by the recall queries and
+    // by the contexts' own prompts; printed, nothing written (for choosing the two settings).
+    if let Ok(grid) = std::env::var("ZBLADE_BENCH_MILLION_GRID") {
+        let kept_prompts = base.join("prompts_exact.json");
+        let prompts: Vec<ExactAnswer> = match std::fs::read(&kept_prompts) {
+            Ok(bytes) if kept.is_some() => serde_json::from_slice(&bytes).unwrap(),
+            _ => {
+                // The prompts the contexts below ask, from a generator seeded alike.
+                let project = Project::open(&root).unwrap();
+                let mut text = TextGen::new(2_000_000);
+                let prompts: Vec<_> = (0..recall_queries)
+                    .map(|i| exact_answer(&store, project.query_vector(&format!("{} {i}", text.query())).unwrap()))
+                    .collect();
+                std::fs::write(&kept_prompts, serde_json::to_vec(&prompts).unwrap()).unwrap();
+                prompts
+            }
+        };
+        println!(
+            "| partitions | build | nprobes | top 10 | top {hybrid_k} | recall@10 | recall@50 | prompts: top 10 | \
+             top {hybrid_k} | recall@10 | recall@50 |\n|---|---|---|---|---|---|---|---|---|---|---|"
+        );
+        for cell in grid.split(';') {
+            let (partitions, probes) = cell.split_once(':').expect("PARTITIONS:NPROBES,NPROBES;…");
+            let partitions: u32 = partitions.trim().parse().expect("a partition count");
+            let started = Instant::now();
+            store.build_ann_index_of(ANN_KIND, Some(partitions)).unwrap();
+            store.compact().unwrap();
+            let took = started.elapsed().as_secs_f64();
+            for nprobes in probes
+                .split(',')
+                .map(|p| p.trim().parse::<usize>().expect("a probe count"))
+            {
+                let ann = with(nprobes, None);
+                println!(
+                    "| {partitions} | {took:.1} s | {nprobes} | {} | {} |",
+                    measure(&store, ann, &exact),
+                    measure(&store, ann, &prompts)
+                );
+            }
+        }
+        return;
+    }
     let mut index_rows = String::new();
     let index_cell = format!(
         "{} | {:.1} s | {}",
