@@ -208,11 +208,11 @@ fn main() {
         let prompts: Vec<ExactAnswer> = match std::fs::read(&kept_prompts) {
             Ok(bytes) if kept.is_some() => serde_json::from_slice(&bytes).unwrap(),
             _ => {
-                // The prompts the contexts below ask, from a generator seeded alike.
+                // The first of the prompts the contexts below ask.
                 let project = Project::open(&root).unwrap();
-                let mut text = TextGen::new(2_000_000);
-                let prompts: Vec<_> = (0..recall_queries)
-                    .map(|i| exact_answer(&store, project.query_vector(&format!("{} {i}", text.query())).unwrap()))
+                let prompts: Vec<_> = context_prompts(&mut text, recall_queries)
+                    .iter()
+                    .map(|q| exact_answer(&store, project.query_vector(q).unwrap()))
                     .collect();
                 std::fs::write(&kept_prompts, serde_json::to_vec(&prompts).unwrap()).unwrap();
                 prompts
@@ -321,7 +321,7 @@ fn main() {
 
     // `Project::context` in process, each query new text (its embedding is in the time).
     let mut project = Project::open(&root).unwrap();
-    let queries: Vec<String> = (0..query_count).map(|i| format!("{} {i}", text.query())).collect();
+    let queries = context_prompts(&mut text, query_count);
     let contexts = Contexts::measure(&mut project, &queries);
     let Contexts {
         context,
@@ -501,6 +501,12 @@ fn hooks(root: &Path, queries: &[String], cold_runs: usize) -> (Stats, Stats, St
     (Stats::of(&mut cold), Stats::of(&mut warm), Stats::of(&mut hooked))
 }
 
+/// The next `count` prompts the contexts ask: each a new text (a number added), so each is
+/// embedded inside its timing.
+fn context_prompts(text: &mut TextGen, count: usize) -> Vec<String> {
+    (0..count).map(|i| format!("{} {i}", text.query())).collect()
+}
+
 /// A recall query and its exact answers: the vector, the CIDs of its exact top 10 and top 50.
 type ExactAnswer = (Vec<f32>, Vec<String>, Vec<String>);
 
@@ -532,7 +538,7 @@ fn only_contexts(root: &Path, text: &mut TextGen, query_count: usize, hook_runs:
     }
     drop(store);
     let mut project = Project::open(root).unwrap();
-    let queries: Vec<String> = (0..query_count).map(|i| format!("{} {i}", text.query())).collect();
+    let queries = context_prompts(text, query_count);
     let c = Contexts::measure(&mut project, &queries);
     drop(project);
     let hook_queries: Vec<String> = (0..hook_runs).map(|i| format!("{} hook {i}", text.query())).collect();

@@ -37,10 +37,10 @@ pub const ANN_RQ_BITS: u32 = 8;
 /// IVF partitions probed per ANN query. zblade makes one partition per [`ANN_PARTITION_ROWS`]
 /// vectors, so up to about 390,000 vectors every partition is probed; past that, the 96
 /// nearest. At a million vectors, 64 of 246 partitions found 0.952–0.966 of the exact top 10
-/// and 96 found 0.973–0.975 (four builds), 128 found 0.975–0.977 (three). Other partition sizes were no
-/// faster for the same recall: 48 of 123 partitions (8,192 vectors each) matched 96 of 246 in
-/// recall and time, and 24 of 61 scanned the same share as 96 of 246 for 0.87 of the top 10
-/// (docs/BENCHMARKS.md, "Larger partitions, fewer probes").
+/// and 96 found 0.973–0.975 (four builds), 128 found 0.975–0.977 (three). Other partition
+/// sizes were no faster for the same recall: 48 of 123 partitions (8,192 vectors each) matched
+/// 96 of 246 in recall and time, and 24 of 61 scanned the same share as 96 of 246 for 0.87 of
+/// the top 10 (docs/BENCHMARKS.md, "Larger partitions, fewer probes").
 pub const ANN_NPROBES: usize = 96;
 /// Vectors per IVF partition of the index zblade builds (LanceDB's own choice for IVF-RQ).
 pub const ANN_PARTITION_ROWS: usize = 4_096;
