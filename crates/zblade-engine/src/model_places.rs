@@ -20,7 +20,14 @@ pub fn models_dir() -> PathBuf {
 /// from the running executable in `/usr/bin` (the app), `../../share/zblade/models` from one in
 /// `/usr/lib/zblade` (the full CLI, which `/usr/bin/zblade` runs). Read-only, used when the
 /// user's [`models_dir`] does not hold a model of that name. `None` outside an installation.
+/// Found once per process: every search asks for its models' folders several times, and
+/// resolving the executable's path costs a dozen system calls each time.
 pub fn packaged_models_dir() -> Option<PathBuf> {
+    static DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    DIR.get_or_init(find_packaged_models_dir).clone()
+}
+
+fn find_packaged_models_dir() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
     let up = if dir.ends_with("lib/zblade") {
