@@ -701,6 +701,28 @@ mod tests {
             .collect()
     }
 
+    /// Opening an existing table finds it by its folder alone: a model without one gets
+    /// `None` (and nothing is made), the model with one gets its table, vectors and all.
+    #[test]
+    fn open_existing_finds_a_table_by_its_folder_and_makes_none() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(
+            VectorStore::open_existing(&dir.path().join("absent"), "m")
+                .unwrap()
+                .is_none()
+        );
+        let store = VectorStore::open(dir.path(), "Model-A", 16).unwrap();
+        store.add(&random_rows(3, 16)).unwrap();
+        drop(store);
+        assert!(VectorStore::open_existing(dir.path(), "model-b").unwrap().is_none());
+        assert!(!dir.path().join(format!("{}.lance", table_name("model-b"))).exists());
+        let found = VectorStore::open_existing(dir.path(), "Model-A")
+            .unwrap()
+            .expect("the table is there");
+        assert_eq!((found.dim(), found.len().unwrap()), (16, 3));
+        assert_eq!(VectorStore::tables(dir.path()).unwrap(), vec![table_name("Model-A")]);
+    }
+
     #[test]
     fn an_earlier_ivf_pq_index_is_replaced_and_search_stays_right() {
         let dir = tempfile::tempdir().unwrap();
