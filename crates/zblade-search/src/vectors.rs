@@ -6,7 +6,7 @@
 //! wrapper owns a small Tokio runtime so the rest of zblade stays synchronous.
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::types::Float32Type;
@@ -142,6 +142,11 @@ fn vector_index(runtime: &tokio::runtime::Runtime, table: &lancedb::Table) -> Re
     }))
 }
 
+/// The folder LanceDB keeps the local table of `model_id` under `dir` in: `NAME.lance`.
+fn table_dir(dir: &Path, model_id: &str) -> PathBuf {
+    dir.join(format!("{}.lance", table_name(model_id)))
+}
+
 /// The table name for a model id: letters, digits and `_` only.
 pub fn table_name(model_id: &str) -> String {
     let clean: String = model_id
@@ -221,10 +226,10 @@ impl VectorStore {
     /// Opens the table of `model_id` under `dir` if it exists, without creating anything;
     /// the vector length is read from the table.
     pub fn open_existing(dir: &Path, model_id: &str) -> Result<Option<Self>, String> {
-        // LanceDB keeps a local table in the folder `NAME.lance`. Without it there is no table,
-        // and asking LanceDB (a runtime, a connection, a listing) would cost every search of a
-        // project without code vectors about a millisecond for the same answer.
-        if !dir.join(format!("{}.lance", table_name(model_id))).is_dir() {
+        // Without the table's folder there is no table, and asking LanceDB (a runtime, a
+        // connection, a listing) would cost every search of a project without code vectors
+        // about a millisecond for the same answer.
+        if !table_dir(dir, model_id).is_dir() {
             return Ok(None);
         }
         Self::open_existing_named(&dir.to_string_lossy(), &table_name(model_id))
@@ -235,7 +240,7 @@ impl VectorStore {
     /// made and never written has no such files). A hint for loading a model early, beside
     /// opening the table; [`VectorStore::len`] is the answer.
     pub fn probably_holds_vectors(dir: &Path, model_id: &str) -> bool {
-        let data = dir.join(format!("{}.lance", table_name(model_id))).join("data");
+        let data = table_dir(dir, model_id).join("data");
         std::fs::read_dir(data).is_ok_and(|mut files| files.next().is_some())
     }
 
@@ -715,7 +720,7 @@ mod tests {
         store.add(&random_rows(3, 16)).unwrap();
         drop(store);
         assert!(VectorStore::open_existing(dir.path(), "model-b").unwrap().is_none());
-        assert!(!dir.path().join(format!("{}.lance", table_name("model-b"))).exists());
+        assert!(!table_dir(dir.path(), "model-b").exists());
         let found = VectorStore::open_existing(dir.path(), "Model-A")
             .unwrap()
             .expect("the table is there");
