@@ -282,18 +282,22 @@ impl Parts {
     /// The references of several messages or moments, one list per owner, hydrated together:
     /// the repository is opened and each file read once for all of them.
     pub(crate) fn references_of_many(&self, owners: &[String]) -> Result<Vec<Vec<ReferenceReport>>> {
-        let mut counts = Vec::with_capacity(owners.len());
-        let mut stored = Vec::new();
+        let mut stored = Vec::with_capacity(owners.len());
         for owner in owners {
-            let refs = self.index()?.references_of(owner)?;
-            counts.push(refs.len());
-            stored.extend(refs);
+            stored.push(self.index()?.references_of(owner)?);
         }
-        let mut hydrated = self.hydrate(&stored).into_iter();
-        Ok(counts
-            .into_iter()
-            .map(|n| hydrated.by_ref().take(n).collect())
-            .collect())
+        Ok(self.hydrate_many(&stored.iter().map(Vec::as_slice).collect::<Vec<_>>()))
+    }
+
+    /// [`Parts::hydrate`] for several owners' references at once (one check of the working
+    /// tree and its history for all), each owner's in its own list.
+    pub(crate) fn hydrate_many(&self, owners: &[&[StoredReference]]) -> Vec<Vec<ReferenceReport>> {
+        let all: Vec<StoredReference> = owners.iter().flat_map(|refs| refs.iter().cloned()).collect();
+        let mut hydrated = self.hydrate(&all).into_iter();
+        owners
+            .iter()
+            .map(|refs| hydrated.by_ref().take(refs.len()).collect())
+            .collect()
     }
 
     /// Checks references against the working tree now (read-only) and attaches their code,

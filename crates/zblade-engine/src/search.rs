@@ -1,8 +1,11 @@
-//! Search through the engine: index hits, with their code references hydrated.
+//! Search through the engine: index hits, with their code references hydrated, and what
+//! hydrating them reads ([`HitDetails`]), which a hybrid search reads ahead.
+
+use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 use zblade_core::Result;
-use zblade_index::{HitKind, SearchHit};
+use zblade_index::{HitKind, Index, MemoryText, SearchHit, StoredReference, hit_key};
 
 use crate::parts::Parts;
 use crate::refs::ReferenceReport;
@@ -42,11 +45,65 @@ pub struct SearchResults {
     pub elapsed_ms: f64,
 }
 
+/// What hydrating message and moment hits reads from the index, by hit key: the text, the
+/// stored code references, and for a message the other conversations sharing it. A hybrid
+/// search reads its keyword hits' while its vector half runs (SQLite's thread has nothing else
+/// to do then); hydrating the fused hits and assembling a context read only the rest.
+#[derive(Debug, Default)]
+pub(crate) struct HitDetails {
+    /// Keys already looked up (a key whose record is gone has no text but was read).
+    read: HashSet<String>,
+    texts: HashMap<String, MemoryText>,
+    references: HashMap<String, Vec<StoredReference>>,
+    sharing: HashMap<String, Vec<String>>,
+}
+
+impl HitDetails {
+    /// Reads the details of the message and moment hits among `hits` not read yet. Nothing
+    /// is kept from a read that fails: a key is either read whole or not at all.
+    pub(crate) fn read(&mut self, index: &Index, hits: &[SearchHit]) -> Result<()> {
+        let (mut keys, mut references, mut sharing) = (Vec::new(), Vec::new(), Vec::new());
+        for hit in hits {
+            let key = hit_key(hit);
+            let message = match (hit.kind, &hit.conversation_id) {
+                (HitKind::Message, Some(conv)) => Some((conv.as_str(), hit.id.as_str())),
+                (HitKind::Moment, _) => None,
+                _ => continue,
+            };
+            if self.read.contains(&key) || keys.contains(&key) {
+                continue;
+            }
+            references.push(index.references_of(&key)?);
+            if let Some((conv, id)) = message {
+                sharing.push((key.clone(), index.sharing_message(conv, id)?));
+            }
+            keys.push(key);
+        }
+        let texts = index.memory_texts(&keys)?;
+        self.texts
+            .extend(texts.into_iter().map(|text| (text.key.clone(), text)));
+        self.sharing.extend(sharing);
+        self.references.extend(keys.iter().cloned().zip(references));
+        self.read.extend(keys);
+        Ok(())
+    }
+
+    /// The text of the message or moment with this hit key, when read and still there.
+    pub(crate) fn text(&self, key: &str) -> Option<&MemoryText> {
+        self.texts.get(key)
+    }
+}
+
 impl Parts {
     /// Hydrates hits: message and moment hits get their code references checked now; code
     /// hits get their text from the working tree, verified against the CID they were indexed
     /// with. Code hits that fail the check are dropped and their files returned.
-    pub(crate) fn with_references(&self, hits: Vec<SearchHit>) -> Result<(Vec<Hit>, Vec<String>)> {
+    /// `details` holds what was read of them already; what it lacks is read into it.
+    pub(crate) fn with_references(
+        &self,
+        hits: Vec<SearchHit>,
+        details: &mut HitDetails,
+    ) -> Result<(Vec<Hit>, Vec<String>)> {
         let mut stale = Vec::new();
         let hits: Vec<SearchHit> = hits
             .into_iter()
@@ -68,16 +125,15 @@ impl Parts {
                 }
             })
             .collect();
-        // Whole conversations carry no references of their own: an empty owner matches none.
-        let owners: Vec<String> = hits
+        let index = self.index()?;
+        details.read(index, &hits)?;
+        // Only messages and moments have references (whole conversations, code and commits
+        // own none).
+        let stored: Vec<&[StoredReference]> = hits
             .iter()
-            .map(|hit| match (hit.kind, &hit.conversation_id) {
-                (HitKind::Message, Some(conv)) => format!("{conv}/{}", hit.id),
-                (HitKind::Moment, _) => hit.id.clone(),
-                _ => String::new(),
-            })
+            .map(|hit| details.references.get(&hit_key(hit)).map_or(&[][..], Vec::as_slice))
             .collect();
-        let references = self.references_of_many(&owners)?;
+        let references = self.hydrate_many(&stored);
         // A message merged into other conversations is indexed under each (with its id); it
         // is one hit, in the best-ranked place, naming the others.
         let mut hits: Vec<Hit> = hits
@@ -91,25 +147,14 @@ impl Parts {
             .collect();
         // The same message is the same id *and* the same text: ids are unique only within a
         // conversation, so two conversations may use `msg_1` for different messages.
-        let index = self.index()?;
-        let message_keys: Vec<String> = hits
-            .iter()
-            .filter(|h| h.hit.kind == HitKind::Message)
-            .map(|h| zblade_index::hit_key(&h.hit))
-            .collect();
-        let texts: std::collections::HashMap<String, String> = index
-            .memory_texts(&message_keys)?
-            .into_iter()
-            .map(|t| (t.key, t.text))
-            .collect();
-        let mut first_place: std::collections::HashMap<(String, &str), usize> = std::collections::HashMap::new();
+        let mut first_place: HashMap<(String, &str), usize> = HashMap::new();
         let mut kept = Vec::with_capacity(hits.len());
         for hit in hits.drain(..) {
             if hit.hit.kind == HitKind::Message
                 && let Some(conv) = hit.hit.conversation_id.clone()
-                && let Some(text) = texts.get(&zblade_index::hit_key(&hit.hit))
+                && let Some(text) = details.text(&hit_key(&hit.hit))
             {
-                let key = (hit.hit.id.clone(), text.as_str());
+                let key = (hit.hit.id.clone(), text.text.as_str());
                 if let Some(&at) = first_place.get(&key) {
                     let first: &mut Hit = &mut kept[at];
                     first.also_in.push(conv);
@@ -120,14 +165,118 @@ impl Parts {
             kept.push(hit);
         }
         for hit in &mut kept {
-            if let (HitKind::Message, Some(conv)) = (hit.hit.kind, &hit.hit.conversation_id) {
-                for fork in index.sharing_message(conv, &hit.hit.id)? {
-                    if !hit.also_in.contains(&fork) {
-                        hit.also_in.push(fork);
+            if hit.hit.kind == HitKind::Message {
+                for fork in details.sharing.get(&hit_key(&hit.hit)).into_iter().flatten() {
+                    if !hit.also_in.contains(fork) {
+                        hit.also_in.push(fork.clone());
                     }
                 }
             }
         }
         Ok((kept, stale))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use zblade_index::{SearchKind, SearchQuery};
+    use zblade_search::FakeEmbedder;
+
+    use super::*;
+    use crate::project::Project;
+
+    /// A project with a code file, two conversations that reference it and one that does
+    /// not, embedded by a fake model.
+    fn project() -> (tempfile::TempDir, Project) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/cache.rs"), "fn evict() {}\nfn insert() {}\n").unwrap();
+        let (mut project, _) = Project::init(dir.path()).unwrap();
+        project.use_embedder(Box::new(FakeEmbedder::new("fake-64", 64)));
+        for (title, text) in [
+            ("lru", "evict the cache entries with an lru policy"),
+            ("ttl", "expire cache entries after five minutes"),
+        ] {
+            let json = serde_json::json!({"title": title, "messages": [
+                {"role": "user", "content": text, "code_references": [{"file": "src/cache.rs", "lines": [1, 2]}]},
+                {"role": "assistant", "content": format!("agreed: {text}")},
+            ]});
+            project.add_conversation(json.to_string().as_bytes(), title).unwrap();
+        }
+        let json = serde_json::json!({"title": "bread", "messages": [{"role": "user", "content": "banana bread"}]});
+        project.add_conversation(json.to_string().as_bytes(), "bread").unwrap();
+        project.index_semantic(&mut |_, _| {}).unwrap();
+        (dir, project)
+    }
+
+    /// What a hybrid search reads ahead for its keyword hits is what hydrating them would
+    /// read: the hits come out the same as hydrated from nothing, and with every text.
+    #[test]
+    fn details_read_ahead_hydrate_hits_as_reading_them_afresh_does() {
+        let (_dir, project) = project();
+        let query = SearchQuery::new("cache entries policy", 10, SearchKind::All);
+        let found = project
+            .parts
+            .search_in_mode(&query, Some(SearchMode::Hybrid), false)
+            .unwrap();
+        assert_eq!(found.mode, SearchMode::Hybrid);
+        if crate::semantic::halves_in_parallel() {
+            assert!(!found.details.read.is_empty(), "the keyword hits were read ahead");
+        }
+        let mut ahead = found.details;
+        let mut afresh = HitDetails::default();
+        let (with_ahead, stale_ahead) = project.parts.with_references(found.hits.clone(), &mut ahead).unwrap();
+        let (with_afresh, stale_afresh) = project.parts.with_references(found.hits.clone(), &mut afresh).unwrap();
+        assert_eq!(stale_ahead, stale_afresh);
+        let summary = |hits: &[Hit]| -> Vec<String> {
+            hits.iter()
+                .map(|h| {
+                    format!(
+                        "{} {:?} {:?}",
+                        hit_key(&h.hit),
+                        h.references.iter().map(|r| &r.code).collect::<Vec<_>>(),
+                        h.also_in
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(summary(&with_ahead), summary(&with_afresh));
+        assert!(
+            with_ahead.iter().any(|h| !h.references.is_empty()),
+            "{:?}",
+            summary(&with_ahead)
+        );
+        for hit in found
+            .hits
+            .iter()
+            .filter(|h| matches!(h.kind, HitKind::Message | HitKind::Moment))
+        {
+            let key = hit_key(hit);
+            assert_eq!(ahead.text(&key), afresh.text(&key), "{key}");
+            assert!(ahead.text(&key).is_some(), "{key}");
+        }
+    }
+
+    /// A key is read once: asking again for hits already read reads only the new ones, and a
+    /// hit whose record is gone counts as read, without a text.
+    #[test]
+    fn details_are_read_once_per_key() {
+        let (_dir, project) = project();
+        let index = project.parts.index().unwrap();
+        let query = SearchQuery::new("cache", 10, SearchKind::Messages);
+        let hits = index.search_candidates(&query).unwrap();
+        assert!(hits.len() >= 2, "{hits:?}");
+        let mut details = HitDetails::default();
+        details.read(index, &hits[..1]).unwrap();
+        assert_eq!(details.read.len(), 1);
+        let mut gone = hits[1].clone();
+        gone.id = "msg_gone".into();
+        details
+            .read(index, &[hits[0].clone(), hits[1].clone(), gone.clone()])
+            .unwrap();
+        assert_eq!(details.read.len(), 3);
+        assert!(details.text(&hit_key(&hits[1])).is_some());
+        assert!(details.text(&hit_key(&gone)).is_none());
+        assert_eq!(details.references.get(&hit_key(&gone)), Some(&Vec::new()));
     }
 }

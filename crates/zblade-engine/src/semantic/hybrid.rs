@@ -9,6 +9,7 @@ use zblade_search::fusion::hybrid_fusion_weighted;
 
 use super::{CANDIDATES, CODE_SEMANTIC_WEIGHT, HYBRID_SEMANTIC_WEIGHT, SemanticKeys, halves_in_parallel, search_error};
 use crate::parts::Parts;
+use crate::search::HitDetails;
 
 /// The keys whose neighbouring turns were looked up, and the lists found (a key with none has
 /// no entry), as `Index::message_neighbours` answers.
@@ -21,6 +22,8 @@ pub(super) struct HybridHits {
     pub nearest: Option<f64>,
     pub semantic_top: Option<String>,
     pub held_words: Option<Option<HeldWords>>,
+    /// The keyword hits' details, read while the vector half ran.
+    pub details: HitDetails,
 }
 
 impl Parts {
@@ -29,6 +32,7 @@ impl Parts {
     pub(super) fn hybrid_hits(&self, query: &SearchQuery, snippets: bool) -> Result<HybridHits> {
         let index = self.index()?;
         let mut held_words = None;
+        let mut details = HitDetails::default();
         let wide = SearchQuery {
             limit: CANDIDATES,
             ..query.clone()
@@ -51,7 +55,8 @@ impl Parts {
             // the thread (not `self`: SQLite stays here). The vector half takes longer
             // (at a million chunks 14 against 5 ms), so this thread goes on with what
             // needs SQLite alone: the keyword list's strength, the query's words for
-            // the relevance gate and the keyword hits' neighbouring turns.
+            // the relevance gate, the keyword hits' neighbouring turns, and what
+            // hydrating the keyword hits reads (most of them are among the fused hits).
             std::thread::scope(|scope| {
                 let vectors = scope.spawn(vector_half);
                 let keyword = index.search_candidates(&wide);
@@ -63,6 +68,9 @@ impl Parts {
                         .message_neighbours(&keys)
                         .ok()
                         .map(|found| (keys.into_iter().collect(), found));
+                    // Read ahead only: a failure here is met again, and reported, when
+                    // the fused hits are hydrated.
+                    let _ = details.read(index, hits);
                 }
                 let firsts = vectors
                     .join()
@@ -125,6 +133,7 @@ impl Parts {
             nearest,
             semantic_top,
             held_words,
+            details,
         })
     }
 }

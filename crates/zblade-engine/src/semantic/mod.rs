@@ -22,6 +22,8 @@ use zblade_core::{Error, Result};
 use zblade_index::{ChunkRow, HeldWords, SearchHit};
 use zblade_search::{Embedder, VectorStore};
 
+use crate::search::HitDetails;
+
 /// Held (in `.zblade/index/`) while the vector table is compacted or its ANN index rebuilt:
 /// both remove the table's old versions, which must not happen in two processes at once.
 const VECTORS_LOCK: &str = "vectors.lock";
@@ -161,6 +163,9 @@ pub(crate) struct ModeSearch {
     /// The query's words and whether memory holds each (the gate's wording evidence), when
     /// the search looked them up while its vector half ran; `Some(None)`: it has no words.
     pub held_words: Option<Option<HeldWords>>,
+    /// What was read ahead of hydrating the hits (a hybrid search's keyword hits'), for
+    /// [`crate::parts::Parts::with_references`].
+    pub details: HitDetails,
 }
 
 /// Cores from which the two halves of a hybrid search run at the same time: two. With zblade's
@@ -173,7 +178,7 @@ pub(crate) struct ModeSearch {
 /// half 4.7 → 9.0 ms, vector half 19 → 30 ms) and ran one after the other.
 const PARALLEL_HALVES_FROM_CORES: usize = 2;
 
-fn halves_in_parallel() -> bool {
+pub(crate) fn halves_in_parallel() -> bool {
     std::thread::available_parallelism().is_ok_and(|n| n.get() >= PARALLEL_HALVES_FROM_CORES)
 }
 

@@ -8,6 +8,7 @@ use zblade_index::{SearchKind, SearchQuery};
 use super::{ModeSearch, Neighbours, SearchMode, SemanticKeys, Space, SpaceNeighbours, first_neighbours, search_error};
 use crate::parts::Parts;
 use crate::project::Project;
+use crate::search::HitDetails;
 
 impl Parts {
     /// How many neighbours the first vector query asks for, so that usually `limit` pass the
@@ -249,6 +250,7 @@ impl Parts {
         let mut nearest = None;
         let mut semantic_top = None;
         let mut held_words = None;
+        let mut details = HitDetails::default();
         let hits = match effective {
             SearchMode::Keyword if snippets => index.search(query)?,
             SearchMode::Keyword => index.search_candidates(query)?,
@@ -271,6 +273,7 @@ impl Parts {
                 nearest = hybrid.nearest;
                 semantic_top = hybrid.semantic_top;
                 held_words = hybrid.held_words;
+                details = hybrid.details;
                 hybrid.hits
             }
         };
@@ -301,6 +304,7 @@ impl Parts {
             nearest,
             semantic_top,
             held_words,
+            details,
         })
     }
 }

@@ -3,7 +3,6 @@
 //! before the index, so `fsck --repair` can always find what an interrupted write left.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -21,7 +20,7 @@ use crate::lock::WriteLock;
 use crate::parts::Parts;
 use crate::refs::ReferenceReport;
 use crate::scan;
-use crate::search::SearchResults;
+use crate::search::{HitDetails, SearchResults};
 use crate::semantic::{CANDIDATES, SearchMode};
 
 /// Memory in `.zblade/`.
@@ -331,7 +330,7 @@ impl Storage for LocalStorage {
         let query = SearchQuery::new(text.to_string(), CANDIDATES, SearchKind::All).with_filter(filter);
         // No snippets: the candidates' whole texts are read below.
         let searching = Instant::now();
-        let (results, found) = search_with_nearest(parts, &query, mode, false)?;
+        let (results, found, details) = search_with_nearest(parts, &query, mode, false)?;
         let search_ms = millis_since(searching);
         let mut notices: Vec<String> = results.notice.into_iter().collect();
         if !results.stale_files.is_empty() {
@@ -342,24 +341,13 @@ impl Storage for LocalStorage {
             ));
         }
         let scale = retrieval_scale(results.hits.iter().map(|h| h.hit.score));
-        let keys: Vec<String> = results
-            .hits
-            .iter()
-            .filter(|h| matches!(h.hit.kind, HitKind::Message | HitKind::Moment))
-            .map(|h| zblade_index::hit_key(&h.hit))
-            .collect();
-        let texts: HashMap<String, MemoryText> = parts
-            .index()?
-            .memory_texts(&keys)?
-            .into_iter()
-            .map(|t| (t.key.clone(), t))
-            .collect();
+        // Hydrating the hits read their texts (`details`).
         let mut candidates = Vec::new();
         for (position, hit) in results.hits.iter().enumerate() {
             let retrieval = scale(hit.hit.score, position);
             match hit.hit.kind {
                 HitKind::Message | HitKind::Moment => {
-                    let text = texts.get(&zblade_index::hit_key(&hit.hit));
+                    let text = details.text(&zblade_index::hit_key(&hit.hit));
                     if let Some(text) = text {
                         candidates.push(memory_candidate(text, Source::Retrieved, retrieval));
                     }
@@ -438,16 +426,17 @@ struct GateClues {
     held_words: Option<Option<HeldWords>>,
 }
 
-/// A search in `mode` with each hit's references checked, and what the relevance gate reads
-/// from it: the similarity of the nearest embedded chunk when vectors took part, say.
+/// A search in `mode` with each hit's references checked, what the relevance gate reads
+/// from it (the similarity of the nearest embedded chunk when vectors took part, say), and
+/// what hydrating the hits read (their texts among it).
 fn search_with_nearest(
     parts: &Parts,
     query: &SearchQuery,
     mode: Option<SearchMode>,
     snippets: bool,
-) -> Result<(SearchResults, GateClues)> {
-    let found = parts.search_in_mode(query, mode, snippets)?;
-    let (hits, stale_files) = parts.with_references(found.hits)?;
+) -> Result<(SearchResults, GateClues, HitDetails)> {
+    let mut found = parts.search_in_mode(query, mode, snippets)?;
+    let (hits, stale_files) = parts.with_references(found.hits, &mut found.details)?;
     let results = SearchResults {
         mode: found.mode,
         notice: found.notice,
@@ -460,5 +449,5 @@ fn search_with_nearest(
         semantic_top: found.semantic_top,
         held_words: found.held_words,
     };
-    Ok((results, clues))
+    Ok((results, clues, found.details))
 }
