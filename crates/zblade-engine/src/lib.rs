@@ -33,6 +33,7 @@ mod gate;
 mod gate_null;
 mod graph;
 mod history;
+mod hit_details;
 mod import;
 mod indexing;
 mod lineage;

@@ -1,12 +1,12 @@
-//! Search through the engine: index hits, with their code references hydrated, and what
-//! hydrating them reads ([`HitDetails`]), which a hybrid search reads ahead.
+//! Search through the engine: index hits, with their code references hydrated.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde::Serialize;
 use zblade_core::Result;
-use zblade_index::{HitKind, Index, MemoryText, SearchHit, StoredReference, hit_key};
+use zblade_index::{HitKind, SearchHit, StoredReference, hit_key};
 
+use crate::hit_details::HitDetails;
 use crate::parts::Parts;
 use crate::refs::ReferenceReport;
 use crate::semantic::SearchMode;
@@ -45,55 +45,6 @@ pub struct SearchResults {
     pub elapsed_ms: f64,
 }
 
-/// What hydrating message and moment hits reads from the index, by hit key: the text, the
-/// stored code references, and for a message the other conversations sharing it. A hybrid
-/// search reads its keyword hits' while its vector half runs (SQLite's thread has nothing else
-/// to do then); hydrating the fused hits and assembling a context read only the rest.
-#[derive(Debug, Default)]
-pub(crate) struct HitDetails {
-    /// Keys already looked up (a key whose record is gone has no text but was read).
-    read: HashSet<String>,
-    texts: HashMap<String, MemoryText>,
-    references: HashMap<String, Vec<StoredReference>>,
-    sharing: HashMap<String, Vec<String>>,
-}
-
-impl HitDetails {
-    /// Reads the details of the message and moment hits among `hits` not read yet. Nothing
-    /// is kept from a read that fails: a key is either read whole or not at all.
-    pub(crate) fn read(&mut self, index: &Index, hits: &[SearchHit]) -> Result<()> {
-        let (mut keys, mut references, mut sharing) = (Vec::new(), Vec::new(), Vec::new());
-        for hit in hits {
-            let key = hit_key(hit);
-            let message = match (hit.kind, &hit.conversation_id) {
-                (HitKind::Message, Some(conv)) => Some((conv.as_str(), hit.id.as_str())),
-                (HitKind::Moment, _) => None,
-                _ => continue,
-            };
-            if self.read.contains(&key) || keys.contains(&key) {
-                continue;
-            }
-            references.push(index.references_of(&key)?);
-            if let Some((conv, id)) = message {
-                sharing.push((key.clone(), index.sharing_message(conv, id)?));
-            }
-            keys.push(key);
-        }
-        let texts = index.memory_texts(&keys)?;
-        self.texts
-            .extend(texts.into_iter().map(|text| (text.key.clone(), text)));
-        self.sharing.extend(sharing);
-        self.references.extend(keys.iter().cloned().zip(references));
-        self.read.extend(keys);
-        Ok(())
-    }
-
-    /// The text of the message or moment with this hit key, when read and still there.
-    pub(crate) fn text(&self, key: &str) -> Option<&MemoryText> {
-        self.texts.get(key)
-    }
-}
-
 impl Parts {
     /// Hydrates hits: message and moment hits get their code references checked now; code
     /// hits get their text from the working tree, verified against the CID they were indexed
@@ -129,10 +80,7 @@ impl Parts {
         details.read(index, &hits)?;
         // Only messages and moments have references (whole conversations, code and commits
         // own none).
-        let stored: Vec<&[StoredReference]> = hits
-            .iter()
-            .map(|hit| details.references.get(&hit_key(hit)).map_or(&[][..], Vec::as_slice))
-            .collect();
+        let stored: Vec<&[StoredReference]> = hits.iter().map(|hit| details.references(&hit_key(hit))).collect();
         let references = self.hydrate_many(&stored);
         // A message merged into other conversations is indexed under each (with its id); it
         // is one hit, in the best-ranked place, naming the others.
@@ -166,7 +114,7 @@ impl Parts {
         }
         for hit in &mut kept {
             if hit.hit.kind == HitKind::Message {
-                for fork in details.sharing.get(&hit_key(&hit.hit)).into_iter().flatten() {
+                for fork in details.sharing(&hit_key(&hit.hit)) {
                     if !hit.also_in.contains(fork) {
                         hit.also_in.push(fork.clone());
                     }
@@ -221,7 +169,15 @@ mod tests {
             .unwrap();
         assert_eq!(found.mode, SearchMode::Hybrid);
         if crate::semantic::halves_in_parallel() {
-            assert!(!found.details.read.is_empty(), "the keyword hits were read ahead");
+            let memory = |h: &&SearchHit| matches!(h.kind, HitKind::Message | HitKind::Moment);
+            assert!(
+                found
+                    .hits
+                    .iter()
+                    .filter(memory)
+                    .any(|h| found.details.is_read(&hit_key(h))),
+                "the keyword hits were read ahead"
+            );
         }
         let mut ahead = found.details;
         let mut afresh = HitDetails::default();

@@ -8,8 +8,8 @@ use zblade_index::{HeldWords, SearchHit, SearchKind, SearchQuery, hit_key};
 use zblade_search::fusion::hybrid_fusion_weighted;
 
 use super::{CANDIDATES, CODE_SEMANTIC_WEIGHT, HYBRID_SEMANTIC_WEIGHT, SemanticKeys, halves_in_parallel, search_error};
+use crate::hit_details::HitDetails;
 use crate::parts::Parts;
-use crate::search::HitDetails;
 
 /// The keys whose neighbouring turns were looked up, and the lists found (a key with none has
 /// no entry), as `Index::message_neighbours` answers.

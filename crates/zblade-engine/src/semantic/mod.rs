@@ -22,7 +22,7 @@ use zblade_core::{Error, Result};
 use zblade_index::{ChunkRow, HeldWords, SearchHit};
 use zblade_search::{Embedder, VectorStore};
 
-use crate::search::HitDetails;
+use crate::hit_details::HitDetails;
 
 /// Held (in `.zblade/index/`) while the vector table is compacted or its ANN index rebuilt:
 /// both remove the table's old versions, which must not happen in two processes at once.

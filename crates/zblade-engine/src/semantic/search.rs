@@ -6,9 +6,9 @@ use zblade_core::{Error, Result};
 use zblade_index::{SearchKind, SearchQuery};
 
 use super::{ModeSearch, Neighbours, SearchMode, SemanticKeys, Space, SpaceNeighbours, first_neighbours, search_error};
+use crate::hit_details::HitDetails;
 use crate::parts::Parts;
 use crate::project::Project;
-use crate::search::HitDetails;
 
 impl Parts {
     /// How many neighbours the first vector query asks for, so that usually `limit` pass the

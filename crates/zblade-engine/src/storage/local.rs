@@ -16,11 +16,12 @@ use zblade_search::chunk::cid;
 use super::{AddOutcome, MessageMatch};
 use super::{ForkRequest, FoundMoment, Retrieved, Storage, TimeRange, manifests};
 use crate::candidates::{memory_candidate, millis_since, reference_candidate, retrieval_scale};
+use crate::hit_details::HitDetails;
 use crate::lock::WriteLock;
 use crate::parts::Parts;
 use crate::refs::ReferenceReport;
 use crate::scan;
-use crate::search::{HitDetails, SearchResults};
+use crate::search::SearchResults;
 use crate::semantic::{CANDIDATES, SearchMode};
 
 /// Memory in `.zblade/`.
