@@ -33,7 +33,7 @@ impl HitDetails {
                 (HitKind::Moment, _) => None,
                 _ => continue,
             };
-            if self.read.contains(&key) || keys.contains(&key) {
+            if self.is_read(&key) || keys.contains(&key) {
                 continue;
             }
             references.push(index.references_of(&key)?);
