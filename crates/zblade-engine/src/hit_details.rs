@@ -3,7 +3,7 @@
 //! runs (`semantic/hybrid.rs`); hydrating the fused hits (`search.rs`) and gathering a context's
 //! candidates (`storage/local.rs`) read only what is missing.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use zblade_core::Result;
 use zblade_index::{HitKind, Index, MemoryText, SearchHit, StoredReference, hit_key};
@@ -14,9 +14,9 @@ use zblade_index::{HitKind, Index, MemoryText, SearchHit, StoredReference, hit_k
 /// to do then); hydrating the fused hits and assembling a context read only the rest.
 #[derive(Debug, Default)]
 pub(crate) struct HitDetails {
-    /// Keys already looked up (a key whose record is gone has no text but was read).
-    read: HashSet<String>,
     texts: HashMap<String, MemoryText>,
+    /// Every key read has an entry, empty when it has no references (or its record is gone):
+    /// the keys read are this map's.
     references: HashMap<String, Vec<StoredReference>>,
     sharing: HashMap<String, Vec<String>>,
 }
@@ -46,14 +46,13 @@ impl HitDetails {
         self.texts
             .extend(texts.into_iter().map(|text| (text.key.clone(), text)));
         self.sharing.extend(sharing);
-        self.references.extend(keys.iter().cloned().zip(references));
-        self.read.extend(keys);
+        self.references.extend(keys.into_iter().zip(references));
         Ok(())
     }
 
     /// Whether the hit with this key was read (found or not).
     pub(crate) fn is_read(&self, key: &str) -> bool {
-        self.read.contains(key)
+        self.references.contains_key(key)
     }
 
     /// The text of the message or moment with this hit key, when read and still there.
