@@ -51,6 +51,38 @@ fn remembered() -> &'static Mutex<HashMap<u64, u32>> {
     COUNTS.get_or_init(Default::default)
 }
 
+impl Cl100k {
+    /// Counts `texts` on a thread of its own, the last first, remembering the counts: counting
+    /// one of them later is then a lookup. For work that will count the same texts from the
+    /// first after doing other things: if it catches up, the two threads meet in the middle
+    /// rather than count the same texts. Returns at once; if no thread starts, nothing is
+    /// counted ahead.
+    pub fn count_ahead(texts: Vec<String>) {
+        let texts: Vec<String> = texts
+            .into_iter()
+            .filter(|text| text.len() >= REMEMBER_FROM_BYTES)
+            .collect();
+        if texts.is_empty() {
+            return;
+        }
+        let _ = std::thread::Builder::new()
+            .name("zblade-count-ahead".into())
+            .spawn(move || {
+                let counter = Cl100k::new();
+                for text in texts.iter().rev() {
+                    counter.count(text);
+                }
+            });
+    }
+
+    /// Whether the count of `text` is remembered (tests).
+    #[cfg(test)]
+    fn remembers(text: &str) -> bool {
+        let key = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
+        remembered().lock().unwrap().contains_key(&key)
+    }
+}
+
 impl TokenCounter for Cl100k {
     fn count(&self, text: &str) -> usize {
         if text.len() < REMEMBER_FROM_BYTES {
@@ -91,6 +123,30 @@ mod tests {
         // Code tokenises far from chars/4.
         let code = "fn main() { println!(\"{}\", 1 + 2); }";
         assert_ne!(bpe.count(code), code.len() / 4);
+    }
+
+    /// Texts counted ahead are remembered with the count counting them gives; texts too
+    /// short to be remembered are not counted ahead.
+    #[test]
+    fn counting_ahead_remembers_the_counts() {
+        let texts: Vec<String> = (0..20)
+            .map(|i| format!("counted ahead {i}: the refresh handler retries three times, then logs a warning."))
+            .collect();
+        assert!(texts.iter().all(|t| !Cl100k::remembers(t)));
+        Cl100k::count_ahead(texts.clone());
+        let started = std::time::Instant::now();
+        while !texts.iter().all(|t| Cl100k::remembers(t)) {
+            assert!(started.elapsed().as_secs() < 30, "the counts were not remembered");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let fresh = bpe_openai::cl100k_base();
+        for text in &texts {
+            assert_eq!(Cl100k::new().count(text), fresh.count(text));
+        }
+        let short = "too short to remember, 42".to_string();
+        Cl100k::count_ahead(vec![short.clone()]);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!Cl100k::remembers(&short));
     }
 
     /// The fast counter agrees with OpenAI's tiktoken on prose, code, markup, numbers,

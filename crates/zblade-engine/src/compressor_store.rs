@@ -42,6 +42,16 @@ impl CompressorStore {
             .map_err(Clone::clone)
     }
 
+    /// Whether contexts count their tokens in cl100k_base rather than the model's own: no model
+    /// loaded, or, before one was tried, none configured. (A configured model that fails to
+    /// load falls back to cl100k_base too, which only trying it tells.)
+    pub(crate) fn counts_in_cl100k(&self, compression: &Compression) -> bool {
+        match self.model.get() {
+            Some(tried) => tried.is_err(),
+            None => !compression.enabled || compression.local_model.trim().is_empty(),
+        }
+    }
+
     /// Forgets the loaded model (the settings now name another): the next use loads that one.
     pub(crate) fn reset(&mut self) {
         self.model = OnceLock::new();
@@ -58,4 +68,28 @@ pub(crate) fn model_path(compression: &Compression, root: &Path) -> Option<PathB
         return Some(root.join(configured));
     }
     Some(gguf_dir().join(format!("{configured}.gguf")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Contexts count in cl100k_base unless a model is configured and enabled and, once it
+    /// was tried, loaded: a configured model file that is missing counts in cl100k_base too.
+    #[test]
+    fn cl100k_counts_unless_a_model_does() {
+        let store = CompressorStore::default();
+        let mut compression = Compression::default();
+        assert!(store.counts_in_cl100k(&compression));
+        compression.local_model = "tiny".into();
+        assert!(!store.counts_in_cl100k(&compression));
+        compression.enabled = false;
+        assert!(store.counts_in_cl100k(&compression));
+
+        compression.enabled = true;
+        compression.local_model = "missing.gguf".into();
+        let root = tempfile::tempdir().unwrap();
+        assert!(store.get(&compression, root.path()).is_err());
+        assert!(store.counts_in_cl100k(&compression));
+    }
 }

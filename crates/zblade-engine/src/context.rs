@@ -143,7 +143,7 @@ impl Project {
             if !keyword_only && cold {
                 scope.spawn(|| semantic.prepare());
             }
-            if cold && self.settings().context.compression.local_model.is_empty() {
+            if cold && self.parts.counts_in_cl100k() {
                 scope.spawn(Cl100k::new);
             }
             self.assemble(request)

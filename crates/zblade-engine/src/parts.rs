@@ -59,6 +59,11 @@ impl Parts {
         &self.settings
     }
 
+    /// Whether contexts count their tokens in cl100k_base (no compressor model counts them).
+    pub(crate) fn counts_in_cl100k(&self) -> bool {
+        self.compressor.counts_in_cl100k(&self.settings.context.compression)
+    }
+
     /// The semantic search store.
     pub(crate) fn semantic(&self) -> &Semantic {
         &self.semantic

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use zblade_context::{Candidate, Item, Source};
+use zblade_context::{Candidate, Cl100k, Item, Source};
 use zblade_core::{Conversation, Error, Moment, Result, fsio, sha256_hex};
 use zblade_index::{
     ConversationSummary, HeldWords, HitKind, MemoryText, MomentSummary, Page, SearchFilter, SearchKind, SearchQuery,
@@ -340,6 +340,16 @@ impl Storage for LocalStorage {
                 results.stale_files.len(),
                 results.stale_files.join(", ")
             ));
+        }
+        if parts.counts_in_cl100k() {
+            // Packing counts every candidate's tokens, and most are these hits' texts. The
+            // second core is idle now (the vector half is done): it counts them while this
+            // thread builds, marks and reranks the candidates, and packing looks the counts up.
+            let texts = results
+                .hits
+                .iter()
+                .filter_map(|hit| details.text(&zblade_index::hit_key(&hit.hit)));
+            Cl100k::count_ahead(texts.map(|text| text.text.clone()).collect());
         }
         let scale = retrieval_scale(results.hits.iter().map(|h| h.hit.score));
         // Hydrating the hits read their texts (`details`).
