@@ -9,7 +9,7 @@
 //! the earlier labelled as earlier), and it misses an amendment that shares neither code nor
 //! words with what it amends.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::candidate::{Candidate, Item, Source, Standing};
 
@@ -31,40 +31,45 @@ const STOPWORDS: &[&str] = &[
     "after", "before", "again", "way", "thing", "things", "think", "know", "see", "look", "good", "well",
 ];
 
-/// A turn's content words: lower case, 3+ characters, no stopwords, a plural's `s` dropped.
-fn content_words(text: &str) -> HashSet<String> {
-    text.split(|c: char| !c.is_alphanumeric() && c != '_')
-        .filter(|w| w.chars().count() >= 3)
-        .map(str::to_lowercase)
-        .filter(|w| !STOPWORDS.contains(&w.as_str()))
-        .map(|w| match w.strip_suffix('s') {
-            Some(stem) if stem.len() >= 3 && !stem.ends_with('s') => stem.to_string(),
-            _ => w,
+/// A turn's content words — lower case, 3+ characters, no stopwords, a plural's `s` dropped —
+/// as sorted, distinct numbers (each word's 64-bit hash): the pairs compared below are up to
+/// 50 × 50, and counting shared words by merging two sorted lists of numbers costs a fraction
+/// of probing a set of strings word by word. This runs over every retrieved text of every
+/// context, so most words (ASCII) are lowercased on the stack, with no allocation per word.
+fn content_ids(text: &str) -> Vec<u64> {
+    let mut ascii = [0u8; 64];
+    let mut ids: Vec<u64> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        // Three characters or more; the byte length rules most words out without counting.
+        .filter(|w| w.len() >= 3 && w.chars().nth(2).is_some())
+        .filter_map(|w| {
+            let unicode;
+            let lower: &[u8] = if w.is_ascii() && w.len() <= ascii.len() {
+                let lower = &mut ascii[..w.len()];
+                lower.copy_from_slice(w.as_bytes());
+                lower.make_ascii_lowercase();
+                lower
+            } else {
+                unicode = w.to_lowercase();
+                unicode.as_bytes()
+            };
+            if STOPWORDS.iter().any(|stop| stop.as_bytes() == lower) {
+                return None;
+            }
+            let stem = match lower.strip_suffix(b"s") {
+                Some(stem) if stem.len() >= 3 && !stem.ends_with(b"s") => stem,
+                _ => lower,
+            };
+            Some(xxhash_rust::xxh3::xxh3_64(stem))
         })
-        .collect()
-}
-
-/// Each candidate's content words as sorted numbers, one number per distinct word among all
-/// of them: the pairs compared below are up to 50 × 50, and counting shared words by merging
-/// two sorted lists of numbers costs a fraction of probing a set of strings word by word.
-struct WordIds(HashMap<String, u32>);
-
-impl WordIds {
-    fn of(&mut self, text: &str) -> Vec<u32> {
-        let mut ids: Vec<u32> = content_words(text)
-            .into_iter()
-            .map(|word| {
-                let next = self.0.len() as u32;
-                *self.0.entry(word).or_insert(next)
-            })
-            .collect();
-        ids.sort_unstable();
-        ids
-    }
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 /// Shared words over the smaller set's size (`a` and `b` sorted, each word once).
-fn overlap(a: &[u32], b: &[u32]) -> f64 {
+fn overlap(a: &[u64], b: &[u64]) -> f64 {
     let smaller = a.len().min(b.len());
     if smaller == 0 {
         return 0.0;
@@ -76,8 +81,8 @@ fn overlap(a: &[u32], b: &[u32]) -> f64 {
 type CodeRange = (String, (u32, u32));
 
 /// A retrieved turn or moment: its index among the candidates, its owner, its content words
-/// ([`WordIds`]) and the code it references.
-type Memory<'a> = (usize, String, Vec<u32>, &'a [CodeRange]);
+/// ([`content_ids`]) and the code it references.
+type Memory<'a> = (usize, String, Vec<u64>, &'a [CodeRange]);
 
 /// The code a retrieved turn points at: reference candidates are keyed `ref:CONV/MSG/N`.
 fn referenced_code(candidates: &[Candidate]) -> HashMap<String, Vec<CodeRange>> {
@@ -102,7 +107,6 @@ fn code_overlaps(a: &[CodeRange], b: &[CodeRange]) -> bool {
 /// person) is left as it is.
 pub fn mark_revisits(candidates: &mut [Candidate]) {
     let code = referenced_code(candidates);
-    let mut word_ids = WordIds(HashMap::new());
     // (index, owner, words, code) of each retrieved turn or moment.
     let memory: Vec<Memory<'_>> = candidates
         .iter()
@@ -120,7 +124,7 @@ pub fn mark_revisits(candidates: &mut [Candidate]) {
             Some((
                 i,
                 owner,
-                word_ids.of(&c.text),
+                content_ids(&c.text),
                 refs.map(Vec::as_slice).unwrap_or_default(),
             ))
         })
@@ -174,6 +178,8 @@ pub fn mark_revisits(candidates: &mut [Candidate]) {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use chrono::{TimeZone, Utc};
 
     use super::*;
@@ -197,6 +203,20 @@ mod tests {
         }
     }
 
+    /// Content words as plainly as they are defined: lower case, 3+ characters, no stopwords,
+    /// a plural's `s` dropped.
+    fn content_words(text: &str) -> HashSet<String> {
+        text.split(|c: char| !c.is_alphanumeric() && c != '_')
+            .filter(|w| w.chars().count() >= 3)
+            .map(str::to_lowercase)
+            .filter(|w| !STOPWORDS.contains(&w.as_str()))
+            .map(|w| match w.strip_suffix('s') {
+                Some(stem) if stem.len() >= 3 && !stem.ends_with('s') => stem.to_string(),
+                _ => w,
+            })
+            .collect()
+    }
+
     #[test]
     fn shared_words_counted_as_numbers_are_those_of_the_word_sets() {
         let texts = [
@@ -206,8 +226,11 @@ mod tests {
             "the and for",
             "",
             "Caches, cache keys and KEYS: the toolchain's version (rustc 1.95) in every key.",
+            // Words beyond the ASCII fast path: Unicode case rules, long words, plurals of `ss`.
+            "Straße STRASSE Cafés CAFÉ naïve Résumés; glass classes buses THE_CACHE_KEYS",
+            "averyveryveryveryveryveryveryveryveryveryveryveryveryverylongidentifiers avery",
+            "AVERYVERYVERYVERYVERYVERYVERYVERYVERYVERYVERYVERYVERYVERYLONGIDENTIFIER glass",
         ];
-        let mut ids = WordIds(HashMap::new());
         for a in texts {
             for b in texts {
                 let (words_a, words_b) = (content_words(a), content_words(b));
@@ -216,7 +239,7 @@ mod tests {
                     0 => 0.0,
                     n => words_a.intersection(&words_b).count() as f64 / n as f64,
                 };
-                assert_eq!(overlap(&ids.of(a), &ids.of(b)), expected, "{a:?} / {b:?}");
+                assert_eq!(overlap(&content_ids(a), &content_ids(b)), expected, "{a:?} / {b:?}");
             }
         }
     }
