@@ -270,8 +270,10 @@ impl Index {
                     vec![key],
                 ),
             };
+            // Asked once per vector hit of every search: the statement is prepared once.
             let hit = conn
-                .query_row(sql, rusqlite::params_from_iter(args), |r| hit_from_row(kind, r, score))
+                .prepare_cached(sql)?
+                .query_row(rusqlite::params_from_iter(args), |r| hit_from_row(kind, r, score))
                 .optional()?;
             Ok(hit.map(|mut hit| {
                 let flat: String = hit.snippet.split_whitespace().collect::<Vec<_>>().join(" ");

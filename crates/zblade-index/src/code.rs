@@ -197,25 +197,24 @@ impl Index {
     /// The stored chunk at exactly this place, if any.
     pub fn code_chunk_at(&self, path: &str, start: u32, end: u32) -> Result<Option<(StoredCodeChunk, String)>> {
         self.read(|conn| {
-            conn.query_row(
+            conn.prepare_cached(
                 "SELECT c.cid, f.modified_at, c.symbol, c.vector_cid FROM code_chunks c
                      JOIN code_files f ON f.path = c.path
                      WHERE c.path = ?1 AND c.start_line = ?2 AND c.end_line = ?3",
-                params![path, start, end],
-                |r| {
-                    Ok((
-                        StoredCodeChunk {
-                            path: path.to_string(),
-                            start_line: start,
-                            end_line: end,
-                            cid: r.get(0)?,
-                            symbol: r.get(2)?,
-                            vector_cid: r.get(3)?,
-                        },
-                        r.get(1)?,
-                    ))
-                },
-            )
+            )?
+            .query_row(params![path, start, end], |r| {
+                Ok((
+                    StoredCodeChunk {
+                        path: path.to_string(),
+                        start_line: start,
+                        end_line: end,
+                        cid: r.get(0)?,
+                        symbol: r.get(2)?,
+                        vector_cid: r.get(3)?,
+                    },
+                    r.get(1)?,
+                ))
+            })
             .optional()
         })
     }

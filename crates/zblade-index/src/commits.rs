@@ -365,13 +365,10 @@ fn commit_search_hit(r: &rusqlite::Row<'_>, snippet: String, score: f64) -> rusq
 
 /// The commit hit for `sha`, as a vector search found it.
 pub(crate) fn commit_hit(conn: &rusqlite::Connection, sha: &str, score: f64) -> rusqlite::Result<Option<SearchHit>> {
-    conn.query_row(
-        "SELECT sha, subject, author, committed_at, body FROM commits WHERE sha = ?1",
-        [sha],
-        |r| {
+    conn.prepare_cached("SELECT sha, subject, author, committed_at, body FROM commits WHERE sha = ?1")?
+        .query_row([sha], |r| {
             let body: String = r.get(4)?;
             commit_search_hit(r, body.chars().take(200).collect(), score)
-        },
-    )
-    .optional()
+        })
+        .optional()
 }

@@ -57,6 +57,11 @@ pub use vocab::{HeldWords, MAX_LOOKED_UP_WORDS};
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Page cache per connection, in KiB (SQLite takes a negative `cache_size` as KiB): 64 MiB.
 const INDEX_CACHE_KIB: i64 = -65_536;
+/// Prepared statements kept per connection. rusqlite keeps 16, fewer than one context's
+/// search and assembly use (keyword lists of each kind, their strength, neighbours, owners of
+/// vectors, hits, texts, references, decisions …), so each context prepared most of its
+/// statements again; a statement costs a few kilobytes.
+const STATEMENT_CACHE: usize = 128;
 
 /// An open index database.
 pub struct Index {
@@ -111,6 +116,7 @@ impl Index {
         // and an import then re-reads the same pages from the OS for every batch it indexes.
         // The cache grows only as pages are used, so small projects pay nothing for the cap.
         self.conn.pragma_update(None, "cache_size", INDEX_CACHE_KIB)?;
+        self.conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         Ok(())
     }
 
@@ -164,9 +170,10 @@ impl Index {
     }
 
     /// Empties SQLite's page cache of this connection (up to `INDEX_CACHE_KIB`, filled by a
-    /// pass that read every message): what a process about to idle calls. Later reads fill it
-    /// again from the operating system's cache.
+    /// pass that read every message) and its prepared statements: what a process about to idle
+    /// calls. Later reads fill the cache again from the operating system's cache.
     pub fn release_memory(&self) -> Result<()> {
+        self.conn.flush_prepared_statement_cache();
         self.read(|conn| conn.execute_batch("PRAGMA shrink_memory"))
     }
 
