@@ -75,27 +75,33 @@ pub struct Ranked {
     pub duplicate_of: Option<String>,
 }
 
+/// Calls `each` with every word of `text` of 3+ characters, lowercased. Words are split at
+/// whatever is not a letter, digit or `_`. This runs over every candidate's whole text in every
+/// assembly, so most words (ASCII) are lowercased on the stack, with no allocation per word;
+/// others go through Unicode's rules.
+pub(crate) fn each_lowercase_word(text: &str, mut each: impl FnMut(&[u8])) {
+    let mut ascii = [0u8; 64];
+    // Three characters or more; the byte length rules most words out without counting.
+    for w in text
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| w.len() >= 3 && w.chars().nth(2).is_some())
+    {
+        if w.is_ascii() && w.len() <= ascii.len() {
+            let lower = &mut ascii[..w.len()];
+            lower.copy_from_slice(w.as_bytes());
+            lower.make_ascii_lowercase();
+            each(lower);
+        } else {
+            each(w.to_lowercase().as_bytes());
+        }
+    }
+}
+
 /// The distinct words (3+ characters, lowercased) of `text`, as sorted hashes: comparing two
 /// texts is then one merge of two sorted lists, with no allocation.
 fn words(text: &str) -> Vec<u64> {
-    // Most words are ASCII: lowercased on the stack, with no allocation per word (this runs
-    // over every candidate's whole text in every assembly). Others go through Unicode's rules.
-    let mut ascii = [0u8; 64];
-    let mut out: Vec<u64> = text
-        .split(|c: char| !c.is_alphanumeric() && c != '_')
-        // Three characters or more; the byte length rules most words out without counting.
-        .filter(|w| w.len() >= 3 && w.chars().nth(2).is_some())
-        .map(|w| {
-            if w.is_ascii() && w.len() <= ascii.len() {
-                let lower = &mut ascii[..w.len()];
-                lower.copy_from_slice(w.as_bytes());
-                lower.make_ascii_lowercase();
-                xxhash_rust::xxh3::xxh3_64(lower)
-            } else {
-                xxhash_rust::xxh3::xxh3_64(w.to_lowercase().as_bytes())
-            }
-        })
-        .collect();
+    let mut out = Vec::new();
+    each_lowercase_word(text, |word| out.push(xxhash_rust::xxh3::xxh3_64(word)));
     out.sort_unstable();
     out.dedup();
     out

@@ -34,35 +34,19 @@ const STOPWORDS: &[&str] = &[
 /// A turn's content words — lower case, 3+ characters, no stopwords, a plural's `s` dropped —
 /// as sorted, distinct numbers (each word's 64-bit hash): the pairs compared below are up to
 /// 50 × 50, and counting shared words by merging two sorted lists of numbers costs a fraction
-/// of probing a set of strings word by word. This runs over every retrieved text of every
-/// context, so most words (ASCII) are lowercased on the stack, with no allocation per word.
+/// of probing a set of strings word by word.
 fn content_ids(text: &str) -> Vec<u64> {
-    let mut ascii = [0u8; 64];
-    let mut ids: Vec<u64> = text
-        .split(|c: char| !c.is_alphanumeric() && c != '_')
-        // Three characters or more; the byte length rules most words out without counting.
-        .filter(|w| w.len() >= 3 && w.chars().nth(2).is_some())
-        .filter_map(|w| {
-            let unicode;
-            let lower: &[u8] = if w.is_ascii() && w.len() <= ascii.len() {
-                let lower = &mut ascii[..w.len()];
-                lower.copy_from_slice(w.as_bytes());
-                lower.make_ascii_lowercase();
-                lower
-            } else {
-                unicode = w.to_lowercase();
-                unicode.as_bytes()
-            };
-            if STOPWORDS.iter().any(|stop| stop.as_bytes() == lower) {
-                return None;
-            }
-            let stem = match lower.strip_suffix(b"s") {
-                Some(stem) if stem.len() >= 3 && !stem.ends_with(b"s") => stem,
-                _ => lower,
-            };
-            Some(xxhash_rust::xxh3::xxh3_64(stem))
-        })
-        .collect();
+    let mut ids = Vec::new();
+    crate::rerank::each_lowercase_word(text, |word| {
+        if STOPWORDS.iter().any(|stop| stop.as_bytes() == word) {
+            return;
+        }
+        let stem = match word.strip_suffix(b"s") {
+            Some(stem) if stem.len() >= 3 && !stem.ends_with(b"s") => stem,
+            _ => word,
+        };
+        ids.push(xxhash_rust::xxh3::xxh3_64(stem));
+    });
     ids.sort_unstable();
     ids.dedup();
     ids
