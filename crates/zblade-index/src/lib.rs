@@ -57,10 +57,11 @@ pub use vocab::{HeldWords, MAX_LOOKED_UP_WORDS};
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Page cache per connection, in KiB (SQLite takes a negative `cache_size` as KiB): 64 MiB.
 const INDEX_CACHE_KIB: i64 = -65_536;
-/// Prepared statements kept per connection. rusqlite keeps 16, fewer than one context's
-/// search and assembly use (keyword lists of each kind, their strength, neighbours, owners of
-/// vectors, hits, texts, references, decisions …), so each context prepared most of its
-/// statements again; a statement costs a few kilobytes.
+/// Prepared statements kept per connection. rusqlite keeps 16 by default; searches and a
+/// context's assembly use more kinds than that between them (keyword lists of each kind, their
+/// strength, neighbours, owners of vectors, hits, texts, references, decisions …), so
+/// statements were evicted and prepared again from one request to the next. A statement costs
+/// a few kilobytes.
 const STATEMENT_CACHE: usize = 128;
 
 /// An open index database.
