@@ -276,15 +276,25 @@ impl Index {
                 .query_row(rusqlite::params_from_iter(args), |r| hit_from_row(kind, r, score))
                 .optional()?;
             Ok(hit.map(|mut hit| {
-                let flat: String = hit.snippet.split_whitespace().collect::<Vec<_>>().join(" ");
-                hit.snippet = if flat.chars().count() > 200 {
-                    flat.chars().take(199).collect::<String>() + "…"
-                } else {
-                    flat
-                };
+                hit.snippet = flat_snippet(&hit.snippet);
                 hit
             }))
         })
+    }
+}
+
+/// The first 200 characters of `text` on one line (whitespace runs as one space), "…" marking
+/// a cut. Built word by word up to the cut: a hit's text can be long, its snippet is not.
+fn flat_snippet(text: &str) -> String {
+    const LIMIT: usize = 200;
+    let mut flat = text
+        .split_whitespace()
+        .flat_map(|word| std::iter::once(' ').chain(word.chars()))
+        .skip(1);
+    let head: String = flat.by_ref().take(LIMIT).collect();
+    match flat.next() {
+        Some(_) => head.chars().take(LIMIT - 1).chain(std::iter::once('…')).collect(),
+        None => head,
     }
 }
 
@@ -295,5 +305,77 @@ pub fn hit_key(hit: &SearchHit) -> String {
         (HitKind::Code, _) => format!("code:{}", hit.id),
         (HitKind::Commit, _) => format!("commit:{}", hit.id),
         _ => hit.id.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The snippet is the whole text flattened and cut, as it was built before: whitespace runs
+    /// as one space, over 200 characters cut to 199 and "…".
+    #[test]
+    fn a_snippet_is_the_flattened_text_cut_at_200_characters() {
+        let whole = |text: &str| {
+            let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            if flat.chars().count() > 200 {
+                flat.chars().take(199).collect::<String>() + "…"
+            } else {
+                flat
+            }
+        };
+        let samples = [
+            String::new(),
+            "   \n\t ".into(),
+            "one  two\n\nthree".into(),
+            "x".repeat(200),
+            "x".repeat(201),
+            format!("{} {}", "a".repeat(199), "b"),
+            format!("{} {}", "a".repeat(198), "b"),
+            format!("{}\n\n  {}", "a".repeat(100), "b".repeat(100)),
+            "naïve café 数字 🚀 ".repeat(40),
+            "word ".repeat(1000),
+        ];
+        for text in &samples {
+            assert_eq!(flat_snippet(text), whole(text), "{text:?}");
+        }
+    }
+
+    /// An index made before version 8 finds a CID's owners from the covering index once it
+    /// opens, with the same answer.
+    #[test]
+    fn opening_a_version_7_index_finds_owners_from_the_index_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.db");
+        {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            for sql in &crate::schema::MIGRATIONS[..7] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 7).unwrap();
+            conn.execute_batch(
+                "INSERT INTO chunks VALUES ('conv_b/msg_2', 0, 'c1', 'message');
+                 INSERT INTO chunks VALUES ('conv_a/msg_1', 1, 'c1', 'message');
+                 INSERT INTO chunks VALUES ('mom_1', 0, 'c2', 'moment');",
+            )
+            .unwrap();
+        }
+        let index = Index::open(&path).unwrap();
+        assert_eq!(index.schema_version().unwrap(), crate::schema::SCHEMA_VERSION);
+        let owners = index.keys_for_cids(&["c1".into(), "c2".into(), "c3".into()]).unwrap();
+        assert_eq!(owners["c1"], ["conv_a/msg_1", "conv_b/msg_2"]);
+        assert_eq!(owners["c2"], ["mom_1"]);
+        assert!(owners["c3"].is_empty());
+        let plan: Vec<String> = index
+            .read(|conn| {
+                let mut stmt = conn.prepare("EXPLAIN QUERY PLAN SELECT key FROM chunks WHERE cid = 'c1'")?;
+                stmt.query_map([], |r| r.get::<_, String>(3))?.collect()
+            })
+            .unwrap();
+        assert!(
+            plan.iter()
+                .any(|step| step.contains("COVERING INDEX idx_chunks_cid_key")),
+            "{plan:?}"
+        );
     }
 }

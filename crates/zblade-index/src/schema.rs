@@ -4,7 +4,7 @@
 //! user_version = i` to `i + 1`. Released migrations are never edited; a change is a new entry.
 
 /// Every migration, oldest first.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// The schema version this build creates and expects.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -284,4 +284,14 @@ DELETE FROM code_files;
 CREATE VIRTUAL TABLE code_fts USING fts5(
     symbol, signature, text, content='', contentless_delete=1, tokenize='porter unicode61'
 );
+"#;
+
+/// Version 8: the chunks of a text are found by its CID from the index alone. Every semantic
+/// search asks which messages, moments and chunks own each of its ~55 nearest CIDs; with the
+/// key in the index beside the CID, SQLite answers without reading the table's rows (at a
+/// million chunks a search's 55 CIDs took 1.5 → 1.1 ms at p50; the index is 12 MB larger than
+/// the one it replaces and was built in about 3 s on upgrade).
+const V8: &str = r#"
+CREATE INDEX idx_chunks_cid_key ON chunks(cid, key);
+DROP INDEX idx_chunks_cid;
 "#;
