@@ -348,11 +348,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.db");
         {
-            let conn = rusqlite::Connection::open(&path).unwrap();
-            for sql in &crate::schema::MIGRATIONS[..7] {
-                conn.execute_batch(sql).unwrap();
-            }
-            conn.pragma_update(None, "user_version", 7).unwrap();
+            let conn = crate::schema::database_at_version(&path, 7);
             conn.execute_batch(
                 "INSERT INTO chunks VALUES ('conv_b/msg_2', 0, 'c1', 'message');
                  INSERT INTO chunks VALUES ('conv_a/msg_1', 1, 'c1', 'message');

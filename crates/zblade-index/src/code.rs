@@ -307,11 +307,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.db");
         {
-            let conn = rusqlite::Connection::open(&path).unwrap();
-            for sql in &crate::schema::MIGRATIONS[..3] {
-                conn.execute_batch(sql).unwrap();
-            }
-            conn.pragma_update(None, "user_version", 3).unwrap();
+            let conn = crate::schema::database_at_version(&path, 3);
             conn.execute_batch(
                 "INSERT INTO code_files VALUES ('src/a.rs', 10, 1, 'h', 'now', 'now');
                  INSERT INTO code_chunks (path, start_line, end_line, cid) VALUES ('src/a.rs', 1, 60, 'c');
@@ -359,11 +355,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.db");
         {
-            let conn = rusqlite::Connection::open(&path).unwrap();
-            for sql in &crate::schema::MIGRATIONS[..6] {
-                conn.execute_batch(sql).unwrap();
-            }
-            conn.pragma_update(None, "user_version", 6).unwrap();
+            let conn = crate::schema::database_at_version(&path, 6);
             conn.execute_batch(
                 "INSERT INTO code_files VALUES ('src/a.rs', 10, 1, 'h', 'now', 'now');
                  INSERT INTO code_chunks (path, start_line, end_line, cid, symbol, vector_cid)

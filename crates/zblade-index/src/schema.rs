@@ -296,3 +296,15 @@ const V8: &str = r#"
 CREATE INDEX idx_chunks_cid_key ON chunks(cid, key);
 DROP INDEX idx_chunks_cid;
 "#;
+
+/// A database at `version` of the schema, as a zblade of that version left it (tests of the
+/// migrations after it).
+#[cfg(test)]
+pub(crate) fn database_at_version(path: &std::path::Path, version: usize) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    for sql in &MIGRATIONS[..version] {
+        conn.execute_batch(sql).unwrap();
+    }
+    conn.pragma_update(None, "user_version", version as i64).unwrap();
+    conn
+}
