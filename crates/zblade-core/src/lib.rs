@@ -26,6 +26,7 @@ pub mod paths;
 pub mod protected;
 pub mod reference_status;
 pub mod settings;
+pub mod text;
 pub mod wire;
 
 pub use artifact::{

@@ -4,6 +4,8 @@
 
 use std::fmt::Write;
 
+use zblade_core::text::one_line;
+
 use crate::context::ContextResult;
 
 /// The receipt's lines (each ends in a newline), after a `---` line.
@@ -63,15 +65,4 @@ pub fn receipt_text(result: &ContextResult) -> String {
         );
     }
     out
-}
-
-/// `text` on one line (whitespace runs made one space), cut to `max` characters with `…`: how
-/// the receipt and the CLI's listings show a label.
-pub fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > max {
-        flat.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
-    } else {
-        flat
-    }
 }

@@ -74,7 +74,7 @@ mod why;
 pub use code::{CodeIndexReport, chunk_rows, line_window_rows};
 pub use compressor::{CompressorInstall, CompressorModel, CompressorStatus};
 pub use context::{ContextRequest, ContextResult, ContextTimings, DATA_NOTICE, MAX_QUERY_CHARS, RECENT_WINDOW};
-pub use context_receipt::{one_line, receipt_text};
+pub use context_receipt::receipt_text;
 pub use documents::{DOCUMENT_SOURCE, DocumentsAdded};
 pub use extract::ExtractReport;
 pub use files::{CodeNow, CodeSearchNow, DEFAULT_READ_LINES, MAX_READ_BYTES, ProjectFile};
@@ -116,6 +116,7 @@ pub use zblade_context::{
     DEFAULT_MIN_RELEVANCE, Format as ContextFormat, Gate as RelevanceGate, Source as ContextSource, Tier as ContextTier,
 };
 pub use zblade_core::settings::ProxySettings;
+pub use zblade_core::text::one_line;
 pub use zblade_core::{
     CodeReference, Conversation, Error, Message, Moment, MomentType, ReferenceStatus, Result, Role, StorageMode,
     ToolCall, parse_conversation, parse_moment,

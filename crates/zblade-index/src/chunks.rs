@@ -276,25 +276,10 @@ impl Index {
                 .query_row(rusqlite::params_from_iter(args), |r| hit_from_row(kind, r, score))
                 .optional()?;
             Ok(hit.map(|mut hit| {
-                hit.snippet = flat_snippet(&hit.snippet);
+                hit.snippet = zblade_core::text::one_line(&hit.snippet, 200);
                 hit
             }))
         })
-    }
-}
-
-/// The first 200 characters of `text` on one line (whitespace runs as one space), "…" marking
-/// a cut. Built word by word up to the cut: a hit's text can be long, its snippet is not.
-fn flat_snippet(text: &str) -> String {
-    const LIMIT: usize = 200;
-    let mut flat = text
-        .split_whitespace()
-        .flat_map(|word| std::iter::once(' ').chain(word.chars()))
-        .skip(1);
-    let head: String = flat.by_ref().take(LIMIT).collect();
-    match flat.next() {
-        Some(_) => head.chars().take(LIMIT - 1).chain(std::iter::once('…')).collect(),
-        None => head,
     }
 }
 
@@ -311,35 +296,6 @@ pub fn hit_key(hit: &SearchHit) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The snippet is the whole text flattened and cut, as it was built before: whitespace runs
-    /// as one space, over 200 characters cut to 199 and "…".
-    #[test]
-    fn a_snippet_is_the_flattened_text_cut_at_200_characters() {
-        let whole = |text: &str| {
-            let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-            if flat.chars().count() > 200 {
-                flat.chars().take(199).collect::<String>() + "…"
-            } else {
-                flat
-            }
-        };
-        let samples = [
-            String::new(),
-            "   \n\t ".into(),
-            "one  two\n\nthree".into(),
-            "x".repeat(200),
-            "x".repeat(201),
-            format!("{} {}", "a".repeat(199), "b"),
-            format!("{} {}", "a".repeat(198), "b"),
-            format!("{}\n\n  {}", "a".repeat(100), "b".repeat(100)),
-            "naïve café 数字 🚀 ".repeat(40),
-            "word ".repeat(1000),
-        ];
-        for text in &samples {
-            assert_eq!(flat_snippet(text), whole(text), "{text:?}");
-        }
-    }
 
     /// An index made before version 8 finds a CID's owners from the covering index once it
     /// opens, with the same answer.

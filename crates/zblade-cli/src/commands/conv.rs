@@ -144,7 +144,7 @@ pub(crate) fn history(cx: &mut Ctx, search: Option<&str>, limit: usize, all_proj
             "{}  {}{times}  {}{place}",
             &p.time[..16.min(p.time.len())].replace('T', " "),
             p.conversation_id,
-            one_line(&p.text)
+            zblade_engine::one_line(&p.text, 100)
         ))?;
     }
     Ok(())
@@ -210,15 +210,6 @@ fn write_raw(cx: &mut Ctx, text: &str) -> Result<(), Error> {
             }
         })
         .map_err(|e| Error::io("<stdout>", e))
-}
-
-fn one_line(text: &str) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > 100 {
-        flat.chars().take(99).collect::<String>() + "…"
-    } else {
-        flat
-    }
 }
 
 fn node_line(node: &LineageNode) -> String {
